@@ -1,0 +1,138 @@
+#include "base/buf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/xalloc.h"
+
+void buf_init(buf *b)
+{
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+void buf_reset(buf *b)
+{
+    free(b->data);
+    buf_init(b);
+}
+
+void buf_reserve(buf *b, size_t extra)
+{
+    if (b->cap - b->len > extra)
+        return;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap - b->len <= extra)
+        cap *= 2;
+    b->data = xrealloc(b->data, cap);
+    b->cap = cap;
+}
+
+void buf_append(buf *b, const void *p, size_t n)
+{
+    buf_reserve(b, n);
+    if (n)
+        memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = 0;
+}
+
+void buf_append_str(buf *b, const char *s)
+{
+    buf_append(b, s, strlen(s));
+}
+
+void buf_putc(buf *b, char c)
+{
+    buf_append(b, &c, 1);
+}
+
+void buf_printf(buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n <= 0)
+        return;
+    buf_reserve(b, (size_t)n);
+    va_start(ap, fmt);
+    vsnprintf((char *)b->data + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+void buf_append_u32le(buf *b, uint32_t v)
+{
+    uint8_t x[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+    buf_append(b, x, 4);
+}
+
+void buf_append_u64le(buf *b, uint64_t v)
+{
+    buf_append_u32le(b, (uint32_t)v);
+    buf_append_u32le(b, (uint32_t)(v >> 32));
+}
+
+/* length of the valid UTF-8 sequence at s (n bytes left), or 0 if invalid */
+static size_t utf8_seq_len(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0];
+    size_t len;
+    unsigned min;
+    if (c < 0x80)
+        return 1;
+    if ((c & 0xE0) == 0xC0)
+        len = 2, min = 0x80;
+    else if ((c & 0xF0) == 0xE0)
+        len = 3, min = 0x800;
+    else if ((c & 0xF8) == 0xF0)
+        len = 4, min = 0x10000;
+    else
+        return 0;
+    if (n < len)
+        return 0;
+    unsigned cp = c & (0x3F >> (len - 1));
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return len;
+}
+
+void buf_append_json_str(buf *b, const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    buf_putc(b, '"');
+    for (size_t i = 0; i < n;) {
+        unsigned c = p[i];
+        if (c == '"' || c == '\\') {
+            buf_putc(b, '\\');
+            buf_putc(b, (char)c);
+            i++;
+        } else if (c == '\n') {
+            buf_append(b, "\\n", 2), i++;
+        } else if (c == '\t') {
+            buf_append(b, "\\t", 2), i++;
+        } else if (c == '\r') {
+            buf_append(b, "\\r", 2), i++;
+        } else if (c < 0x20) {
+            buf_printf(b, "\\u%04x", c), i++;
+        } else {
+            size_t len = utf8_seq_len(p + i, n - i);
+            if (len == 0) {
+                buf_printf(b, "\\u%04x", c); /* keep the byte visible, stay valid JSON */
+                i++;
+            } else {
+                buf_append(b, p + i, len);
+                i += len;
+            }
+        }
+    }
+    buf_putc(b, '"');
+}

@@ -1,0 +1,79 @@
+/*
+ * debuginfo - read what symbolication needs out of one Mach-O slice of a dSYM: the function
+ * tree (concrete functions and their inlinees with address ranges and call sites), the line
+ * tables, and the symbol table as a fallback.
+ *
+ * DWARF is read with libdwarf (dwarf_object_init_b over our own Mach-O section reader, so thin
+ * and fat files both work), one libdwarf instance per thread, compile units spread over the
+ * threads. Only the DIEs symbolication needs are visited: the compile unit, namespaces,
+ * subprograms with code, their lexical blocks and inlined subroutines; everything else is
+ * skipped as a subtree. Names follow DW_AT_abstract_origin / DW_AT_specification (DWARF 5
+ * sections 3.3.8.1, 2.13.2) the way llvm-symbolizer --functions=linkage does: the linkage name
+ * found anywhere along that chain, demangled, else the first DW_AT_name along it.
+ * Sources: DWARF 2-5 (dwarfstd.org), Apple <mach-o/loader.h>, <mach-o/nlist.h>.
+ */
+#ifndef STACKSIFT_DEBUGINFO_DEBUGINFO_H
+#define STACKSIFT_DEBUGINFO_DEBUGINFO_H
+
+#include <stdint.h>
+
+#include "base/err.h"
+#include "debuginfo/strtab.h"
+#include "macho/macho.h"
+
+#define DEBUGINFO_NONE UINT32_MAX
+
+/* A function or inlinee. Addresses are file addresses (the image's vm space). */
+typedef struct {
+    uint32_t name;      /* string id: demangled linkage name or DW_AT_name */
+    uint32_t parent;    /* scope this was inlined into; DEBUGINFO_NONE for a concrete function */
+    uint32_t call_file; /* string id of DW_AT_call_file's path, or STRTAB_NONE */
+    uint32_t call_line; /* DW_AT_call_line, 0 = unknown */
+    uint32_t depth;     /* 0 for a concrete function, inline depth otherwise */
+    uint32_t flags;     /* DEBUGINFO_SCOPE_* */
+    uint64_t entry;     /* lowest address of the scope (for "+ offset") */
+} debuginfo_scope;
+
+#define DEBUGINFO_SCOPE_SYMTAB 1u /* from the Mach-O symbol table, not DWARF */
+
+/* One address range [start, end) owned by a scope. */
+typedef struct {
+    uint64_t start, end;
+    uint32_t scope; /* index into scopes */
+    uint32_t depth; /* copy of scopes[scope].depth, for sorting */
+} debuginfo_range;
+
+/* One line-table row: from addr on, until the next row of its sequence, code is at file:line.
+ * A row with line == DEBUGINFO_END_SEQUENCE ends its sequence at addr. */
+typedef struct {
+    uint64_t addr;
+    uint32_t file; /* string id of the source path, or STRTAB_NONE */
+    uint32_t line;
+} debuginfo_row;
+
+#define DEBUGINFO_END_SEQUENCE UINT32_MAX
+
+typedef struct {
+    strtab strings;           /* every name and path */
+    debuginfo_scope *scopes;  /* nscopes entries */
+    uint32_t nscopes;
+    debuginfo_range *ranges;  /* nranges entries, unsorted (concrete and inlined) */
+    size_t nranges;
+    debuginfo_row *rows;      /* nrows entries; each sequence in order, sequences unsorted */
+    size_t nrows;
+    debuginfo_range *symbols; /* symbol-table functions, sorted, [start, end) to the next one */
+    size_t nsymbols;
+    uint64_t dwarf_bytes;     /* total size of the __DWARF sections read */
+    uint32_t compile_units;
+} debuginfo;
+
+/* debuginfo_load - read DWARF and symbol table of `img` into *out with `threads` threads
+ * (0 = all CPUs). An image with no DWARF yields just the symbol table.
+ * out     owned by the caller: debuginfo_reset().
+ * Errors  ERR_INVALID (corrupt DWARF that libdwarf rejects, with its message). */
+err_code debuginfo_load(debuginfo *out, const macho_image *img, unsigned threads, err_info *err);
+
+/* debuginfo_reset - free everything in `d`; a zeroed struct is a no-op. */
+void debuginfo_reset(debuginfo *d);
+
+#endif

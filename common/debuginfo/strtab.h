@@ -1,0 +1,30 @@
+/*
+ * strtab - an interned string table: each distinct string is stored once and named by a
+ * 32-bit id (its byte offset in the table). Not thread-safe; one per thread, merged later.
+ */
+#ifndef STACKSIFT_DEBUGINFO_STRTAB_H
+#define STACKSIFT_DEBUGINFO_STRTAB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+
+#define STRTAB_NONE UINT32_MAX /* "no string" */
+
+typedef struct {
+    buf bytes;         /* NUL-terminated strings back to back; id = offset of the first byte */
+    uint32_t *slots;   /* open-addressing hash set of ids + 1 (0 = empty) */
+    size_t nslots;     /* power of two */
+    size_t count;      /* strings interned */
+} strtab;
+
+void strtab_init(strtab *t);
+void strtab_reset(strtab *t);
+/* strtab_intern - id of `s` (`len` bytes, no NUL inside), adding it if new. Aborts (xalloc)
+ * if the table would exceed 4 GiB. */
+uint32_t strtab_intern(strtab *t, const char *s, size_t len);
+/* strtab_get - the string with id `id` (borrowed; invalidated by the next strtab_intern). */
+const char *strtab_get(const strtab *t, uint32_t id);
+
+#endif

@@ -1,0 +1,386 @@
+/*
+ * dSYM inputs -> symcaches. Directory walks are sorted for a stable order; zip entries are
+ * streamed to a private temp file in OUTDIR (never to a path derived from the entry name),
+ * mapped, converted and unlinked.
+ */
+#include "dsym/dsym.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zip.h>
+
+#include "base/buf.h"
+#include "base/bytes.h"
+#include "base/xalloc.h"
+#include "debuginfo/debuginfo.h"
+#include "macho/macho.h"
+#include "symcache/symcache_build.h"
+
+#define DEFAULT_MAX_UNPACKED (8ull << 30)
+#define DEFAULT_MAX_RATIO 200u
+#define DEFAULT_MAX_ENTRIES 100000u
+#define MAX_DIR_DEPTH 16
+
+typedef struct {
+    const char *out_dir;
+    dsym_options opts;
+    dsym_built_fn fn;
+    void *ctx;
+    size_t built;
+} job;
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static bool is_macho_magic(const uint8_t *p, size_t n)
+{
+    if (n < 4)
+        return false;
+    uint32_t le = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+    uint32_t be = (uint32_t)p[3] | (uint32_t)p[2] << 8 | (uint32_t)p[1] << 16 | (uint32_t)p[0] << 24;
+    return le == 0xfeedfaceu || le == 0xfeedfacfu || be == 0xcafebabeu || be == 0xcafebabfu;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+/* Write `b` to OUTDIR/<uuid>.symc through a temp file and rename: readers never see half. */
+static err_code write_atomically(const char *path, const buf *b, err_info *err)
+{
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return err_set(err, ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
+    size_t off = 0;
+    while (off < b->len) {
+        ssize_t n = write(fd, b->data + off, b->len - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            int e = errno;
+            close(fd);
+            unlink(tmp);
+            return err_set(err, ERR_IO, "cannot write %s: %s", tmp, strerror(e));
+        }
+        off += (size_t)n;
+    }
+    if (fsync(fd) != 0 || close(fd) != 0) {
+        unlink(tmp);
+        return err_set(err, ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
+    }
+    if (rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return err_set(err, ERR_IO, "cannot rename %s to %s: %s", tmp, path, strerror(e));
+    }
+    return ERR_OK;
+}
+
+static err_code build_slice(job *j, const uint8_t *data, size_t len, const char *name, err_info *err)
+{
+    double t0 = now_ms();
+    macho_image *img = xmalloc(sizeof *img);
+    debuginfo di = {0};
+    buf out;
+    buf_init(&out);
+    err_code rc = macho_parse(img, data, len, err);
+    if (rc != ERR_OK)
+        goto done;
+    if (!img->has_uuid) {
+        rc = err_set(err, ERR_INVALID, "%s (%s) has no LC_UUID", name,
+                     macho_arch_name(img->cputype, img->cpusubtype));
+        goto done;
+    }
+    rc = debuginfo_load(&di, img, j->opts.threads, err);
+    if (rc != ERR_OK)
+        goto done;
+    symcache_build_stats stats;
+    rc = symcache_build(&out, &stats, img, &di, name, err);
+    if (rc != ERR_OK)
+        goto done;
+    dsym_built b;
+    memset(&b, 0, sizeof b);
+    macho_uuid_format(b.uuid, img->uuid);
+    snprintf(b.arch, sizeof b.arch, "%s", macho_arch_name(img->cputype, img->cpusubtype));
+    snprintf(b.name, sizeof b.name, "%s", name);
+    if ((size_t)snprintf(b.path, sizeof b.path, "%s/%s.symc", j->out_dir, b.uuid) >= sizeof b.path) {
+        rc = err_set(err, ERR_INVALID, "output directory path is too long");
+        goto done;
+    }
+    rc = write_atomically(b.path, &out, err);
+    if (rc != ERR_OK)
+        goto done;
+    b.functions = stats.functions;
+    b.ranges = stats.ranges;
+    b.bytes = out.len;
+    b.dwarf_bytes = di.dwarf_bytes;
+    b.has_dwarf = di.nscopes > 0 || di.nrows > 0;
+    b.ms = now_ms() - t0;
+    j->built++;
+    if (j->fn != NULL)
+        j->fn(&b, j->ctx);
+done:
+    buf_reset(&out);
+    debuginfo_reset(&di);
+    free(img);
+    return rc;
+}
+
+static err_code build_macho(job *j, const uint8_t *data, size_t len, const char *name, err_info *err)
+{
+    macho_slice slices[MACHO_MAX_SLICES];
+    size_t n = 0;
+    err_code rc = macho_slices(slices, &n, data, len, err);
+    if (rc != ERR_OK)
+        return err_prefix(err, "%s", name);
+    for (size_t i = 0; i < n; i++) {
+        rc = build_slice(j, data + slices[i].offset, (size_t)slices[i].size, name, err);
+        if (rc != ERR_OK)
+            return n > 1 ? err_prefix(err, "%s slice %s", name,
+                                      macho_arch_name(slices[i].cputype, slices[i].cpusubtype))
+                         : err_prefix(err, "%s", name);
+    }
+    return ERR_OK;
+}
+
+static err_code build_file(job *j, const char *path, const char *name, bool must_be_macho, err_info *err)
+{
+    bytes b;
+    err_code rc = bytes_map_file(&b, path, err);
+    if (rc != ERR_OK)
+        return rc;
+    if (!is_macho_magic(b.data, b.len)) {
+        bytes_unmap(&b);
+        if (must_be_macho)
+            return err_set(err, ERR_INVALID, "%s is not a Mach-O file", name);
+        return ERR_OK; /* Info.plist and friends inside a bundle */
+    }
+    rc = build_macho(j, b.data, b.len, name, err);
+    bytes_unmap(&b);
+    return rc;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static err_code walk_dir(job *j, const char *dir, int depth, err_info *err)
+{
+    if (depth > MAX_DIR_DEPTH)
+        return ERR_OK;
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return err_set(err, ERR_IO, "cannot read directory %s: %s", dir, strerror(errno));
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            names = xreallocarray(names, cap, sizeof *names);
+        }
+        names[n++] = xstrdup(e->d_name);
+    }
+    closedir(d);
+    qsort(names, n, sizeof *names, cmp_str);
+    err_code rc = ERR_OK;
+    for (size_t i = 0; i < n && rc == ERR_OK; i++) {
+        char path[4096];
+        if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, names[i]) >= sizeof path)
+            continue;
+        struct stat st;
+        if (lstat(path, &st) != 0)
+            continue;
+        if (S_ISDIR(st.st_mode))
+            rc = walk_dir(j, path, depth + 1, err);
+        else if (S_ISREG(st.st_mode))
+            rc = build_file(j, path, names[i], false, err);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    return rc;
+}
+
+/* An entry name that could escape a directory if someone ever used it as a path. */
+static bool hostile_entry_name(const char *name)
+{
+    if (name[0] == '/' || name[0] == '\\' || strchr(name, '\\') != NULL)
+        return true;
+    const char *p = name;
+    while (*p) {
+        const char *slash = strchr(p, '/');
+        size_t len = slash ? (size_t)(slash - p) : strlen(p);
+        if (len == 2 && p[0] == '.' && p[1] == '.')
+            return true;
+        if (!slash)
+            break;
+        p = slash + 1;
+    }
+    return false;
+}
+
+static err_code extract_entry(zip_t *z, zip_uint64_t index, const zip_stat_t *st, const char *tmp_path,
+                              bool *is_macho, err_info *err)
+{
+    *is_macho = false;
+    zip_file_t *zf = zip_fopen_index(z, index, 0);
+    if (zf == NULL)
+        return err_set(err, ERR_INVALID, "cannot read zip entry %s: %s", st->name, zip_strerror(z));
+    int fd = open(tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        zip_fclose(zf);
+        return err_set(err, ERR_IO, "cannot create %s: %s", tmp_path, strerror(errno));
+    }
+    err_code rc = ERR_OK;
+    uint8_t chunk[1 << 16];
+    zip_uint64_t total = 0;
+    for (;;) {
+        zip_int64_t n = zip_fread(zf, chunk, sizeof chunk);
+        if (n < 0) {
+            rc = err_set(err, ERR_INVALID, "corrupt zip entry %s: %s", st->name, zip_file_strerror(zf));
+            break;
+        }
+        if (n == 0)
+            break;
+        if (total == 0 && !is_macho_magic(chunk, (size_t)n))
+            break; /* not a Mach-O: skip the rest of this entry */
+        total += (zip_uint64_t)n;
+        if (total > st->size) {
+            rc = err_set(err, ERR_INVALID, "zip entry %s holds more than its declared %llu bytes",
+                         st->name, (unsigned long long)st->size);
+            break;
+        }
+        if (write(fd, chunk, (size_t)n) != n) {
+            rc = err_set(err, ERR_IO, "cannot write %s: %s", tmp_path, strerror(errno));
+            break;
+        }
+        *is_macho = true;
+    }
+    zip_fclose(zf);
+    close(fd);
+    return rc;
+}
+
+static err_code build_zip(job *j, const char *path, err_info *err)
+{
+    int zerr = 0;
+    zip_t *z = zip_open(path, ZIP_RDONLY, &zerr);
+    if (z == NULL) {
+        zip_error_t ze;
+        zip_error_init_with_code(&ze, zerr);
+        err_set(err, ERR_INVALID, "cannot open zip: %s", zip_error_strerror(&ze));
+        zip_error_fini(&ze);
+        return ERR_INVALID;
+    }
+    err_code rc = ERR_OK;
+    uint64_t max_unpacked = j->opts.max_unpacked_bytes ? j->opts.max_unpacked_bytes : DEFAULT_MAX_UNPACKED;
+    uint32_t max_ratio = j->opts.max_ratio ? j->opts.max_ratio : DEFAULT_MAX_RATIO;
+    uint32_t max_entries = j->opts.max_entries ? j->opts.max_entries : DEFAULT_MAX_ENTRIES;
+    zip_int64_t n = zip_get_num_entries(z, 0);
+    if (n < 0 || (uint64_t)n > max_entries) {
+        rc = err_set(err, ERR_TOO_LARGE, "zip has %lld entries (at most %u allowed)", (long long)n, max_entries);
+        goto done;
+    }
+    /* check every entry before extracting any, so a bad archive leaves nothing behind */
+    uint64_t total = 0;
+    for (zip_int64_t i = 0; i < n; i++) {
+        zip_stat_t st;
+        if (zip_stat_index(z, (zip_uint64_t)i, 0, &st) != 0) {
+            rc = err_set(err, ERR_INVALID, "corrupt zip entry %lld: %s", (long long)i, zip_strerror(z));
+            goto done;
+        }
+        if (!(st.valid & ZIP_STAT_NAME) || hostile_entry_name(st.name)) {
+            rc = err_set(err, ERR_INVALID, "zip entry name %s escapes the archive",
+                         (st.valid & ZIP_STAT_NAME) ? st.name : "(none)");
+            goto done;
+        }
+        if (!(st.valid & ZIP_STAT_SIZE) || !(st.valid & ZIP_STAT_COMP_SIZE))
+            continue;
+        total += st.size;
+        if (total > max_unpacked) {
+            rc = err_set(err, ERR_TOO_LARGE, "zip unpacks to more than %llu bytes",
+                         (unsigned long long)max_unpacked);
+            goto done;
+        }
+        if (st.size > 1024 * 1024 && st.size / (st.comp_size ? st.comp_size : 1) > max_ratio) {
+            rc = err_set(err, ERR_TOO_LARGE, "zip entry %s expands %llu-fold (at most %u allowed)",
+                         st.name, (unsigned long long)(st.size / (st.comp_size ? st.comp_size : 1)),
+                         max_ratio);
+            goto done;
+        }
+    }
+    for (zip_int64_t i = 0; i < n && rc == ERR_OK; i++) {
+        zip_stat_t st;
+        if (zip_stat_index(z, (zip_uint64_t)i, 0, &st) != 0 || !(st.valid & ZIP_STAT_SIZE))
+            continue;
+        size_t name_len = strlen(st.name);
+        if (name_len == 0 || st.name[name_len - 1] == '/' || st.size < 28)
+            continue;
+        /* skip resource forks and AppleDouble files that macOS zips carry */
+        if (strncmp(st.name, "__MACOSX/", 9) == 0 || strncmp(base_name(st.name), "._", 2) == 0)
+            continue;
+        char tmp[4200];
+        snprintf(tmp, sizeof tmp, "%s/.zip-entry.%ld.%lld", j->out_dir, (long)getpid(), (long long)i);
+        bool is_macho = false;
+        rc = extract_entry(z, (zip_uint64_t)i, &st, tmp, &is_macho, err);
+        if (rc == ERR_OK && is_macho)
+            rc = build_file(j, tmp, base_name(st.name), true, err);
+        unlink(tmp);
+    }
+done:
+    zip_discard(z);
+    return rc;
+}
+
+err_code dsym_build_symcaches(const char *input, const char *out_dir, const dsym_options *opts,
+                              dsym_built_fn fn, void *ctx, err_info *err)
+{
+    job j = {out_dir, {0}, fn, ctx, 0};
+    if (opts != NULL)
+        j.opts = *opts;
+    struct stat st;
+    if (stat(input, &st) != 0)
+        return err_set(err, errno == ENOENT ? ERR_NOT_FOUND : ERR_IO, "cannot open %s: %s", input,
+                       strerror(errno));
+    err_code rc;
+    if (S_ISDIR(st.st_mode)) {
+        rc = walk_dir(&j, input, 0, err);
+        if (rc == ERR_OK && j.built == 0)
+            rc = err_set(err, ERR_INVALID, "no Mach-O debug file found in %s", input);
+        return rc;
+    }
+    uint8_t head[4] = {0};
+    int fd = open(input, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return err_set(err, ERR_IO, "cannot open %s: %s", input, strerror(errno));
+    ssize_t got = read(fd, head, sizeof head);
+    close(fd);
+    if (got == 4 && memcmp(head, "PK\x03\x04", 4) == 0) {
+        rc = build_zip(&j, input, err);
+        if (rc == ERR_OK && j.built == 0)
+            rc = err_set(err, ERR_INVALID, "zip holds no Mach-O debug file");
+        return rc;
+    }
+    if (got == 4 && memcmp(head, "PK\x05\x06", 4) == 0)
+        return err_set(err, ERR_INVALID, "zip is empty");
+    return build_file(&j, input, base_name(input), true, err);
+}

@@ -1,0 +1,65 @@
+/*
+ * symcache - a compact, sorted address table for one (UUID, arch) image, built once from
+ * a dSYM's DWARF (plus the Mach-O symbol table) and read through mmap.
+ *
+ * A lookup is one binary search over a memory-mapped array plus a walk up the inline chain:
+ * O(log n), no allocation, no locks, safe from any number of threads at once.
+ * The file format and its version history are described in symcache_format.h.
+ */
+#ifndef STACKSIFT_SYMCACHE_SYMCACHE_H
+#define STACKSIFT_SYMCACHE_SYMCACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/err.h"
+
+typedef struct symcache symcache; /* opaque; an open, mapped .symc file */
+
+/* One symbolicated frame. Strings are borrowed from the symcache: valid until symcache_close. */
+typedef struct {
+    const char *function; /* demangled name; "??" only when the line table covers an address
+                             that no function or symbol does */
+    const char *file;     /* source path, directory joined as DWARF gives it; NULL if unknown */
+    uint32_t line;        /* 1-based; 0 = unknown */
+    bool inlined;         /* true: this frame was inlined into the next one in the array */
+    bool from_symtab;     /* true: name from the Mach-O symbol table, no DWARF here */
+    uint64_t sym_addr;    /* file address where the function (or inlinee) starts */
+} symcache_frame;
+
+#define SYMCACHE_MAX_FRAMES 64 /* inline depth we return at most; deeper chains are cut */
+
+/* symcache_open - map `path` read-only and check its header and table bounds.
+ * out     owned by the caller: symcache_close().
+ * Errors  ERR_NOT_FOUND (no file), ERR_IO, ERR_INVALID (not a symcache, corrupt tables),
+ *         ERR_UNSUPPORTED (a format version this build does not read). */
+err_code symcache_open(symcache **out, const char *path, err_info *err);
+
+/* symcache_open_bytes - like symcache_open over `len` bytes the caller keeps alive (e.g. a
+ * buffer or a fuzzer input); the symcache does not own or free them. */
+err_code symcache_open_bytes(symcache **out, const uint8_t *data, size_t len, err_info *err);
+
+/* symcache_close - unmap and free; NULL is a no-op. Invalidates every frame string. */
+void symcache_close(symcache *sc);
+
+/* symcache_lookup - frames covering `file_addr` (an address in the image's own vm space:
+ * runtime address - load address + __TEXT vmaddr), innermost first: frame 0 is the
+ * innermost inlinee with the line-table location, each further frame the caller it was
+ * inlined into, at its DW_AT_call_file/DW_AT_call_line; the last frame is the concrete
+ * function. Writes at most `cap` frames and returns how many were written, 0 when nothing
+ * covers the address. */
+size_t symcache_lookup(symcache_frame *out, size_t cap, const symcache *sc, uint64_t file_addr);
+
+/* Accessors for the header (strings borrowed like frame strings). */
+const uint8_t *symcache_uuid(const symcache *sc);       /* 16 bytes */
+uint32_t symcache_cputype(const symcache *sc);
+uint32_t symcache_cpusubtype(const symcache *sc);
+const char *symcache_arch(const symcache *sc);          /* "arm64", ... */
+const char *symcache_image_name(const symcache *sc);    /* e.g. "App"; "" if unknown */
+uint64_t symcache_text_vmaddr(const symcache *sc);      /* __TEXT vmaddr of the image */
+bool symcache_has_dwarf(const symcache *sc);            /* false: built from a symbol table */
+uint32_t symcache_range_count(const symcache *sc);
+uint32_t symcache_function_count(const symcache *sc);   /* concrete functions + inlinees */
+
+#endif

@@ -1,0 +1,362 @@
+/*
+ * Flattening: scope ranges nest (an inlinee lies inside its caller), so one sweep with a stack
+ * over ranges sorted by (start, end desc, depth) yields, for every address, the innermost
+ * scope. Line rows become [addr, next addr) segments per sequence. A three-way merge of scope
+ * segments, line segments and symbol-table symbols gives the final table; neighbours that
+ * say the same thing are joined.
+ */
+#include "symcache/symcache_build.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/xalloc.h"
+#include "symcache/symcache_format.h"
+
+typedef struct {
+    uint64_t start, end;
+    uint32_t a, b; /* scope segments: a = scope; line segments: a = file, b = line */
+} segment;
+
+typedef struct {
+    segment *v;
+    size_t n, cap;
+} segments;
+
+static void seg_push(segments *s, uint64_t start, uint64_t end, uint32_t a, uint32_t b)
+{
+    if (end <= start)
+        return;
+    if (s->n > 0 && s->v[s->n - 1].end == start && s->v[s->n - 1].a == a && s->v[s->n - 1].b == b) {
+        s->v[s->n - 1].end = end;
+        return;
+    }
+    if (s->n == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 1024;
+        s->v = xreallocarray(s->v, s->cap, sizeof *s->v);
+    }
+    s->v[s->n++] = (segment){start, end, a, b};
+}
+
+static int cmp_scope_range(const void *pa, const void *pb)
+{
+    const debuginfo_range *x = pa, *y = pb;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    if (x->end != y->end)
+        return x->end > y->end ? -1 : 1; /* outer first */
+    if (x->depth != y->depth)
+        return x->depth < y->depth ? -1 : 1;
+    return x->scope < y->scope ? -1 : x->scope > y->scope;
+}
+
+/* Innermost scope per address. Ranges that overlap without nesting (bad DWARF, folded
+ * functions) are clipped to the range they start in. */
+static void flatten_scopes(segments *out, const debuginfo *di)
+{
+    debuginfo_range *r = xcalloc(di->nranges ? di->nranges : 1, sizeof *r);
+    memcpy(r, di->ranges, di->nranges * sizeof *r);
+    qsort(r, di->nranges, sizeof *r, cmp_scope_range);
+    debuginfo_range *stack = xcalloc(di->nranges ? di->nranges : 1, sizeof *stack);
+    size_t top = 0;
+    uint64_t cur = 0;
+    for (size_t i = 0; i <= di->nranges; i++) {
+        uint64_t next = i < di->nranges ? r[i].start : UINT64_MAX;
+        while (top > 0 && stack[top - 1].end <= next) {
+            debuginfo_range t = stack[--top];
+            seg_push(out, cur, t.end, t.scope, 0);
+            if (t.end > cur)
+                cur = t.end;
+        }
+        if (i == di->nranges)
+            break;
+        if (top > 0)
+            seg_push(out, cur, next, stack[top - 1].scope, 0);
+        cur = next;
+        debuginfo_range nr = r[i];
+        if (top > 0 && nr.end > stack[top - 1].end)
+            nr.end = stack[top - 1].end;
+        if (nr.end > nr.start)
+            stack[top++] = nr;
+    }
+    free(stack);
+    free(r);
+}
+
+static int cmp_segment(const void *pa, const void *pb)
+{
+    const segment *x = pa, *y = pb;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return 0;
+}
+
+/* Line rows -> [addr, next addr) segments. For several rows at one address the last wins,
+ * as in llvm's DWARFDebugLine::LineTable::findRowInSeq. */
+static void flatten_lines(segments *out, const debuginfo *di)
+{
+    segments tmp = {0};
+    for (size_t i = 0; i + 1 < di->nrows; i++) {
+        const debuginfo_row *row = &di->rows[i], *next = &di->rows[i + 1];
+        if (row->line == DEBUGINFO_END_SEQUENCE || next->addr <= row->addr)
+            continue;
+        if (tmp.n == tmp.cap) {
+            tmp.cap = tmp.cap ? tmp.cap * 2 : 1024;
+            tmp.v = xreallocarray(tmp.v, tmp.cap, sizeof *tmp.v);
+        }
+        tmp.v[tmp.n++] = (segment){row->addr, next->addr, row->file, row->line};
+    }
+    qsort(tmp.v, tmp.n, sizeof *tmp.v, cmp_segment);
+    for (size_t i = 0; i < tmp.n; i++) {
+        segment s = tmp.v[i];
+        if (out->n > 0 && out->v[out->n - 1].end > s.start) {
+            /* overlapping sequences (dead code left at a reused address): first one wins */
+            if (out->v[out->n - 1].end >= s.end)
+                continue;
+            s.start = out->v[out->n - 1].end;
+        }
+        seg_push(out, s.start, s.end, s.a, s.b);
+    }
+    free(tmp.v);
+}
+
+static void clip_segments(segments *s, uint64_t lo, uint64_t hi)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        segment g = s->v[i];
+        if (g.start < lo)
+            g.start = lo;
+        if (g.end > hi)
+            g.end = hi;
+        if (g.end > g.start)
+            s->v[n++] = g;
+    }
+    s->n = n;
+}
+
+/* ---- output tables ---------------------------------------------------------------------- */
+
+typedef struct {
+    uint64_t start;
+    symc_range info;
+} out_range;
+
+typedef struct {
+    const debuginfo *di;
+    strtab strings;        /* only what the file references, in order of first use */
+    uint32_t *scope_map;   /* debuginfo scope -> output scope (SYMC_NONE = not yet) */
+    uint32_t *symbol_map;  /* debuginfo symbol -> output scope */
+    symc_scope *scopes;
+    size_t nscopes, cap_scopes;
+    out_range *ranges;
+    size_t nranges, cap_ranges;
+    uint64_t base;
+} builder;
+
+static uint32_t out_string(builder *b, uint32_t id)
+{
+    if (id == STRTAB_NONE)
+        return SYMC_NONE;
+    const char *s = strtab_get(&b->di->strings, id);
+    return strtab_intern(&b->strings, s, strlen(s));
+}
+
+static uint32_t new_scope(builder *b, symc_scope s)
+{
+    if (b->nscopes == b->cap_scopes) {
+        b->cap_scopes = b->cap_scopes ? b->cap_scopes * 2 : 1024;
+        b->scopes = xreallocarray(b->scopes, b->cap_scopes, sizeof *b->scopes);
+    }
+    b->scopes[b->nscopes] = s;
+    return (uint32_t)b->nscopes++;
+}
+
+/* Output index of debuginfo scope `id`, adding it and its callers on first use. */
+static uint32_t out_scope(builder *b, uint32_t id)
+{
+    if (b->scope_map[id] != SYMC_NONE)
+        return b->scope_map[id];
+    const debuginfo_scope *s = &b->di->scopes[id];
+    symc_scope o = {0};
+    o.name = out_string(b, s->name);
+    o.call_file = out_string(b, s->call_file);
+    o.call_line = s->call_line;
+    o.entry = s->entry >= b->base && s->entry - b->base <= UINT32_MAX ? (uint32_t)(s->entry - b->base) : 0;
+    o.flags = 0;
+    o.parent = SYMC_NONE;
+    uint32_t idx = new_scope(b, o);
+    b->scope_map[id] = idx;
+    if (s->parent != DEBUGINFO_NONE && s->parent < b->di->nscopes && s->parent != id) {
+        uint32_t parent = out_scope(b, s->parent);
+        b->scopes[idx].parent = parent;
+    }
+    return idx;
+}
+
+static uint32_t out_symbol(builder *b, size_t i)
+{
+    if (b->symbol_map[i] != SYMC_NONE)
+        return b->symbol_map[i];
+    const debuginfo_range *sym = &b->di->symbols[i];
+    symc_scope o = {out_string(b, sym->scope), SYMC_NONE, SYMC_NONE, 0,
+                    (uint32_t)(sym->start - b->base), SYMC_SCOPE_SYMTAB};
+    return b->symbol_map[i] = new_scope(b, o);
+}
+
+static void push_out(builder *b, uint64_t start, uint32_t scope, uint32_t file, uint32_t line)
+{
+    if (b->nranges > 0) {
+        out_range *last = &b->ranges[b->nranges - 1];
+        if (last->info.scope == scope && last->info.file == file && last->info.line == line)
+            return;
+        if (last->start == start) { /* zero-length predecessor: replace it */
+            last->info = (symc_range){scope, file, line};
+            return;
+        }
+    }
+    if (b->nranges == b->cap_ranges) {
+        b->cap_ranges = b->cap_ranges ? b->cap_ranges * 2 : 1024;
+        b->ranges = xreallocarray(b->ranges, b->cap_ranges, sizeof *b->ranges);
+    }
+    b->ranges[b->nranges++] = (out_range){start, {scope, file, line}};
+}
+
+err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image *img,
+                        const debuginfo *di, const char *image_name, err_info *err)
+{
+    segments scopes = {0}, lines = {0}, syms = {0};
+    builder b = {0};
+    err_code rc = ERR_OK;
+    if (!img->has_uuid)
+        return err_set(err, ERR_INVALID, "Mach-O image has no LC_UUID: cannot be matched to reports");
+    flatten_scopes(&scopes, di);
+    flatten_lines(&lines, di);
+    for (size_t i = 0; i < di->nsymbols; i++)
+        seg_push(&syms, di->symbols[i].start, di->symbols[i].end, (uint32_t)i, 0);
+
+    /* Code lives in __TEXT: DWARF that points elsewhere (address 0 for dead-stripped code,
+     * addresses a broken linker left unrelocated) describes nothing a report can hit. */
+    if (img->has_text && img->text_vmsize > 0) {
+        segments *lists[3] = {&scopes, &lines, &syms};
+        for (int k = 0; k < 3; k++)
+            clip_segments(lists[k], img->text_vmaddr, img->text_vmaddr + img->text_vmsize);
+    }
+
+    b.di = di;
+    strtab_init(&b.strings);
+    b.scope_map = xcalloc(di->nscopes ? di->nscopes : 1, sizeof *b.scope_map);
+    memset(b.scope_map, 0xff, (di->nscopes ? di->nscopes : 1) * sizeof *b.scope_map);
+    b.symbol_map = xcalloc(di->nsymbols ? di->nsymbols : 1, sizeof *b.symbol_map);
+    memset(b.symbol_map, 0xff, (di->nsymbols ? di->nsymbols : 1) * sizeof *b.symbol_map);
+    uint32_t name_off = strtab_intern(&b.strings, image_name ? image_name : "",
+                                      image_name ? strlen(image_name) : 0);
+
+    uint64_t lo = UINT64_MAX, hi = 0;
+    const segments *all[3] = {&scopes, &lines, &syms};
+    for (int k = 0; k < 3; k++)
+        if (all[k]->n > 0) {
+            if (all[k]->v[0].start < lo)
+                lo = all[k]->v[0].start;
+            if (all[k]->v[all[k]->n - 1].end > hi)
+                hi = all[k]->v[all[k]->n - 1].end;
+        }
+    if (lo == UINT64_MAX)
+        lo = hi = img->has_text ? img->text_vmaddr : 0;
+    if (hi - lo > UINT32_MAX) {
+        rc = err_set(err, ERR_UNSUPPORTED, "code spans %llu bytes; symcaches cover at most 4 GiB",
+                     (unsigned long long)(hi - lo));
+        goto done;
+    }
+    b.base = lo;
+
+    /* three-way merge over the boundaries of all segment lists */
+    size_t i[3] = {0, 0, 0};
+    uint64_t at = lo;
+    while (at < hi) {
+        const segment *act[3] = {NULL, NULL, NULL};
+        uint64_t next = UINT64_MAX;
+        for (int k = 0; k < 3; k++) {
+            while (i[k] < all[k]->n && all[k]->v[i[k]].end <= at)
+                i[k]++;
+            if (i[k] < all[k]->n) {
+                const segment *s = &all[k]->v[i[k]];
+                if (s->start <= at) {
+                    act[k] = s;
+                    if (s->end < next)
+                        next = s->end;
+                } else if (s->start < next) {
+                    next = s->start;
+                }
+            }
+        }
+        if (next == UINT64_MAX)
+            break;
+        uint32_t scope = SYMC_NONE, file = SYMC_NONE, line = 0;
+        if (act[0] != NULL && di->scopes[act[0]->a].name != STRTAB_NONE)
+            scope = out_scope(&b, act[0]->a);
+        else if (act[2] != NULL)
+            scope = out_symbol(&b, act[2]->a);
+        if (act[1] != NULL) {
+            file = out_string(&b, act[1]->a);
+            line = act[1]->b;
+        }
+        push_out(&b, at, scope, file, line);
+        at = next;
+    }
+    push_out(&b, hi, SYMC_NONE, SYMC_NONE, 0); /* sentinel */
+    if (b.nranges >= UINT32_MAX || b.nscopes >= UINT32_MAX) {
+        rc = err_set(err, ERR_UNSUPPORTED, "too many ranges for one symcache");
+        goto done;
+    }
+
+    /* header */
+    uint8_t hdr[SYMC_HEADER_SIZE] = {0};
+    memcpy(hdr, SYMC_MAGIC, 8);
+    buf_append(out, hdr, 8);
+    buf_append_u32le(out, SYMCACHE_VERSION);
+    buf_append_u32le(out, di->nranges > 0 || di->nrows > 0 ? SYMC_FLAG_DWARF : 0);
+    buf_append(out, img->uuid, 16);
+    buf_append_u32le(out, img->cputype);
+    buf_append_u32le(out, img->cpusubtype);
+    buf_append_u64le(out, img->has_text ? img->text_vmaddr : 0);
+    buf_append_u64le(out, b.base);
+    buf_append_u32le(out, (uint32_t)b.nranges);
+    buf_append_u32le(out, (uint32_t)b.nscopes);
+    buf_append_u32le(out, (uint32_t)b.strings.bytes.len);
+    buf_append_u32le(out, name_off);
+    buf_append_u64le(out, 0);
+    /* tables */
+    buf_reserve(out, b.nranges * 16 + b.nscopes * sizeof(symc_scope) + b.strings.bytes.len);
+    for (size_t k = 0; k < b.nranges; k++)
+        buf_append_u32le(out, (uint32_t)(b.ranges[k].start - b.base));
+    for (size_t k = 0; k < b.nranges; k++) {
+        buf_append_u32le(out, b.ranges[k].info.scope);
+        buf_append_u32le(out, b.ranges[k].info.file);
+        buf_append_u32le(out, b.ranges[k].info.line);
+    }
+    for (size_t k = 0; k < b.nscopes; k++) {
+        const symc_scope *s = &b.scopes[k];
+        buf_append_u32le(out, s->name);
+        buf_append_u32le(out, s->parent);
+        buf_append_u32le(out, s->call_file);
+        buf_append_u32le(out, s->call_line);
+        buf_append_u32le(out, s->entry);
+        buf_append_u32le(out, s->flags);
+    }
+    buf_append(out, b.strings.bytes.data, b.strings.bytes.len);
+    if (stats != NULL) {
+        stats->functions = (uint32_t)b.nscopes;
+        stats->ranges = (uint32_t)b.nranges;
+    }
+done:
+    free(scopes.v);
+    free(lines.v);
+    free(syms.v);
+    free(b.scope_map);
+    free(b.symbol_map);
+    free(b.scopes);
+    free(b.ranges);
+    strtab_reset(&b.strings);
+    return rc;
+}

@@ -1,0 +1,27 @@
+/*
+ * symcache_build - turn debuginfo (DWARF + symbol table of one slice) into .symc bytes.
+ */
+#ifndef STACKSIFT_SYMCACHE_BUILD_H
+#define STACKSIFT_SYMCACHE_BUILD_H
+
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "debuginfo/debuginfo.h"
+#include "macho/macho.h"
+
+typedef struct {
+    uint32_t functions; /* scopes written: concrete functions + inlinees + symbol-table symbols */
+    uint32_t ranges;    /* address ranges written (sentinel included) */
+} symcache_build_stats;
+
+/* symcache_build - flatten `di` into non-overlapping ranges (innermost inlinee wins, the
+ * line table splits ranges, the symbol table fills what DWARF does not cover) and append the
+ * .symc file (layout in symcache_format.h) to `out`. Output is deterministic: the same input
+ * gives the same bytes whatever thread count built `di`.
+ * Errors  ERR_UNSUPPORTED (code spans more than 4 GiB), ERR_INVALID (image has no UUID). */
+err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image *img,
+                        const debuginfo *di, const char *image_name, err_info *err);
+
+#endif

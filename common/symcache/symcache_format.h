@@ -1,0 +1,59 @@
+/*
+ * symcache_format - the on-disk layout of a .symc file. Internal to common/symcache.
+ *
+ * All integers little-endian. One file per (UUID, arch).
+ *
+ *   offset  size  field
+ *   0       8     magic "STKSYMC\0"
+ *   8       4     version (SYMCACHE_VERSION)
+ *   12      4     flags: bit 0 = built from DWARF (else from the symbol table only)
+ *   16      16    UUID (LC_UUID of the image)
+ *   32      4     cputype
+ *   36      4     cpusubtype
+ *   40      8     __TEXT vmaddr of the image
+ *   48      8     base address: range starts are u32 offsets from it
+ *   56      4     nranges
+ *   60      4     nscopes
+ *   64      4     strings_size (bytes; the last byte is NUL)
+ *   68      4     image name (string offset)
+ *   72      8     reserved, zero
+ *   80            range_start  u32[nranges]          sorted, strictly increasing
+ *                 range_info   symc_range[nranges]   what covers [start[i], start[i+1])
+ *                 scopes       symc_scope[nscopes]   functions and inlinees
+ *                 strings      NUL-terminated names and paths, each stored once
+ *
+ * The last range is a sentinel (scope and file SYMC_NONE) that ends the one before it.
+ * A lookup is a binary search over range_start, then a walk up scopes[].parent.
+ *
+ * Version history
+ *   1  (2026-11) first version.
+ */
+#ifndef STACKSIFT_SYMCACHE_FORMAT_H
+#define STACKSIFT_SYMCACHE_FORMAT_H
+
+#include <stdint.h>
+
+#define SYMC_MAGIC "STKSYMC"
+#define SYMCACHE_VERSION 1u
+#define SYMC_HEADER_SIZE 80u
+#define SYMC_NONE UINT32_MAX
+#define SYMC_FLAG_DWARF 1u
+
+typedef struct {
+    uint32_t scope; /* innermost scope covering the range, or SYMC_NONE */
+    uint32_t file;  /* string offset of the source path, or SYMC_NONE */
+    uint32_t line;  /* 0 = unknown */
+} symc_range;
+
+typedef struct {
+    uint32_t name;      /* string offset of the (demangled) function name */
+    uint32_t parent;    /* scope this was inlined into, or SYMC_NONE for a concrete function */
+    uint32_t call_file; /* string offset of the call site's file in the parent, or SYMC_NONE */
+    uint32_t call_line; /* call site line in the parent, 0 = unknown */
+    uint32_t entry;     /* scope's lowest address, as an offset from the base address */
+    uint32_t flags;     /* SYMC_SCOPE_SYMTAB */
+} symc_scope;
+
+#define SYMC_SCOPE_SYMTAB 1u
+
+#endif

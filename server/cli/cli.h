@@ -1,0 +1,11 @@
+/*
+ * cli - the stacksift subcommands. Each takes the arguments after its name (argv[0] is the
+ * subcommand name) and returns the process exit status: 0 ok, 1 input error, 2 usage error.
+ */
+#ifndef STACKSIFT_CLI_CLI_H
+#define STACKSIFT_CLI_CLI_H
+
+int cli_symcache(int argc, char **argv);   /* stacksift symcache build INPUT -o OUTDIR */
+int cli_lookup(int argc, char **argv);     /* stacksift lookup -o INPUT [...] ADDRESS... */
+
+#endif

@@ -1,0 +1,294 @@
+/*
+ * stacksift lookup -o INPUT [--arch ARCH] [-l LOAD_ADDRESS] [-i] [--json] ADDRESS...
+ *
+ * atos-compatible. INPUT is a .symc, a dSYM bundle, a zip of bundles or a Mach-O; anything but
+ * a .symc is converted into a temp directory first. With -l the addresses are runtime
+ * addresses of the image loaded at LOAD_ADDRESS (file address = address - load address +
+ * __TEXT vmaddr); without it they are file addresses. No addresses on the command line:
+ * read them from stdin, one per line.
+ *
+ * Plain output, one line per frame as atos prints it:
+ *   function (in Image) (file:line)      DWARF knows the address
+ *   function (in Image) + offset         only the symbol table does
+ *   0x1000                               nothing covers the address
+ * Without -i only the concrete function is named (with the innermost line); -i prints every
+ * inlined frame, innermost first. --json prints one object per address with all frames.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/buf.h"
+#include "cli/cli.h"
+#include "dsym/dsym.h"
+#include "macho/macho.h"
+#include "symcache/symcache.h"
+
+typedef struct {
+    char paths[MACHO_MAX_SLICES * 4][4096];
+    char arches[MACHO_MAX_SLICES * 4][16];
+    size_t n;
+} built_list;
+
+static void remember(const dsym_built *b, void *ctx)
+{
+    built_list *l = ctx;
+    if (l->n < sizeof l->paths / sizeof l->paths[0]) {
+        snprintf(l->paths[l->n], sizeof l->paths[0], "%s", b->path);
+        snprintf(l->arches[l->n], sizeof l->arches[0], "%s", b->arch);
+        l->n++;
+    }
+}
+
+static void remove_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d != NULL) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            char p[4200];
+            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+            unlink(p);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+static bool is_symcache_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char magic[8] = {0};
+    if (f == NULL)
+        return false;
+    size_t n = fread(magic, 1, sizeof magic, f);
+    fclose(f);
+    return n == 8 && memcmp(magic, "STKSYMC", 8) == 0;
+}
+
+/* Open the symcache for INPUT/--arch; converts non-.symc input into tmp_dir. */
+static int open_input(symcache **out, const char *input, const char *arch, char *tmp_dir)
+{
+    err_info err = {0};
+    if (is_symcache_file(input)) {
+        if (symcache_open(out, input, &err) != ERR_OK) {
+            fprintf(stderr, "stacksift: %s\n", err.msg);
+            return 1;
+        }
+        if (arch != NULL && strcmp(symcache_arch(*out), arch) != 0) {
+            fprintf(stderr, "stacksift: %s is %s, not %s\n", input, symcache_arch(*out), arch);
+            symcache_close(*out);
+            *out = NULL;
+            return 1;
+        }
+        return 0;
+    }
+    const char *tmp = getenv("TMPDIR");
+    snprintf(tmp_dir, 4096, "%s/stacksift-lookup.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (mkdtemp(tmp_dir) == NULL) {
+        fprintf(stderr, "stacksift: cannot create a temp directory: %s\n", strerror(errno));
+        tmp_dir[0] = '\0';
+        return 1;
+    }
+    built_list *l = calloc(1, sizeof *l);
+    int status = 1;
+    if (l == NULL)
+        abort();
+    if (dsym_build_symcaches(input, tmp_dir, NULL, remember, l, &err) != ERR_OK) {
+        fprintf(stderr, "stacksift: %s\n", err.msg);
+        goto done;
+    }
+    size_t pick = l->n;
+    for (size_t i = 0; i < l->n; i++) {
+        if (arch != NULL ? strcmp(l->arches[i], arch) == 0 : (l->n == 1 || strcmp(l->arches[i], "arm64") == 0)) {
+            pick = i;
+            break;
+        }
+    }
+    if (pick == l->n && arch == NULL && l->n > 0)
+        pick = 0; /* no arm64 slice: the first one, as atos takes the first match */
+    if (pick == l->n) {
+        fprintf(stderr, "stacksift: %s has no %s slice (has:", input, arch ? arch : "matching");
+        for (size_t i = 0; i < l->n; i++)
+            fprintf(stderr, " %s", l->arches[i]);
+        fprintf(stderr, ")\n");
+        goto done;
+    }
+    if (symcache_open(out, l->paths[pick], &err) != ERR_OK) {
+        fprintf(stderr, "stacksift: %s\n", err.msg);
+        goto done;
+    }
+    status = 0;
+done:
+    free(l);
+    return status;
+}
+
+static bool parse_hex(const char *s, uint64_t *out)
+{
+    while (*s == ' ' || *s == '\t')
+        s++;
+    if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+        s += 2;
+    if (*s == '\0')
+        return false;
+    uint64_t v = 0;
+    int digits = 0;
+    for (; *s && *s != '\n' && *s != '\r' && *s != ' ' && *s != '\t'; s++) {
+        int c = (unsigned char)*s, d;
+        if (c >= '0' && c <= '9')
+            d = c - '0';
+        else if (c >= 'a' && c <= 'f')
+            d = c - 'a' + 10;
+        else if (c >= 'A' && c <= 'F')
+            d = c - 'A' + 10;
+        else
+            return false;
+        if (++digits > 16)
+            return false;
+        v = v << 4 | (uint64_t)d;
+    }
+    while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n')
+        s++;
+    if (*s != '\0')
+        return false;
+    *out = v;
+    return true;
+}
+
+typedef struct {
+    const symcache *sc;
+    bool has_load, inlines, json;
+    uint64_t load;
+    buf out;
+    int status;
+} lookup_ctx;
+
+static void emit_plain(lookup_ctx *c, const symcache_frame *f, uint64_t file_addr, const symcache_frame *loc)
+{
+    buf_append_str(&c->out, f->function);
+    buf_printf(&c->out, " (in %s)", symcache_image_name(c->sc));
+    if (loc->file != NULL && !f->from_symtab) {
+        const char *base = strrchr(loc->file, '/');
+        buf_printf(&c->out, " (%s:%u)\n", base ? base + 1 : loc->file, loc->line);
+    } else {
+        buf_printf(&c->out, " + %llu\n", (unsigned long long)(file_addr - f->sym_addr));
+    }
+}
+
+static void lookup_one(lookup_ctx *c, const char *text)
+{
+    uint64_t addr;
+    if (!parse_hex(text, &addr)) {
+        fprintf(stderr, "stacksift: '%s' is not a hexadecimal address\n", text);
+        c->status = 1;
+        return;
+    }
+    uint64_t file_addr = addr;
+    if (c->has_load)
+        file_addr = addr - c->load + symcache_text_vmaddr(c->sc);
+    symcache_frame frames[SYMCACHE_MAX_FRAMES];
+    size_t n = symcache_lookup(frames, SYMCACHE_MAX_FRAMES, c->sc, file_addr);
+    if (c->json) {
+        buf_printf(&c->out, "{\"address\":\"0x%llx\",\"frames\":[", (unsigned long long)addr);
+        for (size_t i = 0; i < n; i++) {
+            buf_append_str(&c->out, i ? ",{\"function\":" : "{\"function\":");
+            buf_append_json_str(&c->out, frames[i].function, strlen(frames[i].function));
+            buf_append_str(&c->out, ",\"file\":");
+            if (frames[i].file)
+                buf_append_json_str(&c->out, frames[i].file, strlen(frames[i].file));
+            else
+                buf_append_str(&c->out, "null");
+            buf_printf(&c->out, ",\"line\":%u,\"inlined\":%s", frames[i].line,
+                       frames[i].inlined ? "true" : "false");
+            if (frames[i].from_symtab)
+                buf_printf(&c->out, ",\"symbol_offset\":%llu",
+                           (unsigned long long)(file_addr - frames[i].sym_addr));
+            buf_putc(&c->out, '}');
+        }
+        buf_append_str(&c->out, "]}\n");
+    } else if (n == 0) {
+        buf_printf(&c->out, "0x%llx\n", (unsigned long long)addr);
+    } else if (c->inlines) {
+        for (size_t i = 0; i < n; i++)
+            emit_plain(c, &frames[i], file_addr, &frames[i]);
+    } else {
+        emit_plain(c, &frames[n - 1], file_addr, &frames[0]);
+    }
+    if (c->out.len > (1 << 16)) {
+        fwrite(c->out.data, 1, c->out.len, stdout);
+        c->out.len = 0;
+    }
+}
+
+int cli_lookup(int argc, char **argv)
+{
+    const char *input = NULL, *arch = NULL;
+    lookup_ctx c = {0};
+    int first_addr = argc;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
+            input = argv[++i];
+        else if ((strcmp(argv[i], "--arch") == 0 || strcmp(argv[i], "-arch") == 0) && i + 1 < argc)
+            arch = argv[++i];
+        else if (strcmp(argv[i], "-l") == 0 && i + 1 < argc) {
+            if (!parse_hex(argv[++i], &c.load)) {
+                fprintf(stderr, "stacksift lookup: bad load address '%s'\n", argv[i]);
+                return 2;
+            }
+            c.has_load = true;
+        } else if (strcmp(argv[i], "-i") == 0)
+            c.inlines = true;
+        else if (strcmp(argv[i], "--json") == 0)
+            c.json = true;
+        else if (argv[i][0] == '-' && argv[i][1] != '\0' && !(argv[i][1] >= '0' && argv[i][1] <= '9')) {
+            fprintf(stderr, "stacksift lookup: unknown option '%s'\n", argv[i]);
+            return 2;
+        } else {
+            first_addr = i;
+            break;
+        }
+    }
+    if (input == NULL) {
+        fprintf(stderr, "usage: stacksift lookup -o INPUT [--arch ARCH] [-l LOAD_ADDRESS] [-i] [--json] ADDRESS...\n");
+        return 2;
+    }
+    symcache *sc = NULL;
+    char tmp_dir[4096] = "";
+    int status = open_input(&sc, input, arch, tmp_dir);
+    if (tmp_dir[0] != '\0')
+        remove_dir(tmp_dir); /* the open symcache stays mapped after its file is unlinked */
+    if (status != 0)
+        return status;
+    c.sc = sc;
+    buf_init(&c.out);
+    if (first_addr < argc) {
+        for (int i = first_addr; i < argc; i++)
+            lookup_one(&c, argv[i]);
+    } else {
+        char line[256];
+        while (fgets(line, sizeof line, stdin) != NULL) {
+            if (strchr(line, '\n') == NULL && !feof(stdin)) {
+                int ch;
+                while ((ch = getchar()) != EOF && ch != '\n')
+                    ;
+                fprintf(stderr, "stacksift: input line too long\n");
+                c.status = 1;
+                continue;
+            }
+            line[strcspn(line, "\r\n")] = '\0';
+            if (line[0] == '\0')
+                continue;
+            lookup_one(&c, line);
+        }
+    }
+    fwrite(c.out.data, 1, c.out.len, stdout);
+    buf_reset(&c.out);
+    symcache_close(sc);
+    return c.status;
+}

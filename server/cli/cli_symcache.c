@@ -1,0 +1,80 @@
+/*
+ * stacksift symcache build INPUT -o OUTDIR [--threads N]
+ * One JSON line per slice on stdout: {"uuid","arch","name","functions","ranges","bytes",
+ * "dwarf_bytes","ms"}.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/buf.h"
+#include "cli/cli.h"
+#include "dsym/dsym.h"
+
+static void print_built(const dsym_built *b, void *ctx)
+{
+    (void)ctx;
+    buf out;
+    buf_init(&out);
+    buf_printf(&out, "{\"uuid\":\"%s\",\"arch\":\"%s\",\"name\":", b->uuid, b->arch);
+    buf_append_json_str(&out, b->name, strlen(b->name));
+    buf_printf(&out, ",\"functions\":%u,\"ranges\":%u,\"bytes\":%llu,\"dwarf_bytes\":%llu,\"ms\":%.1f}\n",
+               b->functions, b->ranges, (unsigned long long)b->bytes,
+               (unsigned long long)b->dwarf_bytes, b->ms);
+    fwrite(out.data, 1, out.len, stdout);
+    fflush(stdout);
+    buf_reset(&out);
+}
+
+static int mkdir_p(const char *path)
+{
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp)
+        return -1;
+    for (char *p = tmp + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+                return -1;
+            *p = '/';
+        }
+    return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+int cli_symcache(int argc, char **argv)
+{
+    const char *input = NULL, *out_dir = NULL;
+    dsym_options opts = {0};
+    if (argc < 2 || strcmp(argv[1], "build") != 0) {
+        fprintf(stderr, "usage: stacksift symcache build INPUT -o OUTDIR [--threads N]\n");
+        return 2;
+    }
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
+            out_dir = argv[++i];
+        else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
+            opts.threads = (unsigned)strtoul(argv[++i], NULL, 10);
+        else if (argv[i][0] != '-' && input == NULL)
+            input = argv[i];
+        else {
+            fprintf(stderr, "stacksift symcache build: unexpected argument '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    if (input == NULL || out_dir == NULL) {
+        fprintf(stderr, "usage: stacksift symcache build INPUT -o OUTDIR [--threads N]\n");
+        return 2;
+    }
+    if (mkdir_p(out_dir) != 0) {
+        fprintf(stderr, "stacksift: cannot create %s: %s\n", out_dir, strerror(errno));
+        return 1;
+    }
+    err_info err = {0};
+    if (dsym_build_symcaches(input, out_dir, &opts, print_built, NULL, &err) != ERR_OK) {
+        fprintf(stderr, "stacksift: %s\n", err.msg);
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,40 @@
+/*
+ * stacksift - turns raw iOS/macOS crash and stack reports into symbolicated, grouped issues.
+ * main.c only dispatches to the subcommands in cli/.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+typedef struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *usage;
+} subcommand;
+
+static const subcommand SUBCOMMANDS[] = {
+    {"symcache", cli_symcache, "symcache build INPUT -o OUTDIR   build .symc files from a dSYM, zip or Mach-O"},
+    {"lookup", cli_lookup, "lookup -o INPUT [--arch A] [-l LOAD] [-i] [--json] ADDR...   atos-compatible lookup"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: stacksift COMMAND [ARGS]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof SUBCOMMANDS / sizeof SUBCOMMANDS[0]; i++)
+        fprintf(f, "  %s\n", SUBCOMMANDS[i].usage);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    for (size_t i = 0; i < sizeof SUBCOMMANDS / sizeof SUBCOMMANDS[0]; i++)
+        if (strcmp(argv[1], SUBCOMMANDS[i].name) == 0)
+            return SUBCOMMANDS[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "stacksift: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,91 @@
+/* Tests for common/base: arena budgets, buffers, JSON escaping, errors, file mapping. */
+#include <stdint.h>
+#include <unistd.h>
+
+#include "base/arena.h"
+#include "base/buf.h"
+#include "base/bytes.h"
+#include "base/err.h"
+#include "harness.h"
+
+static void arena_enforces_budget(void)
+{
+    err_info err = {0};
+    arena *a = arena_new(1000);
+    CHECK(arena_alloc(a, 500, &err) != NULL);
+    CHECK(arena_alloc(a, 600, &err) == NULL);
+    CHECK_EQ_INT(err.code, ERR_TOO_LARGE);
+    CHECK(arena_alloc_array(a, SIZE_MAX / 2, 4, &err) == NULL);
+    arena_free(a);
+}
+
+static int deferred_order[3], deferred_n;
+static void record(void *p)
+{
+    deferred_order[deferred_n++] = (int)(intptr_t)p;
+}
+
+static void arena_runs_defers_lifo(void)
+{
+    arena *a = arena_new(0);
+    deferred_n = 0;
+    arena_defer(a, record, (void *)1);
+    arena_defer(a, record, (void *)2);
+    arena_free(a);
+    CHECK_EQ_INT(deferred_n, 2);
+    CHECK_EQ_INT(deferred_order[0], 2);
+    CHECK_EQ_INT(deferred_order[1], 1);
+}
+
+static void arena_grow_keeps_contents(void)
+{
+    err_info err = {0};
+    arena *a = arena_new(0);
+    char *p = arena_alloc(a, 4, &err);
+    memcpy(p, "abc", 4);
+    char *q = arena_grow(a, p, 4, 100000, &err);
+    CHECK_EQ_STR(q, "abc");
+    CHECK_EQ_INT(q[99999], 0);
+    char *s = arena_sprintf(a, &err, "%s-%d", "x", 42);
+    CHECK_EQ_STR(s, "x-42");
+    arena_free(a);
+}
+
+static void json_string_escapes(void)
+{
+    buf b;
+    buf_init(&b);
+    buf_append_json_str(&b, "a\"b\\\n\x01\xff\xc3\xa9", 9);
+    CHECK_EQ_STR((char *)b.data, "\"a\\\"b\\\\\\n\\u0001\\u00ff\xc3\xa9\"");
+    buf_reset(&b);
+}
+
+static void err_formats_and_names(void)
+{
+    err_info err = {0};
+    CHECK_EQ_INT(err_set(&err, ERR_INVALID, "bad %s", "magic"), ERR_INVALID);
+    err_prefix(&err, "slice %d", 2);
+    CHECK_EQ_STR(err.msg, "slice 2: bad magic");
+    CHECK_EQ_STR(err_name(ERR_TOO_LARGE), "too_large");
+    CHECK_EQ_STR(err_name(ERR_STORE), "store_unavailable");
+}
+
+static void map_missing_file_is_not_found(void)
+{
+    err_info err = {0};
+    bytes b;
+    CHECK_EQ_INT(bytes_map_file(&b, "/nonexistent/stacksift", &err), ERR_NOT_FOUND);
+    CHECK(strstr(err.msg, "/nonexistent/stacksift") != NULL);
+    CHECK_EQ_INT(bytes_map_file(&b, "/", &err), ERR_IO);
+}
+
+int main(void)
+{
+    RUN(arena_enforces_budget);
+    RUN(arena_runs_defers_lifo);
+    RUN(arena_grow_keeps_contents);
+    RUN(json_string_escapes);
+    RUN(err_formats_and_names);
+    RUN(map_missing_file_is_not_found);
+    return harness_done();
+}
