@@ -287,7 +287,7 @@ def compare(fixture, mode, exp, got, runtime_of, st):
             ok = True
             st.rule("header")
         if not ok:
-            want = [list(f) for f in frames]
+            want = [[canon(fn), file, line] for fn, file, line in frames]
             st.mismatches.append(f"{fixture} {mode} 0x{ra:x} (file 0x{a:x}): want {want} got {g}")
 
 
