@@ -1,0 +1,9 @@
+# Fixture-based tests (tests/fixtures/build.sh output in STACKSIFT_FIXTURES), label "fixtures".
+# lookup_oracle: `stacksift lookup --json` agrees with llvm-symbolizer-14 on every sampled
+# address of every fixture slice (see tests/lookup_oracle.py).
+find_program(STACKSIFT_PYTHON3 python3 REQUIRED)
+add_test(NAME lookup_oracle
+  COMMAND ${STACKSIFT_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/lookup_oracle.py
+  WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
+set_tests_properties(lookup_oracle PROPERTIES LABELS fixtures TIMEOUT 600
+  ENVIRONMENT "STACKSIFT_BIN=$<TARGET_FILE:stacksift>;STACKSIFT_SOURCE_DIR=${PROJECT_SOURCE_DIR};STACKSIFT_FIXTURES=${PROJECT_SOURCE_DIR}/build-fixtures")
