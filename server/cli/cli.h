@@ -8,4 +8,8 @@
 int cli_symcache(int argc, char **argv);   /* stacksift symcache build INPUT -o OUTDIR */
 int cli_lookup(int argc, char **argv);     /* stacksift lookup -o INPUT [...] ADDRESS... */
 
+int cli_serve(int argc, char **argv);     /* stacksift serve   (config from STACKSIFT_* env) */
+int cli_migrate(int argc, char **argv);   /* stacksift migrate (STACKSIFT_DATABASE_URL) */
+int cli_token(int argc, char **argv);     /* stacksift token create --name N --scopes S */
+
 #endif

@@ -1,0 +1,63 @@
+/*
+ * stacksift token create --name NAME --scopes ingest,upload,read[,admin]
+ * Prints the new token once, alone on the last line of stdout; only its hash is stored.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "config/config.h"
+#include "ingest/ingest.h"
+#include "log/log.h"
+#include "store/store.h"
+
+static int token_usage(FILE *f)
+{
+    fprintf(f, "usage: stacksift token create --name NAME --scopes ingest,upload,read[,admin]\n"
+               "  ingest: POST reports  upload: POST dSYMs  read: GET the API  admin: all\n");
+    return f == stdout ? 0 : 2;
+}
+
+int cli_token(int argc, char **argv)
+{
+    const char *name = NULL, *scopes = NULL;
+    if (argc < 2 || strcmp(argv[1], "create") != 0)
+        return token_usage(argc >= 2 && (strcmp(argv[1], "--help") == 0 ||
+                                         strcmp(argv[1], "-h") == 0) ? stdout : stderr);
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--name") == 0 && i + 1 < argc)
+            name = argv[++i];
+        else if (strcmp(argv[i], "--scopes") == 0 && i + 1 < argc)
+            scopes = argv[++i];
+        else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            return token_usage(stdout);
+        else
+            return token_usage(stderr);
+    }
+    if (!name || !scopes)
+        return token_usage(stderr);
+    unsigned bits;
+    err_info err = {0};
+    if (ingest_scopes_parse(&bits, scopes, &err) != ERR_OK) {
+        fprintf(stderr, "stacksift token: %s\n", err.msg);
+        return 2;
+    }
+    config cfg;
+    if (config_load_logged(&cfg) != ERR_OK)
+        return 2;
+    log_set_level(cfg.log_level);
+    store *s = NULL;
+    char token[INGEST_TOKEN_MAX];
+    int status = 1;
+    if (store_open(&s, cfg.database_url, 1, cfg.db_timeout_ms, &err) != ERR_OK ||
+        ingest_token_create(token, s, name, scopes, &err) != ERR_OK) {
+        fprintf(stderr, "stacksift token: %s\n", err.msg);
+        goto done;
+    }
+    printf("token for '%s' with scopes %s (shown once, store it now):\n%s\n", name, scopes, token);
+    status = 0;
+done:
+    store_close(s);
+    config_reset(&cfg);
+    return status;
+}

@@ -1,0 +1,238 @@
+/*
+ * config - every environment variable the service reads, in one table (STYLE §10).
+ */
+#include "config/config.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/xalloc.h"
+#include "log/log.h"
+
+typedef int (*config_parse_fn)(void *field, const char *value, const char **why);
+
+typedef struct {
+    const char *name;
+    const char *default_value;   /* NULL: unset stays unset (checked by the caller) */
+    config_parse_fn parse;
+    size_t offset;               /* of the field in config */
+    const char *doc;
+} config_var;
+
+static int parse_str(void *field, const char *value, const char **why)
+{
+    if (value[0] == '\0') {
+        *why = "must not be empty";
+        return 0;
+    }
+    *(char **)field = xstrdup(value);
+    return 1;
+}
+
+static int parse_u64_range(uint64_t *out, const char *value, uint64_t min, uint64_t max)
+{
+    char *end;
+    errno = 0;
+    if (value[0] < '0' || value[0] > '9')
+        return 0;
+    unsigned long long v = strtoull(value, &end, 10);
+    if (errno != 0 || *end != '\0' || v < min || v > max)
+        return 0;
+    *out = v;
+    return 1;
+}
+
+/* A byte count: digits, optionally followed by K, M or G (binary units). */
+static int parse_size(void *field, const char *value, const char **why)
+{
+    char digits[32];
+    size_t n = strlen(value);
+    uint64_t mult = 1, v;
+    if (n > 0 && n < sizeof digits) {
+        char last = value[n - 1];
+        mult = last == 'K' ? 1ull << 10 : last == 'M' ? 1ull << 20 : last == 'G' ? 1ull << 30 : 1;
+        memcpy(digits, value, n + 1);
+        if (mult != 1)
+            digits[n - 1] = '\0';
+        if (parse_u64_range(&v, digits, 1, UINT64_MAX / mult)) {
+            *(uint64_t *)field = v * mult;
+            return 1;
+        }
+    }
+    *why = "must be a positive byte count like 5242880, 512K, 5M or 2G";
+    return 0;
+}
+
+static int parse_count(void *field, const char *value, const char **why)
+{
+    uint64_t v;
+    if (!parse_u64_range(&v, value, 1, 1024)) {
+        *why = "must be a whole number from 1 to 1024";
+        return 0;
+    }
+    *(uint32_t *)field = (uint32_t)v;
+    return 1;
+}
+
+static int parse_ms(void *field, const char *value, const char **why)
+{
+    uint64_t v;
+    if (!parse_u64_range(&v, value, 1, 3600000)) {
+        *why = "must be milliseconds from 1 to 3600000";
+        return 0;
+    }
+    *(uint32_t *)field = (uint32_t)v;
+    return 1;
+}
+
+static int parse_seconds(void *field, const char *value, const char **why)
+{
+    uint64_t v;
+    if (!parse_u64_range(&v, value, 1, 86400)) {
+        *why = "must be seconds from 1 to 86400";
+        return 0;
+    }
+    *(uint32_t *)field = (uint32_t)v;
+    return 1;
+}
+
+static int parse_ratio(void *field, const char *value, const char **why)
+{
+    uint64_t v;
+    if (!parse_u64_range(&v, value, 2, 100000)) {
+        *why = "must be a whole number from 2 to 100000";
+        return 0;
+    }
+    *(uint32_t *)field = (uint32_t)v;
+    return 1;
+}
+
+static int parse_level(void *field, const char *value, const char **why)
+{
+    int level = log_level_parse(value);
+    if (level < 0) {
+        *why = "must be one of debug, info, warn, error";
+        return 0;
+    }
+    *(int *)field = level;
+    return 1;
+}
+
+/* HOST:PORT, [IPV6]:PORT; the listen address is written into listen_host and listen_port. */
+static int parse_listen(void *field, const char *value, const char **why)
+{
+    config *c = (config *)((char *)field - offsetof(config, listen_host));
+    const char *colon = strrchr(value, ':');
+    uint64_t port;
+    *why = "must be HOST:PORT, e.g. 127.0.0.1:8080 or [::1]:8080";
+    if (!colon || colon == value || !parse_u64_range(&port, colon + 1, 1, 65535))
+        return 0;
+    const char *host = value;
+    size_t host_len = (size_t)(colon - value);
+    if (host[0] == '[') {
+        if (host_len < 3 || host[host_len - 1] != ']')
+            return 0;
+        host++;
+        host_len -= 2;
+    }
+    c->listen_host = xstrndup(host, host_len);
+    c->listen_port = (uint16_t)port;
+    return 1;
+}
+
+static const config_var VARS[] = {
+    {"STACKSIFT_LISTEN", "127.0.0.1:8080", parse_listen, offsetof(config, listen_host),
+     "address and port the HTTP server listens on"},
+    {"STACKSIFT_DATABASE_URL", NULL, parse_str, offsetof(config, database_url),
+     "Postgres: libpq URI or conninfo (required)"},
+    {"STACKSIFT_DATA_DIR", "./data", parse_str, offsetof(config, data_dir),
+     "symcaches/ and upload scratch space tmp/"},
+    {"STACKSIFT_MAX_REPORT_BYTES", "5M", parse_size, offsetof(config, max_report_bytes),
+     "largest report body, after gzip decoding (413 above)"},
+    {"STACKSIFT_MAX_UPLOAD_BYTES", "2G", parse_size, offsetof(config, max_upload_bytes),
+     "largest dSYM upload body (413 above)"},
+    {"STACKSIFT_MAX_UNPACKED_BYTES", "8G", parse_size, offsetof(config, max_unpacked_bytes),
+     "total uncompressed bytes of one uploaded zip"},
+    {"STACKSIFT_MAX_ZIP_RATIO", "200", parse_ratio, offsetof(config, max_zip_ratio),
+     "largest uncompressed/compressed ratio of a zip entry"},
+    {"STACKSIFT_HTTP_THREADS", "4", parse_count, offsetof(config, http_threads),
+     "HTTP worker threads (libmicrohttpd thread pool, epoll)"},
+    {"STACKSIFT_DB_POOL_SIZE", "4", parse_count, offsetof(config, db_pool_size),
+     "Postgres connections in the pool"},
+    {"STACKSIFT_DB_TIMEOUT_MS", "3000", parse_ms, offsetof(config, db_timeout_ms),
+     "connect timeout and longest wait for a pooled connection"},
+    {"STACKSIFT_DSYM_THREADS", "1", parse_count, offsetof(config, dsym_threads),
+     "DWARF conversion threads per upload"},
+    {"STACKSIFT_SHUTDOWN_TIMEOUT_MS", "30000", parse_ms, offsetof(config, shutdown_timeout_ms),
+     "on SIGTERM, how long in-flight requests may still run"},
+    {"STACKSIFT_REQUEST_TIMEOUT_S", "120", parse_seconds, offsetof(config, request_timeout_s),
+     "close a connection idle for this long"},
+    {"STACKSIFT_LOG_LEVEL", "info", parse_level, offsetof(config, log_level),
+     "debug, info, warn or error"},
+};
+
+#define NVARS (sizeof VARS / sizeof VARS[0])
+
+const config_doc *config_docs(size_t *n)
+{
+    static config_doc docs[NVARS];
+    for (size_t i = 0; i < NVARS; i++)
+        docs[i] = (config_doc){VARS[i].name, VARS[i].default_value, VARS[i].doc};
+    *n = NVARS;
+    return docs;
+}
+
+err_code config_load(config *out, int require_database, buf *problems, err_info *err)
+{
+    memset(out, 0, sizeof *out);
+    err_code rc = ERR_OK;
+    for (size_t i = 0; i < NVARS; i++) {
+        const config_var *v = &VARS[i];
+        const char *value = getenv(v->name);
+        const char *why = NULL;
+        if (value == NULL)
+            value = v->default_value;
+        if (value == NULL) {
+            if (strcmp(v->name, "STACKSIFT_DATABASE_URL") == 0 && require_database)
+                why = "is required (a libpq URI like postgresql://user@host:5432/stacksift)";
+        } else if (!v->parse((char *)out + v->offset, value, &why)) {
+            /* why was set by the parser */
+        } else {
+            continue;
+        }
+        if (why == NULL)
+            continue;
+        if (problems)
+            buf_printf(problems, "%s: %s\n", v->name, why);
+        if (rc == ERR_OK)
+            rc = err_set(err, ERR_INVALID, "%s %s", v->name, why);
+    }
+    if (rc != ERR_OK)
+        config_reset(out);
+    return rc;
+}
+
+err_code config_load_logged(config *out)
+{
+    buf problems;
+    err_info err;
+    buf_init(&problems);
+    err_code rc = config_load(out, 1, &problems, &err);
+    char *save = NULL;
+    if (rc != ERR_OK && problems.data)
+        for (char *l = strtok_r((char *)problems.data, "\n", &save); l;
+             l = strtok_r(NULL, "\n", &save))
+            log_event(LOG_ERROR, "config_invalid", "problem=%s", l);
+    buf_reset(&problems);
+    return rc;
+}
+
+void config_reset(config *c)
+{
+    free(c->listen_host);
+    free(c->database_url);
+    free(c->data_dir);
+    memset(c, 0, sizeof *c);
+}

@@ -1,0 +1,55 @@
+/*
+ * config - the service configuration, read from environment variables in one place
+ * (config.c, STYLE §10). The rest of the server gets a `const config *`; only config.c calls
+ * getenv. The README's "## Configuration" table lists the same rows.
+ */
+#ifndef STACKSIFT_CONFIG_CONFIG_H
+#define STACKSIFT_CONFIG_CONFIG_H
+
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+
+typedef struct {
+    char *listen_host;             /* STACKSIFT_LISTEN host part: IPv4/IPv6 literal or name */
+    uint16_t listen_port;          /* STACKSIFT_LISTEN port part */
+    char *database_url;            /* STACKSIFT_DATABASE_URL: libpq conninfo or URI; NULL if unset */
+    char *data_dir;                /* STACKSIFT_DATA_DIR: symcaches/ and tmp/ live here */
+    uint64_t max_report_bytes;     /* STACKSIFT_MAX_REPORT_BYTES: per report, after gunzip */
+    uint64_t max_upload_bytes;     /* STACKSIFT_MAX_UPLOAD_BYTES: per dSYM upload body */
+    uint64_t max_unpacked_bytes;   /* STACKSIFT_MAX_UNPACKED_BYTES: zip contents per upload */
+    uint32_t max_zip_ratio;        /* STACKSIFT_MAX_ZIP_RATIO: uncompressed/compressed per entry */
+    uint32_t http_threads;         /* STACKSIFT_HTTP_THREADS: libmicrohttpd thread pool */
+    uint32_t db_pool_size;         /* STACKSIFT_DB_POOL_SIZE: Postgres connections */
+    uint32_t db_timeout_ms;        /* STACKSIFT_DB_TIMEOUT_MS: connect and pool wait timeout */
+    uint32_t dsym_threads;         /* STACKSIFT_DSYM_THREADS: DWARF conversion threads per upload */
+    uint32_t shutdown_timeout_ms;  /* STACKSIFT_SHUTDOWN_TIMEOUT_MS: wait for in-flight requests */
+    uint32_t request_timeout_s;    /* STACKSIFT_REQUEST_TIMEOUT_S: idle connection timeout */
+    int log_level;                 /* STACKSIFT_LOG_LEVEL: debug|info|warn|error (log.h LOG_*) */
+} config;
+
+/* One row of the table: what `stacksift serve --help` and the README print. */
+typedef struct {
+    const char *name;          /* environment variable */
+    const char *default_value; /* NULL: no default */
+    const char *doc;           /* one line */
+} config_doc;
+
+/* config_load - fill *out from the environment, checking every variable. Each bad variable
+ * adds one line "NAME: why" to `problems` (may be NULL). Free with config_reset().
+ * `require_database` makes an unset STACKSIFT_DATABASE_URL a problem.
+ * Errors  ERR_INVALID (one or more bad variables; err names the first). */
+err_code config_load(config *out, int require_database, buf *problems, err_info *err);
+
+/* config_load_logged - config_load requiring the database URL, logging one "config_invalid"
+ * event per bad variable. For the subcommands. Errors ERR_INVALID. */
+err_code config_load_logged(config *out);
+
+/* config_reset - free what config_load allocated; *c is zeroed. */
+void config_reset(config *c);
+
+/* config_docs - the table, `*n` rows; static storage. */
+const config_doc *config_docs(size_t *n);
+
+#endif

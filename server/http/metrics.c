@@ -1,0 +1,175 @@
+/*
+ * metrics - counters behind one mutex; cheap next to a request's database round trip.
+ */
+#include "http/metrics.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#define MAX_STATUSES 24
+static const double BUCKETS[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                 0.25,  0.5,    1,     2.5,  5,     10,   30};
+#define NBUCKETS (sizeof BUCKETS / sizeof BUCKETS[0])
+#define NERR (ERR_INTERNAL + 1)
+
+typedef struct {
+    unsigned status[MAX_STATUSES];
+    uint64_t count[MAX_STATUSES];
+    unsigned nstatus;
+    uint64_t buckets[NBUCKETS]; /* non-cumulative here, summed when rendered */
+    uint64_t total;
+    double sum_s;
+} route_stats;
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static const char *route_names[METRICS_MAX_ROUTES];
+static unsigned nroutes;
+static route_stats routes[METRICS_MAX_ROUTES];
+static uint64_t reports_accepted, reports_rejected[NERR];
+static uint64_t dsyms_created, dsyms_existing, dsym_uploads_failed[NERR];
+static int64_t in_flight;
+
+void metrics_init(const char *const *names, unsigned n)
+{
+    pthread_mutex_lock(&mu);
+    nroutes = n > METRICS_MAX_ROUTES ? METRICS_MAX_ROUTES : n;
+    for (unsigned i = 0; i < nroutes; i++)
+        route_names[i] = names[i];
+    pthread_mutex_unlock(&mu);
+}
+
+void metrics_request(unsigned route, unsigned status, double seconds)
+{
+    pthread_mutex_lock(&mu);
+    if (route < nroutes) {
+        route_stats *r = &routes[route];
+        unsigned i = 0;
+        while (i < r->nstatus && r->status[i] != status)
+            i++;
+        if (i == r->nstatus && i < MAX_STATUSES)
+            r->status[r->nstatus++] = status;
+        if (i < MAX_STATUSES)
+            r->count[i]++;
+        size_t b = 0;
+        while (b < NBUCKETS && seconds > BUCKETS[b])
+            b++;
+        if (b < NBUCKETS)
+            r->buckets[b]++;
+        r->total++;
+        r->sum_s += seconds;
+    }
+    pthread_mutex_unlock(&mu);
+}
+
+void metrics_report_accepted(void)
+{
+    pthread_mutex_lock(&mu);
+    reports_accepted++;
+    pthread_mutex_unlock(&mu);
+}
+
+void metrics_report_rejected(err_code code)
+{
+    pthread_mutex_lock(&mu);
+    if ((unsigned)code < NERR)
+        reports_rejected[code]++;
+    pthread_mutex_unlock(&mu);
+}
+
+void metrics_dsym_processed(const char *status)
+{
+    pthread_mutex_lock(&mu);
+    if (strcmp(status, "created") == 0)
+        dsyms_created++;
+    else
+        dsyms_existing++;
+    pthread_mutex_unlock(&mu);
+}
+
+void metrics_dsym_failed(err_code code)
+{
+    pthread_mutex_lock(&mu);
+    if ((unsigned)code < NERR)
+        dsym_uploads_failed[code]++;
+    pthread_mutex_unlock(&mu);
+}
+
+void metrics_in_flight(int delta)
+{
+    pthread_mutex_lock(&mu);
+    in_flight += delta;
+    pthread_mutex_unlock(&mu);
+}
+
+void metrics_render(buf *out, const store_pool_stats *pool, int64_t queued)
+{
+    pthread_mutex_lock(&mu);
+    buf_append_str(out, "# HELP stacksift_http_requests_total HTTP requests by route and status "
+                        "(status 0: the client went away).\n"
+                        "# TYPE stacksift_http_requests_total counter\n");
+    for (unsigned r = 0; r < nroutes; r++)
+        for (unsigned i = 0; i < routes[r].nstatus; i++)
+            buf_printf(out, "stacksift_http_requests_total{route=\"%s\",status=\"%u\"} %llu\n",
+                       route_names[r], routes[r].status[i],
+                       (unsigned long long)routes[r].count[i]);
+    buf_append_str(out, "# HELP stacksift_http_request_duration_seconds Time from the first "
+                        "byte of a request to the end of its response.\n"
+                        "# TYPE stacksift_http_request_duration_seconds histogram\n");
+    for (unsigned r = 0; r < nroutes; r++) {
+        uint64_t cum = 0;
+        if (routes[r].total == 0)
+            continue;
+        for (size_t b = 0; b < NBUCKETS; b++) {
+            cum += routes[r].buckets[b];
+            buf_printf(out, "stacksift_http_request_duration_seconds_bucket{route=\"%s\",le=\"%g\"} %llu\n",
+                       route_names[r], BUCKETS[b], (unsigned long long)cum);
+        }
+        buf_printf(out, "stacksift_http_request_duration_seconds_bucket{route=\"%s\",le=\"+Inf\"} %llu\n",
+                   route_names[r], (unsigned long long)routes[r].total);
+        buf_printf(out, "stacksift_http_request_duration_seconds_sum{route=\"%s\"} %.6f\n",
+                   route_names[r], routes[r].sum_s);
+        buf_printf(out, "stacksift_http_request_duration_seconds_count{route=\"%s\"} %llu\n",
+                   route_names[r], (unsigned long long)routes[r].total);
+    }
+    buf_printf(out, "# HELP stacksift_http_requests_in_flight Requests being served now.\n"
+                    "# TYPE stacksift_http_requests_in_flight gauge\n"
+                    "stacksift_http_requests_in_flight %lld\n", (long long)in_flight);
+    buf_printf(out, "# HELP stacksift_reports_accepted_total Reports committed and answered 202.\n"
+                    "# TYPE stacksift_reports_accepted_total counter\n"
+                    "stacksift_reports_accepted_total %llu\n",
+               (unsigned long long)reports_accepted);
+    buf_append_str(out, "# HELP stacksift_reports_rejected_total Reports refused, by error code.\n"
+                        "# TYPE stacksift_reports_rejected_total counter\n");
+    for (unsigned c = 1; c < NERR; c++)
+        buf_printf(out, "stacksift_reports_rejected_total{code=\"%s\"} %llu\n",
+                   err_name((err_code)c), (unsigned long long)reports_rejected[c]);
+    buf_printf(out, "# HELP stacksift_dsyms_processed_total Debug files of successful uploads, "
+                    "new or already known.\n"
+                    "# TYPE stacksift_dsyms_processed_total counter\n"
+                    "stacksift_dsyms_processed_total{status=\"created\"} %llu\n"
+                    "stacksift_dsyms_processed_total{status=\"exists\"} %llu\n",
+               (unsigned long long)dsyms_created, (unsigned long long)dsyms_existing);
+    buf_append_str(out, "# HELP stacksift_dsym_uploads_failed_total dSYM uploads refused, by "
+                        "error code.\n"
+                        "# TYPE stacksift_dsym_uploads_failed_total counter\n");
+    for (unsigned c = 1; c < NERR; c++)
+        buf_printf(out, "stacksift_dsym_uploads_failed_total{code=\"%s\"} %llu\n",
+                   err_name((err_code)c), (unsigned long long)dsym_uploads_failed[c]);
+    pthread_mutex_unlock(&mu);
+
+    buf_printf(out, "# HELP stacksift_db_pool_size Most Postgres connections the pool opens.\n"
+                    "# TYPE stacksift_db_pool_size gauge\n"
+                    "stacksift_db_pool_size %u\n"
+                    "# HELP stacksift_db_pool_connections Postgres connections by state.\n"
+                    "# TYPE stacksift_db_pool_connections gauge\n"
+                    "stacksift_db_pool_connections{state=\"idle\"} %u\n"
+                    "stacksift_db_pool_connections{state=\"in_use\"} %u\n"
+                    "# HELP stacksift_db_pool_waiting Requests waiting for a connection.\n"
+                    "# TYPE stacksift_db_pool_waiting gauge\n"
+                    "stacksift_db_pool_waiting %u\n",
+               pool->size, pool->idle, pool->open - pool->idle, pool->waiting);
+    if (queued >= 0)
+        buf_printf(out, "# HELP stacksift_reports_queued Reports received and not processed yet.\n"
+                        "# TYPE stacksift_reports_queued gauge\n"
+                        "stacksift_reports_queued %lld\n", (long long)queued);
+}

@@ -1,0 +1,796 @@
+/*
+ * server - libmicrohttpd wiring: one http_request per request, created on the first callback
+ * (headers known: route, auth and declared size are checked before any body byte is read)
+ * and freed in the completion callback, where the request's log line is written.
+ *
+ * Bodies: reports are gathered in the request arena (bounded by STACKSIFT_MAX_REPORT_BYTES);
+ * dSYM uploads stream to a scratch directory DATA_DIR/tmp/upload-XXXXXX (never whole in
+ * memory), via MHD's post processor for multipart/form-data. The scratch directory is
+ * removed when the request ends, whatever happened.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <jansson.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/arena.h"
+#include "base/buf.h"
+#include "base/xalloc.h"
+#include "http/http.h"
+#include "http/metrics.h"
+#include "ingest/ingest.h"
+#include "log/log.h"
+
+#define RETRY_AFTER_S "5"
+#define MAX_UPLOAD_PARTS 16
+#define DRAIN_SLACK_BYTES (64u << 20) /* past a limit, bytes still read to send the 413 */
+
+typedef struct http_request http_request;
+typedef enum { BODY_NONE, BODY_MEMORY, BODY_FILE } body_kind;
+typedef enum MHD_Result (*handler_fn)(http_request *r);
+
+typedef struct {
+    const char *method;
+    const char *path;   /* exact, or a prefix ending in '/' followed by one {param} segment */
+    bool has_param;
+    const char *name;   /* route label in logs and metrics */
+    unsigned scope;     /* INGEST_SCOPE_* needed; 0 = no token needed */
+    body_kind body;
+    handler_fn handler;
+} route;
+
+struct http_server {
+    struct MHD_Daemon *daemon;
+    const config *cfg;
+    store *store;
+    char *symcache_dir;
+    char *tmp_dir;
+    atomic_int in_flight;
+    atomic_uint next_id;
+    unsigned id_seed;
+};
+
+struct http_request {
+    http_server *srv;
+    struct MHD_Connection *conn;
+    arena *a;
+    char id[17];
+    double t0_ms;
+    const route *route;      /* NULL: no route matched */
+    unsigned route_index;    /* metrics label; the last index is "unmatched" */
+    const char *method, *url;
+    const char *param;       /* the {param} segment, in the arena */
+    unsigned status;         /* sent status, 0 until a response is queued */
+    err_info err;            /* why status >= 400 */
+    bool failed;             /* an error was found while receiving: answer it at the end */
+    uint64_t body_bytes;     /* bytes received */
+    uint64_t body_limit;
+    /* BODY_MEMORY */
+    uint8_t *mem;
+    size_t mem_cap;
+    /* BODY_FILE */
+    char *work_dir;
+    int fd;
+    struct MHD_PostProcessor *pp;
+    char *parts[MAX_UPLOAD_PARTS];
+    size_t nparts;
+};
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* ---- responses ------------------------------------------------------------------------- */
+
+static enum MHD_Result queue_body(http_request *r, unsigned status, const char *content_type,
+                                  char *body, size_t len)
+{
+    /* MUST_FREE: MHD free()s `body` once it has been sent (jansson and buf use malloc). */
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    MHD_add_response_header(resp, "X-Request-Id", r->id);
+    if (status == 503)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, RETRY_AFTER_S);
+    if (status == 401)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    enum MHD_Result ok = MHD_queue_response(r->conn, status, resp);
+    MHD_destroy_response(resp);
+    if (ok == MHD_YES)
+        r->status = status;
+    return ok;
+}
+
+/* Send `body` (a new reference, stolen) as JSON with `status`. */
+static enum MHD_Result respond_json(http_request *r, unsigned status, json_t *body)
+{
+    char *text = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    if (!text)
+        return MHD_NO;
+    size_t len = strlen(text);
+    text[len] = '\0';
+    char *with_nl = xrealloc(text, len + 2);
+    with_nl[len] = '\n';
+    with_nl[len + 1] = '\0';
+    return queue_body(r, status, "application/json", with_nl, len + 1);
+}
+
+/* The one error shape: {"error":{"code":"...","message":"..."}} with http_status_for(code). */
+static enum MHD_Result respond_error(http_request *r, err_code code, const char *message)
+{
+    if (&r->err.msg[0] != message)
+        err_set(&r->err, code, "%s", message);
+    r->err.code = code;
+    json_t *body = json_pack("{s:{s:s,s:s}}", "error", "code", err_name(code), "message", message);
+    return respond_json(r, http_status_for(code), body);
+}
+
+static enum MHD_Result respond_err(http_request *r, const err_info *err)
+{
+    if (err != &r->err)
+        r->err = *err;
+    return respond_error(r, r->err.code, r->err.msg);
+}
+
+/* ---- scratch files --------------------------------------------------------------------- */
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    /* Ignored: a file that cannot be removed is reported by the directory's rmdir failing. */
+    (void)remove(path);
+    return 0;
+}
+
+static void remove_tree(const char *dir)
+{
+    if (dir && nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0 && errno != ENOENT)
+        log_event(LOG_WARN, "scratch_cleanup_failed", "dir=%s error=%s", dir, strerror(errno));
+}
+
+static void request_cleanup(void *p)
+{
+    http_request *r = p;
+    if (r->pp)
+        MHD_destroy_post_processor(r->pp);   /* result ignored: the request is over */
+    r->pp = NULL;
+    if (r->fd >= 0)
+        close(r->fd);
+    r->fd = -1;
+    remove_tree(r->work_dir);
+}
+
+static err_code open_part(http_request *r)
+{
+    if (r->fd >= 0)
+        close(r->fd);
+    r->fd = -1;
+    if (r->nparts == MAX_UPLOAD_PARTS)
+        return err_set(&r->err, ERR_INVALID, "upload has more than %d files", MAX_UPLOAD_PARTS);
+    char *path = arena_sprintf(r->a, &r->err, "%s/part-%zu", r->work_dir, r->nparts);
+    if (!path)
+        return ERR_TOO_LARGE;
+    r->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (r->fd < 0)
+        return err_set(&r->err, ERR_IO, "creating %s: %s", path, strerror(errno));
+    r->parts[r->nparts++] = path;
+    return ERR_OK;
+}
+
+static err_code write_all(http_request *r, const char *data, size_t size)
+{
+    while (size > 0) {
+        ssize_t n = write(r->fd, data, size);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return err_set(&r->err, ERR_IO, "writing upload to %s: %s", r->work_dir,
+                           strerror(errno));
+        data += n;
+        size -= (size_t)n;
+    }
+    return ERR_OK;
+}
+
+/* Multipart: every part with a filename is one input file; other fields are ignored. */
+static enum MHD_Result on_post_part(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *filename, const char *content_type,
+                                    const char *transfer_encoding, const char *data,
+                                    uint64_t off, size_t size)
+{
+    http_request *r = cls;
+    (void)kind, (void)key, (void)content_type, (void)transfer_encoding;
+    if (r->failed)
+        return MHD_YES;
+    if (filename == NULL)
+        return MHD_YES;
+    err_code rc = ERR_OK;
+    if (off == 0)
+        rc = open_part(r);
+    if (rc == ERR_OK && size > 0)
+        rc = write_all(r, data, size);
+    if (rc != ERR_OK)
+        r->failed = true;
+    return MHD_YES;
+}
+
+/* ---- body intake ----------------------------------------------------------------------- */
+
+static void receive_body(http_request *r, const char *data, size_t size)
+{
+    r->body_bytes += size;
+    if (r->failed)
+        return;
+    if (r->body_bytes > r->body_limit) {
+        err_set(&r->err, ERR_TOO_LARGE, "body is larger than the limit of %llu bytes",
+                (unsigned long long)r->body_limit);
+        r->failed = true;
+        return;
+    }
+    err_code rc = ERR_OK;
+    if (r->route->body == BODY_MEMORY) {
+        size_t need = (size_t)r->body_bytes;
+        if (need > r->mem_cap) {
+            size_t cap = r->mem_cap ? r->mem_cap : 16384;
+            while (cap < need)
+                cap *= 2;
+            r->mem = arena_grow(r->a, r->mem, r->mem_cap, cap, &r->err);
+            if (!r->mem) {
+                r->failed = true;
+                return;
+            }
+            r->mem_cap = cap;
+        }
+        memcpy(r->mem + need - size, data, size);
+    } else if (r->pp) {
+        if (MHD_post_process(r->pp, data, size) != MHD_YES && !r->failed)
+            rc = err_set(&r->err, ERR_INVALID, "malformed multipart/form-data body");
+    } else {
+        rc = write_all(r, data, size);
+    }
+    if (rc != ERR_OK)
+        r->failed = true;
+}
+
+/* First callback of a body route: declared size, scratch space. */
+static err_code prepare_body(http_request *r)
+{
+    const config *cfg = r->srv->cfg;
+    r->body_limit = r->route->body == BODY_MEMORY ? cfg->max_report_bytes : cfg->max_upload_bytes;
+    const char *cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl && strtoull(cl, NULL, 10) > r->body_limit)
+        return err_set(&r->err, ERR_TOO_LARGE, "body of %s bytes is over the limit of %llu bytes",
+                       cl, (unsigned long long)r->body_limit);
+    if (r->route->body != BODY_FILE)
+        return ERR_OK;
+
+    char *tmpl = arena_sprintf(r->a, &r->err, "%s/upload-XXXXXX", r->srv->tmp_dir);
+    if (!tmpl)
+        return ERR_TOO_LARGE;
+    if (!mkdtemp(tmpl))
+        return err_set(&r->err, ERR_IO, "creating scratch directory in %s: %s",
+                       r->srv->tmp_dir, strerror(errno));
+    r->work_dir = tmpl;
+    const char *ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                                 MHD_HTTP_HEADER_CONTENT_TYPE);
+    if (ct && strncasecmp(ct, "multipart/form-data", 19) == 0) {
+        r->pp = MHD_create_post_processor(r->conn, 65536, on_post_part, r);
+        if (!r->pp)
+            return err_set(&r->err, ERR_INVALID, "multipart/form-data without a boundary");
+        return ERR_OK;
+    }
+    return open_part(r);
+}
+
+/* ---- auth ------------------------------------------------------------------------------ */
+
+static const char *scope_name(unsigned scope)
+{
+    switch (scope) {
+    case INGEST_SCOPE_INGEST: return "ingest";
+    case INGEST_SCOPE_UPLOAD: return "upload";
+    case INGEST_SCOPE_READ: return "read";
+    default: return "admin";
+    }
+}
+
+static err_code authorize(http_request *r)
+{
+    if (r->route->scope == 0)
+        return ERR_OK;
+    const char *h = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                                MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!h)
+        return err_set(&r->err, ERR_UNAUTHORIZED, "missing Authorization: Bearer token");
+    if (strncasecmp(h, "Bearer ", 7) != 0)
+        return err_set(&r->err, ERR_UNAUTHORIZED, "Authorization must be 'Bearer TOKEN'");
+    const char *token = h + 7;
+    while (*token == ' ')
+        token++;
+    unsigned scopes;
+    err_code rc = ingest_token_check(&scopes, r->srv->store, token, &r->err);
+    if (rc != ERR_OK)
+        return rc;
+    if (!(scopes & r->route->scope))
+        return err_set(&r->err, ERR_FORBIDDEN, "token lacks the '%s' scope",
+                       scope_name(r->route->scope));
+    return ERR_OK;
+}
+
+/* ---- handlers -------------------------------------------------------------------------- */
+
+static enum MHD_Result handle_healthz(http_request *r)
+{
+    return respond_json(r, 200, json_pack("{s:s}", "status", "ok"));
+}
+
+static enum MHD_Result handle_readyz(http_request *r)
+{
+    int version;
+    err_info err = {0};
+    if (store_schema_version(&version, r->srv->store, &err) != ERR_OK)
+        return respond_err(r, &err);
+    int need = store_schema_required();
+    if (version != need)
+        return respond_error(r, ERR_STORE, version < need
+                                 ? "database schema is older than this server: run "
+                                   "`stacksift migrate`"
+                                 : "database schema is newer than this server");
+    return respond_json(r, 200, json_pack("{s:s,s:i}", "status", "ready", "schema", version));
+}
+
+static enum MHD_Result handle_metrics(http_request *r)
+{
+    store_pool_stats pool;
+    int64_t queued = -1;
+    err_info err;
+    store_pool_stats_get(&pool, r->srv->store);
+    if (store_reports_count(&queued, r->srv->store, "received", &err) != ERR_OK)
+        queued = -1;   /* the database being down must not hide the other metrics */
+    buf out;
+    buf_init(&out);
+    metrics_render(&out, &pool, queued);
+    return queue_body(r, 200, "text/plain; version=0.0.4", (char *)out.data, out.len);
+}
+
+/* Media type without parameters, lower case, in the arena; "" if missing. */
+static const char *media_type(http_request *r, const char *header)
+{
+    const char *v = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, header);
+    if (!v)
+        return "";
+    size_t n = strcspn(v, ";");
+    while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+        n--;
+    char *out = arena_strndup(r->a, v, n, &r->err);
+    if (!out)
+        return "";
+    for (char *p = out; *p; p++)
+        if (*p >= 'A' && *p <= 'Z')
+            *p = (char)(*p - 'A' + 'a');
+    return out;
+}
+
+static enum MHD_Result handle_report_post(http_request *r)
+{
+    ingest_report_input in = {
+        .content_type = media_type(r, MHD_HTTP_HEADER_CONTENT_TYPE),
+        .content_encoding = media_type(r, MHD_HTTP_HEADER_CONTENT_ENCODING),
+        .body = r->mem ? r->mem : (const uint8_t *)"",
+        .len = (size_t)r->body_bytes,
+        .max_report_bytes = r->srv->cfg->max_report_bytes,
+    };
+    if (in.content_encoding[0] == '\0')
+        in.content_encoding = NULL;
+    ingest_report_result res;
+    err_code rc = ingest_report_accept(&res, r->srv->store, &in, r->a, &r->err);
+    if (rc != ERR_OK) {
+        metrics_report_rejected(rc);
+        return respond_err(r, &r->err);
+    }
+    metrics_report_accepted();
+    return respond_json(r, 202, json_pack("{s:s,s:s,s:s}", "id", res.id, "status", res.status,
+                                          "format", res.format));
+}
+
+static json_t *json_str_or_null(const char *s)
+{
+    return s ? json_string(s) : json_null();
+}
+
+static json_t *json_from_text(const char *text)
+{
+    json_t *v = text ? json_loads(text, JSON_DECODE_ANY, NULL) : NULL;
+    return v ? v : json_null();
+}
+
+static enum MHD_Result handle_report_get(http_request *r)
+{
+    store_report rep;
+    if (store_report_get(&rep, r->srv->store, r->param, r->a, &r->err) != ERR_OK)
+        return respond_err(r, &r->err);
+    json_t *body = json_pack(
+        "{s:s,s:o,s:o,s:o,s:o,s:o,s:I,s:o,s:o,s:o,s:o,s:o,s:o}", "id", rep.id,
+        "status", json_str_or_null(rep.status), "format", json_str_or_null(rep.format),
+        "content_type", json_str_or_null(rep.content_type),
+        "received_at", json_str_or_null(rep.received_at),
+        "updated_at", json_str_or_null(rep.updated_at), "raw_bytes", (json_int_t)rep.raw_bytes,
+        "app", json_str_or_null(rep.app), "app_version", json_str_or_null(rep.app_version),
+        "os_version", json_str_or_null(rep.os_version),
+        "missing_uuids", json_from_text(rep.missing_uuids_json),
+        "error", json_str_or_null(rep.error), "report", json_from_text(rep.parsed_json));
+    return respond_json(r, 200, body);
+}
+
+static json_t *dsym_json(const store_dsym *d, const char *status)
+{
+    json_t *o = json_pack("{s:s,s:s,s:s,s:b,s:I,s:I,s:i,s:s,s:s}", "uuid", d->uuid, "arch",
+                          d->arch, "name", d->name, "has_dwarf", d->has_dwarf, "dwarf_bytes",
+                          (json_int_t)d->dwarf_bytes, "symcache_bytes",
+                          (json_int_t)d->symcache_bytes, "functions", (int)d->functions,
+                          "sha256", d->sha256, "uploaded_at", d->uploaded_at);
+    if (o && status)
+        json_object_set_new(o, "status", json_string(status));
+    return o;
+}
+
+static enum MHD_Result handle_dsym_post(http_request *r)
+{
+    const config *cfg = r->srv->cfg;
+    if (r->pp) {
+        enum MHD_Result ok = MHD_destroy_post_processor(r->pp);   /* flushes the last part */
+        r->pp = NULL;
+        if (r->failed)
+            return respond_err(r, &r->err);
+        if (ok != MHD_YES)
+            return respond_error(r, ERR_INVALID, "malformed multipart/form-data body");
+        if (r->nparts == 0)
+            return respond_error(r, ERR_INVALID, "multipart body has no file part "
+                                 "(send it as e.g. curl -F file=@App.dSYM.zip)");
+    }
+    if (r->fd >= 0)
+        close(r->fd);
+    r->fd = -1;
+    if (r->body_bytes == 0)
+        return respond_error(r, ERR_INVALID, "upload body is empty");
+
+    dsym_options opts = {
+        .threads = cfg->dsym_threads,
+        .max_unpacked_bytes = cfg->max_unpacked_bytes,
+        .max_ratio = cfg->max_zip_ratio,
+    };
+    ingest_dsym_file *files;
+    size_t n;
+    double t0 = now_ms();
+    err_code rc = ingest_dsym_upload(&files, &n, r->srv->store, (const char *const *)r->parts,
+                                     r->nparts, r->work_dir, r->srv->symcache_dir, &opts, r->a,
+                                     &r->err);
+    if (rc != ERR_OK) {
+        metrics_dsym_failed(rc);
+        return respond_err(r, &r->err);
+    }
+    json_t *list = json_array();
+    unsigned created = 0;
+    for (size_t i = 0; i < n; i++) {
+        json_array_append_new(list, dsym_json(&files[i].row, files[i].status));
+        metrics_dsym_processed(files[i].status);
+        created += strcmp(files[i].status, "created") == 0;
+        log_event(LOG_INFO, "dsym_stored", "req=%s uuid=%s arch=%s name=%s status=%s "
+                  "functions=%d symcache_bytes=%lld", r->id, files[i].row.uuid,
+                  files[i].row.arch, files[i].row.name, files[i].status, files[i].row.functions,
+                  (long long)files[i].row.symcache_bytes);
+    }
+    log_event(LOG_INFO, "dsym_upload_done", "req=%s files=%zu created=%u body_bytes=%llu "
+              "build_ms=%.1f", r->id, n, created, (unsigned long long)r->body_bytes,
+              now_ms() - t0);
+    return respond_json(r, created ? 201 : 200, json_pack("{s:o}", "files", list));
+}
+
+static enum MHD_Result handle_dsym_list(http_request *r)
+{
+    const char *uuid = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "uuid");
+    const char *name = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "name");
+    const char *limit_s = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "limit");
+    long limit = limit_s ? strtol(limit_s, NULL, 10) : 100;
+    if (limit < 1 || limit > 1000)
+        return respond_error(r, ERR_INVALID, "limit must be from 1 to 1000");
+    if (uuid && !*uuid)
+        uuid = NULL;
+    if (name && !*name)
+        name = NULL;
+    store_dsym *rows;
+    size_t n;
+    if (store_dsyms_list(&rows, &n, r->srv->store, uuid, name, (size_t)limit, r->a, &r->err) !=
+        ERR_OK)
+        return respond_err(r, &r->err);
+    json_t *list = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(list, dsym_json(&rows[i], NULL));
+    return respond_json(r, 200, json_pack("{s:o}", "dsyms", list));
+}
+
+static enum MHD_Result handle_dsym_get(http_request *r)
+{
+    store_dsym d;
+    if (store_dsym_get(&d, r->srv->store, r->param, &r->err) != ERR_OK)
+        return respond_err(r, &r->err);
+    return respond_json(r, 200, dsym_json(&d, NULL));
+}
+
+/* Every endpoint. The README's "## HTTP API" lists the same. */
+static const route ROUTES[] = {
+    {"GET", "/healthz", false, "healthz", 0, BODY_NONE, handle_healthz},
+    {"GET", "/readyz", false, "readyz", 0, BODY_NONE, handle_readyz},
+    {"GET", "/metrics", false, "metrics", 0, BODY_NONE, handle_metrics},
+    {"POST", "/api/v1/reports", false, "reports_post", INGEST_SCOPE_INGEST, BODY_MEMORY,
+     handle_report_post},
+    {"GET", "/api/v1/reports/", true, "reports_get", INGEST_SCOPE_READ, BODY_NONE,
+     handle_report_get},
+    {"POST", "/api/v1/dsyms", false, "dsyms_post", INGEST_SCOPE_UPLOAD, BODY_FILE,
+     handle_dsym_post},
+    {"GET", "/api/v1/dsyms", false, "dsyms_list", INGEST_SCOPE_READ, BODY_NONE,
+     handle_dsym_list},
+    {"GET", "/api/v1/dsyms/", true, "dsyms_get", INGEST_SCOPE_READ, BODY_NONE,
+     handle_dsym_get},
+};
+#define NROUTES (sizeof ROUTES / sizeof ROUTES[0])
+
+/* Find the route; on a path match with another method, *path_known is set. */
+static const route *route_match(const char *method, const char *url, const char **param,
+                                bool *path_known)
+{
+    *param = NULL;
+    *path_known = false;
+    for (size_t i = 0; i < NROUTES; i++) {
+        const route *rt = &ROUTES[i];
+        size_t n = strlen(rt->path);
+        bool match;
+        if (rt->has_param)
+            match = strncmp(url, rt->path, n) == 0 && url[n] != '\0' && !strchr(url + n, '/');
+        else
+            match = strcmp(url, rt->path) == 0;
+        if (!match)
+            continue;
+        if (strcmp(method, rt->method) != 0) {
+            *path_known = true;
+            continue;
+        }
+        if (rt->has_param)
+            *param = url + n;
+        return rt;
+    }
+    return NULL;
+}
+
+/* ---- MHD callbacks --------------------------------------------------------------------- */
+
+static http_request *request_new(http_server *srv, struct MHD_Connection *conn,
+                                 const char *method, const char *url)
+{
+    http_request *r = xcalloc(1, sizeof *r);
+    const config *cfg = srv->cfg;
+    r->srv = srv;
+    r->conn = conn;
+    r->fd = -1;
+    r->t0_ms = now_ms();
+    /* Budget: the body, its gunzipped copy and the parser's model, with room to spare. */
+    r->a = arena_new((size_t)cfg->max_report_bytes * 24 + (16u << 20));
+    arena_defer(r->a, request_cleanup, r);
+    snprintf(r->id, sizeof r->id, "%08x%08x", srv->id_seed, atomic_fetch_add(&srv->next_id, 1));
+    err_info ignored;
+    r->method = arena_strdup(r->a, method, &ignored);
+    r->url = arena_strdup(r->a, url, &ignored);
+    r->route_index = NROUTES;
+    atomic_fetch_add(&srv->in_flight, 1);
+    metrics_in_flight(1);
+    return r;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls)
+{
+    http_server *srv = cls;
+    http_request *r = *con_cls;
+    (void)version;
+    if (r == NULL) {
+        r = request_new(srv, conn, method, url);
+        *con_cls = r;
+        bool path_known;
+        const char *param;
+        r->route = route_match(method, url, &param, &path_known);
+        if (!r->route) {
+            err_set(&r->err, ERR_NOT_FOUND, "%s %s: %s", method, url,
+                    path_known ? "method not allowed on this path" : "no such endpoint");
+            return respond_err(r, &r->err);
+        }
+        r->route_index = (unsigned)(r->route - ROUTES);
+        if (param) {
+            r->param = arena_strdup(r->a, param, &r->err);
+            if (!r->param)
+                return respond_err(r, &r->err);
+        }
+        /* Answered before the body is read: clients that sent Expect: 100-continue never
+         * send it; libmicrohttpd closes the connection after such an early answer. */
+        if (authorize(r) != ERR_OK)
+            return respond_err(r, &r->err);
+        if (r->route->body != BODY_NONE && prepare_body(r) != ERR_OK)
+            return respond_err(r, &r->err);
+        return MHD_YES;
+    }
+    if (*upload_data_size > 0) {
+        size_t size = *upload_data_size;
+        *upload_data_size = 0;
+        if (r->route->body == BODY_NONE) {
+            r->body_bytes += size;   /* a GET with a body: ignored */
+            return MHD_YES;
+        }
+        receive_body(r, upload_data, size);
+        /* Past the limit by far: stop reading (the client gets no answer, but a connection
+         * may not make us read without end). */
+        if (r->failed && r->body_bytes > r->body_limit + DRAIN_SLACK_BYTES)
+            return MHD_NO;
+        return MHD_YES;
+    }
+    if (r->status != 0)
+        return MHD_YES;   /* answered already */
+    if (r->failed)
+        return respond_err(r, &r->err);
+    return r->route->handler(r);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    http_server *srv = cls;
+    http_request *r = *con_cls;
+    (void)conn;
+    if (!r)
+        return;
+    *con_cls = NULL;
+    double dur_ms = now_ms() - r->t0_ms;
+    unsigned status = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? r->status : 0;
+    metrics_request(r->route_index, status, dur_ms / 1e3);
+    const char *route_name = r->route ? r->route->name : "unmatched";
+    if (status >= 400 || status == 0)
+        log_event(status >= 500 || status == 0 ? LOG_WARN : LOG_INFO, "request",
+                  "req=%s method=%s path=%s route=%s status=%u dur_ms=%.2f bytes_in=%llu "
+                  "error=%s message=%s", r->id, r->method, r->url, route_name, status, dur_ms,
+                  (unsigned long long)r->body_bytes,
+                  status ? err_name(r->err.code) : "client_gone", status ? r->err.msg : NULL);
+    else
+        log_event(LOG_INFO, "request",
+                  "req=%s method=%s path=%s route=%s status=%u dur_ms=%.2f bytes_in=%llu", r->id,
+                  r->method, r->url, route_name, status, dur_ms, (unsigned long long)r->body_bytes);
+    arena_free(r->a);   /* runs request_cleanup: closes files, removes the scratch dir */
+    free(r);
+    metrics_in_flight(-1);
+    atomic_fetch_sub(&srv->in_flight, 1);
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    char line[512];
+    (void)cls;
+    vsnprintf(line, sizeof line, fmt, ap);
+    line[strcspn(line, "\n")] = '\0';
+    log_event(LOG_WARN, "mhd", "message=%s", line);
+}
+
+/* ---- lifecycle ------------------------------------------------------------------------- */
+
+static err_code ensure_dir(const char *path, err_info *err)
+{
+    if (mkdir(path, 0755) != 0 && errno != EEXIST)
+        return err_set(err, ERR_IO, "creating directory %s: %s", path, strerror(errno));
+    return ERR_OK;
+}
+
+err_code http_server_start(http_server **out, const config *cfg, store *s, err_info *err)
+{
+    *out = NULL;
+    static const char *names[NROUTES + 1];
+    for (size_t i = 0; i < NROUTES; i++)
+        names[i] = ROUTES[i].name;
+    names[NROUTES] = "unmatched";
+    metrics_init(names, NROUTES + 1);
+
+    http_server *srv = xcalloc(1, sizeof *srv);
+    srv->cfg = cfg;
+    srv->store = s;
+    srv->id_seed = (unsigned)time(NULL) ^ ((unsigned)getpid() << 16);
+    size_t dl = strlen(cfg->data_dir) + 16;
+    srv->symcache_dir = xmalloc(dl);
+    srv->tmp_dir = xmalloc(dl);
+    snprintf(srv->symcache_dir, dl, "%s/symcaches", cfg->data_dir);
+    snprintf(srv->tmp_dir, dl, "%s/tmp", cfg->data_dir);
+    err_code rc = ensure_dir(cfg->data_dir, err);
+    if (rc == ERR_OK)
+        rc = ensure_dir(srv->symcache_dir, err);
+    if (rc == ERR_OK) {
+        remove_tree(srv->tmp_dir);   /* scratch left by a process that was killed */
+        rc = ensure_dir(srv->tmp_dir, err);
+    }
+    if (rc != ERR_OK)
+        goto fail;
+
+    struct addrinfo hints = {.ai_flags = AI_NUMERICSERV | AI_PASSIVE, .ai_socktype = SOCK_STREAM};
+    struct addrinfo *ai = NULL;
+    char port[8];
+    snprintf(port, sizeof port, "%u", cfg->listen_port);
+    int gai = getaddrinfo(cfg->listen_host, port, &hints, &ai);
+    if (gai != 0 || !ai) {
+        rc = err_set(err, ERR_INVALID, "resolving listen address %s: %s", cfg->listen_host,
+                     gai_strerror(gai));
+        goto fail;
+    }
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
+                     MHD_USE_ERROR_LOG;
+    if (ai->ai_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    srv->daemon = MHD_start_daemon(
+        flags, cfg->listen_port, NULL, NULL, on_request, srv,
+        MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->http_threads,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->request_timeout_s,
+        MHD_OPTION_LISTENING_ADDRESS_REUSE, 1,
+        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
+        MHD_OPTION_END);
+    int saved = errno;
+    freeaddrinfo(ai);
+    if (!srv->daemon) {
+        rc = err_set(err, ERR_IO, "cannot listen on %s:%u: %s", cfg->listen_host,
+                     cfg->listen_port, saved ? strerror(saved) : "libmicrohttpd refused");
+        goto fail;
+    }
+    *out = srv;
+    return ERR_OK;
+fail:
+    free(srv->symcache_dir);
+    free(srv->tmp_dir);
+    free(srv);
+    return rc;
+}
+
+unsigned http_server_stop(http_server *srv)
+{
+    if (!srv)
+        return 0;
+    /* Stop accepting; the listening socket is ours to close once quiesced. */
+    MHD_socket lfd = MHD_quiesce_daemon(srv->daemon);
+    if (lfd != MHD_INVALID_SOCKET)
+        close(lfd);
+    double deadline = now_ms() + srv->cfg->shutdown_timeout_ms;
+    while (atomic_load(&srv->in_flight) > 0 && now_ms() < deadline) {
+        struct timespec ts = {0, 20 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    unsigned left = (unsigned)atomic_load(&srv->in_flight);
+    MHD_stop_daemon(srv->daemon);
+    free(srv->symcache_dir);
+    free(srv->tmp_dir);
+    free(srv);
+    return left;
+}

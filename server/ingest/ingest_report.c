@@ -1,0 +1,207 @@
+/*
+ * ingest_report - report intake: decode the body, parse it (ingest_report_parse is the one
+ * place that does), commit raw bytes + parsed summary, answer with the id.
+ */
+#include <string.h>
+#include <zlib.h>
+
+#include "base/buf.h"
+#include "ingest/ingest.h"
+
+#ifdef INGEST_HAVE_CRASHREPORT
+#include "crashreport/crashreport.h"
+#else
+#include <jansson.h>
+#endif
+
+/* What the parser made of a report, for the reports row. Strings in the request arena. */
+typedef struct {
+    const char *format;      /* "apple-text", "ips", "kscrash", "json" */
+    const char *parsed_json; /* the model as JSON, NULL if not parsed here */
+    const char *app, *app_version, *os_version;
+} ingest_parsed;
+
+/* Inflate a gzip body into the arena, refusing to produce more than `max` bytes (gzip bombs
+ * stop at the limit, not at the end of the stream). */
+static err_code ingest_gunzip(uint8_t **out, size_t *out_len, const uint8_t *in, size_t in_len,
+                              uint64_t max, arena *a, err_info *err)
+{
+    z_stream zs;
+    memset(&zs, 0, sizeof zs);
+    if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)
+        return err_set(err, ERR_INTERNAL, "gzip: cannot initialize zlib");
+    size_t cap = in_len * 4 + 1024, len = 0;
+    if (cap > max + 1)
+        cap = (size_t)max + 1;
+    uint8_t *dst = arena_alloc(a, cap, err);
+    err_code rc = ERR_OK;
+    if (!dst) {
+        rc = ERR_TOO_LARGE;
+        goto done;
+    }
+    zs.next_in = (Bytef *)in;
+    zs.avail_in = (uInt)in_len;
+    for (;;) {
+        if (len == cap) {
+            if (cap > max) {
+                rc = err_set(err, ERR_TOO_LARGE, "report is larger than %llu bytes after gzip "
+                             "decoding", (unsigned long long)max);
+                goto done;
+            }
+            size_t ncap = cap * 2 > max + 1 ? (size_t)max + 1 : cap * 2;
+            dst = arena_grow(a, dst, cap, ncap, err);
+            if (!dst) {
+                rc = ERR_TOO_LARGE;
+                goto done;
+            }
+            cap = ncap;
+        }
+        zs.next_out = dst + len;
+        zs.avail_out = (uInt)(cap - len);
+        int zr = inflate(&zs, Z_NO_FLUSH);
+        len = cap - zs.avail_out;
+        if (zr == Z_STREAM_END)
+            break;
+        if (zr == Z_BUF_ERROR && zs.avail_in == 0) {
+            rc = err_set(err, ERR_INVALID, "gzip body is truncated after %zu bytes", in_len);
+            goto done;
+        }
+        if (zr != Z_OK && zr != Z_BUF_ERROR) {
+            rc = err_set(err, ERR_INVALID, "gzip body is corrupt: %s",
+                         zs.msg ? zs.msg : "inflate failed");
+            goto done;
+        }
+    }
+    if (len > max) {
+        rc = err_set(err, ERR_TOO_LARGE, "report is larger than %llu bytes after gzip decoding",
+                     (unsigned long long)max);
+        goto done;
+    }
+    *out = dst;
+    *out_len = len;
+done:
+    inflateEnd(&zs);
+    return rc;
+}
+
+#ifdef INGEST_HAVE_CRASHREPORT
+/* ingest_report_parse - THE one place intake parses a report: crashreport_parse detects the
+ * format; the model is kept as JSON and summarized into columns. */
+static err_code ingest_report_parse(ingest_parsed *out, const uint8_t *data, size_t len,
+                                    const char *content_type, arena *a, err_info *err)
+{
+    (void)content_type;   /* crashreport_parse detects the format from the bytes */
+    crashreport *r;
+    err_code rc = crashreport_parse(&r, (const char *)data, len, a, err);
+    if (rc != ERR_OK)
+        return rc;
+    buf json;
+    buf_init(&json);
+    crashreport_render_json(&json, r);
+    out->parsed_json = arena_strndup(a, (const char *)json.data, json.len, err);
+    buf_reset(&json);
+    if (!out->parsed_json)
+        return ERR_TOO_LARGE;
+    out->format = crashreport_format_name(r->format);
+    out->app = r->meta.app_name ? r->meta.app_name : r->meta.process;
+    out->app_version = r->meta.app_version;
+    out->os_version = r->meta.os_version;
+    return ERR_OK;
+}
+#else
+/* ingest_report_parse - THE one place intake parses a report. Until common/crashreport is
+ * built, it only checks what can be checked without it (JSON well-formed, text not binary)
+ * and names the format; the workers parse the stored raw bytes. */
+static err_code ingest_report_parse(ingest_parsed *out, const uint8_t *data, size_t len,
+                                    const char *content_type, arena *a, err_info *err)
+{
+    (void)a;
+    size_t i = 0;
+    while (i < len && (data[i] == ' ' || data[i] == '\t' || data[i] == '\r' || data[i] == '\n'))
+        i++;
+    if (i == len)
+        return err_set(err, ERR_INVALID, "report is empty");
+    if (memchr(data, 0, len))
+        return err_set(err, ERR_INVALID, "report contains a NUL byte at offset %zu",
+                       (size_t)((const uint8_t *)memchr(data, 0, len) - data));
+    if (data[i] != '{') {
+        if (strcmp(content_type, "application/json") == 0)
+            return err_set(err, ERR_INVALID, "application/json report does not start with '{'");
+        out->format = "apple-text";
+        return ERR_OK;
+    }
+    /* .ips: a one-line JSON header, then a JSON body; stacksift JSON: one document. */
+    json_error_t je;
+    const uint8_t *nl = memchr(data + i, '\n', len - i);
+    json_t *doc = json_loadb((const char *)data + i, len - i, 0, &je);
+    if (doc) {
+        json_decref(doc);
+        out->format = "json";
+        return ERR_OK;
+    }
+    if (nl) {
+        size_t header_len = (size_t)(nl - (data + i));
+        json_t *header = json_loadb((const char *)data + i, header_len, 0, &je);
+        json_t *body = header ? json_loadb((const char *)nl + 1, len - (size_t)(nl + 1 - data),
+                                           0, &je) : NULL;
+        json_decref(header);
+        json_decref(body);
+        if (header && body) {
+            out->format = "ips";
+            return ERR_OK;
+        }
+    }
+    return err_set(err, ERR_INVALID, "report is not valid JSON: %s at line %d column %d",
+                   je.text, je.line, je.column);
+}
+#endif
+
+err_code ingest_report_accept(ingest_report_result *out, store *s, const ingest_report_input *in,
+                              arena *a, err_info *err)
+{
+    memset(out, 0, sizeof *out);
+    if (strcmp(in->content_type, "text/plain") != 0 &&
+        strcmp(in->content_type, "application/json") != 0)
+        return err_set(err, ERR_UNSUPPORTED, "content type '%s' is not accepted for reports: "
+                       "send text/plain or application/json", in->content_type);
+
+    const uint8_t *raw = in->body;
+    size_t raw_len = in->len;
+    if (in->content_encoding && strcmp(in->content_encoding, "gzip") == 0) {
+        uint8_t *dec = NULL;
+        err_code rc = ingest_gunzip(&dec, &raw_len, in->body, in->len, in->max_report_bytes, a, err);
+        if (rc != ERR_OK)
+            return rc;
+        raw = dec;
+    } else if (in->content_encoding && strcmp(in->content_encoding, "identity") != 0) {
+        return err_set(err, ERR_UNSUPPORTED, "content encoding '%s' is not accepted: send gzip "
+                       "or identity", in->content_encoding);
+    }
+    if (raw_len > in->max_report_bytes)
+        return err_set(err, ERR_TOO_LARGE, "report of %zu bytes is over the limit of %llu bytes",
+                       raw_len, (unsigned long long)in->max_report_bytes);
+
+    ingest_parsed p = {0};
+    err_code rc = ingest_report_parse(&p, raw, raw_len, in->content_type, a, err);
+    if (rc != ERR_OK)
+        return rc;
+
+    store_report_new row = {
+        .status = "received",
+        .format = p.format,
+        .content_type = in->content_type,
+        .raw = raw,
+        .raw_len = raw_len,
+        .parsed_json = p.parsed_json,
+        .app = p.app,
+        .app_version = p.app_version,
+        .os_version = p.os_version,
+    };
+    rc = store_report_insert(out->id, s, &row, err);
+    if (rc != ERR_OK)
+        return rc;
+    out->format = p.format;
+    out->status = "received";
+    out->raw_bytes = raw_len;
+    return ERR_OK;
+}
