@@ -91,6 +91,19 @@ static err_code write_atomically(const char *path, const buf *b, err_info *err)
     return ERR_OK;
 }
 
+/* true when `path` is a symcache built from DWARF: a symbol-table-only build of the same
+ * UUID (the app binary next to its dSYM) must not replace it */
+static bool existing_has_dwarf(const char *path)
+{
+    uint8_t hdr[16];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, hdr, sizeof hdr);
+    close(fd);
+    return n == (ssize_t)sizeof hdr && memcmp(hdr, "STKSYMC", 8) == 0 && (hdr[12] & 1) != 0;
+}
+
 static err_code build_slice(job *j, const uint8_t *data, size_t len, const char *name, err_info *err)
 {
     double t0 = now_ms();
@@ -122,6 +135,11 @@ static err_code build_slice(job *j, const uint8_t *data, size_t len, const char 
         rc = err_set(err, ERR_INVALID, "output directory path is too long");
         goto done;
     }
+    b.has_dwarf = di.nscopes > 0 || di.nrows > 0;
+    if (!b.has_dwarf && existing_has_dwarf(b.path)) {
+        j->built++; /* handled: the better symcache already there stays */
+        goto done;
+    }
     rc = write_atomically(b.path, &out, err);
     if (rc != ERR_OK)
         goto done;
@@ -129,7 +147,6 @@ static err_code build_slice(job *j, const uint8_t *data, size_t len, const char 
     b.ranges = stats.ranges;
     b.bytes = out.len;
     b.dwarf_bytes = di.dwarf_bytes;
-    b.has_dwarf = di.nscopes > 0 || di.nrows > 0;
     b.ms = now_ms() - t0;
     j->built++;
     if (j->fn != NULL)

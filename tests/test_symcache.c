@@ -1,0 +1,387 @@
+/*
+ * Tests for common/symcache (+ debuginfo, dsym): build from the real fixtures, look up
+ * known functions, inline chains, determinism across thread counts, concurrent readers,
+ * symbol-table-only images, and corrupt .symc files.
+ */
+#include <dirent.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/bytes.h"
+#include "dsym/dsym.h"
+#include "harness.h"
+#include "macho/macho.h"
+#include "symcache/symcache.h"
+
+static char tmp_root[256];
+
+static const char *fixtures_dir(void)
+{
+    const char *d = getenv("STACKSIFT_FIXTURES");
+    return d && *d ? d : "build-fixtures";
+}
+
+typedef struct {
+    char path[8][4096];
+    char arch[8][16];
+    bool has_dwarf[8];
+    uint32_t functions[8];
+    int n;
+} built;
+
+static void collect(const dsym_built *b, void *ctx)
+{
+    built *l = ctx;
+    if (l->n < 8) {
+        snprintf(l->path[l->n], sizeof l->path[0], "%s", b->path);
+        snprintf(l->arch[l->n], sizeof l->arch[0], "%s", b->arch);
+        l->has_dwarf[l->n] = b->has_dwarf;
+        l->functions[l->n] = b->functions;
+        l->n++;
+    }
+}
+
+static char *new_dir(const char *name)
+{
+    static char dir[512];
+    snprintf(dir, sizeof dir, "%s/%s", tmp_root, name);
+    mkdir(dir, 0755);
+    return dir;
+}
+
+static err_code build(built *out, const char *rel_input, const char *dir_name, unsigned threads)
+{
+    char input[4096];
+    snprintf(input, sizeof input, "%s/%s", fixtures_dir(), rel_input);
+    memset(out, 0, sizeof *out);
+    dsym_options opts = {.threads = threads};
+    err_info err = {0};
+    err_code rc = dsym_build_symcaches(input, new_dir(dir_name), &opts, collect, out, &err);
+    if (rc != ERR_OK)
+        fprintf(stderr, "build %s: %s\n", input, err.msg);
+    return rc;
+}
+
+/* address of symbol `name` (e.g. "_main") in the Mach-O at rel path, arch slice 0 */
+static uint64_t symbol_address(const char *rel, const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", fixtures_dir(), rel);
+    bytes b;
+    err_info err = {0};
+    uint64_t addr = 0;
+    if (bytes_map_file(&b, path, &err) != ERR_OK)
+        return 0;
+    macho_image *img = malloc(sizeof *img);
+    if (macho_parse(img, b.data, b.len, &err) == ERR_OK) {
+        macho_symbol sym;
+        for (uint32_t i = 0; i < img->nsyms; i++)
+            if (macho_symbol_get(&sym, img, i) && strcmp(sym.name, name) == 0 && (sym.type & 0x0e) == 0x0e)
+                addr = sym.value;
+    }
+    free(img);
+    bytes_unmap(&b);
+    return addr;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t a = s ? strlen(s) : 0, b = strlen(suffix);
+    return s && a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+static void main_symbolicates_at_O0(void)
+{
+    built b;
+    CHECK_EQ_INT(build(&b, "arm64-O0/FixtureApp.app.dSYM", "o0", 2), ERR_OK);
+    CHECK_EQ_INT(b.n, 1);
+    symcache *sc = NULL;
+    err_info err = {0};
+    CHECK_EQ_INT(symcache_open(&sc, b.path[0], &err), ERR_OK);
+    if (sc == NULL)
+        return;
+    CHECK_EQ_STR(symcache_arch(sc), "arm64");
+    CHECK_EQ_STR(symcache_image_name(sc), "FixtureApp");
+    CHECK(symcache_has_dwarf(sc));
+    CHECK_EQ_U64(symcache_text_vmaddr(sc), 0x100000000ull);
+    uint64_t main_addr = symbol_address("arm64-O0/FixtureApp.app/FixtureApp", "_main");
+    CHECK(main_addr != 0);
+    symcache_frame f[SYMCACHE_MAX_FRAMES];
+    size_t n = symcache_lookup(f, SYMCACHE_MAX_FRAMES, sc, main_addr);
+    CHECK_EQ_INT(n, 1);
+    if (n >= 1) {
+        CHECK_EQ_STR(f[0].function, "main");
+        CHECK(ends_with(f[0].file, "/main.c"));
+        CHECK(f[0].line > 0);
+        CHECK(!f[0].inlined && !f[0].from_symtab);
+        CHECK_EQ_U64(f[0].sym_addr, main_addr);
+    }
+    /* before the image and far after it: nothing */
+    CHECK_EQ_INT(symcache_lookup(f, SYMCACHE_MAX_FRAMES, sc, 0x1000), 0);
+    CHECK_EQ_INT(symcache_lookup(f, SYMCACHE_MAX_FRAMES, sc, 0x200000000ull), 0);
+    CHECK_EQ_INT(symcache_lookup(f, 0, sc, main_addr), 0);
+    symcache_close(sc);
+}
+
+/* At -O2 some address expands into an inline chain: all but the last frame inlined, each
+ * frame's caller line known. */
+static void inline_chains_at_O2(void)
+{
+    built b;
+    CHECK_EQ_INT(build(&b, "arm64-O2/FixtureApp.app.dSYM", "o2", 2), ERR_OK);
+    symcache *sc = NULL;
+    err_info err = {0};
+    CHECK_EQ_INT(symcache_open(&sc, b.path[0], &err), ERR_OK);
+    if (sc == NULL)
+        return;
+    symcache_frame f[SYMCACHE_MAX_FRAMES];
+    int chains = 0, deepest = 0;
+    for (uint64_t a = 0x100004000ull; a < 0x100008000ull; a += 4) {
+        size_t n = symcache_lookup(f, SYMCACHE_MAX_FRAMES, sc, a);
+        if (n < 2)
+            continue;
+        chains++;
+        if ((int)n > deepest)
+            deepest = (int)n;
+        for (size_t i = 0; i < n; i++)
+            CHECK(f[i].inlined == (i + 1 < n));
+        CHECK(f[n - 1].line > 0 || f[n - 1].file == NULL);
+        /* a caller frame's sym_addr never lies above the address */
+        CHECK(f[n - 1].sym_addr <= a);
+    }
+    CHECK(chains > 10);
+    CHECK(deepest >= 3);
+    /* only 1 frame fits: the innermost */
+    size_t n = 0;
+    for (uint64_t a = 0x100004000ull; a < 0x100008000ull && n < 2; a += 4)
+        n = symcache_lookup(f, SYMCACHE_MAX_FRAMES, sc, a);
+    if (n >= 2) {
+        symcache_frame one[1];
+        uint64_t a;
+        for (a = 0x100004000ull; symcache_lookup(f, SYMCACHE_MAX_FRAMES, sc, a) < 2; a += 4)
+            ;
+        CHECK_EQ_INT(symcache_lookup(one, 1, sc, a), 1);
+        CHECK_EQ_STR(one[0].function, f[0].function);
+    }
+    symcache_close(sc);
+}
+
+static bool same_file(const char *a, const char *b)
+{
+    bytes x, y;
+    err_info err = {0};
+    if (bytes_map_file(&x, a, &err) != ERR_OK)
+        return false;
+    if (bytes_map_file(&y, b, &err) != ERR_OK) {
+        bytes_unmap(&x);
+        return false;
+    }
+    bool same = x.len == y.len && memcmp(x.data, y.data, x.len) == 0;
+    bytes_unmap(&x);
+    bytes_unmap(&y);
+    return same;
+}
+
+static void output_does_not_depend_on_threads(void)
+{
+    built one, four;
+    CHECK_EQ_INT(build(&one, "arm64-O2/FixtureApp.app.dSYM", "t1", 1), ERR_OK);
+    CHECK_EQ_INT(build(&four, "arm64-O2/FixtureApp.app.dSYM", "t4", 4), ERR_OK);
+    CHECK(one.n == 1 && four.n == 1);
+    CHECK(same_file(one.path[0], four.path[0]));
+}
+
+static void fat_zip_and_symtab_only_inputs(void)
+{
+    built b;
+    CHECK_EQ_INT(build(&b, "fat/FixtureApp.app.dSYM", "fat", 0), ERR_OK);
+    CHECK_EQ_INT(b.n, 2);
+    CHECK(strcmp(b.arch[0], b.arch[1]) != 0);
+    CHECK(b.has_dwarf[0] && b.has_dwarf[1]);
+
+    CHECK_EQ_INT(build(&b, "FixtureApp-dSYMs.zip", "zip", 0), ERR_OK);
+    CHECK(b.n >= 2); /* the app and the framework */
+
+    /* the app binary itself: no DWARF, the symbol table becomes the symcache */
+    CHECK_EQ_INT(build(&b, "arm64-O0/FixtureApp.app/FixtureApp", "symtab", 0), ERR_OK);
+    CHECK_EQ_INT(b.n, 1);
+    CHECK(!b.has_dwarf[0]);
+    CHECK(b.functions[0] > 5);
+    symcache *sc = NULL;
+    err_info err = {0};
+    CHECK_EQ_INT(symcache_open(&sc, b.path[0], &err), ERR_OK);
+    if (sc == NULL)
+        return;
+    CHECK(!symcache_has_dwarf(sc));
+    uint64_t main_addr = symbol_address("arm64-O0/FixtureApp.app/FixtureApp", "_main");
+    symcache_frame f[4];
+    CHECK_EQ_INT(symcache_lookup(f, 4, sc, main_addr + 8), 1);
+    CHECK_EQ_STR(f[0].function, "main"); /* leading underscore stripped */
+    CHECK(f[0].from_symtab);
+    CHECK(f[0].file == NULL);
+    CHECK_EQ_U64(f[0].sym_addr, main_addr);
+    symcache_close(sc);
+}
+
+static void bad_inputs_are_errors(void)
+{
+    err_info err = {0};
+    char path[600];
+    CHECK_EQ_INT(dsym_build_symcaches("/nonexistent", new_dir("bad"), NULL, NULL, NULL, &err), ERR_NOT_FOUND);
+    snprintf(path, sizeof path, "%s/not-macho", tmp_root);
+    FILE *f = fopen(path, "w");
+    fputs("hello, I am not a Mach-O file", f);
+    fclose(f);
+    CHECK_EQ_INT(dsym_build_symcaches(path, new_dir("bad"), NULL, NULL, NULL, &err), ERR_INVALID);
+    CHECK(strstr(err.msg, "not a Mach-O") != NULL);
+    snprintf(path, sizeof path, "%s/empty-dir", tmp_root);
+    mkdir(path, 0755);
+    CHECK_EQ_INT(dsym_build_symcaches(path, new_dir("bad"), NULL, NULL, NULL, &err), ERR_INVALID);
+}
+
+/* ---- corrupt .symc files ---------------------------------------------------------------- */
+
+static uint8_t *read_all(const char *path, size_t *len)
+{
+    bytes b;
+    err_info err = {0};
+    if (bytes_map_file(&b, path, &err) != ERR_OK)
+        return NULL;
+    uint8_t *copy = malloc(b.len);
+    memcpy(copy, b.data, b.len);
+    *len = b.len;
+    bytes_unmap(&b);
+    return copy;
+}
+
+static void corrupt_symcaches_are_rejected(void)
+{
+    built b;
+    CHECK_EQ_INT(build(&b, "arm64-O2/FixtureApp.app.dSYM", "corrupt", 1), ERR_OK);
+    size_t len = 0;
+    uint8_t *good = read_all(b.path[0], &len);
+    CHECK(good != NULL && len > 200);
+    if (good == NULL)
+        return;
+    err_info err = {0};
+    symcache *sc = NULL;
+    /* every truncation */
+    for (size_t cut = 0; cut < len; cut += (cut < 256 ? 1 : 97)) {
+        uint8_t *copy = malloc(cut ? cut : 1);
+        memcpy(copy, good, cut);
+        CHECK(symcache_open_bytes(&sc, copy, cut, &err) != ERR_OK);
+        CHECK(sc == NULL);
+        free(copy);
+    }
+    /* wrong magic, unknown version, out-of-order ranges */
+    uint8_t *copy = malloc(len);
+    memcpy(copy, good, len);
+    copy[0] = 'X';
+    CHECK_EQ_INT(symcache_open_bytes(&sc, copy, len, &err), ERR_INVALID);
+    memcpy(copy, good, len);
+    copy[8] = 99;
+    CHECK_EQ_INT(symcache_open_bytes(&sc, copy, len, &err), ERR_UNSUPPORTED);
+    CHECK(strstr(err.msg, "version 99") != NULL);
+    memcpy(copy, good, len);
+    memcpy(copy + 80 + 4, copy + 80, 4); /* range 1 starts where range 0 does */
+    CHECK_EQ_INT(symcache_open_bytes(&sc, copy, len, &err), ERR_INVALID);
+    /* absurd counts */
+    memcpy(copy, good, len);
+    copy[56] = 0xff, copy[57] = 0xff, copy[58] = 0xff, copy[59] = 0x7f;
+    CHECK_EQ_INT(symcache_open_bytes(&sc, copy, len, &err), ERR_INVALID);
+    /* bit flips in the tables: open may pass, lookups must stay in bounds (ASan) */
+    int opened = 0;
+    for (size_t i = 80; i < len; i += 13) {
+        memcpy(copy, good, len);
+        copy[i] ^= 0x5a;
+        if (symcache_open_bytes(&sc, copy, len, &err) == ERR_OK) {
+            opened++;
+            symcache_frame f[SYMCACHE_MAX_FRAMES];
+            for (uint64_t a = 0x100004000ull; a < 0x100006000ull; a += 64) {
+                size_t n = symcache_lookup(f, SYMCACHE_MAX_FRAMES, sc, a);
+                for (size_t k = 0; k < n; k++)
+                    CHECK(f[k].function != NULL && strlen(f[k].function) < len);
+            }
+            symcache_close(sc);
+        }
+    }
+    CHECK(opened > 0);
+    free(copy);
+    free(good);
+}
+
+/* ---- concurrent readers ----------------------------------------------------------------- */
+
+typedef struct {
+    const symcache *sc;
+    const char **expect; /* innermost function per probe address */
+    int mismatches;
+} reader_arg;
+
+#define PROBES 4096
+
+static void *reader(void *p)
+{
+    reader_arg *r = p;
+    symcache_frame f[SYMCACHE_MAX_FRAMES];
+    for (int round = 0; round < 20; round++)
+        for (int i = 0; i < PROBES; i++) {
+            size_t n = symcache_lookup(f, SYMCACHE_MAX_FRAMES, r->sc, 0x100004000ull + (uint64_t)i * 4);
+            const char *got = n ? f[0].function : NULL;
+            if (got != r->expect[i])
+                r->mismatches++;
+        }
+    return NULL;
+}
+
+static void concurrent_lookups_agree(void)
+{
+    built b;
+    CHECK_EQ_INT(build(&b, "arm64-O2/FixtureApp.app.dSYM", "threads", 0), ERR_OK);
+    symcache *sc = NULL;
+    err_info err = {0};
+    CHECK_EQ_INT(symcache_open(&sc, b.path[0], &err), ERR_OK);
+    if (sc == NULL)
+        return;
+    const char **expect = calloc(PROBES, sizeof *expect);
+    symcache_frame f[SYMCACHE_MAX_FRAMES];
+    for (int i = 0; i < PROBES; i++) {
+        size_t n = symcache_lookup(f, SYMCACHE_MAX_FRAMES, sc, 0x100004000ull + (uint64_t)i * 4);
+        expect[i] = n ? f[0].function : NULL;
+    }
+    pthread_t t[4];
+    reader_arg args[4];
+    for (int i = 0; i < 4; i++) {
+        args[i] = (reader_arg){sc, expect, 0};
+        pthread_create(&t[i], NULL, reader, &args[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        CHECK_EQ_INT(args[i].mismatches, 0);
+    }
+    free(expect);
+    symcache_close(sc);
+}
+
+int main(void)
+{
+    snprintf(tmp_root, sizeof tmp_root, "/tmp/stacksift-test-symcache.XXXXXX");
+    if (mkdtemp(tmp_root) == NULL)
+        return 1;
+    RUN(main_symbolicates_at_O0);
+    RUN(inline_chains_at_O2);
+    RUN(output_does_not_depend_on_threads);
+    RUN(fat_zip_and_symtab_only_inputs);
+    RUN(bad_inputs_are_errors);
+    RUN(corrupt_symcaches_are_rejected);
+    RUN(concurrent_lookups_agree);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", tmp_root);
+    return harness_done();
+}
