@@ -1,0 +1,470 @@
+/*
+ * crashreport.c - format detection, the shared builder, address helpers.
+ */
+#include "crashreport/crashreport_internal.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+const char *crashreport_format_name(crashreport_format f)
+{
+    switch (f) {
+    case CRASHREPORT_FORMAT_APPLE_TEXT: return "apple-text";
+    case CRASHREPORT_FORMAT_IPS:        return "ips";
+    case CRASHREPORT_FORMAT_KSCRASH:    return "kscrash";
+    case CRASHREPORT_FORMAT_JSON:       return "json";
+    }
+    return "unknown";
+}
+
+const char *crashreport_kind_name(crashreport_kind k)
+{
+    switch (k) {
+    case CRASHREPORT_KIND_CRASH:  return "crash";
+    case CRASHREPORT_KIND_HANG:   return "hang";
+    case CRASHREPORT_KIND_SAMPLE: return "sample";
+    }
+    return "unknown";
+}
+
+const char *crashreport_sym_status_name(crashreport_sym_status s)
+{
+    switch (s) {
+    case CRASHREPORT_SYM_NONE:      return "none";
+    case CRASHREPORT_SYM_OK:        return "ok";
+    case CRASHREPORT_SYM_NO_IMAGE:  return "no_image";
+    case CRASHREPORT_SYM_MISSING:   return "missing";
+    case CRASHREPORT_SYM_NOT_FOUND: return "not_found";
+    }
+    return "unknown";
+}
+
+/* ---- builder ---------------------------------------------------------------------------- */
+
+bool cr_builder_init(cr_builder *b, crashreport_format format, arena *a, err_info *err)
+{
+    memset(b, 0, sizeof *b);
+    b->a = a;
+    b->err = err;
+    b->r = arena_alloc(a, sizeof *b->r, err);
+    if (b->r == NULL) {
+        b->failed = true;
+        return false;
+    }
+    b->r->format = format;
+    b->r->kind = CRASHREPORT_KIND_CRASH;
+    b->r->meta.crashed_thread = -1;
+    return true;
+}
+
+void *cr_push(cr_builder *b, void **arr, size_t *n, size_t elsize)
+{
+    size_t count = *n;
+    if (b->failed)
+        return NULL;
+    /* capacity is implicit: 8, 16, 32, ... so the arrays need no capacity field */
+    if (count == 0 || (count >= 8 && (count & (count - 1)) == 0)) {
+        size_t newcap = count == 0 ? 8 : count * 2;
+        void *p = arena_grow(b->a, *arr, count * elsize, newcap * elsize, b->err);
+        if (p == NULL) {
+            b->failed = true;
+            return NULL;
+        }
+        *arr = p;
+    }
+    *n = count + 1;
+    void *el = (char *)*arr + count * elsize;
+    memset(el, 0, elsize);
+    return el;
+}
+
+crashreport_thread *cr_add_thread(cr_builder *b)
+{
+    return cr_push(b, (void **)&b->r->threads, &b->r->nthreads, sizeof(crashreport_thread));
+}
+
+static void frame_init(crashreport_frame *f)
+{
+    f->image = -1;
+}
+
+crashreport_frame *cr_add_frame(cr_builder *b, crashreport_thread *t)
+{
+    crashreport_frame *f = cr_push(b, (void **)&t->frames, &t->nframes, sizeof *f);
+    if (f != NULL)
+        frame_init(f);
+    return f;
+}
+
+crashreport_frame *cr_add_leb_frame(cr_builder *b)
+{
+    crashreport_frame *f = cr_push(b, (void **)&b->r->leb, &b->r->nleb, sizeof *f);
+    if (f != NULL)
+        frame_init(f);
+    return f;
+}
+
+crashreport_image *cr_add_image(cr_builder *b)
+{
+    return cr_push(b, (void **)&b->r->images, &b->r->nimages, sizeof(crashreport_image));
+}
+
+char *cr_strndup(cr_builder *b, const char *s, size_t n)
+{
+    if (b->failed)
+        return NULL;
+    char *p = arena_strndup(b->a, s, n, b->err);
+    if (p == NULL)
+        b->failed = true;
+    return p;
+}
+
+char *cr_strdup(cr_builder *b, const char *s)
+{
+    return s == NULL ? NULL : cr_strndup(b, s, strlen(s));
+}
+
+char *cr_sprintf(cr_builder *b, const char *fmt, ...)
+{
+    char small[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return NULL;
+    if ((size_t)n < sizeof small)
+        return cr_strndup(b, small, (size_t)n);
+    if (b->failed)
+        return NULL;
+    char *p = arena_alloc(b->a, (size_t)n + 1, b->err);
+    if (p == NULL) {
+        b->failed = true;
+        return NULL;
+    }
+    va_start(ap, fmt);
+    vsnprintf(p, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return p;
+}
+
+void cr_note(cr_builder *b, const char *fmt, ...)
+{
+    if (b->r->nerrors >= CRASHREPORT_MAX_ERRORS) {
+        b->dropped_errors++;
+        return;
+    }
+    char msg[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    const char **slot = cr_push(b, (void **)&b->r->errors, &b->r->nerrors, sizeof *slot);
+    if (slot != NULL)
+        *slot = cr_strdup(b, msg);
+}
+
+/* ---- architecture and address helpers ------------------------------------------------------ */
+
+static const char *const ARCHES[] = {
+    "arm64", "arm64e", "arm64_32", "armv7", "armv7s", "armv7k", "armv7f", "armv6", "armv6m",
+    "armv7m", "armv7em", "arm", "x86_64", "x86_64h", "i386", "ppc", "ppc64",
+};
+
+const char *cr_arch_normalize(const char *s, size_t n)
+{
+    for (size_t i = 0; i < sizeof ARCHES / sizeof ARCHES[0]; i++)
+        if (strlen(ARCHES[i]) == n && strncasecmp(ARCHES[i], s, n) == 0)
+            return ARCHES[i];
+    if (n == 3 && strncasecmp(s, "x86", 3) == 0)
+        return "i386";
+    return NULL;
+}
+
+const char *cr_arch_from_code_type(const char *s)
+{
+    if (s == NULL)
+        return NULL;
+    /* "ARM-64 (Native)", "X86-64 (Translated)": the part before the first space */
+    size_t n = strcspn(s, " (");
+    static const struct { const char *code, *arch; } MAP[] = {
+        {"ARM-64", "arm64"}, {"ARM64", "arm64"}, {"ARM64E", "arm64e"}, {"ARM-64E", "arm64e"},
+        {"ARM64_32", "arm64_32"}, {"ARM-64_32", "arm64_32"}, {"ARM", "armv7"},
+        {"ARMV7", "armv7"}, {"ARMV7S", "armv7s"}, {"ARMV7K", "armv7k"},
+        {"X86-64", "x86_64"}, {"X86_64", "x86_64"}, {"X86", "i386"}, {"I386", "i386"},
+        {"PPC", "ppc"},
+    };
+    for (size_t i = 0; i < sizeof MAP / sizeof MAP[0]; i++)
+        if (strlen(MAP[i].code) == n && strncasecmp(MAP[i].code, s, n) == 0)
+            return MAP[i].arch;
+    return NULL;
+}
+
+const char *cr_arch_from_cpu(uint64_t cputype, uint64_t cpusubtype)
+{
+    cpusubtype &= 0x00ffffffu; /* capability bits (e.g. arm64e's ptrauth ABI) */
+    switch (cputype) {
+    case 7:           return "i386";
+    case 0x01000007u: return cpusubtype == 8 ? "x86_64h" : "x86_64";
+    case 12:
+        switch (cpusubtype) {
+        case 6:  return "armv6";
+        case 9:  return "armv7";
+        case 10: return "armv7f";
+        case 11: return "armv7s";
+        case 12: return "armv7k";
+        default: return "arm";
+        }
+    case 0x0100000cu: return cpusubtype == 2 ? "arm64e" : "arm64";
+    case 0x0200000cu: return "arm64_32";
+    }
+    return NULL;
+}
+
+bool cr_uuid_set(char out[37], const char *s, size_t n)
+{
+    char hex[32];
+    size_t k = 0;
+    bool nonzero = false;
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == '-' || c == '<' || c == '>' || c == '{' || c == '}')
+            continue;
+        if (!isxdigit((unsigned char)c) || k == 32)
+            return false;
+        if (c != '0')
+            nonzero = true;
+        hex[k++] = (char)toupper((unsigned char)c);
+    }
+    if (k != 32 || !nonzero)
+        return false;
+    static const int GROUPS[] = {8, 4, 4, 4, 12};
+    size_t o = 0, h = 0;
+    for (int g = 0; g < 5; g++) {
+        if (g > 0)
+            out[o++] = '-';
+        memcpy(out + o, hex + h, (size_t)GROUPS[g]);
+        o += (size_t)GROUPS[g];
+        h += (size_t)GROUPS[g];
+    }
+    out[o] = '\0';
+    return true;
+}
+
+static bool arch_is_arm64(const char *arch)
+{
+    return arch == NULL || strncmp(arch, "arm64", 5) == 0;
+}
+
+uint64_t crashreport_strip_pac(uint64_t addr, const char *arch)
+{
+    /* User space on iOS/macOS arm64 ends below 2^47; anything above is PAC or tag bits. */
+    if (arch_is_arm64(arch) && (addr >> 47) != 0)
+        return addr & ((UINT64_C(1) << 47) - 1);
+    return addr;
+}
+
+const char *crashreport_frame_arch(const crashreport *r, const crashreport_frame *f)
+{
+    if (f->image >= 0 && (size_t)f->image < r->nimages && r->images[f->image].arch != NULL)
+        return r->images[f->image].arch;
+    return r->meta.arch;
+}
+
+/* Address lookup: the images with a known range, sorted by load address (built by cr_finish,
+ * kept in crashreport.image_order_). */
+typedef struct {
+    uint64_t load, end;
+    int32_t index;
+} image_span;
+
+typedef struct {
+    size_t n;
+    image_span spans[];
+} image_order;
+
+static const image_order *order_of(const crashreport *r)
+{
+    return r->image_order_;
+}
+
+static int span_cmp(const void *x, const void *y)
+{
+    const image_span *a = x, *b = y;
+    return a->load < b->load ? -1 : a->load > b->load ? 1 : 0;
+}
+
+int32_t crashreport_image_at(const crashreport *r, uint64_t addr)
+{
+    const image_order *o = order_of(r);
+    if (o == NULL || o->n == 0)
+        return -1;
+    /* last span whose load <= addr */
+    size_t lo = 0, hi = o->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (o->spans[mid].load <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    /* overlapping spans are rare; look back a few for one that holds addr */
+    for (size_t i = lo, k = 0; i > 0 && k < 4; i--, k++) {
+        const image_span *s = &o->spans[i - 1];
+        if (addr >= s->load && addr <= s->end)
+            return s->index;
+    }
+    return -1;
+}
+
+static bool build_image_order(cr_builder *b)
+{
+    crashreport *r = b->r;
+    image_order *o = arena_alloc(b->a, sizeof *o + (r->nimages + 1) * sizeof(image_span), b->err);
+    if (o == NULL)
+        return false;
+    for (size_t i = 0; i < r->nimages; i++) {
+        const crashreport_image *im = &r->images[i];
+        /* "0x0 - 0xffffffffffffffff ???" placeholders and unknown sizes hold no address */
+        if (im->end_addr == 0 || im->end_addr < im->load_addr || im->end_addr == UINT64_MAX)
+            continue;
+        o->spans[o->n++] = (image_span){im->load_addr, im->end_addr, (int32_t)i};
+    }
+    qsort(o->spans, o->n, sizeof o->spans[0], span_cmp);
+    r->image_order_ = o;
+    return true;
+}
+
+static int32_t image_by_name(const crashreport *r, const char *name)
+{
+    if (name == NULL || strcmp(name, "???") == 0)
+        return -1;
+    for (size_t i = 0; i < r->nimages; i++)
+        if (r->images[i].name != NULL && strcmp(r->images[i].name, name) == 0)
+            return (int32_t)i;
+    return -1;
+}
+
+static void resolve_frames(cr_builder *b, crashreport_frame *frames, size_t n)
+{
+    crashreport *r = b->r;
+    for (size_t i = 0; i < n; i++) {
+        crashreport_frame *f = &frames[i];
+        if (f->image < 0 || (size_t)f->image >= r->nimages) {
+            f->image = -1;
+            uint64_t a = crashreport_strip_pac(f->addr, r->meta.arch);
+            f->image = crashreport_image_at(r, a);
+            if (f->image < 0)
+                f->image = image_by_name(r, f->image_name);
+        }
+        if (f->image_name == NULL && f->image >= 0)
+            f->image_name = r->images[f->image].name;
+    }
+}
+
+err_code cr_finish(cr_builder *b, const char *what)
+{
+    crashreport *r = b->r;
+    if (!b->failed && !build_image_order(b))
+        b->failed = true;
+    if (b->failed)
+        return b->err != NULL && b->err->code != ERR_OK ? b->err->code : ERR_TOO_LARGE;
+
+    size_t frames = r->nleb;
+    bool any_crashed = false;
+    for (size_t t = 0; t < r->nthreads; t++) {
+        resolve_frames(b, r->threads[t].frames, r->threads[t].nframes);
+        frames += r->threads[t].nframes;
+        any_crashed |= r->threads[t].crashed;
+    }
+    resolve_frames(b, r->leb, r->nleb);
+    if (!any_crashed && r->meta.crashed_thread >= 0)
+        for (size_t t = 0; t < r->nthreads; t++)
+            if (r->threads[t].index == (uint32_t)r->meta.crashed_thread)
+                r->threads[t].crashed = true;
+    if (r->meta.crashed_thread < 0)
+        for (size_t t = 0; t < r->nthreads; t++)
+            if (r->threads[t].crashed) {
+                r->meta.crashed_thread = (int32_t)r->threads[t].index;
+                break;
+            }
+    if (b->dropped_errors > 0) {
+        size_t d = b->dropped_errors;
+        b->dropped_errors = 0;
+        r->nerrors--; /* make room for the summary line */
+        cr_note(b, "%zu more errors not listed", d + 1);
+    }
+    if (b->failed)
+        return b->err != NULL && b->err->code != ERR_OK ? b->err->code : ERR_TOO_LARGE;
+    if (frames == 0)
+        return err_set(b->err, ERR_INVALID, "%s has no stack frames", what);
+    return ERR_OK;
+}
+
+/* ---- detection --------------------------------------------------------------------------- */
+
+/* Offset of the first byte that is not valid UTF-8 (or is NUL), len if all valid. */
+static size_t utf8_check(const unsigned char *p, size_t len)
+{
+    size_t i = 0;
+    while (i < len) {
+        unsigned c = p[i];
+        if (c >= 0x01 && c < 0x80) {
+            i++;
+            continue;
+        }
+        if (c == 0)
+            return i;
+        size_t n;
+        unsigned min;
+        if (c >= 0xc2 && c <= 0xdf)
+            n = 1, min = 0x80;
+        else if (c >= 0xe0 && c <= 0xef)
+            n = 2, min = 0x800;
+        else if (c >= 0xf0 && c <= 0xf4)
+            n = 3, min = 0x10000;
+        else
+            return i;
+        if (len - i <= n)
+            return i;
+        unsigned cp = c & (0x3fu >> n);
+        for (size_t k = 1; k <= n; k++) {
+            if ((p[i + k] & 0xc0) != 0x80)
+                return i;
+            cp = (cp << 6) | (p[i + k] & 0x3fu);
+        }
+        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+            return i;
+        i += n + 1;
+    }
+    return len;
+}
+
+err_code crashreport_parse(crashreport **out, const char *data, size_t len, arena *a,
+                           err_info *err)
+{
+    *out = NULL;
+    if (len >= 3 && memcmp(data, "\xef\xbb\xbf", 3) == 0)
+        data += 3, len -= 3;
+    size_t bad = utf8_check((const unsigned char *)data, len);
+    if (bad < len) {
+        if (data[bad] == '\0')
+            return err_set(err, ERR_INVALID, "report holds a NUL byte at offset %zu", bad);
+        return err_set(err, ERR_INVALID, "report is not valid UTF-8 (byte 0x%02x at offset %zu)",
+                       (unsigned char)data[bad], bad);
+    }
+    size_t i = 0;
+    while (i < len && isspace((unsigned char)data[i]))
+        i++;
+    if (i == len)
+        return err_set(err, ERR_INVALID, "report is empty");
+    if (data[i] == '{' || data[i] == '[') {
+        /* A JSON document, or a one-line .ips JSON header followed by a text body. */
+        return cr_parse_json(out, data + i, len - i, a, err);
+    }
+    return cr_parse_apple_text(out, data, len, a, err);
+}

@@ -1,0 +1,231 @@
+/*
+ * crashreport - one model for every crash and stack report stacksift reads, the parsers that
+ * fill it, and the renderers that print it back (Apple text, JSON).
+ *
+ * Formats (auto-detected by crashreport_parse; docs/report-formats.md has the details):
+ *   apple-text  Apple's text crash report, every variant from iOS 4 to macOS 26 (threads,
+ *               "Last Exception Backtrace" as frame lines or as a parenthesised address list,
+ *               Binary Images), also with a one-line .ips JSON header (iOS 8-14 bug_type 109),
+ *               KSCrash's and PLCrashReporter's Apple-style text, and "Translated Report"
+ *               text (parsing stops at the "Full Report" banner).
+ *   ips         iOS 15+/macOS 12+ JSON .ips: one-line JSON header, then a JSON body with
+ *               usedImages, threads[].frames[] (imageIndex/imageOffset), faultingThread,
+ *               exception, termination, lastExceptionBacktrace, asi.
+ *   kscrash     KSCrash / SentryCrash / Bugsnag-KSCrash JSON (report, crash, binary_images).
+ *   json        stacksift's own JSON stack format for crashes, hangs and samples.
+ *
+ * Everything a parser produces lives in the caller's arena and stays valid until
+ * arena_free(). Addresses are runtime addresses exactly as the report gives them
+ * (pointer-authentication bits included); crashreport_strip_pac() clears those.
+ */
+#ifndef STACKSIFT_CRASHREPORT_CRASHREPORT_H
+#define STACKSIFT_CRASHREPORT_CRASHREPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/arena.h"
+#include "base/buf.h"
+#include "base/err.h"
+
+typedef enum {
+    CRASHREPORT_FORMAT_APPLE_TEXT, /* "apple-text" */
+    CRASHREPORT_FORMAT_IPS,        /* "ips" */
+    CRASHREPORT_FORMAT_KSCRASH,    /* "kscrash" */
+    CRASHREPORT_FORMAT_JSON,       /* "json": stacksift's own stack format */
+} crashreport_format;
+
+typedef enum {
+    CRASHREPORT_KIND_CRASH,  /* "crash": the process died */
+    CRASHREPORT_KIND_HANG,   /* "hang": a watchdog / hang monitor sampled a stuck thread */
+    CRASHREPORT_KIND_SAMPLE, /* "sample": any other stack sample (privacy API use, CPU) */
+} crashreport_kind;
+
+/* What symbolication made of one frame (set by symbolicate_report, see symbolicate.h). */
+typedef enum {
+    CRASHREPORT_SYM_NONE,      /* "none": not symbolicated (yet) */
+    CRASHREPORT_SYM_OK,        /* "ok": `symbols` holds the symcache's answer */
+    CRASHREPORT_SYM_NO_IMAGE,  /* "no_image": the address lies in no binary image */
+    CRASHREPORT_SYM_MISSING,   /* "missing": the image has no symcache (UUID in missing_uuids) */
+    CRASHREPORT_SYM_NOT_FOUND, /* "not_found": the symcache has nothing at this address */
+} crashreport_sym_status;
+
+/* One function at a frame's address; a frame with inlined calls has several, innermost first. */
+typedef struct {
+    const char *function; /* demangled name as the source gives it; never NULL */
+    const char *file;     /* source file (path as given), NULL if unknown */
+    uint32_t line;        /* 1-based, 0 = unknown */
+    bool inlined;         /* true: inlined into the next symbol of the same frame */
+    uint64_t offset;      /* bytes from the function's start to the looked-up address */
+} crashreport_symbol;
+
+/* One binary image (Mach-O) loaded in the process. */
+typedef struct {
+    const char *name;    /* as the report gives it ("App", "libobjc.A.dylib", or a bundle id
+                            like "com.apple.CoreFoundation" in macOS reports); NULL if none */
+    const char *path;    /* full path, NULL if unknown */
+    const char *arch;    /* "arm64", "arm64e", "armv7", "x86_64", ...; NULL if not given */
+    const char *version; /* version text the report gives ("1.0 - 1", "*"), NULL if none */
+    char uuid[37];       /* LC_UUID, upper-case with dashes; "" if unknown or all zero */
+    uint64_t load_addr;  /* runtime address of the image's first byte (__TEXT start) */
+    uint64_t end_addr;   /* runtime address of its last byte, inclusive as Apple prints it;
+                            0 = size unknown */
+    bool user;           /* Apple text "+" prefix: not part of the OS */
+} crashreport_image;
+
+/* One stack frame. */
+typedef struct {
+    uint32_t index;          /* frame number as the report prints it (0 = innermost) */
+    int32_t image;           /* index into crashreport.images, -1 if no image matched */
+    uint64_t addr;           /* runtime address as given */
+    const char *image_name;  /* image name as the frame line gives it (else the image's name),
+                                NULL if unknown */
+    const char *symbol;      /* function as the report gives it, NULL if it gives none */
+    uint64_t symbol_offset;  /* the "+ N" after `symbol` (bytes), valid if has_symbol_offset */
+    bool has_symbol_offset;
+    const char *file;        /* source file as given, NULL if none */
+    uint32_t line;           /* source line as given, 0 = none */
+    const char *raw;         /* apple-text: the text after the address as given; else NULL */
+    const crashreport_symbol *given_inlines; /* .ips: inline frames the report folded into
+                                this frame (innermost first); NULL if none */
+    uint32_t ngiven_inlines;
+    /* Where the frame came from in crashreport.text (apple-text only, else all 0): the line
+     * spans [src_line, src_end), the symbol text starts at src_sym. src_list: the frame came
+     * from a parenthesised "Last Exception Backtrace" address list on that line. */
+    size_t src_line, src_sym, src_end;
+    bool src_list;
+    /* Symbolication result (symbolicate.h); symbols innermost first, strings in the arena. */
+    crashreport_sym_status sym_status;
+    uint64_t lookup_addr;    /* the image file address that was looked up (0 if none) */
+    const crashreport_symbol *symbols;
+    uint32_t nsymbols;
+} crashreport_frame;
+
+typedef struct {
+    uint32_t index;            /* thread number as the report gives it (ips: position) */
+    const char *name;          /* thread name, NULL if none */
+    const char *queue;         /* dispatch queue, NULL if none */
+    bool crashed;              /* the crashed (triggered / faulting) thread */
+    crashreport_frame *frames; /* innermost first */
+    size_t nframes;
+} crashreport_thread;
+
+/* Report metadata; every string is as the report gives it, NULL if absent. */
+typedef struct {
+    const char *incident_id;        /* "C4F96507-F369-43E3-B19D-28881BF8E4D2" */
+    const char *process;            /* process name, "EatFitByMax" */
+    const char *process_path;       /* executable path */
+    const char *bundle_id;          /* "com.eatfitbymax.app" */
+    const char *app_name;           /* app name if the report names it apart from the process */
+    const char *app_version;        /* CFBundleShortVersionString, "1.0.0" */
+    const char *build;              /* CFBundleVersion, "12" */
+    const char *version_text;       /* the "Version:" line as given, "1.0.0 (12)" */
+    const char *code_type;          /* "ARM-64 (Native)", "X86-64" */
+    const char *arch;               /* normalized process arch: "arm64", "x86_64", "armv7" ... */
+    const char *os_version;         /* "iPhone OS 18.5 (22F76)", "macOS 12.4 (21F79)" */
+    const char *hardware_model;     /* "iPhone14,5", "MacBookPro18,3" */
+    const char *date;               /* crash time as given */
+    const char *report_version;     /* "104" */
+    const char *parent_process;     /* "launchd [1]" */
+    const char *exception_type;     /* "EXC_CRASH" */
+    const char *exception_codes;    /* "0x0000000000000000, 0x0000000000000000" */
+    const char *exception_subtype;  /* "KERN_INVALID_ADDRESS at 0x0000000000000008" */
+    const char *exception_reason;   /* NSException / C++ exception name and reason */
+    const char *signal;             /* "SIGABRT" */
+    const char *termination_reason; /* "SIGNAL 6 Abort trap: 6", "Namespace SIGNAL, Code 6" */
+    const char *app_specific_info;  /* "Application Specific Information" / asi, lines joined */
+    int32_t crashed_thread;         /* thread number of the crashed thread, -1 if unknown */
+} crashreport_metadata;
+
+typedef struct {
+    crashreport_format format;
+    crashreport_kind kind;
+    crashreport_metadata meta;
+    crashreport_thread *threads;
+    size_t nthreads;
+    bool has_leb;                  /* a Last Exception Backtrace is present */
+    crashreport_frame *leb;        /* its frames, innermost (the throw) first */
+    size_t nleb;
+    crashreport_image *images;     /* in report order (.ips: imageIndex order) */
+    size_t nimages;
+    const char **errors;           /* non-fatal problems met while parsing, one line each */
+    size_t nerrors;
+    const char *text;              /* apple-text: the report text (rendering keeps its lines) */
+    size_t text_len;
+    /* Set by symbolicate_report: */
+    bool symbolicated;
+    const char **missing_uuids;    /* UUIDs of images frames fell in that had no symcache */
+    size_t nmissing_uuids;
+    const void *image_order_;      /* private: images sorted by address, crashreport_image_at */
+} crashreport;
+
+/* Upper bounds that keep a hostile report from costing more than its size suggests. */
+#define CRASHREPORT_MAX_LINE 65536     /* text lines longer than this are not interpreted */
+#define CRASHREPORT_MAX_ERRORS 100     /* further non-fatal errors are counted, not listed */
+
+/*
+ * crashreport_parse - detect the format of `len` bytes of report and parse it.
+ * data    UTF-8 text (no NUL needed; an initial BOM is skipped). Not referenced afterwards.
+ * out     allocated in `a`, valid until arena_free(a).
+ * Errors  ERR_INVALID   not valid UTF-8, a NUL byte, malformed JSON, no stack frames at all,
+ *                       or not a crash report of any known format (the message says which);
+ *         ERR_UNSUPPORTED a recognized document that is not an app crash/stack report
+ *                       (kernel panic, Sentry or Bugsnag event JSON, MetricKit tree, ...);
+ *         ERR_TOO_LARGE the arena's budget ran out.
+ * Problems that still leave a usable report (a truncated report, an unreadable frame line,
+ * a frame whose imageIndex is out of range) are listed in out->errors instead.
+ * Thread-safe: any number of parses may run at once (each with its own arena).
+ */
+err_code crashreport_parse(crashreport **out, const char *data, size_t len, arena *a,
+                           err_info *err);
+
+/* crashreport_format_name / crashreport_kind_name / crashreport_sym_status_name - the
+ * stable strings above ("apple-text", "crash", "ok", ...). Static strings. */
+const char *crashreport_format_name(crashreport_format f);
+const char *crashreport_kind_name(crashreport_kind k);
+const char *crashreport_sym_status_name(crashreport_sym_status s);
+
+/* crashreport_frame_arch - the architecture that decides how the frame's address is read:
+ * its image's arch, else the report's, else NULL. */
+const char *crashreport_frame_arch(const crashreport *r, const crashreport_frame *f);
+
+/*
+ * crashreport_strip_pac - `addr` without arm64e pointer-authentication bits.
+ * On arm64 (arm64, arm64e, arm64_32, or an unknown arch) user-space addresses are below
+ * 2^47 (the largest virtual address space iOS and macOS give a process), so bits 47-63
+ * are cleared when any is set. Other archs: addr unchanged.
+ */
+uint64_t crashreport_strip_pac(uint64_t addr, const char *arch);
+
+/* crashreport_image_at - index of the image whose [load_addr, end_addr] holds `addr`
+ * (PAC bits already stripped), -1 if none. Images of unknown size hold nothing. */
+int32_t crashreport_image_at(const crashreport *r, uint64_t addr);
+
+/*
+ * crashreport_render_json - append the model as one JSON object (no newline) to `out`:
+ *   {"format","kind","metadata":{...},"threads":[{"index","name","queue","crashed",
+ *    "frames":[{"index","image","image_index","address","symbol","symbol_offset","file",
+ *    "line", ["symbolicated","symbols":[{"function","file","line","inlined","offset"}]]}]}],
+ *    "last_exception_backtrace":[frames]|null,"images":[{"name","uuid","arch",
+ *    "load_address","end_address","path","version","user"}],"errors":[...],
+ *    ["missing_uuids":[...]]}
+ * Addresses are "0x..." hex strings; unknown values are null. The symbolication keys appear
+ * once symbolicate_report has run. docs/report-formats.md describes every key.
+ */
+void crashreport_render_json(buf *out, const crashreport *r);
+
+/*
+ * crashreport_render_text - append the report as Apple crash-report text to `out`.
+ * apple-text reports keep every original line byte for byte, except that each symbolicated
+ * frame's symbol text is replaced the way symbolicatecrash does it:
+ *     3   App   0x0000000104cd0a1c -[Foo bar:] (Foo.m:42)
+ * (function, then the source file's base name and line; "function + offset" when only a
+ * symbol table knew the address), inlined functions first as extra lines with the same
+ * number, image and address, marked " [inlined]", and a parenthesised Last Exception
+ * Backtrace list is replaced by one line per frame. Other formats are rendered as a
+ * synthesized Apple-style report (header, Last Exception Backtrace, threads, Binary Images).
+ */
+void crashreport_render_text(buf *out, const crashreport *r);
+
+#endif

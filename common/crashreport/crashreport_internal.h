@@ -1,0 +1,71 @@
+/*
+ * crashreport_internal - what the parsers of this folder share: a builder that grows the
+ * model's arrays in the arena, records non-fatal errors, and finishes a report (images of
+ * frames, crashed thread, sanity checks). Not for use outside common/crashreport/.
+ */
+#ifndef STACKSIFT_CRASHREPORT_INTERNAL_H
+#define STACKSIFT_CRASHREPORT_INTERNAL_H
+
+#include <stdarg.h>
+
+#include "crashreport/crashreport.h"
+
+typedef struct {
+    crashreport *r;
+    arena *a;
+    err_info *err;     /* the first allocation failure is recorded here */
+    bool failed;       /* sticky: an arena allocation failed (ERR_TOO_LARGE) */
+    size_t dropped_errors; /* notes beyond CRASHREPORT_MAX_ERRORS */
+} cr_builder;
+
+/* cr_builder_init - a new empty report in `a`; false (err set) if the arena is exhausted. */
+bool cr_builder_init(cr_builder *b, crashreport_format format, arena *a, err_info *err);
+
+/* cr_push - append one zeroed element to an arena array (*arr, *n) whose capacity is
+ * implicit (8, then doubling at powers of two); NULL (b->failed) over budget. */
+void *cr_push(cr_builder *b, void **arr, size_t *n, size_t elsize);
+
+crashreport_thread *cr_add_thread(cr_builder *b);
+crashreport_frame *cr_add_frame(cr_builder *b, crashreport_thread *t);
+crashreport_frame *cr_add_leb_frame(cr_builder *b);
+crashreport_image *cr_add_image(cr_builder *b);
+
+/* cr_strndup - arena copy of n bytes + NUL; NULL (b->failed) over budget. */
+char *cr_strndup(cr_builder *b, const char *s, size_t n);
+char *cr_strdup(cr_builder *b, const char *s);          /* NULL s gives NULL */
+char *cr_sprintf(cr_builder *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* cr_note - record a non-fatal parse error (one line, like err messages). */
+void cr_note(cr_builder *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* cr_finish - resolve each frame's image (by index given, else by address, else by name),
+ * mark the crashed thread from metadata, build the image lookup order, and check that the
+ * report holds at least one frame. ERR_INVALID "<what> has no stack frames", ERR_TOO_LARGE. */
+err_code cr_finish(cr_builder *b, const char *what);
+
+/* cr_arch_normalize - "arm64", "arm64e", ... for an arch token (case-insensitive), NULL if
+ * the token is not an architecture name. Static strings. */
+const char *cr_arch_normalize(const char *s, size_t n);
+
+/* cr_arch_from_code_type - arch for an Apple "Code Type" / ips cpuType ("ARM-64 (Native)",
+ * "X86-64", "ARM", "ARM64_32"), NULL if unknown. */
+const char *cr_arch_from_code_type(const char *s);
+
+/* cr_arch_from_cpu - arch for a Mach-O cputype/cpusubtype pair, NULL if unknown. */
+const char *cr_arch_from_cpu(uint64_t cputype, uint64_t cpusubtype);
+
+/* cr_uuid_set - normalize 32 hex digits (dashes, braces allowed) into out (upper-case,
+ * dashed); an all-zero or malformed UUID gives "". Returns true if a UUID was set. */
+bool cr_uuid_set(char out[37], const char *s, size_t n);
+
+/* Format parsers; `data` is valid UTF-8 without NUL bytes (checked by crashreport_parse). */
+err_code cr_parse_apple_text(crashreport **out, const char *data, size_t len, arena *a,
+                             err_info *err);
+err_code cr_parse_json(crashreport **out, const char *data, size_t len, arena *a,
+                       err_info *err);
+
+/* cr_parse_ips_header_into - fill empty metadata of `b->r` from a one-line .ips JSON header
+ * (apple-text with a JSON header line). Malformed headers are noted, not fatal. */
+void cr_parse_ips_header_into(cr_builder *b, const char *line, size_t len);
+
+#endif

@@ -1,0 +1,766 @@
+/*
+ * parse_json.c - the JSON formats: .ips (header line + body), KSCrash, stacksift's own stack
+ * format; recognizes and rejects other JSON documents (kernel panics, Sentry and Bugsnag
+ * events, MetricKit trees) with a message that names them.
+ *
+ * jansson limits nesting to JSON_PARSER_MAX_DEPTH (2048 in jansson 2.14) and checks UTF-8,
+ * so a hostile document costs a bounded stack and gives a clean error. Integers beyond
+ * int64 (thread-state registers in real .ips files) make jansson fail; such documents are
+ * parsed again with JSON_DECODE_INT_AS_REAL, and addresses read from reals are accepted only
+ * when they are exact (below 2^53).
+ *
+ * Sources: Apple "Interpreting the JSON format of a crash report" (.ips, bug_type 309);
+ * KSCrash's KSCrashReportFields.h; docs/report-formats.md for the stacksift format.
+ */
+#include <jansson.h>
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "crashreport/crashreport_internal.h"
+
+/* ---- jansson helpers ------------------------------------------------------------------------ */
+
+/* A borrowed string value of o[key], NULL if missing, not a string, or empty. */
+static const char *jstr(const json_t *o, const char *key)
+{
+    const json_t *v = json_object_get(o, key);
+    const char *s = json_is_string(v) ? json_string_value(v) : NULL;
+    return s != NULL && s[0] != '\0' ? s : NULL;
+}
+
+static const char *jdup(cr_builder *b, const json_t *o, const char *key)
+{
+    const json_t *v = json_object_get(o, key);
+    if (!json_is_string(v) || json_string_length(v) == 0)
+        return NULL;
+    return cr_strndup(b, json_string_value(v), json_string_length(v));
+}
+
+/* A non-negative integer: a JSON integer, an exact real (< 2^53), or a "0x..." string. */
+static bool ju64(const json_t *v, uint64_t *out)
+{
+    if (json_is_integer(v)) {
+        json_int_t i = json_integer_value(v);
+        if (i < 0)
+            return false;
+        *out = (uint64_t)i;
+        return true;
+    }
+    if (json_is_real(v)) {
+        double d = json_real_value(v);
+        if (!(d >= 0 && d < 9007199254740992.0) || d != floor(d))
+            return false;
+        *out = (uint64_t)d;
+        return true;
+    }
+    if (json_is_string(v)) {
+        const char *s = json_string_value(v);
+        size_t n = json_string_length(v);
+        if (n < 3 || n > 18 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
+            return false;
+        uint64_t x = 0;
+        for (size_t i = 2; i < n; i++) {
+            char c = s[i];
+            int d = c >= '0' && c <= '9' ? c - '0'
+                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                    : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                           : -1;
+            if (d < 0)
+                return false;
+            x = (x << 4) | (uint64_t)d;
+        }
+        *out = x;
+        return true;
+    }
+    return false;
+}
+
+static bool jget_u64(const json_t *o, const char *key, uint64_t *out)
+{
+    return ju64(json_object_get(o, key), out);
+}
+
+/* A number or string value as text ("0x1", 6, "6"), NULL if absent. */
+static const char *jtext(cr_builder *b, const json_t *o, const char *key)
+{
+    const json_t *v = json_object_get(o, key);
+    if (json_is_string(v))
+        return jdup(b, o, key);
+    if (json_is_integer(v))
+        return cr_sprintf(b, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    if (json_is_real(v))
+        return cr_sprintf(b, "%.17g", json_real_value(v));
+    return NULL;
+}
+
+static const char *basename_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash != NULL && slash[1] != '\0' ? slash + 1 : path;
+}
+
+static void set_if_null(const char **slot, const char *v)
+{
+    if (*slot == NULL && v != NULL)
+        *slot = v;
+}
+
+static void release_json(void *j)
+{
+    json_decref(j);
+}
+
+/* Load one JSON value from data; with eof_check false, stop after it (*used = bytes read). */
+static json_t *load(const char *data, size_t len, bool eof_check, size_t *used,
+                    json_error_t *e)
+{
+    size_t flags = eof_check ? 0 : JSON_DISABLE_EOF_CHECK;
+    json_t *j = json_loadb(data, len, flags, e);
+    if (j == NULL && json_error_code(e) == json_error_numeric_overflow)
+        j = json_loadb(data, len, flags | JSON_DECODE_INT_AS_REAL, e);
+    if (j != NULL && used != NULL)
+        *used = e->position > 0 ? (size_t)e->position : len;
+    return j;
+}
+
+static err_code json_syntax_error(err_info *err, const char *what, const json_error_t *e,
+                                  int line_base)
+{
+    if (json_error_code(e) == json_error_invalid_utf8)
+        return err_set(err, ERR_INVALID, "%s is not valid UTF-8", what);
+    return err_set(err, ERR_INVALID, "%s is not valid JSON: %s at line %d column %d", what,
+                   e->text, e->line + line_base, e->column);
+}
+
+/* ---- .ips ------------------------------------------------------------------------------------- */
+
+void cr_parse_ips_header_into(cr_builder *b, const char *line, size_t len)
+{
+    json_error_t e;
+    json_t *h = json_loadb(line, len, 0, &e);
+    if (!json_is_object(h)) {
+        cr_note(b, "line 1: .ips JSON header is unreadable, ignored");
+        json_decref(h);
+        return;
+    }
+    crashreport_metadata *m = &b->r->meta;
+    set_if_null(&m->app_name, jdup(b, h, "app_name"));
+    set_if_null(&m->process, jdup(b, h, "name"));
+    set_if_null(&m->app_version, jdup(b, h, "app_version"));
+    set_if_null(&m->build, jdup(b, h, "build_version"));
+    set_if_null(&m->bundle_id, jdup(b, h, "bundleID"));
+    set_if_null(&m->os_version, jdup(b, h, "os_version"));
+    set_if_null(&m->incident_id, jdup(b, h, "incident_id"));
+    set_if_null(&m->date, jdup(b, h, "timestamp"));
+    json_decref(h);
+}
+
+static const char *bug_type_of(const json_t *header, const json_t *body)
+{
+    const char *bt = jstr(header, "bug_type");
+    return bt != NULL ? bt : jstr(body, "bug_type");
+}
+
+/* One .ips frame list; inline frames ("inline": true) fold into the next real frame. */
+static bool ips_frames(cr_builder *b, const json_t *frames, bool leb, crashreport_thread *t,
+                       const char *where)
+{
+    crashreport *r = b->r;
+    size_t n = json_array_size(frames), run_start = 0;
+    uint32_t index = 0;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *jf = json_array_get(frames, i);
+        if (!json_is_object(jf)) {
+            cr_note(b, "%s frame %zu is not an object, skipped", where, i);
+            run_start = i + 1;
+            continue;
+        }
+        if (json_is_true(json_object_get(jf, "inline")))
+            continue; /* collected when the frame it was inlined into comes */
+        uint64_t off = 0, img = 0;
+        bool has_off = jget_u64(jf, "imageOffset", &off);
+        bool has_img = jget_u64(jf, "imageIndex", &img);
+        crashreport_frame *f = leb ? cr_add_leb_frame(b) : cr_add_frame(b, t);
+        if (f == NULL)
+            return false;
+        f->index = index++;
+        if (!has_off)
+            cr_note(b, "%s frame %zu has no imageOffset", where, i);
+        if (has_img && img < r->nimages) {
+            const crashreport_image *im = &r->images[img];
+            if (off > UINT64_MAX - im->load_addr)
+                cr_note(b, "%s frame %zu: address overflows 64 bits", where, i);
+            else
+                f->addr = im->load_addr + off;
+            f->image = (int32_t)img;
+        } else {
+            if (has_img)
+                cr_note(b, "%s frame %zu: imageIndex %" PRIu64 " is out of range", where, i,
+                        img);
+            f->addr = off;
+        }
+        f->symbol = jdup(b, jf, "symbol");
+        f->has_symbol_offset = f->symbol != NULL && jget_u64(jf, "symbolLocation",
+                                                             &f->symbol_offset);
+        f->file = jdup(b, jf, "sourceFile");
+        uint64_t line;
+        if (jget_u64(jf, "sourceLine", &line) && line <= UINT32_MAX)
+            f->line = (uint32_t)line;
+        if (i > run_start) {
+            size_t k = i - run_start;
+            crashreport_symbol *syms = arena_alloc_array(b->a, k, sizeof *syms, b->err);
+            if (syms == NULL) {
+                b->failed = true;
+                return false;
+            }
+            size_t w = 0;
+            for (size_t j = run_start; j < i; j++) {
+                const json_t *ji = json_array_get(frames, j);
+                if (!json_is_object(ji))
+                    continue;
+                crashreport_symbol *s = &syms[w];
+                s->function = jdup(b, ji, "symbol");
+                if (s->function == NULL)
+                    continue;
+                s->file = jdup(b, ji, "sourceFile");
+                if (jget_u64(ji, "sourceLine", &line) && line <= UINT32_MAX)
+                    s->line = (uint32_t)line;
+                jget_u64(ji, "symbolLocation", &s->offset);
+                s->inlined = true;
+                w++;
+            }
+            f->given_inlines = w > 0 ? syms : NULL;
+            f->ngiven_inlines = (uint32_t)w;
+        }
+        run_start = i + 1;
+    }
+    if (run_start < n)
+        cr_note(b, "%s ends with inline frames that belong to no frame", where);
+    return !b->failed;
+}
+
+static void ips_metadata(cr_builder *b, const json_t *h, const json_t *body)
+{
+    crashreport_metadata *m = &b->r->meta;
+    const json_t *bi = json_object_get(body, "bundleInfo");
+    m->incident_id = jdup(b, body, "incident");
+    m->process = jdup(b, body, "procName");
+    m->process_path = jdup(b, body, "procPath");
+    m->bundle_id = jdup(b, bi, "CFBundleIdentifier");
+    m->app_version = jdup(b, bi, "CFBundleShortVersionString");
+    m->build = jdup(b, bi, "CFBundleVersion");
+    m->code_type = jdup(b, body, "cpuType");
+    m->arch = cr_arch_from_code_type(m->code_type);
+    m->hardware_model = jdup(b, body, "modelCode");
+    m->date = jdup(b, body, "captureTime");
+    const json_t *os = json_object_get(body, "osVersion");
+    const char *train = jstr(os, "train"), *build = jstr(os, "build");
+    if (train != NULL)
+        m->os_version = build ? cr_sprintf(b, "%s (%s)", train, build) : cr_strdup(b, train);
+    const char *parent = jstr(body, "parentProc");
+    uint64_t ppid;
+    if (parent != NULL)
+        m->parent_process = jget_u64(body, "parentPid", &ppid)
+                                ? cr_sprintf(b, "%s [%" PRIu64 "]", parent, ppid)
+                                : cr_strdup(b, parent);
+    const json_t *ex = json_object_get(body, "exception");
+    m->exception_type = jdup(b, ex, "type");
+    m->exception_codes = jdup(b, ex, "codes");
+    m->exception_subtype = jdup(b, ex, "subtype");
+    m->exception_reason = jdup(b, ex, "message");
+    m->signal = jdup(b, ex, "signal");
+    const json_t *term = json_object_get(body, "termination");
+    if (json_is_object(term)) {
+        const char *ns = jstr(term, "namespace"), *ind = jstr(term, "indicator");
+        uint64_t code;
+        bool has_code = jget_u64(term, "code", &code);
+        char codebuf[32] = "";
+        if (has_code)
+            snprintf(codebuf, sizeof codebuf, code > 0xffff ? "0x%" PRIx64 : "%" PRIu64, code);
+        m->termination_reason =
+            cr_sprintf(b, "Namespace %s%s%s%s%s", ns ? ns : "?", has_code ? ", Code " : "",
+                       codebuf, ind ? ", " : "", ind ? ind : "");
+    }
+    const json_t *asi = json_object_get(body, "asi");
+    if (json_is_object(asi)) {
+        buf t;
+        buf_init(&t);
+        const char *key;
+        const json_t *val;
+        json_object_foreach((json_t *)asi, key, val) {
+            for (size_t i = 0; i < json_array_size(val) && t.len < 8192; i++) {
+                const json_t *s = json_array_get(val, i);
+                if (!json_is_string(s))
+                    continue;
+                if (t.len > 0)
+                    buf_putc(&t, '\n');
+                buf_printf(&t, "%s: %s", key, json_string_value(s));
+            }
+        }
+        if (t.len > 0)
+            m->app_specific_info = cr_strndup(b, (const char *)t.data, t.len);
+        buf_reset(&t);
+    }
+    uint64_t ft;
+    if (jget_u64(body, "faultingThread", &ft) && ft < INT32_MAX)
+        m->crashed_thread = (int32_t)ft;
+    /* the header fills what the body lacks */
+    if (json_is_object(h)) {
+        set_if_null(&m->incident_id, jdup(b, h, "incident_id"));
+        set_if_null(&m->process, jdup(b, h, "name"));
+        set_if_null(&m->app_name, jdup(b, h, "app_name"));
+        set_if_null(&m->app_version, jdup(b, h, "app_version"));
+        set_if_null(&m->build, jdup(b, h, "build_version"));
+        set_if_null(&m->bundle_id, jdup(b, h, "bundleID"));
+        set_if_null(&m->os_version, jdup(b, h, "os_version"));
+        set_if_null(&m->date, jdup(b, h, "timestamp"));
+    }
+}
+
+static err_code parse_ips(crashreport **out, const json_t *h, const json_t *body, arena *a,
+                          err_info *err)
+{
+    const char *bt = bug_type_of(h, body);
+    if ((bt != NULL && (strcmp(bt, "151") == 0 || strcmp(bt, "210") == 0)) ||
+        json_object_get(body, "panicString") != NULL || json_object_get(body, "panicFlags"))
+        return err_set(err, ERR_UNSUPPORTED,
+                       "kernel panic report (bug_type %s) is not an app crash report",
+                       bt ? bt : "?");
+    const json_t *threads = json_object_get(body, "threads");
+    const json_t *images = json_object_get(body, "usedImages");
+    if (!json_is_array(threads) || !json_is_array(images)) {
+        const char *what = bt == NULL                 ? "unknown"
+                           : strcmp(bt, "288") == 0   ? "stackshot"
+                           : strcmp(bt, "298") == 0   ? "jetsam event"
+                           : strcmp(bt, "385") == 0   ? "spin/hang report"
+                                                      : "not a crash";
+        return err_set(err, ERR_UNSUPPORTED,
+                       ".ips report of bug_type %s (%s) has no \"threads\" and \"usedImages\"",
+                       bt ? bt : "?", what);
+    }
+    cr_builder b;
+    if (!cr_builder_init(&b, CRASHREPORT_FORMAT_IPS, a, err))
+        return ERR_TOO_LARGE;
+    ips_metadata(&b, h, body);
+    for (size_t i = 0; i < json_array_size(images); i++) {
+        const json_t *ji = json_array_get(images, i);
+        crashreport_image *im = cr_add_image(&b);
+        if (im == NULL)
+            break;
+        if (!json_is_object(ji)) {
+            cr_note(&b, "usedImages[%zu] is not an object", i);
+            continue;
+        }
+        uint64_t size = 0;
+        jget_u64(ji, "base", &im->load_addr);
+        if (jget_u64(ji, "size", &size) && size > 0 && size - 1 <= UINT64_MAX - im->load_addr)
+            im->end_addr = im->load_addr + size - 1;
+        const char *uuid = jstr(ji, "uuid");
+        if (uuid != NULL)
+            cr_uuid_set(im->uuid, uuid, strlen(uuid));
+        im->path = jdup(&b, ji, "path");
+        im->name = jdup(&b, ji, "name");
+        if (im->name == NULL && im->path != NULL)
+            im->name = cr_strdup(&b, basename_of(im->path));
+        const char *arch = jstr(ji, "arch");
+        if (arch != NULL)
+            im->arch = cr_arch_normalize(arch, strlen(arch));
+        im->version = jdup(&b, ji, "CFBundleShortVersionString");
+        /* "source": "P" process image, "S" shared cache, "A" absolute (no image) */
+        const char *src = jstr(ji, "source");
+        im->user = src != NULL && strcmp(src, "P") == 0 && im->path != NULL &&
+                   strncmp(im->path, "/usr/", 5) != 0 && strncmp(im->path, "/System/", 8) != 0;
+    }
+    for (size_t i = 0; i < json_array_size(threads) && !b.failed; i++) {
+        const json_t *jt = json_array_get(threads, i);
+        crashreport_thread *t = cr_add_thread(&b);
+        if (t == NULL)
+            break;
+        t->index = (uint32_t)i;
+        if (!json_is_object(jt)) {
+            cr_note(&b, "threads[%zu] is not an object", i);
+            continue;
+        }
+        t->name = jdup(&b, jt, "name");
+        t->queue = jdup(&b, jt, "queue");
+        t->crashed = json_is_true(json_object_get(jt, "triggered")) ||
+                     (b.r->meta.crashed_thread >= 0 && (size_t)b.r->meta.crashed_thread == i);
+        char where[32];
+        snprintf(where, sizeof where, "threads[%zu]", i);
+        ips_frames(&b, json_object_get(jt, "frames"), false, &b.r->threads[i], where);
+    }
+    const json_t *leb = json_object_get(body, "lastExceptionBacktrace");
+    if (json_is_array(leb)) {
+        b.r->has_leb = true;
+        ips_frames(&b, leb, true, NULL, "lastExceptionBacktrace");
+    }
+    err_code rc = cr_finish(&b, ".ips report");
+    if (rc == ERR_OK)
+        *out = b.r;
+    return rc;
+}
+
+/* ---- KSCrash ------------------------------------------------------------------------------------ */
+
+static void kscrash_thread(cr_builder *b, const json_t *jt, size_t pos)
+{
+    crashreport_thread *t = cr_add_thread(b);
+    if (t == NULL)
+        return;
+    uint64_t idx;
+    t->index = jget_u64(jt, "index", &idx) && idx <= UINT32_MAX ? (uint32_t)idx : (uint32_t)pos;
+    t->name = jdup(b, jt, "name");
+    t->queue = jdup(b, jt, "dispatch_queue");
+    t->crashed = json_is_true(json_object_get(jt, "crashed"));
+    const json_t *bt = json_object_get(json_object_get(jt, "backtrace"), "contents");
+    size_t ti = b->r->nthreads - 1;
+    for (size_t i = 0; i < json_array_size(bt); i++) {
+        const json_t *jf = json_array_get(bt, i);
+        uint64_t addr;
+        if (!json_is_object(jf) || !jget_u64(jf, "instruction_addr", &addr)) {
+            cr_note(b, "thread %u frame %zu has no instruction_addr, skipped", t->index, i);
+            continue;
+        }
+        crashreport_frame *f = cr_add_frame(b, &b->r->threads[ti]);
+        if (f == NULL)
+            return;
+        t = &b->r->threads[ti];
+        f->index = (uint32_t)(t->nframes - 1);
+        f->addr = addr;
+        f->image_name = jdup(b, jf, "object_name");
+        f->symbol = jdup(b, jf, "symbol_name");
+        uint64_t sa;
+        if (f->symbol != NULL && jget_u64(jf, "symbol_addr", &sa) && sa <= addr) {
+            f->symbol_offset = addr - sa;
+            f->has_symbol_offset = true;
+        }
+    }
+}
+
+static void kscrash_metadata(cr_builder *b, const json_t *root)
+{
+    crashreport_metadata *m = &b->r->meta;
+    const json_t *rep = json_object_get(root, "report");
+    const json_t *sys = json_object_get(root, "system");
+    const json_t *error = json_object_get(json_object_get(root, "crash"), "error");
+    m->incident_id = jdup(b, rep, "id");
+    m->process = jdup(b, rep, "process_name");
+    m->date = jtext(b, rep, "timestamp");
+    set_if_null(&m->process, jdup(b, sys, "process_name"));
+    set_if_null(&m->process, jdup(b, sys, "CFBundleExecutable"));
+    m->process_path = jdup(b, sys, "CFBundleExecutablePath");
+    m->bundle_id = jdup(b, sys, "CFBundleIdentifier");
+    m->app_name = jdup(b, sys, "CFBundleName");
+    m->app_version = jdup(b, sys, "CFBundleShortVersionString");
+    m->build = jdup(b, sys, "CFBundleVersion");
+    m->hardware_model = jdup(b, sys, "machine");
+    const char *cpu = jstr(sys, "cpu_arch");
+    if (cpu != NULL)
+        m->arch = cr_arch_normalize(cpu, strlen(cpu));
+    const char *osn = jstr(sys, "system_name"), *osv = jstr(sys, "system_version");
+    const char *osb = jstr(sys, "os_version");
+    if (osv != NULL)
+        m->os_version = cr_sprintf(b, "%s%s%s%s%s%s", osn ? osn : "", osn ? " " : "", osv,
+                                   osb ? " (" : "", osb ? osb : "", osb ? ")" : "");
+    const json_t *mach = json_object_get(error, "mach");
+    const json_t *sig = json_object_get(error, "signal");
+    m->exception_type = jdup(b, mach, "exception_name");
+    m->signal = jdup(b, sig, "name");
+    set_if_null(&m->exception_type, m->signal);
+    set_if_null(&m->exception_type, jdup(b, error, "type"));
+    uint64_t code, sub;
+    if (jget_u64(mach, "code", &code) && jget_u64(mach, "subcode", &sub))
+        m->exception_codes = cr_sprintf(b, "0x%016" PRIx64 ", 0x%016" PRIx64, code, sub);
+    m->exception_subtype = jdup(b, mach, "code_name");
+    const char *reason = jstr(error, "reason");
+    const char *exname = jstr(json_object_get(error, "nsexception"), "name");
+    if (exname == NULL)
+        exname = jstr(json_object_get(error, "cpp_exception"), "name");
+    if (exname != NULL || reason != NULL)
+        m->exception_reason = cr_sprintf(b, "%s%s%s", exname ? exname : "",
+                                         exname && reason ? ": " : "", reason ? reason : "");
+    const char *diag = jstr(json_object_get(root, "crash"), "diagnosis");
+    if (diag != NULL)
+        m->app_specific_info = cr_strdup(b, diag);
+}
+
+static err_code parse_kscrash(crashreport **out, const json_t *root, arena *a, err_info *err)
+{
+    cr_builder b;
+    if (!cr_builder_init(&b, CRASHREPORT_FORMAT_KSCRASH, a, err))
+        return ERR_TOO_LARGE;
+    kscrash_metadata(&b, root);
+    const json_t *images = json_object_get(root, "binary_images");
+    for (size_t i = 0; i < json_array_size(images); i++) {
+        const json_t *ji = json_array_get(images, i);
+        crashreport_image *im = cr_add_image(&b);
+        if (im == NULL)
+            break;
+        uint64_t size = 0, ct = 0, cs = 0;
+        jget_u64(ji, "image_addr", &im->load_addr);
+        if (jget_u64(ji, "image_size", &size) && size > 0 &&
+            size - 1 <= UINT64_MAX - im->load_addr)
+            im->end_addr = im->load_addr + size - 1;
+        const char *uuid = jstr(ji, "uuid");
+        if (uuid != NULL)
+            cr_uuid_set(im->uuid, uuid, strlen(uuid));
+        im->path = jdup(&b, ji, "name");
+        if (im->path != NULL)
+            im->name = cr_strdup(&b, basename_of(im->path));
+        if (jget_u64(ji, "cpu_type", &ct) && jget_u64(ji, "cpu_subtype", &cs))
+            im->arch = cr_arch_from_cpu(ct, cs);
+    }
+    const json_t *crash = json_object_get(root, "crash");
+    const json_t *threads = json_object_get(crash, "threads");
+    for (size_t i = 0; i < json_array_size(threads) && !b.failed; i++)
+        if (json_is_object(json_array_get(threads, i)))
+            kscrash_thread(&b, json_array_get(threads, i), i);
+    const json_t *ct = json_object_get(crash, "crashed_thread"); /* "minimal" reports */
+    if (json_is_object(ct) && !b.failed) {
+        kscrash_thread(&b, ct, 0);
+        if (b.r->nthreads > 0)
+            b.r->threads[b.r->nthreads - 1].crashed = true;
+    }
+    if (json_object_get(root, "recrash_report") != NULL)
+        cr_note(&b, "the embedded recrash_report (a crash inside the crash reporter) was ignored");
+    err_code rc = cr_finish(&b, "KSCrash report");
+    if (rc == ERR_OK)
+        *out = b.r;
+    return rc;
+}
+
+/* ---- stacksift JSON ------------------------------------------------------------------------- */
+
+static err_code stack_frames(cr_builder *b, const json_t *frames, crashreport_thread *t,
+                             size_t ti, const char *where, err_info *err)
+{
+    if (!json_is_array(frames))
+        return err_set(err, ERR_INVALID, "%s.frames must be an array", where);
+    for (size_t i = 0; i < json_array_size(frames); i++) {
+        const json_t *jf = json_array_get(frames, i);
+        const json_t *av = json_is_object(jf) ? json_object_get(jf, "address") : jf;
+        uint64_t addr;
+        if (!ju64(av, &addr))
+            return err_set(err, ERR_INVALID,
+                           "%s.frames[%zu]: address must be a \"0x...\" hex string of at most "
+                           "16 digits or a non-negative integer",
+                           where, i);
+        crashreport_frame *f = t != NULL ? cr_add_frame(b, &b->r->threads[ti])
+                                         : cr_add_leb_frame(b);
+        if (f == NULL)
+            return ERR_TOO_LARGE;
+        f->index = (uint32_t)i;
+        f->addr = addr;
+        if (json_is_object(jf)) {
+            f->symbol = jdup(b, jf, "symbol");
+            f->image_name = jdup(b, jf, "image");
+        }
+    }
+    return ERR_OK;
+}
+
+static err_code parse_stack_json(crashreport **out, const json_t *root, arena *a, err_info *err)
+{
+    uint64_t fv;
+    const json_t *jfv = json_object_get(root, "format_version");
+    if (jfv != NULL && (!ju64(jfv, &fv) || fv != 1))
+        return err_set(err, ERR_UNSUPPORTED,
+                       "stacksift JSON format_version must be 1 (the only version so far)");
+    const char *kind = jstr(root, "kind");
+    crashreport_kind k;
+    if (kind != NULL && strcmp(kind, "crash") == 0)
+        k = CRASHREPORT_KIND_CRASH;
+    else if (kind != NULL && strcmp(kind, "hang") == 0)
+        k = CRASHREPORT_KIND_HANG;
+    else if (kind != NULL && strcmp(kind, "sample") == 0)
+        k = CRASHREPORT_KIND_SAMPLE;
+    else
+        return err_set(err, ERR_INVALID,
+                       "stacksift JSON: \"kind\" must be \"crash\", \"hang\" or \"sample\"");
+    const json_t *images = json_object_get(root, "images");
+    const json_t *threads = json_object_get(root, "threads");
+    if (!json_is_array(images))
+        return err_set(err, ERR_INVALID, "stacksift JSON: \"images\" must be an array");
+    if (!json_is_array(threads))
+        return err_set(err, ERR_INVALID, "stacksift JSON: \"threads\" must be an array");
+
+    cr_builder b;
+    err_code rc;
+    if (!cr_builder_init(&b, CRASHREPORT_FORMAT_JSON, a, err))
+        return ERR_TOO_LARGE;
+    b.r->kind = k;
+    crashreport_metadata *m = &b.r->meta;
+    const json_t *app = json_object_get(root, "app");
+    m->app_name = jdup(&b, app, "name");
+    m->process = m->app_name;
+    m->bundle_id = jdup(&b, app, "bundle_id");
+    m->app_version = jdup(&b, app, "version");
+    m->build = jdup(&b, app, "build");
+    const json_t *os = json_object_get(root, "os");
+    if (json_is_string(os)) {
+        m->os_version = jdup(&b, root, "os");
+    } else {
+        const char *on = jstr(os, "name"), *ov = jstr(os, "version"), *ob = jstr(os, "build");
+        if (ov != NULL)
+            m->os_version = cr_sprintf(&b, "%s%s%s%s%s%s", on ? on : "", on ? " " : "", ov,
+                                       ob ? " (" : "", ob ? ob : "", ob ? ")" : "");
+    }
+    const json_t *dev = json_object_get(root, "device");
+    m->hardware_model = json_is_string(dev) ? jdup(&b, root, "device") : jdup(&b, dev, "model");
+    const char *arch = jstr(root, "arch");
+    if (arch != NULL)
+        m->arch = cr_arch_normalize(arch, strlen(arch));
+    m->date = jdup(&b, root, "timestamp");
+    m->incident_id = jdup(&b, root, "incident_id");
+    m->app_specific_info = jdup(&b, root, "reason");
+    const json_t *ex = json_object_get(root, "exception");
+    m->exception_type = jdup(&b, ex, "type");
+    m->exception_codes = jdup(&b, ex, "codes");
+    m->signal = jdup(&b, ex, "signal");
+    m->exception_reason = jdup(&b, ex, "reason");
+
+    for (size_t i = 0; i < json_array_size(images); i++) {
+        const json_t *ji = json_array_get(images, i);
+        if (!json_is_object(ji)) {
+            rc = err_set(err, ERR_INVALID, "stacksift JSON: images[%zu] must be an object", i);
+            goto done;
+        }
+        crashreport_image *im = cr_add_image(&b);
+        if (im == NULL)
+            break;
+        if (!jget_u64(ji, "load_address", &im->load_addr)) {
+            rc = err_set(err, ERR_INVALID,
+                         "stacksift JSON: images[%zu].load_address must be a \"0x...\" hex "
+                         "string",
+                         i);
+            goto done;
+        }
+        uint64_t size = 0, end = 0;
+        if (jget_u64(ji, "size", &size) && size > 0 && size - 1 <= UINT64_MAX - im->load_addr)
+            im->end_addr = im->load_addr + size - 1;
+        else if (jget_u64(ji, "end_address", &end) && end >= im->load_addr)
+            im->end_addr = end;
+        const char *uuid = jstr(ji, "uuid");
+        if (uuid != NULL && !cr_uuid_set(im->uuid, uuid, strlen(uuid)) &&
+            strspn(uuid, "0-") != strlen(uuid)) {
+            rc = err_set(err, ERR_INVALID, "stacksift JSON: images[%zu].uuid is not a UUID", i);
+            goto done;
+        }
+        im->path = jdup(&b, ji, "path");
+        im->name = jdup(&b, ji, "name");
+        if (im->name == NULL && im->path != NULL)
+            im->name = cr_strdup(&b, basename_of(im->path));
+        const char *ia = jstr(ji, "arch");
+        if (ia != NULL)
+            im->arch = cr_arch_normalize(ia, strlen(ia));
+        im->user = json_is_true(json_object_get(ji, "in_app"));
+    }
+    for (size_t i = 0; i < json_array_size(threads) && !b.failed; i++) {
+        const json_t *jt = json_array_get(threads, i);
+        char where[64];
+        snprintf(where, sizeof where, "stacksift JSON: threads[%zu]", i);
+        if (!json_is_object(jt)) {
+            rc = err_set(err, ERR_INVALID, "%s must be an object", where);
+            goto done;
+        }
+        crashreport_thread *t = cr_add_thread(&b);
+        if (t == NULL)
+            break;
+        t->index = (uint32_t)i;
+        t->name = jdup(&b, jt, "name");
+        t->queue = jdup(&b, jt, "queue");
+        t->crashed = json_is_true(json_object_get(jt, "crashed"));
+        rc = stack_frames(&b, json_object_get(jt, "frames"), t, i, where, err);
+        if (rc != ERR_OK)
+            goto done;
+    }
+    const json_t *leb = json_object_get(root, "last_exception_backtrace");
+    if (json_is_array(leb)) {
+        b.r->has_leb = true;
+        rc = stack_frames(&b, leb, NULL, 0, "stacksift JSON: last_exception_backtrace", err);
+        if (rc != ERR_OK)
+            goto done;
+    }
+    rc = cr_finish(&b, "stacksift JSON report");
+    if (rc == ERR_OK)
+        *out = b.r;
+done:
+    if (rc == ERR_OK && *out == NULL)
+        rc = ERR_TOO_LARGE;
+    return rc;
+}
+
+/* ---- dispatch ------------------------------------------------------------------------------- */
+
+static err_code classify(crashreport **out, const json_t *root, arena *a, err_info *err)
+{
+    if (!json_is_object(root))
+        return err_set(err, ERR_INVALID,
+                       "unrecognized JSON document: a crash report is a JSON object");
+    if (json_is_object(json_object_get(root, "report")) &&
+        (json_object_get(root, "crash") != NULL || json_object_get(root, "binary_images")))
+        return parse_kscrash(out, root, a, err);
+    if (json_is_string(json_object_get(root, "kind")) && json_object_get(root, "threads"))
+        return parse_stack_json(out, root, a, err);
+    if (json_object_get(root, "usedImages") != NULL || json_object_get(root, "bug_type"))
+        return parse_ips(out, NULL, root, a, err);
+    if (json_object_get(root, "callStacks") != NULL ||
+        json_object_get(root, "callStackTree") != NULL)
+        return err_set(err, ERR_UNSUPPORTED,
+                       "MetricKit call-stack tree JSON is not a supported report format");
+    if (json_object_get(root, "debug_meta") != NULL || json_object_get(root, "sdk") != NULL ||
+        json_object_get(root, "event_id") != NULL)
+        return err_set(err, ERR_UNSUPPORTED,
+                       "Sentry event JSON is not a supported report format (send the raw "
+                       "crash report instead)");
+    if (json_object_get(root, "apiKey") != NULL || json_object_get(root, "exceptions") != NULL)
+        return err_set(err, ERR_UNSUPPORTED,
+                       "Bugsnag event JSON is not a supported report format (send the raw "
+                       "crash report instead)");
+    return err_set(err, ERR_INVALID,
+                   "unrecognized JSON document: not an .ips, KSCrash or stacksift report");
+}
+
+err_code cr_parse_json(crashreport **out, const char *data, size_t len, arena *a,
+                       err_info *err)
+{
+    json_error_t e;
+    size_t used = 0;
+    err_code rc;
+    *out = NULL;
+    json_t *first = load(data, len, false, &used, &e);
+    if (first == NULL)
+        return json_syntax_error(err, "report", &e, 0);
+    arena_defer(a, release_json, first);
+    size_t rest = used;
+    while (rest < len && (data[rest] == ' ' || data[rest] == '\t' || data[rest] == '\r' ||
+                          data[rest] == '\n'))
+        rest++;
+    if (rest == len)
+        return classify(out, first, a, err);
+    if (!json_is_object(first))
+        return err_set(err, ERR_INVALID, "unrecognized report: text after a JSON array");
+    if (data[rest] != '{') {
+        /* a one-line .ips header before a text body (iOS 8-14, bug_type 109) */
+        const char *bt = jstr(first, "bug_type");
+        if (bt != NULL && (strcmp(bt, "151") == 0 || strcmp(bt, "210") == 0))
+            return err_set(err, ERR_UNSUPPORTED,
+                           "kernel panic report (bug_type %s) is not an app crash report", bt);
+        return cr_parse_apple_text(out, data, len, a, err);
+    }
+    /* iOS 15+ .ips: header line, then the JSON body */
+    int header_lines = 0;
+    for (size_t i = 0; i < rest; i++)
+        header_lines += data[i] == '\n';
+    json_t *body = load(data + rest, len - rest, true, NULL, &e);
+    if (body == NULL)
+        return json_syntax_error(err, ".ips body", &e, header_lines);
+    arena_defer(a, release_json, body);
+    if (!json_is_object(body))
+        return err_set(err, ERR_INVALID, ".ips body is not a JSON object");
+    rc = parse_ips(out, first, body, a, err);
+    return rc;
+}

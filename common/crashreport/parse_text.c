@@ -1,0 +1,927 @@
+/*
+ * parse_text.c - Apple text crash reports.
+ *
+ * The report is read line by line with a small state machine. Lines are classified by a
+ * cheap prefix check first; pcre2 (patterns compiled once per process, JIT-compiled where
+ * the platform allows) only sees the lines that need it: thread headers and Binary Images
+ * lines. Frame lines, the most common kind, are split by hand:
+ *
+ *     INDEX  IMAGE-NAME (may hold spaces)  0xADDRESS  SYMBOL-TEXT
+ *
+ * and SYMBOL-TEXT is one of
+ *     0xLOAD + OFFSET                     unsymbolicated
+ *     0xLOAD + OFFSET (symbol + OFFSET)   KSCrash
+ *     N + OFFSET                          unknown image ("0 + 25369818789377")
+ *     symbol + OFFSET [(file:line)]       symbolicated
+ *     symbol (file:line)                  symbolicated by symbolicatecrash
+ *     ???                                 nothing known
+ * Anything the parser does not understand is kept (rendering copies every line) and, if it
+ * looked like it mattered (a frame line without an address, a malformed image line), noted
+ * in crashreport.errors.
+ *
+ * Source: Apple TN2151 "Understanding and Analyzing Application Crash Reports"; Apple's
+ * "Examining the fields in a crash report"; the samples in ../shared/corpus/reports/.
+ */
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+#include <pthread.h>
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "crashreport/crashreport_internal.h"
+
+/* ---- patterns ------------------------------------------------------------------------------ */
+
+/* "Thread 0 Crashed:: Dispatch queue: q", "Thread 3:", "Thread 1 Crashed: Name",
+ * "Thread 0 name:  Dispatch queue: q". Not "Thread 0 crashed with ARM Thread State". */
+static const char PAT_THREAD[] =
+    "^Thread[ \\t]+([0-9]{1,9})(?:( Crashed)?(:{1,2})[ \\t]*(.*?)|[ \\t]+name:[ \\t]*(.*?))[ \\t]*$";
+
+/* "  0x100970000 -  0x101a23fff +Name arch (version) <uuid> /path" (arch, version, "+"
+ * optional; group 4 holds "name [arch] [(version)]", split in C; the UUID is checked in C,
+ * jailbreak tweaks print "<(null)>"). */
+static const char PAT_IMAGE[] =
+    "^[ \\t]*(?:0x)?([0-9a-fA-F]{1,16})[ \\t]*-[ \\t]*(?:(?:0x)?([0-9a-fA-F]{1,16})|\\?\\?\\?)"
+    "[ \\t]+(\\+)?[ \\t]*(.+?)[ \\t]*<([^<>]{0,40})>[ \\t]*(.*?)[ \\t]*$";
+
+static pcre2_code *re_thread, *re_image;
+static pthread_once_t patterns_once = PTHREAD_ONCE_INIT;
+static bool patterns_ok;
+
+static pcre2_code *compile_one(const char *pat)
+{
+    int errcode;
+    PCRE2_SIZE erroff;
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED, 0, &errcode, &erroff,
+                                   NULL);
+    if (re != NULL)
+        (void)pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* no JIT: the interpreter still works */
+    return re;
+}
+
+static void compile_patterns(void)
+{
+    re_thread = compile_one(PAT_THREAD);
+    re_image = compile_one(PAT_IMAGE);
+    patterns_ok = re_thread != NULL && re_image != NULL;
+}
+
+/* ---- small string helpers ------------------------------------------------------------------ */
+
+static bool is_blank(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+static void trim(const char **s, size_t *n)
+{
+    while (*n > 0 && isspace((unsigned char)**s))
+        (*s)++, (*n)--;
+    while (*n > 0 && isspace((unsigned char)(*s)[*n - 1]))
+        (*n)--;
+}
+
+static bool starts(const char *s, size_t n, const char *prefix)
+{
+    size_t k = strlen(prefix);
+    return n >= k && memcmp(s, prefix, k) == 0;
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Hex digits at s (no prefix); number of digits read, 0 if none or more than 16. */
+static size_t parse_hex(const char *s, size_t n, uint64_t *out)
+{
+    uint64_t v = 0;
+    size_t i = 0;
+    while (i < n && hexval(s[i]) >= 0) {
+        if (i == 16)
+            return 0; /* wider than 64 bits: not an address we can use */
+        v = (v << 4) | (uint64_t)hexval(s[i]);
+        i++;
+    }
+    *out = v;
+    return i;
+}
+
+/* Decimal digits at s; number read, 0 if none or if the value overflows 64 bits. */
+static size_t parse_dec(const char *s, size_t n, uint64_t *out)
+{
+    uint64_t v = 0;
+    size_t i = 0;
+    while (i < n && s[i] >= '0' && s[i] <= '9') {
+        uint64_t d = (uint64_t)(s[i] - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return 0;
+        v = v * 10 + d;
+        i++;
+    }
+    *out = v;
+    return i;
+}
+
+/* ---- frame lines ----------------------------------------------------------------------------- */
+
+typedef struct {
+    uint32_t index;
+    const char *name;   /* image name, NULL if the line has none */
+    size_t name_len;
+    uint64_t addr;
+    size_t sym_off;     /* offset of the symbol text in the line */
+    const char *sym;    /* symbol text, trimmed */
+    size_t sym_len;
+} frame_line;
+
+typedef enum { FL_NOT_FRAME, FL_OK, FL_NO_ADDRESS } frame_line_rc;
+
+static frame_line_rc split_frame_line(frame_line *fl, const char *s, size_t n)
+{
+    size_t i = 0;
+    uint64_t idx;
+    size_t digits = parse_dec(s, n, &idx);
+    if (digits == 0 || digits > 9 || digits >= n || !is_blank(s[digits]))
+        return FL_NOT_FRAME;
+    i = digits;
+    while (i < n && is_blank(s[i]))
+        i++;
+    size_t name_start = i;
+    /* the address: the first "0x<hex>" that starts a whitespace-delimited token */
+    for (size_t j = i; j + 2 < n; j++) {
+        if (s[j] != '0' || (s[j + 1] != 'x' && s[j + 1] != 'X'))
+            continue;
+        if (j > name_start && !is_blank(s[j - 1]))
+            continue;
+        uint64_t addr;
+        size_t h = parse_hex(s + j + 2, n - j - 2, &addr);
+        size_t end = j + 2 + h;
+        if (h == 0 || (end < n && !is_blank(s[end])))
+            continue;
+        size_t name_end = j;
+        while (name_end > name_start && is_blank(s[name_end - 1]))
+            name_end--;
+        fl->index = (uint32_t)idx;
+        fl->name = name_end > name_start ? s + name_start : NULL;
+        fl->name_len = name_end - name_start;
+        fl->addr = addr;
+        while (end < n && is_blank(s[end]))
+            end++;
+        fl->sym_off = end;
+        fl->sym = s + end;
+        fl->sym_len = n - end;
+        trim(&fl->sym, &fl->sym_len);
+        return FL_OK;
+    }
+    return FL_NO_ADDRESS;
+}
+
+/* " + 123" at the end of s[0..*n): strip it, store the number. */
+static bool strip_plus_offset(const char *s, size_t *n, uint64_t *off)
+{
+    size_t e = *n, d = 0;
+    while (d < e && s[e - 1 - d] >= '0' && s[e - 1 - d] <= '9')
+        d++;
+    if (d == 0 || d > 20 || e - d < 3 || memcmp(s + e - d - 3, " + ", 3) != 0)
+        return false;
+    if (parse_dec(s + e - d, d, off) != d)
+        return false;
+    *n = e - d - 3;
+    while (*n > 0 && is_blank(s[*n - 1]))
+        (*n)--;
+    return true;
+}
+
+/* "(file:line)" at the end: strip it (and the blank before), store file and line. */
+static bool strip_file_line(const char *s, size_t *n, const char **file, size_t *file_len,
+                            uint32_t *line)
+{
+    size_t e = *n;
+    if (e < 5 || s[e - 1] != ')')
+        return false;
+    size_t d = 0;
+    while (d + 1 < e && s[e - 2 - d] >= '0' && s[e - 2 - d] <= '9')
+        d++;
+    if (d == 0 || d > 9 || e < d + 3 || s[e - 2 - d] != ':')
+        return false;
+    size_t colon = e - 2 - d;
+    size_t open = colon;
+    while (open > 0 && s[open - 1] != '(' && s[open - 1] != ')')
+        open--;
+    if (open == 0 || s[open - 1] != '(' || open == colon)
+        return false;
+    uint64_t ln = 0;
+    parse_dec(s + colon + 1, d, &ln);
+    *file = s + open;
+    *file_len = colon - open;
+    *line = (uint32_t)ln;
+    *n = open - 1;
+    while (*n > 0 && is_blank(s[*n - 1]))
+        (*n)--;
+    return true;
+}
+
+/* Fill the symbol fields of f from the symbol text of a frame line; true if the text ends
+ * in " [inlined]" (Apple's mark for a function inlined into the next frame line). */
+static bool parse_symbol_text(cr_builder *b, crashreport_frame *f, const char *s, size_t n)
+{
+    static const char INLINED[] = " [inlined]";
+    bool inlined = false;
+    f->raw = cr_strndup(b, s, n);
+    f->symbol = f->file = NULL;
+    f->line = 0;
+    f->symbol_offset = 0;
+    f->has_symbol_offset = false;
+    if (n >= sizeof INLINED - 1 && memcmp(s + n - (sizeof INLINED - 1), INLINED,
+                                          sizeof INLINED - 1) == 0) {
+        inlined = true;
+        n -= sizeof INLINED - 1;
+        while (n > 0 && isspace((unsigned char)s[n - 1]))
+            n--;
+    }
+    if (n == 0 || (n == 3 && memcmp(s, "???", 3) == 0))
+        return inlined;
+    /* "0xLOAD + OFF", "0xLOAD + OFF (symbol + OFF)", "N + OFF" */
+    size_t i = 0;
+    uint64_t v;
+    if (starts(s, n, "0x"))
+        i = 2 + parse_hex(s + 2, n - 2, &v);
+    else
+        i = parse_dec(s, n, &v);
+    if (i > 0 && (i > 2 || s[0] != '0' || s[1] != 'x') && n - i >= 3 &&
+        memcmp(s + i, " + ", 3) == 0) {
+        size_t k = i + 3;
+        size_t d = parse_dec(s + k, n - k, &v);
+        if (d > 0 && (k + d == n || s[k + d] == ' ')) {
+            k += d;
+            while (k < n && s[k] == ' ')
+                k++;
+            if (k == n)
+                return inlined; /* image-relative only: no symbol */
+            if (s[k] == '(' && s[n - 1] == ')') {
+                /* KSCrash: "(symbol + OFF)" */
+                const char *sym = s + k + 1;
+                size_t sn = n - k - 2;
+                uint64_t off;
+                if (strip_plus_offset(sym, &sn, &off)) {
+                    f->symbol_offset = off;
+                    f->has_symbol_offset = true;
+                }
+                if (sn > 0)
+                    f->symbol = cr_strndup(b, sym, sn);
+                return inlined;
+            }
+        }
+    }
+    const char *file = NULL;
+    size_t file_len = 0;
+    uint32_t line = 0;
+    size_t sn = n;
+    if (strip_file_line(s, &sn, &file, &file_len, &line)) {
+        f->file = cr_strndup(b, file, file_len);
+        f->line = line;
+    }
+    uint64_t off;
+    if (strip_plus_offset(s, &sn, &off)) {
+        f->symbol_offset = off;
+        f->has_symbol_offset = true;
+    }
+    if (sn > 0 && !(sn == 3 && memcmp(s, "???", 3) == 0))
+        f->symbol = cr_strndup(b, s, sn);
+    return inlined;
+}
+
+/* ---- binary images ------------------------------------------------------------------------- */
+
+static bool image_line(cr_builder *b, pcre2_match_data *md, const char *s, size_t n)
+{
+    int rc = pcre2_match(re_image, (PCRE2_SPTR)s, n, 0, 0, md, NULL);
+    if (rc < 0)
+        return false;
+    PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+#define GROUP(g, p, len)                                                            \
+    const char *p = ov[2 * (g)] == PCRE2_UNSET ? NULL : s + ov[2 * (g)];            \
+    size_t len = ov[2 * (g)] == PCRE2_UNSET ? 0 : ov[2 * (g) + 1] - ov[2 * (g)]
+    GROUP(1, lo_s, lo_n);
+    GROUP(2, hi_s, hi_n);
+    GROUP(3, plus_s, plus_n);
+    GROUP(4, mid_s, mid_n);
+    GROUP(5, uuid_s, uuid_n);
+    GROUP(6, path_s, path_n);
+#undef GROUP
+    (void)plus_n;
+    crashreport_image *im = cr_add_image(b);
+    if (im == NULL)
+        return true;
+    parse_hex(lo_s, lo_n, &im->load_addr);
+    if (hi_s != NULL)
+        parse_hex(hi_s, hi_n, &im->end_addr);
+    im->user = plus_s != NULL;
+    cr_uuid_set(im->uuid, uuid_s, uuid_n);
+    if (path_n > 0 && !(path_n == 3 && memcmp(path_s, "???", 3) == 0))
+        im->path = cr_strndup(b, path_s, path_n);
+
+    /* mid = "name [arch] [(version)]", "name (arch)", "name arch (version)" */
+    size_t m = mid_n;
+    if (m > 0 && mid_s[m - 1] == ')') {
+        size_t open = m - 1, depth = 0;
+        while (open > 0) {
+            open--;
+            if (mid_s[open] == ')')
+                depth++;
+            else if (mid_s[open] == '(' && depth-- == 0)
+                break;
+        }
+        if (mid_s[open] == '(' && open > 0 && is_blank(mid_s[open - 1])) {
+            const char *inner = mid_s + open + 1;
+            size_t inner_n = m - open - 2;
+            const char *arch = cr_arch_normalize(inner, inner_n);
+            if (arch != NULL)
+                im->arch = arch;
+            else if (!(inner_n == 1 && inner[0] == '*'))
+                im->version = cr_strndup(b, inner, inner_n);
+            m = open;
+            while (m > 0 && is_blank(mid_s[m - 1]))
+                m--;
+        }
+    }
+    size_t w = m;
+    while (w > 0 && !is_blank(mid_s[w - 1]))
+        w--;
+    if (w > 0) {
+        const char *word = mid_s + w;
+        size_t wn = m - w;
+        const char *arch = cr_arch_normalize(word, wn);
+        if (arch != NULL || (wn == 12 && memcmp(word, "unknown-arch", 12) == 0)) {
+            if (arch != NULL)
+                im->arch = arch;
+            m = w;
+            while (m > 0 && is_blank(mid_s[m - 1]))
+                m--;
+        }
+    }
+    if (m > 0)
+        im->name = cr_strndup(b, mid_s, m);
+    return true;
+}
+
+/* ---- header keys ----------------------------------------------------------------------------- */
+
+typedef enum {
+    K_STRING,   /* store as given */
+    K_PROCESS,  /* "Name [pid]" */
+    K_VERSION,  /* "1.0 (12)" */
+    K_CODETYPE,
+    K_EXCTYPE,  /* "EXC_CRASH (SIGABRT)" */
+    K_THREAD,   /* "5" or "0  Dispatch queue: ..." */
+    K_APPINFO,  /* block follows */
+} key_kind;
+
+typedef struct {
+    const char *key;
+    key_kind kind;
+    size_t field; /* offsetof(crashreport_metadata, ...) for K_STRING */
+} key_row;
+
+#define META(f) offsetof(crashreport_metadata, f)
+static const key_row KEYS[] = {
+    {"Incident Identifier", K_STRING, META(incident_id)},
+    {"Hardware Model", K_STRING, META(hardware_model)},
+    {"Process", K_PROCESS, 0},
+    {"Path", K_STRING, META(process_path)},
+    {"Identifier", K_STRING, META(bundle_id)},
+    {"Version", K_VERSION, 0},
+    {"Code Type", K_CODETYPE, 0},
+    {"Parent Process", K_STRING, META(parent_process)},
+    {"Date/Time", K_STRING, META(date)},
+    {"OS Version", K_STRING, META(os_version)},
+    {"Report Version", K_STRING, META(report_version)},
+    {"Exception Type", K_EXCTYPE, 0},
+    {"Exception Codes", K_STRING, META(exception_codes)},
+    {"Exception Subtype", K_STRING, META(exception_subtype)},
+    {"Exception Message", K_STRING, META(exception_reason)},
+    {"Exception Reason", K_STRING, META(exception_reason)},
+    {"Termination Reason", K_STRING, META(termination_reason)},
+    {"Triggered by Thread", K_THREAD, 0},
+    {"Crashed Thread", K_THREAD, 0},
+    {"Application Specific Information", K_APPINFO, 0},
+};
+#undef META
+
+static const char **meta_slot(crashreport_metadata *m, size_t off)
+{
+    return (const char **)((char *)m + off);
+}
+
+static void set_meta(cr_builder *b, const char **slot, const char *v, size_t n)
+{
+    if (*slot == NULL && n > 0)
+        *slot = cr_strndup(b, v, n);
+}
+
+typedef enum { H_NONE, H_KEY, H_BLOCK } header_rc;
+
+/* A "Key: value" header line. H_BLOCK: "Application Specific Information:" (lines follow). */
+static header_rc header_line(cr_builder *b, const char *s, size_t n)
+{
+    if (n == 0 || !isupper((unsigned char)s[0]))
+        return H_NONE;
+    const char *colon = memchr(s, ':', n < 40 ? n : 40);
+    if (colon == NULL)
+        return H_NONE;
+    size_t klen = (size_t)(colon - s);
+    const key_row *row = NULL;
+    for (size_t i = 0; i < sizeof KEYS / sizeof KEYS[0]; i++)
+        if (strlen(KEYS[i].key) == klen && memcmp(KEYS[i].key, s, klen) == 0) {
+            row = &KEYS[i];
+            break;
+        }
+    if (row == NULL)
+        return H_NONE;
+    const char *v = colon + 1;
+    size_t vn = n - klen - 1;
+    trim(&v, &vn);
+    crashreport_metadata *m = &b->r->meta;
+    switch (row->kind) {
+    case K_STRING:
+        set_meta(b, meta_slot(m, row->field), v, vn);
+        break;
+    case K_PROCESS: {
+        size_t pn = vn;
+        if (pn > 0 && v[pn - 1] == ']') {
+            const char *open = memchr(v, '[', pn);
+            if (open != NULL)
+                pn = (size_t)(open - v);
+            while (pn > 0 && is_blank(v[pn - 1]))
+                pn--;
+        }
+        set_meta(b, &m->process, v, pn);
+        break;
+    }
+    case K_VERSION: {
+        set_meta(b, &m->version_text, v, vn);
+        /* Modern reports print "CFBundleShortVersionString (CFBundleVersion)". */
+        if (vn == 0 || starts(v, vn, "???"))
+            break;
+        const char *open = memchr(v, '(', vn);
+        size_t an = open ? (size_t)(open - v) : vn;
+        while (an > 0 && is_blank(v[an - 1]))
+            an--;
+        set_meta(b, &m->app_version, v, an);
+        if (open != NULL && v[vn - 1] == ')') {
+            const char *bv = open + 1;
+            size_t bn = (size_t)(v + vn - 1 - bv);
+            if (!(bn == 3 && memcmp(bv, "???", 3) == 0))
+                set_meta(b, &m->build, bv, bn);
+        }
+        break;
+    }
+    case K_CODETYPE:
+        if (m->code_type == NULL) {
+            set_meta(b, &m->code_type, v, vn);
+            if (m->code_type != NULL && m->arch == NULL)
+                m->arch = cr_arch_from_code_type(m->code_type);
+        }
+        break;
+    case K_EXCTYPE: {
+        if (m->exception_type != NULL)
+            break;
+        /* "EXC_CRASH (SIGABRT)", "SIGSEGV", "0 (0)" */
+        const char *open = memchr(v, '(', vn);
+        size_t tn = open ? (size_t)(open - v) : vn;
+        while (tn > 0 && is_blank(v[tn - 1]))
+            tn--;
+        set_meta(b, &m->exception_type, v, tn);
+        if (open != NULL) {
+            const char *close = memchr(open, ')', (size_t)(v + vn - open));
+            if (close != NULL && starts(open + 1, (size_t)(close - open - 1), "SIG"))
+                set_meta(b, &m->signal, open + 1, (size_t)(close - open - 1));
+        } else if (starts(v, vn, "SIG")) {
+            set_meta(b, &m->signal, v, tn);
+        }
+        break;
+    }
+    case K_THREAD: {
+        uint64_t t;
+        if (m->crashed_thread < 0 && parse_dec(v, vn, &t) > 0 && t < INT32_MAX)
+            m->crashed_thread = (int32_t)t;
+        break;
+    }
+    case K_APPINFO:
+        return H_BLOCK;
+    }
+    return H_KEY;
+}
+
+/* ---- the state machine ----------------------------------------------------------------------- */
+
+typedef enum {
+    S_GENERAL,
+    S_THREAD,     /* frame lines of a thread */
+    S_LEB,        /* after "Last Exception Backtrace:": frame lines or "(0x... 0x...)" */
+    S_LEB_LIST,   /* inside a parenthesised address list spanning lines */
+    S_APPINFO,    /* "Application Specific Information:" block */
+    S_IMAGES,     /* Binary Images lines */
+    S_AFTER,      /* after the Binary Images section */
+    S_DONE,       /* "Full Report" banner, or a second report: ignore the rest */
+} text_state;
+
+typedef struct {
+    cr_builder *b;
+    pcre2_match_data *md;
+    const char *text;   /* the arena copy of the report */
+    text_state state;
+    crashreport_thread *thread; /* current thread in S_THREAD */
+    size_t thread_i;            /* its index in r->threads (the array may move) */
+    int64_t pending_name_index; /* "Thread N name:" seen for N, -1 none */
+    const char *pending_name, *pending_queue;
+    char *appinfo;              /* accumulated Application Specific Information */
+    size_t appinfo_len;
+    size_t lineno;
+    size_t known_lines;         /* lines that looked like a crash report at all */
+    bool last_inlined;          /* the last frame line ended in " [inlined]" */
+} text_parser;
+
+static void set_name_or_queue(text_parser *p, const char *v, size_t n, const char **name,
+                              const char **queue)
+{
+    static const char DQ[] = "Dispatch queue:";
+    if (starts(v, n, DQ)) {
+        const char *q = v + sizeof DQ - 1;
+        size_t qn = n - (sizeof DQ - 1);
+        trim(&q, &qn);
+        if (qn > 0)
+            *queue = cr_strndup(p->b, q, qn);
+    } else if (n > 0) {
+        *name = cr_strndup(p->b, v, n);
+    }
+}
+
+/* A "Thread ..." line: true if it was a thread header or a name line. */
+static bool thread_line(text_parser *p, const char *s, size_t n)
+{
+    int rc = pcre2_match(re_thread, (PCRE2_SPTR)s, n, 0, 0, p->md, NULL);
+    if (rc < 0)
+        return false;
+    PCRE2_SIZE *ov = pcre2_get_ovector_pointer(p->md);
+    uint64_t idx = 0;
+    parse_dec(s + ov[2], ov[3] - ov[2], &idx);
+    if (rc >= 6 && ov[10] != PCRE2_UNSET) {
+        /* "Thread N name: X" */
+        p->pending_name_index = (int64_t)idx;
+        p->pending_name = p->pending_queue = NULL;
+        set_name_or_queue(p, s + ov[10], ov[11] - ov[10], &p->pending_name, &p->pending_queue);
+        return true;
+    }
+    if (p->state == S_AFTER || p->state == S_IMAGES) {
+        cr_note(p->b, "line %zu: a second report follows the Binary Images; it was ignored",
+                p->lineno);
+        p->state = S_DONE;
+        return true;
+    }
+    crashreport_thread *t = cr_add_thread(p->b);
+    if (t == NULL)
+        return true;
+    t->index = (uint32_t)idx;
+    t->crashed = ov[4] != PCRE2_UNSET;
+    if (ov[8] != PCRE2_UNSET && ov[9] > ov[8])
+        set_name_or_queue(p, s + ov[8], ov[9] - ov[8], &t->name, &t->queue);
+    if (p->pending_name_index == (int64_t)idx) {
+        if (t->name == NULL)
+            t->name = p->pending_name;
+        if (t->queue == NULL)
+            t->queue = p->pending_queue;
+    }
+    p->pending_name_index = -1;
+    p->thread_i = p->b->r->nthreads - 1;
+    p->state = S_THREAD;
+    p->last_inlined = false;
+    return true;
+}
+
+/* The frame the last frame line made in the current list (thread or LEB), NULL if none. */
+static crashreport_frame *last_frame(text_parser *p)
+{
+    crashreport *r = p->b->r;
+    if (p->state == S_LEB)
+        return r->nleb > 0 ? &r->leb[r->nleb - 1] : NULL;
+    if (p->state == S_THREAD && p->thread_i < r->nthreads && r->threads[p->thread_i].nframes > 0)
+        return &r->threads[p->thread_i].frames[r->threads[p->thread_i].nframes - 1];
+    return NULL;
+}
+
+/* The previous frame line was "[inlined]" into this one (same address): keep one frame for
+ * the address, with the inlined function under given_inlines, as .ips reports have it. */
+static bool fold_inlined(text_parser *p, crashreport_frame *prev, const frame_line *fl,
+                         size_t line_off, size_t line_len)
+{
+    cr_builder *b = p->b;
+    void *arr = (void *)prev->given_inlines;
+    size_t n = prev->ngiven_inlines;
+    crashreport_symbol *s = cr_push(b, &arr, &n, sizeof *s);
+    if (s == NULL)
+        return false;
+    s->function = prev->symbol != NULL ? prev->symbol : prev->raw;
+    s->file = prev->file;
+    s->line = prev->line;
+    s->offset = prev->symbol_offset;
+    s->inlined = true;
+    prev->given_inlines = arr;
+    prev->ngiven_inlines = (uint32_t)n;
+    prev->src_end = line_off + line_len;
+    p->last_inlined = parse_symbol_text(b, prev, fl->sym, fl->sym_len);
+    return true;
+}
+
+static crashreport_frame *frame_from_line(text_parser *p, const frame_line *fl, size_t line_off,
+                                          size_t line_len, bool leb)
+{
+    cr_builder *b = p->b;
+    crashreport_frame *prev = last_frame(p);
+    if (p->last_inlined && prev != NULL && prev->addr == fl->addr && !prev->src_list)
+        return fold_inlined(p, prev, fl, line_off, line_len) ? prev : NULL;
+    crashreport_frame *f = leb ? cr_add_leb_frame(b)
+                               : cr_add_frame(b, &b->r->threads[p->thread_i]);
+    if (f == NULL)
+        return NULL;
+    f->index = fl->index;
+    f->addr = fl->addr;
+    if (fl->name != NULL && !(fl->name_len == 3 && memcmp(fl->name, "???", 3) == 0))
+        f->image_name = cr_strndup(b, fl->name, fl->name_len);
+    f->src_line = line_off;
+    f->src_sym = line_off + fl->sym_off;
+    f->src_end = line_off + line_len;
+    p->last_inlined = parse_symbol_text(b, f, fl->sym, fl->sym_len);
+    return f;
+}
+
+/* An indented line right after a frame line: the frame's symbol text went on (a symbol
+ * holding a newline, as assertion messages turned into symbols do). */
+static bool continue_frame(text_parser *p, size_t line_off, size_t line_len)
+{
+    crashreport_frame *f = last_frame(p);
+    if (f == NULL || f->src_list || f->src_end == 0)
+        return false;
+    f->src_end = line_off + line_len;
+    const char *sym = p->text + f->src_sym;
+    size_t n = f->src_end - f->src_sym;
+    trim(&sym, &n);
+    p->last_inlined = parse_symbol_text(p->b, f, sym, n);
+    return true;
+}
+
+/* "(0x1850f6d88 0x1842bb5ec ...)": one LEB frame per address. True when the list closed. */
+static bool leb_list_line(text_parser *p, const char *s, size_t n, size_t line_off)
+{
+    cr_builder *b = p->b;
+    size_t i = 0;
+    while (i < n) {
+        while (i < n && (is_blank(s[i]) || s[i] == '('))
+            i++;
+        if (i < n && s[i] == ')')
+            return true;
+        if (i + 2 <= n && s[i] == '0' && (s[i + 1] == 'x' || s[i + 1] == 'X')) {
+            uint64_t a;
+            size_t h = parse_hex(s + i + 2, n - i - 2, &a);
+            if (h == 0) {
+                cr_note(b, "line %zu: unreadable address in the Last Exception Backtrace list",
+                        p->lineno);
+                return true;
+            }
+            crashreport_frame *f = cr_add_leb_frame(b);
+            if (f == NULL)
+                return true;
+            f->index = (uint32_t)(b->r->nleb - 1);
+            f->addr = a;
+            f->src_line = line_off;
+            f->src_sym = line_off;
+            f->src_end = line_off + n;
+            f->src_list = true;
+            i += 2 + h;
+        } else if (i < n) {
+            cr_note(b, "line %zu: unexpected text in the Last Exception Backtrace list",
+                    p->lineno);
+            return true;
+        }
+    }
+    return false;
+}
+
+static void appinfo_add(text_parser *p, const char *s, size_t n)
+{
+    /* keep at most 8 KiB: enough for any real message, bounded for hostile input */
+    if (p->appinfo_len + n + 1 > 8192)
+        return;
+    if (p->appinfo == NULL) {
+        p->appinfo = arena_alloc(p->b->a, 8193, p->b->err);
+        if (p->appinfo == NULL) {
+            p->b->failed = true;
+            return;
+        }
+    }
+    if (p->appinfo_len > 0)
+        p->appinfo[p->appinfo_len++] = '\n';
+    memcpy(p->appinfo + p->appinfo_len, s, n);
+    p->appinfo_len += n;
+    p->appinfo[p->appinfo_len] = '\0';
+}
+
+static void general_line(text_parser *p, const char *s, size_t n)
+{
+    if (n == 0)
+        return;
+    if (s[0] == 'T' && starts(s, n, "Thread ")) {
+        if (n <= CRASHREPORT_MAX_LINE && thread_line(p, s, n))
+            p->known_lines++;
+        return;
+    }
+    if (p->state == S_AFTER)
+        return; /* metadata after the images belongs to appended sections, not the report */
+    if (starts(s, n, "Last Exception Backtrace:") ||
+        (starts(s, n, "Application Specific Backtrace ") && !p->b->r->has_leb)) {
+        if (p->b->r->has_leb) {
+            cr_note(p->b, "line %zu: a second Last Exception Backtrace was ignored", p->lineno);
+            return;
+        }
+        p->b->r->has_leb = true;
+        p->state = S_LEB;
+        p->last_inlined = false;
+        p->known_lines++;
+        return;
+    }
+    if (starts(s, n, "Binary Images:")) {
+        p->state = S_IMAGES;
+        p->known_lines++;
+        return;
+    }
+    header_rc h = header_line(p->b, s, n);
+    if (h != H_NONE)
+        p->known_lines++;
+    if (h == H_BLOCK)
+        p->state = S_APPINFO;
+}
+
+static void text_line(text_parser *p, const char *s, size_t n, size_t off)
+{
+    cr_builder *b = p->b;
+    size_t tn = n;
+    while (tn > 0 && isspace((unsigned char)s[tn - 1]))
+        tn--;
+    if (tn == 11 && memcmp(s, "Full Report", 11) == 0) {
+        p->state = S_DONE;
+        return;
+    }
+    switch (p->state) {
+    case S_DONE:
+        return;
+    case S_IMAGES:
+        if (tn == 0) {
+            p->state = S_AFTER;
+            return;
+        }
+        if (tn <= CRASHREPORT_MAX_LINE && image_line(b, p->md, s, tn)) {
+            p->known_lines++;
+            return;
+        }
+        if (isspace((unsigned char)s[0]) || s[0] == '0') {
+            cr_note(b, "line %zu: unreadable Binary Images line", p->lineno);
+            return;
+        }
+        p->state = S_AFTER;
+        general_line(p, s, tn);
+        return;
+    case S_APPINFO:
+        if (tn == 0) {
+            if (p->appinfo != NULL && b->r->meta.app_specific_info == NULL)
+                b->r->meta.app_specific_info = p->appinfo;
+            p->appinfo = NULL;
+            p->appinfo_len = 0;
+            p->state = S_GENERAL;
+            return;
+        }
+        appinfo_add(p, s, tn);
+        return;
+    case S_LEB_LIST:
+        if (leb_list_line(p, s, tn, off))
+            p->state = S_GENERAL;
+        return;
+    case S_LEB:
+    case S_THREAD:
+        if (tn == 0) {
+            if (p->state == S_THREAD || b->r->nleb > 0)
+                p->state = S_GENERAL;
+            return;
+        }
+        if (p->state == S_LEB && s[0] == '(') {
+            p->state = leb_list_line(p, s, tn, off) ? S_GENERAL : S_LEB_LIST;
+            return;
+        }
+        if (is_blank(s[0]) && continue_frame(p, off, tn))
+            return;
+        if (isdigit((unsigned char)s[0])) {
+            frame_line fl;
+            frame_line_rc rc = split_frame_line(&fl, s, tn);
+            if (rc == FL_OK) {
+                frame_from_line(p, &fl, off, tn, p->state == S_LEB);
+                p->known_lines++;
+                return;
+            }
+            if (rc == FL_NO_ADDRESS) {
+                cr_note(b, "line %zu: frame line without an address (truncated?)", p->lineno);
+                return;
+            }
+        }
+        p->state = S_GENERAL;
+        general_line(p, s, tn);
+        return;
+    case S_GENERAL:
+    case S_AFTER:
+        general_line(p, s, tn);
+        return;
+    }
+}
+
+err_code cr_parse_apple_text(crashreport **out, const char *data, size_t len, arena *a,
+                             err_info *err)
+{
+    cr_builder b;
+    text_parser p = {0};
+    err_code rc = ERR_OK;
+    *out = NULL;
+    pthread_once(&patterns_once, compile_patterns);
+    if (!patterns_ok)
+        return err_set(err, ERR_INTERNAL, "compiling the crash report patterns failed");
+    if (!cr_builder_init(&b, CRASHREPORT_FORMAT_APPLE_TEXT, a, err))
+        return ERR_TOO_LARGE;
+    p.b = &b;
+    p.pending_name_index = -1;
+    p.md = pcre2_match_data_create(8, NULL);
+    if (p.md == NULL)
+        return err_set(err, ERR_INTERNAL, "allocating pcre2 match data failed");
+
+    /* The renderer needs the original text; keep one copy in the arena. */
+    char *text = cr_strndup(&b, data, len);
+    if (text == NULL) {
+        rc = ERR_TOO_LARGE;
+        goto done;
+    }
+    b.r->text = text;
+    b.r->text_len = len;
+    p.text = text;
+
+    size_t off = 0;
+    /* iOS 8-14 .ips: a one-line JSON header before the text */
+    while (off < len && isspace((unsigned char)text[off]))
+        off++;
+    if (off < len && text[off] == '{') {
+        const char *nl = memchr(text + off, '\n', len - off);
+        size_t hn = nl ? (size_t)(nl - (text + off)) : len - off;
+        cr_parse_ips_header_into(&b, text + off, hn);
+        off += hn;
+    } else {
+        off = 0;
+    }
+    while (off < len && p.state != S_DONE && !b.failed) {
+        const char *s = text + off;
+        const char *nl = memchr(s, '\n', len - off);
+        size_t n = nl ? (size_t)(nl - s) : len - off;
+        p.lineno++;
+        if (n > CRASHREPORT_MAX_LINE && (p.state == S_THREAD || p.state == S_LEB ||
+                                         p.state == S_IMAGES)) {
+            cr_note(&b, "line %zu: %zu-byte line ignored", p.lineno, n);
+            p.state = p.state == S_IMAGES ? S_AFTER : S_GENERAL;
+        } else {
+            text_line(&p, s, n, off);
+        }
+        off += n + (nl ? 1 : 0);
+    }
+    if (p.appinfo != NULL && b.r->meta.app_specific_info == NULL)
+        b.r->meta.app_specific_info = p.appinfo;
+    if (b.failed) {
+        rc = ERR_TOO_LARGE;
+        goto done;
+    }
+    if (p.known_lines == 0) {
+        rc = err_set(err, ERR_INVALID,
+                     "not a crash report: neither JSON nor Apple crash report text");
+        goto done;
+    }
+    if (b.r->nimages == 0 && b.r->nthreads > 0)
+        cr_note(&b, "no Binary Images section (truncated report?)");
+    rc = cr_finish(&b, "apple crash report");
+    if (rc != ERR_OK)
+        goto done;
+    *out = b.r;
+done:
+    pcre2_match_data_free(p.md);
+    return rc;
+}

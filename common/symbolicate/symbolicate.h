@@ -1,0 +1,52 @@
+/*
+ * symbolicate - symbolicate every frame of a parsed crash report against symcaches that the
+ * caller finds by image UUID (a directory of .symc files, a server-side cache, ...).
+ *
+ * Which address is looked up (docs/report-formats.md, "Symbolication"):
+ *   1. PAC bits are stripped (crashreport_strip_pac: arm64 user space ends below 2^47).
+ *   2. Frame 0 of every thread, and frame 0 of the Last Exception Backtrace, is the address
+ *      the CPU was executing (or the throw site) and is looked up as is. Every other frame
+ *      holds a return address, the instruction after a call; the call itself is looked up:
+ *        arm64, arm64e, arm64_32   (addr & ~3) - 4   (fixed 4-byte instructions)
+ *        x86_64, i386              addr - 1          (variable length: any byte of the call)
+ *        armv7 and other 32-bit ARM (addr & ~1) - 2  (bit 0 = Thumb; BL/BLX are 4 bytes, so
+ *                                                     2 bytes back is inside the call in
+ *                                                     both ARM and Thumb state)
+ *        unknown arch              addr - 1
+ *      This is what Apple's own symbolication does (callers show odd "+ N" offsets in
+ *      Apple-symbolicated reports), applied to the Last Exception Backtrace as well.
+ *   3. file address = address - image load address + symcache_text_vmaddr(sc).
+ * Inlined functions come back as several symbols per frame, innermost first.
+ */
+#ifndef STACKSIFT_SYMBOLICATE_SYMBOLICATE_H
+#define STACKSIFT_SYMBOLICATE_SYMBOLICATE_H
+
+#include <stdint.h>
+
+#include "base/arena.h"
+#include "base/err.h"
+#include "crashreport/crashreport.h"
+#include "symcache/symcache.h"
+
+/* symbolicate_resolve_fn - the symcache for image `uuid` (upper-case, dashed) of `arch`
+ * ("arm64", ...; NULL if the report does not say), or NULL if there is none. Called at most
+ * once per image of the report; the symcache must stay open until symbolicate_report
+ * returns (the results are copied into the arena). */
+typedef const symcache *(*symbolicate_resolve_fn)(void *ctx, const char *uuid, const char *arch);
+
+/*
+ * symbolicate_report - symbolicate every frame of `r` (threads and Last Exception Backtrace)
+ * in place: sets each frame's sym_status, lookup_addr and symbols, r->symbolicated, and
+ * r->missing_uuids (the UUIDs of images that frames fell in but `resolve` had no symcache
+ * for, in image order). Frames without a symcache keep the symbol text the report gave.
+ * Results live in `a` (the report's arena). Running it twice redoes the work.
+ * Errors  ERR_TOO_LARGE (arena budget).
+ */
+err_code symbolicate_report(crashreport *r, symbolicate_resolve_fn resolve, void *ctx, arena *a,
+                            err_info *err);
+
+/* symbolicate_caller_addr - the address inside the call instruction for return address
+ * `addr` on `arch` (rule 2 above). */
+uint64_t symbolicate_caller_addr(uint64_t addr, const char *arch);
+
+#endif

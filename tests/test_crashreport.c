@@ -1,0 +1,3 @@
+#include "harness.h"
+#include "crashreport/crashreport.h"
+int main(void) { return harness_done(); }
