@@ -179,14 +179,43 @@ static void request_cleanup(void *p)
     remove_tree(r->work_dir);
 }
 
-static err_code open_part(http_request *r)
+/* The name a debug file gets on disk: dsym names a bare Mach-O's image after its file. Only
+ * the base name, only [A-Za-z0-9._+-], no leading dot; "debug-file" if nothing is left. */
+static const char *safe_file_name(http_request *r, const char *given)
+{
+    const char *base = given ? given : "";
+    for (const char *p = base; *p; p++)
+        if (*p == '/' || *p == '\\')
+            base = p + 1;
+    while (*base == '.')
+        base++;
+    size_t n = strlen(base);
+    if (n > 200)
+        n = 200;
+    char *out = arena_strndup(r->a, base, n, &r->err);
+    if (!out || n == 0)
+        return "debug-file";
+    for (char *p = out; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '.' || *p == '_' || *p == '+' || *p == '-'))
+            *p = '_';
+    return out;
+}
+
+/* Start input file number r->nparts: work_dir/part-N/<safe name>. */
+static err_code open_part(http_request *r, const char *filename)
 {
     if (r->fd >= 0)
         close(r->fd);
     r->fd = -1;
     if (r->nparts == MAX_UPLOAD_PARTS)
         return err_set(&r->err, ERR_INVALID, "upload has more than %d files", MAX_UPLOAD_PARTS);
-    char *path = arena_sprintf(r->a, &r->err, "%s/part-%zu", r->work_dir, r->nparts);
+    char *dir = arena_sprintf(r->a, &r->err, "%s/part-%zu", r->work_dir, r->nparts);
+    if (!dir)
+        return ERR_TOO_LARGE;
+    if (mkdir(dir, 0700) != 0)
+        return err_set(&r->err, ERR_IO, "creating %s: %s", dir, strerror(errno));
+    char *path = arena_sprintf(r->a, &r->err, "%s/%s", dir, safe_file_name(r, filename));
     if (!path)
         return ERR_TOO_LARGE;
     r->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -225,7 +254,7 @@ static enum MHD_Result on_post_part(void *cls, enum MHD_ValueKind kind, const ch
         return MHD_YES;
     err_code rc = ERR_OK;
     if (off == 0)
-        rc = open_part(r);
+        rc = open_part(r, filename);
     if (rc == ERR_OK && size > 0)
         rc = write_all(r, data, size);
     if (rc != ERR_OK)
@@ -299,7 +328,8 @@ static err_code prepare_body(http_request *r)
             return err_set(&r->err, ERR_INVALID, "multipart/form-data without a boundary");
         return ERR_OK;
     }
-    return open_part(r);
+    /* A bare body: ?name= names the file (and so a bare Mach-O's image). */
+    return open_part(r, MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "name"));
 }
 
 /* ---- auth ------------------------------------------------------------------------------ */

@@ -1,0 +1,1168 @@
+/*
+ * test_server - the real `stacksift serve` process against a real Postgres, driven over HTTP
+ * on a loopback socket (a tiny HTTP/1.1 client below). Needs STACKSIFT_TEST_DATABASE_URL
+ * (tests/run.sh starts a cluster with tests/pg.sh and sets it), STACKSIFT_BIN and the built
+ * fixtures in STACKSIFT_FIXTURES. Each run creates its own database; the outage test starts a
+ * second private cluster with tests/pg.sh, because it stops Postgres.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <dirent.h>
+#include <zlib.h>
+
+#include "harness.h"
+
+/* ---- small utilities ------------------------------------------------------------------- */
+
+static char *xsprintf(const char *fmt, ...)
+{
+    va_list ap;
+    char *out = NULL;
+    va_start(ap, fmt);
+    if (vasprintf(&out, fmt, ap) < 0)
+        abort();
+    va_end(ap);
+    return out;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *data = malloc((size_t)n + 1);
+    if (fread(data, 1, (size_t)n, f) != (size_t)n) {
+        free(data);
+        fclose(f);
+        return NULL;
+    }
+    data[n] = '\0';
+    fclose(f);
+    if (len)
+        *len = (size_t)n;
+    return data;
+}
+
+static int count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    if (!d)
+        return -1;
+    for (struct dirent *e; (e = readdir(d));)
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+            n++;
+    closedir(d);
+    return n;
+}
+
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
+        close(fd);
+        return -1;
+    }
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+/* ---- processes ------------------------------------------------------------------------- */
+
+typedef struct {
+    int status;   /* exit status, -1 if killed/timeout */
+    char *out;    /* stdout */
+    char *err;    /* stderr */
+} run_result;
+
+/* Start argv with extra env "K=V" entries; stdout/stderr to files if given. */
+static pid_t spawn(char *const *argv, char *const *env, const char *out_path, const char *err_path)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        for (size_t i = 0; env && env[i]; i++)
+            putenv(env[i]);
+        if (out_path) {
+            int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            dup2(fd, 1);
+        }
+        if (err_path) {
+            int fd = open(err_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+            dup2(fd, 2);
+        }
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+static int wait_exit(pid_t pid, double timeout_s)
+{
+    double end = now_s() + timeout_s;
+    int st;
+    while (now_s() < end) {
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid)
+            return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        sleep_ms(20);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    return -1;
+}
+
+static char *tmp_root;
+
+static run_result run(char *const *argv, char *const *env, double timeout_s)
+{
+    static int n;
+    char *o = xsprintf("%s/run-%d.out", tmp_root, n), *e = xsprintf("%s/run-%d.err", tmp_root, n);
+    n++;
+    pid_t pid = spawn(argv, env, o, e);
+    run_result r = {wait_exit(pid, timeout_s), NULL, NULL};
+    r.out = read_file(o, NULL);
+    r.err = read_file(e, NULL);
+    if (!r.out)
+        r.out = strdup("");
+    if (!r.err)
+        r.err = strdup("");
+    free(o);
+    free(e);
+    return r;
+}
+
+static void run_free(run_result *r)
+{
+    free(r->out);
+    free(r->err);
+}
+
+/* ---- HTTP client ----------------------------------------------------------------------- */
+
+typedef struct {
+    int status;     /* 0: no response */
+    char *headers;  /* raw header block */
+    char *body;
+    size_t body_len;
+    json_t *json;   /* body parsed, or NULL */
+} http_resp;
+
+static void resp_free(http_resp *r)
+{
+    free(r->headers);
+    free(r->body);
+    json_decref(r->json);
+    memset(r, 0, sizeof *r);
+}
+
+static int send_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static int connect_port(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Read everything until EOF (Connection: close), at most 30 s. */
+static void read_response(int fd, http_resp *out)
+{
+    size_t cap = 65536, len = 0;
+    char *s = malloc(cap);
+    double end = now_s() + 30;
+    while (now_s() < end) {
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, 1000) <= 0)
+            continue;
+        if (len + 4096 > cap)
+            s = realloc(s, cap *= 2);
+        ssize_t n = recv(fd, s + len, cap - len - 1, 0);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+    }
+    s[len] = '\0';
+    char *sep = strstr(s, "\r\n\r\n");
+    if (!sep || sscanf(s, "HTTP/1.%*d %d", &out->status) != 1) {
+        free(s);
+        return;
+    }
+    out->headers = strndup(s, (size_t)(sep - s));
+    out->body_len = len - (size_t)(sep + 4 - s);
+    out->body = malloc(out->body_len + 1);
+    memcpy(out->body, sep + 4, out->body_len);
+    out->body[out->body_len] = '\0';
+    out->json = json_loadb(out->body, out->body_len, 0, NULL);
+    free(s);
+}
+
+/*
+ * http - one request on a new connection. `headers` is extra header lines, each ending in
+ * "\r\n". expect_continue: send the headers first and the body only after "100 Continue"
+ * (what curl does for large bodies), so an early answer arrives without the body.
+ */
+static http_resp http_req(int port, const char *method, const char *path, const char *headers,
+                          const void *body, size_t body_len, bool expect_continue)
+{
+    http_resp out = {0};
+    int fd = connect_port(port);
+    if (fd < 0)
+        return out;
+    char *head = xsprintf("%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n%s%s"
+                          "Content-Length: %zu\r\n\r\n", method, path, headers ? headers : "",
+                          expect_continue ? "Expect: 100-continue\r\n" : "", body_len);
+    send_all(fd, head, strlen(head));
+    free(head);
+    if (expect_continue) {
+        char buf[64] = {0};
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, 5000) == 1) {
+            ssize_t n = recv(fd, buf, sizeof buf - 1, MSG_PEEK);
+            if (n > 12 && strncmp(buf, "HTTP/1.1 100", 12) == 0) {
+                char *end = NULL;
+                char line[64];
+                n = recv(fd, line, sizeof line - 1, MSG_PEEK);
+                line[n > 0 ? n : 0] = '\0';
+                end = strstr(line, "\r\n\r\n");
+                if (end)   /* consume exactly the interim response */
+                    (void)!recv(fd, line, (size_t)(end + 4 - line), 0);
+                send_all(fd, body, body_len);
+            }
+        }
+    } else if (body_len) {
+        send_all(fd, body, body_len);
+    }
+    read_response(fd, &out);
+    close(fd);
+    return out;
+}
+
+static char *auth(const char *token, const char *more)
+{
+    return xsprintf("Authorization: Bearer %s\r\n%s", token, more ? more : "");
+}
+
+static const char *err_code_of(const http_resp *r)
+{
+    json_t *e = r->json ? json_object_get(r->json, "error") : NULL;
+    return e ? json_string_value(json_object_get(e, "code")) : NULL;
+}
+
+static const char *jstr(json_t *o, const char *key)
+{
+    return json_string_value(json_object_get(o, key));
+}
+
+/* ---- the environment under test -------------------------------------------------------- */
+
+static const char *bin, *fixtures, *source_dir;
+static char *db_url;        /* this test's own database on the shared cluster */
+static char *data_dir;
+static int port;
+static pid_t server_pid = -1;
+static char *server_log;
+static char *tok_ingest, *tok_upload, *tok_read, *tok_admin;
+static char *report_id_text;
+
+static char *env_db, *env_data, *env_listen, *env_report_max, *env_upload_max, *env_log;
+
+static void quiet_notice(void *ctx, const char *msg)
+{
+    (void)ctx, (void)msg;
+}
+
+/* A fresh database on the cluster of `url`; returns a conninfo for it. */
+static char *create_database(const char *url, const char *name)
+{
+    PGconn *c = PQconnectdb(url);
+    if (PQstatus(c) != CONNECTION_OK) {
+        fprintf(stderr, "cannot connect to %s: %s", url, PQerrorMessage(c));
+        PQfinish(c);
+        return NULL;
+    }
+    PQsetNoticeProcessor(c, quiet_notice, NULL);
+    char *drop = xsprintf("DROP DATABASE IF EXISTS %s", name);
+    char *create = xsprintf("CREATE DATABASE %s", name);
+    PQclear(PQexec(c, drop));
+    PGresult *r = PQexec(c, create);
+    char *out = NULL;
+    if (PQresultStatus(r) == PGRES_COMMAND_OK)
+        out = xsprintf("host=%s port=%s user=%s dbname=%s", PQhost(c), PQport(c), PQuser(c), name);
+    else
+        fprintf(stderr, "%s: %s", create, PQerrorMessage(c));
+    PQclear(r);
+    PQfinish(c);
+    free(drop);
+    free(create);
+    return out;
+}
+
+static void set_env(const char *url, const char *dir, int p)
+{
+    free(env_db), free(env_data), free(env_listen);
+    env_db = xsprintf("STACKSIFT_DATABASE_URL=%s", url);
+    env_data = xsprintf("STACKSIFT_DATA_DIR=%s", dir);
+    env_listen = xsprintf("STACKSIFT_LISTEN=127.0.0.1:%d", p);
+}
+
+static char **server_env(void)
+{
+    static char *env[16];
+    size_t n = 0;
+    env[n++] = env_db;
+    env[n++] = env_data;
+    env[n++] = env_listen;
+    env[n++] = env_report_max;
+    env[n++] = env_upload_max;
+    env[n++] = env_log;
+    env[n++] = "STACKSIFT_DB_TIMEOUT_MS=2000";
+    env[n++] = "STACKSIFT_HTTP_THREADS=2";
+    env[n++] = "STACKSIFT_SHUTDOWN_TIMEOUT_MS=10000";
+    env[n] = NULL;
+    return env;
+}
+
+/* Start `stacksift serve`, wait until /healthz answers (at most 15 s). */
+static pid_t start_server(int p)
+{
+    char *argv[] = {(char *)bin, "serve", NULL};
+    pid_t pid = spawn(argv, server_env(), NULL, server_log);
+    double end = now_s() + 15;
+    while (now_s() < end) {
+        http_resp r = http_req(p, "GET", "/healthz", NULL, NULL, 0, false);
+        int st = r.status;
+        resp_free(&r);
+        if (st == 200)
+            return pid;
+        int ws;
+        if (waitpid(pid, &ws, WNOHANG) == pid) {
+            fprintf(stderr, "server exited at start; log %s\n", server_log);
+            return -1;
+        }
+        sleep_ms(50);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return -1;
+}
+
+static int stop_server(pid_t pid)
+{
+    if (pid <= 0)
+        return -1;
+    kill(pid, SIGTERM);
+    return wait_exit(pid, 30);
+}
+
+static char *create_token(const char *name, const char *scopes)
+{
+    char *argv[] = {(char *)bin, "token", "create", "--name", (char *)name, "--scopes",
+                    (char *)scopes, NULL};
+    run_result r = run(argv, server_env(), 30);
+    char *token = NULL;
+    if (r.status == 0) {
+        char *last = r.out + strlen(r.out);
+        while (last > r.out && last[-1] == '\n')
+            *--last = '\0';
+        char *nl = strrchr(r.out, '\n');
+        token = strdup(nl ? nl + 1 : r.out);
+    } else {
+        fprintf(stderr, "token create failed (%d): %s\n", r.status, r.err);
+    }
+    run_free(&r);
+    return token;
+}
+
+static char *corpus(const char *rel)
+{
+    return xsprintf("%s/../shared/corpus/reports/%s", source_dir, rel);
+}
+
+static char *fixture(const char *rel)
+{
+    return xsprintf("%s/%s", fixtures, rel);
+}
+
+static http_resp post_file(const char *path_url, const char *token, const char *headers,
+                           const char *file)
+{
+    size_t len = 0;
+    char *data = read_file(file, &len);
+    char *h = auth(token, headers);
+    http_resp r = http_req(port, "POST", path_url, h, data ? data : "", len, false);
+    if (!data)
+        fprintf(stderr, "missing file %s\n", file);
+    free(h);
+    free(data);
+    return r;
+}
+
+/* ---- tests ----------------------------------------------------------------------------- */
+
+static void serve_refuses_unmigrated_schema(void)
+{
+    char *argv[] = {(char *)bin, "serve", NULL};
+    run_result r = run(argv, server_env(), 30);
+    CHECK(r.status != 0);
+    CHECK(strstr(r.err, "stacksift migrate") != NULL);
+    CHECK(strstr(r.err, "\"event\":\"schema_outdated\"") != NULL);
+    run_free(&r);
+}
+
+static void migrate_applies_once(void)
+{
+    char *argv[] = {(char *)bin, "migrate", NULL};
+    run_result r = run(argv, server_env(), 60);
+    CHECK_EQ_INT(r.status, 0);
+    CHECK(strstr(r.out, "applied 0001_create_core") != NULL);
+    run_free(&r);
+    r = run(argv, server_env(), 60);
+    CHECK_EQ_INT(r.status, 0);
+    CHECK(strstr(r.out, "(0 applied now)") != NULL);
+    CHECK(strstr(r.out, "applied 0001") == NULL);
+    run_free(&r);
+}
+
+static void tokens_are_created(void)
+{
+    tok_ingest = create_token("device", "ingest");
+    tok_upload = create_token("ci", "upload");
+    tok_read = create_token("dashboard", "read");
+    tok_admin = create_token("ops", "admin");
+    CHECK(tok_ingest && strncmp(tok_ingest, "ss_", 3) == 0);
+    CHECK(tok_upload && tok_read && tok_admin);
+    CHECK(tok_ingest && tok_read && strcmp(tok_ingest, tok_read) != 0);
+    char *argv[] = {(char *)bin, "token", "create", "--name", "x", "--scopes", "ingest,root", NULL};
+    run_result r = run(argv, server_env(), 30);
+    CHECK_EQ_INT(r.status, 2);
+    CHECK(strstr(r.err, "unknown scope 'root'") != NULL);
+    run_free(&r);
+}
+
+static void server_starts_and_is_ready(void)
+{
+    server_pid = start_server(port);
+    CHECK(server_pid > 0);
+    http_resp r = http_req(port, "GET", "/healthz", NULL, NULL, 0, false);
+    CHECK_EQ_INT(r.status, 200);
+    resp_free(&r);
+    r = http_req(port, "GET", "/readyz", NULL, NULL, 0, false);
+    CHECK_EQ_INT(r.status, 200);
+    CHECK(r.json && json_integer_value(json_object_get(r.json, "schema")) == 1);
+    resp_free(&r);
+    r = http_req(port, "GET", "/nope", NULL, NULL, 0, false);
+    CHECK_EQ_INT(r.status, 404);
+    CHECK_EQ_STR(err_code_of(&r), "not_found");
+    resp_free(&r);
+}
+
+static void auth_failures_are_401_and_403(void)
+{
+    const char *body = "{}";
+    http_resp r = http_req(port, "POST", "/api/v1/reports", "Content-Type: application/json\r\n",
+                           body, 2, false);
+    CHECK_EQ_INT(r.status, 401);
+    CHECK_EQ_STR(err_code_of(&r), "unauthorized");
+    CHECK(r.headers && strstr(r.headers, "WWW-Authenticate: Bearer"));
+    resp_free(&r);
+
+    char *bad = strdup(tok_ingest);
+    bad[strlen(bad) - 1] = bad[strlen(bad) - 1] == '0' ? '1' : '0';   /* wrong secret */
+    char *h = auth(bad, "Content-Type: application/json\r\n");
+    r = http_req(port, "POST", "/api/v1/reports", h, body, 2, false);
+    CHECK_EQ_INT(r.status, 401);
+    resp_free(&r);
+    free(h);
+    free(bad);
+
+    h = auth("ss_000000000000_00", NULL);
+    r = http_req(port, "GET", "/api/v1/dsyms", h, NULL, 0, false);
+    CHECK_EQ_INT(r.status, 401);
+    resp_free(&r);
+    free(h);
+
+    h = auth(tok_read, "Content-Type: application/json\r\n");   /* read may not ingest */
+    r = http_req(port, "POST", "/api/v1/reports", h, body, 2, false);
+    CHECK_EQ_INT(r.status, 403);
+    CHECK_EQ_STR(err_code_of(&r), "forbidden");
+    resp_free(&r);
+    free(h);
+
+    h = auth(tok_ingest, "Content-Type: application/zip\r\n");   /* ingest may not upload */
+    r = http_req(port, "POST", "/api/v1/dsyms", h, "PK", 2, false);
+    CHECK_EQ_INT(r.status, 403);
+    resp_free(&r);
+    free(h);
+
+    h = auth(tok_upload, NULL);   /* upload may not read */
+    r = http_req(port, "GET", "/api/v1/dsyms", h, NULL, 0, false);
+    CHECK_EQ_INT(r.status, 403);
+    resp_free(&r);
+    free(h);
+
+    h = auth(tok_admin, NULL);    /* admin may do all */
+    r = http_req(port, "GET", "/api/v1/dsyms", h, NULL, 0, false);
+    CHECK_EQ_INT(r.status, 200);
+    resp_free(&r);
+    free(h);
+}
+
+static void reports_are_accepted_and_readable(void)
+{
+    char *text = corpus("apple-text/eatfit-1.crash");
+    http_resp r = post_file("/api/v1/reports", tok_ingest, "Content-Type: text/plain; charset=utf-8\r\n", text);
+    CHECK_EQ_INT(r.status, 202);
+    CHECK(r.json && jstr(r.json, "id") && strlen(jstr(r.json, "id")) == 36);
+    CHECK_EQ_STR(r.json ? jstr(r.json, "format") : NULL, "apple-text");
+    if (r.json && jstr(r.json, "id"))
+        report_id_text = strdup(jstr(r.json, "id"));
+    resp_free(&r);
+
+    char *ips = corpus("ips/ips2crashlog-1.ips");
+    r = post_file("/api/v1/reports", tok_admin, "Content-Type: application/json\r\n", ips);
+    CHECK_EQ_INT(r.status, 202);
+    CHECK_EQ_STR(r.json ? jstr(r.json, "format") : NULL, "ips");
+    resp_free(&r);
+
+    /* The same text report gzip-compressed. */
+    size_t len;
+    char *raw = read_file(text, &len);
+    uLong cap = compressBound(len) + 64;
+    unsigned char *gz = malloc(cap);
+    z_stream zs = {0};
+    deflateInit2(&zs, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
+    zs.next_in = (Bytef *)raw;
+    zs.avail_in = (uInt)len;
+    zs.next_out = gz;
+    zs.avail_out = (uInt)cap;
+    CHECK_EQ_INT(deflate(&zs, Z_FINISH), Z_STREAM_END);
+    size_t gz_len = zs.total_out;
+    deflateEnd(&zs);
+    char *h = auth(tok_ingest, "Content-Type: text/plain\r\nContent-Encoding: gzip\r\n");
+    r = http_req(port, "POST", "/api/v1/reports", h, gz, gz_len, false);
+    CHECK_EQ_INT(r.status, 202);
+    char *gz_id = r.json && jstr(r.json, "id") ? strdup(jstr(r.json, "id")) : NULL;
+    resp_free(&r);
+    free(h);
+
+    /* Read it back: raw size is the decoded size, the parsed model is there. */
+    if (gz_id) {
+        char *path = xsprintf("/api/v1/reports/%s", gz_id);
+        h = auth(tok_read, NULL);
+        r = http_req(port, "GET", path, h, NULL, 0, false);
+        CHECK_EQ_INT(r.status, 200);
+        CHECK_EQ_STR(r.json ? jstr(r.json, "status") : NULL, "received");
+        CHECK_EQ_INT(r.json ? json_integer_value(json_object_get(r.json, "raw_bytes")) : 0, len);
+        CHECK_EQ_STR(r.json ? jstr(r.json, "app") : NULL, "EatFitByMax");
+        CHECK(r.json && json_is_object(json_object_get(r.json, "report")));
+        resp_free(&r);
+        free(h);
+        free(path);
+    }
+    free(gz_id);
+    free(gz);
+    free(raw);
+    free(text);
+    free(ips);
+}
+
+static void malformed_reports_are_refused(void)
+{
+    struct {
+        const char *headers, *body;
+        int status;
+        const char *code;
+    } cases[] = {
+        {"Content-Type: text/plain\r\n", "hello, this is not a crash report\n", 400, "invalid_input"},
+        {"Content-Type: application/json\r\n", "{\"incident\": ", 400, "invalid_input"},
+        {"Content-Type: text/plain\r\n", "", 400, "invalid_input"},
+        {"Content-Type: image/png\r\n", "\x89PNG", 422, "unsupported"},
+        {"", "Incident Identifier: x\n", 422, "unsupported"},
+        {"Content-Type: text/plain\r\nContent-Encoding: gzip\r\n", "not gzip at all", 400,
+         "invalid_input"},
+        {"Content-Type: text/plain\r\nContent-Encoding: br\r\n", "x", 422, "unsupported"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *h = auth(tok_ingest, cases[i].headers);
+        http_resp r = http_req(port, "POST", "/api/v1/reports", h, cases[i].body,
+                               strlen(cases[i].body), false);
+        if (r.status != cases[i].status)
+            fprintf(stderr, "case %zu: %d %s\n", i, r.status, r.body ? r.body : "");
+        CHECK_EQ_INT(r.status, cases[i].status);
+        CHECK_EQ_STR(err_code_of(&r), cases[i].code);
+        resp_free(&r);
+        free(h);
+    }
+    /* The parser's reason reaches the client. */
+    char *h = auth(tok_ingest, "Content-Type: application/json\r\n");
+    http_resp r = http_req(port, "POST", "/api/v1/reports", h, "{\"a\":", 5, false);
+    json_t *e = r.json ? json_object_get(r.json, "error") : NULL;
+    CHECK(e && jstr(e, "message") && strlen(jstr(e, "message")) > 10);
+    resp_free(&r);
+    free(h);
+
+    char *bugsnag = corpus("other/bugsnag-event-1.json");
+    r = post_file("/api/v1/reports", tok_ingest, "Content-Type: application/json\r\n", bugsnag);
+    CHECK_EQ_INT(r.status, 422);
+    resp_free(&r);
+    free(bugsnag);
+
+    h = auth(tok_read, NULL);
+    r = http_req(port, "GET", "/api/v1/reports/00000000-0000-0000-0000-000000000000", h, NULL, 0, false);
+    CHECK_EQ_INT(r.status, 404);
+    resp_free(&r);
+    r = http_req(port, "GET", "/api/v1/reports/not-a-uuid", h, NULL, 0, false);
+    CHECK_EQ_INT(r.status, 404);
+    resp_free(&r);
+    free(h);
+}
+
+static void report_limits_are_413(void)
+{
+    /* STACKSIFT_MAX_REPORT_BYTES is 1M for this server. */
+    size_t big = (1u << 20) + 1;
+    char *body = malloc(big);
+    memset(body, 'A', big);
+    char *h = auth(tok_ingest, "Content-Type: text/plain\r\n");
+    http_resp r = http_req(port, "POST", "/api/v1/reports", h, body, big, true);
+    CHECK_EQ_INT(r.status, 413);
+    CHECK_EQ_STR(err_code_of(&r), "too_large");
+    resp_free(&r);
+    free(h);
+
+    /* A gzip bomb: 16 MiB of zeros in a few KiB stops at the limit. */
+    size_t raw_len = 16u << 20;
+    char *zeros = calloc(1, raw_len);
+    uLong cap = compressBound(raw_len) + 64;
+    unsigned char *gz = malloc(cap);
+    z_stream zs = {0};
+    deflateInit2(&zs, 9, Z_DEFLATED, 16 + MAX_WBITS, 9, Z_DEFAULT_STRATEGY);
+    zs.next_in = (Bytef *)zeros;
+    zs.avail_in = (uInt)raw_len;
+    zs.next_out = gz;
+    zs.avail_out = (uInt)cap;
+    deflate(&zs, Z_FINISH);
+    size_t gz_len = zs.total_out;
+    deflateEnd(&zs);
+    CHECK(gz_len < 64 * 1024);
+    h = auth(tok_ingest, "Content-Type: text/plain\r\nContent-Encoding: gzip\r\n");
+    r = http_req(port, "POST", "/api/v1/reports", h, gz, gz_len, false);
+    CHECK_EQ_INT(r.status, 413);
+    resp_free(&r);
+    free(h);
+    free(gz);
+    free(zeros);
+    free(body);
+}
+
+static json_t *files_of(const http_resp *r)
+{
+    return r->json ? json_object_get(r->json, "files") : NULL;
+}
+
+static void dsym_zip_upload_and_reupload(void)
+{
+    char *zip = fixture("FixtureApp-dSYMs.zip");
+    http_resp r = post_file("/api/v1/dsyms", tok_upload, "Content-Type: application/zip\r\n", zip);
+    CHECK_EQ_INT(r.status, 201);
+    json_t *files = files_of(&r);
+    CHECK_EQ_INT(json_array_size(files), 2);
+    int app = 0, kit = 0;
+    for (size_t i = 0; i < json_array_size(files); i++) {
+        json_t *f = json_array_get(files, i);
+        CHECK_EQ_STR(jstr(f, "status"), "created");
+        CHECK_EQ_STR(jstr(f, "arch"), "arm64");
+        if (jstr(f, "name") && strcmp(jstr(f, "name"), "FixtureApp") == 0) {
+            app++;
+            CHECK_EQ_STR(jstr(f, "uuid"), "4C4C4463-5555-3144-A17A-B29B2F88553E");
+        }
+        if (jstr(f, "name") && strcmp(jstr(f, "name"), "FixtureKit") == 0)
+            kit++;
+        CHECK(json_integer_value(json_object_get(f, "functions")) > 0);
+        CHECK(jstr(f, "sha256") && strlen(jstr(f, "sha256")) == 64);
+    }
+    CHECK_EQ_INT(app, 1);
+    CHECK_EQ_INT(kit, 1);
+    resp_free(&r);
+
+    char *symc = xsprintf("%s/symcaches/4C4C4463-5555-3144-A17A-B29B2F88553E.symc", data_dir);
+    struct stat st;
+    CHECK(stat(symc, &st) == 0 && st.st_size > 0);
+    free(symc);
+
+    /* Again, as multipart: the same records come back as "exists". */
+    r = post_file("/api/v1/dsyms", tok_upload, NULL, zip);   /* raw without content type */
+    CHECK_EQ_INT(r.status, 200);
+    files = files_of(&r);
+    CHECK_EQ_INT(json_array_size(files), 2);
+    for (size_t i = 0; i < json_array_size(files); i++)
+        CHECK_EQ_STR(jstr(json_array_get(files, i), "status"), "exists");
+    resp_free(&r);
+    free(zip);
+}
+
+static void dsym_raw_macho_upload(void)
+{
+    char *dwarf = fixture("arm64-O0/FixtureApp.app.dSYM/Contents/Resources/DWARF/FixtureApp");
+    http_resp r = post_file("/api/v1/dsyms?name=FixtureApp", tok_upload,
+                            "Content-Type: application/octet-stream\r\n", dwarf);
+    CHECK_EQ_INT(r.status, 201);
+    json_t *f = json_array_get(files_of(&r), 0);
+    CHECK_EQ_STR(f ? jstr(f, "uuid") : NULL, "4C4C4435-5555-3144-A1EB-0D7DA9E35204");
+    CHECK_EQ_STR(f ? jstr(f, "name") : NULL, "FixtureApp");
+    CHECK_EQ_STR(f ? jstr(f, "status") : NULL, "created");
+    CHECK(f && json_is_true(json_object_get(f, "has_dwarf")));
+    resp_free(&r);
+    free(dwarf);
+
+    /* A fat file: its arm64 slice is known (from the zip), its x86_64 slice is new. */
+    char *fat = fixture("fat/FixtureApp.app.dSYM/Contents/Resources/DWARF/FixtureApp");
+    r = post_file("/api/v1/dsyms", tok_upload, NULL, fat);
+    CHECK_EQ_INT(r.status, 201);
+    CHECK_EQ_INT(json_array_size(files_of(&r)), 2);
+    int created = 0, exists = 0;
+    for (size_t i = 0; i < json_array_size(files_of(&r)); i++) {
+        const char *st = jstr(json_array_get(files_of(&r), i), "status");
+        created += st && strcmp(st, "created") == 0;
+        exists += st && strcmp(st, "exists") == 0;
+    }
+    CHECK_EQ_INT(created, 1);
+    CHECK_EQ_INT(exists, 1);
+    resp_free(&r);
+    free(fat);
+}
+
+static void dsym_multipart_upload(void)
+{
+    char *zip = fixture("FixtureApp-dSYMs.zip");
+    size_t len;
+    char *data = read_file(zip, &len);
+    const char *boundary = "----stacksift-test-boundary";
+    char *pre = xsprintf("--%s\r\nContent-Disposition: form-data; name=\"note\"\r\n\r\nbuild 12\r\n"
+                         "--%s\r\nContent-Disposition: form-data; name=\"file\"; "
+                         "filename=\"App.dSYM.zip\"\r\nContent-Type: application/zip\r\n\r\n",
+                         boundary, boundary);
+    char *post = xsprintf("\r\n--%s--\r\n", boundary);
+    size_t total = strlen(pre) + len + strlen(post);
+    char *body = malloc(total);
+    memcpy(body, pre, strlen(pre));
+    memcpy(body + strlen(pre), data, len);
+    memcpy(body + strlen(pre) + len, post, strlen(post));
+    char *ct = xsprintf("Content-Type: multipart/form-data; boundary=%s\r\n", boundary);
+    char *h = auth(tok_upload, ct);
+    http_resp r = http_req(port, "POST", "/api/v1/dsyms", h, body, total, false);
+    CHECK_EQ_INT(r.status, 200);   /* both known from the zip upload */
+    CHECK_EQ_INT(json_array_size(files_of(&r)), 2);
+    resp_free(&r);
+
+    /* Multipart without a file part. */
+    char *nofile = xsprintf("--%s\r\nContent-Disposition: form-data; name=\"note\"\r\n\r\nx\r\n--%s--\r\n",
+                            boundary, boundary);
+    r = http_req(port, "POST", "/api/v1/dsyms", h, nofile, strlen(nofile), false);
+    CHECK_EQ_INT(r.status, 400);
+    CHECK_EQ_STR(err_code_of(&r), "invalid_input");
+    resp_free(&r);
+    free(nofile);
+    free(h);
+    free(ct);
+    free(body);
+    free(post);
+    free(pre);
+    free(data);
+    free(zip);
+}
+
+static void dsym_queries(void)
+{
+    char *h = auth(tok_read, NULL);
+    http_resp r = http_req(port, "GET", "/api/v1/dsyms", h, NULL, 0, false);
+    CHECK_EQ_INT(r.status, 200);
+    CHECK_EQ_INT(json_array_size(r.json ? json_object_get(r.json, "dsyms") : NULL), 4);
+    resp_free(&r);
+    r = http_req(port, "GET", "/api/v1/dsyms?name=FixtureKit", h, NULL, 0, false);
+    CHECK_EQ_INT(json_array_size(r.json ? json_object_get(r.json, "dsyms") : NULL), 1);
+    resp_free(&r);
+    r = http_req(port, "GET", "/api/v1/dsyms?uuid=4c4c4435-nope", h, NULL, 0, false);
+    CHECK_EQ_INT(r.status, 400);   /* not a UUID */
+    resp_free(&r);
+    r = http_req(port, "GET", "/api/v1/dsyms?uuid=4c4c4435-5555-3144-a1eb-0d7da9e35204", h, NULL, 0, false);
+    json_t *list = r.json ? json_object_get(r.json, "dsyms") : NULL;
+    CHECK_EQ_INT(json_array_size(list), 1);
+    resp_free(&r);
+    r = http_req(port, "GET", "/api/v1/dsyms/4C4C4487-5555-3144-A1D2-DE5BFD55F8D2", h, NULL, 0, false);
+    CHECK_EQ_INT(r.status, 200);
+    CHECK_EQ_STR(r.json ? jstr(r.json, "name") : NULL, "FixtureKit");
+    resp_free(&r);
+    r = http_req(port, "GET", "/api/v1/dsyms/4C4C4487-0000-3144-A1D2-DE5BFD55F8D2", h, NULL, 0, false);
+    CHECK_EQ_INT(r.status, 404);
+    resp_free(&r);
+    r = http_req(port, "GET", "/api/v1/dsyms/zzz", h, NULL, 0, false);
+    CHECK_EQ_INT(r.status, 404);
+    resp_free(&r);
+    free(h);
+}
+
+static int dsym_count(void)
+{
+    char *h = auth(tok_read, NULL);
+    http_resp r = http_req(port, "GET", "/api/v1/dsyms?limit=1000", h, NULL, 0, false);
+    int n = r.json ? (int)json_array_size(json_object_get(r.json, "dsyms")) : -1;
+    resp_free(&r);
+    free(h);
+    return n;
+}
+
+static void malformed_uploads_leave_nothing(void)
+{
+    int before = dsym_count();
+    char *symcaches = xsprintf("%s/symcaches", data_dir), *tmp = xsprintf("%s/tmp", data_dir);
+    int files_before = count_entries(symcaches);
+
+    /* Not Mach-O, empty, truncated Mach-O, a zip with a path-traversal entry, a zip of text. */
+    char *dwarf = fixture("x86_64-O2/FixtureApp.app.dSYM/Contents/Resources/DWARF/FixtureApp");
+    size_t dlen;
+    char *d = read_file(dwarf, &dlen);
+    char *bad_zip = xsprintf("%s/evil.zip", tmp_root), *text_zip = xsprintf("%s/text.zip", tmp_root);
+    char *script = xsprintf(
+        "import zipfile, sys\n"
+        "z = zipfile.ZipFile(sys.argv[1], 'w')\n"
+        "z.writestr('../../evil.dSYM/Contents/Resources/DWARF/evil', open(sys.argv[3], 'rb').read())\n"
+        "z.close()\n"
+        "z = zipfile.ZipFile(sys.argv[2], 'w')\n"
+        "z.writestr('App.dSYM/Contents/Resources/DWARF/App', 'not a mach-o' * 100)\n"
+        "z.close()\n");
+    char *argv[] = {"/usr/bin/env", "python3", "-c", script, bad_zip, text_zip, dwarf, NULL};
+    run_result pr = run(argv, NULL, 30);
+    CHECK_EQ_INT(pr.status, 0);
+    run_free(&pr);
+
+    char *h = auth(tok_upload, NULL);
+    http_resp r = http_req(port, "POST", "/api/v1/dsyms", h, "hello world, not a debug file", 29, false);
+    CHECK_EQ_INT(r.status, 400);
+    resp_free(&r);
+    r = http_req(port, "POST", "/api/v1/dsyms", h, "", 0, false);
+    CHECK_EQ_INT(r.status, 400);
+    resp_free(&r);
+    r = http_req(port, "POST", "/api/v1/dsyms", h, d, dlen / 3, false);
+    CHECK(r.status >= 400 && r.status < 500);
+    resp_free(&r);
+    r = post_file("/api/v1/dsyms", tok_upload, NULL, bad_zip);
+    CHECK(r.status >= 400 && r.status < 500);
+    resp_free(&r);
+    r = post_file("/api/v1/dsyms", tok_upload, NULL, text_zip);
+    CHECK(r.status >= 400 && r.status < 500);
+    resp_free(&r);
+
+    /* Over STACKSIFT_MAX_UPLOAD_BYTES (8M here): refused before the body is sent. */
+    size_t big = (8u << 20) + 1;
+    char *body = calloc(1, big);
+    r = http_req(port, "POST", "/api/v1/dsyms", h, body, big, true);
+    CHECK_EQ_INT(r.status, 413);
+    resp_free(&r);
+    free(body);
+
+    CHECK_EQ_INT(dsym_count(), before);
+    CHECK_EQ_INT(count_entries(symcaches), files_before);
+    sleep_ms(100);   /* scratch dirs go when the request completes, just after the answer */
+    CHECK_EQ_INT(count_entries(tmp), 0);
+    struct stat st;
+    char *escaped = xsprintf("%s/../evil.dSYM", data_dir);
+    CHECK(stat(escaped, &st) != 0);
+    free(escaped);
+    free(h);
+    free(script);
+    free(bad_zip);
+    free(text_zip);
+    free(d);
+    free(dwarf);
+    free(symcaches);
+    free(tmp);
+}
+
+static void metrics_count_requests(void)
+{
+    http_resp r = http_req(port, "GET", "/metrics", NULL, NULL, 0, false);
+    CHECK_EQ_INT(r.status, 200);
+    CHECK(r.body && strstr(r.body, "stacksift_http_requests_total{route=\"reports_post\",status=\"202\"} 3"));
+    CHECK(r.body && strstr(r.body, "stacksift_reports_accepted_total 3"));
+    CHECK(r.body && strstr(r.body, "stacksift_dsyms_processed_total{status=\"created\"} 4"));
+    CHECK(r.body && strstr(r.body, "stacksift_http_request_duration_seconds_bucket{route=\"dsyms_post\",le=\"+Inf\"}"));
+    CHECK(r.body && strstr(r.body, "stacksift_db_pool_size 4"));
+    CHECK(r.body && strstr(r.body, "stacksift_reports_queued 3"));
+    resp_free(&r);
+}
+
+/* SIGTERM while a request is half sent: the request still completes, then the process exits 0. */
+static void graceful_shutdown_finishes_in_flight(void)
+{
+    char *path = corpus("apple-text/eatfit-2.crash");
+    size_t len;
+    char *data = read_file(path, &len);
+    int fd = connect_port(port);
+    CHECK(fd >= 0 && data);
+    char *head = xsprintf("POST /api/v1/reports HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                          "Authorization: Bearer %s\r\nContent-Type: text/plain\r\n"
+                          "Content-Length: %zu\r\n\r\n", tok_ingest, len);
+    send_all(fd, head, strlen(head));
+    send_all(fd, data, len / 2);
+    sleep_ms(300);   /* the server has seen the headers: the request is in flight */
+    kill(server_pid, SIGTERM);
+    sleep_ms(300);
+    send_all(fd, data + len / 2, len - len / 2);
+    http_resp r = {0};
+    read_response(fd, &r);
+    close(fd);
+    CHECK_EQ_INT(r.status, 202);
+    resp_free(&r);
+    CHECK_EQ_INT(wait_exit(server_pid, 30), 0);
+    server_pid = -1;
+    /* and it no longer listens */
+    CHECK(connect_port(port) < 0);
+    free(head);
+    free(data);
+    free(path);
+}
+
+static void reports_survive_restart(void)
+{
+    server_pid = start_server(port);
+    CHECK(server_pid > 0);
+    CHECK(report_id_text != NULL);
+    if (!report_id_text)
+        return;
+    char *url = xsprintf("/api/v1/reports/%s", report_id_text);
+    char *h = auth(tok_read, NULL);
+    http_resp r = http_req(port, "GET", url, h, NULL, 0, false);
+    CHECK_EQ_INT(r.status, 200);
+    CHECK_EQ_STR(r.json ? jstr(r.json, "id") : NULL, report_id_text);
+    CHECK_EQ_STR(r.json ? jstr(r.json, "format") : NULL, "apple-text");
+    resp_free(&r);
+    free(h);
+    free(url);
+    CHECK_EQ_INT(stop_server(server_pid), 0);
+    server_pid = -1;
+}
+
+/* A private cluster that this test stops and starts again under a running server. */
+static void database_outage_gives_503_not_loss(void)
+{
+    char *pgdir = xsprintf("%s/pg", tmp_root);
+    char *pgsh = xsprintf("%s/tests/pg.sh", source_dir);
+    char *start_argv[] = {pgsh, "start", pgdir, NULL};
+    char *stop_argv[] = {pgsh, "stop", pgdir, NULL};
+    run_result pr = run(start_argv, NULL, 120);
+    CHECK_EQ_INT(pr.status, 0);
+    if (pr.status != 0) {
+        fprintf(stderr, "pg.sh start: %s\n", pr.err);
+        run_free(&pr);
+        return;
+    }
+    char *url = strdup(strtok(pr.out, "\n"));
+    run_free(&pr);
+    char *dir2 = xsprintf("%s/data2", tmp_root);
+    int port2 = free_port();
+    set_env(url, dir2, port2);
+    char *margv[] = {(char *)bin, "migrate", NULL};
+    run_result mr = run(margv, server_env(), 60);
+    CHECK_EQ_INT(mr.status, 0);
+    run_free(&mr);
+    char *tok = create_token("outage", "ingest,read");
+    CHECK(tok != NULL);
+    int saved_port = port;
+    port = port2;
+    pid_t pid = start_server(port2);
+    CHECK(pid > 0);
+
+    char *h = auth(tok ? tok : "", "Content-Type: application/json\r\n");
+    char *ips = corpus("ips/lldb-1.ips");
+    size_t len;
+    char *body = read_file(ips, &len);
+    http_resp r = http_req(port2, "POST", "/api/v1/reports", h, body, len, false);
+    CHECK_EQ_INT(r.status, 202);
+    char *id = r.json && jstr(r.json, "id") ? strdup(jstr(r.json, "id")) : NULL;
+    resp_free(&r);
+
+    pr = run(stop_argv, NULL, 60);
+    CHECK_EQ_INT(pr.status, 0);
+    run_free(&pr);
+
+    r = http_req(port2, "GET", "/readyz", NULL, NULL, 0, false);
+    CHECK_EQ_INT(r.status, 503);
+    CHECK_EQ_STR(err_code_of(&r), "store_unavailable");
+    resp_free(&r);
+    for (int i = 0; i < 3; i++) {
+        r = http_req(port2, "POST", "/api/v1/reports", h, body, len, false);
+        CHECK_EQ_INT(r.status, 503);
+        CHECK(r.headers && strstr(r.headers, "Retry-After: "));
+        resp_free(&r);
+    }
+    r = http_req(port2, "GET", "/healthz", NULL, NULL, 0, false);
+    CHECK_EQ_INT(r.status, 200);   /* the process itself is fine */
+    resp_free(&r);
+
+    pr = run(start_argv, NULL, 120);
+    CHECK_EQ_INT(pr.status, 0);
+    run_free(&pr);
+    int ready = 0;
+    for (double end = now_s() + 20; now_s() < end && !ready; sleep_ms(200)) {
+        r = http_req(port2, "GET", "/readyz", NULL, NULL, 0, false);
+        ready = r.status == 200;
+        resp_free(&r);
+    }
+    CHECK(ready);
+    r = http_req(port2, "POST", "/api/v1/reports", h, body, len, false);
+    CHECK_EQ_INT(r.status, 202);
+    resp_free(&r);
+    if (id) {
+        char *p = xsprintf("/api/v1/reports/%s", id);
+        char *hr = auth(tok ? tok : "", NULL);
+        r = http_req(port2, "GET", p, hr, NULL, 0, false);
+        CHECK_EQ_INT(r.status, 200);
+        resp_free(&r);
+        free(hr);
+        free(p);
+    }
+    CHECK_EQ_INT(stop_server(pid), 0);
+    pr = run(stop_argv, NULL, 60);
+    run_free(&pr);
+    port = saved_port;
+    free(id);
+    free(body);
+    free(ips);
+    free(h);
+    free(tok);
+    free(dir2);
+    free(url);
+    free(pgsh);
+    free(pgdir);
+}
+
+int main(void)
+{
+    const char *base_url = getenv("STACKSIFT_TEST_DATABASE_URL");
+    bin = getenv("STACKSIFT_BIN");
+    fixtures = getenv("STACKSIFT_FIXTURES");
+    source_dir = getenv("STACKSIFT_SOURCE_DIR");
+    if (!base_url || !*base_url) {
+        fprintf(stderr, "test_server: STACKSIFT_TEST_DATABASE_URL is not set: run the tests with "
+                        "tests/run.sh, which starts Postgres with tests/pg.sh and sets it\n");
+        return 1;
+    }
+    if (!bin || !fixtures || !source_dir) {
+        fprintf(stderr, "test_server: STACKSIFT_BIN, STACKSIFT_FIXTURES and STACKSIFT_SOURCE_DIR "
+                        "must be set (ctest sets them)\n");
+        return 1;
+    }
+    char *manifest = xsprintf("%s/manifest.json", fixtures);
+    if (access(manifest, R_OK) != 0) {
+        fprintf(stderr, "test_server: no fixtures at %s: tests/fixtures/build.sh builds them "
+                        "(tests/run.sh does)\n", fixtures);
+        return 1;
+    }
+    free(manifest);
+    signal(SIGPIPE, SIG_IGN);
+    char tmpl[] = "/tmp/stacksift-test-server.XXXXXX";
+    tmp_root = mkdtemp(tmpl);
+    /* The outage test's cluster runs as `postgres` when we are root: it must reach its dir. */
+    chmod(tmp_root, 0755);
+    char *dbname = xsprintf("stacksift_test_server_%d", (int)getpid());
+    db_url = create_database(base_url, dbname);
+    if (!db_url) {
+        fprintf(stderr, "test_server: cannot create a database on %s\n", base_url);
+        return 1;
+    }
+    data_dir = xsprintf("%s/data", tmp_root);
+    server_log = xsprintf("%s/server.log", tmp_root);
+    port = free_port();
+    env_report_max = "STACKSIFT_MAX_REPORT_BYTES=1M";
+    env_upload_max = "STACKSIFT_MAX_UPLOAD_BYTES=8M";
+    env_log = "STACKSIFT_LOG_LEVEL=info";
+    set_env(db_url, data_dir, port);
+
+    RUN(serve_refuses_unmigrated_schema);
+    RUN(migrate_applies_once);
+    RUN(tokens_are_created);
+    RUN(server_starts_and_is_ready);
+    if (server_pid > 0) {
+        RUN(auth_failures_are_401_and_403);
+        RUN(reports_are_accepted_and_readable);
+        RUN(malformed_reports_are_refused);
+        RUN(report_limits_are_413);
+        RUN(dsym_zip_upload_and_reupload);
+        RUN(dsym_raw_macho_upload);
+        RUN(dsym_multipart_upload);
+        RUN(dsym_queries);
+        RUN(malformed_uploads_leave_nothing);
+        RUN(metrics_count_requests);
+        RUN(graceful_shutdown_finishes_in_flight);
+        RUN(reports_survive_restart);
+    }
+    if (server_pid > 0)
+        stop_server(server_pid);
+    RUN(database_outage_gives_503_not_loss);
+
+    int failed = harness_failed;
+    if (failed) {
+        fprintf(stderr, "server log (%s):\n", server_log);
+        char *log = read_file(server_log, NULL);
+        if (log) {
+            size_t n = strlen(log);
+            fputs(n > 8000 ? log + n - 8000 : log, stderr);
+        }
+        free(log);
+    } else if (!getenv("STACKSIFT_TEST_KEEP")) {
+        char *argv[] = {"/bin/rm", "-rf", tmp_root, NULL};
+        run_result r = run(argv, NULL, 60);
+        run_free(&r);
+    }
+    return harness_done();
+}
