@@ -6,6 +6,7 @@
  * second private cluster with tests/pg.sh, because it stops Postgres.
  */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -704,6 +705,33 @@ static void report_limits_are_413(void)
     free(body);
 }
 
+/* UUID of fixture `name`'s `arch` slice, from STACKSIFT_FIXTURES/manifest.json (UUIDs change
+ * with the fixture sources, so none is written here). Static storage; "" if not found. */
+static const char *fixture_uuid(const char *name, const char *arch)
+{
+    static char out[4][37];
+    static int next;
+    char *path = xsprintf("%s/manifest.json", fixtures);
+    json_t *m = json_load_file(path, 0, NULL);
+    char *slot = out[next++ % 4];
+    slot[0] = '\0';
+    json_t *list = json_object_get(m, "fixtures");
+    for (size_t i = 0; i < json_array_size(list); i++) {
+        json_t *f = json_array_get(list, i);
+        if (!jstr(f, "name") || strcmp(jstr(f, "name"), name) != 0)
+            continue;
+        json_t *slices = json_object_get(f, "slices");
+        for (size_t j = 0; j < json_array_size(slices); j++) {
+            json_t *sl = json_array_get(slices, j);
+            if (jstr(sl, "arch") && strcmp(jstr(sl, "arch"), arch) == 0 && jstr(sl, "uuid"))
+                snprintf(slot, 37, "%s", jstr(sl, "uuid"));
+        }
+    }
+    json_decref(m);
+    free(path);
+    return slot;
+}
+
 static json_t *files_of(const http_resp *r)
 {
     return r->json ? json_object_get(r->json, "files") : NULL;
@@ -723,7 +751,7 @@ static void dsym_zip_upload_and_reupload(void)
         CHECK_EQ_STR(jstr(f, "arch"), "arm64");
         if (jstr(f, "name") && strcmp(jstr(f, "name"), "FixtureApp") == 0) {
             app++;
-            CHECK_EQ_STR(jstr(f, "uuid"), "4C4C4463-5555-3144-A17A-B29B2F88553E");
+            CHECK_EQ_STR(jstr(f, "uuid"), fixture_uuid("arm64-O2", "arm64"));
         }
         if (jstr(f, "name") && strcmp(jstr(f, "name"), "FixtureKit") == 0)
             kit++;
@@ -734,7 +762,7 @@ static void dsym_zip_upload_and_reupload(void)
     CHECK_EQ_INT(kit, 1);
     resp_free(&r);
 
-    char *symc = xsprintf("%s/symcaches/4C4C4463-5555-3144-A17A-B29B2F88553E.symc", data_dir);
+    char *symc = xsprintf("%s/symcaches/%s.symc", data_dir, fixture_uuid("arm64-O2", "arm64"));
     struct stat st;
     CHECK(stat(symc, &st) == 0 && st.st_size > 0);
     free(symc);
@@ -757,7 +785,7 @@ static void dsym_raw_macho_upload(void)
                             "Content-Type: application/octet-stream\r\n", dwarf);
     CHECK_EQ_INT(r.status, 201);
     json_t *f = json_array_get(files_of(&r), 0);
-    CHECK_EQ_STR(f ? jstr(f, "uuid") : NULL, "4C4C4435-5555-3144-A1EB-0D7DA9E35204");
+    CHECK_EQ_STR(f ? jstr(f, "uuid") : NULL, fixture_uuid("arm64-O0", "arm64"));
     CHECK_EQ_STR(f ? jstr(f, "name") : NULL, "FixtureApp");
     CHECK_EQ_STR(f ? jstr(f, "status") : NULL, "created");
     CHECK(f && json_is_true(json_object_get(f, "has_dwarf")));
@@ -834,15 +862,23 @@ static void dsym_queries(void)
     r = http_req(port, "GET", "/api/v1/dsyms?uuid=4c4c4435-nope", h, NULL, 0, false);
     CHECK_EQ_INT(r.status, 400);   /* not a UUID */
     resp_free(&r);
-    r = http_req(port, "GET", "/api/v1/dsyms?uuid=4c4c4435-5555-3144-a1eb-0d7da9e35204", h, NULL, 0, false);
+    char *lower = strdup(fixture_uuid("arm64-O0", "arm64"));
+    for (char *p = lower; *p; p++)
+        *p = (char)tolower((unsigned char)*p);
+    char *q = xsprintf("/api/v1/dsyms?uuid=%s", lower);
+    r = http_req(port, "GET", q, h, NULL, 0, false);
+    free(q);
+    free(lower);
     json_t *list = r.json ? json_object_get(r.json, "dsyms") : NULL;
     CHECK_EQ_INT(json_array_size(list), 1);
     resp_free(&r);
-    r = http_req(port, "GET", "/api/v1/dsyms/4C4C4487-5555-3144-A1D2-DE5BFD55F8D2", h, NULL, 0, false);
+    char *kit = xsprintf("/api/v1/dsyms/%s", fixture_uuid("kit", "arm64"));
+    r = http_req(port, "GET", kit, h, NULL, 0, false);
+    free(kit);
     CHECK_EQ_INT(r.status, 200);
     CHECK_EQ_STR(r.json ? jstr(r.json, "name") : NULL, "FixtureKit");
     resp_free(&r);
-    r = http_req(port, "GET", "/api/v1/dsyms/4C4C4487-0000-3144-A1D2-DE5BFD55F8D2", h, NULL, 0, false);
+    r = http_req(port, "GET", "/api/v1/dsyms/00000000-0000-3144-A1D2-DE5BFD55F8D2", h, NULL, 0, false);
     CHECK_EQ_INT(r.status, 404);
     resp_free(&r);
     r = http_req(port, "GET", "/api/v1/dsyms/zzz", h, NULL, 0, false);
