@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int harness_passed, harness_failed, harness_current_failed;
+__attribute__((unused)) static int harness_passed, harness_failed, harness_current_failed;
 
 #define CHECK(cond)                                                                  \
     do {                                                                             \
