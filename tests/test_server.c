@@ -1200,5 +1200,8 @@ int main(void)
         run_result r = run(argv, NULL, 60);
         run_free(&r);
     }
+    free(tok_ingest), free(tok_upload), free(tok_read), free(tok_admin);
+    free(report_id_text), free(db_url), free(dbname), free(data_dir), free(server_log);
+    free(env_db), free(env_data), free(env_listen);
     return harness_done();
 }
