@@ -5,5 +5,5 @@ if(TARGET stacksift AND TARGET symbolicate)
   target_link_libraries(stacksift PRIVATE symbolicate)
 endif()
 
-stacksift_unit_test(test_crashreport SOURCES test_crashreport.c LIBS crashreport)
+stacksift_unit_test(test_crashreport SOURCES test_crashreport.c LIBS crashreport PkgConfig::JANSSON)
 set_tests_properties(test_crashreport PROPERTIES TIMEOUT 300)

@@ -1,3 +1,1014 @@
-#include "harness.h"
+/*
+ * test_crashreport - the report parsers and renderers (common/crashreport).
+ *
+ * - Every file of ../shared/corpus/reports/ is listed in CORPUS below: it either parses, with
+ *   format, thread/frame/image/LEB counts and the crashed thread asserted (counts cross-checked
+ *   against an independent count of the files, samples checked by hand in the tests after), or
+ *   is rejected with the asserted error code and message. A corpus file missing from the
+ *   table fails the test.
+ * - Golden files: tests/golden/crashreport/<case>.<ext> -> <case>.expected.json (the model,
+ *   pretty-printed); UPDATE_GOLDEN=1 rewrites them (review the diff).
+ * - Malformed input: truncation at many offsets, garbage bytes, a 100 MB line, JSON nested
+ *   100,000 deep, invalid UTF-8, NUL bytes, absurd addresses, tiny arena budgets: each must
+ *   give a report or a clean error, never a crash or a hang.
+ */
+#include <dirent.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/arena.h"
+#include "base/buf.h"
+#include "base/bytes.h"
 #include "crashreport/crashreport.h"
-int main(void) { return harness_done(); }
+#include "harness.h"
+
+static char corpus_dir[4096], golden_dir[4096];
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+typedef struct {
+    char *data;
+    size_t len;
+} file_data;
+
+static bool read_file(file_data *out, const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return false;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    out->data = malloc((size_t)n + 1);
+    out->len = fread(out->data, 1, (size_t)n, f);
+    out->data[out->len] = '\0';
+    fclose(f);
+    return out->len == (size_t)n;
+}
+
+static size_t total_frames(const crashreport *r)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < r->nthreads; i++)
+        n += r->threads[i].nframes;
+    return n;
+}
+
+static const crashreport_thread *crashed_thread(const crashreport *r)
+{
+    for (size_t i = 0; i < r->nthreads; i++)
+        if (r->threads[i].crashed)
+            return &r->threads[i];
+    return NULL;
+}
+
+/* Parse s; the arena comes back through *a (free it). */
+static err_code parse_str(crashreport **r, arena **a, const char *s, size_t n, err_info *err)
+{
+    *a = arena_new(0);
+    err_clear(err);
+    return crashreport_parse(r, s, n, *a, err);
+}
+
+/* The model renders as valid JSON whose top level has the documented keys. */
+static void check_json_shape(const crashreport *r, const char *what)
+{
+    buf o;
+    buf_init(&o);
+    crashreport_render_json(&o, r);
+    json_error_t e;
+    json_t *j = json_loadb((const char *)o.data, o.len, 0, &e);
+    if (j == NULL)
+        fprintf(stderr, "%s: rendered JSON does not parse: %s\n", what, e.text);
+    CHECK(j != NULL);
+    if (j != NULL) {
+        static const char *const KEYS[] = {"format", "kind", "metadata", "threads",
+                                           "last_exception_backtrace", "images", "errors"};
+        for (size_t i = 0; i < sizeof KEYS / sizeof KEYS[0]; i++)
+            CHECK(json_object_get(j, KEYS[i]) != NULL);
+        CHECK_EQ_INT(json_array_size(json_object_get(j, "threads")), r->nthreads);
+        CHECK_EQ_INT(json_array_size(json_object_get(j, "images")), r->nimages);
+        json_decref(j);
+    }
+    buf_reset(&o);
+}
+
+/* ---- the corpus ------------------------------------------------------------------------- */
+
+typedef struct {
+    const char *file;
+    const char *format;  /* NULL: rejected */
+    int threads, frames, images, leb; /* leb -1: no Last Exception Backtrace */
+    int crashed;         /* crashed thread number, -1 none */
+    int errors;          /* non-fatal parse errors listed */
+    err_code code;       /* rejected: the error code */
+    const char *message; /* rejected: the whole message */
+} corpus_row;
+
+#define OK(f, fmt, t, fr, im, leb, cr, e) {f, fmt, t, fr, im, leb, cr, e, ERR_OK, NULL}
+#define REJ(f, code, msg) {f, NULL, 0, 0, 0, 0, 0, 0, code, msg}
+
+static const corpus_row CORPUS[] = {
+    OK("apple-text/acrp-spaces-1.crash", "apple-text", 1, 17, 17, -1, -1, 0),
+    REJ("apple-text/acrp-xcode16-1.crash", ERR_INVALID, "apple crash report has no stack frames"),
+    OK("apple-text/crabyface-1.crash", "apple-text", 12, 43, 20, 120, 0, 0),
+    OK("apple-text/eatfit-1.crash", "apple-text", 12, 79, 16, 15, 5, 0),
+    OK("apple-text/eatfit-2.crash", "apple-text", 14, 81, 16, 15, 3, 0),
+    OK("apple-text/eatfit-3.crash", "apple-text", 18, 85, 16, 15, 10, 0),
+    OK("apple-text/fuzzmanager-1.crash", "apple-text", 3, 26, 137, -1, 0, 0),
+    OK("apple-text/fuzzmanager-2.crash", "apple-text", 2, 16, 0, -1, 0, 1),
+    OK("apple-text/ips2crashlog-2.crash", "apple-text", 27, 331, 36, -1, 13, 0),
+    OK("apple-text/issue-onionbrowser-excerpt-1.crash", "apple-text", 1, 1, 0, -1, 0, 1),
+    OK("apple-text/kscrash-example-1.crash", "apple-text", 8, 44, 123, -1, 0, 0),
+    OK("apple-text/kscrash-example-10.crash", "apple-text", 7, 37, 123, -1, 0, 0),
+    OK("apple-text/kscrash-example-2.crash", "apple-text", 8, 37, 123, -1, 0, 0),
+    OK("apple-text/kscrash-example-3.crash", "apple-text", 7, 58, 123, -1, 0, 0),
+    OK("apple-text/kscrash-example-4.crash", "apple-text", 8, 44, 123, -1, 0, 0),
+    OK("apple-text/kscrash-example-5.crash", "apple-text", 8, 37, 123, -1, 0, 1),
+    OK("apple-text/kscrash-example-6.crash", "apple-text", 7, 32, 123, -1, 0, 0),
+    OK("apple-text/kscrash-example-7.crash", "apple-text", 8, 48, 123, -1, 0, 0),
+    OK("apple-text/kscrash-example-8.crash", "apple-text", 7, 70, 123, -1, 0, 0),
+    OK("apple-text/kscrash-example-9.crash", "apple-text", 7, 31, 123, -1, 0, 0),
+    OK("apple-text/macsym-1.crash", "apple-text", 7, 65, 444, -1, 0, 0),
+    OK("apple-text/macsym-3.crash", "apple-text", 1, 4, 4, -1, 0, 0),
+    OK("apple-text/macsym-4.crash", "apple-text", 8, 129, 17, -1, 0, 0),
+    OK("apple-text/mobiledev-1.crash", "apple-text", 3, 45, 11, -1, 0, 0),
+    OK("apple-text/pycrashreport-1.ips", "apple-text", 9, 39, 371, -1, 7, 0),
+    OK("apple-text/xlsn0w-1.ips", "apple-text", 31, 254, 369, -1, 0, 0),
+    OK("apple-text/xlsn0w-2.crash", "apple-text", 1, 27, 0, -1, 0, 1),
+    OK("ips/ips2crashlog-1.ips", "ips", 27, 331, 36, -1, 13, 0),
+    OK("ips/lldb-1.ips", "ips", 1, 15, 8, 7, 0, 0),
+    OK("ips/macsym-5.ips", "ips", 8, 129, 17, -1, 0, 0),
+    OK("ips/macsym-7.ips", "ips", 1, 4, 4, -1, 0, 0),
+    OK("ips/matchtalk-1.ips", "ips", 21, 117, 43, 15, 8, 0),
+    OK("ips/osaurus-1.ips", "ips", 12, 101, 44, -1, 2, 0),
+    OK("ips/pycrashreport-3.ips", "ips", 1, 4, 4, -1, 0, 0),
+    OK("ips/slack-ext-1.ips", "ips", 10, 52, 18, -1, 0, 0),
+    OK("kscrash-json/bugsnag-1.json", "kscrash", 20, 59, 377, -1, 0, 0),
+    OK("kscrash-json/bugsnag-2.json", "kscrash", 1, 24, 1, -1, 0, 0),
+    OK("kscrash-json/bugsnag-3.json", "kscrash", 9, 52, 149, -1, 0, 0),
+    OK("kscrash-json/kscrash-example-1.json", "kscrash", 8, 44, 123, -1, 0, 0),
+    OK("kscrash-json/kscrash-example-10.json", "kscrash", 7, 37, 123, -1, 0, 0),
+    OK("kscrash-json/kscrash-example-2.json", "kscrash", 8, 37, 123, -1, 0, 0),
+    OK("kscrash-json/kscrash-example-3.json", "kscrash", 7, 58, 123, -1, 0, 0),
+    OK("kscrash-json/kscrash-example-4.json", "kscrash", 8, 44, 123, -1, 0, 0),
+    OK("kscrash-json/kscrash-example-5.json", "kscrash", 8, 37, 123, -1, 0, 1),
+    OK("kscrash-json/kscrash-example-6.json", "kscrash", 7, 32, 123, -1, 0, 0),
+    OK("kscrash-json/kscrash-example-7.json", "kscrash", 8, 48, 123, -1, 0, 0),
+    OK("kscrash-json/kscrash-example-8.json", "kscrash", 7, 70, 123, -1, 0, 0),
+    OK("kscrash-json/kscrash-example-9.json", "kscrash", 7, 31, 123, -1, 0, 0),
+    REJ("kscrash-json/kscrash-test-1.json", ERR_INVALID, "KSCrash report has no stack frames"),
+    REJ("kscrash-json/kscrash-test-2.json", ERR_INVALID,
+        "report is not valid JSON: string or '}' expected near '}' at line 2565 column 9"),
+    OK("kscrash-json/kscrash-test-3.json", "kscrash", 6, 50, 220, -1, 0, 0),
+    OK("kscrash-json/sentrycocoa-1.json", "kscrash", 12, 68, 385, -1, 0, 0),
+    OK("kscrash-json/sentrycocoa-2.json", "kscrash", 13, 59, 399, -1, 0, 0),
+    OK("kscrash-json/sentrycocoa-3.json", "kscrash", 12, 68, 491, -1, 0, 0),
+    OK("kscrash-json/sentrycocoa-4.json", "kscrash", 11, 66, 250, -1, 0, 0),
+    REJ("kscrash-json/sentrycocoa-5.json", ERR_INVALID, "KSCrash report has no stack frames"),
+    REJ("kscrash-json/sentrycocoa-6.json", ERR_INVALID, "KSCrash report has no stack frames"),
+    OK("kscrash-json/sentrycocoa-7.json", "kscrash", 1, 1, 0, -1, 3, 1),
+    OK("kscrash-json/sentrycocoa-8.json", "kscrash", 9, 60, 320, -1, 0, 0),
+    OK("kscrash-json/sentrycocoa-9.json", "kscrash", 13, 121, 254, -1, 5, 0),
+    REJ("other/bugsnag-event-1.json", ERR_UNSUPPORTED,
+        "Bugsnag event JSON is not a supported report format (send the raw crash report "
+        "instead)"),
+    REJ("other/pycrashreport-panic-1.ips", ERR_UNSUPPORTED,
+        "kernel panic report (bug_type 151) is not an app crash report"),
+    REJ("other/sentrycocoa-metrickit-1.json", ERR_UNSUPPORTED,
+        "MetricKit call-stack tree JSON is not a supported report format"),
+    REJ("other/symbolic-crashprobe-1.json", ERR_UNSUPPORTED,
+        "Sentry event JSON is not a supported report format (send the raw crash report "
+        "instead)"),
+    REJ("other/symbolic-crashprobe-2.json", ERR_UNSUPPORTED,
+        "Sentry event JSON is not a supported report format (send the raw crash report "
+        "instead)"),
+    REJ("other/symbolic-crashprobe-3.json", ERR_UNSUPPORTED,
+        "Sentry event JSON is not a supported report format (send the raw crash report "
+        "instead)"),
+    REJ("other/symbolic-crashprobe-4.json", ERR_UNSUPPORTED,
+        "Sentry event JSON is not a supported report format (send the raw crash report "
+        "instead)"),
+    OK("plcrash-text/acrp-bruno-1.txt", "apple-text", 55, 452, 272, -1, 5, 0),
+    OK("plcrash-text/acrp-handcrafted-1.txt", "apple-text", 2, 17, 5, -1, 5, 0),
+    OK("plcrash-text/acrp-xcdyoutubekit-1.txt", "apple-text", 18, 113, 244, -1, 0, 0),
+};
+
+static const corpus_row *corpus_find(const char *rel)
+{
+    for (size_t i = 0; i < sizeof CORPUS / sizeof CORPUS[0]; i++)
+        if (strcmp(CORPUS[i].file, rel) == 0)
+            return &CORPUS[i];
+    return NULL;
+}
+
+/* Parse one corpus file; *a gets the arena (caller frees). */
+static crashreport *corpus_parse(const char *rel, arena **a, err_info *err, file_data *fd)
+{
+    char path[8192];
+    snprintf(path, sizeof path, "%s/%s", corpus_dir, rel);
+    file_data local;
+    file_data *d = fd ? fd : &local;
+    if (!read_file(d, path)) {
+        fprintf(stderr, "cannot read %s\n", path);
+        *a = NULL;
+        return NULL;
+    }
+    crashreport *r = NULL;
+    parse_str(&r, a, d->data, d->len, err);
+    if (fd == NULL)
+        free(local.data);
+    return r;
+}
+
+static void check_corpus_file(const char *rel, const corpus_row *row, size_t *parsed,
+                              size_t *rejected)
+{
+    arena *a;
+    err_info err;
+    file_data fd;
+    crashreport *r = corpus_parse(rel, &a, &err, &fd);
+    if (row->format == NULL) {
+        if (r != NULL)
+            fprintf(stderr, "%s: parsed, expected rejection\n", rel);
+        CHECK(r == NULL);
+        CHECK_EQ_STR(err_name(err.code), err_name(row->code));
+        CHECK_EQ_STR(err.msg, row->message);
+        (*rejected)++;
+    } else if (r == NULL) {
+        fprintf(stderr, "%s: rejected: %s\n", rel, err.msg);
+        CHECK(r != NULL);
+    } else {
+        (*parsed)++;
+        if (strcmp(crashreport_format_name(r->format), row->format) != 0 ||
+            (int)r->nthreads != row->threads || (int)total_frames(r) != row->frames ||
+            (int)r->nimages != row->images || (r->has_leb ? (int)r->nleb : -1) != row->leb ||
+            r->meta.crashed_thread != row->crashed || (int)r->nerrors != row->errors)
+            fprintf(stderr, "%s: got %s %zu threads %zu frames %zu images leb %d crashed %d "
+                            "errors %zu\n",
+                    rel, crashreport_format_name(r->format), r->nthreads, total_frames(r),
+                    r->nimages, r->has_leb ? (int)r->nleb : -1, r->meta.crashed_thread,
+                    r->nerrors);
+        CHECK_EQ_STR(crashreport_format_name(r->format), row->format);
+        CHECK_EQ_INT(r->nthreads, row->threads);
+        CHECK_EQ_INT(total_frames(r), row->frames);
+        CHECK_EQ_INT(r->nimages, row->images);
+        CHECK_EQ_INT(r->has_leb ? (int)r->nleb : -1, row->leb);
+        CHECK_EQ_INT(r->meta.crashed_thread, row->crashed);
+        CHECK_EQ_INT(r->nerrors, row->errors);
+        /* exactly one thread is marked crashed when the report names one */
+        size_t ncrashed = 0;
+        for (size_t i = 0; i < r->nthreads; i++)
+            ncrashed += r->threads[i].crashed;
+        CHECK_EQ_INT(ncrashed, row->crashed >= 0 ? 1 : 0);
+        check_json_shape(r, rel);
+        /* unsymbolicated apple-text renders back byte for byte */
+        if (r->format == CRASHREPORT_FORMAT_APPLE_TEXT) {
+            buf o;
+            buf_init(&o);
+            crashreport_render_text(&o, r);
+            size_t skip = fd.len >= 3 && memcmp(fd.data, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
+            CHECK_EQ_INT(o.len, fd.len - skip);
+            CHECK(o.len == fd.len - skip && memcmp(o.data, fd.data + skip, o.len) == 0);
+            buf_reset(&o);
+        } else {
+            buf o;
+            buf_init(&o);
+            crashreport_render_text(&o, r);
+            CHECK(o.len > 0 && strstr((const char *)o.data, "Binary Images:\n") != NULL);
+            buf_reset(&o);
+        }
+    }
+    free(fd.data);
+    arena_free(a);
+}
+
+static void corpus_every_file_parses_or_is_rejected(void)
+{
+    static const char *const DIRS[] = {"apple-text", "ips", "kscrash-json", "plcrash-text",
+                                       "other"};
+    size_t seen = 0, parsed = 0, rejected = 0;
+    for (size_t d = 0; d < sizeof DIRS / sizeof DIRS[0]; d++) {
+        char dir[8192];
+        snprintf(dir, sizeof dir, "%s/%s", corpus_dir, DIRS[d]);
+        DIR *dh = opendir(dir);
+        CHECK(dh != NULL);
+        if (dh == NULL)
+            continue;
+        struct dirent *e;
+        while ((e = readdir(dh)) != NULL) {
+            if (e->d_name[0] == '.')
+                continue;
+            char rel[600];
+            snprintf(rel, sizeof rel, "%s/%s", DIRS[d], e->d_name);
+            const corpus_row *row = corpus_find(rel);
+            if (row == NULL)
+                fprintf(stderr, "corpus file %s is not in the CORPUS table\n", rel);
+            CHECK(row != NULL);
+            if (row != NULL)
+                check_corpus_file(rel, row, &parsed, &rejected);
+            seen++;
+        }
+        closedir(dh);
+    }
+    CHECK_EQ_INT(seen, sizeof CORPUS / sizeof CORPUS[0]);
+    fprintf(stderr, "corpus: %zu files, %zu parsed, %zu rejected\n", seen, parsed, rejected);
+}
+
+/* ---- samples checked by hand ------------------------------------------------------------- */
+
+static void eatfit_by_hand(void)
+{
+    arena *a;
+    err_info err;
+    crashreport *r = corpus_parse("apple-text/eatfit-1.crash", &a, &err, NULL);
+    CHECK(r != NULL);
+    if (r == NULL)
+        return;
+    const crashreport_metadata *m = &r->meta;
+    CHECK_EQ_STR(m->incident_id, "C4F96507-F369-43E3-B19D-28881BF8E4D2");
+    CHECK_EQ_STR(m->process, "EatFitByMax");
+    CHECK_EQ_STR(m->bundle_id, "com.eatfitbymax.app");
+    CHECK_EQ_STR(m->app_version, "1.0.0");
+    CHECK_EQ_STR(m->build, "12");
+    CHECK_EQ_STR(m->arch, "arm64");
+    CHECK_EQ_STR(m->os_version, "iPhone OS 18.5 (22F76)");
+    CHECK_EQ_STR(m->hardware_model, "iPhone14,5");
+    CHECK_EQ_STR(m->date, "2025-07-19 17:26:12.2595 +0200");
+    CHECK_EQ_STR(m->exception_type, "EXC_CRASH");
+    CHECK_EQ_STR(m->signal, "SIGABRT");
+    CHECK_EQ_STR(m->exception_codes, "0x0000000000000000, 0x0000000000000000");
+    CHECK_EQ_STR(m->termination_reason, "SIGNAL 6 Abort trap: 6");
+    CHECK_EQ_STR(m->app_specific_info, "abort() called");
+    CHECK_EQ_INT(r->kind, CRASHREPORT_KIND_CRASH);
+    /* Last Exception Backtrace, frame 1 and 3 */
+    CHECK_EQ_STR(r->leb[1].image_name, "libobjc.A.dylib");
+    CHECK_EQ_U64(r->leb[1].addr, 0x19e48dabc);
+    CHECK_EQ_STR(r->leb[1].symbol, "objc_exception_throw");
+    CHECK_EQ_U64(r->leb[1].symbol_offset, 87);
+    CHECK(r->leb[3].symbol == NULL);
+    CHECK_EQ_STR(r->leb[3].raw, "0x100970000 + 311840");
+    CHECK_EQ_INT(r->leb[3].image, 0);
+    /* crashed thread 5 on its queue */
+    const crashreport_thread *t = crashed_thread(r);
+    CHECK(t != NULL && t->index == 5);
+    if (t != NULL) {
+        CHECK_EQ_STR(t->queue, "expo.controller.errorRecoveryQueue");
+        CHECK_EQ_INT(t->nframes, 23);
+        CHECK_EQ_STR(t->frames[4].symbol, "demangling_terminate_handler()");
+        CHECK_EQ_U64(t->frames[4].symbol_offset, 343);
+        CHECK_EQ_U64(t->frames[11].addr, 0x1009bc220);
+        CHECK_EQ_STR(t->frames[11].image_name, "EatFitByMax");
+    }
+    CHECK_EQ_STR(r->threads[8].name, "com.apple.uikit.eventfetch-thread");
+    /* images: the app, the "???" placeholder, a system library */
+    CHECK_EQ_STR(r->images[0].name, "EatFitByMax");
+    CHECK_EQ_STR(r->images[0].arch, "arm64");
+    CHECK_EQ_STR(r->images[0].uuid, "7249D370-EEFB-3DA1-9008-1B8AF09D2987");
+    CHECK_EQ_U64(r->images[0].load_addr, 0x100970000);
+    CHECK_EQ_U64(r->images[0].end_addr, 0x101a23fff);
+    CHECK_EQ_STR(r->images[8].name, "???");
+    CHECK_EQ_STR(r->images[8].uuid, "");
+    CHECK_EQ_STR(r->images[3].arch, "arm64e");
+    CHECK_EQ_STR(r->images[3].path, "/usr/lib/system/libsystem_kernel.dylib");
+    CHECK_EQ_INT(crashreport_image_at(r, 0x1f21021dc), 3);
+    CHECK_EQ_INT(crashreport_image_at(r, 0x5), -1);
+    arena_free(a);
+}
+
+static void text_variants_by_hand(void)
+{
+    arena *a;
+    err_info err;
+    /* KSCrash text: "0xADDR 0xBASE + off (symbol + off)", "+" user image */
+    crashreport *r = corpus_parse("apple-text/kscrash-example-1.crash", &a, &err, NULL);
+    CHECK(r != NULL);
+    if (r != NULL) {
+        const crashreport_frame *f = &r->threads[0].frames[2];
+        CHECK_EQ_STR(f->image_name, "Crash-Tester");
+        CHECK_EQ_U64(f->addr, 0x668a8);
+        CHECK_EQ_STR(f->symbol, "-[Crasher doAbort]");
+        CHECK_EQ_U64(f->symbol_offset, 8);
+        CHECK_EQ_STR(r->threads[0].queue, "apple.main-thread");
+        CHECK(r->images[0].user);
+        CHECK_EQ_STR(r->images[0].arch, "armv7");
+        CHECK_EQ_STR(r->meta.arch, "armv7");
+        /* "<(null)>" UUID of a jailbreak tweak: image kept, UUID unknown */
+        bool tweak = false;
+        for (size_t i = 0; i < r->nimages; i++)
+            if (r->images[i].name && strcmp(r->images[i].name, "WinterBoard.dylib") == 0)
+                tweak = r->images[i].uuid[0] == '\0' && strcmp(r->images[i].arch, "arm") == 0;
+        CHECK(tweak);
+    }
+    arena_free(a);
+    /* macOS 26 translated report: bundle ids as image names, frames found by address,
+     * "???" frames, Swift file:line, stop at "Full Report" */
+    r = corpus_parse("apple-text/crabyface-1.crash", &a, &err, NULL);
+    CHECK(r != NULL);
+    if (r != NULL) {
+        const crashreport_frame *f = &r->leb[4];
+        CHECK_EQ_STR(f->symbol, "LocationService.setupLocationManager()");
+        CHECK_EQ_U64(f->symbol_offset, 328);
+        CHECK_EQ_STR(f->file, "LocationService.swift");
+        CHECK_EQ_INT(f->line, 40);
+        CHECK_EQ_STR(r->images[f->image].name, "JubileeMobileBay.debug.dylib");
+        CHECK_EQ_STR(r->leb[9].image_name, "SwiftUI");
+        CHECK_EQ_STR(r->images[r->leb[9].image].name, "com.apple.SwiftUI");
+        CHECK_EQ_STR(r->images[r->leb[9].image].version, "6.5.4");
+        CHECK_EQ_INT(r->leb[118].image, -1); /* "118 ??? 0x1024213d4 ???" */
+        CHECK(r->leb[118].symbol == NULL && r->leb[118].image_name == NULL);
+        CHECK_EQ_STR(r->meta.termination_reason, "Namespace SIGNAL, Code 6, Abort trap: 6");
+        CHECK_EQ_STR(r->threads[5].name, "com.apple.uikit.eventfetch-thread");
+    }
+    arena_free(a);
+    /* names with spaces on both the frame and the image line */
+    r = corpus_parse("apple-text/acrp-spaces-1.crash", &a, &err, NULL);
+    CHECK(r != NULL);
+    if (r != NULL) {
+        CHECK_EQ_STR(r->threads[0].frames[0].image_name, "App Namespace");
+        CHECK_EQ_STR(r->images[0].name, "App Namespace");
+        CHECK_EQ_INT(r->threads[0].frames[0].image, 0);
+        CHECK_EQ_STR(r->images[0].uuid, "DEBEFF4E-2653-4F38-E59B-C9DE7B8DAADE");
+    }
+    arena_free(a);
+    /* "[inlined]" frame lines and a symbol broken over two lines fold into one frame */
+    r = corpus_parse("apple-text/ips2crashlog-2.crash", &a, &err, NULL);
+    CHECK(r != NULL);
+    if (r != NULL) {
+        const crashreport_thread *t = crashed_thread(r);
+        CHECK(t != NULL && t->index == 13 && t->nframes == 31);
+        if (t != NULL && t->nframes > 1) {
+            CHECK_EQ_INT(t->frames[0].ngiven_inlines, 1);
+            CHECK(t->frames[0].given_inlines != NULL &&
+                  strstr(t->frames[0].given_inlines[0].function, "assertion __n < size()"));
+            CHECK_EQ_STR(t->frames[0].file, "vector");
+            CHECK_EQ_INT(t->frames[0].line, 1393);
+            CHECK_EQ_INT(t->frames[1].index, 2);
+        }
+    }
+    arena_free(a);
+    /* PLCrashReporter text: "Thread 1 Crashed: Name", "main (main.m:16)" */
+    r = corpus_parse("plcrash-text/acrp-handcrafted-1.txt", &a, &err, NULL);
+    CHECK(r != NULL);
+    if (r != NULL) {
+        CHECK_EQ_STR(r->threads[1].name, "Test Thread Name");
+        CHECK(r->threads[1].crashed);
+        const crashreport_frame *f = &r->threads[0].frames[13];
+        CHECK_EQ_STR(f->symbol, "main");
+        CHECK(!f->has_symbol_offset);
+        CHECK_EQ_STR(f->file, "main.m");
+        CHECK_EQ_INT(f->line, 16);
+        CHECK_EQ_STR(r->meta.exception_type, "SIGSEGV");
+        CHECK_EQ_STR(r->meta.app_specific_info,
+                     "objc_msgSend() selector name: respondsToSelector:\n  more information here");
+    }
+    arena_free(a);
+    /* iOS 14 .ips: JSON header + text body */
+    r = corpus_parse("apple-text/pycrashreport-1.ips", &a, &err, NULL);
+    CHECK(r != NULL);
+    if (r != NULL) {
+        CHECK_EQ_STR(crashreport_format_name(r->format), "apple-text");
+        CHECK_EQ_STR(r->meta.process, "itunescloudd");
+        CHECK_EQ_STR(r->meta.arch, "arm64"); /* Code Type: ARM-64 */
+        CHECK_EQ_STR(r->images[0].arch, "arm64e");
+    }
+    arena_free(a);
+    /* two reports in one file (KSCrash "recrash"): the first is parsed, the rest noted */
+    r = corpus_parse("apple-text/kscrash-example-5.crash", &a, &err, NULL);
+    CHECK(r != NULL);
+    if (r != NULL) {
+        CHECK(strstr(r->errors[0], "a second report follows the Binary Images") != NULL);
+        CHECK_EQ_STR(r->meta.exception_type, "EXC_BAD_ACCESS");
+        CHECK_EQ_STR(r->meta.signal, "SIGSEGV");
+    }
+    arena_free(a);
+}
+
+static void json_formats_by_hand(void)
+{
+    arena *a;
+    err_info err;
+    /* .ips: addresses from usedImages[imageIndex].base + imageOffset, inline frames fold */
+    crashreport *r = corpus_parse("ips/osaurus-1.ips", &a, &err, NULL);
+    CHECK(r != NULL);
+    if (r != NULL) {
+        const crashreport_thread *t = crashed_thread(r);
+        CHECK(t != NULL && t->index == 2);
+        if (t != NULL) {
+            const crashreport_frame *f = &t->frames[1];
+            CHECK_EQ_U64(f->addr, 4366024704ull + 27706484ull); /* usedImages[0].base + imageOffset */
+            CHECK_EQ_INT(f->ngiven_inlines, 1);
+            CHECK_EQ_STR(f->file, "custom_kernel.cpp");
+            CHECK_EQ_INT(f->line, 367);
+            CHECK_EQ_INT(f->given_inlines[0].line, 1393);
+            CHECK(f->given_inlines[0].inlined);
+        }
+        CHECK_EQ_STR(r->meta.exception_subtype, "KERN_INVALID_ADDRESS at 0x0000000000000008");
+        CHECK_EQ_STR(r->meta.os_version, "macOS 26.3 (25D125)");
+        CHECK_EQ_STR(r->meta.hardware_model, "Mac16,5");
+        CHECK_EQ_STR(r->meta.bundle_id, "com.dinoki.osaurus");
+        CHECK_EQ_STR(r->images[0].uuid, "2F5CCAC7-CF4F-3F87-8689-7C673E90E595");
+    }
+    arena_free(a);
+    r = corpus_parse("ips/lldb-1.ips", &a, &err, NULL);
+    CHECK(r != NULL);
+    if (r != NULL) {
+        CHECK_EQ_STR(r->leb[0].symbol, "__exceptionPreprocess");
+        CHECK_EQ_U64(r->leb[0].symbol_offset, 164);
+        CHECK_EQ_STR(r->leb[0].image_name, "CoreFoundation");
+        CHECK(strstr(r->meta.app_specific_info, "NSRangeException") != NULL);
+    }
+    arena_free(a);
+    /* ips with integers beyond int64 in threadState (jansson needs INT_AS_REAL) */
+    r = corpus_parse("ips/matchtalk-1.ips", &a, &err, NULL);
+    CHECK(r != NULL);
+    if (r != NULL) {
+        CHECK_EQ_STR(r->meta.app_version, "1.1.3");
+        CHECK_EQ_STR(r->meta.build, "30");
+        CHECK(r->leb[3].symbol == NULL && r->leb[3].image == 0);
+    }
+    arena_free(a);
+    /* KSCrash JSON: object_name, symbol offset = instruction_addr - symbol_addr */
+    r = corpus_parse("kscrash-json/kscrash-example-1.json", &a, &err, NULL);
+    CHECK(r != NULL);
+    if (r != NULL) {
+        const crashreport_frame *f = &r->threads[0].frames[2];
+        CHECK_EQ_STR(f->symbol, "-[Crasher doAbort]");
+        CHECK_EQ_U64(f->addr, 420008);
+        CHECK_EQ_U64(f->symbol_offset, 8);
+        CHECK_EQ_STR(f->image_name, "Crash-Tester");
+        CHECK_EQ_STR(r->images[f->image].uuid, "5425B875-D142-3832-BE8C-3B7DD8130813");
+        CHECK_EQ_STR(r->images[0].arch, "armv7");
+        CHECK_EQ_STR(r->meta.os_version, "iPhone OS 4.3.3 (8J2)");
+        CHECK_EQ_STR(r->meta.signal, "SIGABRT");
+    }
+    arena_free(a);
+    r = corpus_parse("kscrash-json/sentrycocoa-8.json", &a, &err, NULL);
+    CHECK(r != NULL);
+    if (r != NULL)
+        CHECK_EQ_STR(r->meta.exception_reason, "ablblblblb: this is the reason");
+    arena_free(a);
+}
+
+/* ---- stacksift JSON ------------------------------------------------------------------------ */
+
+static void stack_json_valid(void)
+{
+    char path[8192];
+    snprintf(path, sizeof path, "%s/hang.json", golden_dir);
+    file_data fd;
+    CHECK(read_file(&fd, path));
+    arena *a;
+    err_info err;
+    crashreport *r = NULL;
+    CHECK_EQ_INT(parse_str(&r, &a, fd.data, fd.len, &err), ERR_OK);
+    if (r != NULL) {
+        CHECK_EQ_INT(r->kind, CRASHREPORT_KIND_HANG);
+        CHECK_EQ_STR(crashreport_kind_name(r->kind), "hang");
+        CHECK_EQ_STR(crashreport_format_name(r->format), "json");
+        CHECK_EQ_STR(r->meta.os_version, "iOS 17.1.2 (21B101)");
+        CHECK_EQ_STR(r->meta.hardware_model, "iPhone14,2");
+        CHECK_EQ_STR(r->meta.app_version, "4.0");
+        CHECK_EQ_INT(r->nthreads, 2);
+        CHECK_EQ_INT(r->threads[0].frames[1].image, 0);
+        CHECK_EQ_U64(r->images[0].end_addr, 0x102aa0000ull + 98304 - 1);
+        CHECK_EQ_STR(r->images[1].uuid, "9E195BE1-1733-345E-A9BF-50D0D7059647");
+        CHECK_EQ_STR(r->threads[0].frames[2].symbol, "Demo.View.body.getter");
+        /* a PAC-signed return address still finds its image */
+        CHECK_EQ_INT(r->threads[1].frames[1].image, 0);
+        CHECK(!r->has_leb);
+    }
+    arena_free(a);
+    free(fd.data);
+}
+
+static void expect_reject(const char *json, err_code code, const char *msg_part)
+{
+    arena *a;
+    err_info err;
+    crashreport *r = NULL;
+    err_code rc = parse_str(&r, &a, json, strlen(json), &err);
+    if (rc != code || strstr(err.msg, msg_part) == NULL)
+        fprintf(stderr, "input %.80s: got %s \"%s\"\n", json, err_name(rc), err.msg);
+    CHECK_EQ_STR(err_name(rc), err_name(code));
+    CHECK(strstr(err.msg, msg_part) != NULL);
+    CHECK(r == NULL);
+    arena_free(a);
+}
+
+static void stack_json_invalid(void)
+{
+    expect_reject("{\"kind\":\"nap\",\"images\":[],\"threads\":[]}", ERR_INVALID,
+                  "\"kind\" must be \"crash\", \"hang\" or \"sample\"");
+    expect_reject("{\"kind\":\"hang\",\"threads\":[]}", ERR_INVALID,
+                  "\"images\" must be an array");
+    expect_reject("{\"kind\":\"hang\",\"images\":[],\"threads\":[]}", ERR_INVALID,
+                  "stacksift JSON report has no stack frames");
+    expect_reject("{\"kind\":\"hang\",\"images\":[],\"threads\":[{\"frames\":[\"0xZZ\"]}]}",
+                  ERR_INVALID, "threads[0].frames[0]: address must be");
+    expect_reject("{\"kind\":\"hang\",\"images\":[],\"threads\":[{\"frames\":"
+                  "[\"0x12345678901234567\"]}]}",
+                  ERR_INVALID, "at most 16 digits");
+    expect_reject("{\"kind\":\"hang\",\"images\":[],\"threads\":[{\"frames\":[-4]}]}",
+                  ERR_INVALID, "threads[0].frames[0]");
+    expect_reject("{\"kind\":\"hang\",\"images\":[{\"name\":\"A\"}],\"threads\":[]}", ERR_INVALID,
+                  "images[0].load_address");
+    expect_reject("{\"kind\":\"hang\",\"images\":[{\"load_address\":\"0x1\",\"uuid\":\"xyz\"}],"
+                  "\"threads\":[]}",
+                  ERR_INVALID, "images[0].uuid is not a UUID");
+    expect_reject("{\"format_version\":2,\"kind\":\"hang\",\"images\":[],\"threads\":[]}",
+                  ERR_UNSUPPORTED, "format_version must be 1");
+}
+
+/* ---- detection and malformed input ---------------------------------------------------------- */
+
+static void detection_rejects_unknown(void)
+{
+    expect_reject("", ERR_INVALID, "report is empty");
+    expect_reject("  \n\t ", ERR_INVALID, "report is empty");
+    expect_reject("hello world\nthis is not a crash\n", ERR_INVALID,
+                  "not a crash report: neither JSON nor Apple crash report text");
+    expect_reject("[1,2,3]", ERR_INVALID, "a crash report is a JSON object");
+    expect_reject("{\"foo\":1}", ERR_INVALID, "not an .ips, KSCrash or stacksift report");
+    expect_reject("{\"foo\":", ERR_INVALID, "report is not valid JSON");
+    expect_reject("{\"bug_type\":\"309\"}\n{\"threads\":[", ERR_INVALID,
+                  ".ips body is not valid JSON");
+    expect_reject("{\"bug_type\":\"288\"}\n{\"processByPid\":{}}", ERR_UNSUPPORTED,
+                  "bug_type 288 (stackshot)");
+    expect_reject("{\"bug_type\":\"210\"}\nIncident Identifier: X\n", ERR_UNSUPPORTED,
+                  "kernel panic report (bug_type 210)");
+    expect_reject("Incident Identifier: 1\nProcess: X [1]\n\nThread 0:\n", ERR_INVALID,
+                  "apple crash report has no stack frames");
+}
+
+static void invalid_utf8_and_nul(void)
+{
+    expect_reject("Thread 0:\n0   A   0x1000 f\xc3\x28 + 1\n", ERR_INVALID,
+                  "not valid UTF-8 (byte 0xc3 at offset 26)");
+    expect_reject("Thread 0:\n0   A   0x1000 \xed\xa0\x80\n", ERR_INVALID, "not valid UTF-8");
+    expect_reject("Thread 0:\n0   A   0x1000 \xc0\xaf\n", ERR_INVALID, "not valid UTF-8");
+    expect_reject("Thread 0:\n0   A   0x1000 \xf4\x90\x80\x80\n", ERR_INVALID, "not valid UTF-8");
+    expect_reject("Thread 0:\n0   A   0x1000 \xe2\x82", ERR_INVALID, "not valid UTF-8");
+    static const char nul[] = "Thread 0:\n0   A   0x1000 f\0oo\n";
+    arena *a;
+    err_info err;
+    crashreport *r = NULL;
+    CHECK_EQ_INT(parse_str(&r, &a, nul, sizeof nul - 1, &err), ERR_INVALID);
+    CHECK_EQ_STR(err.msg, "report holds a NUL byte at offset 26");
+    arena_free(a);
+    /* a BOM is fine */
+    static const char bom[] = "\xef\xbb\xbfThread 0:\n0   A   0x1000 f + 1\n";
+    CHECK_EQ_INT(parse_str(&r, &a, bom, sizeof bom - 1, &err), ERR_OK);
+    arena_free(a);
+}
+
+static void absurd_addresses(void)
+{
+    arena *a;
+    err_info err;
+    crashreport *r = NULL;
+    /* wider than 64 bits: not an address; all-ones: an address in no image */
+    static const char txt[] =
+        "Thread 0 Crashed:\n"
+        "0   A   0x12345678901234567890 f + 1\n"
+        "1   A   0xffffffffffffffff g + 99999999999999999999\n"
+        "2   A   0x0000000000001000 h + 18446744073709551615\n"
+        "99999999999   A   0x1000 i\n"
+        "\n"
+        "Binary Images:\n"
+        "0xffffffffffff0000 - 0x10 A arm64 <11112222333344445555666677778888> /A\n"
+        "0x1234567890123456789 - 0x2 B arm64 <11112222333344445555666677778888> /B\n";
+    CHECK_EQ_INT(parse_str(&r, &a, txt, sizeof txt - 1, &err), ERR_OK);
+    if (r != NULL) {
+        CHECK_EQ_INT(r->threads[0].nframes, 2);
+        CHECK_EQ_U64(r->threads[0].frames[0].addr, UINT64_MAX);
+        CHECK(!r->threads[0].frames[0].has_symbol_offset); /* offset overflowed: kept as text */
+        CHECK_EQ_U64(r->threads[0].frames[1].symbol_offset, UINT64_MAX);
+        CHECK_EQ_INT(r->threads[0].frames[0].image, -1);
+        CHECK_EQ_INT(r->nimages, 1); /* end < load: kept, but holds no address */
+        CHECK_EQ_INT(crashreport_image_at(r, 0xffffffffffff0001ull), -1);
+        CHECK(r->nerrors >= 2);
+    }
+    arena_free(a);
+    /* .ips: base + imageOffset overflows, imageIndex out of range, negative numbers */
+    static const char ips[] =
+        "{\"bug_type\":\"309\"}\n"
+        "{\"threads\":[{\"frames\":[{\"imageIndex\":0,\"imageOffset\":18446744073709551615},"
+        "{\"imageIndex\":7,\"imageOffset\":16},{\"imageIndex\":-1,\"imageOffset\":-5},"
+        "{\"imageIndex\":0,\"imageOffset\":1e300},{\"imageIndex\":0,\"imageOffset\":32}]}],"
+        "\"usedImages\":[{\"base\":18446744073709551000,\"size\":18446744073709551615,"
+        "\"uuid\":\"not-a-uuid\"}]}";
+    CHECK_EQ_INT(parse_str(&r, &a, ips, sizeof ips - 1, &err), ERR_OK);
+    if (r != NULL) {
+        CHECK_EQ_INT(r->threads[0].nframes, 5);
+        CHECK_EQ_U64(r->threads[0].frames[1].addr, 16);
+        CHECK_EQ_INT(r->threads[0].frames[1].image, -1);
+        CHECK_EQ_STR(r->images[0].uuid, "");
+        CHECK(r->nerrors >= 3);
+    }
+    arena_free(a);
+}
+
+static void truncated_everywhere(void)
+{
+    static const char *const FILES[] = {
+        "apple-text/eatfit-1.crash", "apple-text/macsym-3.crash", "ips/lldb-1.ips",
+        "ips/macsym-7.ips", "kscrash-json/bugsnag-2.json", "apple-text/crabyface-1.crash",
+        "plcrash-text/acrp-handcrafted-1.txt",
+    };
+    size_t attempts = 0, ok = 0;
+    for (size_t i = 0; i < sizeof FILES / sizeof FILES[0]; i++) {
+        char path[8192];
+        snprintf(path, sizeof path, "%s/%s", corpus_dir, FILES[i]);
+        file_data fd;
+        CHECK(read_file(&fd, path));
+        /* every byte offset of small files; for larger ones every ~31st and each line end */
+        size_t step = fd.len <= 10000 ? 1 : 31;
+        for (size_t n = 0; n <= fd.len; n += step) {
+            for (size_t k = 0; k < 2; k++) {
+                size_t cut = n;
+                if (k == 1) {
+                    const char *nl = memchr(fd.data + n, '\n', fd.len - n);
+                    if (nl == NULL || step == 1)
+                        continue;
+                    cut = (size_t)(nl - fd.data);
+                }
+                arena *a;
+                err_info err;
+                crashreport *r = NULL;
+                err_code rc = parse_str(&r, &a, fd.data, cut, &err);
+                attempts++;
+                CHECK(rc == ERR_OK || rc == ERR_INVALID || rc == ERR_UNSUPPORTED);
+                CHECK((rc == ERR_OK) == (r != NULL));
+                CHECK(rc == ERR_OK || err.msg[0] != '\0');
+                if (r != NULL) {
+                    ok++;
+                    buf o;
+                    buf_init(&o);
+                    crashreport_render_json(&o, r);
+                    crashreport_render_text(&o, r);
+                    buf_reset(&o);
+                }
+                arena_free(a);
+            }
+        }
+        free(fd.data);
+    }
+    fprintf(stderr, "truncation: %zu cuts, %zu gave a report\n", attempts, ok);
+    CHECK(ok > 0 && ok < attempts);
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint64_t rng(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+static void garbage_and_mutations(void)
+{
+    char buf_[4096];
+    size_t clean = 0;
+    for (int round = 0; round < 2000; round++) {
+        size_t n = rng() % sizeof buf_;
+        for (size_t i = 0; i < n; i++)
+            buf_[i] = (char)rng();
+        arena *a;
+        err_info err;
+        crashreport *r = NULL;
+        err_code rc = parse_str(&r, &a, buf_, n, &err);
+        CHECK(rc == ERR_INVALID || rc == ERR_OK || rc == ERR_UNSUPPORTED);
+        clean += rc != ERR_OK;
+        arena_free(a);
+    }
+    CHECK(clean > 1900);
+    /* byte flips in real reports: still a report or a clean error */
+    static const char *const FILES[] = {"apple-text/macsym-3.crash", "ips/macsym-7.ips",
+                                        "kscrash-json/sentrycocoa-7.json"};
+    for (size_t f = 0; f < sizeof FILES / sizeof FILES[0]; f++) {
+        char path[8192];
+        snprintf(path, sizeof path, "%s/%s", corpus_dir, FILES[f]);
+        file_data fd;
+        CHECK(read_file(&fd, path));
+        for (int round = 0; round < 300; round++) {
+            char *copy = malloc(fd.len);
+            memcpy(copy, fd.data, fd.len);
+            for (int k = 0; k < 1 + (int)(rng() % 8); k++)
+                copy[rng() % fd.len] = "0x: +-{}[]\",\n\t9af(<>)"[rng() % 22];
+            arena *a;
+            err_info err;
+            crashreport *r = NULL;
+            err_code rc = parse_str(&r, &a, copy, fd.len, &err);
+            CHECK(rc == ERR_INVALID || rc == ERR_OK || rc == ERR_UNSUPPORTED);
+            if (r != NULL) {
+                buf o;
+                buf_init(&o);
+                crashreport_render_text(&o, r);
+                crashreport_render_json(&o, r);
+                buf_reset(&o);
+            }
+            arena_free(a);
+            free(copy);
+        }
+        free(fd.data);
+    }
+}
+
+static void hundred_mb_line(void)
+{
+    const size_t big = (size_t)100 << 20;
+    static const char head[] = "Incident Identifier: X\nThread 0 Crashed:\n0   App   0x1000 ";
+    static const char tail[] = "\n1   App   0x2000 main + 4\n\nBinary Images:\n";
+    size_t n = sizeof head - 1 + big + sizeof tail - 1;
+    char *s = malloc(n);
+    memcpy(s, head, sizeof head - 1);
+    memset(s + sizeof head - 1, 'A', big);
+    memcpy(s + sizeof head - 1 + big, tail, sizeof tail - 1);
+    arena *a;
+    err_info err;
+    crashreport *r = NULL;
+    CHECK_EQ_INT(parse_str(&r, &a, s, n, &err), ERR_OK);
+    if (r != NULL) {
+        CHECK_EQ_INT(r->nthreads, 1);
+        CHECK_EQ_INT(r->threads[0].nframes, 1); /* the long line is skipped and noted */
+        CHECK(strstr(r->errors[0], "-byte line ignored") != NULL);
+    }
+    arena_free(a);
+    /* within the arena budget or not: ERR_TOO_LARGE, not a crash */
+    a = arena_new(1 << 20);
+    err_clear(&err);
+    CHECK_EQ_INT(crashreport_parse(&r, s, n, a, &err), ERR_TOO_LARGE);
+    arena_free(a);
+    /* a 100 MB JSON string */
+    static const char jhead[] = "{\"kind\":\"sample\",\"app\":{\"name\":\"";
+    static const char jtail[] = "\"},\"images\":[],\"threads\":[{\"frames\":[\"0x1\"]}]}";
+    n = sizeof jhead - 1 + big + sizeof jtail - 1;
+    memcpy(s, jhead, sizeof jhead - 1);
+    memset(s + sizeof jhead - 1, 'B', big);
+    memcpy(s + sizeof jhead - 1 + big, jtail, sizeof jtail - 1);
+    CHECK_EQ_INT(parse_str(&r, &a, s, n, &err), ERR_OK);
+    if (r != NULL)
+        CHECK_EQ_INT(strlen(r->meta.app_name), big);
+    arena_free(a);
+    free(s);
+}
+
+static void deep_json(void)
+{
+    const size_t depth = 100000;
+    char *s = malloc(2 * depth + 64);
+    size_t n = 0;
+    n += (size_t)sprintf(s, "{\"kind\":\"crash\",\"x\":");
+    for (size_t i = 0; i < depth; i++)
+        s[n++] = '[';
+    for (size_t i = 0; i < depth; i++)
+        s[n++] = ']';
+    s[n++] = '}';
+    arena *a;
+    err_info err;
+    crashreport *r = NULL;
+    CHECK_EQ_INT(parse_str(&r, &a, s, n, &err), ERR_INVALID);
+    CHECK(strstr(err.msg, "maximum parsing depth reached") != NULL);
+    arena_free(a);
+    /* the same as an .ips body after a valid header */
+    n = (size_t)sprintf(s, "{\"bug_type\":\"309\"}\n{\"threads\":");
+    for (size_t i = 0; i < depth; i++)
+        s[n++] = '[';
+    CHECK_EQ_INT(parse_str(&r, &a, s, n, &err), ERR_INVALID);
+    CHECK(strstr(err.msg, ".ips body is not valid JSON: maximum parsing depth reached") != NULL);
+    arena_free(a);
+    free(s);
+}
+
+static void tiny_budgets(void)
+{
+    static const char *const FILES[] = {"apple-text/eatfit-1.crash", "ips/lldb-1.ips",
+                                        "kscrash-json/bugsnag-2.json"};
+    char path[8192];
+    snprintf(path, sizeof path, "%s/hang.json", golden_dir);
+    for (size_t f = 0; f <= sizeof FILES / sizeof FILES[0]; f++) {
+        if (f < sizeof FILES / sizeof FILES[0])
+            snprintf(path, sizeof path, "%s/%s", corpus_dir, FILES[f]);
+        else
+            snprintf(path, sizeof path, "%s/hang.json", golden_dir);
+        file_data fd;
+        CHECK(read_file(&fd, path));
+        size_t too_large = 0, ok = 0;
+        for (size_t budget = 16; budget < (size_t)1 << 20; budget = budget * 5 / 4 + 16) {
+            arena *a = arena_new(budget);
+            err_info err = {0};
+            crashreport *r = NULL;
+            err_code rc = crashreport_parse(&r, fd.data, fd.len, a, &err);
+            CHECK(rc == ERR_OK || rc == ERR_TOO_LARGE);
+            CHECK((rc == ERR_OK) == (r != NULL));
+            too_large += rc == ERR_TOO_LARGE;
+            ok += rc == ERR_OK;
+            arena_free(a);
+        }
+        CHECK(too_large > 0 && ok > 0);
+        free(fd.data);
+    }
+}
+
+static void pac_and_image_lookup(void)
+{
+    CHECK_EQ_U64(crashreport_strip_pac(0x2c1d000104cd0a1cull, "arm64e"), 0x104cd0a1cull);
+    CHECK_EQ_U64(crashreport_strip_pac(0x2c1d000104cd0a1cull, NULL), 0x104cd0a1cull);
+    CHECK_EQ_U64(crashreport_strip_pac(0x7fff61bc85beull, "x86_64"), 0x7fff61bc85beull);
+    CHECK_EQ_U64(crashreport_strip_pac(0xffff7fff61bc85beull, "x86_64"), 0xffff7fff61bc85beull);
+    CHECK_EQ_U64(crashreport_strip_pac(0x00007fffffffffffull, "arm64"), 0x00007fffffffffffull);
+}
+
+/* ---- golden files ------------------------------------------------------------------------- */
+
+static void golden_case(const char *name)
+{
+    char in_path[8192], exp_path[8192];
+    snprintf(in_path, sizeof in_path, "%s/%s", golden_dir, name);
+    const char *dot = strrchr(name, '.');
+    snprintf(exp_path, sizeof exp_path, "%s/%.*s.expected.json", golden_dir,
+             (int)(dot - name), name);
+    file_data fd;
+    CHECK(read_file(&fd, in_path));
+    arena *a;
+    err_info err;
+    crashreport *r = NULL;
+    CHECK_EQ_INT(parse_str(&r, &a, fd.data, fd.len, &err), ERR_OK);
+    if (r == NULL) {
+        fprintf(stderr, "%s: %s\n", name, err.msg);
+        arena_free(a);
+        free(fd.data);
+        return;
+    }
+    buf o;
+    buf_init(&o);
+    crashreport_render_json(&o, r);
+    json_t *j = json_loadb((const char *)o.data, o.len, 0, NULL);
+    CHECK(j != NULL);
+    char *pretty = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    const char *update = getenv("UPDATE_GOLDEN");
+    if (update != NULL && strcmp(update, "1") == 0) {
+        FILE *f = fopen(exp_path, "w");
+        CHECK(f != NULL);
+        if (f != NULL) {
+            fprintf(f, "%s\n", pretty);
+            fclose(f);
+        }
+    } else {
+        file_data want;
+        CHECK(read_file(&want, exp_path));
+        size_t pl = strlen(pretty);
+        bool same = want.len == pl + 1 && memcmp(want.data, pretty, pl) == 0;
+        if (!same)
+            fprintf(stderr, "%s: model differs from %s (UPDATE_GOLDEN=1 rewrites it)\n", name,
+                    exp_path);
+        CHECK(same);
+        free(want.data);
+    }
+    free(pretty);
+    json_decref(j);
+    buf_reset(&o);
+    arena_free(a);
+    free(fd.data);
+}
+
+static void golden_files(void)
+{
+    golden_case("macos-leb-list.crash");
+    golden_case("ios-header-inlined.crash");
+    golden_case("hang.json");
+    golden_case("minimal.ips");
+}
+
+int main(void)
+{
+    const char *src = getenv("STACKSIFT_SOURCE_DIR");
+    if (src == NULL)
+        src = "..";
+    snprintf(corpus_dir, sizeof corpus_dir, "%s/../shared/corpus/reports", src);
+    snprintf(golden_dir, sizeof golden_dir, "%s/tests/golden/crashreport", src);
+    RUN(corpus_every_file_parses_or_is_rejected);
+    RUN(eatfit_by_hand);
+    RUN(text_variants_by_hand);
+    RUN(json_formats_by_hand);
+    RUN(stack_json_valid);
+    RUN(stack_json_invalid);
+    RUN(detection_rejects_unknown);
+    RUN(invalid_utf8_and_nul);
+    RUN(absurd_addresses);
+    RUN(truncated_everywhere);
+    RUN(garbage_and_mutations);
+    RUN(hundred_mb_line);
+    RUN(deep_json);
+    RUN(tiny_budgets);
+    RUN(pac_and_image_lookup);
+    RUN(golden_files);
+    return harness_done();
+}

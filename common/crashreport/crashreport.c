@@ -329,24 +329,25 @@ static bool build_image_order(cr_builder *b)
         return false;
     for (size_t i = 0; i < r->nimages; i++) {
         const crashreport_image *im = &r->images[i];
-        /* "0x0 - 0xffffffffffffffff ???" placeholders and unknown sizes hold no address */
-        if (im->end_addr == 0 || im->end_addr < im->load_addr || im->end_addr == UINT64_MAX)
+        /* "0x0 - 0xffffffffffffffff ???" placeholders and inverted ranges hold no address */
+        if ((im->end_addr != 0 && im->end_addr < im->load_addr) || im->end_addr == UINT64_MAX ||
+            (im->end_addr == 0 && im->load_addr == 0))
             continue;
         o->spans[o->n++] = (image_span){im->load_addr, im->end_addr, (int32_t)i};
     }
     qsort(o->spans, o->n, sizeof o->spans[0], span_cmp);
+    /* An image of unknown size reaches up to the next image (at most 4 GiB). */
+    for (size_t i = 0; i < o->n; i++) {
+        image_span *sp = &o->spans[i];
+        if (sp->end != 0)
+            continue;
+        uint64_t cap = sp->load > UINT64_MAX - 0xffffffffu ? UINT64_MAX - 1 : sp->load + 0xffffffffu;
+        sp->end = i + 1 < o->n && o->spans[i + 1].load > sp->load ? o->spans[i + 1].load - 1 : cap;
+        if (sp->end > cap)
+            sp->end = cap;
+    }
     r->image_order_ = o;
     return true;
-}
-
-static int32_t image_by_name(const crashreport *r, const char *name)
-{
-    if (name == NULL || strcmp(name, "???") == 0)
-        return -1;
-    for (size_t i = 0; i < r->nimages; i++)
-        if (r->images[i].name != NULL && strcmp(r->images[i].name, name) == 0)
-            return (int32_t)i;
-    return -1;
 }
 
 static void resolve_frames(cr_builder *b, crashreport_frame *frames, size_t n)
@@ -357,9 +358,8 @@ static void resolve_frames(cr_builder *b, crashreport_frame *frames, size_t n)
         if (f->image < 0 || (size_t)f->image >= r->nimages) {
             f->image = -1;
             uint64_t a = crashreport_strip_pac(f->addr, r->meta.arch);
+            /* by address only: a name match outside the image's range would mislead */
             f->image = crashreport_image_at(r, a);
-            if (f->image < 0)
-                f->image = image_by_name(r, f->image_name);
         }
         if (f->image_name == NULL && f->image >= 0)
             f->image_name = r->images[f->image].name;

@@ -199,7 +199,8 @@ const char *crashreport_frame_arch(const crashreport *r, const crashreport_frame
 uint64_t crashreport_strip_pac(uint64_t addr, const char *arch);
 
 /* crashreport_image_at - index of the image whose [load_addr, end_addr] holds `addr`
- * (PAC bits already stripped), -1 if none. Images of unknown size hold nothing. */
+ * (PAC bits already stripped), -1 if none. An image of unknown size (end_addr 0) reaches up
+ * to the next image's load address, at most 4 GiB. */
 int32_t crashreport_image_at(const crashreport *r, uint64_t addr);
 
 /*

@@ -38,7 +38,7 @@ char *cr_sprintf(cr_builder *b, const char *fmt, ...) __attribute__((format(prin
 /* cr_note - record a non-fatal parse error (one line, like err messages). */
 void cr_note(cr_builder *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* cr_finish - resolve each frame's image (by index given, else by address, else by name),
+/* cr_finish - resolve each frame's image (by the index the report gives, else by address),
  * mark the crashed thread from metadata, build the image lookup order, and check that the
  * report holds at least one frame. ERR_INVALID "<what> has no stack frames", ERR_TOO_LARGE. */
 err_code cr_finish(cr_builder *b, const char *what);

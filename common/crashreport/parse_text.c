@@ -196,7 +196,7 @@ static bool strip_plus_offset(const char *s, size_t *n, uint64_t *off)
     if (parse_dec(s + e - d, d, off) != d)
         return false;
     *n = e - d - 3;
-    while (*n > 0 && is_blank(s[*n - 1]))
+    while (*n > 0 && isspace((unsigned char)s[*n - 1]))
         (*n)--;
     return true;
 }
@@ -897,8 +897,8 @@ err_code cr_parse_apple_text(crashreport **out, const char *data, size_t len, ar
         p.lineno++;
         if (n > CRASHREPORT_MAX_LINE && (p.state == S_THREAD || p.state == S_LEB ||
                                          p.state == S_IMAGES)) {
+            /* not a frame or image line any real report has; the section goes on */
             cr_note(&b, "line %zu: %zu-byte line ignored", p.lineno, n);
-            p.state = p.state == S_IMAGES ? S_AFTER : S_GENERAL;
         } else {
             text_line(&p, s, n, off);
         }
