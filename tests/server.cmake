@@ -3,3 +3,7 @@
 stacksift_unit_test(test_server SOURCES test_server.c
   LIBS PkgConfig::LIBPQ PkgConfig::JANSSON PkgConfig::ZLIB LABELS db)
 set_tests_properties(test_server PROPERTIES TIMEOUT 600)
+
+# Server pieces without a database: config table, err -> status, JSON log lines.
+stacksift_unit_test(test_server_units SOURCES test_server_units.c
+  LIBS config log http PkgConfig::JANSSON)
