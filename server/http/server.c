@@ -672,8 +672,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (*upload_data_size > 0) {
         size_t size = *upload_data_size;
         *upload_data_size = 0;
-        if (r->route->body == BODY_NONE) {
-            r->body_bytes += size;   /* a GET with a body: ignored */
+        if (r->status != 0 || r->route->body == BODY_NONE) {   /* answered early, or a GET */
+            r->body_bytes += size;   /* discarded */
             return MHD_YES;
         }
         receive_body(r, upload_data, size);
