@@ -796,16 +796,14 @@ static void load_symbols(debuginfo *d, const macho_image *img)
          * covers the Mach-O header); one past its end has nothing to cover */
         if (sym.value >= s->addr + s->size)
             continue;
-        /* Mach-O C symbols carry a leading underscore the source name does not have */
+        /* Mach-O C symbols carry a leading underscore the source name does not have; the name
+         * stays mangled here (most symbols are covered by DWARF and never shown) */
         const char *raw = sym.name[0] == '_' ? sym.name + 1 : sym.name;
-        char *demangled = demangle_symbol(raw);
-        const char *name = demangled ? demangled : raw;
         if (d->nsymbols == cap) {
             cap = cap ? cap * 2 : 256;
             d->symbols = xreallocarray(d->symbols, cap, sizeof *d->symbols);
         }
-        uint32_t sid = strtab_intern(&d->strings, name, strlen(name));
-        free(demangled);
+        uint32_t sid = strtab_intern(&d->strings, raw, strlen(raw));
         d->symbols[d->nsymbols++] = (debuginfo_range){sym.value, s->addr + s->size, sid, sym.sect};
     }
     qsort(d->symbols, d->nsymbols, sizeof *d->symbols, cmp_range_start);

@@ -61,7 +61,8 @@ typedef struct {
     size_t nranges;
     debuginfo_row *rows;      /* nrows entries; each sequence in order, sequences unsorted */
     size_t nrows;
-    debuginfo_range *symbols; /* symbol-table functions, sorted, [start, end) to the next one */
+    debuginfo_range *symbols; /* symbol-table functions, sorted, [start, end) to the next one;
+                                 scope = string id of the raw (mangled) name */
     size_t nsymbols;
     uint64_t dwarf_bytes;     /* total size of the __DWARF sections read */
     uint32_t compile_units;

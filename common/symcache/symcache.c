@@ -21,7 +21,7 @@ struct symcache {
     uint32_t nranges, nscopes, strings_size, image_name;
     const uint8_t *starts;  /* u32[nranges] */
     const uint8_t *infos;   /* symc_range[nranges], 12 bytes each */
-    const uint8_t *scopes;  /* symc_scope[nscopes], 24 bytes each */
+    const uint8_t *scopes;  /* symc_scope[nscopes], SYMC_SCOPE_SIZE bytes each */
     const char *strings;
 };
 
@@ -54,7 +54,7 @@ static err_code check(symcache *sc, err_info *err)
     sc->nscopes = rd32(d + 60);
     sc->strings_size = rd32(d + 64);
     sc->image_name = rd32(d + 68);
-    uint64_t need = SYMC_HEADER_SIZE + (uint64_t)sc->nranges * 16 + (uint64_t)sc->nscopes * 24 +
+    uint64_t need = SYMC_HEADER_SIZE + (uint64_t)sc->nranges * 16 + (uint64_t)sc->nscopes * SYMC_SCOPE_SIZE +
                     sc->strings_size;
     if (need != sc->len)
         return err_set(err, ERR_INVALID, "corrupt symcache: tables need %llu bytes, file has %zu",
@@ -64,7 +64,7 @@ static err_code check(symcache *sc, err_info *err)
     sc->starts = d + SYMC_HEADER_SIZE;
     sc->infos = sc->starts + (size_t)sc->nranges * 4;
     sc->scopes = sc->infos + (size_t)sc->nranges * 12;
-    sc->strings = (const char *)sc->scopes + (size_t)sc->nscopes * 24;
+    sc->strings = (const char *)sc->scopes + (size_t)sc->nscopes * SYMC_SCOPE_SIZE;
     if (sc->strings[sc->strings_size - 1] != '\0')
         return err_set(err, ERR_INVALID, "corrupt symcache: string table is not terminated");
     if (sc->image_name >= sc->strings_size)
@@ -155,20 +155,29 @@ size_t symcache_lookup(symcache_frame *out, size_t cap, const symcache *sc, uint
         out[0] = (symcache_frame){"??", string_at(sc, file), line, false, false, file_addr};
         return 1;
     }
+    /* The inlinees' entry address is not stored: frames of one chain share the concrete
+     * function's entry, written once the walk reaches it. */
     size_t n = 0;
     while (n < cap && n < SYMCACHE_MAX_FRAMES) {
-        const uint8_t *s = sc->scopes + (size_t)scope * 24;
+        const uint8_t *s = sc->scopes + (size_t)scope * SYMC_SCOPE_SIZE;
         uint32_t parent = rd32(s + 4);
         const char *name = string_at(sc, rd32(s));
         out[n].function = name ? name : "??";
         out[n].file = string_at(sc, file);
         out[n].line = line;
         out[n].inlined = parent != SYMC_NONE;
-        out[n].from_symtab = (rd32(s + 20) & SYMC_SCOPE_SYMTAB) != 0;
-        out[n].sym_addr = sc->base + rd32(s + 16);
+        out[n].from_symtab = false;
+        out[n].sym_addr = 0;
         n++;
-        if (parent == SYMC_NONE || parent >= sc->nscopes)
+        if (parent == SYMC_NONE || parent >= sc->nscopes) {
+            if (parent == SYMC_NONE) {
+                uint64_t entry = sc->base + rd32(s + 12);
+                out[n - 1].from_symtab = rd32(s + 8) == SYMC_KIND_SYMTAB;
+                for (size_t k = 0; k < n; k++)
+                    out[k].sym_addr = entry;
+            }
             break;
+        }
         file = rd32(s + 8);
         line = rd32(s + 12);
         scope = parent;

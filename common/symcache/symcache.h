@@ -25,7 +25,8 @@ typedef struct {
     uint32_t line;        /* 1-based; 0 = unknown */
     bool inlined;         /* true: this frame was inlined into the next one in the array */
     bool from_symtab;     /* true: name from the Mach-O symbol table, no DWARF here */
-    uint64_t sym_addr;    /* file address where the function (or inlinee) starts */
+    uint64_t sym_addr;    /* file address where the concrete function starts (same for all
+                             frames of a chain; 0 if `cap` cut the chain before it) */
 } symcache_frame;
 
 #define SYMCACHE_MAX_FRAMES 64 /* inline depth we return at most; deeper chains are cut */

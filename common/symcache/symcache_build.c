@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/xalloc.h"
+#include "debuginfo/demangle.h"
 #include "symcache/symcache_format.h"
 
 typedef struct {
@@ -180,14 +181,18 @@ static uint32_t out_scope(builder *b, uint32_t id)
     const debuginfo_scope *s = &b->di->scopes[id];
     symc_scope o = {0};
     o.name = out_string(b, s->name);
-    o.call_file = out_string(b, s->call_file);
-    o.call_line = s->call_line;
-    o.entry = s->entry >= b->base && s->entry - b->base <= UINT32_MAX ? (uint32_t)(s->entry - b->base) : 0;
-    o.flags = 0;
     o.parent = SYMC_NONE;
+    bool inlinee = s->parent != DEBUGINFO_NONE && s->parent < b->di->nscopes && s->parent != id;
+    if (inlinee) {
+        o.c = out_string(b, s->call_file);
+        o.d = s->call_line;
+    } else {
+        o.c = SYMC_KIND_DWARF;
+        o.d = s->entry >= b->base && s->entry - b->base <= UINT32_MAX ? (uint32_t)(s->entry - b->base) : 0;
+    }
     uint32_t idx = new_scope(b, o);
     b->scope_map[id] = idx;
-    if (s->parent != DEBUGINFO_NONE && s->parent < b->di->nscopes && s->parent != id) {
+    if (inlinee) {
         uint32_t parent = out_scope(b, s->parent);
         b->scopes[idx].parent = parent;
     }
@@ -199,8 +204,13 @@ static uint32_t out_symbol(builder *b, size_t i)
     if (b->symbol_map[i] != SYMC_NONE)
         return b->symbol_map[i];
     const debuginfo_range *sym = &b->di->symbols[i];
-    symc_scope o = {out_string(b, sym->scope), SYMC_NONE, SYMC_NONE, 0,
-                    (uint32_t)(sym->start - b->base), SYMC_SCOPE_SYMTAB};
+    /* symbol names are demangled here, for the few symbols DWARF leaves to them */
+    const char *raw = strtab_get(&b->di->strings, sym->scope);
+    char *demangled = demangle_symbol(raw);
+    const char *name = demangled ? demangled : raw;
+    symc_scope o = {strtab_intern(&b->strings, name, strlen(name)), SYMC_NONE, SYMC_KIND_SYMTAB,
+                    (uint32_t)(sym->start - b->base)};
+    free(demangled);
     return b->symbol_map[i] = new_scope(b, o);
 }
 
@@ -339,10 +349,8 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
         const symc_scope *s = &b.scopes[k];
         buf_append_u32le(out, s->name);
         buf_append_u32le(out, s->parent);
-        buf_append_u32le(out, s->call_file);
-        buf_append_u32le(out, s->call_line);
-        buf_append_u32le(out, s->entry);
-        buf_append_u32le(out, s->flags);
+        buf_append_u32le(out, s->c);
+        buf_append_u32le(out, s->d);
     }
     buf_append(out, b.strings.bytes.data, b.strings.bytes.len);
     if (stats != NULL) {

@@ -19,7 +19,7 @@
  *   72      8     reserved, zero
  *   80            range_start  u32[nranges]          sorted, strictly increasing
  *                 range_info   symc_range[nranges]   what covers [start[i], start[i+1])
- *                 scopes       symc_scope[nscopes]   functions and inlinees
+ *                 scopes       symc_scope[nscopes]   functions and inlinees, 16 bytes each
  *                 strings      NUL-terminated names and paths, each stored once
  *
  * The last range is a sentinel (scope and file SYMC_NONE) that ends the one before it.
@@ -45,15 +45,19 @@ typedef struct {
     uint32_t line;  /* 0 = unknown */
 } symc_range;
 
+/* A scope is an inlinee (parent != SYMC_NONE) or a concrete function (parent == SYMC_NONE).
+ * The last two fields mean different things for the two, which keeps a scope at 16 bytes. */
 typedef struct {
-    uint32_t name;      /* string offset of the (demangled) function name */
-    uint32_t parent;    /* scope this was inlined into, or SYMC_NONE for a concrete function */
-    uint32_t call_file; /* string offset of the call site's file in the parent, or SYMC_NONE */
-    uint32_t call_line; /* call site line in the parent, 0 = unknown */
-    uint32_t entry;     /* scope's lowest address, as an offset from the base address */
-    uint32_t flags;     /* SYMC_SCOPE_SYMTAB */
+    uint32_t name;   /* string offset of the (demangled) function name */
+    uint32_t parent; /* scope this was inlined into, or SYMC_NONE for a concrete function */
+    uint32_t c;      /* inlinee: call site's file (string offset or SYMC_NONE);
+                        function: SYMC_KIND_DWARF or SYMC_KIND_SYMTAB */
+    uint32_t d;      /* inlinee: call site's line in the parent (0 = unknown);
+                        function: its entry address as an offset from the base address */
 } symc_scope;
 
-#define SYMC_SCOPE_SYMTAB 1u
+#define SYMC_SCOPE_SIZE 16u
+#define SYMC_KIND_DWARF 0u
+#define SYMC_KIND_SYMTAB 1u
 
 #endif
