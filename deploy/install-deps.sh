@@ -9,7 +9,7 @@ PACKAGES=(
   libzip-dev zip unzip libssl-dev
   postgresql postgresql-client
   clang-14 lld-14 llvm-14 libclang-rt-14-dev
-  curl jq python3
+  curl jq python3 time
 )
 
 missing=()
