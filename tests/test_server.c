@@ -1085,6 +1085,13 @@ static void database_outage_gives_503_not_loss(void)
     CHECK_EQ_INT(r.status, 200);   /* the process itself is fine */
     resp_free(&r);
 
+    /* A second server cannot start without its database, and says why. */
+    char *serve_argv[] = {(char *)bin, "serve", NULL};
+    run_result sr = run(serve_argv, server_env(), 30);
+    CHECK_EQ_INT(sr.status, 1);
+    CHECK(strstr(sr.err, "\"event\":\"database_unreachable\"") != NULL);
+    run_free(&sr);
+
     pr = run(start_argv, NULL, 120);
     CHECK_EQ_INT(pr.status, 0);
     run_free(&pr);
