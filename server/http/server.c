@@ -746,6 +746,8 @@ err_code http_server_start(http_server **out, const config *cfg, store *s, err_i
     names[NROUTES] = "unmatched";
     metrics_init(names, NROUTES + 1);
 
+    /* jansson allocates through xalloc too: out of memory aborts with one line (STYLE §6). */
+    json_set_alloc_funcs(xmalloc, free);
     http_server *srv = xcalloc(1, sizeof *srv);
     srv->cfg = cfg;
     srv->store = s;

@@ -8,11 +8,7 @@
 #include "base/buf.h"
 #include "ingest/ingest.h"
 
-#ifdef INGEST_HAVE_CRASHREPORT
 #include "crashreport/crashreport.h"
-#else
-#include <jansson.h>
-#endif
 
 /* What the parser made of a report, for the reports row. Strings in the request arena. */
 typedef struct {
@@ -84,7 +80,6 @@ done:
     return rc;
 }
 
-#ifdef INGEST_HAVE_CRASHREPORT
 /* ingest_report_parse - THE one place intake parses a report: crashreport_parse detects the
  * format; the model is kept as JSON and summarized into columns. */
 static err_code ingest_report_parse(ingest_parsed *out, const uint8_t *data, size_t len,
@@ -108,53 +103,6 @@ static err_code ingest_report_parse(ingest_parsed *out, const uint8_t *data, siz
     out->os_version = r->meta.os_version;
     return ERR_OK;
 }
-#else
-/* ingest_report_parse - THE one place intake parses a report. Until common/crashreport is
- * built, it only checks what can be checked without it (JSON well-formed, text not binary)
- * and names the format; the workers parse the stored raw bytes. */
-static err_code ingest_report_parse(ingest_parsed *out, const uint8_t *data, size_t len,
-                                    const char *content_type, arena *a, err_info *err)
-{
-    (void)a;
-    size_t i = 0;
-    while (i < len && (data[i] == ' ' || data[i] == '\t' || data[i] == '\r' || data[i] == '\n'))
-        i++;
-    if (i == len)
-        return err_set(err, ERR_INVALID, "report is empty");
-    if (memchr(data, 0, len))
-        return err_set(err, ERR_INVALID, "report contains a NUL byte at offset %zu",
-                       (size_t)((const uint8_t *)memchr(data, 0, len) - data));
-    if (data[i] != '{') {
-        if (strcmp(content_type, "application/json") == 0)
-            return err_set(err, ERR_INVALID, "application/json report does not start with '{'");
-        out->format = "apple-text";
-        return ERR_OK;
-    }
-    /* .ips: a one-line JSON header, then a JSON body; stacksift JSON: one document. */
-    json_error_t je;
-    const uint8_t *nl = memchr(data + i, '\n', len - i);
-    json_t *doc = json_loadb((const char *)data + i, len - i, 0, &je);
-    if (doc) {
-        json_decref(doc);
-        out->format = "json";
-        return ERR_OK;
-    }
-    if (nl) {
-        size_t header_len = (size_t)(nl - (data + i));
-        json_t *header = json_loadb((const char *)data + i, header_len, 0, &je);
-        json_t *body = header ? json_loadb((const char *)nl + 1, len - (size_t)(nl + 1 - data),
-                                           0, &je) : NULL;
-        json_decref(header);
-        json_decref(body);
-        if (header && body) {
-            out->format = "ips";
-            return ERR_OK;
-        }
-    }
-    return err_set(err, ERR_INVALID, "report is not valid JSON: %s at line %d column %d",
-                   je.text, je.line, je.column);
-}
-#endif
 
 err_code ingest_report_accept(ingest_report_result *out, store *s, const ingest_report_input *in,
                               arena *a, err_info *err)
