@@ -38,7 +38,7 @@ CREATE TABLE reports (
     updated_at    timestamptz NOT NULL DEFAULT now(),
     status        text NOT NULL DEFAULT 'received'
                   CHECK (status IN ('received', 'processed', 'pending_dsym', 'failed')),
-    format        text NOT NULL,             -- 'apple_text', 'ips', 'json'
+    format        text NOT NULL,             -- 'apple-text', 'ips', 'kscrash', 'json'
     content_type  text NOT NULL,             -- as sent, without parameters
     raw           bytea NOT NULL,
     raw_bytes     integer NOT NULL,
