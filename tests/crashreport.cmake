@@ -7,3 +7,13 @@ endif()
 
 stacksift_unit_test(test_crashreport SOURCES test_crashreport.c LIBS crashreport PkgConfig::JANSSON)
 set_tests_properties(test_crashreport PROPERTIES TIMEOUT 300)
+stacksift_unit_test(test_symbolicate SOURCES test_symbolicate.c LIBS symbolicate dsym
+  LABELS "unit;fixtures")
+
+# Reports generated from the fixtures (five formats) symbolicate as llvm-symbolizer-14 says.
+find_program(STACKSIFT_PYTHON3 python3 REQUIRED)
+add_test(NAME symbolicate_reports
+  COMMAND ${STACKSIFT_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/symbolicate_reports.py
+  WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
+set_tests_properties(symbolicate_reports PROPERTIES LABELS fixtures TIMEOUT 900
+  ENVIRONMENT "STACKSIFT_BIN=$<TARGET_FILE:stacksift>;STACKSIFT_SOURCE_DIR=${PROJECT_SOURCE_DIR};STACKSIFT_FIXTURES=${PROJECT_SOURCE_DIR}/build-fixtures")
