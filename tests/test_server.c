@@ -990,7 +990,15 @@ static void graceful_shutdown_finishes_in_flight(void)
                           "Content-Length: %zu\r\n\r\n", tok_ingest, len);
     send_all(fd, head, strlen(head));
     send_all(fd, data, len / 2);
-    sleep_ms(300);   /* the server has seen the headers: the request is in flight */
+    /* Wait until the server counts it in flight (the /metrics request itself is one). */
+    bool in_flight = false;
+    for (double end = now_s() + 15; now_s() < end && !in_flight; sleep_ms(20)) {
+        http_resp m = http_req(port, "GET", "/metrics", NULL, NULL, 0, false);
+        const char *v = m.body ? strstr(m.body, "\nstacksift_http_requests_in_flight ") : NULL;
+        in_flight = v && atoi(v + strlen("\nstacksift_http_requests_in_flight ")) >= 2;
+        resp_free(&m);
+    }
+    CHECK(in_flight);
     kill(server_pid, SIGTERM);
     sleep_ms(300);
     send_all(fd, data + len / 2, len - len / 2);
