@@ -11,6 +11,7 @@
 #include <dwarf.h>
 #include <libdwarf.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 
 #include "base/xalloc.h"
 #include "debuginfo/demangle.h"
+#include "debuginfo/dieread_internal.h"
 
 #define MAX_DWARF_SECTIONS 32
 #define MAX_NAME_HOPS 16   /* abstract_origin/specification chain length we follow */
@@ -145,13 +147,14 @@ typedef struct {
     bool linkage;   /* the name came from a linkage name */
 } name_slot;
 
-typedef struct {
-    uint64_t start, end;
-} pc_range;
+typedef uint64_t pc_range[2];
 
 typedef struct {
-    /* input */
+    /* input, shared read-only by all workers */
     section_reader *reader;
+    const die_sections *secs;
+    const die_unit *units;      /* every unit in .debug_info, by offset */
+    size_t nunits;
     unsigned tid, nthreads;
     /* output, merged by debuginfo_load */
     strtab strings;
@@ -164,11 +167,14 @@ typedef struct {
     uint32_t cus;
     err_code rc;
     err_info err;
-    /* per-CU state */
-    Dwarf_Debug dbg;
-    Dwarf_Half cu_version;
-    uint64_t cu_base;           /* CU base address for DWARF <= 4 range lists */
-    uint32_t *files;            /* string id per line-table file index */
+    /* private state */
+    Dwarf_Debug dbg;            /* libdwarf, for line tables */
+    die_unit *my_units;         /* copies with bases + abbrevs, made on first use */
+    bool *unit_ready;
+    die_abbrev_table *tables;   /* abbreviation tables loaded so far */
+    size_t ntables;
+    const die_unit *unit;       /* the unit being walked */
+    uint32_t *files;            /* string id per line-table file index of that unit */
     size_t nfiles;
     Dwarf_Signed file_base;     /* index of files[0] (0 in DWARF 5, 1 before) */
     pc_range *tmp;              /* scratch for one DIE's ranges */
@@ -177,15 +183,11 @@ typedef struct {
     size_t nnames, cap_names;   /* cap is a power of two */
 } worker;
 
-static void push_range(worker *w, uint64_t start, uint64_t end)
+static void die_fail(worker *w, uint64_t offset, const char *what)
 {
-    if (end <= start)
-        return;
-    if (w->ntmp == w->cap_tmp) {
-        w->cap_tmp = w->cap_tmp ? w->cap_tmp * 2 : 16;
-        w->tmp = xreallocarray(w->tmp, w->cap_tmp, sizeof *w->tmp);
-    }
-    w->tmp[w->ntmp++] = (pc_range){start, end};
+    if (w->rc == ERR_OK)
+        w->rc = err_set(&w->err, ERR_INVALID, "corrupt DWARF at .debug_info+0x%llx: %s",
+                        (unsigned long long)offset, what);
 }
 
 static void dwarf_fail(worker *w, Dwarf_Error derr, const char *what)
@@ -198,156 +200,71 @@ static void dwarf_fail(worker *w, Dwarf_Error derr, const char *what)
         dwarf_dealloc_error(w->dbg, derr);
 }
 
-/* Drop an error we chose to tolerate (the attribute is then treated as absent). */
+/* Drop an error we chose to tolerate (the value is then treated as absent). */
 static void dwarf_ignore(worker *w, Dwarf_Error derr)
 {
     if (derr)
         dwarf_dealloc_error(w->dbg, derr);
 }
 
-static const char *attr_string(worker *w, Dwarf_Die die, Dwarf_Half at)
+/* The unit `i` with its abbreviations and bases, loaded once per worker. */
+static const die_unit *unit_get(worker *w, size_t i)
 {
-    Dwarf_Attribute attr = NULL;
-    Dwarf_Error derr = NULL;
-    char *s = NULL;
-    int res = dwarf_attr(die, at, &attr, &derr);
-    if (res != DW_DLV_OK) {
-        dwarf_ignore(w, derr);
+    if (w->unit_ready[i])
+        return &w->my_units[i];
+    die_unit *u = &w->my_units[i];
+    *u = w->units[i];
+    const die_abbrev_table *t = NULL;
+    for (size_t k = 0; k < w->ntables; k++)
+        if (w->tables[k].offset == u->abbrev_offset)
+            t = &w->tables[k];
+    if (t == NULL) {
+        w->tables = xreallocarray(w->tables, w->ntables + 1, sizeof *w->tables);
+        const char *msg = die_abbrev_table_load(&w->tables[w->ntables], w->secs, u->abbrev_offset);
+        if (msg != NULL) {
+            die_abbrev_table_free(&w->tables[w->ntables]);
+            die_fail(w, u->offset, msg);
+            return NULL;
+        }
+        t = &w->tables[w->ntables++];
+        /* the table array moved: re-point the units that use it */
+        for (size_t k = 0; k < w->nunits; k++)
+            if (w->unit_ready[k])
+                for (size_t m = 0; m < w->ntables; m++)
+                    if (w->tables[m].offset == w->my_units[k].abbrev_offset)
+                        w->my_units[k].abbrevs = &w->tables[m];
+    }
+    u->abbrevs = t;
+    const char *msg = die_unit_bases(u, w->secs);
+    if (msg != NULL) {
+        die_fail(w, u->offset, msg);
         return NULL;
     }
-    if (dwarf_formstring(attr, &s, &derr) != DW_DLV_OK) {
-        dwarf_ignore(w, derr);
-        s = NULL;
-    }
-    dwarf_dealloc_attribute(attr);
-    return s; /* points into .debug_str / .debug_info: no copy, no free */
+    w->unit_ready[i] = true;
+    return u;
 }
 
-static bool attr_udata(worker *w, Dwarf_Die die, Dwarf_Half at, Dwarf_Unsigned *out)
+/* The unit holding global .debug_info offset `off`, or NULL. */
+static const die_unit *unit_for(worker *w, uint64_t off)
 {
-    Dwarf_Attribute attr = NULL;
-    Dwarf_Error derr = NULL;
-    int res = dwarf_attr(die, at, &attr, &derr);
-    if (res != DW_DLV_OK) {
-        dwarf_ignore(w, derr);
-        return false;
+    if (w->unit != NULL && off >= w->unit->die_offset && off < w->unit->end)
+        return w->unit;
+    size_t lo = 0, hi = w->nunits;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (w->units[mid].end <= off)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
-    res = dwarf_formudata(attr, out, &derr);
-    if (res != DW_DLV_OK)
-        dwarf_ignore(w, derr);
-    dwarf_dealloc_attribute(attr);
-    return res == DW_DLV_OK;
-}
-
-static bool attr_ref(worker *w, Dwarf_Die die, Dwarf_Half at, Dwarf_Off *out)
-{
-    Dwarf_Attribute attr = NULL;
-    Dwarf_Error derr = NULL;
-    int res = dwarf_attr(die, at, &attr, &derr);
-    if (res != DW_DLV_OK) {
-        dwarf_ignore(w, derr);
-        return false;
-    }
-    res = dwarf_global_formref(attr, out, &derr);
-    if (res != DW_DLV_OK)
-        dwarf_ignore(w, derr);
-    dwarf_dealloc_attribute(attr);
-    return res == DW_DLV_OK;
-}
-
-/* DW_AT_low_pc/high_pc or DW_AT_ranges of `die` into w->tmp (DWARF 5 section 2.17). */
-static void die_ranges(worker *w, Dwarf_Die die)
-{
-    Dwarf_Error derr = NULL;
-    Dwarf_Addr lo = 0, hi = 0;
-    Dwarf_Half form = 0;
-    enum Dwarf_Form_Class cls;
-    w->ntmp = 0;
-    if (dwarf_lowpc(die, &lo, &derr) == DW_DLV_OK) {
-        if (dwarf_highpc_b(die, &hi, &form, &cls, &derr) == DW_DLV_OK) {
-            if (cls == DW_FORM_CLASS_CONSTANT)
-                hi += lo;
-            push_range(w, lo, hi);
-            return;
-        }
-        dwarf_ignore(w, derr);
-        return;
-    }
-    dwarf_ignore(w, derr);
-    derr = NULL;
-
-    Dwarf_Attribute attr = NULL;
-    if (dwarf_attr(die, DW_AT_ranges, &attr, &derr) != DW_DLV_OK) {
-        dwarf_ignore(w, derr);
-        return;
-    }
-    if (dwarf_whatform(attr, &form, &derr) != DW_DLV_OK) {
-        dwarf_ignore(w, derr);
-        dwarf_dealloc_attribute(attr);
-        return;
-    }
-    Dwarf_Unsigned value = 0;
-    int res = form == DW_FORM_rnglistx ? dwarf_formudata(attr, &value, &derr)
-                                       : dwarf_global_formref(attr, &value, &derr);
-    if (res != DW_DLV_OK) {
-        derr = (dwarf_ignore(w, derr), NULL);
-        res = dwarf_formudata(attr, &value, &derr);
-    }
-    if (res != DW_DLV_OK) {
-        dwarf_ignore(w, derr);
-        dwarf_dealloc_attribute(attr);
-        return;
-    }
-    if (w->cu_version >= 5 || form == DW_FORM_rnglistx) {
-        Dwarf_Rnglists_Head head = NULL;
-        Dwarf_Unsigned count = 0, global = 0;
-        if (dwarf_rnglists_get_rle_head(attr, form, value, &head, &count, &global, &derr) == DW_DLV_OK) {
-            for (Dwarf_Unsigned i = 0; i < count; i++) {
-                unsigned len = 0, code = 0;
-                Dwarf_Unsigned raw1, raw2, c1 = 0, c2 = 0;
-                Dwarf_Bool unavailable = 0;
-                if (dwarf_get_rnglists_entry_fields_a(head, i, &len, &code, &raw1, &raw2,
-                                                      &unavailable, &c1, &c2, &derr) != DW_DLV_OK) {
-                    dwarf_ignore(w, derr);
-                    break;
-                }
-                if (code == DW_RLE_end_of_list)
-                    break;
-                if (code == DW_RLE_base_address || code == DW_RLE_base_addressx || unavailable)
-                    continue;
-                push_range(w, c1, c2);
-            }
-            dwarf_dealloc_rnglists_head(head);
-        } else {
-            dwarf_ignore(w, derr);
-        }
-    } else {
-        Dwarf_Ranges *list = NULL;
-        Dwarf_Signed count = 0;
-        Dwarf_Unsigned bytes = 0;
-        Dwarf_Off real = 0;
-        if (dwarf_get_ranges_b(w->dbg, value, die, &real, &list, &count, &bytes, &derr) == DW_DLV_OK) {
-            uint64_t base = w->cu_base;
-            for (Dwarf_Signed i = 0; i < count; i++) {
-                if (list[i].dwr_type == DW_RANGES_END)
-                    break;
-                if (list[i].dwr_type == DW_RANGES_ADDRESS_SELECTION) {
-                    base = list[i].dwr_addr2;
-                    continue;
-                }
-                push_range(w, base + list[i].dwr_addr1, base + list[i].dwr_addr2);
-            }
-            dwarf_ranges_dealloc(w->dbg, list, count);
-        } else {
-            dwarf_ignore(w, derr);
-        }
-    }
-    dwarf_dealloc_attribute(attr);
+    if (lo == w->nunits || off < w->units[lo].die_offset)
+        return NULL;
+    return unit_get(w, lo);
 }
 
 /* ---- names ------------------------------------------------------------------------------ */
 
-static name_slot *name_cache_find(worker *w, Dwarf_Off off)
+static name_slot *name_cache_find(worker *w, uint64_t off)
 {
     if (w->cap_names == 0)
         return NULL;
@@ -361,7 +278,7 @@ static name_slot *name_cache_find(worker *w, Dwarf_Off off)
     return NULL;
 }
 
-static void name_cache_put(worker *w, Dwarf_Off off, uint32_t name, bool linkage)
+static void name_cache_put(worker *w, uint64_t off, uint32_t name, bool linkage)
 {
     if ((w->nnames + 1) * 2 > w->cap_names) {
         size_t cap = w->cap_names ? w->cap_names * 2 : 4096;
@@ -398,40 +315,35 @@ static uint32_t intern_linkage(worker *w, const char *linkage, const char *short
     return strtab_intern(&w->strings, linkage, strlen(linkage));
 }
 
-static bool resolve_offset(worker *w, Dwarf_Off off, int hops, uint32_t *name, bool *linkage);
+static bool resolve_offset(worker *w, uint64_t off, int hops, uint32_t *name, bool *linkage);
 
-/* The name llvm-symbolizer --functions=linkage gives `die`: a linkage name anywhere along
+/* The name llvm-symbolizer --functions=linkage gives DIE `d`: a linkage name anywhere along
  * its abstract_origin/specification chain (demangled), else the first DW_AT_name on it. */
-static bool resolve_die(worker *w, Dwarf_Die die, int hops, uint32_t *name, bool *linkage)
+static bool resolve_die(worker *w, const die_info *d, int hops, uint32_t *name, bool *linkage)
 {
-    const char *link = attr_string(w, die, DW_AT_linkage_name);
-    if (link == NULL)
-        link = attr_string(w, die, DW_AT_MIPS_linkage_name);
-    const char *short_name = attr_string(w, die, DW_AT_name);
-    if (link != NULL) {
-        *name = intern_linkage(w, link, short_name);
+    if (d->linkage != NULL) {
+        *name = intern_linkage(w, d->linkage, d->name);
         *linkage = true;
         return true;
     }
-    Dwarf_Off ref;
     uint32_t ref_name;
     bool ref_linkage;
-    if (hops < MAX_NAME_HOPS &&
-        (attr_ref(w, die, DW_AT_abstract_origin, &ref) || attr_ref(w, die, DW_AT_specification, &ref)) &&
-        resolve_offset(w, ref, hops + 1, &ref_name, &ref_linkage) && (ref_linkage || short_name == NULL)) {
+    uint64_t ref = d->has_origin ? d->origin : d->spec;
+    if (hops < MAX_NAME_HOPS && (d->has_origin || d->has_spec) &&
+        resolve_offset(w, ref, hops + 1, &ref_name, &ref_linkage) && (ref_linkage || d->name == NULL)) {
         *name = ref_name;
         *linkage = ref_linkage;
         return true;
     }
-    if (short_name != NULL) {
-        *name = strtab_intern(&w->strings, short_name, strlen(short_name));
+    if (d->name != NULL) {
+        *name = strtab_intern(&w->strings, d->name, strlen(d->name));
         *linkage = false;
         return true;
     }
     return false;
 }
 
-static bool resolve_offset(worker *w, Dwarf_Off off, int hops, uint32_t *name, bool *linkage)
+static bool resolve_offset(worker *w, uint64_t off, int hops, uint32_t *name, bool *linkage)
 {
     name_slot *hit = name_cache_find(w, off);
     if (hit != NULL) {
@@ -439,19 +351,39 @@ static bool resolve_offset(worker *w, Dwarf_Off off, int hops, uint32_t *name, b
         *linkage = hit->linkage;
         return hit->name != STRTAB_NONE;
     }
-    Dwarf_Die die = NULL;
-    Dwarf_Error derr = NULL;
-    if (dwarf_offdie_b(w->dbg, off, 1, &die, &derr) != DW_DLV_OK) {
-        dwarf_ignore(w, derr);
-        return false;
+    const die_unit *u = unit_for(w, off);
+    die_info d;
+    bool ok = false;
+    if (u != NULL && die_read(&d, w->secs, u, off) == NULL && d.tag != 0) {
+        const die_unit *saved = w->unit;
+        w->unit = u; /* strings of a DIE in another unit use that unit's bases */
+        ok = resolve_die(w, &d, hops, name, linkage);
+        w->unit = saved;
     }
-    bool ok = resolve_die(w, die, hops, name, linkage);
-    dwarf_dealloc_die(die);
     name_cache_put(w, off, ok ? *name : STRTAB_NONE, ok && *linkage);
     return ok;
 }
 
 /* ---- the DIE walk ----------------------------------------------------------------------- */
+
+/* DW_AT_low_pc/high_pc or DW_AT_ranges of `d` into w->tmp (DWARF 5 section 2.17). */
+static void read_ranges(worker *w, const die_info *d)
+{
+    w->ntmp = 0;
+    for (;;) {
+        long n = die_ranges(w->tmp, w->cap_tmp, w->secs, w->unit, d);
+        if (n < 0) {
+            die_fail(w, d->offset, "malformed address range list");
+            return;
+        }
+        if ((size_t)n <= w->cap_tmp) {
+            w->ntmp = (size_t)n;
+            return;
+        }
+        w->cap_tmp = (size_t)n;
+        w->tmp = xreallocarray(w->tmp, w->cap_tmp, sizeof *w->tmp);
+    }
+}
 
 static uint32_t add_scope(worker *w, uint32_t name, uint32_t parent, uint32_t depth)
 {
@@ -461,8 +393,8 @@ static uint32_t add_scope(worker *w, uint32_t name, uint32_t parent, uint32_t de
     }
     uint64_t entry = UINT64_MAX;
     for (size_t i = 0; i < w->ntmp; i++)
-        if (w->tmp[i].start < entry)
-            entry = w->tmp[i].start;
+        if (w->tmp[i][0] < entry)
+            entry = w->tmp[i][0];
     uint32_t id = (uint32_t)w->nscopes++;
     w->scopes[id] = (debuginfo_scope){name, parent, STRTAB_NONE, 0, depth, 0, entry};
     if (w->nranges + w->ntmp > w->cap_ranges) {
@@ -471,96 +403,92 @@ static uint32_t add_scope(worker *w, uint32_t name, uint32_t parent, uint32_t de
         w->ranges = xreallocarray(w->ranges, w->cap_ranges, sizeof *w->ranges);
     }
     for (size_t i = 0; i < w->ntmp; i++)
-        w->ranges[w->nranges++] = (debuginfo_range){w->tmp[i].start, w->tmp[i].end, id, depth};
+        w->ranges[w->nranges++] = (debuginfo_range){w->tmp[i][0], w->tmp[i][1], id, depth};
     return id;
 }
 
-static uint32_t file_id(worker *w, Dwarf_Unsigned index)
+static uint32_t file_id(worker *w, uint64_t index)
 {
-    if ((Dwarf_Signed)index < w->file_base || index - (Dwarf_Unsigned)w->file_base >= w->nfiles)
+    if (index < (uint64_t)w->file_base || index - (uint64_t)w->file_base >= w->nfiles)
         return STRTAB_NONE;
-    return w->files[index - (Dwarf_Unsigned)w->file_base];
+    return w->files[index - (uint64_t)w->file_base];
 }
 
-static void walk_children(worker *w, Dwarf_Die parent, uint32_t scope, uint32_t depth, unsigned nest);
-
-/* A DW_TAG_subprogram with code becomes a concrete scope; one without is skipped. */
-static void visit_subprogram(worker *w, Dwarf_Die die, unsigned nest)
+/* Walk the children starting at `pos` (a sibling list ended by a null entry); *end gets the
+ * offset after that null entry. `scope` is the enclosing function or inlinee (NONE at
+ * unit or namespace level). */
+static void walk(worker *w, uint64_t pos, uint32_t scope, uint32_t depth, unsigned nest, uint64_t *end)
 {
-    die_ranges(w, die);
-    if (w->ntmp == 0)
-        return; /* a declaration or an abstract instance: no code here */
-    uint32_t name = STRTAB_NONE;
-    bool linkage;
-    if (!resolve_die(w, die, 0, &name, &linkage))
-        name = STRTAB_NONE;
-    uint32_t id = add_scope(w, name, DEBUGINFO_NONE, 0);
-    walk_children(w, die, id, 0, nest + 1);
-}
-
-static void visit_inlined(worker *w, Dwarf_Die die, uint32_t parent, uint32_t depth, unsigned nest)
-{
-    die_ranges(w, die);
-    if (w->ntmp == 0)
-        return;
-    uint32_t name = STRTAB_NONE;
-    bool linkage;
-    if (!resolve_die(w, die, 0, &name, &linkage))
-        name = STRTAB_NONE;
-    uint32_t id = add_scope(w, name, parent, depth + 1);
-    Dwarf_Unsigned v;
-    if (attr_udata(w, die, DW_AT_call_file, &v))
-        w->scopes[id].call_file = file_id(w, v);
-    if (attr_udata(w, die, DW_AT_call_line, &v))
-        w->scopes[id].call_line = v > UINT32_MAX - 1 ? 0 : (uint32_t)v;
-    walk_children(w, die, id, depth + 1, nest + 1);
-}
-
-/* Children of the CU, a namespace (scope == NONE) or a function/inlinee/lexical block. */
-static void walk_children(worker *w, Dwarf_Die parent, uint32_t scope, uint32_t depth, unsigned nest)
-{
-    Dwarf_Die child = NULL, next = NULL;
-    Dwarf_Error derr = NULL;
-    if (nest > MAX_SCOPE_DEPTH || w->rc != ERR_OK)
-        return;
-    int res = dwarf_child(parent, &child, &derr);
-    if (res == DW_DLV_ERROR) {
-        dwarf_fail(w, derr, "reading a DIE's children");
-        return;
-    }
-    while (res == DW_DLV_OK) {
-        Dwarf_Half tag = 0;
-        if (dwarf_tag(child, &tag, &derr) != DW_DLV_OK) {
-            dwarf_fail(w, derr, "reading a DIE tag");
-            dwarf_dealloc_die(child);
+    const die_unit *u = w->unit;
+    while (w->rc == ERR_OK) {
+        die_info d;
+        const char *msg = die_read(&d, w->secs, u, pos);
+        if (msg != NULL) {
+            die_fail(w, pos, msg);
             return;
         }
-        switch (tag) {
+        if (d.tag == 0) {
+            *end = d.next;
+            return;
+        }
+        bool descend = false;
+        uint32_t child_scope = scope, child_depth = depth;
+        switch (d.tag) {
         case DW_TAG_subprogram:
-            visit_subprogram(w, child, nest);
+            read_ranges(w, &d);
+            if (w->ntmp > 0) { /* else a declaration or an abstract instance: no code here */
+                uint32_t name = STRTAB_NONE;
+                bool linkage;
+                if (!resolve_die(w, &d, 0, &name, &linkage))
+                    name = STRTAB_NONE;
+                child_scope = add_scope(w, name, DEBUGINFO_NONE, 0);
+                child_depth = 0;
+                descend = true;
+            }
             break;
         case DW_TAG_inlined_subroutine:
-            if (scope != DEBUGINFO_NONE)
-                visit_inlined(w, child, scope, depth, nest);
+            if (scope == DEBUGINFO_NONE)
+                break;
+            read_ranges(w, &d);
+            if (w->ntmp > 0) {
+                uint32_t name = STRTAB_NONE;
+                bool linkage;
+                if (!resolve_die(w, &d, 0, &name, &linkage))
+                    name = STRTAB_NONE;
+                child_scope = add_scope(w, name, scope, depth + 1);
+                child_depth = depth + 1;
+                if (d.has_call_file)
+                    w->scopes[child_scope].call_file = file_id(w, d.call_file);
+                if (d.has_call_line)
+                    w->scopes[child_scope].call_line = d.call_line >= UINT32_MAX ? 0 : (uint32_t)d.call_line;
+                descend = true;
+            }
             break;
         case DW_TAG_lexical_block:
-            if (scope != DEBUGINFO_NONE)
-                walk_children(w, child, scope, depth, nest + 1);
+            descend = scope != DEBUGINFO_NONE;
             break;
         case DW_TAG_namespace:
         case DW_TAG_module:
-            if (scope == DEBUGINFO_NONE)
-                walk_children(w, child, DEBUGINFO_NONE, 0, nest + 1);
+            descend = scope == DEBUGINFO_NONE;
             break;
         default:
-            break; /* types, variables, parameters, call sites: not needed, subtree skipped */
+            break; /* types, variables, parameters, call sites: subtree skipped */
         }
-        res = dwarf_siblingof_b(w->dbg, child, 1, &next, &derr);
-        dwarf_dealloc_die(child);
-        child = next;
-        if (res == DW_DLV_ERROR) {
-            dwarf_fail(w, derr, "reading a DIE's sibling");
+        if (w->rc != ERR_OK)
             return;
+        pos = d.next;
+        if (!d.children)
+            continue;
+        if (descend && nest < MAX_SCOPE_DEPTH) {
+            walk(w, d.next, child_scope, child_depth, nest + 1, &pos);
+        } else if (d.has_sibling && d.sibling > d.next && d.sibling < u->end) {
+            pos = d.sibling;
+        } else {
+            msg = die_skip_children(&pos, w->secs, u, d.next);
+            if (msg != NULL) {
+                die_fail(w, d.next, msg);
+                return;
+            }
         }
     }
 }
@@ -695,24 +623,42 @@ done:
     dwarf_srclines_dealloc_b(ctx);
 }
 
-static void process_cu(worker *w, Dwarf_Die cu_die)
+static void process_unit(worker *w, size_t index)
 {
-    Dwarf_Half version = 0, offset_size = 0;
+    const die_unit *u = unit_get(w, index);
+    if (u == NULL)
+        return;
+    if (u->unit_type != DW_UT_compile && u->unit_type != DW_UT_partial)
+        return; /* type units and skeletons describe no code of their own */
+    w->unit = u;
+    w->cus++;
+    /* line tables through libdwarf: it reads every line-program version */
+    Dwarf_Die cu_die = NULL;
     Dwarf_Error derr = NULL;
-    Dwarf_Addr lo = 0;
-    if (dwarf_get_version_of_die(cu_die, &version, &offset_size) != DW_DLV_OK)
-        version = 4;
-    w->cu_version = version;
-    w->cu_base = 0;
-    if (dwarf_lowpc(cu_die, &lo, &derr) == DW_DLV_OK)
-        w->cu_base = lo;
-    else
-        dwarf_ignore(w, derr);
-    const char *comp_dir = attr_string(w, cu_die, DW_AT_comp_dir);
-    read_line_table(w, cu_die, comp_dir);
+    w->nfiles = 0;
+    int res = dwarf_offdie_b(w->dbg, u->die_offset, 1, &cu_die, &derr);
+    if (res == DW_DLV_ERROR) {
+        dwarf_fail(w, derr, "reading a compile unit DIE");
+        return;
+    }
+    if (res == DW_DLV_OK) {
+        read_line_table(w, cu_die, u->comp_dir);
+        dwarf_dealloc_die(cu_die);
+    }
     if (w->rc != ERR_OK)
         return;
-    walk_children(w, cu_die, DEBUGINFO_NONE, 0, 0);
+    /* the unit DIE's children */
+    die_info d;
+    const char *msg = die_read(&d, w->secs, u, u->die_offset);
+    if (msg != NULL) {
+        die_fail(w, u->die_offset, msg);
+        return;
+    }
+    if (d.tag != 0 && d.children) {
+        uint64_t end;
+        walk(w, d.next, DEBUGINFO_NONE, 0, 0, &end);
+    }
+    w->unit = NULL;
 }
 
 static void *worker_run(void *arg)
@@ -729,33 +675,10 @@ static void *worker_run(void *arg)
         w->dbg = NULL;
         return NULL;
     }
-    for (uint64_t cu = 0; w->rc == ERR_OK; cu++) {
-        Dwarf_Unsigned length, typeoff, next;
-        Dwarf_Half version, addr_size, len_size, ext_size, cu_type;
-        Dwarf_Off abbrev;
-        Dwarf_Sig8 sig;
-        res = dwarf_next_cu_header_d(w->dbg, 1, &length, &version, &abbrev, &addr_size, &len_size,
-                                     &ext_size, &sig, &typeoff, &next, &cu_type, &derr);
-        if (res == DW_DLV_NO_ENTRY)
-            break;
-        if (res == DW_DLV_ERROR) {
-            dwarf_fail(w, derr, "reading a compile unit header");
-            break;
-        }
-        if (cu % w->nthreads != w->tid)
-            continue;
-        Dwarf_Die cu_die = NULL;
-        res = dwarf_siblingof_b(w->dbg, NULL, 1, &cu_die, &derr);
-        if (res == DW_DLV_ERROR) {
-            dwarf_fail(w, derr, "reading a compile unit DIE");
-            break;
-        }
-        if (res == DW_DLV_NO_ENTRY)
-            continue;
-        w->cus++;
-        process_cu(w, cu_die);
-        dwarf_dealloc_die(cu_die);
-    }
+    w->my_units = xcalloc(w->nunits ? w->nunits : 1, sizeof *w->my_units);
+    w->unit_ready = xcalloc(w->nunits ? w->nunits : 1, sizeof *w->unit_ready);
+    for (size_t i = w->tid; i < w->nunits && w->rc == ERR_OK; i += w->nthreads)
+        process_unit(w, i);
     dwarf_object_finish(w->dbg, &derr);
     w->dbg = NULL;
     return NULL;
@@ -831,14 +754,10 @@ static uint32_t remap(const uint32_t *map, uint32_t id)
 
 static void merge_worker(debuginfo *d, worker *w)
 {
-    /* string ids are byte offsets: map each string's offset to its id in d->strings */
-    uint32_t *map = xcalloc(w->strings.bytes.len ? w->strings.bytes.len : 1, sizeof *map);
-    for (size_t off = 0; off < w->strings.bytes.len;) {
-        const char *s = (const char *)w->strings.bytes.data + off;
-        size_t len = strlen(s);
-        map[off] = strtab_intern(&d->strings, s, len);
-        off += len + 1;
-    }
+    uint32_t *map = xcalloc(w->strings.count ? w->strings.count : 1, sizeof *map);
+    for (size_t id = 0; id < w->strings.count; id++)
+        map[id] = strtab_intern(&d->strings, strtab_get(&w->strings, (uint32_t)id),
+                                strtab_len(&w->strings, (uint32_t)id));
     uint32_t base = d->nscopes;
     d->scopes = xreallocarray(d->scopes, d->nscopes + w->nscopes + 1, sizeof *d->scopes);
     for (size_t i = 0; i < w->nscopes; i++) {
@@ -867,6 +786,11 @@ static void merge_worker(debuginfo *d, worker *w)
 
 static void worker_reset(worker *w)
 {
+    for (size_t i = 0; i < w->ntables; i++)
+        die_abbrev_table_free(&w->tables[i]);
+    free(w->tables);
+    free(w->my_units);
+    free(w->unit_ready);
     strtab_reset(&w->strings);
     free(w->scopes);
     free(w->ranges);
@@ -894,11 +818,40 @@ err_code debuginfo_load(debuginfo *out, const macho_image *img, unsigned threads
     out->dwarf_bytes = reader.dwarf_bytes;
     err_code rc = ERR_OK;
 
-    bool has_info = false;
-    for (unsigned i = 1; i < reader.n; i++)
-        if (strcmp(reader.secs[i].name, ".debug_info") == 0 && reader.secs[i].size > 0)
-            has_info = true;
-    if (has_info) {
+    die_sections secs;
+    memset(&secs, 0, sizeof secs);
+    for (unsigned i = 1; i < reader.n; i++) {
+        static const struct {
+            const char *name;
+            size_t field;
+        } MAP[] = {
+            {".debug_info", offsetof(die_sections, info)},
+            {".debug_abbrev", offsetof(die_sections, abbrev)},
+            {".debug_str", offsetof(die_sections, str)},
+            {".debug_line_str", offsetof(die_sections, line_str)},
+            {".debug_str_offsets", offsetof(die_sections, str_offsets)},
+            {".debug_addr", offsetof(die_sections, addr)},
+            {".debug_ranges", offsetof(die_sections, ranges)},
+            {".debug_rnglists", offsetof(die_sections, rnglists)},
+        };
+        for (size_t k = 0; k < sizeof MAP / sizeof MAP[0]; k++)
+            if (strcmp(reader.secs[i].name, MAP[k].name) == 0) {
+                die_section *d = (die_section *)((char *)&secs + MAP[k].field);
+                d->data = reader.secs[i].data;
+                d->len = reader.secs[i].size;
+            }
+    }
+    die_unit *units = NULL;
+    size_t nunits = 0;
+    if (secs.info.len > 0) {
+        const char *msg = die_units_scan(&units, &nunits, &secs);
+        if (msg != NULL) {
+            free(units);
+            debuginfo_reset(out);
+            return err_set(err, ERR_INVALID, "corrupt DWARF in .debug_info: %s", msg);
+        }
+    }
+    if (nunits > 0) {
         pthread_once(&dwarf_once, dwarf_global_setup);
         if (threads == 0) {
             long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -906,11 +859,16 @@ err_code debuginfo_load(debuginfo *out, const macho_image *img, unsigned threads
         }
         if (threads > 64)
             threads = 64;
+        if (threads > nunits)
+            threads = (unsigned)nunits;
         worker *ws = xcalloc(threads, sizeof *ws);
         pthread_t *tids = xcalloc(threads, sizeof *tids);
         bool *started = xcalloc(threads, sizeof *started);
         for (unsigned i = 0; i < threads; i++) {
             ws[i].reader = &reader;
+            ws[i].secs = &secs;
+            ws[i].units = units;
+            ws[i].nunits = nunits;
             ws[i].tid = i;
             ws[i].nthreads = threads;
             strtab_init(&ws[i].strings);
@@ -937,6 +895,7 @@ err_code debuginfo_load(debuginfo *out, const macho_image *img, unsigned threads
         free(tids);
         free(started);
     }
+    free(units);
     if (rc == ERR_OK)
         load_symbols(out, img);
     if (rc != ERR_OK)

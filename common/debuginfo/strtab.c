@@ -6,44 +6,41 @@
 
 #include "base/xalloc.h"
 
-/* FNV-1a, 64-bit: short keys, no adversary beyond a hostile dSYM (which only slows us). */
-static uint64_t hash_bytes(const char *s, size_t len)
+/* FNV-1a, 32-bit: short keys, no adversary beyond a hostile dSYM (which only slows us). */
+static uint32_t hash_bytes(const char *s, size_t len)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
+    uint32_t h = 2166136261u;
     for (size_t i = 0; i < len; i++)
-        h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+        h = (h ^ (unsigned char)s[i]) * 16777619u;
     return h;
 }
 
 void strtab_init(strtab *t)
 {
+    memset(t, 0, sizeof *t);
     buf_init(&t->bytes);
     t->nslots = 1024;
     t->slots = xcalloc(t->nslots, sizeof *t->slots);
-    t->count = 0;
 }
 
 void strtab_reset(strtab *t)
 {
     buf_reset(&t->bytes);
     free(t->slots);
-    t->slots = NULL;
-    t->nslots = t->count = 0;
+    free(t->offsets);
+    free(t->hashes);
+    memset(t, 0, sizeof *t);
 }
 
 static void grow(strtab *t)
 {
     size_t n = t->nslots * 2;
     uint32_t *slots = xcalloc(n, sizeof *slots);
-    for (size_t i = 0; i < t->nslots; i++) {
-        uint32_t v = t->slots[i];
-        if (v == 0)
-            continue;
-        const char *s = (const char *)t->bytes.data + (v - 1);
-        size_t j = hash_bytes(s, strlen(s)) & (n - 1);
+    for (size_t id = 0; id < t->count; id++) {
+        size_t j = t->hashes[id] & (n - 1);
         while (slots[j] != 0)
             j = (j + 1) & (n - 1);
-        slots[j] = v;
+        slots[j] = (uint32_t)id + 1;
     }
     free(t->slots);
     t->slots = slots;
@@ -54,29 +51,48 @@ uint32_t strtab_intern(strtab *t, const char *s, size_t len)
 {
     if ((t->count + 1) * 2 > t->nslots)
         grow(t);
-    size_t j = hash_bytes(s, len) & (t->nslots - 1);
+    uint32_t h = hash_bytes(s, len);
+    size_t j = h & (t->nslots - 1);
     for (;;) {
         uint32_t v = t->slots[j];
         if (v == 0)
             break;
-        const char *cand = (const char *)t->bytes.data + (v - 1);
-        if (strncmp(cand, s, len) == 0 && cand[len] == '\0')
-            return v - 1;
+        uint32_t id = v - 1;
+        if (t->hashes[id] == h && strtab_len(t, id) == len &&
+            memcmp(t->bytes.data + t->offsets[id], s, len) == 0)
+            return id;
         j = (j + 1) & (t->nslots - 1);
     }
-    if (t->bytes.len + len + 2 >= UINT32_MAX) {
+    if (t->bytes.len + len + 2 >= UINT32_MAX || t->count >= UINT32_MAX - 1) {
         fprintf(stderr, "stacksift: string table over 4 GiB\n");
         abort();
     }
-    uint32_t id = (uint32_t)t->bytes.len;
+    if (t->count == t->cap) {
+        t->cap = t->cap ? t->cap * 2 : 1024;
+        t->offsets = xreallocarray(t->offsets, t->cap, sizeof *t->offsets);
+        t->hashes = xreallocarray(t->hashes, t->cap, sizeof *t->hashes);
+    }
+    uint32_t id = (uint32_t)t->count++;
+    t->offsets[id] = (uint32_t)t->bytes.len;
+    t->hashes[id] = h;
     buf_append(&t->bytes, s, len);
     buf_putc(&t->bytes, '\0');
     t->slots[j] = id + 1;
-    t->count++;
     return id;
 }
 
 const char *strtab_get(const strtab *t, uint32_t id)
 {
-    return (const char *)t->bytes.data + id;
+    return (const char *)t->bytes.data + t->offsets[id];
+}
+
+size_t strtab_len(const strtab *t, uint32_t id)
+{
+    uint32_t end = id + 1 < t->count ? t->offsets[id + 1] : (uint32_t)t->bytes.len;
+    return end - t->offsets[id] - 1;
+}
+
+uint32_t strtab_offset(const strtab *t, uint32_t id)
+{
+    return t->offsets[id];
 }

@@ -1,6 +1,7 @@
 /*
  * strtab - an interned string table: each distinct string is stored once and named by a
- * 32-bit id (its byte offset in the table). Not thread-safe; one per thread, merged later.
+ * dense 32-bit id (0, 1, 2, ... in order of first interning). Not thread-safe; one per thread,
+ * merged later.
  */
 #ifndef STACKSIFT_DEBUGINFO_STRTAB_H
 #define STACKSIFT_DEBUGINFO_STRTAB_H
@@ -13,10 +14,12 @@
 #define STRTAB_NONE UINT32_MAX /* "no string" */
 
 typedef struct {
-    buf bytes;         /* NUL-terminated strings back to back; id = offset of the first byte */
+    buf bytes;         /* NUL-terminated strings back to back */
+    uint32_t *offsets; /* offsets[id] = start of string id in bytes; count entries */
+    uint32_t *hashes;  /* hashes[id], to skip most comparisons */
+    size_t count, cap; /* strings interned; room in offsets/hashes */
     uint32_t *slots;   /* open-addressing hash set of ids + 1 (0 = empty) */
     size_t nslots;     /* power of two */
-    size_t count;      /* strings interned */
 } strtab;
 
 void strtab_init(strtab *t);
@@ -26,5 +29,9 @@ void strtab_reset(strtab *t);
 uint32_t strtab_intern(strtab *t, const char *s, size_t len);
 /* strtab_get - the string with id `id` (borrowed; invalidated by the next strtab_intern). */
 const char *strtab_get(const strtab *t, uint32_t id);
+/* strtab_len - length in bytes of string `id`. */
+size_t strtab_len(const strtab *t, uint32_t id);
+/* strtab_offset - byte offset of string `id` in t->bytes (what a file format stores). */
+uint32_t strtab_offset(const strtab *t, uint32_t id);
 
 #endif

@@ -56,7 +56,8 @@ static int cmp_scope_range(const void *pa, const void *pb)
 static void flatten_scopes(segments *out, const debuginfo *di)
 {
     debuginfo_range *r = xcalloc(di->nranges ? di->nranges : 1, sizeof *r);
-    memcpy(r, di->ranges, di->nranges * sizeof *r);
+    if (di->nranges > 0)
+        memcpy(r, di->ranges, di->nranges * sizeof *r);
     qsort(r, di->nranges, sizeof *r, cmp_scope_range);
     debuginfo_range *stack = xcalloc(di->nranges ? di->nranges : 1, sizeof *stack);
     size_t top = 0;
@@ -159,8 +160,8 @@ static uint32_t out_string(builder *b, uint32_t id)
 {
     if (id == STRTAB_NONE)
         return SYMC_NONE;
-    const char *s = strtab_get(&b->di->strings, id);
-    return strtab_intern(&b->strings, s, strlen(s));
+    return strtab_offset(&b->strings, strtab_intern(&b->strings, strtab_get(&b->di->strings, id),
+                                                    strtab_len(&b->di->strings, id)));
 }
 
 static uint32_t new_scope(builder *b, symc_scope s)
@@ -208,7 +209,8 @@ static uint32_t out_symbol(builder *b, size_t i)
     const char *raw = strtab_get(&b->di->strings, sym->scope);
     char *demangled = demangle_symbol(raw);
     const char *name = demangled ? demangled : raw;
-    symc_scope o = {strtab_intern(&b->strings, name, strlen(name)), SYMC_NONE, SYMC_KIND_SYMTAB,
+    symc_scope o = {strtab_offset(&b->strings, strtab_intern(&b->strings, name, strlen(name))),
+                    SYMC_NONE, SYMC_KIND_SYMTAB,
                     (uint32_t)(sym->start - b->base)};
     free(demangled);
     return b->symbol_map[i] = new_scope(b, o);
@@ -259,8 +261,8 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
     memset(b.scope_map, 0xff, (di->nscopes ? di->nscopes : 1) * sizeof *b.scope_map);
     b.symbol_map = xcalloc(di->nsymbols ? di->nsymbols : 1, sizeof *b.symbol_map);
     memset(b.symbol_map, 0xff, (di->nsymbols ? di->nsymbols : 1) * sizeof *b.symbol_map);
-    uint32_t name_off = strtab_intern(&b.strings, image_name ? image_name : "",
-                                      image_name ? strlen(image_name) : 0);
+    uint32_t name_off = strtab_offset(&b.strings, strtab_intern(&b.strings, image_name ? image_name : "",
+                                                                image_name ? strlen(image_name) : 0));
 
     uint64_t lo = UINT64_MAX, hi = 0;
     const segments *all[3] = {&scopes, &lines, &syms};

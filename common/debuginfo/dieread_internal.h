@@ -1,0 +1,108 @@
+/*
+ * dieread - a small, allocation-free reader for the DIE tree in .debug_info, driven by the
+ * abbreviation tables (DWARF 5 sections 7.5.1-7.5.6; DWARF 2-4 unit headers and forms).
+ * It decodes only the attributes symbolication needs and skips everything else by form, so
+ * subtrees of types and variables cost a few byte reads per DIE. Internal to debuginfo.
+ *
+ * Every read is bounds-checked against its section; a malformed unit makes the reader
+ * return false with a message, never read outside the mapped sections.
+ */
+#ifndef STACKSIFT_DEBUGINFO_DIEREAD_INTERNAL_H
+#define STACKSIFT_DEBUGINFO_DIEREAD_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    const uint8_t *data; /* NULL when the section is absent */
+    uint64_t len;
+} die_section;
+
+typedef struct {
+    die_section info, abbrev, str, line_str, str_offsets, addr, ranges, rnglists;
+} die_sections;
+
+typedef struct {
+    uint16_t name, form;
+    int64_t implicit; /* DW_FORM_implicit_const value */
+} die_attr_spec;
+
+typedef struct {
+    uint16_t tag;
+    bool children;
+    uint32_t first, count; /* specs[first .. first+count) */
+} die_abbrev;
+
+/* One abbreviation table (one .debug_abbrev offset), indexed by code. */
+typedef struct {
+    uint64_t offset;
+    die_abbrev *by_code;    /* by_code[code]; tag 0 = no such code */
+    uint32_t ncodes;        /* codes 0 .. ncodes-1 */
+    die_attr_spec *specs;
+    uint32_t nspecs;
+} die_abbrev_table;
+
+/* A unit header and what its unit DIE says about bases. */
+typedef struct {
+    uint64_t offset;       /* unit header offset in .debug_info */
+    uint64_t end;          /* first byte after the unit */
+    uint64_t die_offset;   /* the unit DIE */
+    uint64_t abbrev_offset;
+    uint16_t version;
+    uint8_t unit_type;     /* DW_UT_*; DWARF 2-4 compile units are DW_UT_compile */
+    uint8_t addr_size, offset_size;
+    /* filled by die_unit_bases */
+    uint64_t str_offsets_base, addr_base, rnglists_base, base_addr;
+    const char *comp_dir;  /* DW_AT_comp_dir, NULL if absent */
+    const die_abbrev_table *abbrevs;
+} die_unit;
+
+/* What one DIE says, of the attributes symbolication reads. */
+typedef struct {
+    uint64_t offset;       /* global .debug_info offset of the DIE */
+    uint64_t next;         /* offset just past its attributes (children or sibling start) */
+    uint16_t tag;          /* 0 for a null entry (end of a sibling list) */
+    bool children;
+    bool has_low, has_high, high_is_size, has_ranges;
+    uint64_t low, high;
+    uint16_t ranges_form;
+    uint64_t ranges;       /* offset or rnglistx index */
+    const char *name, *linkage;
+    bool has_origin, has_spec;
+    uint64_t origin, spec; /* global offsets */
+    bool has_call_file, has_call_line;
+    uint64_t call_file, call_line;
+    bool has_sibling;
+    uint64_t sibling;      /* global offset */
+} die_info;
+
+/* die_units_scan - list the units in .debug_info (headers only). *out is malloc'd; NULL
+ * message on success, else a static message naming the problem. */
+const char *die_units_scan(die_unit **out, size_t *n, const die_sections *s);
+
+/* die_abbrev_table_load - parse the table at `offset`; NULL or a static error message. */
+const char *die_abbrev_table_load(die_abbrev_table *t, const die_sections *s, uint64_t offset);
+void die_abbrev_table_free(die_abbrev_table *t);
+
+/* die_unit_bases - read the unit DIE for DW_AT_str_offsets_base, addr_base, rnglists_base
+ * low_pc and comp_dir; u->abbrevs must be set. NULL or a static error message. */
+const char *die_unit_bases(die_unit *u, const die_sections *s);
+
+/* die_read - decode the DIE at global `offset` of unit `u` (or the null entry there). */
+const char *die_read(die_info *out, const die_sections *s, const die_unit *u, uint64_t offset);
+
+/* die_skip_children - offset just past the children of a DIE whose children start at
+ * `offset` (its `next`), found by walking the subtree without decoding values. */
+const char *die_skip_children(uint64_t *out, const die_sections *s, const die_unit *u,
+                              uint64_t offset);
+
+/* die_string - the string a DW_AT_name-like value of form `form` / `value` designates;
+ * NULL if invalid. (Used internally by die_read.) */
+
+/* die_ranges - address ranges of `d` (low/high pc or DW_AT_ranges) into out[0..cap); returns
+ * the count (may exceed cap: call again with more room), or -1 on a malformed list. */
+long die_ranges(uint64_t (*out)[2], size_t cap, const die_sections *s, const die_unit *u,
+                const die_info *d);
+
+#endif
