@@ -729,7 +729,8 @@ static void load_symbols(debuginfo *d, const macho_image *img)
         uint32_t sid = strtab_intern(&d->strings, raw, strlen(raw));
         d->symbols[d->nsymbols++] = (debuginfo_range){sym.value, s->addr + s->size, sid, sym.sect};
     }
-    qsort(d->symbols, d->nsymbols, sizeof *d->symbols, cmp_range_start);
+    if (d->nsymbols > 1)
+        qsort(d->symbols, d->nsymbols, sizeof *d->symbols, cmp_range_start);
     /* one symbol per address; each ends where the next one in its section starts */
     size_t n = 0;
     for (size_t i = 0; i < d->nsymbols; i++) {

@@ -58,7 +58,8 @@ static void flatten_scopes(segments *out, const debuginfo *di)
     debuginfo_range *r = xcalloc(di->nranges ? di->nranges : 1, sizeof *r);
     if (di->nranges > 0)
         memcpy(r, di->ranges, di->nranges * sizeof *r);
-    qsort(r, di->nranges, sizeof *r, cmp_scope_range);
+    if (di->nranges > 1)
+        qsort(r, di->nranges, sizeof *r, cmp_scope_range);
     debuginfo_range *stack = xcalloc(di->nranges ? di->nranges : 1, sizeof *stack);
     size_t top = 0;
     uint64_t cur = 0;
@@ -108,7 +109,8 @@ static void flatten_lines(segments *out, const debuginfo *di)
         }
         tmp.v[tmp.n++] = (segment){row->addr, next->addr, row->file, row->line};
     }
-    qsort(tmp.v, tmp.n, sizeof *tmp.v, cmp_segment);
+    if (tmp.n > 1)
+        qsort(tmp.v, tmp.n, sizeof *tmp.v, cmp_segment);
     for (size_t i = 0; i < tmp.n; i++) {
         segment s = tmp.v[i];
         if (out->n > 0 && out->v[out->n - 1].end > s.start) {
