@@ -217,7 +217,8 @@ static err_code walk_dir(job *j, const char *dir, int depth, err_info *err)
         names[n++] = xstrdup(e->d_name);
     }
     closedir(d);
-    qsort(names, n, sizeof *names, cmp_str);
+    if (n > 1)
+        qsort(names, n, sizeof *names, cmp_str);
     err_code rc = ERR_OK;
     for (size_t i = 0; i < n && rc == ERR_OK; i++) {
         char path[4096];
