@@ -778,17 +778,50 @@ static void dsym_zip_upload_and_reupload(void)
     free(zip);
 }
 
+/* sha256sum of the stored symcache of `uuid`, "" if missing. */
+static char *stored_symcache_sha(const char *uuid)
+{
+    char *path = xsprintf("%s/symcaches/%s.symc", data_dir, uuid);
+    char *argv[] = {"/usr/bin/env", "sha256sum", path, NULL};
+    run_result r = run(argv, NULL, 30);
+    char *out = strndup(r.out, r.status == 0 ? 64 : 0);
+    run_free(&r);
+    free(path);
+    return out;
+}
+
 static void dsym_raw_macho_upload(void)
 {
-    char *dwarf = fixture("arm64-O0/FixtureApp.app.dSYM/Contents/Resources/DWARF/FixtureApp");
-    http_resp r = post_file("/api/v1/dsyms?name=FixtureApp", tok_upload,
-                            "Content-Type: application/octet-stream\r\n", dwarf);
+    /* The app binary first: a symbol table, no DWARF. */
+    char *binary = fixture("arm64-O0/FixtureApp.app/FixtureApp");
+    http_resp r = post_file("/api/v1/dsyms", tok_upload, NULL, binary);
     CHECK_EQ_INT(r.status, 201);
     json_t *f = json_array_get(files_of(&r), 0);
     CHECK_EQ_STR(f ? jstr(f, "uuid") : NULL, fixture_uuid("arm64-O0", "arm64"));
-    CHECK_EQ_STR(f ? jstr(f, "name") : NULL, "FixtureApp");
     CHECK_EQ_STR(f ? jstr(f, "status") : NULL, "created");
+    CHECK(f && json_is_false(json_object_get(f, "has_dwarf")));
+    resp_free(&r);
+    free(binary);
+
+    /* Then its dSYM: DWARF replaces the symbol-table record and symcache. */
+    char *dwarf = fixture("arm64-O0/FixtureApp.app.dSYM/Contents/Resources/DWARF/FixtureApp");
+    r = post_file("/api/v1/dsyms?name=FixtureApp", tok_upload,
+                  "Content-Type: application/octet-stream\r\n", dwarf);
+    CHECK_EQ_INT(r.status, 201);
+    f = json_array_get(files_of(&r), 0);
+    CHECK_EQ_STR(f ? jstr(f, "uuid") : NULL, fixture_uuid("arm64-O0", "arm64"));
+    CHECK_EQ_STR(f ? jstr(f, "name") : NULL, "FixtureApp");
+    CHECK_EQ_STR(f ? jstr(f, "status") : NULL, "updated");
     CHECK(f && json_is_true(json_object_get(f, "has_dwarf")));
+    char *sha = stored_symcache_sha(fixture_uuid("arm64-O0", "arm64"));
+    CHECK_EQ_STR(sha, f ? jstr(f, "sha256") : NULL);
+    free(sha);
+    resp_free(&r);
+
+    /* And again: nothing changes. */
+    r = post_file("/api/v1/dsyms", tok_upload, NULL, dwarf);
+    CHECK_EQ_INT(r.status, 200);
+    CHECK_EQ_STR(jstr(json_array_get(files_of(&r), 0), "status"), "exists");
     resp_free(&r);
     free(dwarf);
 
@@ -971,6 +1004,7 @@ static void metrics_count_requests(void)
     CHECK(r.body && strstr(r.body, "stacksift_http_requests_total{route=\"reports_post\",status=\"202\"} 3"));
     CHECK(r.body && strstr(r.body, "stacksift_reports_accepted_total 3"));
     CHECK(r.body && strstr(r.body, "stacksift_dsyms_processed_total{status=\"created\"} 4"));
+    CHECK(r.body && strstr(r.body, "stacksift_dsyms_processed_total{status=\"updated\"} 1"));
     CHECK(r.body && strstr(r.body, "stacksift_http_request_duration_seconds_bucket{route=\"dsyms_post\",le=\"+Inf\"}"));
     CHECK(r.body && strstr(r.body, "stacksift_db_pool_size 4"));
     CHECK(r.body && strstr(r.body, "stacksift_reports_queued 3"));

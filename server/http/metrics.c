@@ -26,7 +26,7 @@ static const char *route_names[METRICS_MAX_ROUTES];
 static unsigned nroutes;
 static route_stats routes[METRICS_MAX_ROUTES];
 static uint64_t reports_accepted, reports_rejected[NERR];
-static uint64_t dsyms_created, dsyms_existing, dsym_uploads_failed[NERR];
+static uint64_t dsyms_created, dsyms_updated, dsyms_existing, dsym_uploads_failed[NERR];
 static int64_t in_flight;
 
 void metrics_init(const char *const *names, unsigned n)
@@ -81,6 +81,8 @@ void metrics_dsym_processed(const char *status)
     pthread_mutex_lock(&mu);
     if (strcmp(status, "created") == 0)
         dsyms_created++;
+    else if (strcmp(status, "updated") == 0)
+        dsyms_updated++;
     else
         dsyms_existing++;
     pthread_mutex_unlock(&mu);
@@ -147,8 +149,10 @@ void metrics_render(buf *out, const store_pool_stats *pool, int64_t queued)
                     "new or already known.\n"
                     "# TYPE stacksift_dsyms_processed_total counter\n"
                     "stacksift_dsyms_processed_total{status=\"created\"} %llu\n"
+                    "stacksift_dsyms_processed_total{status=\"updated\"} %llu\n"
                     "stacksift_dsyms_processed_total{status=\"exists\"} %llu\n",
-               (unsigned long long)dsyms_created, (unsigned long long)dsyms_existing);
+               (unsigned long long)dsyms_created, (unsigned long long)dsyms_updated,
+               (unsigned long long)dsyms_existing);
     buf_append_str(out, "# HELP stacksift_dsym_uploads_failed_total dSYM uploads refused, by "
                         "error code.\n"
                         "# TYPE stacksift_dsym_uploads_failed_total counter\n");

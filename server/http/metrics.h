@@ -21,7 +21,7 @@ void metrics_request(unsigned route, unsigned status, double seconds);
 
 void metrics_report_accepted(void);
 void metrics_report_rejected(err_code code);
-void metrics_dsym_processed(const char *status);   /* "created", "exists" */
+void metrics_dsym_processed(const char *status);   /* "created", "updated", "exists" */
 void metrics_dsym_failed(err_code code);
 void metrics_in_flight(int delta);
 

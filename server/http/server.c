@@ -524,7 +524,7 @@ static enum MHD_Result handle_dsym_post(http_request *r)
     for (size_t i = 0; i < n; i++) {
         json_array_append_new(list, dsym_json(&files[i].row, files[i].status));
         metrics_dsym_processed(files[i].status);
-        created += strcmp(files[i].status, "created") == 0;
+        created += strcmp(files[i].status, "exists") != 0;
         log_event(LOG_INFO, "dsym_stored", "req=%s uuid=%s arch=%s name=%s status=%s "
                   "functions=%d symcache_bytes=%lld", r->id, files[i].row.uuid,
                   files[i].row.arch, files[i].row.name, files[i].status, files[i].row.functions,

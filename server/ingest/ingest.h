@@ -51,7 +51,8 @@ err_code ingest_report_accept(ingest_report_result *out, store *s, const ingest_
 /* One debug file of an upload, as answered to the client. */
 typedef struct {
     store_dsym row;     /* the stored record (existing one for a re-upload) */
-    const char *status; /* "created" or "exists" (static strings) */
+    const char *status; /* "created", "updated" (DWARF replaced a symbol-table-only record)
+                           or "exists" (static strings) */
 } ingest_dsym_file;
 
 /*
@@ -59,7 +60,8 @@ typedef struct {
  * `ninputs` files at `inputs` (zip of .dSYM bundles, or Mach-O, thin or fat), move them to
  * `symcache_dir`/<UUID>.symc and record one row per debug file, all in one transaction.
  * Scratch files go to `work_dir` (existing, emptied by the caller). A UUID that is already
- * recorded keeps its record and symcache ("exists"). On any error no row is written and no
+ * recorded keeps its record and symcache ("exists"), unless only a symbol table made it and
+ * this upload has DWARF ("updated"). On any error no row is written and no
  * symcache this call placed is left in symcache_dir. *out in `a`.
  * Errors  ERR_INVALID (no Mach-O inside, corrupt Mach-O or zip, hostile zip entry names),
  *         ERR_TOO_LARGE (zip limits), ERR_IO, ERR_STORE.

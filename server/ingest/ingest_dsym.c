@@ -5,7 +5,8 @@
  *   1. build every slice into work_dir/symc/ (dsym_build_symcaches writes temp + rename);
  *   2. move each new symcache to symcache_dir/<UUID>.symc (rename: atomic, same file system;
  *      a UUID whose symcache already exists keeps it);
- *   3. insert all rows in one transaction;
+ *   3. insert all rows in one transaction; a row whose stored twin has no DWARF while this
+ *      one has is updated, and its symcache replaced after the commit;
  *   on an error in 2 or 3, the symcaches placed in 2 are removed again.
  */
 #include <errno.h>
@@ -44,7 +45,8 @@ err_code ingest_dsym_upload(ingest_dsym_file **out, size_t *n, store *s,
                             err_info *err)
 {
     built_list built = {0};
-    bool *placed = NULL, *created = NULL;
+    bool *placed = NULL;
+    store_dsym_outcome *outcome = NULL;
     store_dsym *rows = NULL;
     char symc_dir[4096], final_path[4096];
     err_code rc = ERR_OK;
@@ -69,7 +71,7 @@ err_code ingest_dsym_upload(ingest_dsym_file **out, size_t *n, store *s,
     }
 
     placed = xcalloc(built.n, sizeof *placed);
-    created = xcalloc(built.n, sizeof *created);
+    outcome = xcalloc(built.n, sizeof *outcome);
     rows = xcalloc(built.n, sizeof *rows);
     for (size_t i = 0; i < built.n; i++) {
         const dsym_built *b = &built.items[i];
@@ -94,9 +96,20 @@ err_code ingest_dsym_upload(ingest_dsym_file **out, size_t *n, store *s,
         placed[i] = true;
     }
 
-    rc = store_dsyms_insert(created, rows, built.n, s, err);
+    rc = store_dsyms_insert(outcome, rows, built.n, s, err);
     if (rc != ERR_OK)
         goto done;
+    /* The row now describes DWARF where a symbol-table-only symcache sits: replace it. The
+     * row is committed first; a failure here leaves the older, still valid, symcache. */
+    for (size_t i = 0; i < built.n; i++) {
+        if (outcome[i] != STORE_DSYM_UPGRADED || placed[i])
+            continue;
+        snprintf(final_path, sizeof final_path, "%s/%s.symc", symcache_dir, built.items[i].uuid);
+        if (rename(built.items[i].path, final_path) != 0) {
+            rc = err_set(err, ERR_IO, "replacing symcache %s: %s", final_path, strerror(errno));
+            goto done;
+        }
+    }
 
     ingest_dsym_file *files = arena_alloc_array(a, built.n, sizeof *files, err);
     if (!files) {
@@ -105,7 +118,9 @@ err_code ingest_dsym_upload(ingest_dsym_file **out, size_t *n, store *s,
     }
     for (size_t i = 0; i < built.n; i++) {
         files[i].row = rows[i];
-        files[i].status = created[i] ? "created" : "exists";
+        files[i].status = outcome[i] == STORE_DSYM_CREATED    ? "created"
+                          : outcome[i] == STORE_DSYM_UPGRADED ? "updated"
+                                                              : "exists";
     }
     *out = files;
     *n = built.n;
@@ -121,7 +136,7 @@ done:
         }
     }
     free(rows);
-    free(created);
+    free(outcome);
     free(placed);
     free(built.items);
     return rc;

@@ -32,6 +32,7 @@ enum {
     ST_TOKEN_INSERT,
     ST_TOKEN_GET,
     ST_DSYM_INSERT,
+    ST_DSYM_UPGRADE,
     ST_DSYM_GET,
     ST_DSYM_LIST,
     ST_REPORT_INSERT,
@@ -58,6 +59,12 @@ static const struct {
                         "symcache_bytes, functions, sha256) "
                         "VALUES ($1, $2, $3, $4, $5, $6, $7, $8) "
                         "ON CONFLICT (uuid) DO NOTHING RETURNING " DSYM_COLUMNS},
+    [ST_DSYM_UPGRADE] = {"dsym_upgrade",
+                         "UPDATE dsyms SET arch = $2, name = $3, has_dwarf = $4, "
+                         "dwarf_bytes = $5, symcache_bytes = $6, functions = $7, sha256 = $8, "
+                         "uploaded_at = now() "
+                         "WHERE uuid = $1::uuid AND NOT has_dwarf AND $4::boolean "
+                         "RETURNING " DSYM_COLUMNS},
     [ST_DSYM_GET] = {"dsym_get", "SELECT " DSYM_COLUMNS " FROM dsyms WHERE uuid = $1::uuid"},
     [ST_DSYM_LIST] = {"dsym_list",
                       "SELECT " DSYM_COLUMNS " FROM dsyms "
@@ -560,7 +567,7 @@ static void dsym_from_row(store_dsym *d, PGresult *res, int row)
 }
 
 typedef struct {
-    bool *created;
+    store_dsym_outcome *outcome;
     store_dsym *rows;
     size_t n;
     const char *uuid, *name;
@@ -586,11 +593,20 @@ static err_code do_dsyms_insert(pconn *c, void *vctx, err_info *err)
         rc = store_exec(&res, c, ST_DSYM_INSERT, 8, values, NULL, NULL, err);
         if (rc != ERR_OK)
             break;
-        d->created[i] = PQntuples(res) == 1;
-        if (d->created[i])
+        d->outcome[i] = PQntuples(res) == 1 ? STORE_DSYM_CREATED : STORE_DSYM_EXISTS;
+        if (d->outcome[i] == STORE_DSYM_EXISTS && row->has_dwarf) {
+            /* Known UUID: DWARF replaces a record built from a symbol table only. */
+            PQclear(res);
+            rc = store_exec(&res, c, ST_DSYM_UPGRADE, 8, values, NULL, NULL, err);
+            if (rc != ERR_OK)
+                break;
+            if (PQntuples(res) == 1)
+                d->outcome[i] = STORE_DSYM_UPGRADED;
+        }
+        if (d->outcome[i] != STORE_DSYM_EXISTS)
             dsym_from_row(row, res, 0);
         PQclear(res);
-        if (d->created[i])
+        if (d->outcome[i] != STORE_DSYM_EXISTS)
             continue;
         /* Already there: answer with the stored record (idempotent re-upload). */
         const char *uuid[1] = {row->uuid};
@@ -606,9 +622,10 @@ static err_code do_dsyms_insert(pconn *c, void *vctx, err_info *err)
     return rc;   /* store_release rolls back a transaction left open by an error */
 }
 
-err_code store_dsyms_insert(bool *created, store_dsym *rows, size_t n, store *s, err_info *err)
+err_code store_dsyms_insert(store_dsym_outcome *outcome, store_dsym *rows, size_t n, store *s,
+                            err_info *err)
 {
-    dsym_ctx d = {.created = created, .rows = rows, .n = n};
+    dsym_ctx d = {.outcome = outcome, .rows = rows, .n = n};
     return store_run(s, do_dsyms_insert, &d, err);
 }
 

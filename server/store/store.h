@@ -93,10 +93,20 @@ typedef struct {
     char uploaded_at[32];   /* RFC 3339 UTC; filled by the store */
 } store_dsym;
 
-/* store_dsyms_insert - insert `n` rows in one transaction; a row whose UUID already exists is
- * left as it is. created[i] tells whether row i was new; existing rows are read back into
- * rows[i] (so the caller answers with the stored record). Errors ERR_STORE, ERR_INVALID. */
-err_code store_dsyms_insert(bool *created, store_dsym *rows, size_t n, store *s, err_info *err);
+/* What store_dsyms_insert did with one row. */
+typedef enum {
+    STORE_DSYM_EXISTS,   /* the UUID was recorded already: the stored record is read back */
+    STORE_DSYM_CREATED,  /* a new row */
+    STORE_DSYM_UPGRADED, /* the stored row came from a symbol table only and this one has
+                            DWARF: the row now describes the new debug file */
+} store_dsym_outcome;
+
+/* store_dsyms_insert - record `n` debug files in one transaction. A UUID already recorded is
+ * left as it is (idempotent re-upload) unless the stored one has no DWARF and the new one
+ * has. outcome[i] says which; rows[i] is overwritten with the stored record.
+ * Errors ERR_STORE, ERR_INVALID. */
+err_code store_dsyms_insert(store_dsym_outcome *outcome, store_dsym *rows, size_t n, store *s,
+                            err_info *err);
 
 /* store_dsym_get - the row for `uuid` (any case, dashes). Errors ERR_NOT_FOUND, ERR_STORE. */
 err_code store_dsym_get(store_dsym *out, store *s, const char *uuid, err_info *err);
