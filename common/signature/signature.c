@@ -1,0 +1,839 @@
+/*
+ * signature.c - the grouping rules of signature.h: stack choice, skip table, in-app images,
+ * name normalization, fallbacks, SHA-256 fingerprint (OpenSSL EVP).
+ */
+#include "signature/signature.h"
+
+#include <ctype.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- the skip table (rule 3) ------------------------------------------------------------ */
+
+typedef enum { MATCH_EXACT, MATCH_PREFIX } match_kind;
+
+typedef struct {
+    const char *name;  /* normalized function name */
+    match_kind match;
+} skip_entry;
+
+/* Error-raising machinery: frames that are where a crash was reported, never why. Names are
+ * compared after signature_normalize_symbol, so "abort + 28" and "std::terminate()" match. */
+static const skip_entry SIGNATURE_SKIP[] = {
+    /* Objective-C exceptions */
+    {"objc_exception_throw", MATCH_EXACT},
+    {"objc_exception_rethrow", MATCH_EXACT},
+    {"objc_terminate", MATCH_EXACT},
+    {"_objc_terminate", MATCH_EXACT},
+    {"__exceptionPreprocess", MATCH_EXACT},
+    {"_CFThrowFormattedException", MATCH_EXACT},
+    {"+[NSException raise:format:]", MATCH_EXACT},
+    {"+[NSException raise:format:arguments:]", MATCH_EXACT},
+    {"-[NSException raise]", MATCH_EXACT},
+    {"_NSExceptionRaise", MATCH_EXACT},
+    /* C++ exceptions and terminate */
+    {"__cxa_throw", MATCH_EXACT},
+    {"__cxa_rethrow", MATCH_EXACT},
+    {"__cxa_bad_cast", MATCH_EXACT},
+    {"__cxa_bad_typeid", MATCH_EXACT},
+    {"__cxa_pure_virtual", MATCH_EXACT},
+    {"std::terminate", MATCH_EXACT},
+    {"std::__terminate", MATCH_EXACT},
+    {"__cxxabiv1::__terminate", MATCH_EXACT},
+    {"std::__1::__throw_", MATCH_PREFIX},
+    {"std::__throw_", MATCH_PREFIX},
+    {"demangling_terminate_handler", MATCH_EXACT},
+    /* abort, signals, assertions */
+    {"abort", MATCH_EXACT},
+    {"__abort", MATCH_EXACT},
+    {"__abort_message", MATCH_EXACT},
+    {"abort_message", MATCH_EXACT},
+    {"__pthread_kill", MATCH_EXACT},
+    {"pthread_kill", MATCH_EXACT},
+    {"raise", MATCH_EXACT},
+    {"__assert_rtn", MATCH_EXACT},
+    {"__assert", MATCH_EXACT},
+    {"__assert_fail", MATCH_EXACT},
+    {"__stack_chk_fail", MATCH_EXACT},
+    {"__chk_fail", MATCH_EXACT},
+    {"__chk_fail_overflow", MATCH_EXACT},
+    {"_os_crash", MATCH_EXACT},
+    {"_os_crash_msg", MATCH_EXACT},
+    {"_sigtramp", MATCH_EXACT},
+    {"__sigtramp", MATCH_EXACT},
+    {"_dispatch_assert_queue_fail", MATCH_EXACT},
+    {"__DISPATCH_WAIT_FOR_QUEUE__", MATCH_EXACT},
+    {"malloc_error_break", MATCH_EXACT},
+    {"malloc_vreport", MATCH_EXACT},
+    {"malloc_report", MATCH_EXACT},
+    {"___BUG_IN_CLIENT_OF_LIBMALLOC_POINTER_BEING_FREED_WAS_NOT_ALLOCATED", MATCH_EXACT},
+    /* Swift assertions and runtime failure traps */
+    {"_assertionFailure", MATCH_EXACT},
+    {"Swift._assertionFailure", MATCH_PREFIX},
+    {"_fatalErrorMessage", MATCH_EXACT},
+    {"Swift._fatalErrorMessage", MATCH_PREFIX},
+    {"fatalError", MATCH_EXACT},
+    {"Swift.fatalError", MATCH_PREFIX},
+    {"preconditionFailure", MATCH_EXACT},
+    {"Swift.preconditionFailure", MATCH_PREFIX},
+    {"assertionFailure", MATCH_EXACT},
+    {"Swift.assertionFailure", MATCH_PREFIX},
+    {"$ss17_assertionFailure", MATCH_PREFIX},
+    {"$ss18_fatalErrorMessage", MATCH_PREFIX},
+    {"Swift runtime failure", MATCH_PREFIX},
+    {"swift_unexpectedError", MATCH_EXACT},
+    {"swift_errorInMain", MATCH_EXACT},
+    {"swift::fatalError", MATCH_EXACT},
+    {"swift::fatalErrorv", MATCH_EXACT},
+    {"swift::swift_abortRetainUnowned", MATCH_EXACT},
+    {"swift_reportError", MATCH_EXACT},
+    {"_swift_stdlib_reportFatalError", MATCH_EXACT},
+    {"_swift_stdlib_reportFatalErrorInFile", MATCH_EXACT},
+    {"_swift_runtime_on_report", MATCH_EXACT},
+    {"swift_dynamicCastFailure", MATCH_EXACT},
+    {"swift::swift_dynamicCastFailure", MATCH_EXACT},
+    {"swift_deletedMethodError", MATCH_EXACT},
+};
+
+bool signature_is_skipped(const char *name)
+{
+    for (size_t i = 0; i < sizeof SIGNATURE_SKIP / sizeof SIGNATURE_SKIP[0]; i++) {
+        const skip_entry *e = &SIGNATURE_SKIP[i];
+        if (e->match == MATCH_EXACT ? strcmp(name, e->name) == 0
+                                    : strncmp(name, e->name, strlen(e->name)) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* ---- in-app images ------------------------------------------------------------------------ */
+
+/* Crash-reporter SDKs: as images (frameworks in the bundle) and as functions (linked in). */
+static const char *const SDK_IMAGES[] = {
+    "KSCrash", "KSCrashCore", "KSCrashRecording", "KSCrashRecordingCore", "KSCrashFilters",
+    "KSCrashInstallations", "KSCrashReportingCore", "CrashReporter", "PLCrashReporter",
+    "Sentry", "SentrySwiftUI", "SentryPrivate", "Bugsnag", "BSGCrashReporter",
+};
+static const char *const SDK_FUNCTION_PREFIXES[] = {
+    "KSCrash", "kscrash", "kscm_", "ksmc_", "kssc_", "ksbt_", "kssym", "ksfu_", "kscrs_",
+    "-[KSCrash", "+[KSCrash", "PLCrash", "plcrash", "-[PLCrash", "+[PLCrash",
+    "SentryCrash", "sentrycrash", "-[SentryCrash", "+[SentryCrash", "-[Sentry", "+[Sentry",
+    "Sentry.", "sentry_", "bsg_ksc", "bsg_kscrash", "-[BSG_KSCrash", "-[BugsnagCrash",
+};
+
+bool signature_function_in_app(const char *name)
+{
+    for (size_t i = 0; i < sizeof SDK_FUNCTION_PREFIXES / sizeof SDK_FUNCTION_PREFIXES[0]; i++)
+        if (strncmp(name, SDK_FUNCTION_PREFIXES[i], strlen(SDK_FUNCTION_PREFIXES[i])) == 0)
+            return false;
+    return true;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+static bool is_sdk_image(const crashreport_image *im)
+{
+    const char *name = im->name ? im->name : im->path ? base_name(im->path) : NULL;
+    if (name == NULL)
+        return false;
+    for (size_t i = 0; i < sizeof SDK_IMAGES / sizeof SDK_IMAGES[0]; i++)
+        if (strcmp(name, SDK_IMAGES[i]) == 0)
+            return true;
+    return false;
+}
+
+bool signature_image_in_app(const crashreport *r, size_t index)
+{
+    if (index >= r->nimages)
+        return false;
+    const crashreport_image *im = &r->images[index];
+    const char *path = im->path;
+    if (is_sdk_image(im))
+        return false;
+    if (path != NULL) {
+        if (r->meta.process_path != NULL && strcmp(path, r->meta.process_path) == 0)
+            return true;
+        /* A simulator app lives under ~/Library/Developer/CoreSimulator/Devices/.../Bundle/ */
+        if (strstr(path, "/CoreSimulator/Devices/") != NULL && strstr(path, "/Bundle/") != NULL)
+            return true;
+        if (strncmp(path, "/System/", 8) == 0 || strstr(path, "/System/Library/") != NULL ||
+            strncmp(path, "/usr/lib/", 9) == 0 || strstr(path, "/Developer/") != NULL)
+            return false;
+        if (strstr(path, "/var/containers/Bundle/Application/") != NULL ||
+            strstr(path, ".app/") != NULL)
+            return true;
+        return false;
+    }
+    if (im->name != NULL && r->meta.process != NULL && strcmp(im->name, r->meta.process) == 0)
+        return true;
+    return im->user;
+}
+
+/* ---- name normalization (rule 6) ---------------------------------------------------------- */
+
+typedef struct {
+    char *p;
+    size_t n, cap;
+} out_str;
+
+static void put(out_str *o, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n && o->n + 1 < o->cap; i++)
+        o->p[o->n++] = s[i];
+    o->p[o->n] = '\0';
+}
+
+static void puts_(out_str *o, const char *s)
+{
+    put(o, s, strlen(s));
+}
+
+static bool starts(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static bool is_ident(char c)
+{
+    return isalnum((unsigned char)c) || c == '_' || c == '$';
+}
+
+/* Index just past the bracket that closes s[i] (an opening `open`), or strlen(s) if none.
+ * For '<', "->" inside does not close, and parentheses nest independently. */
+static size_t skip_balanced(const char *s, size_t i, char open, char close)
+{
+    int depth = 0, paren = 0;
+    for (; s[i]; i++) {
+        char c = s[i];
+        if (open == '<' && c == '(')
+            paren++;
+        else if (open == '<' && c == ')' && paren > 0)
+            paren--;
+        else if (paren > 0)
+            continue;
+        else if (c == open)
+            depth++;
+        else if (c == close && !(c == '>' && i > 0 && s[i - 1] == '-')) {
+            if (--depth == 0)
+                return i + 1;
+        }
+    }
+    return i;
+}
+
+/* Drop " + 123", " (in Image)" and " (file.c:12)" suffixes, as report frame lines have them. */
+static size_t strip_location_suffixes(const char *s, size_t n)
+{
+    for (;;) {
+        while (n > 0 && isspace((unsigned char)s[n - 1]))
+            n--;
+        size_t k = n;
+        while (k > 0 && isdigit((unsigned char)s[k - 1]))
+            k--;
+        if (k < n && k >= 3 && s[k - 1] == ' ' && s[k - 2] == '+' && s[k - 3] == ' ') {
+            n = k - 3;
+            continue;
+        }
+        if (n > 0 && s[n - 1] == ')') {
+            size_t open = n - 1;
+            while (open > 0 && s[open] != '(')
+                open--;
+            if (open >= 1 && s[open] == '(' && s[open - 1] == ' ') {
+                const char *in = s + open + 1;
+                size_t len = n - 1 - (open + 1);
+                bool loc = len > 3 && strncmp(in, "in ", 3) == 0;
+                if (!loc) {
+                    /* "file:line" or "file:line:col" */
+                    size_t d = len;
+                    while (d > 0 && (isdigit((unsigned char)in[d - 1]) || in[d - 1] == ':'))
+                        d--;
+                    loc = d > 0 && d < len && in[d] == ':' && memchr(in, ' ', d) == NULL;
+                }
+                if (loc) {
+                    n = open - 1;
+                    continue;
+                }
+            }
+        }
+        return n;
+    }
+}
+
+static bool is_address(const char *s, size_t n)
+{
+    if (n < 3 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
+        return false;
+    for (size_t i = 2; i < n; i++)
+        if (!isxdigit((unsigned char)s[i]))
+            return false;
+    return true;
+}
+
+/* Compiler-made suffixes: the function is the same one, only split or specialized. */
+static size_t strip_clone_suffixes(const char *s, size_t n)
+{
+    static const char *const MARKS[] = {".cold", ".llvm.", ".constprop.", ".isra.", ".part.",
+                                        " [clone "};
+    size_t cut = n;
+    for (size_t m = 0; m < sizeof MARKS / sizeof MARKS[0]; m++) {
+        for (size_t i = 0; i + strlen(MARKS[m]) <= n; i++)
+            if (strncmp(s + i, MARKS[m], strlen(MARKS[m])) == 0) {
+                if (i < cut)
+                    cut = i;
+                break;
+            }
+    }
+    return cut;
+}
+
+/* After a parameter list: " const", " volatile", " &", " &&", " noexcept", " override". */
+static size_t skip_qualifiers(const char *s, size_t i)
+{
+    static const char *const QUALS[] = {"const", "volatile", "&&", "&", "noexcept", "override",
+                                        "final", "restrict"};
+    for (;;) {
+        size_t j = i;
+        while (s[j] == ' ')
+            j++;
+        bool hit = false;
+        for (size_t q = 0; q < sizeof QUALS / sizeof QUALS[0] && !hit; q++) {
+            size_t len = strlen(QUALS[q]);
+            if (strncmp(s + j, QUALS[q], len) == 0 && (QUALS[q][0] == '&' || !is_ident(s[j + len]))) {
+                i = j + len;
+                hit = true;
+            }
+        }
+        if (!hit)
+            return i;
+    }
+}
+
+/* The structural pass: template arguments, parameter lists, lambdas, anonymous namespaces. */
+static void normalize_structure(out_str *o, const char *s)
+{
+    size_t i = 0;
+    while (s[i]) {
+        if (starts(s + i, "(anonymous namespace)")) {
+            puts_(o, "(anonymous namespace)");
+            i += strlen("(anonymous namespace)");
+        } else if (starts(s + i, "`anonymous namespace'")) {
+            puts_(o, "(anonymous namespace)");
+            i += strlen("`anonymous namespace'");
+        } else if (starts(s + i, "{anonymous}")) {
+            puts_(o, "(anonymous namespace)");
+            i += strlen("{anonymous}");
+        } else if (starts(s + i, "operator") && (i == 0 || !is_ident(s[i - 1])) &&
+                   !is_ident(s[i + 8])) {
+            /* operator(), operator<, operator<<, operator-> ...: the symbol is the name */
+            puts_(o, "operator");
+            i += 8;
+            if (starts(s + i, "()")) {
+                puts_(o, "()");
+                i += 2;
+            } else if (starts(s + i, "[]")) {
+                puts_(o, "[]");
+                i += 2;
+            } else {
+                while (s[i] && strchr("+-*/%^&|~!=<>,", s[i]) != NULL)
+                    put(o, s + i++, 1);
+            }
+        } else if (s[i] == '<') {
+            puts_(o, "<T>");
+            i = skip_balanced(s, i, '<', '>');
+        } else if (s[i] == '(') {
+            i = skip_balanced(s, i, '(', ')');
+            i = skip_qualifiers(s, i);
+        } else if (s[i] == '{') {
+            size_t end = skip_balanced(s, i, '{', '}');
+            if (starts(s + i, "{lambda"))
+                puts_(o, "lambda");
+            else if (starts(s + i, "{unnamed type"))
+                puts_(o, "unnamed");
+            else
+                put(o, s + i, end - i);
+            i = end;
+        } else if (s[i] == '\'' && (starts(s + i, "'lambda") || starts(s + i, "'unnamed"))) {
+            puts_(o, s[i + 1] == 'l' ? "lambda" : "unnamed");
+            const char *close = strchr(s + i + 1, '\'');
+            i = close ? (size_t)(close - s) + 1 : strlen(s);
+        } else if (s[i] == '$' && s[i + 1] == '_' && isdigit((unsigned char)s[i + 2])) {
+            puts_(o, "lambda");
+            i += 2;
+            while (isdigit((unsigned char)s[i]))
+                i++;
+        } else {
+            put(o, s + i, 1);
+            i++;
+        }
+    }
+}
+
+/* "int fx::max<T>" -> "fx::max<T>": a C++ return type before the qualified name. */
+static void strip_return_type(char *s)
+{
+    if (strstr(s, "::") == NULL || strstr(s, " in ") != NULL || s[0] == '@')
+        return;
+    int angle = 0;
+    char *last = NULL;
+    for (char *p = s; *p; p++) {
+        if (*p == '<')
+            angle++;
+        else if (*p == '>' && angle > 0)
+            angle--;
+        else if (starts(p, "(anonymous namespace)"))
+            p += strlen("(anonymous namespace)") - 1;
+        else if (*p == ' ' && angle == 0 && !(p - s >= 8 && strncmp(p - 8, "operator", 8) == 0))
+            last = p;
+    }
+    if (last != NULL)
+        memmove(s, last + 1, strlen(last + 1) + 1);
+}
+
+/* Replace every "closure #N" (Swift) by "closure". */
+static void swift_closures(char *s)
+{
+    char *p = s;
+    while ((p = strstr(p, "closure #")) != NULL) {
+        char *num = p + strlen("closure #");
+        char *end = num;
+        while (isdigit((unsigned char)*end))
+            end++;
+        if (end == num) {
+            p = num;
+            continue;
+        }
+        memmove(p + strlen("closure"), end, strlen(end) + 1);
+        p += strlen("closure");
+    }
+}
+
+/* "..._block_invoke_2" -> "..._block_invoke" (also inside a longer name). */
+static void block_invoke_numbers(char *s)
+{
+    char *p = s;
+    while ((p = strstr(p, "block_invoke_")) != NULL) {
+        char *num = p + strlen("block_invoke_");
+        char *end = num;
+        while (isdigit((unsigned char)*end))
+            end++;
+        if (end > num && !is_ident(*end))
+            memmove(num - 1, end, strlen(end) + 1);
+        p = num - 1;
+    }
+}
+
+static void collapse_spaces(char *s)
+{
+    char *w = s;
+    bool space = false;
+    for (char *p = s; *p; p++) {
+        if (*p == ' ' || *p == '\t') {
+            space = w > s;
+            continue;
+        }
+        if (space)
+            *w++ = ' ';
+        space = false;
+        *w++ = *p;
+    }
+    *w = '\0';
+}
+
+const char *signature_normalize_symbol(char *buf, size_t cap, const char *name)
+{
+    if (cap == 0)
+        return buf;
+    buf[0] = '\0';
+    if (name == NULL)
+        return buf;
+    while (isspace((unsigned char)*name))
+        name++;
+    size_t n = strip_location_suffixes(name, strlen(name));
+    if (is_address(name, n))
+        return buf;
+    out_str o = {buf, 0, cap};
+
+    /* Objective-C: the method name is the identity, kept as is up to the ']'. */
+    if ((name[0] == '-' || name[0] == '+') && name[1] == '[') {
+        const char *close = memchr(name, ']', n);
+        put(&o, name, close ? (size_t)(close - name) + 1 : n);
+        return buf;
+    }
+    n = strip_clone_suffixes(name, n);
+    char local[SIGNATURE_MAX_NAME]; /* the structural pass reads a NUL-terminated copy */
+    if (n >= sizeof local)
+        n = sizeof local - 1;
+    memcpy(local, name, n);
+    local[n] = '\0';
+    normalize_structure(&o, local);
+    collapse_spaces(buf);
+    strip_return_type(buf);
+    swift_closures(buf);
+    block_invoke_numbers(buf);
+    collapse_spaces(buf);
+    return buf;
+}
+
+/* ---- computing a signature ---------------------------------------------------------------- */
+
+/* One frame after inlined frames are expanded. */
+typedef struct {
+    const char *raw;  /* function as symbolicated or given, NULL if none */
+    const char *name; /* normalized; NULL if none (or it normalized to "") */
+    const char *file;
+    uint32_t line;
+    const crashreport_frame *frame;
+    bool in_app;
+} xframe;
+
+typedef struct {
+    const crashreport *r;
+    arena *a;
+    err_info *err;
+    bool *image_in_app; /* per image */
+    xframe *x;
+    size_t nx, cap;
+} sig_ctx;
+
+const char *signature_basis_name(signature_basis b)
+{
+    switch (b) {
+    case SIGNATURE_BASIS_IN_APP: return "in_app";
+    case SIGNATURE_BASIS_ANY_SYMBOL: return "any_symbol";
+    case SIGNATURE_BASIS_OFFSET: return "offset";
+    case SIGNATURE_BASIS_EXCEPTION: return "exception";
+    }
+    return "in_app";
+}
+
+/* Rule 1: which stack the signature is taken from. */
+static const crashreport_frame *pick_stack(const crashreport *r, size_t *n, int32_t *thread)
+{
+    *n = 0;
+    *thread = -1;
+    if (r->kind == CRASHREPORT_KIND_CRASH && r->has_leb && r->nleb > 0) {
+        *n = r->nleb;
+        return r->leb;
+    }
+    const crashreport_thread *t = NULL;
+    if (r->kind == CRASHREPORT_KIND_CRASH) {
+        for (size_t i = 0; i < r->nthreads && t == NULL; i++)
+            if (r->threads[i].crashed)
+                t = &r->threads[i];
+        for (size_t i = 0; i < r->nthreads && t == NULL && r->meta.crashed_thread >= 0; i++)
+            if (r->threads[i].index == (uint32_t)r->meta.crashed_thread)
+                t = &r->threads[i];
+    } else if (r->kind == CRASHREPORT_KIND_HANG) {
+        for (size_t i = 0; i < r->nthreads && t == NULL; i++)
+            if (r->threads[i].index == 0)
+                t = &r->threads[i];
+    }
+    if (t == NULL && r->nthreads > 0)
+        t = &r->threads[0];
+    if (t == NULL)
+        return NULL;
+    *n = t->nframes;
+    *thread = (int32_t)t->index;
+    return t->frames;
+}
+
+static err_code add_xframe(sig_ctx *c, const crashreport_frame *f, const char *raw,
+                           const char *file, uint32_t line)
+{
+    if (c->nx == c->cap) {
+        size_t ncap = c->cap ? c->cap * 2 : 64;
+        c->x = arena_grow(c->a, c->x, c->cap * sizeof *c->x, ncap * sizeof *c->x, c->err);
+        if (c->x == NULL)
+            return ERR_TOO_LARGE;
+        c->cap = ncap;
+    }
+    xframe *x = &c->x[c->nx++];
+    memset(x, 0, sizeof *x);
+    x->raw = raw;
+    x->file = file;
+    x->line = line;
+    x->frame = f;
+    if (raw != NULL) {
+        char tmp[SIGNATURE_MAX_NAME];
+        signature_normalize_symbol(tmp, sizeof tmp, raw);
+        if (tmp[0] != '\0') {
+            x->name = arena_strdup(c->a, tmp, c->err);
+            if (x->name == NULL)
+                return ERR_TOO_LARGE;
+        }
+    }
+    x->in_app = f->image >= 0 && (size_t)f->image < c->r->nimages && c->image_in_app[f->image] &&
+                (x->name == NULL || signature_function_in_app(x->name));
+    return ERR_OK;
+}
+
+/* Rule 2: expand inlined frames, innermost first. */
+static err_code expand(sig_ctx *c, const crashreport_frame *fs, size_t n)
+{
+    err_code rc = ERR_OK;
+    for (size_t i = 0; i < n && rc == ERR_OK; i++) {
+        const crashreport_frame *f = &fs[i];
+        if (f->sym_status == CRASHREPORT_SYM_OK && f->nsymbols > 0) {
+            for (uint32_t k = 0; k < f->nsymbols && rc == ERR_OK; k++)
+                rc = add_xframe(c, f, f->symbols[k].function, f->symbols[k].file,
+                                f->symbols[k].line);
+            continue;
+        }
+        for (uint32_t k = 0; k < f->ngiven_inlines && rc == ERR_OK; k++)
+            rc = add_xframe(c, f, f->given_inlines[k].function, f->given_inlines[k].file,
+                            f->given_inlines[k].line);
+        if (rc == ERR_OK)
+            rc = add_xframe(c, f, f->symbol, f->file, f->line);
+    }
+    return rc;
+}
+
+static const char *frame_image_name(const crashreport *r, const crashreport_frame *f)
+{
+    if (f->image >= 0 && (size_t)f->image < r->nimages && r->images[f->image].name != NULL)
+        return r->images[f->image].name;
+    if (f->image >= 0 && (size_t)f->image < r->nimages && r->images[f->image].path != NULL)
+        return base_name(r->images[f->image].path);
+    return f->image_name;
+}
+
+/* "FixtureApp+0x3a1c": where the crashing frame is, stable across ASLR slides. */
+static const char *offset_name(sig_ctx *c, const crashreport_frame *f)
+{
+    const crashreport *r = c->r;
+    const char *image = frame_image_name(r, f);
+    uint64_t addr = crashreport_strip_pac(f->addr, crashreport_frame_arch(r, f));
+    if (f->image >= 0 && (size_t)f->image < r->nimages && addr >= r->images[f->image].load_addr)
+        return arena_sprintf(c->a, c->err, "%s+0x%llx", image ? image : "???",
+                             (unsigned long long)(addr - r->images[f->image].load_addr));
+    return arena_sprintf(c->a, c->err, "%s+0x%llx", image ? image : "???",
+                         (unsigned long long)addr);
+}
+
+/* An identifier-like exception name ("NSInvalidArgumentException") from the reason texts,
+ * never the free-form reason itself (it holds indexes, pointers, user data). */
+static const char *exception_name(sig_ctx *c)
+{
+    const crashreport_metadata *m = &c->r->meta;
+    const char *texts[2] = {m->exception_reason, m->app_specific_info};
+    for (size_t t = 0; t < 2; t++) {
+        const char *s = texts[t];
+        if (s == NULL)
+            continue;
+        const char *q = strstr(s, "uncaught exception '");
+        if (q != NULL) {
+            q += strlen("uncaught exception '");
+            size_t n = strcspn(q, "'");
+            if (n > 0 && n < 128 && q[n] == '\'')
+                return arena_strndup(c->a, q, n, c->err);
+        }
+        if (t == 0) {
+            /* kscrash: "Name: reason" or just "Name" */
+            size_t n = 0;
+            while (s[n] && (is_ident(s[n]) || s[n] == '.' || s[n] == ':') &&
+                   !(s[n] == ':' && s[n + 1] == ' '))
+                n++;
+            bool ends = s[n] == '\0' || (s[n] == ':' && s[n + 1] == ' ');
+            if (n > 0 && n < 128 && ends && isalpha((unsigned char)s[0]) &&
+                (memmem(s, n, "Exception", 9) != NULL || memmem(s, n, "Error", 5) != NULL))
+                return arena_strndup(c->a, s, n, c->err);
+        }
+    }
+    return NULL;
+}
+
+/* The first word of "EXC_BAD_ACCESS (SIGSEGV)". */
+static const char *exception_type(sig_ctx *c, const char **signal_out)
+{
+    const char *t = c->r->meta.exception_type;
+    *signal_out = c->r->meta.signal;
+    if (t == NULL)
+        return NULL;
+    size_t n = strcspn(t, " (");
+    if (*signal_out == NULL) {
+        const char *sig = strstr(t, "(SIG");
+        if (sig != NULL)
+            *signal_out = arena_strndup(c->a, sig + 1, strcspn(sig + 1, ")"), c->err);
+    }
+    return n > 0 ? arena_strndup(c->a, t, n, c->err) : NULL;
+}
+
+static err_code fingerprint(signature *s, const char *extra, err_info *err)
+{
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned len = 0;
+    const char *basis = signature_basis_name(s->basis);
+    if (md == NULL || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
+        EVP_MD_CTX_free(md);
+        return err_set(err, ERR_INTERNAL, "sha-256: cannot initialize the digest");
+    }
+    /* Fields are separated by NUL bytes so that no two field lists hash the same text. */
+    EVP_DigestUpdate(md, "stacksift-signature-v1", 23);
+    EVP_DigestUpdate(md, s->kind, strlen(s->kind) + 1);
+    EVP_DigestUpdate(md, s->exception, strlen(s->exception) + 1);
+    EVP_DigestUpdate(md, basis, strlen(basis) + 1);
+    for (size_t i = 0; i < s->nframes; i++)
+        EVP_DigestUpdate(md, s->frames[i].function, strlen(s->frames[i].function) + 1);
+    if (extra != NULL)
+        EVP_DigestUpdate(md, extra, strlen(extra) + 1);
+    int ok = EVP_DigestFinal_ex(md, digest, &len);
+    EVP_MD_CTX_free(md);
+    if (ok != 1 || len != 32)
+        return err_set(err, ERR_INTERNAL, "sha-256: digest failed");
+    for (unsigned i = 0; i < 32; i++)
+        snprintf(s->fingerprint + 2 * i, 3, "%02x", digest[i]);
+    return ERR_OK;
+}
+
+static signature_frame to_sig_frame(sig_ctx *c, const xframe *x)
+{
+    signature_frame f = {x->name, x->raw, frame_image_name(c->r, x->frame), x->file, x->line,
+                         x->in_app};
+    return f;
+}
+
+/* Rule 4/5: the top `max` frames for which `want` holds, recursion collapsed. */
+static size_t take_frames(signature *s, sig_ctx *c, unsigned max, bool in_app_only)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < c->nx && n < max; i++) {
+        const xframe *x = &c->x[i];
+        if (x->name == NULL || (in_app_only && !x->in_app))
+            continue;
+        if (n > 0 && strcmp(s->frames[n - 1].function, x->name) == 0)
+            continue;
+        s->frames[n++] = to_sig_frame(c, x);
+    }
+    return n;
+}
+
+err_code signature_compute(signature *out, const crashreport *r, const signature_options *opts,
+                           arena *a, err_info *err)
+{
+    unsigned max = opts && opts->max_frames ? opts->max_frames : SIGNATURE_DEFAULT_FRAMES;
+    if (max > SIGNATURE_MAX_FRAMES)
+        max = SIGNATURE_MAX_FRAMES;
+    memset(out, 0, sizeof *out);
+    sig_ctx c = {r, a, err, NULL, NULL, 0, 0};
+    err_code rc = ERR_TOO_LARGE;
+    c.image_in_app = arena_alloc_array(a, r->nimages ? r->nimages : 1, sizeof(bool), err);
+    out->frames = arena_alloc_array(a, max, sizeof *out->frames, err);
+    if (c.image_in_app == NULL || out->frames == NULL)
+        return ERR_TOO_LARGE;
+    for (size_t i = 0; i < r->nimages; i++)
+        c.image_in_app[i] = signature_image_in_app(r, i);
+
+    size_t n;
+    const crashreport_frame *stack = pick_stack(r, &n, &out->thread);
+    rc = expand(&c, stack, n);
+    if (rc != ERR_OK)
+        return rc;
+    /* Rule 3: error-raising machinery goes, wherever it is. */
+    size_t w = 0;
+    for (size_t i = 0; i < c.nx; i++)
+        if (c.x[i].name == NULL || !signature_is_skipped(c.x[i].name))
+            c.x[w++] = c.x[i];
+    c.nx = w;
+
+    bool any_in_app = false, any_named = false;
+    const xframe *first_in_app = NULL;
+    for (size_t i = 0; i < c.nx; i++) {
+        any_named |= c.x[i].name != NULL;
+        if (c.x[i].in_app && first_in_app == NULL)
+            first_in_app = &c.x[i];
+        any_in_app |= c.x[i].in_app && c.x[i].name != NULL;
+    }
+    const char *extra = NULL;
+    if (any_in_app) {
+        out->basis = SIGNATURE_BASIS_IN_APP;
+        out->nframes = take_frames(out, &c, max, true);
+    } else if (first_in_app == NULL && any_named) {
+        out->basis = SIGNATURE_BASIS_ANY_SYMBOL;
+        out->nframes = take_frames(out, &c, max, false);
+    } else if (c.nx > 0) {
+        /* In-app frames without names (no dSYM yet), or no name anywhere: where it crashed. */
+        const xframe *x = first_in_app ? first_in_app : &c.x[0];
+        out->basis = SIGNATURE_BASIS_OFFSET;
+        out->provisional = true;
+        out->frames[0] = to_sig_frame(&c, x);
+        out->frames[0].function = offset_name(&c, x->frame);
+        out->frames[0].raw = NULL;
+        if (out->frames[0].function == NULL)
+            return ERR_TOO_LARGE;
+        out->nframes = 1;
+    } else {
+        out->basis = SIGNATURE_BASIS_EXCEPTION;
+        extra = r->meta.termination_reason ? r->meta.termination_reason : "";
+    }
+
+    out->kind = crashreport_kind_name(r->kind);
+    const char *signal = NULL;
+    const char *type = exception_type(&c, &signal);
+    const char *objc = exception_name(&c);
+    buf cls;
+    buf_init(&cls);
+    const char *parts[3] = {type, signal, objc};
+    for (size_t i = 0; i < 3; i++)
+        if (parts[i] != NULL && parts[i][0] != '\0')
+            buf_printf(&cls, "%s%s", cls.len ? "/" : "", parts[i]);
+    out->exception = arena_strdup(a, cls.len ? (const char *)cls.data : out->kind, err);
+    buf_reset(&cls);
+    if (out->exception == NULL)
+        return ERR_TOO_LARGE;
+
+    const char *head = type ? type : objc ? objc : out->kind;
+    if (out->nframes > 0) {
+        const signature_frame *top = &out->frames[0];
+        out->title = arena_sprintf(a, err, "%s: %s", head, top->function);
+        if (top->file != NULL && top->line > 0)
+            out->culprit = arena_sprintf(a, err, "%s (%s:%u)", top->function,
+                                         base_name(top->file), top->line);
+        else if (top->file != NULL)
+            out->culprit = arena_sprintf(a, err, "%s (%s)", top->function, base_name(top->file));
+        else
+            out->culprit = arena_strdup(a, top->function, err);
+    } else {
+        out->title = arena_sprintf(a, err, "%s: %s", head,
+                                   extra && extra[0] ? extra : "no stack frames");
+        out->culprit = arena_strdup(a, extra && extra[0] ? extra : out->exception, err);
+    }
+    if (out->title == NULL || out->culprit == NULL)
+        return ERR_TOO_LARGE;
+    return fingerprint(out, extra, err);
+}
+
+static void json_str_or_null(buf *out, const char *s)
+{
+    if (s == NULL)
+        buf_append_str(out, "null");
+    else
+        buf_append_json_str(out, s, strlen(s));
+}
+
+void signature_render_frames_json(buf *out, const signature *s)
+{
+    buf_putc(out, '[');
+    for (size_t i = 0; i < s->nframes; i++) {
+        const signature_frame *f = &s->frames[i];
+        buf_append_str(out, i ? ",{\"function\":" : "{\"function\":");
+        json_str_or_null(out, f->function);
+        buf_append_str(out, ",\"raw\":");
+        json_str_or_null(out, f->raw);
+        buf_append_str(out, ",\"image\":");
+        json_str_or_null(out, f->image);
+        buf_append_str(out, ",\"file\":");
+        json_str_or_null(out, f->file);
+        if (f->line > 0)
+            buf_printf(out, ",\"line\":%u", f->line);
+        else
+            buf_append_str(out, ",\"line\":null");
+        buf_printf(out, ",\"in_app\":%s}", f->in_app ? "true" : "false");
+    }
+    buf_putc(out, ']');
+}

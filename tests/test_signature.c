@@ -1,0 +1,532 @@
+/*
+ * test_signature - every grouping rule of common/signature, one test each: name normalization,
+ * the skip table, in-app images, stack choice, fallbacks, fingerprint stability.
+ * Reports are real Apple-text reports parsed by crashreport_parse.
+ */
+#include "harness.h"
+
+#include "base/arena.h"
+#include "crashreport/crashreport.h"
+#include "signature/signature.h"
+
+static char nbuf[SIGNATURE_MAX_NAME];
+
+static const char *norm(const char *name)
+{
+    return signature_normalize_symbol(nbuf, sizeof nbuf, name);
+}
+
+/* ---- normalization: one rule per test ----------------------------------------------------- */
+
+static void normalize_strips_offset_and_args(void)
+{
+    CHECK_EQ_STR(norm("Foo::bar(int) + 128"), "Foo::bar");
+    CHECK_EQ_STR(norm("main + 0"), "main");
+    CHECK_EQ_STR(norm("compute(int, char const*)"), "compute");
+}
+
+static void normalize_strips_location_suffixes(void)
+{
+    CHECK_EQ_STR(norm("Widget::draw() const (shapes.cpp:42)"), "Widget::draw");
+    CHECK_EQ_STR(norm("helper (in FixtureApp) (calc.c:17)"), "helper");
+    CHECK_EQ_STR(norm("helper (calc.c:17:3)"), "helper");
+}
+
+static void normalize_bare_address_is_empty(void)
+{
+    CHECK_EQ_STR(norm("0x0000000100001234"), "");
+    CHECK_EQ_STR(norm("  0x1f  "), "");
+}
+
+static void normalize_drops_cv_ref_qualifiers(void)
+{
+    CHECK_EQ_STR(norm("Box::get() const &"), "Box::get");
+    CHECK_EQ_STR(norm("Box::take() &&"), "Box::take");
+    CHECK_EQ_STR(norm("Box::size() const noexcept"), "Box::size");
+}
+
+static void normalize_collapses_templates(void)
+{
+    CHECK_EQ_STR(norm("fx::Box<int>::get() const"), "fx::Box<T>::get");
+    CHECK_EQ_STR(norm("std::__1::vector<std::__1::pair<int, float>, std::__1::allocator<"
+                      "std::__1::pair<int, float> > >::push_back(std::__1::pair<int, float>&&)"),
+                 "std::__1::vector<T>::push_back");
+    /* a function pointer type with "->"-free parentheses inside a template */
+    CHECK_EQ_STR(norm("std::function<void (int)>::operator()(int) const"),
+                 "std::function<T>::operator()");
+}
+
+static void normalize_strips_cxx_return_type(void)
+{
+    CHECK_EQ_STR(norm("int fx::max<int>(int, int)"), "fx::max<T>");
+    CHECK_EQ_STR(norm("std::__1::basic_string<char> fx::name<char>()"), "fx::name<T>");
+}
+
+static void normalize_keeps_operators(void)
+{
+    CHECK_EQ_STR(norm("fx::Vec::operator<(fx::Vec const&) const"), "fx::Vec::operator<");
+    CHECK_EQ_STR(norm("fx::Vec::operator<<(int)"), "fx::Vec::operator<<");
+    CHECK_EQ_STR(norm("fx::Ptr::operator->() const"), "fx::Ptr::operator->");
+    CHECK_EQ_STR(norm("fx::Fn::operator()(int)"), "fx::Fn::operator()");
+    CHECK_EQ_STR(norm("operator new(unsigned long)"), "operator new");
+}
+
+static void normalize_clang_lambda(void)
+{
+    CHECK_EQ_STR(norm("Widget::draw()::$_0::operator()() const"), "Widget::draw::lambda::operator()");
+    CHECK_EQ_STR(norm("Widget::draw()::$_12::operator()(int) const"),
+                 "Widget::draw::lambda::operator()");
+    CHECK_EQ_STR(norm("Widget::draw()::'lambda'(int)::operator()(int) const"),
+                 "Widget::draw::lambda::operator()");
+    CHECK_EQ_STR(norm("Widget::draw()::'lambda0'()::operator()() const"),
+                 "Widget::draw::lambda::operator()");
+}
+
+static void normalize_gcc_lambda(void)
+{
+    CHECK_EQ_STR(norm("Widget::draw()::{lambda(int)#1}::operator()(int) const"),
+                 "Widget::draw::lambda::operator()");
+    CHECK_EQ_STR(norm("Widget::draw()::{lambda()#2}::operator()() const"),
+                 "Widget::draw::lambda::operator()");
+}
+
+static void normalize_anonymous_namespace_one_spelling(void)
+{
+    CHECK_EQ_STR(norm("(anonymous namespace)::parse(char const*)"), "(anonymous namespace)::parse");
+    CHECK_EQ_STR(norm("`anonymous namespace'::parse(char const*)"), "(anonymous namespace)::parse");
+    CHECK_EQ_STR(norm("{anonymous}::parse(char const*)"), "(anonymous namespace)::parse");
+}
+
+static void normalize_drops_cold_and_clone_suffixes(void)
+{
+    CHECK_EQ_STR(norm("compute.cold.1"), "compute");
+    CHECK_EQ_STR(norm("compute.cold"), "compute");
+    CHECK_EQ_STR(norm("compute(int) [clone .constprop.0]"), "compute");
+    CHECK_EQ_STR(norm("compute.llvm.1234567890"), "compute");
+    CHECK_EQ_STR(norm("compute.isra.0"), "compute");
+    CHECK_EQ_STR(norm("compute.part.3"), "compute");
+}
+
+static void normalize_block_invoke_number(void)
+{
+    CHECK_EQ_STR(norm("__main_block_invoke_2"), "__main_block_invoke");
+    CHECK_EQ_STR(norm("__29-[Foo bar:]_block_invoke_3"), "__29-[Foo bar:]_block_invoke");
+    CHECK_EQ_STR(norm("__main_block_invoke"), "__main_block_invoke");
+}
+
+static void normalize_swift_closure(void)
+{
+    CHECK_EQ_STR(norm("closure #1 in ViewController.viewDidLoad()"),
+                 "closure in ViewController.viewDidLoad");
+    CHECK_EQ_STR(norm("closure #2 in closure #1 in Model.load()"),
+                 "closure in closure in Model.load");
+    CHECK_EQ_STR(norm("implicit closure #3 in Foo.bar()"), "implicit closure in Foo.bar");
+}
+
+static void normalize_objc_kept_as_is(void)
+{
+    CHECK_EQ_STR(norm("-[FXRoot crashWithIndex:count:] + 40"), "-[FXRoot crashWithIndex:count:]");
+    CHECK_EQ_STR(norm("+[NSException raise:format:]"), "+[NSException raise:format:]");
+    CHECK_EQ_STR(norm("-[FXRoot(Cat) run] (objc_root.m:12)"), "-[FXRoot(Cat) run]");
+}
+
+/* ---- the skip table and SDK functions ----------------------------------------------------- */
+
+static void skip_table_matches_machinery(void)
+{
+    const char *skipped[] = {"objc_exception_throw", "__exceptionPreprocess",
+                             "_CFThrowFormattedException", "__cxa_throw", "std::terminate",
+                             "abort", "__abort_message", "__pthread_kill", "pthread_kill",
+                             "raise", "__assert_rtn", "_assertionFailure",
+                             "Swift._assertionFailure", "fatalError", "_sigtramp",
+                             "Swift runtime failure: Unexpectedly found nil",
+                             "std::__1::__throw_out_of_range"};
+    for (size_t i = 0; i < sizeof skipped / sizeof skipped[0]; i++) {
+        if (!signature_is_skipped(norm(skipped[i])))
+            fprintf(stderr, "not skipped: %s\n", skipped[i]);
+        CHECK(signature_is_skipped(norm(skipped[i])));
+    }
+    CHECK(signature_is_skipped(norm("std::terminate() + 12")));
+    CHECK(!signature_is_skipped("objc_msgSend"));
+    CHECK(!signature_is_skipped("abortion_handler"));
+    CHECK(!signature_is_skipped("Widget::draw"));
+}
+
+static void sdk_functions_are_not_in_app(void)
+{
+    CHECK(!signature_function_in_app("kscrash_install"));
+    CHECK(!signature_function_in_app("-[KSCrash install]"));
+    CHECK(!signature_function_in_app("PLCrashReporterCallback"));
+    CHECK(!signature_function_in_app("SentryCrashMonitor_start"));
+    CHECK(!signature_function_in_app("-[SentryClient captureEvent:]"));
+    CHECK(signature_function_in_app("-[AppDelegate crash]"));
+}
+
+/* ---- whole reports ---------------------------------------------------------------------- */
+
+#define HEADER                                                                                     \
+    "Incident Identifier: 11111111-2222-3333-4444-555555555555\n"                                  \
+    "Hardware Model:      iPhone14,5\n"                                                            \
+    "Process:             FixtureApp [123]\n"                                                      \
+    "Path:                /private/var/containers/Bundle/Application/AAAA/FixtureApp.app/"         \
+    "FixtureApp\n"                                                                                 \
+    "Identifier:          com.example.fixture\n"                                                   \
+    "Version:             1.0 (1)\n"                                                               \
+    "Code Type:           ARM-64 (Native)\n"                                                       \
+    "OS Version:          iPhone OS 17.0 (21A329)\n"                                               \
+    "Report Version:      104\n\n"
+
+#define IMAGES                                                                                     \
+    "\nBinary Images:\n"                                                                           \
+    "0x100000000 - 0x100007fff FixtureApp arm64  <4c4c442255553144a12fa2d87ee12f80> "             \
+    "/private/var/containers/Bundle/Application/AAAA/FixtureApp.app/FixtureApp\n"                  \
+    "0x100100000 - 0x100107fff FixtureKit arm64  <5c4c442255553144a12fa2d87ee12f80> "             \
+    "/private/var/containers/Bundle/Application/AAAA/FixtureApp.app/Frameworks/"                   \
+    "FixtureKit.framework/FixtureKit\n"                                                            \
+    "0x100200000 - 0x100207fff KSCrash arm64  <6c4c442255553144a12fa2d87ee12f80> "                \
+    "/private/var/containers/Bundle/Application/AAAA/FixtureApp.app/Frameworks/"                   \
+    "KSCrash.framework/KSCrash\n"                                                                  \
+    "0x1e0000000 - 0x1e0ffffff libsystem_kernel.dylib arm64e  <11111111111111111111111111111111> " \
+    "/usr/lib/system/libsystem_kernel.dylib\n"                                                     \
+    "0x1e1000000 - 0x1e1ffffff libsystem_pthread.dylib arm64e  <21111111111111111111111111111111> " \
+    "/usr/lib/system/libsystem_pthread.dylib\n"                                                    \
+    "0x1e2000000 - 0x1e2ffffff libsystem_c.dylib arm64e  <31111111111111111111111111111111> "      \
+    "/usr/lib/system/libsystem_c.dylib\n"                                                          \
+    "0x1e3000000 - 0x1e3ffffff UIKitCore arm64e  <41111111111111111111111111111111> "              \
+    "/System/Library/PrivateFrameworks/UIKitCore.framework/UIKitCore\n"                            \
+    "0x1e4000000 - 0x1e4ffffff CoreFoundation arm64e  <51111111111111111111111111111111> "         \
+    "/System/Library/Frameworks/CoreFoundation.framework/CoreFoundation\n"                         \
+    "0x1e5000000 - 0x1e5ffffff libobjc.A.dylib arm64e  <61111111111111111111111111111111> "        \
+    "/usr/lib/libobjc.A.dylib\n"
+
+#define ABORT_FRAMES                                                                               \
+    "0   libsystem_kernel.dylib        \t0x00000001e0001000 __pthread_kill + 8\n"                   \
+    "1   libsystem_pthread.dylib       \t0x00000001e1001000 pthread_kill + 208\n"                   \
+    "2   libsystem_c.dylib             \t0x00000001e2001000 abort + 124\n"
+
+static arena *A;
+
+static crashreport *parse(const char *text)
+{
+    crashreport *r = NULL;
+    err_info err = {0};
+    if (crashreport_parse(&r, text, strlen(text), A, &err) != ERR_OK) {
+        fprintf(stderr, "parse failed: %s\n", err.msg);
+        return NULL;
+    }
+    return r;
+}
+
+static signature sig_of(const char *text, unsigned max)
+{
+    signature s;
+    memset(&s, 0, sizeof s);
+    crashreport *r = parse(text);
+    err_info err = {0};
+    signature_options opts = {max};
+    if (r == NULL || signature_compute(&s, r, &opts, A, &err) != ERR_OK)
+        fprintf(stderr, "signature failed: %s\n", err.msg);
+    return s;
+}
+
+static void in_app_images_by_path(void)
+{
+    crashreport *r = parse(HEADER "Exception Type:  EXC_CRASH (SIGABRT)\n\nThread 0 Crashed:\n"
+                           "0   FixtureApp  \t0x0000000100001234 0x100000000 + 4660\n" IMAGES);
+    CHECK(r != NULL);
+    if (!r)
+        return;
+    CHECK_EQ_INT(r->nimages, 9);
+    CHECK(signature_image_in_app(r, 0));  /* main executable */
+    CHECK(signature_image_in_app(r, 1));  /* .app/Frameworks/ */
+    CHECK(!signature_image_in_app(r, 2)); /* crash-reporter SDK framework */
+    CHECK(!signature_image_in_app(r, 3)); /* /usr/lib/ */
+    CHECK(!signature_image_in_app(r, 6)); /* /System/ */
+    CHECK(!signature_image_in_app(r, 99));
+}
+
+static void in_app_simulator_and_macos_paths(void)
+{
+    crashreport r;
+    crashreport_image ims[4];
+    memset(&r, 0, sizeof r);
+    memset(ims, 0, sizeof ims);
+    ims[0].path = "/Users/me/Library/Developer/CoreSimulator/Devices/1A2B/data/Containers/Bundle/"
+                  "Application/3C4D/Demo.app/Demo";
+    ims[1].path = "/Applications/Xcode.app/Contents/Developer/Platforms/iPhoneSimulator.platform/"
+                  "Developer/Library/lib.dylib";
+    ims[2].path = "/Library/Developer/CoreSimulator/Profiles/Runtimes/iOS.simruntime/Contents/"
+                  "Resources/RuntimeRoot/System/Library/Frameworks/UIKit.framework/UIKit";
+    ims[3].path = "/Applications/Demo.app/Contents/Frameworks/Engine.framework/Engine";
+    r.images = ims;
+    r.nimages = 4;
+    CHECK(signature_image_in_app(&r, 0));
+    CHECK(!signature_image_in_app(&r, 1));
+    CHECK(!signature_image_in_app(&r, 2));
+    CHECK(signature_image_in_app(&r, 3));
+}
+
+static void skips_machinery_and_system_frames(void)
+{
+    signature s = sig_of(HEADER "Exception Type:  EXC_CRASH (SIGABRT)\n\nThread 0 Crashed:\n"
+                         ABORT_FRAMES
+                         "3   FixtureApp  \t0x0000000100001234 fx_crash + 20 (crash.cpp:12)\n"
+                         "4   FixtureApp  \t0x0000000100002234 Widget::draw(int) const + 20\n"
+                         "5   UIKitCore   \t0x00000001e3001000 UIApplicationMain + 100\n"
+                         "6   FixtureApp  \t0x0000000100003234 main + 20\n" IMAGES, 3);
+    CHECK_EQ_INT(s.basis, SIGNATURE_BASIS_IN_APP);
+    CHECK_EQ_INT(s.nframes, 3);
+    if (s.nframes == 3) {
+        CHECK_EQ_STR(s.frames[0].function, "fx_crash");
+        CHECK_EQ_STR(s.frames[1].function, "Widget::draw");
+        CHECK_EQ_STR(s.frames[2].function, "main");
+        CHECK(s.frames[0].in_app);
+    }
+    CHECK_EQ_STR(s.exception, "EXC_CRASH/SIGABRT");
+    CHECK_EQ_STR(s.title, "EXC_CRASH: fx_crash");
+    CHECK_EQ_STR(s.culprit, "fx_crash (crash.cpp:12)");
+    CHECK_EQ_STR(s.kind, "crash");
+    CHECK(!s.provisional);
+    CHECK_EQ_INT(strlen(s.fingerprint), 64);
+}
+
+static void top_n_is_configurable(void)
+{
+    const char *text = HEADER "Exception Type:  EXC_BAD_ACCESS (SIGSEGV)\n\nThread 0 Crashed:\n"
+                       "0   FixtureApp  \t0x0000000100001234 a + 20\n"
+                       "1   FixtureApp  \t0x0000000100002234 b + 20\n"
+                       "2   FixtureApp  \t0x0000000100003234 c + 20\n" IMAGES;
+    signature one = sig_of(text, 1), three = sig_of(text, 3);
+    CHECK_EQ_INT(one.nframes, 1);
+    CHECK_EQ_INT(three.nframes, 3);
+    CHECK(strcmp(one.fingerprint, three.fingerprint) != 0);
+}
+
+static void recursion_is_collapsed(void)
+{
+    signature s = sig_of(HEADER "Exception Type:  EXC_BAD_ACCESS (SIGSEGV)\n\nThread 0 Crashed:\n"
+                         "0   FixtureApp  \t0x0000000100001234 fx_recurse(int) + 20\n"
+                         "1   FixtureApp  \t0x0000000100001334 fx_recurse(int) + 276\n"
+                         "2   FixtureApp  \t0x0000000100001334 fx_recurse(int) + 276\n"
+                         "3   FixtureApp  \t0x0000000100002234 fx_start + 8\n" IMAGES, 3);
+    CHECK_EQ_INT(s.nframes, 2);
+    if (s.nframes == 2) {
+        CHECK_EQ_STR(s.frames[0].function, "fx_recurse");
+        CHECK_EQ_STR(s.frames[1].function, "fx_start");
+    }
+}
+
+static void same_crash_other_addresses_same_fingerprint(void)
+{
+    /* Another build (other addresses, offsets, lines), same functions: one issue. */
+    signature a = sig_of(HEADER "Exception Type:  EXC_BAD_ACCESS (SIGSEGV)\n\nThread 0 Crashed:\n"
+                         "0   FixtureApp  \t0x0000000100001234 Widget::draw(int) const + 20 (a.cpp:4)\n"
+                         "1   FixtureApp  \t0x0000000100002234 main + 20\n" IMAGES, 3);
+    signature b = sig_of(HEADER "Exception Type:  EXC_BAD_ACCESS (SIGSEGV)\n\nThread 0 Crashed:\n"
+                         "0   FixtureApp  \t0x0000000100004000 Widget::draw(int) const + 96 (a.cpp:9)\n"
+                         "1   FixtureApp  \t0x0000000100005000 main + 44\n" IMAGES, 3);
+    CHECK_EQ_STR(a.fingerprint, b.fingerprint);
+}
+
+static void exception_class_is_in_fingerprint(void)
+{
+    const char *frames = "\nThread 0 Crashed:\n"
+                         "0   FixtureApp  \t0x0000000100001234 Widget::draw(int) const + 20\n" IMAGES;
+    char t1[8192], t2[8192];
+    snprintf(t1, sizeof t1, "%sException Type:  EXC_BAD_ACCESS (SIGSEGV)\n%s", HEADER, frames);
+    snprintf(t2, sizeof t2, "%sException Type:  EXC_BREAKPOINT (SIGTRAP)\n%s", HEADER, frames);
+    signature a = sig_of(t1, 3), b = sig_of(t2, 3);
+    CHECK(strcmp(a.fingerprint, b.fingerprint) != 0);
+    CHECK_EQ_STR(a.exception, "EXC_BAD_ACCESS/SIGSEGV");
+    CHECK_EQ_STR(b.exception, "EXC_BREAKPOINT/SIGTRAP");
+}
+
+static void last_exception_backtrace_is_used(void)
+{
+    signature s = sig_of(HEADER "Exception Type:  EXC_CRASH (SIGABRT)\n\n"
+                         "Application Specific Information:\n*** Terminating app due to uncaught "
+                         "exception 'NSRangeException', reason: 'index 7 beyond bounds [0 .. 2]'\n\n"
+                         "Last Exception Backtrace:\n"
+                         "0   CoreFoundation \t0x00000001e4001000 __exceptionPreprocess + 164\n"
+                         "1   libobjc.A.dylib \t0x00000001e5001000 objc_exception_throw + 60\n"
+                         "2   CoreFoundation \t0x00000001e4002000 -[__NSArrayM objectAtIndex:] + 10\n"
+                         "3   FixtureApp  \t0x0000000100001234 -[FXRoot crashWithIndex:] + 20\n"
+                         "4   FixtureApp  \t0x0000000100002234 main + 20\n\n"
+                         "Thread 0 Crashed:\n" ABORT_FRAMES
+                         "3   FixtureApp  \t0x0000000100003234 other_function + 20\n" IMAGES, 3);
+    CHECK_EQ_INT(s.thread, -1);
+    CHECK_EQ_INT(s.nframes, 2);
+    if (s.nframes >= 1)
+        CHECK_EQ_STR(s.frames[0].function, "-[FXRoot crashWithIndex:]");
+    CHECK_EQ_STR(s.exception, "EXC_CRASH/SIGABRT/NSRangeException");
+}
+
+static void crashed_thread_is_used(void)
+{
+    signature s = sig_of(HEADER "Exception Type:  EXC_BAD_ACCESS (SIGSEGV)\n\n"
+                         "Thread 0:\n"
+                         "0   FixtureApp  \t0x0000000100001234 idle_loop + 20\n\n"
+                         "Thread 1 Crashed:\n"
+                         "0   FixtureApp  \t0x0000000100002234 worker_crash + 20\n" IMAGES, 3);
+    CHECK_EQ_INT(s.thread, 1);
+    if (s.nframes >= 1)
+        CHECK_EQ_STR(s.frames[0].function, "worker_crash");
+}
+
+static void sdk_frames_are_skipped(void)
+{
+    signature s = sig_of(HEADER "Exception Type:  EXC_BAD_ACCESS (SIGSEGV)\n\nThread 0 Crashed:\n"
+                         "0   KSCrash  \t0x0000000100201234 kscrash_handleSignal + 20\n"
+                         "1   FixtureApp  \t0x0000000100001234 ksmc_copyContext + 20\n"
+                         "2   FixtureApp  \t0x0000000100002234 real_culprit + 20\n" IMAGES, 3);
+    CHECK_EQ_INT(s.basis, SIGNATURE_BASIS_IN_APP);
+    CHECK_EQ_INT(s.nframes, 1);
+    if (s.nframes >= 1)
+        CHECK_EQ_STR(s.frames[0].function, "real_culprit");
+}
+
+static void fallback_any_symbol_without_in_app_images(void)
+{
+    signature s = sig_of(HEADER "Exception Type:  EXC_BAD_ACCESS (SIGSEGV)\n\nThread 0 Crashed:\n"
+                         "0   libobjc.A.dylib \t0x00000001e5001000 objc_msgSend + 16\n"
+                         "1   UIKitCore \t0x00000001e3001000 -[UIView layoutSubviews] + 100\n" IMAGES, 3);
+    CHECK_EQ_INT(s.basis, SIGNATURE_BASIS_ANY_SYMBOL);
+    CHECK_EQ_INT(s.nframes, 2);
+    if (s.nframes >= 2)
+        CHECK_EQ_STR(s.frames[1].function, "-[UIView layoutSubviews]");
+    CHECK(!s.provisional);
+}
+
+static void fallback_offset_is_provisional(void)
+{
+    /* In-app frames without names (no dSYM yet): never lumped on a system function. */
+    signature s = sig_of(HEADER "Exception Type:  EXC_BAD_ACCESS (SIGSEGV)\n\nThread 0 Crashed:\n"
+                         "0   libobjc.A.dylib \t0x00000001e5001000 objc_msgSend + 16\n"
+                         "1   FixtureApp  \t0x0000000100001234 0x100000000 + 4660\n" IMAGES, 3);
+    CHECK_EQ_INT(s.basis, SIGNATURE_BASIS_OFFSET);
+    CHECK(s.provisional);
+    CHECK_EQ_INT(s.nframes, 1);
+    if (s.nframes == 1)
+        CHECK_EQ_STR(s.frames[0].function, "FixtureApp+0x1234");
+    CHECK_EQ_STR(s.title, "EXC_BAD_ACCESS: FixtureApp+0x1234");
+}
+
+static void fallback_exception_without_frames(void)
+{
+    crashreport *r = parse(HEADER "Exception Type:  EXC_CRASH (SIGKILL)\n"
+                           "Termination Reason: FRONTBOARD 2343432205\n\nThread 0 Crashed:\n"
+                           "0   FixtureApp  \t0x0000000100001234 main + 4\n" IMAGES);
+    CHECK(r != NULL);
+    if (!r)
+        return;
+    r->threads[0].nframes = 0; /* a report whose stacks were cut away */
+    signature s;
+    err_info err;
+    CHECK_EQ_INT(signature_compute(&s, r, NULL, A, &err), ERR_OK);
+    CHECK_EQ_INT(s.basis, SIGNATURE_BASIS_EXCEPTION);
+    CHECK_EQ_INT(s.nframes, 0);
+    CHECK(strstr(s.title, "EXC_CRASH: ") == s.title);
+    CHECK(strstr(s.title, "FRONTBOARD") != NULL);
+}
+
+static void inlined_frames_are_expanded(void)
+{
+    crashreport *r = parse(HEADER "Exception Type:  EXC_BAD_ACCESS (SIGSEGV)\n\nThread 0 Crashed:\n"
+                           "0   FixtureApp  \t0x0000000100001234 0x100000000 + 4660\n"
+                           "1   FixtureApp  \t0x0000000100002234 0x100000000 + 8756\n" IMAGES);
+    CHECK(r != NULL);
+    if (!r)
+        return;
+    /* As symbolicate_report leaves it: frame 0 is fx_inner inlined into fx_outer. */
+    static const crashreport_symbol f0[2] = {{"fx_inner(int)", "include/fx_inline.h", 7, true, 4},
+                                             {"fx_outer()", "app/calc.c", 30, false, 20}};
+    static const crashreport_symbol f1[1] = {{"main", "app/main.c", 12, false, 8}};
+    r->threads[0].frames[0].sym_status = CRASHREPORT_SYM_OK;
+    r->threads[0].frames[0].symbols = f0;
+    r->threads[0].frames[0].nsymbols = 2;
+    r->threads[0].frames[1].sym_status = CRASHREPORT_SYM_OK;
+    r->threads[0].frames[1].symbols = f1;
+    r->threads[0].frames[1].nsymbols = 1;
+    signature s;
+    err_info err;
+    CHECK_EQ_INT(signature_compute(&s, r, NULL, A, &err), ERR_OK);
+    CHECK_EQ_INT(s.nframes, 3);
+    if (s.nframes == 3) {
+        CHECK_EQ_STR(s.frames[0].function, "fx_inner");
+        CHECK_EQ_STR(s.frames[1].function, "fx_outer");
+        CHECK_EQ_STR(s.frames[2].function, "main");
+    }
+    CHECK_EQ_STR(s.culprit, "fx_inner (fx_inline.h:7)");
+}
+
+static void hang_uses_thread_zero(void)
+{
+    crashreport *r = parse(HEADER "Exception Type:  EXC_BAD_ACCESS (SIGSEGV)\n\n"
+                           "Thread 0:\n"
+                           "0   FixtureApp  \t0x0000000100001234 main_thread_work + 20\n\n"
+                           "Thread 1 Crashed:\n"
+                           "0   FixtureApp  \t0x0000000100002234 worker + 20\n" IMAGES);
+    CHECK(r != NULL);
+    if (!r)
+        return;
+    r->kind = CRASHREPORT_KIND_HANG;
+    signature s;
+    err_info err;
+    CHECK_EQ_INT(signature_compute(&s, r, NULL, A, &err), ERR_OK);
+    CHECK_EQ_INT(s.thread, 0);
+    if (s.nframes >= 1)
+        CHECK_EQ_STR(s.frames[0].function, "main_thread_work");
+    CHECK_EQ_STR(s.kind, "hang");
+}
+
+static void frames_render_as_json(void)
+{
+    signature s = sig_of(HEADER "Exception Type:  EXC_BAD_ACCESS (SIGSEGV)\n\nThread 0 Crashed:\n"
+                         "0   FixtureApp  \t0x0000000100001234 say(\"hi\") + 20 (a.c:4)\n" IMAGES, 3);
+    buf b;
+    buf_init(&b);
+    signature_render_frames_json(&b, &s);
+    CHECK_EQ_STR((const char *)b.data, "[{\"function\":\"say\",\"raw\":\"say(\\\"hi\\\")\","
+                                       "\"image\":\"FixtureApp\",\"file\":\"a.c\",\"line\":4,"
+                                       "\"in_app\":true}]");
+    buf_reset(&b);
+}
+
+int main(void)
+{
+    A = arena_new(0);
+    RUN(normalize_strips_offset_and_args);
+    RUN(normalize_strips_location_suffixes);
+    RUN(normalize_bare_address_is_empty);
+    RUN(normalize_drops_cv_ref_qualifiers);
+    RUN(normalize_collapses_templates);
+    RUN(normalize_strips_cxx_return_type);
+    RUN(normalize_keeps_operators);
+    RUN(normalize_clang_lambda);
+    RUN(normalize_gcc_lambda);
+    RUN(normalize_anonymous_namespace_one_spelling);
+    RUN(normalize_drops_cold_and_clone_suffixes);
+    RUN(normalize_block_invoke_number);
+    RUN(normalize_swift_closure);
+    RUN(normalize_objc_kept_as_is);
+    RUN(skip_table_matches_machinery);
+    RUN(sdk_functions_are_not_in_app);
+    RUN(in_app_images_by_path);
+    RUN(in_app_simulator_and_macos_paths);
+    RUN(skips_machinery_and_system_frames);
+    RUN(top_n_is_configurable);
+    RUN(recursion_is_collapsed);
+    RUN(same_crash_other_addresses_same_fingerprint);
+    RUN(exception_class_is_in_fingerprint);
+    RUN(last_exception_backtrace_is_used);
+    RUN(crashed_thread_is_used);
+    RUN(sdk_frames_are_skipped);
+    RUN(fallback_any_symbol_without_in_app_images);
+    RUN(fallback_offset_is_provisional);
+    RUN(fallback_exception_without_frames);
+    RUN(inlined_frames_are_expanded);
+    RUN(hang_uses_thread_zero);
+    RUN(frames_render_as_json);
+    arena_free(A);
+    return harness_done();
+}
