@@ -55,11 +55,10 @@ static void walk_image(const uint8_t *data, size_t len)
         REQUIRE(macho_section_find(&img, s->segname, s->sectname) != NULL);
     }
     (void)macho_section_find(&img, "__DWARF", "__debug_info");
-    if (img.nsyms > 0) {
-        size_t entry = img.is64 ? 16 : 12;
-        REQUIRE(inside(img.symtab, (size_t)img.nsyms * entry, data, len));
+    if (img.nsyms > 0)
+        REQUIRE(inside(img.symtab, (size_t)img.nsyms * (img.is64 ? 16 : 12), data, len));
+    if (img.strsize > 0) /* strtab is NULL for an empty string table */
         REQUIRE(inside(img.strtab, img.strsize, data, len));
-    }
     for (uint32_t i = 0; i < img.nsyms; i++) {
         macho_symbol sym;
         if (!macho_symbol_get(&sym, &img, i))
