@@ -1093,7 +1093,7 @@ static void database_outage_gives_503_not_loss(void)
     run_result mr = run(margv, server_env(), 60);
     CHECK_EQ_INT(mr.status, 0);
     run_free(&mr);
-    char *tok = create_token("outage", "ingest,read");
+    char *tok = create_token("outage", "ingest,read,upload");
     CHECK(tok != NULL);
     int saved_port = port;
     port = port2;
@@ -1126,6 +1126,20 @@ static void database_outage_gives_503_not_loss(void)
     r = http_req(port2, "GET", "/healthz", NULL, NULL, 0, false);
     CHECK_EQ_INT(r.status, 200);   /* the process itself is fine */
     resp_free(&r);
+
+    /* A dSYM upload while the database is down: 503, and no symcache is left behind. */
+    char *kit = fixture("kit/FixtureKit.framework.dSYM/Contents/Resources/DWARF/FixtureKit");
+    size_t kit_len;
+    char *kit_data = read_file(kit, &kit_len);
+    char *hu = auth(tok ? tok : "", NULL);
+    r = http_req(port2, "POST", "/api/v1/dsyms", hu, kit_data, kit_len, false);
+    CHECK_EQ_INT(r.status, 503);
+    resp_free(&r);
+    char *symcaches2 = xsprintf("%s/symcaches", dir2), *tmp2 = xsprintf("%s/tmp", dir2);
+    CHECK_EQ_INT(count_entries(symcaches2), 0);
+    sleep_ms(100);
+    CHECK_EQ_INT(count_entries(tmp2), 0);
+    free(symcaches2), free(tmp2), free(hu), free(kit_data), free(kit);
 
     /* A second server cannot start without its database, and says why. */
     char *serve_argv[] = {(char *)bin, "serve", NULL};
