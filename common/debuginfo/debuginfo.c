@@ -1,15 +1,15 @@
 /*
- * DWARF -> scopes, ranges, line rows, with libdwarf; symbol table -> fallback symbols.
+ * DWARF -> scopes, ranges, line rows; symbol table -> fallback symbols.
  *
- * Parallelism: each worker thread opens its own Dwarf_Debug over the same mapped sections
- * (libdwarf instances share nothing) and takes every n-th compile unit. Workers collect into
- * private tables (strings, scopes, ranges, rows) that debuginfo_load merges; the symcache
- * builder renumbers everything by address, so its output does not depend on the thread count.
+ * Parallelism: the unit headers are listed once; each worker thread takes every n-th unit and
+ * reads it with dieread (DIE tree and line program) over the shared, read-only mapped
+ * sections. Workers collect into private tables (strings, scopes, ranges, rows) that
+ * debuginfo_load merges; the symcache builder renumbers everything by address, so its output
+ * does not depend on the thread count.
  */
 #include "debuginfo/debuginfo.h"
 
 #include <dwarf.h>
-#include <libdwarf.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdbool.h>
@@ -25,8 +25,9 @@
 #define MAX_NAME_HOPS 16   /* abstract_origin/specification chain length we follow */
 #define MAX_SCOPE_DEPTH 256 /* nesting of inlinees and lexical blocks we descend into */
 
-/* ---- Mach-O sections as libdwarf's object access interface ---------------------------- */
+/* ---- the __DWARF sections of a Mach-O image ------------------------------------------ */
 
+/* The __DWARF sections by their standard DWARF names. */
 typedef struct {
     const char *name;    /* ".debug_info", ... */
     const uint8_t *data; /* inside the mapped slice */
@@ -34,7 +35,7 @@ typedef struct {
 } dwarf_section;
 
 typedef struct {
-    dwarf_section secs[MAX_DWARF_SECTIONS]; /* [0] is an empty placeholder, as in ELF */
+    dwarf_section secs[MAX_DWARF_SECTIONS]; /* [0] is an empty placeholder */
     unsigned n;
     uint8_t pointer_size;
     uint64_t dwarf_bytes;
@@ -52,12 +53,10 @@ static const char *dwarf_name_for(const char *sectname)
     };
     if (strncmp(sectname, "__debug_", 8) != 0)
         return NULL;
+    /* a 16-byte Mach-O name may be cut: "__debug_str_offs" is .debug_str_offsets */
+    size_t len = strlen(sectname + 2);
     for (size_t i = 0; i < sizeof NAMES / sizeof NAMES[0]; i++)
-        if (strncmp(NAMES[i] + 1, sectname + 2, 15) == 0 && strlen(NAMES[i] + 1) >= 15 &&
-            strlen(sectname + 2) == 14)
-            return NAMES[i]; /* truncated 16-byte name: prefix match */
-    for (size_t i = 0; i < sizeof NAMES / sizeof NAMES[0]; i++)
-        if (strcmp(NAMES[i] + 1, sectname + 2) == 0)
+        if (len == 14 ? strncmp(NAMES[i] + 1, sectname + 2, 14) == 0 : strcmp(NAMES[i] + 1, sectname + 2) == 0)
             return NAMES[i];
     return NULL;
 }
@@ -84,61 +83,6 @@ static void section_reader_init(section_reader *r, const macho_image *img)
     }
 }
 
-static int sr_get_section_info(void *obj, Dwarf_Half i, Dwarf_Obj_Access_Section *out, int *error)
-{
-    section_reader *r = obj;
-    (void)error;
-    if (i >= r->n)
-        return DW_DLV_NO_ENTRY;
-    memset(out, 0, sizeof *out);
-    out->addr = r->secs[i].addr;
-    out->size = r->secs[i].size;
-    out->name = r->secs[i].name;
-    return DW_DLV_OK;
-}
-
-static Dwarf_Endianness sr_get_byte_order(void *obj)
-{
-    (void)obj;
-    return DW_OBJECT_LSB;
-}
-
-static Dwarf_Small sr_get_length_size(void *obj)
-{
-    (void)obj;
-    return 4;
-}
-
-static Dwarf_Small sr_get_pointer_size(void *obj)
-{
-    return ((section_reader *)obj)->pointer_size;
-}
-
-static Dwarf_Unsigned sr_get_section_count(void *obj)
-{
-    return ((section_reader *)obj)->n;
-}
-
-static int sr_load_section(void *obj, Dwarf_Half i, Dwarf_Small **data, int *error)
-{
-    section_reader *r = obj;
-    (void)error;
-    if (i >= r->n || r->secs[i].data == NULL)
-        return DW_DLV_NO_ENTRY;
-    *data = (Dwarf_Small *)r->secs[i].data; /* libdwarf only reads it */
-    return DW_DLV_OK;
-}
-
-static const Dwarf_Obj_Access_Methods SECTION_METHODS = {
-    .get_section_info = sr_get_section_info,
-    .get_byte_order = sr_get_byte_order,
-    .get_length_size = sr_get_length_size,
-    .get_pointer_size = sr_get_pointer_size,
-    .get_section_count = sr_get_section_count,
-    .load_section = sr_load_section,
-    .relocate_a_section = NULL,
-};
-
 /* ---- per-thread worker ------------------------------------------------------------------ */
 
 typedef struct {
@@ -151,7 +95,6 @@ typedef uint64_t pc_range[2];
 
 typedef struct {
     /* input, shared read-only by all workers */
-    section_reader *reader;
     const die_sections *secs;
     const die_unit *units;      /* every unit in .debug_info, by offset */
     size_t nunits;
@@ -168,15 +111,15 @@ typedef struct {
     err_code rc;
     err_info err;
     /* private state */
-    Dwarf_Debug dbg;            /* libdwarf, for line tables */
     die_unit *my_units;         /* copies with bases + abbrevs, made on first use */
     bool *unit_ready;
     die_abbrev_table *tables;   /* abbreviation tables loaded so far */
     size_t ntables;
     const die_unit *unit;       /* the unit being walked */
-    uint32_t *files;            /* string id per line-table file index of that unit */
-    size_t nfiles;
-    Dwarf_Signed file_base;     /* index of files[0] (0 in DWARF 5, 1 before) */
+    uint32_t *files;            /* string id per line-table file number of that unit */
+    size_t nfiles;              /* file numbers 0 .. nfiles-1 (0 unused before DWARF 5) */
+    buf scratch;                /* path joining */
+    size_t cap_files;
     pc_range *tmp;              /* scratch for one DIE's ranges */
     size_t ntmp, cap_tmp;
     name_slot *names;           /* DIE offset -> resolved name cache */
@@ -188,23 +131,6 @@ static void die_fail(worker *w, uint64_t offset, const char *what)
     if (w->rc == ERR_OK)
         w->rc = err_set(&w->err, ERR_INVALID, "corrupt DWARF at .debug_info+0x%llx: %s",
                         (unsigned long long)offset, what);
-}
-
-static void dwarf_fail(worker *w, Dwarf_Error derr, const char *what)
-{
-    if (w->rc == ERR_OK) {
-        w->rc = err_set(&w->err, ERR_INVALID, "corrupt DWARF: %s: %s", what,
-                        derr ? dwarf_errmsg(derr) : "unknown libdwarf error");
-    }
-    if (derr)
-        dwarf_dealloc_error(w->dbg, derr);
-}
-
-/* Drop an error we chose to tolerate (the value is then treated as absent). */
-static void dwarf_ignore(worker *w, Dwarf_Error derr)
-{
-    if (derr)
-        dwarf_dealloc_error(w->dbg, derr);
 }
 
 /* The unit `i` with its abbreviations and bases, loaded once per worker. */
@@ -409,9 +335,7 @@ static uint32_t add_scope(worker *w, uint32_t name, uint32_t parent, uint32_t de
 
 static uint32_t file_id(worker *w, uint64_t index)
 {
-    if (index < (uint64_t)w->file_base || index - (uint64_t)w->file_base >= w->nfiles)
-        return STRTAB_NONE;
-    return w->files[index - (uint64_t)w->file_base];
+    return index < w->nfiles ? w->files[index] : STRTAB_NONE;
 }
 
 /* Walk the children starting at `pos` (a sibling list ended by a null entry); *end gets the
@@ -537,90 +461,30 @@ static void push_row(worker *w, uint64_t addr, uint32_t file, uint32_t line)
     w->rows[w->nrows++] = (debuginfo_row){addr, file, line};
 }
 
-static void read_line_table(worker *w, Dwarf_Die cu_die, const char *comp_dir)
+static void on_file(void *ctx, uint64_t index, const char *name, const char *dir, bool dir_is_comp_dir)
 {
-    Dwarf_Unsigned version = 0;
-    Dwarf_Small table_count = 0;
-    Dwarf_Line_Context ctx = NULL;
-    Dwarf_Error derr = NULL;
-    w->nfiles = 0;
-    int res = dwarf_srclines_b(cu_die, &version, &table_count, &ctx, &derr);
-    if (res != DW_DLV_OK) {
-        if (res == DW_DLV_ERROR)
-            dwarf_fail(w, derr, "reading a line table header");
-        return;
+    worker *w = ctx;
+    if (index >= w->cap_files) {
+        size_t cap = w->cap_files ? w->cap_files : 64;
+        while (cap <= index)
+            cap *= 2;
+        w->files = xreallocarray(w->files, cap, sizeof *w->files);
+        w->cap_files = cap;
     }
-    Dwarf_Signed base = 0, count = 0, end = 0;
-    buf scratch;
-    buf_init(&scratch);
-    if (dwarf_srclines_files_indexes(ctx, &base, &count, &end, &derr) != DW_DLV_OK) {
-        dwarf_fail(w, derr, "reading the line table's file list");
-        goto done;
-    }
-    Dwarf_Signed ndirs = 0;
-    if (dwarf_srclines_include_dir_count(ctx, &ndirs, &derr) != DW_DLV_OK) {
-        dwarf_ignore(w, derr);
-        ndirs = 0;
-    }
-    w->file_base = base;
-    w->files = xreallocarray(w->files, count > 0 ? (size_t)count : 1, sizeof *w->files);
-    for (Dwarf_Signed i = 0; i < count; i++) {
-        const char *name = NULL, *dir = NULL;
-        Dwarf_Unsigned dir_index = 0, mtime, length;
-        Dwarf_Form_Data16 *md5;
-        derr = NULL;
-        if (dwarf_srclines_files_data_b(ctx, base + i, &name, &dir_index, &mtime, &length, &md5,
-                                        &derr) != DW_DLV_OK) {
-            dwarf_ignore(w, derr);
-            w->files[i] = STRTAB_NONE;
-            continue;
-        }
-        bool dir_is_comp_dir;
-        if (version >= 5) {
-            /* DWARF 5 section 6.2.4: directory 0 is the compilation directory itself */
-            dir_is_comp_dir = dir_index == 0;
-            if ((Dwarf_Signed)dir_index < ndirs &&
-                dwarf_srclines_include_dir_data(ctx, (Dwarf_Signed)dir_index, &dir, &derr) != DW_DLV_OK)
-                dwarf_ignore(w, derr), dir = NULL;
-        } else {
-            dir_is_comp_dir = false;
-            if (dir_index > 0 && (Dwarf_Signed)dir_index <= ndirs &&
-                dwarf_srclines_include_dir_data(ctx, (Dwarf_Signed)dir_index, &dir, &derr) != DW_DLV_OK)
-                dwarf_ignore(w, derr), dir = NULL;
-        }
-        w->files[i] = file_path(w, name, dir, dir_is_comp_dir, comp_dir, &scratch);
-    }
-    w->nfiles = (size_t)count;
+    for (size_t i = w->nfiles; i < index; i++)
+        w->files[i] = STRTAB_NONE;
+    w->files[index] = file_path(w, name, dir, dir_is_comp_dir, w->unit->comp_dir, &w->scratch);
+    if (index >= w->nfiles)
+        w->nfiles = index + 1;
+}
 
-    Dwarf_Line *lines = NULL;
-    Dwarf_Signed nlines = 0;
-    if (dwarf_srclines_from_linecontext(ctx, &lines, &nlines, &derr) != DW_DLV_OK) {
-        dwarf_fail(w, derr, "reading line table rows");
-        goto done;
-    }
-    for (Dwarf_Signed i = 0; i < nlines; i++) {
-        Dwarf_Addr addr = 0;
-        Dwarf_Unsigned lineno = 0, fileno = 0;
-        Dwarf_Bool end_seq = 0;
-        if (dwarf_lineaddr(lines[i], &addr, &derr) != DW_DLV_OK ||
-            dwarf_lineendsequence(lines[i], &end_seq, &derr) != DW_DLV_OK) {
-            dwarf_fail(w, derr, "reading a line table row");
-            goto done;
-        }
-        if (end_seq) {
-            push_row(w, addr, STRTAB_NONE, DEBUGINFO_END_SEQUENCE);
-            continue;
-        }
-        if (dwarf_lineno(lines[i], &lineno, &derr) != DW_DLV_OK ||
-            dwarf_line_srcfileno(lines[i], &fileno, &derr) != DW_DLV_OK) {
-            dwarf_fail(w, derr, "reading a line table row");
-            goto done;
-        }
-        push_row(w, addr, file_id(w, fileno), lineno >= DEBUGINFO_END_SEQUENCE ? 0 : (uint32_t)lineno);
-    }
-done:
-    buf_reset(&scratch);
-    dwarf_srclines_dealloc_b(ctx);
+static void on_row(void *ctx, uint64_t addr, uint64_t file, uint64_t line, bool end)
+{
+    worker *w = ctx;
+    if (end)
+        push_row(w, addr, STRTAB_NONE, DEBUGINFO_END_SEQUENCE);
+    else
+        push_row(w, addr, file_id(w, file), line >= DEBUGINFO_END_SEQUENCE ? 0 : (uint32_t)line);
 }
 
 static void process_unit(worker *w, size_t index)
@@ -632,21 +496,15 @@ static void process_unit(worker *w, size_t index)
         return; /* type units and skeletons describe no code of their own */
     w->unit = u;
     w->cus++;
-    /* line tables through libdwarf: it reads every line-program version */
-    Dwarf_Die cu_die = NULL;
-    Dwarf_Error derr = NULL;
     w->nfiles = 0;
-    int res = dwarf_offdie_b(w->dbg, u->die_offset, 1, &cu_die, &derr);
-    if (res == DW_DLV_ERROR) {
-        dwarf_fail(w, derr, "reading a compile unit DIE");
-        return;
+    if (u->has_stmt_list) {
+        die_line_sink sink = {w, on_file, on_row};
+        const char *msg = die_line_program(w->secs, u, u->stmt_list, &sink);
+        if (msg != NULL) {
+            die_fail(w, u->die_offset, msg);
+            return;
+        }
     }
-    if (res == DW_DLV_OK) {
-        read_line_table(w, cu_die, u->comp_dir);
-        dwarf_dealloc_die(cu_die);
-    }
-    if (w->rc != ERR_OK)
-        return;
     /* the unit DIE's children */
     die_info d;
     const char *msg = die_read(&d, w->secs, u, u->die_offset);
@@ -664,23 +522,11 @@ static void process_unit(worker *w, size_t index)
 static void *worker_run(void *arg)
 {
     worker *w = arg;
-    Dwarf_Obj_Access_Interface iface = {.object = w->reader, .methods = &SECTION_METHODS};
-    Dwarf_Error derr = NULL;
-    int res = dwarf_object_init_b(&iface, NULL, NULL, DW_GROUPNUMBER_ANY, &w->dbg, &derr);
-    if (res != DW_DLV_OK) {
-        if (res == DW_DLV_ERROR) {
-            w->rc = err_set(&w->err, ERR_INVALID, "cannot read DWARF: %s", dwarf_errmsg(derr));
-            dwarf_dealloc(NULL, derr, DW_DLA_ERROR);
-        }
-        w->dbg = NULL;
-        return NULL;
-    }
     w->my_units = xcalloc(w->nunits ? w->nunits : 1, sizeof *w->my_units);
     w->unit_ready = xcalloc(w->nunits ? w->nunits : 1, sizeof *w->unit_ready);
+    buf_init(&w->scratch);
     for (size_t i = w->tid; i < w->nunits && w->rc == ERR_OK; i += w->nthreads)
         process_unit(w, i);
-    dwarf_object_finish(w->dbg, &derr);
-    w->dbg = NULL;
     return NULL;
 }
 
@@ -792,6 +638,7 @@ static void worker_reset(worker *w)
     free(w->tables);
     free(w->my_units);
     free(w->unit_ready);
+    buf_reset(&w->scratch);
     strtab_reset(&w->strings);
     free(w->scopes);
     free(w->ranges);
@@ -799,15 +646,6 @@ static void worker_reset(worker *w)
     free(w->files);
     free(w->tmp);
     free(w->names);
-}
-
-static pthread_once_t dwarf_once = PTHREAD_ONCE_INIT;
-
-static void dwarf_global_setup(void)
-{
-    /* We free every DIE, attribute and error ourselves; libdwarf's own bookkeeping of each
-     * allocation (a tree insert per malloc) would cost more than the walk. */
-    dwarf_set_de_alloc_flag(0);
 }
 
 err_code debuginfo_load(debuginfo *out, const macho_image *img, unsigned threads, err_info *err)
@@ -834,6 +672,7 @@ err_code debuginfo_load(debuginfo *out, const macho_image *img, unsigned threads
             {".debug_addr", offsetof(die_sections, addr)},
             {".debug_ranges", offsetof(die_sections, ranges)},
             {".debug_rnglists", offsetof(die_sections, rnglists)},
+            {".debug_line", offsetof(die_sections, line)},
         };
         for (size_t k = 0; k < sizeof MAP / sizeof MAP[0]; k++)
             if (strcmp(reader.secs[i].name, MAP[k].name) == 0) {
@@ -853,7 +692,6 @@ err_code debuginfo_load(debuginfo *out, const macho_image *img, unsigned threads
         }
     }
     if (nunits > 0) {
-        pthread_once(&dwarf_once, dwarf_global_setup);
         if (threads == 0) {
             long n = sysconf(_SC_NPROCESSORS_ONLN);
             threads = n > 0 ? (unsigned)n : 1;
@@ -866,7 +704,6 @@ err_code debuginfo_load(debuginfo *out, const macho_image *img, unsigned threads
         pthread_t *tids = xcalloc(threads, sizeof *tids);
         bool *started = xcalloc(threads, sizeof *started);
         for (unsigned i = 0; i < threads; i++) {
-            ws[i].reader = &reader;
             ws[i].secs = &secs;
             ws[i].units = units;
             ws[i].nunits = nunits;

@@ -544,6 +544,7 @@ const char *die_unit_bases(die_unit *u, const die_sections *s)
     u->rnglists_base = u->version >= 5 ? (u->offset_size == 8 ? 20 : 12) : 0;
     u->base_addr = 0;
     u->comp_dir = NULL;
+    u->has_stmt_list = false;
     cursor c = at(&s->info, u->die_offset, u->end);
     uint64_t code = uleb(&c);
     if (c.bad || code == 0)
@@ -576,6 +577,10 @@ const char *die_unit_bases(die_unit *u, const die_sections *s)
         case DW_AT_comp_dir:
             comp_dir = v;
             has_comp_dir = true;
+            break;
+        case DW_AT_stmt_list:
+            u->has_stmt_list = true;
+            u->stmt_list = v.u;
             break;
         default:
             break;
@@ -691,4 +696,222 @@ long die_ranges(uint64_t (*out)[2], size_t cap, const die_sections *s, const die
             return -1;
     }
     return -1;
+}
+
+/* ---- line programs ---------------------------------------------------------------------- */
+
+#define MAX_LINE_TABLE_ENTRIES 1000000 /* directories or files in one header */
+
+/* A DWARF 5 entry-format description: (content type, form) pairs. */
+typedef struct {
+    uint64_t type, form;
+} entry_format;
+
+/* Read one DWARF 5 directory or file entry; the path and the directory index come out. */
+static void read_entry(cursor *c, const die_sections *s, const die_unit *u, const entry_format *fmt,
+                       unsigned nfmt, const char **path, uint64_t *dir_index)
+{
+    *path = NULL;
+    *dir_index = 0;
+    for (unsigned k = 0; k < nfmt && !c->bad; k++) {
+        value v;
+        if (fmt[k].form > 0xffff) {
+            c->bad = true;
+            return;
+        }
+        read_value(c, u, (uint16_t)fmt[k].form, 0, &v);
+        if (fmt[k].type == DW_LNCT_path)
+            *path = value_string(s, u, &v);
+        else if (fmt[k].type == DW_LNCT_directory_index)
+            *dir_index = v.u;
+    }
+}
+
+const char *die_line_program(const die_sections *s, const die_unit *u, uint64_t offset,
+                             const die_line_sink *sink)
+{
+    cursor c = at(&s->line, offset, s->line.len);
+    if (c.bad)
+        return "line table offset is outside .debug_line";
+    unsigned offset_size = 4;
+    uint64_t len = rd(&c, 4);
+    if (len == 0xffffffffull) {
+        len = rd(&c, 8);
+        offset_size = 8;
+    }
+    if (c.bad || len > (uint64_t)(c.end - c.p))
+        return "line table extends past the end of .debug_line";
+    c.end = c.p + len;
+    uint16_t version = (uint16_t)rd(&c, 2);
+    if (version < 2 || version > 5)
+        return "line table has an unsupported version";
+    /* the line table's own offset size and address size govern its forms */
+    die_unit lu = *u;
+    lu.offset_size = (uint8_t)offset_size;
+    if (version >= 5) {
+        uint8_t addr_size = (uint8_t)rd(&c, 1);
+        if (addr_size == 4 || addr_size == 8)
+            lu.addr_size = addr_size;
+        skip(&c, 1); /* segment selector size */
+    }
+    uint64_t header_length = rd(&c, offset_size);
+    if (c.bad || header_length > (uint64_t)(c.end - c.p))
+        return "line table header extends past the table";
+    const uint8_t *program = c.p + header_length;
+    uint8_t min_inst = (uint8_t)rd(&c, 1);
+    if (version >= 4)
+        skip(&c, 1); /* maximum_operations_per_instruction: VLIW only */
+    bool default_is_stmt = rd(&c, 1) != 0;
+    (void)default_is_stmt;
+    int8_t line_base = (int8_t)rd(&c, 1);
+    uint8_t line_range = (uint8_t)rd(&c, 1);
+    uint8_t opcode_base = (uint8_t)rd(&c, 1);
+    if (c.bad)
+        return "truncated line table header";
+    if (line_range == 0)
+        return "line table has line_range 0";
+    uint8_t std_lengths[256] = {0};
+    for (unsigned i = 1; i < opcode_base; i++)
+        std_lengths[i] = (uint8_t)rd(&c, 1);
+
+    /* directories and files */
+    uint64_t next_index = 0; /* number a DW_LNE_define_file entry gets */
+    if (version >= 5) {
+        entry_format dfmt[16], ffmt[16];
+        unsigned ndf = (unsigned)rd(&c, 1);
+        if (ndf > 16)
+            return "line table directory format has too many fields";
+        for (unsigned k = 0; k < ndf; k++)
+            dfmt[k].type = uleb(&c), dfmt[k].form = uleb(&c);
+        uint64_t ndirs = uleb(&c);
+        if (c.bad || ndirs > MAX_LINE_TABLE_ENTRIES)
+            return "malformed line table directory list";
+        const char **dirs = xcalloc(ndirs ? ndirs : 1, sizeof *dirs);
+        for (uint64_t i = 0; i < ndirs && !c.bad; i++) {
+            uint64_t unused;
+            read_entry(&c, s, &lu, dfmt, ndf, &dirs[i], &unused);
+        }
+        unsigned nff = c.bad ? 0 : (unsigned)rd(&c, 1);
+        if (nff > 16) {
+            free(dirs);
+            return "line table file format has too many fields";
+        }
+        for (unsigned k = 0; k < nff; k++)
+            ffmt[k].type = uleb(&c), ffmt[k].form = uleb(&c);
+        uint64_t nfiles = uleb(&c);
+        if (c.bad || nfiles > MAX_LINE_TABLE_ENTRIES) {
+            free(dirs);
+            return "malformed line table file list";
+        }
+        for (uint64_t i = 0; i < nfiles && !c.bad; i++) {
+            const char *name;
+            uint64_t di;
+            read_entry(&c, s, &lu, ffmt, nff, &name, &di);
+            if (!c.bad)
+                sink->file(sink->ctx, i, name, di < ndirs ? dirs[di] : NULL, di == 0);
+        }
+        free(dirs);
+    } else {
+        /* include_directories: strings up to an empty one; entry 0 is the comp dir */
+        const char **dirs = NULL;
+        size_t ndirs = 0, cap = 0;
+        for (;;) {
+            const char *d = (const char *)c.p;
+            skip_cstr(&c);
+            if (c.bad || d[0] == '\0')
+                break;
+            if (ndirs == cap) {
+                cap = cap ? cap * 2 : 16;
+                dirs = xreallocarray(dirs, cap, sizeof *dirs);
+            }
+            dirs[ndirs++] = d;
+            if (ndirs > MAX_LINE_TABLE_ENTRIES)
+                c.bad = true;
+        }
+        for (uint64_t i = 1; !c.bad; i++) {
+            next_index = i;
+            const char *name = (const char *)c.p;
+            skip_cstr(&c);
+            if (c.bad || name[0] == '\0')
+                break;
+            uint64_t di = uleb(&c);
+            uleb(&c); /* mtime */
+            uleb(&c); /* length */
+            if (!c.bad)
+                sink->file(sink->ctx, i, name, di > 0 && di <= ndirs ? dirs[di - 1] : NULL, false);
+            next_index = i + 1;
+            if (i > MAX_LINE_TABLE_ENTRIES)
+                c.bad = true;
+        }
+        free(dirs);
+    }
+    if (c.bad)
+        return "truncated line table header";
+
+    /* the program: DWARF 5 section 6.2.2 state machine */
+    c.p = program;
+    uint64_t addr = 0, file = 1, line = 1;
+    uint64_t nfile_defs = 0;
+    while (c.p < c.end && !c.bad) {
+        uint8_t op = (uint8_t)rd(&c, 1);
+        if (op >= opcode_base) {
+            unsigned adj = op - opcode_base;
+            addr += (uint64_t)(adj / line_range) * min_inst;
+            line += (uint64_t)((int64_t)line_base + (int64_t)(adj % line_range));
+            sink->row(sink->ctx, addr, file, line, false);
+            continue;
+        }
+        switch (op) {
+        case 0: { /* extended */
+            uint64_t elen = uleb(&c);
+            if (c.bad || elen == 0 || elen > (uint64_t)(c.end - c.p)) {
+                c.bad = true;
+                break;
+            }
+            const uint8_t *next = c.p + elen;
+            uint8_t sub = (uint8_t)rd(&c, 1);
+            if (sub == DW_LNE_end_sequence) {
+                sink->row(sink->ctx, addr, file, line, true);
+                addr = 0, file = 1, line = 1;
+            } else if (sub == DW_LNE_set_address) {
+                addr = rd(&c, elen - 1 >= 8 ? 8 : (unsigned)(elen - 1));
+            } else if (sub == DW_LNE_define_file && version < 5) {
+                /* a file added by the program: it takes the next number */
+                const char *name = (const char *)c.p;
+                skip_cstr(&c);
+                uint64_t di = uleb(&c);
+                (void)di; /* its directory list is gone: the name is used as given */
+                if (!c.bad && nfile_defs++ < MAX_LINE_TABLE_ENTRIES)
+                    sink->file(sink->ctx, next_index++, name, NULL, false);
+            }
+            c.p = next; /* set_discriminator and unknown extended opcodes skipped */
+            break;
+        }
+        case DW_LNS_copy:
+            sink->row(sink->ctx, addr, file, line, false);
+            break;
+        case DW_LNS_advance_pc:
+            addr += uleb(&c) * min_inst;
+            break;
+        case DW_LNS_advance_line:
+            line += (uint64_t)sleb(&c);
+            break;
+        case DW_LNS_set_file:
+            file = uleb(&c);
+            break;
+        case DW_LNS_const_add_pc:
+            addr += (uint64_t)((255 - opcode_base) / line_range) * min_inst;
+            break;
+        case DW_LNS_fixed_advance_pc:
+            addr += rd(&c, 2);
+            break;
+        default:
+            /* set_column, negate_stmt, basic_block, prologue/epilogue, isa and any opcode
+             * this reader does not know: skip its ULEB operands */
+            for (unsigned k = 0; k < std_lengths[op]; k++)
+                uleb(&c);
+            break;
+        }
+    }
+    return c.bad ? "malformed line program" : NULL;
 }

@@ -20,7 +20,7 @@ typedef struct {
 } die_section;
 
 typedef struct {
-    die_section info, abbrev, str, line_str, str_offsets, addr, ranges, rnglists;
+    die_section info, abbrev, str, line_str, str_offsets, addr, ranges, rnglists, line;
 } die_sections;
 
 typedef struct {
@@ -55,6 +55,8 @@ typedef struct {
     /* filled by die_unit_bases */
     uint64_t str_offsets_base, addr_base, rnglists_base, base_addr;
     const char *comp_dir;  /* DW_AT_comp_dir, NULL if absent */
+    bool has_stmt_list;
+    uint64_t stmt_list;    /* DW_AT_stmt_list: offset of its line program in .debug_line */
     const die_abbrev_table *abbrevs;
 } die_unit;
 
@@ -104,5 +106,21 @@ const char *die_skip_children(uint64_t *out, const die_sections *s, const die_un
  * the count (may exceed cap: call again with more room), or -1 on a malformed list. */
 long die_ranges(uint64_t (*out)[2], size_t cap, const die_sections *s, const die_unit *u,
                 const die_info *d);
+
+/* Receives a line program's file table and rows (DWARF 5 section 6.2). */
+typedef struct {
+    void *ctx;
+    /* file entry number `index` (0-based in DWARF 5, 1-based before): `name` as given, `dir`
+     * the directory entry it names (NULL if none), `dir_is_comp_dir` when that is DWARF 5's
+     * directory 0 (the compilation directory itself) */
+    void (*file)(void *ctx, uint64_t index, const char *name, const char *dir, bool dir_is_comp_dir);
+    /* one row: from `addr` on, code is at file `file`, line `line`; `end` = end of sequence */
+    void (*row)(void *ctx, uint64_t addr, uint64_t file, uint64_t line, bool end);
+} die_line_sink;
+
+/* die_line_program - run the line program at `offset` in .debug_line for unit `u`, versions
+ * 2-5. NULL or a static error message. */
+const char *die_line_program(const die_sections *s, const die_unit *u, uint64_t offset,
+                             const die_line_sink *sink);
 
 #endif
