@@ -2,3 +2,5 @@
 # tests/fixtures/build.sh to have run (tests/run.sh does it first).
 stacksift_unit_test(test_macho SOURCES test_macho.c LIBS macho PkgConfig::JANSSON LABELS "unit;fixtures")
 stacksift_unit_test(test_symcache SOURCES test_symcache.c LIBS symcache dsym PkgConfig::JANSSON Threads::Threads LABELS "unit;fixtures")
+# Our DWARF reader against libdwarf as an independent implementation (test-only dependency).
+stacksift_unit_test(test_debuginfo SOURCES test_debuginfo.c LIBS debuginfo macho libdwarf::libdwarf PkgConfig::JANSSON LABELS "unit;fixtures")
