@@ -603,8 +603,7 @@ static void merge_worker(debuginfo *d, worker *w)
 {
     uint32_t *map = xcalloc(w->strings.count ? w->strings.count : 1, sizeof *map);
     for (size_t id = 0; id < w->strings.count; id++)
-        map[id] = strtab_intern(&d->strings, strtab_get(&w->strings, (uint32_t)id),
-                                strtab_len(&w->strings, (uint32_t)id));
+        map[id] = strtab_copy(&d->strings, &w->strings, (uint32_t)id);
     uint32_t base = d->nscopes;
     d->scopes = xreallocarray(d->scopes, d->nscopes + w->nscopes + 1, sizeof *d->scopes);
     for (size_t i = 0; i < w->nscopes; i++) {

@@ -27,6 +27,11 @@ void strtab_reset(strtab *t);
 /* strtab_intern - id of `s` (`len` bytes, no NUL inside), adding it if new. Aborts (xalloc)
  * if the table would exceed 4 GiB. */
 uint32_t strtab_intern(strtab *t, const char *s, size_t len);
+/* strtab_copy - intern string `id` of `from` into `t` (reusing its hash); returns its id in t. */
+uint32_t strtab_copy(strtab *t, const strtab *from, uint32_t id);
+/* strtab_intern_hashed - strtab_intern with the hash already known (internal to strtab users
+ * that move strings between tables). */
+uint32_t strtab_intern_hashed(strtab *t, const char *s, size_t len, uint32_t hash);
 /* strtab_get - the string with id `id` (borrowed; invalidated by the next strtab_intern). */
 const char *strtab_get(const strtab *t, uint32_t id);
 /* strtab_len - length in bytes of string `id`. */

@@ -51,6 +51,41 @@ static int cmp_scope_range(const void *pa, const void *pb)
     return x->scope < y->scope ? -1 : x->scope > y->scope;
 }
 
+/* LSD radix sort by a 64-bit field, stable: 8 passes of 8 bits, a pass skipped when every
+ * key has the same byte there (the high bytes of addresses in one image). O(n) where qsort
+ * spent most of the build on millions of line segments. */
+#define DEFINE_RADIX_SORT(fn, type, field)                                       \
+    static void fn(type *v, size_t n)                                            \
+    {                                                                            \
+        if (n < 2)                                                               \
+            return;                                                              \
+        type *tmp = xmalloc(n * sizeof *tmp);                                    \
+        type *src = v, *dst = tmp;                                               \
+        for (unsigned shift = 0; shift < 64; shift += 8) {                       \
+            size_t count[256] = {0};                                             \
+            for (size_t i = 0; i < n; i++)                                       \
+                count[(src[i].field >> shift) & 0xff]++;                         \
+            if (count[(src[0].field >> shift) & 0xff] == n)                      \
+                continue;                                                        \
+            size_t pos = 0;                                                      \
+            for (unsigned b = 0; b < 256; b++) {                                 \
+                size_t c = count[b];                                             \
+                count[b] = pos;                                                  \
+                pos += c;                                                        \
+            }                                                                    \
+            for (size_t i = 0; i < n; i++)                                       \
+                dst[count[(src[i].field >> shift) & 0xff]++] = src[i];           \
+            type *t = src;                                                       \
+            src = dst;                                                           \
+            dst = t;                                                             \
+        }                                                                        \
+        if (src != v)                                                            \
+            memcpy(v, src, n * sizeof *v);                                       \
+        free(tmp);                                                               \
+    }
+
+DEFINE_RADIX_SORT(sort_ranges_by_start, debuginfo_range, start)
+
 /* Innermost scope per address. Ranges that overlap without nesting (bad DWARF, folded
  * functions) are clipped to the range they start in. */
 static void flatten_scopes(segments *out, const debuginfo *di)
@@ -58,8 +93,14 @@ static void flatten_scopes(segments *out, const debuginfo *di)
     debuginfo_range *r = xcalloc(di->nranges ? di->nranges : 1, sizeof *r);
     if (di->nranges > 0)
         memcpy(r, di->ranges, di->nranges * sizeof *r);
-    if (di->nranges > 1)
-        qsort(r, di->nranges, sizeof *r, cmp_scope_range);
+    /* by start, then each run of equal starts by (end desc, depth, scope): runs are short */
+    sort_ranges_by_start(r, di->nranges);
+    for (size_t i = 0, j; i < di->nranges; i = j) {
+        for (j = i + 1; j < di->nranges && r[j].start == r[i].start; j++)
+            ;
+        if (j - i > 1)
+            qsort(r + i, j - i, sizeof *r, cmp_scope_range);
+    }
     debuginfo_range *stack = xcalloc(di->nranges ? di->nranges : 1, sizeof *stack);
     size_t top = 0;
     uint64_t cur = 0;
@@ -86,13 +127,7 @@ static void flatten_scopes(segments *out, const debuginfo *di)
     free(r);
 }
 
-static int cmp_segment(const void *pa, const void *pb)
-{
-    const segment *x = pa, *y = pb;
-    if (x->start != y->start)
-        return x->start < y->start ? -1 : 1;
-    return 0;
-}
+DEFINE_RADIX_SORT(sort_segments_by_start, segment, start)
 
 /* Line rows -> [addr, next addr) segments. For several rows at one address the last wins,
  * as in llvm's DWARFDebugLine::LineTable::findRowInSeq. */
@@ -109,8 +144,7 @@ static void flatten_lines(segments *out, const debuginfo *di)
         }
         tmp.v[tmp.n++] = (segment){row->addr, next->addr, row->file, row->line};
     }
-    if (tmp.n > 1)
-        qsort(tmp.v, tmp.n, sizeof *tmp.v, cmp_segment);
+    sort_segments_by_start(tmp.v, tmp.n); /* stable: the first sequence at an address wins */
     for (size_t i = 0; i < tmp.n; i++) {
         segment s = tmp.v[i];
         if (out->n > 0 && out->v[out->n - 1].end > s.start) {
@@ -162,8 +196,7 @@ static uint32_t out_string(builder *b, uint32_t id)
 {
     if (id == STRTAB_NONE)
         return SYMC_NONE;
-    return strtab_offset(&b->strings, strtab_intern(&b->strings, strtab_get(&b->di->strings, id),
-                                                    strtab_len(&b->di->strings, id)));
+    return strtab_offset(&b->strings, strtab_copy(&b->strings, &b->di->strings, id));
 }
 
 static uint32_t new_scope(builder *b, symc_scope s)
