@@ -17,3 +17,10 @@ add_test(NAME symbolicate_reports
   WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
 set_tests_properties(symbolicate_reports PROPERTIES LABELS fixtures TIMEOUT 900
   ENVIRONMENT "STACKSIFT_BIN=$<TARGET_FILE:stacksift>;STACKSIFT_SOURCE_DIR=${PROJECT_SOURCE_DIR};STACKSIFT_FIXTURES=${PROJECT_SOURCE_DIR}/build-fixtures")
+
+# tests/bench/bench_parse: parse and symbolication rates beside same-run peers (not a test;
+# run tests/bench/bench_parse.sh).
+add_executable(bench_parse ${CMAKE_CURRENT_SOURCE_DIR}/bench/bench_parse.c)
+target_include_directories(bench_parse PRIVATE ${COMMON_INCLUDE})
+target_link_libraries(bench_parse PRIVATE crashreport symbolicate dsym PkgConfig::JANSSON
+  PkgConfig::PCRE2)

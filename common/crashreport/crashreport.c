@@ -176,8 +176,15 @@ static const char *const ARCHES[] = {
 
 const char *cr_arch_normalize(const char *s, size_t n)
 {
+    /* called for the last word of every Binary Images line: reject most words by length and
+     * first letter before comparing */
+    if (n < 3 || n > 8)
+        return NULL;
+    char c0 = (char)(s[0] | 0x20);
+    if (c0 != 'a' && c0 != 'x' && c0 != 'i' && c0 != 'p')
+        return NULL;
     for (size_t i = 0; i < sizeof ARCHES / sizeof ARCHES[0]; i++)
-        if (strlen(ARCHES[i]) == n && strncasecmp(ARCHES[i], s, n) == 0)
+        if (ARCHES[i][0] == c0 && strlen(ARCHES[i]) == n && strncasecmp(ARCHES[i], s, n) == 0)
             return ARCHES[i];
     if (n == 3 && strncasecmp(s, "x86", 3) == 0)
         return "i386";
@@ -224,21 +231,29 @@ const char *cr_arch_from_cpu(uint64_t cputype, uint64_t cpusubtype)
     return NULL;
 }
 
+/* UUID characters: a hex digit maps to its upper-case self, a separator to '-', anything
+ * else to 0 (a table: one load per character instead of a chain of compares) */
+static const char UUID_CHAR[256] = {
+    ['0'] = '0', ['1'] = '1', ['2'] = '2', ['3'] = '3', ['4'] = '4', ['5'] = '5', ['6'] = '6',
+    ['7'] = '7', ['8'] = '8', ['9'] = '9', ['a'] = 'A', ['b'] = 'B', ['c'] = 'C', ['d'] = 'D',
+    ['e'] = 'E', ['f'] = 'F', ['A'] = 'A', ['B'] = 'B', ['C'] = 'C', ['D'] = 'D', ['E'] = 'E',
+    ['F'] = 'F', ['-'] = '-', ['<'] = '-', ['>'] = '-', ['{'] = '-', ['}'] = '-',
+};
+
 bool cr_uuid_set(char out[37], const char *s, size_t n)
 {
     char hex[32];
     size_t k = 0;
-    bool nonzero = false;
+    unsigned nonzero = 0;
     out[0] = '\0';
     for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (c == '-' || c == '<' || c == '>' || c == '{' || c == '}')
+        char c = UUID_CHAR[(unsigned char)s[i]];
+        if (c == '-')
             continue;
-        if (!isxdigit((unsigned char)c) || k == 32)
+        if (c == 0 || k == 32)
             return false;
-        if (c != '0')
-            nonzero = true;
-        hex[k++] = (char)toupper((unsigned char)c);
+        nonzero |= (unsigned)(c ^ '0');
+        hex[k++] = c;
     }
     if (k != 32 || !nonzero)
         return false;
@@ -335,7 +350,11 @@ static bool build_image_order(cr_builder *b)
             continue;
         o->spans[o->n++] = (image_span){im->load_addr, im->end_addr, (int32_t)i};
     }
-    qsort(o->spans, o->n, sizeof o->spans[0], span_cmp);
+    bool sorted = true;
+    for (size_t i = 1; i < o->n && sorted; i++)
+        sorted = o->spans[i - 1].load <= o->spans[i].load;
+    if (!sorted)
+        qsort(o->spans, o->n, sizeof o->spans[0], span_cmp);
     /* An image of unknown size reaches up to the next image (at most 4 GiB). */
     for (size_t i = 0; i < o->n; i++) {
         image_span *sp = &o->spans[i];
@@ -412,6 +431,17 @@ static size_t utf8_check(const unsigned char *p, size_t len)
 {
     size_t i = 0;
     while (i < len) {
+        /* eight ASCII bytes at a time: no high bit set and no zero byte */
+        while (len - i >= 8) {
+            uint64_t w;
+            memcpy(&w, p + i, 8);
+            const uint64_t hi = 0x8080808080808080ull, lo = 0x0101010101010101ull;
+            if (((w & hi) | ((w - lo) & ~w & hi)) != 0)
+                break;
+            i += 8;
+        }
+        if (i == len)
+            break;
         unsigned c = p[i];
         if (c >= 0x01 && c < 0x80) {
             i++;

@@ -75,11 +75,17 @@ static bool is_blank(char c)
     return c == ' ' || c == '\t';
 }
 
+/* isspace() for the C locale, without the ctype table call */
+static bool is_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
 static void trim(const char **s, size_t *n)
 {
-    while (*n > 0 && isspace((unsigned char)**s))
+    while (*n > 0 && is_space(**s))
         (*s)++, (*n)--;
-    while (*n > 0 && isspace((unsigned char)(*s)[*n - 1]))
+    while (*n > 0 && is_space((*s)[*n - 1]))
         (*n)--;
 }
 
@@ -89,15 +95,17 @@ static bool starts(const char *s, size_t n, const char *prefix)
     return n >= k && memcmp(s, prefix, k) == 0;
 }
 
+/* hex digit values, -1 for anything else */
+static const signed char HEX[256] = {
+    ['0'] = 0 + 1, ['1'] = 1 + 1, ['2'] = 2 + 1, ['3'] = 3 + 1, ['4'] = 4 + 1, ['5'] = 5 + 1,
+    ['6'] = 6 + 1, ['7'] = 7 + 1, ['8'] = 8 + 1, ['9'] = 9 + 1, ['a'] = 10 + 1, ['b'] = 11 + 1,
+    ['c'] = 12 + 1, ['d'] = 13 + 1, ['e'] = 14 + 1, ['f'] = 15 + 1, ['A'] = 10 + 1,
+    ['B'] = 11 + 1, ['C'] = 12 + 1, ['D'] = 13 + 1, ['E'] = 14 + 1, ['F'] = 15 + 1,
+}; /* stored +1 so that the zero default means "not a digit" */
+
 static int hexval(char c)
 {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
+    return HEX[(unsigned char)c] - 1;
 }
 
 /* Hex digits at s (no prefix); number of digits read, 0 if none or more than 16. */
@@ -158,7 +166,11 @@ static frame_line_rc split_frame_line(frame_line *fl, const char *s, size_t n)
     size_t name_start = i;
     /* the address: the first "0x<hex>" that starts a whitespace-delimited token */
     for (size_t j = i; j + 2 < n; j++) {
-        if (s[j] != '0' || (s[j + 1] != 'x' && s[j + 1] != 'X'))
+        const char *zero = memchr(s + j, '0', n - 2 - j);
+        if (zero == NULL)
+            break;
+        j = (size_t)(zero - s);
+        if (s[j + 1] != 'x' && s[j + 1] != 'X')
             continue;
         if (j > name_start && !is_blank(s[j - 1]))
             continue;
@@ -196,7 +208,7 @@ static bool strip_plus_offset(const char *s, size_t *n, uint64_t *off)
     if (parse_dec(s + e - d, d, off) != d)
         return false;
     *n = e - d - 3;
-    while (*n > 0 && isspace((unsigned char)s[*n - 1]))
+    while (*n > 0 && is_space(s[*n - 1]))
         (*n)--;
     return true;
 }
@@ -245,7 +257,7 @@ static bool parse_symbol_text(cr_builder *b, crashreport_frame *f, const char *s
                                           sizeof INLINED - 1) == 0) {
         inlined = true;
         n -= sizeof INLINED - 1;
-        while (n > 0 && isspace((unsigned char)s[n - 1]))
+        while (n > 0 && is_space(s[n - 1]))
             n--;
     }
     if (n == 0 || (n == 3 && memcmp(s, "???", 3) == 0))
@@ -302,30 +314,119 @@ static bool parse_symbol_text(cr_builder *b, crashreport_frame *f, const char *s
 
 /* ---- binary images ------------------------------------------------------------------------- */
 
-static bool image_line(cr_builder *b, pcre2_match_data *md, const char *s, size_t n)
+/* The parts of a Binary Images line (PAT_IMAGE's groups), pointing into the line. */
+typedef struct {
+    const char *lo, *hi, *mid, *uuid, *path; /* hi NULL for "???" */
+    size_t lo_n, hi_n, mid_n, uuid_n, path_n;
+    uint64_t lo_v, hi_v;                     /* lo and hi as numbers (hi 0 for "???") */
+    bool plus;
+} image_fields;
+
+/* PAT_IMAGE by pcre2: the definition of an image line. */
+static bool image_fields_regex(image_fields *f, pcre2_match_data *md, const char *s, size_t n)
 {
-    int rc = pcre2_match(re_image, (PCRE2_SPTR)s, n, 0, 0, md, NULL);
-    if (rc < 0)
+    if (pcre2_match(re_image, (PCRE2_SPTR)s, n, 0, 0, md, NULL) < 0)
         return false;
     PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
-#define GROUP(g, p, len)                                                            \
-    const char *p = ov[2 * (g)] == PCRE2_UNSET ? NULL : s + ov[2 * (g)];            \
-    size_t len = ov[2 * (g)] == PCRE2_UNSET ? 0 : ov[2 * (g) + 1] - ov[2 * (g)]
-    GROUP(1, lo_s, lo_n);
-    GROUP(2, hi_s, hi_n);
-    GROUP(3, plus_s, plus_n);
-    GROUP(4, mid_s, mid_n);
-    GROUP(5, uuid_s, uuid_n);
-    GROUP(6, path_s, path_n);
+#define GROUP(g, p, len)                                                   \
+    f->p = ov[2 * (g)] == PCRE2_UNSET ? NULL : s + ov[2 * (g)];            \
+    f->len = ov[2 * (g)] == PCRE2_UNSET ? 0 : ov[2 * (g) + 1] - ov[2 * (g)]
+    GROUP(1, lo, lo_n);
+    GROUP(2, hi, hi_n);
+    GROUP(4, mid, mid_n);
+    GROUP(5, uuid, uuid_n);
+    GROUP(6, path, path_n);
 #undef GROUP
-    (void)plus_n;
+    f->plus = ov[6] != PCRE2_UNSET;
+    f->hi_v = 0;
+    parse_hex(f->lo, f->lo_n, &f->lo_v);
+    if (f->hi != NULL)
+        parse_hex(f->hi, f->hi_n, &f->hi_v);
+    return true;
+}
+
+/* The same split by hand for lines whose reading is unambiguous (every line a real report
+ * has), about five times cheaper than the pattern; false means "ask the pattern". The test
+ * checks that both agree on every image line of the corpus. */
+static bool image_fields_fast(image_fields *f, const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n && is_blank(s[i]))
+        i++;
+    if (i + 1 < n && s[i] == '0' && s[i + 1] == 'x')
+        i += 2;
+    f->lo = s + i;
+    f->lo_n = parse_hex(s + i, n - i, &f->lo_v);
+    if (f->lo_n == 0)
+        return false;
+    i += f->lo_n;
+    while (i < n && is_blank(s[i]))
+        i++;
+    if (i == n || s[i] != '-')
+        return false;
+    i++;
+    while (i < n && is_blank(s[i]))
+        i++;
+    if (i + 2 < n && s[i] == '?' && s[i + 1] == '?' && s[i + 2] == '?') {
+        f->hi = NULL;
+        f->hi_n = 0;
+        f->hi_v = 0;
+        i += 3;
+    } else {
+        if (i + 1 < n && s[i] == '0' && s[i + 1] == 'x')
+            i += 2;
+        f->hi = s + i;
+        f->hi_n = parse_hex(s + i, n - i, &f->hi_v);
+        if (f->hi_n == 0)
+            return false;
+        i += f->hi_n;
+    }
+    if (i == n || !is_blank(s[i]))
+        return false;
+    while (i < n && is_blank(s[i]))
+        i++;
+    f->plus = i < n && s[i] == '+';
+    if (f->plus)
+        i++;
+    while (i < n && is_blank(s[i]))
+        i++;
+    const char *lt = memchr(s + i, '<', n - i);
+    if (lt == NULL || lt == s + i)
+        return false;
+    const char *gt = memchr(lt + 1, '>', (size_t)(s + n - lt - 1));
+    if (gt == NULL || gt - lt - 1 > 40 || memchr(lt + 1, '<', (size_t)(gt - lt - 1)) != NULL)
+        return false;
+    f->mid = s + i;
+    f->mid_n = (size_t)(lt - f->mid);
+    while (f->mid_n > 0 && is_blank(f->mid[f->mid_n - 1]))
+        f->mid_n--;
+    if (f->mid_n == 0)
+        return false;
+    f->uuid = lt + 1;
+    f->uuid_n = (size_t)(gt - lt - 1);
+    i = (size_t)(gt - s) + 1;
+    while (i < n && is_blank(s[i]))
+        i++;
+    f->path = s + i;
+    f->path_n = n - i;
+    while (f->path_n > 0 && is_blank(f->path[f->path_n - 1]))
+        f->path_n--;
+    return true;
+}
+
+static bool image_line(cr_builder *b, pcre2_match_data *md, const char *s, size_t n)
+{
+    image_fields fl = {0};
+    if (!image_fields_fast(&fl, s, n) && !image_fields_regex(&fl, md, s, n))
+        return false;
+    const char *mid_s = fl.mid, *uuid_s = fl.uuid, *path_s = fl.path;
+    size_t mid_n = fl.mid_n, uuid_n = fl.uuid_n, path_n = fl.path_n;
     crashreport_image *im = cr_add_image(b);
     if (im == NULL)
         return true;
-    parse_hex(lo_s, lo_n, &im->load_addr);
-    if (hi_s != NULL)
-        parse_hex(hi_s, hi_n, &im->end_addr);
-    im->user = plus_s != NULL;
+    im->load_addr = fl.lo_v;
+    im->end_addr = fl.hi_v;
+    im->user = fl.plus;
     cr_uuid_set(im->uuid, uuid_s, uuid_n);
     if (path_n > 0 && !(path_n == 3 && memcmp(path_s, "???", 3) == 0))
         im->path = cr_strndup(b, path_s, path_n);
@@ -388,32 +489,33 @@ typedef enum {
 
 typedef struct {
     const char *key;
+    size_t len;   /* strlen(key) */
     key_kind kind;
     size_t field; /* offsetof(crashreport_metadata, ...) for K_STRING */
 } key_row;
 
 #define META(f) offsetof(crashreport_metadata, f)
 static const key_row KEYS[] = {
-    {"Incident Identifier", K_STRING, META(incident_id)},
-    {"Hardware Model", K_STRING, META(hardware_model)},
-    {"Process", K_PROCESS, 0},
-    {"Path", K_STRING, META(process_path)},
-    {"Identifier", K_STRING, META(bundle_id)},
-    {"Version", K_VERSION, 0},
-    {"Code Type", K_CODETYPE, 0},
-    {"Parent Process", K_STRING, META(parent_process)},
-    {"Date/Time", K_STRING, META(date)},
-    {"OS Version", K_STRING, META(os_version)},
-    {"Report Version", K_STRING, META(report_version)},
-    {"Exception Type", K_EXCTYPE, 0},
-    {"Exception Codes", K_STRING, META(exception_codes)},
-    {"Exception Subtype", K_STRING, META(exception_subtype)},
-    {"Exception Message", K_STRING, META(exception_reason)},
-    {"Exception Reason", K_STRING, META(exception_reason)},
-    {"Termination Reason", K_STRING, META(termination_reason)},
-    {"Triggered by Thread", K_THREAD, 0},
-    {"Crashed Thread", K_THREAD, 0},
-    {"Application Specific Information", K_APPINFO, 0},
+    {"Incident Identifier", sizeof "Incident Identifier" - 1, K_STRING, META(incident_id)},
+    {"Hardware Model", sizeof "Hardware Model" - 1, K_STRING, META(hardware_model)},
+    {"Process", sizeof "Process" - 1, K_PROCESS, 0},
+    {"Path", sizeof "Path" - 1, K_STRING, META(process_path)},
+    {"Identifier", sizeof "Identifier" - 1, K_STRING, META(bundle_id)},
+    {"Version", sizeof "Version" - 1, K_VERSION, 0},
+    {"Code Type", sizeof "Code Type" - 1, K_CODETYPE, 0},
+    {"Parent Process", sizeof "Parent Process" - 1, K_STRING, META(parent_process)},
+    {"Date/Time", sizeof "Date/Time" - 1, K_STRING, META(date)},
+    {"OS Version", sizeof "OS Version" - 1, K_STRING, META(os_version)},
+    {"Report Version", sizeof "Report Version" - 1, K_STRING, META(report_version)},
+    {"Exception Type", sizeof "Exception Type" - 1, K_EXCTYPE, 0},
+    {"Exception Codes", sizeof "Exception Codes" - 1, K_STRING, META(exception_codes)},
+    {"Exception Subtype", sizeof "Exception Subtype" - 1, K_STRING, META(exception_subtype)},
+    {"Exception Message", sizeof "Exception Message" - 1, K_STRING, META(exception_reason)},
+    {"Exception Reason", sizeof "Exception Reason" - 1, K_STRING, META(exception_reason)},
+    {"Termination Reason", sizeof "Termination Reason" - 1, K_STRING, META(termination_reason)},
+    {"Triggered by Thread", sizeof "Triggered by Thread" - 1, K_THREAD, 0},
+    {"Crashed Thread", sizeof "Crashed Thread" - 1, K_THREAD, 0},
+    {"Application Specific Information", sizeof "Application Specific Information" - 1, K_APPINFO, 0},
 };
 #undef META
 
@@ -433,7 +535,7 @@ typedef enum { H_NONE, H_KEY, H_BLOCK } header_rc;
 /* A "Key: value" header line. H_BLOCK: "Application Specific Information:" (lines follow). */
 static header_rc header_line(cr_builder *b, const char *s, size_t n)
 {
-    if (n == 0 || !isupper((unsigned char)s[0]))
+    if (n == 0 || s[0] < 'A' || s[0] > 'Z')
         return H_NONE;
     const char *colon = memchr(s, ':', n < 40 ? n : 40);
     if (colon == NULL)
@@ -441,7 +543,7 @@ static header_rc header_line(cr_builder *b, const char *s, size_t n)
     size_t klen = (size_t)(colon - s);
     const key_row *row = NULL;
     for (size_t i = 0; i < sizeof KEYS / sizeof KEYS[0]; i++)
-        if (strlen(KEYS[i].key) == klen && memcmp(KEYS[i].key, s, klen) == 0) {
+        if (KEYS[i].len == klen && memcmp(KEYS[i].key, s, klen) == 0) {
             row = &KEYS[i];
             break;
         }
@@ -774,7 +876,7 @@ static void text_line(text_parser *p, const char *s, size_t n, size_t off)
 {
     cr_builder *b = p->b;
     size_t tn = n;
-    while (tn > 0 && isspace((unsigned char)s[tn - 1]))
+    while (tn > 0 && is_space(s[tn - 1]))
         tn--;
     if (tn == 11 && memcmp(s, "Full Report", 11) == 0) {
         p->state = S_DONE;
@@ -792,7 +894,7 @@ static void text_line(text_parser *p, const char *s, size_t n, size_t off)
             p->known_lines++;
             return;
         }
-        if (isspace((unsigned char)s[0]) || s[0] == '0') {
+        if (is_space(s[0]) || s[0] == '0') {
             cr_note(b, "line %zu: unreadable Binary Images line", p->lineno);
             return;
         }
@@ -827,7 +929,7 @@ static void text_line(text_parser *p, const char *s, size_t n, size_t off)
         }
         if (is_blank(s[0]) && continue_frame(p, off, tn))
             return;
-        if (isdigit((unsigned char)s[0])) {
+        if (s[0] >= '0' && s[0] <= '9') {
             frame_line fl;
             frame_line_rc rc = split_frame_line(&fl, s, tn);
             if (rc == FL_OK) {
@@ -880,7 +982,7 @@ err_code cr_parse_apple_text(crashreport **out, const char *data, size_t len, ar
 
     size_t off = 0;
     /* iOS 8-14 .ips: a one-line JSON header before the text */
-    while (off < len && isspace((unsigned char)text[off]))
+    while (off < len && is_space(text[off]))
         off++;
     if (off < len && text[off] == '{') {
         const char *nl = memchr(text + off, '\n', len - off);
