@@ -108,12 +108,22 @@ static size_t utf8_seq_len(const unsigned char *s, size_t n)
 void buf_append_json_str(buf *b, const char *s, size_t n)
 {
     const unsigned char *p = (const unsigned char *)s;
+    buf_reserve(b, n + 2);
     buf_putc(b, '"');
     for (size_t i = 0; i < n;) {
+        /* copy the run of bytes that need no escaping in one go */
+        size_t run = i;
+        while (run < n && p[run] >= 0x20 && p[run] < 0x80 && p[run] != '"' && p[run] != '\\')
+            run++;
+        if (run > i) {
+            buf_append(b, p + i, run - i);
+            i = run;
+            continue;
+        }
         unsigned c = p[i];
         if (c == '"' || c == '\\') {
-            buf_putc(b, '\\');
-            buf_putc(b, (char)c);
+            char esc[2] = {'\\', (char)c};
+            buf_append(b, esc, 2);
             i++;
         } else if (c == '\n') {
             buf_append(b, "\\n", 2), i++;
