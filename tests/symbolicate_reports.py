@@ -414,6 +414,48 @@ def run_symbolicate(binpath, dsyms, path, json_out):
     return p.stdout
 
 
+def check_cli(ck, binpath, tmp, report_path, dsyms):
+    """The CLI contract: exit 0 and output on success, exit 1 with one stderr line when the
+    report cannot be read, exit 2 on usage errors; stdin as "-"; --symcache-dir."""
+    def run(args, stdin=None):
+        return subprocess.run([binpath] + args, input=stdin, capture_output=True, text=True,
+                              timeout=300)
+    p = run(["parse", "--json", report_path])
+    if p.returncode != 0 or json.loads(p.stdout)["format"] != "apple-text":
+        ck.bad(f"parse --json {report_path}: exit {p.returncode}")
+    with open(report_path) as f:
+        text = f.read()
+    p = run(["parse", "-"], stdin=text)
+    if p.returncode != 0 or "format:" not in p.stdout or "contents:" not in p.stdout:
+        ck.bad(f"parse - (stdin): exit {p.returncode}: {p.stdout[:200]}")
+    bad = os.path.join(tmp, "bad.json")
+    with open(bad, "w") as f:
+        f.write('{"debug_meta": {}, "exception": {}}')
+    for args in (["parse", bad], ["symbolicate", "--dsym", dsyms[0], bad],
+                 ["parse", os.path.join(tmp, "no-such-file")]):
+        p = run(args)
+        lines = p.stderr.strip().split("\n")
+        if p.returncode != 1 or len(lines) != 1 or not lines[0].startswith(f"stacksift {args[0]}: "):
+            ck.bad(f"{' '.join(args)}: exit {p.returncode}, stderr {p.stderr!r}")
+    for args in (["parse"], ["parse", "--frobnicate", report_path], ["symbolicate", report_path]):
+        if run(args).returncode != 2:
+            ck.bad(f"{' '.join(args)}: not a usage error")
+    p = run(["symbolicate", "--dsym", os.path.join(tmp, "missing.dSYM"), report_path])
+    if p.returncode != 1 or "--dsym" not in p.stderr:
+        ck.bad(f"symbolicate with a missing dSYM: exit {p.returncode}, {p.stderr!r}")
+    # --symcache-dir gives the same answer as --dsym
+    cache = os.path.join(tmp, "symcaches")
+    os.makedirs(cache, exist_ok=True)
+    for d in dsyms:
+        subprocess.run([binpath, "symcache", "build", d, "-o", cache], check=True,
+                       capture_output=True, timeout=300)
+    a = run(["symbolicate", "--symcache-dir", cache, "--json", report_path])
+    b = run(["symbolicate"] + [x for d in dsyms for x in ("--dsym", d)] + ["--json", report_path])
+    if a.returncode != 0 or a.stdout != b.stdout:
+        ck.bad("symbolicate --symcache-dir differs from --dsym")
+    ck.rule("cli")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seed", type=int, default=int(os.environ.get("ORACLE_SEED", "20240607")))
@@ -469,6 +511,9 @@ def main():
                 if is_text:
                     check_text(ck, f"{label}.{ext}", text,
                                run_symbolicate(binpath, dsyms, path, False), json.loads(out))
+        label, imgs, fx = reports[0][0], reports[0][1], reports[0][2]
+        check_cli(ck, binpath, tmp, os.path.join(out_dir, f"{label}.crash"),
+                  [im.dsym for im in fx])
     print(f"symbolicate_reports: {len(reports)} crashes x 5 formats, {ck.app_frames} app frames "
           f"({ck.symbols} symbols incl. inlined), {ck.system_frames} system frames; "
           f"tolerated: {ck.rules}")
