@@ -181,7 +181,9 @@ const char *die_abbrev_table_load(die_abbrev_table *t, const die_sections *s, ui
     cursor c = at(&s->abbrev, offset, s->abbrev.len);
     if (c.bad)
         return "abbreviation table offset is outside .debug_abbrev";
-    uint32_t cap_specs = 0;
+    /* never NULL, so that `specs + first` is defined even for a table without attributes */
+    uint32_t cap_specs = 64;
+    t->specs = xmalloc(cap_specs * sizeof *t->specs);
     for (;;) {
         uint64_t code = uleb(&c);
         if (c.bad)
@@ -214,7 +216,7 @@ const char *die_abbrev_table_load(die_abbrev_table *t, const die_sections *s, ui
             if (name == 0 && form == 0)
                 break;
             if (t->nspecs == cap_specs) {
-                cap_specs = cap_specs ? cap_specs * 2 : 256;
+                cap_specs *= 2;
                 t->specs = xreallocarray(t->specs, cap_specs, sizeof *t->specs);
             }
             t->specs[t->nspecs++] = (die_attr_spec){(uint16_t)(name > 0xffff ? 0xffff : name),

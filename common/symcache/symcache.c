@@ -70,13 +70,30 @@ static err_code check(symcache *sc, err_info *err)
     if (sc->image_name >= sc->strings_size)
         return err_set(err, ERR_INVALID, "corrupt symcache: image name offset %u out of range",
                        sc->image_name);
-    /* one pass so that binary search can trust the order */
+    /* One pass over each table, so that lookups can trust what they follow: ordered range
+     * starts for the binary search, and every scope index and string offset in range. */
     uint32_t prev = rd32(sc->starts);
     for (uint32_t i = 1; i < sc->nranges; i++) {
         uint32_t s = rd32(sc->starts + (size_t)i * 4);
         if (s <= prev)
             return err_set(err, ERR_INVALID, "corrupt symcache: range %u is out of order", i);
         prev = s;
+    }
+    for (uint32_t i = 0; i < sc->nranges; i++) {
+        const uint8_t *info = sc->infos + (size_t)i * 12;
+        uint32_t scope = rd32(info), file = rd32(info + 4);
+        if ((scope != SYMC_NONE && scope >= sc->nscopes) || (file != SYMC_NONE && file >= sc->strings_size))
+            return err_set(err, ERR_INVALID, "corrupt symcache: range %u points outside its tables", i);
+    }
+    for (uint32_t i = 0; i < sc->nscopes; i++) {
+        const uint8_t *s = sc->scopes + (size_t)i * SYMC_SCOPE_SIZE;
+        uint32_t name = rd32(s), parent = rd32(s + 4), c = rd32(s + 8);
+        bool bad = name >= sc->strings_size || parent == i ||
+                   (parent != SYMC_NONE && parent >= sc->nscopes) ||
+                   (parent != SYMC_NONE ? c != SYMC_NONE && c >= sc->strings_size
+                                        : c != SYMC_KIND_DWARF && c != SYMC_KIND_SYMTAB);
+        if (bad)
+            return err_set(err, ERR_INVALID, "corrupt symcache: scope %u points outside its tables", i);
     }
     return ERR_OK;
 }
@@ -151,11 +168,12 @@ size_t symcache_lookup(symcache_frame *out, size_t cap, const symcache *sc, uint
     uint32_t scope = rd32(info), file = rd32(info + 4), line = rd32(info + 8);
     if (scope == SYMC_NONE && file == SYMC_NONE)
         return 0;
-    if (scope == SYMC_NONE || scope >= sc->nscopes) {
+    if (scope == SYMC_NONE) {
         out[0] = (symcache_frame){"??", string_at(sc, file), line, false, false, file_addr};
         return 1;
     }
-    /* The inlinees' entry address is not stored: frames of one chain share the concrete
+    /* Indexes were checked at open; a parent cycle in a crafted file ends at the frame cap.
+     * The inlinees' entry address is not stored: frames of one chain share the concrete
      * function's entry, written once the walk reaches it. */
     size_t n = 0;
     while (n < cap && n < SYMCACHE_MAX_FRAMES) {
@@ -169,13 +187,11 @@ size_t symcache_lookup(symcache_frame *out, size_t cap, const symcache *sc, uint
         out[n].from_symtab = false;
         out[n].sym_addr = 0;
         n++;
-        if (parent == SYMC_NONE || parent >= sc->nscopes) {
-            if (parent == SYMC_NONE) {
-                uint64_t entry = sc->base + rd32(s + 12);
-                out[n - 1].from_symtab = rd32(s + 8) == SYMC_KIND_SYMTAB;
-                for (size_t k = 0; k < n; k++)
-                    out[k].sym_addr = entry;
-            }
+        if (parent == SYMC_NONE) {
+            uint64_t entry = sc->base + rd32(s + 12);
+            out[n - 1].from_symtab = rd32(s + 8) == SYMC_KIND_SYMTAB;
+            for (size_t k = 0; k < n; k++)
+                out[k].sym_addr = entry;
             break;
         }
         file = rd32(s + 8);
