@@ -23,7 +23,13 @@ struct symcache {
     const uint8_t *infos;   /* symc_range[nranges], 12 bytes each */
     const uint8_t *scopes;  /* symc_scope[nscopes], SYMC_SCOPE_SIZE bytes each */
     const char *strings;
+    /* every SYMC_INDEX_STRIDE-th range start, in memory: the first steps of a lookup's binary
+     * search stay in cache instead of missing on each probe of a large mapped table */
+    uint32_t *index;
+    uint32_t nindex;
 };
+
+#define SYMC_INDEX_STRIDE 64u
 
 static uint32_t rd32(const uint8_t *p)
 {
@@ -95,6 +101,10 @@ static err_code check(symcache *sc, err_info *err)
         if (bad)
             return err_set(err, ERR_INVALID, "corrupt symcache: scope %u points outside its tables", i);
     }
+    sc->nindex = (sc->nranges + SYMC_INDEX_STRIDE - 1) / SYMC_INDEX_STRIDE;
+    sc->index = xmalloc(sc->nindex * sizeof *sc->index);
+    for (uint32_t k = 0; k < sc->nindex; k++)
+        sc->index[k] = rd32(sc->starts + (size_t)k * SYMC_INDEX_STRIDE * 4);
     return ERR_OK;
 }
 
@@ -140,6 +150,7 @@ void symcache_close(symcache *sc)
     if (sc == NULL)
         return;
     bytes_unmap(&sc->map);
+    free(sc->index);
     free(sc);
 }
 
@@ -153,8 +164,19 @@ size_t symcache_lookup(symcache_frame *out, size_t cap, const symcache *sc, uint
     if (cap == 0 || file_addr < sc->base || file_addr - sc->base > UINT32_MAX)
         return 0;
     uint32_t rel = (uint32_t)(file_addr - sc->base);
-    /* last range whose start <= rel */
-    uint32_t lo = 0, hi = sc->nranges;
+    /* last range whose start <= rel: first in the in-memory index, then within one block */
+    uint32_t lo = 0, hi = sc->nindex;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (sc->index[mid] <= rel)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return 0;
+    hi = lo * SYMC_INDEX_STRIDE < sc->nranges ? lo * SYMC_INDEX_STRIDE : sc->nranges;
+    lo = (lo - 1) * SYMC_INDEX_STRIDE;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
         if (rd32(sc->starts + (size_t)mid * 4) <= rel)

@@ -200,13 +200,21 @@ typedef struct {
 
 static void emit_plain(lookup_ctx *c, const symcache_frame *f, uint64_t file_addr, const symcache_frame *loc)
 {
+    char num[24];
     buf_append_str(&c->out, f->function);
-    buf_printf(&c->out, " (in %s)", symcache_image_name(c->sc));
+    buf_append(&c->out, " (in ", 5);
+    buf_append_str(&c->out, symcache_image_name(c->sc));
     if (loc->file != NULL && !f->from_symtab) {
         const char *base = strrchr(loc->file, '/');
-        buf_printf(&c->out, " (%s:%u)\n", base ? base + 1 : loc->file, loc->line);
+        buf_append(&c->out, ") (", 3);
+        buf_append_str(&c->out, base ? base + 1 : loc->file);
+        buf_putc(&c->out, ':');
+        buf_append(&c->out, num, format_u64(num, loc->line));
+        buf_append(&c->out, ")\n", 2);
     } else {
-        buf_printf(&c->out, " + %llu\n", (unsigned long long)(file_addr - f->sym_addr));
+        buf_append(&c->out, ") + ", 4);
+        buf_append(&c->out, num, format_u64(num, file_addr - f->sym_addr));
+        buf_putc(&c->out, '\n');
     }
 }
 
@@ -247,7 +255,9 @@ static void lookup_one(lookup_ctx *c, const char *text)
         }
         buf_append_str(&c->out, "]}\n");
     } else if (n == 0) {
-        buf_printf(&c->out, "0x%llx\n", (unsigned long long)addr);
+        char num[24];
+        buf_append(&c->out, num, format_hex(num, addr));
+        buf_putc(&c->out, '\n');
     } else if (c->inlines) {
         for (size_t i = 0; i < n; i++)
             emit_plain(c, &frames[i], file_addr, &frames[i]);
