@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# cli_symbolication - the contract of `stacksift symcache build` and `stacksift lookup` as a
+# user (or a script wrapping atos) meets it: output formats, exit codes, one-line errors,
+# stdin, fat inputs, zip inputs, -l. Addresses and expected names come from the fixtures'
+# symbol tables (llvm-nm-14), never hard-coded. Prints "N passed, N failed".
+set -u
+bin=${STACKSIFT_BIN:?STACKSIFT_BIN not set}
+fx=${STACKSIFT_FIXTURES:?STACKSIFT_FIXTURES not set}
+tmp=$(mktemp -d /tmp/stacksift-cli.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+passed=0 failed=0
+check() { # check NAME COND...
+  local name=$1; shift
+  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $name" >&2; fi
+}
+sym_addr() { # sym_addr FILE ARCH SYMBOL -> hex address of an exported function
+  llvm-nm-14 --arch="$2" --defined-only "$1" | awk -v s="$3" '$3 == s { print "0x" $1; exit }'
+}
+
+o0=$fx/arm64-O0/FixtureApp.app.dSYM
+o0bin=$fx/arm64-O0/FixtureApp.app/FixtureApp
+main=$(sym_addr "$o0bin" arm64 _main)
+check "main found in the fixture" test -n "$main"
+
+# symcache build: one JSON line per slice with the documented keys; files named <UUID>.symc
+out=$("$bin" symcache build "$fx/fat/FixtureApp.app.dSYM" -o "$tmp/fat")
+check "fat dSYM gives two lines" test "$(printf '%s\n' "$out" | wc -l)" -eq 2
+for key in uuid arch name functions ranges bytes dwarf_bytes ms; do
+  check "build line has $key" python3 -c "import json,sys; [json.loads(l)['$key'] for l in sys.stdin]" <<<"$out"
+done
+uuid=$(printf '%s\n' "$out" | python3 -c "import json,sys; print([json.loads(l) for l in sys.stdin if json.loads(l)['arch']=='arm64'][0]['uuid'])")
+check "symcache named by upper-case UUID" test -f "$tmp/fat/$uuid.symc"
+check "UUID is upper-case with dashes" grep -Eq '^[0-9A-F]{8}-([0-9A-F]{4}-){3}[0-9A-F]{12}$' <<<"$uuid"
+zip_lines=$("$bin" symcache build "$fx/FixtureApp-dSYMs.zip" -o "$tmp/zip" | wc -l)
+check "zip of two bundles gives two slices" test "$zip_lines" -eq 2
+
+# lookup, plain atos output
+line=$("$bin" lookup -o "$o0" "$main")
+check "atos line for main" grep -Eq '^main \(in FixtureApp\) \(main\.c:[0-9]+\)$' <<<"$line"
+line=$("$bin" lookup -o "$o0" -l 0x104000000 "$(printf '0x%x' $((main - 0x100000000 + 0x104000000)))")
+check "-l converts a runtime address" grep -Eq '^main \(in FixtureApp\) \(main\.c:[0-9]+\)$' <<<"$line"
+line=$("$bin" lookup -o "$o0" 0x10)
+check "uncovered address printed as given" test "$line" = "0x10"
+line=$("$bin" lookup -o "$o0bin" "$(printf '0x%x' $((main + 8)))")
+check "symbol table only: name + offset" test "$line" = "main (in FixtureApp) + 8"
+# addresses from stdin, blank lines skipped, one answer each
+n=$(printf '%s\n\n%s\n' "$main" "$main" | "$bin" lookup -o "$o0" | wc -l)
+check "stdin: one line per address" test "$n" -eq 2
+
+# -i on an inlined address of the O2 build: more lines than without -i, innermost first
+o2=$fx/arm64-O2/FixtureApp.app.dSYM
+found=0
+for a in $(llvm-nm-14 --defined-only "$fx/arm64-O2/FixtureApp.app/FixtureApp" | awk '$2 ~ /[Tt]/ {print $1}' | head -60); do
+  for off in 0 4 8 12 16 20 24 28 32 40 48 56 64; do
+    addr=$(printf '0x%x' $((0x$a + off)))
+    json=$("$bin" lookup -o "$o2" --json "$addr")
+    nf=$(python3 -c "import json,sys; print(len(json.loads(sys.stdin.read())['frames']))" <<<"$json")
+    if [ "$nf" -ge 2 ]; then
+      ni=$("$bin" lookup -o "$o2" -i "$addr" | wc -l)
+      n1=$("$bin" lookup -o "$o2" "$addr" | wc -l)
+      check "-i prints every inlined frame" test "$ni" -eq "$nf"
+      check "without -i one line" test "$n1" -eq 1
+      last=$(python3 -c "import json,sys; f=json.loads(sys.stdin.read())['frames']; print(f[-1]['function'], f[-1]['inlined'], f[0]['inlined'])" <<<"$json")
+      check "outermost frame is not inlined, innermost is" grep -Eq ' False True$' <<<"$last"
+      found=1
+      break 2
+    fi
+  done
+done
+check "an inlined address exists at -O2" test "$found" -eq 1
+
+# fat input: arm64 chosen without --arch; --arch picks the slice; a missing arch is an error
+fat=$fx/fat/FixtureApp.app.dSYM
+x86main=$(sym_addr "$fx/fat/FixtureApp.app/FixtureApp" x86_64 _main)
+line=$("$bin" lookup -o "$fat" --arch x86_64 "$x86main")
+check "--arch x86_64 slice" grep -Eq '^main \(in FixtureApp\)' <<<"$line"
+err=$("$bin" lookup -o "$fat" --arch armv7 0x1000 2>&1 >/dev/null); rc=$?
+check "missing arch exits 1" test "$rc" -eq 1
+check "missing arch names the slices" grep -q "x86_64" <<<"$err"
+
+# errors: one line on stderr, documented exit codes
+err=$("$bin" lookup -o "$o0" zzz 2>&1 >/dev/null); rc=$?
+check "bad address exits 1" test "$rc" -eq 1
+check "bad address: one line" test "$(printf '%s\n' "$err" | wc -l)" -eq 1
+"$bin" lookup 0x1000 >/dev/null 2>&1; rc=$?
+check "no -o is a usage error (2)" test "$rc" -eq 2
+err=$("$bin" lookup -o /nonexistent 0x1 2>&1 >/dev/null); rc=$?
+check "missing input exits 1" test "$rc" -eq 1
+check "missing input named" grep -q "/nonexistent" <<<"$err"
+printf 'not a mach-o' >"$tmp/junk"
+err=$("$bin" symcache build "$tmp/junk" -o "$tmp/junkout" 2>&1 >/dev/null); rc=$?
+check "junk input exits 1" test "$rc" -eq 1
+check "junk input: says not Mach-O" grep -q "not a Mach-O" <<<"$err"
+cp "$tmp/fat/$uuid.symc" "$tmp/bad.symc"
+printf '\x63' | dd of="$tmp/bad.symc" bs=1 seek=8 conv=notrunc 2>/dev/null
+err=$("$bin" lookup -o "$tmp/bad.symc" 0x1 2>&1 >/dev/null); rc=$?
+check "unknown symcache version exits 1" test "$rc" -eq 1
+check "unknown version named" grep -q "version 99" <<<"$err"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
