@@ -14,7 +14,6 @@
  * Without -i only the concrete function is named (with the innermost line); -i prints every
  * inlined frame, innermost first. --json prints one object per address with all frames.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +22,7 @@
 
 #include "base/buf.h"
 #include "cli/cli.h"
+#include "cli/cli_tmpdir.h"
 #include "dsym/dsym.h"
 #include "macho/macho.h"
 #include "symcache/symcache.h"
@@ -41,23 +41,6 @@ static void remember(const dsym_built *b, void *ctx)
         snprintf(l->arches[l->n], sizeof l->arches[0], "%s", b->arch);
         l->n++;
     }
-}
-
-static void remove_dir(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (d != NULL) {
-        struct dirent *e;
-        while ((e = readdir(d)) != NULL) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                continue;
-            char p[4200];
-            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-            unlink(p);
-        }
-        closedir(d);
-    }
-    rmdir(dir);
 }
 
 static bool is_symcache_file(const char *path)
@@ -88,11 +71,8 @@ static int open_input(symcache **out, const char *input, const char *arch, char 
         }
         return 0;
     }
-    const char *tmp = getenv("TMPDIR");
-    snprintf(tmp_dir, 4096, "%s/stacksift-lookup.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (mkdtemp(tmp_dir) == NULL) {
+    if (cli_tmpdir_make(tmp_dir, 4096, "lookup") != 0) {
         fprintf(stderr, "stacksift: cannot create a temp directory: %s\n", strerror(errno));
-        tmp_dir[0] = '\0';
         return 1;
     }
     built_list *l = calloc(1, sizeof *l);
@@ -305,8 +285,7 @@ int cli_lookup(int argc, char **argv)
     symcache *sc = NULL;
     char tmp_dir[4096] = "";
     int status = open_input(&sc, input, arch, tmp_dir);
-    if (tmp_dir[0] != '\0')
-        remove_dir(tmp_dir); /* the open symcache stays mapped after its file is unlinked */
+    cli_tmpdir_remove(tmp_dir); /* the open symcache stays mapped after its file is unlinked */
     if (status != 0)
         return status;
     c.sc = sc;

@@ -22,6 +22,7 @@
 #include "base/buf.h"
 #include "base/xalloc.h"
 #include "cli/cli.h"
+#include "cli/cli_tmpdir.h"
 #include "cli/cli_report.h"
 #include "crashreport/crashreport.h"
 #include "dsym/dsym.h"
@@ -67,24 +68,6 @@ static const symcache *resolve(void *ctx, const char *uuid, const char *arch)
     rs->open[rs->nopen].sc = sc;
     rs->nopen++;
     return sc;
-}
-
-static void remove_tree(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (d != NULL) {
-        struct dirent *e;
-        while ((e = readdir(d)) != NULL) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                continue;
-            char p[4200];
-            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-            if (unlink(p) != 0 && errno == EISDIR)
-                remove_tree(p);
-        }
-        closedir(d);
-    }
-    rmdir(dir);
 }
 
 static void usage(FILE *f)
@@ -137,7 +120,7 @@ int cli_symbolicate(int argc, char **argv)
     arena *a = NULL;
     crashreport *r = NULL;
     resolver rs = {0};
-    char tmp[] = "/tmp/stacksift-symbolicate.XXXXXX";
+    char tmp[4096] = "";
     bool have_tmp = false;
     buf o;
     int status = 1;
@@ -150,7 +133,7 @@ int cli_symbolicate(int argc, char **argv)
         goto done;
     }
     if (ndsyms > 0) {
-        if (mkdtemp(tmp) == NULL) {
+        if (cli_tmpdir_make(tmp, sizeof tmp, "symbolicate") != 0) {
             fprintf(stderr, "stacksift symbolicate: creating a temporary directory failed: %s\n",
                     strerror(errno));
             goto done;
@@ -199,7 +182,7 @@ done:
         symcache_close(rs.open[i].sc);
     free(rs.open);
     if (have_tmp)
-        remove_tree(tmp);
+        cli_tmpdir_remove(tmp);
     arena_free(a);
     cli_report_release(&in);
     return status;
