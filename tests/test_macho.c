@@ -233,6 +233,94 @@ static void fat_headers_are_checked(void)
     CHECK(strstr(err.msg, "two") != NULL);
 }
 
+/* A 32-bit armv7 image: mach_header, LC_SEGMENT __TEXT with one section, LC_UUID, LC_SYMTAB
+ * with 12-byte nlist entries. */
+static void thirty_two_bit_images_parse(void)
+{
+    uint8_t b[0x400];
+    memset(b, 0, sizeof b);
+    put32(b, 0xfeedface);
+    put32(b + 4, MACHO_CPU_TYPE_ARM);
+    put32(b + 8, 9); /* CPU_SUBTYPE_ARM_V7 */
+    put32(b + 12, 2);
+    size_t seg = 56 + 68;
+    put32(b + 16, 3);
+    put32(b + 20, (uint32_t)(seg + 24 + 24));
+    uint8_t *c = b + 28;
+    put32(c, 0x1);
+    put32(c + 4, (uint32_t)seg);
+    memcpy(c + 8, "__TEXT", 6);
+    put32(c + 24, 0x4000); /* vmaddr */
+    put32(c + 28, 0x1000); /* vmsize */
+    put32(c + 48, 1);      /* nsects */
+    uint8_t *sec = c + 56;
+    memcpy(sec, "__text", 6);
+    memcpy(sec + 16, "__TEXT", 6);
+    put32(sec + 32, 0x4100); /* addr */
+    put32(sec + 36, 0x40);   /* size */
+    put32(sec + 40, 0x200);  /* offset */
+    put32(sec + 56, 0x80000400);
+    c += seg;
+    put32(c, 0x1b);
+    put32(c + 4, 24);
+    memset(c + 8, 0x11, 16);
+    c += 24;
+    put32(c, 0x2);
+    put32(c + 4, 24);
+    put32(c + 8, 0x300); /* symoff */
+    put32(c + 12, 1);
+    put32(c + 16, 0x310); /* stroff */
+    put32(c + 20, 8);
+    put32(b + 0x300, 1);
+    b[0x304] = 0x0f, b[0x305] = 1;
+    put32(b + 0x308, 0x4101);
+    memcpy(b + 0x310, "\0_start", 8);
+    macho_image *img = malloc(sizeof *img);
+    err_info err = {0};
+    CHECK_EQ_INT(macho_parse(img, b, sizeof b, &err), ERR_OK);
+    CHECK(!img->is64);
+    CHECK_EQ_STR(macho_arch_name(img->cputype, img->cpusubtype), "armv7");
+    CHECK_EQ_U64(img->text_vmaddr, 0x4000);
+    CHECK_EQ_INT(img->nsections, 1);
+    CHECK(img->sections[0].data == b + 0x200);
+    macho_symbol sym;
+    CHECK(macho_symbol_get(&sym, img, 0));
+    CHECK_EQ_STR(sym.name, "_start");
+    CHECK_EQ_U64(sym.value, 0x4101);
+    /* nsects that cannot fit in a 32-bit segment command */
+    put32(b + 28 + 48, 2);
+    CHECK_EQ_INT(macho_parse(img, b, sizeof b, &err), ERR_INVALID);
+    free(img);
+}
+
+/* FAT_MAGIC_64: 64-bit offsets and sizes in each fat_arch. */
+static void fat64_headers_parse(void)
+{
+    uint8_t b[0x300] = {0};
+    uint8_t hdr[8] = {0xca, 0xfe, 0xba, 0xbf, 0, 0, 0, 2};
+    memcpy(b, hdr, 8);
+    const uint32_t types[2] = {MACHO_CPU_TYPE_ARM64, MACHO_CPU_TYPE_ARM64};
+    const uint32_t subtypes[2] = {0, 2}; /* arm64, arm64e */
+    for (int i = 0; i < 2; i++) {
+        uint8_t *fa = b + 8 + i * 32;
+        fa[0] = (uint8_t)(types[i] >> 24), fa[3] = (uint8_t)types[i];
+        fa[7] = (uint8_t)subtypes[i];
+        fa[14] = (uint8_t)(i ? 0x02 : 0x01); /* offset 0x100 / 0x200, big-endian u64 */
+        fa[23] = 0x80;                      /* size 0x80 */
+    }
+    macho_slice s[MACHO_MAX_SLICES];
+    size_t n = 0;
+    err_info err = {0};
+    CHECK_EQ_INT(macho_slices(s, &n, b, sizeof b, &err), ERR_OK);
+    CHECK_EQ_INT(n, 2);
+    CHECK_EQ_U64(s[0].offset, 0x100);
+    CHECK_EQ_U64(s[1].offset, 0x200);
+    CHECK_EQ_U64(s[1].size, 0x80);
+    CHECK_EQ_STR(macho_arch_name(s[1].cputype, s[1].cpusubtype), "arm64e");
+    b[8 + 32 + 8] = 0x01; /* offset 2^56: far outside the file */
+    CHECK_EQ_INT(macho_slices(s, &n, b, sizeof b, &err), ERR_INVALID);
+}
+
 static void uuid_and_arch_names(void)
 {
     uint8_t u[16];
@@ -322,6 +410,8 @@ int main(void)
     RUN(bit_flips_never_read_out_of_bounds);
     RUN(absurd_counts_are_rejected);
     RUN(fat_headers_are_checked);
+    RUN(thirty_two_bit_images_parse);
+    RUN(fat64_headers_parse);
     RUN(uuid_and_arch_names);
     RUN(fixtures_match_manifest);
     return harness_done();
