@@ -123,7 +123,12 @@ static err_code build_slice(job *j, const uint8_t *data, size_t len, const char 
     if (rc != ERR_OK)
         goto done;
     symcache_build_stats stats;
-    rc = symcache_build(&out, &stats, img, &di, name, err);
+    unsigned threads = j->opts.threads;
+    if (threads == 0) {
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = ncpu > 0 ? (unsigned)ncpu : 1;
+    }
+    rc = symcache_build(&out, &stats, img, &di, name, threads, err);
     if (rc != ERR_OK)
         goto done;
     dsym_built b;

@@ -7,6 +7,8 @@
  */
 #include "symcache/symcache_build.h"
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -173,6 +175,18 @@ static void clip_segments(segments *s, uint64_t lo, uint64_t hi)
     s->n = n;
 }
 
+typedef struct {
+    segments *out;
+    const debuginfo *di;
+} flatten_job;
+
+static void *flatten_scopes_thread(void *arg)
+{
+    flatten_job *job = arg;
+    flatten_scopes(job->out, job->di);
+    return NULL;
+}
+
 /* ---- output tables ---------------------------------------------------------------------- */
 
 typedef struct {
@@ -270,15 +284,23 @@ static void push_out(builder *b, uint64_t start, uint32_t scope, uint32_t file, 
 }
 
 err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image *img,
-                        const debuginfo *di, const char *image_name, err_info *err)
+                        const debuginfo *di, const char *image_name, unsigned threads,
+                        err_info *err)
 {
     segments scopes = {0}, lines = {0}, syms = {0};
     builder b = {0};
     err_code rc = ERR_OK;
     if (!img->has_uuid)
         return err_set(err, ERR_INVALID, "Mach-O image has no LC_UUID: cannot be matched to reports");
-    flatten_scopes(&scopes, di);
+    /* the two flattenings are independent: scopes on a second thread, lines here */
+    flatten_job job = {&scopes, di};
+    pthread_t tid;
+    bool threaded = threads > 1 && pthread_create(&tid, NULL, flatten_scopes_thread, &job) == 0;
+    if (!threaded)
+        flatten_scopes(&scopes, di);
     flatten_lines(&lines, di);
+    if (threaded)
+        pthread_join(tid, NULL);
     for (size_t i = 0; i < di->nsymbols; i++)
         seg_push(&syms, di->symbols[i].start, di->symbols[i].end, (uint32_t)i, 0);
 

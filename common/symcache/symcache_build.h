@@ -18,10 +18,12 @@ typedef struct {
 
 /* symcache_build - flatten `di` into non-overlapping ranges (innermost inlinee wins, the
  * line table splits ranges, the symbol table fills what DWARF does not cover) and append the
- * .symc file (layout in symcache_format.h) to `out`. Output is deterministic: the same input
- * gives the same bytes whatever thread count built `di`.
+ * .symc file (layout in symcache_format.h) to `out`, using up to `threads` threads (0 or 1:
+ * this one only). Output is deterministic: the same input gives the same bytes whatever
+ * thread counts built `di` and ran the build.
  * Errors  ERR_UNSUPPORTED (code spans more than 4 GiB), ERR_INVALID (image has no UUID). */
 err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image *img,
-                        const debuginfo *di, const char *image_name, err_info *err);
+                        const debuginfo *di, const char *image_name, unsigned threads,
+                        err_info *err);
 
 #endif

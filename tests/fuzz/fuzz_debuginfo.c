@@ -42,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
         buf out;
         buf_init(&out);
         symcache_build_stats stats;
-        if (symcache_build(&out, &stats, &img, &di, "Fuzz", &err) == ERR_OK) {
+        if (symcache_build(&out, &stats, &img, &di, "Fuzz", 1, &err) == ERR_OK) {
             symcache *sc = NULL;
             REQUIRE(symcache_open_bytes(&sc, out.data, out.len, &err) == ERR_OK);
             symcache_frame f[SYMCACHE_MAX_FRAMES];
