@@ -367,6 +367,7 @@ static char **server_env(void)
     env[n++] = env_log;
     env[n++] = "STACKSIFT_DB_TIMEOUT_MS=2000";
     env[n++] = "STACKSIFT_HTTP_THREADS=2";
+    env[n++] = "STACKSIFT_WORKERS=0";   /* intake only: test_pipeline covers processing */
     env[n++] = "STACKSIFT_SHUTDOWN_TIMEOUT_MS=10000";
     env[n] = NULL;
     return env;
@@ -498,7 +499,7 @@ static void server_starts_and_is_ready(void)
     resp_free(&r);
     r = http_req(port, "GET", "/readyz", NULL, NULL, 0, false);
     CHECK_EQ_INT(r.status, 200);
-    CHECK(r.json && json_integer_value(json_object_get(r.json, "schema")) == 1);
+    CHECK(r.json && json_integer_value(json_object_get(r.json, "schema")) >= 1);
     resp_free(&r);
     r = http_req(port, "GET", "/nope", NULL, NULL, 0, false);
     CHECK_EQ_INT(r.status, 404);

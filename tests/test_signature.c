@@ -38,6 +38,19 @@ static void normalize_bare_address_is_empty(void)
     CHECK_EQ_STR(norm("  0x1f  "), "");
 }
 
+static void normalize_drops_abi_tags(void)
+{
+    CHECK_EQ_STR(norm("std::__1::unordered_map<int, int>::find[abi:ne200100](int const&)"),
+                 "std::__1::unordered_map<T>::find");
+    CHECK_EQ_STR(norm("fx::name[abi:cxx11]()"), "fx::name");
+}
+
+static void normalize_placeholder_is_empty(void)
+{
+    CHECK_EQ_STR(norm("<deduplicated_symbol>"), "");
+    CHECK_EQ_STR(norm("<redacted> + 12"), "");
+}
+
 static void normalize_drops_cv_ref_qualifiers(void)
 {
     CHECK_EQ_STR(norm("Box::get() const &"), "Box::get");
@@ -498,6 +511,8 @@ int main(void)
     RUN(normalize_strips_offset_and_args);
     RUN(normalize_strips_location_suffixes);
     RUN(normalize_bare_address_is_empty);
+    RUN(normalize_drops_abi_tags);
+    RUN(normalize_placeholder_is_empty);
     RUN(normalize_drops_cv_ref_qualifiers);
     RUN(normalize_collapses_templates);
     RUN(normalize_strips_cxx_return_type);

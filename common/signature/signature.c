@@ -342,6 +342,10 @@ static void normalize_structure(out_str *o, const char *s)
                 while (s[i] && strchr("+-*/%^&|~!=<>,", s[i]) != NULL)
                     put(o, s + i++, 1);
             }
+        } else if (starts(s + i, "[abi:")) {
+            /* libc++ ABI tags ("find[abi:ne200100]") change with the toolchain, not the code */
+            const char *close = strchr(s + i, ']');
+            i = close ? (size_t)(close - s) + 1 : strlen(s);
         } else if (s[i] == '<') {
             puts_(o, "<T>");
             i = skip_balanced(s, i, '<', '>');
@@ -454,7 +458,8 @@ const char *signature_normalize_symbol(char *buf, size_t cap, const char *name)
     while (isspace((unsigned char)*name))
         name++;
     size_t n = strip_location_suffixes(name, strlen(name));
-    if (is_address(name, n))
+    /* Placeholders Apple writes instead of a name are no name. */
+    if (is_address(name, n) || (n > 0 && name[0] == '<' && name[n - 1] == '>'))
         return buf;
     out_str o = {buf, 0, cap};
 

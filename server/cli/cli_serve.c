@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "config/config.h"
 #include "http/http.h"
+#include "ingest/pipeline.h"
 #include "log/log.h"
 #include "store/store.h"
 
@@ -44,8 +45,10 @@ int cli_serve(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     int status = 1;
-    store *s = NULL;
+    store *s = NULL, *work_store = NULL;
+    pipeline *pipe = NULL;
     http_server *srv = NULL;
+    char symcache_dir[4096];
     err_info err = {0};
     int version = 0, need = store_schema_required();
     if (store_open(&s, cfg.database_url, cfg.db_pool_size, cfg.db_timeout_ms, &err) != ERR_OK) {
@@ -67,13 +70,38 @@ int cli_serve(int argc, char **argv)
                   "the database schema is newer than this server: run a newer stacksift");
         goto done;
     }
-    if (http_server_start(&srv, &cfg, s, &err) != ERR_OK) {
+    /* Workers hold a connection for a whole batch: they get their own pool. */
+    if (cfg.workers > 0 && store_open(&work_store, cfg.database_url, cfg.workers,
+                                      cfg.db_timeout_ms, &err) != ERR_OK) {
+        log_event(LOG_ERROR, "database_unreachable", "message=%s", err.msg);
+        goto done;
+    }
+    snprintf(symcache_dir, sizeof symcache_dir, "%s/symcaches", cfg.data_dir);
+    pipeline_options po = {
+        .symcache_dir = symcache_dir,
+        .workers = cfg.workers,
+        .batch = cfg.worker_batch,
+        .symcache_max_open = cfg.symcache_open_max,
+        .stack_cache_bytes = cfg.stack_cache_bytes,
+        .signature_frames = cfg.signature_frames,
+        .max_report_bytes = cfg.max_report_bytes,
+        .idle_poll_ms = 50,
+    };
+    if (pipeline_new(&pipe, work_store, &po, &err) != ERR_OK) {
+        log_event(LOG_ERROR, "pipeline_failed", "message=%s", err.msg);
+        goto done;
+    }
+    if (http_server_start(&srv, &cfg, s, pipe, &err) != ERR_OK) {
         log_event(LOG_ERROR, "listen_failed", "message=%s", err.msg);
         goto done;
     }
+    if (pipeline_start(pipe, &err) != ERR_OK) {
+        log_event(LOG_ERROR, "pipeline_failed", "message=%s", err.msg);
+        goto done;
+    }
     log_event(LOG_INFO, "server_started", "listen=%s port=%u http_threads=%u db_pool=%u "
-              "data_dir=%s schema=%d", cfg.listen_host, (unsigned)cfg.listen_port,
-              cfg.http_threads, cfg.db_pool_size, cfg.data_dir, version);
+              "workers=%u data_dir=%s schema=%d", cfg.listen_host, (unsigned)cfg.listen_port,
+              cfg.http_threads, cfg.db_pool_size, cfg.workers, cfg.data_dir, version);
 
     int sig = 0;
     sigwait(&stop, &sig);
@@ -81,10 +109,13 @@ int cli_serve(int argc, char **argv)
               sig == SIGTERM ? "SIGTERM" : "SIGINT", cfg.shutdown_timeout_ms);
     unsigned left = http_server_stop(srv);
     srv = NULL;
+    pipeline_stop(pipe);   /* a batch in progress is committed or rolled back */
     log_event(left ? LOG_WARN : LOG_INFO, "server_stopped", "unfinished_requests=%u", left);
     status = left ? 1 : 0;
 done:
     http_server_stop(srv);
+    pipeline_free(pipe);
+    store_close(work_store);
     store_close(s);
     config_reset(&cfg);
     return status;

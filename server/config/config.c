@@ -76,6 +76,28 @@ static int parse_count(void *field, const char *value, const char **why)
     return 1;
 }
 
+static int parse_count0(void *field, const char *value, const char **why)
+{
+    uint64_t v;
+    if (!parse_u64_range(&v, value, 0, 1024)) {
+        *why = "must be a whole number from 0 to 1024";
+        return 0;
+    }
+    *(uint32_t *)field = (uint32_t)v;
+    return 1;
+}
+
+static int parse_frames(void *field, const char *value, const char **why)
+{
+    uint64_t v;
+    if (!parse_u64_range(&v, value, 1, 16)) {
+        *why = "must be a whole number from 1 to 16";
+        return 0;
+    }
+    *(uint32_t *)field = (uint32_t)v;
+    return 1;
+}
+
 static int parse_ms(void *field, const char *value, const char **why)
 {
     uint64_t v;
@@ -171,6 +193,16 @@ static const config_var VARS[] = {
      "close a connection idle for this long"},
     {"STACKSIFT_LOG_LEVEL", "info", parse_level, offsetof(config, log_level),
      "debug, info, warn or error"},
+    {"STACKSIFT_WORKERS", "2", parse_count0, offsetof(config, workers),
+     "report processing threads (0: this process only serves HTTP)"},
+    {"STACKSIFT_WORKER_BATCH", "64", parse_count, offsetof(config, worker_batch),
+     "reports a worker claims and commits in one transaction"},
+    {"STACKSIFT_SYMCACHE_OPEN_MAX", "64", parse_count, offsetof(config, symcache_open_max),
+     "symcaches kept memory-mapped (least recently used closed first)"},
+    {"STACKSIFT_STACK_CACHE_BYTES", "64M", parse_size, offsetof(config, stack_cache_bytes),
+     "memory for symbolicated stacks, so a repeated stack is symbolicated once"},
+    {"STACKSIFT_SIGNATURE_FRAMES", "3", parse_frames, offsetof(config, signature_frames),
+     "top in-app frames that make an issue's fingerprint"},
 };
 
 #define NVARS (sizeof VARS / sizeof VARS[0])

@@ -29,64 +29,13 @@
 #include "base/buf.h"
 #include "base/xalloc.h"
 #include "http/http.h"
+#include "http/http_internal.h"
 #include "http/metrics.h"
 #include "ingest/ingest.h"
 #include "log/log.h"
 
 #define RETRY_AFTER_S "5"
-#define MAX_UPLOAD_PARTS 16
 #define DRAIN_SLACK_BYTES (64u << 20) /* past a limit, bytes still read to send the 413 */
-
-typedef struct http_request http_request;
-typedef enum { BODY_NONE, BODY_MEMORY, BODY_FILE } body_kind;
-typedef enum MHD_Result (*handler_fn)(http_request *r);
-
-typedef struct {
-    const char *method;
-    const char *path;   /* exact, or a prefix ending in '/' followed by one {param} segment */
-    bool has_param;
-    const char *name;   /* route label in logs and metrics */
-    unsigned scope;     /* INGEST_SCOPE_* needed; 0 = no token needed */
-    body_kind body;
-    handler_fn handler;
-} route;
-
-struct http_server {
-    struct MHD_Daemon *daemon;
-    const config *cfg;
-    store *store;
-    char *symcache_dir;
-    char *tmp_dir;
-    atomic_int in_flight;
-    atomic_uint next_id;
-    unsigned id_seed;
-};
-
-struct http_request {
-    http_server *srv;
-    struct MHD_Connection *conn;
-    arena *a;
-    char id[17];
-    double t0_ms;
-    const route *route;      /* NULL: no route matched */
-    unsigned route_index;    /* metrics label; the last index is "unmatched" */
-    const char *method, *url;
-    const char *param;       /* the {param} segment, in the arena */
-    unsigned status;         /* sent status, 0 until a response is queued */
-    err_info err;            /* why status >= 400 */
-    bool failed;             /* an error was found while receiving: answer it at the end */
-    uint64_t body_bytes;     /* bytes received */
-    uint64_t body_limit;
-    /* BODY_MEMORY */
-    uint8_t *mem;
-    size_t mem_cap;
-    /* BODY_FILE */
-    char *work_dir;
-    int fd;
-    struct MHD_PostProcessor *pp;
-    char *parts[MAX_UPLOAD_PARTS];
-    size_t nparts;
-};
 
 static double now_ms(void)
 {
@@ -97,7 +46,7 @@ static double now_ms(void)
 
 /* ---- responses ------------------------------------------------------------------------- */
 
-static enum MHD_Result queue_body(http_request *r, unsigned status, const char *content_type,
+enum MHD_Result queue_body(http_request *r, unsigned status, const char *content_type,
                                   char *body, size_t len)
 {
     /* MUST_FREE: MHD free()s `body` once it has been sent (jansson and buf use malloc). */
@@ -120,7 +69,7 @@ static enum MHD_Result queue_body(http_request *r, unsigned status, const char *
 }
 
 /* Send `body` (a new reference, stolen) as JSON with `status`. */
-static enum MHD_Result respond_json(http_request *r, unsigned status, json_t *body)
+enum MHD_Result respond_json(http_request *r, unsigned status, json_t *body)
 {
     char *text = json_dumps(body, JSON_COMPACT);
     json_decref(body);
@@ -135,7 +84,7 @@ static enum MHD_Result respond_json(http_request *r, unsigned status, json_t *bo
 }
 
 /* The one error shape: {"error":{"code":"...","message":"..."}} with http_status_for(code). */
-static enum MHD_Result respond_error(http_request *r, err_code code, const char *message)
+enum MHD_Result respond_error(http_request *r, err_code code, const char *message)
 {
     if (&r->err.msg[0] != message)
         err_set(&r->err, code, "%s", message);
@@ -144,7 +93,7 @@ static enum MHD_Result respond_error(http_request *r, err_code code, const char 
     return respond_json(r, http_status_for(code), body);
 }
 
-static enum MHD_Result respond_err(http_request *r, const err_info *err)
+enum MHD_Result respond_err(http_request *r, const err_info *err)
 {
     if (err != &r->err)
         r->err = *err;
@@ -400,6 +349,8 @@ static enum MHD_Result handle_metrics(http_request *r)
     buf out;
     buf_init(&out);
     metrics_render(&out, &pool, queued);
+    if (r->srv->pipe)
+        pipeline_metrics_render(&out, r->srv->pipe);
     return queue_body(r, 200, "text/plain; version=0.0.4", (char *)out.data, out.len);
 }
 
@@ -443,12 +394,12 @@ static enum MHD_Result handle_report_post(http_request *r)
                                           "format", res.format));
 }
 
-static json_t *json_str_or_null(const char *s)
+json_t *json_str_or_null(const char *s)
 {
     return s ? json_string(s) : json_null();
 }
 
-static json_t *json_from_text(const char *text)
+json_t *json_from_text(const char *text)
 {
     json_t *v = text ? json_loads(text, JSON_DECODE_ANY, NULL) : NULL;
     return v ? v : json_null();
@@ -456,6 +407,9 @@ static json_t *json_from_text(const char *text)
 
 static enum MHD_Result handle_report_get(http_request *r)
 {
+    const char *format = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "format");
+    if (format && strcmp(format, "json") != 0)
+        return handle_report_text(r, format);   /* routes_issues.c */
     store_report rep;
     if (store_report_get(&rep, r->srv->store, r->param, r->a, &r->err) != ERR_OK)
         return respond_err(r, &r->err);
@@ -469,6 +423,7 @@ static enum MHD_Result handle_report_get(http_request *r)
         "os_version", json_str_or_null(rep.os_version),
         "missing_uuids", json_from_text(rep.missing_uuids_json),
         "error", json_str_or_null(rep.error), "report", json_from_text(rep.parsed_json));
+    report_json_extend(r, body);   /* routes_issues.c: issue_id, symbolicated model */
     return respond_json(r, 200, body);
 }
 
@@ -580,8 +535,21 @@ static const route ROUTES[] = {
      handle_dsym_post},
     {"GET", "/api/v1/dsyms", false, "dsyms_list", INGEST_SCOPE_READ, BODY_NONE,
      handle_dsym_list},
+    {"GET", "/api/v1/dsyms/missing", false, "dsyms_missing", INGEST_SCOPE_READ, BODY_NONE,
+     handle_dsyms_missing},
     {"GET", "/api/v1/dsyms/", true, "dsyms_get", INGEST_SCOPE_READ, BODY_NONE,
      handle_dsym_get},
+    /* Issues and symbolication (routes_issues.c) */
+    {"GET", "/api/v1/issues", false, "issues_list", INGEST_SCOPE_READ, BODY_NONE,
+     handle_issues_list},
+    {"GET", "/api/v1/issues/*/reports", true, "issue_reports", INGEST_SCOPE_READ, BODY_NONE,
+     handle_issue_reports},
+    {"GET", "/api/v1/issues/", true, "issues_get", INGEST_SCOPE_READ, BODY_NONE,
+     handle_issue_get},
+    {"PATCH", "/api/v1/issues/", true, "issues_patch", INGEST_SCOPE_ADMIN, BODY_MEMORY,
+     handle_issue_patch},
+    {"POST", "/api/v1/symbolicate", false, "symbolicate", INGEST_SCOPE_READ, BODY_MEMORY,
+     handle_symbolicate},
 };
 #define NROUTES (sizeof ROUTES / sizeof ROUTES[0])
 
@@ -595,7 +563,13 @@ static const route *route_match(const char *method, const char *url, const char 
         const route *rt = &ROUTES[i];
         size_t n = strlen(rt->path);
         bool match;
-        if (rt->has_param)
+        const char *star = rt->has_param ? strchr(rt->path, '*') : NULL;
+        if (star) {   /* prefix, '*', suffix: the param is the segment in place of the '*' */
+            size_t pre = (size_t)(star - rt->path), seg = strcspn(url + pre, "/");
+            match = strncmp(url, rt->path, pre) == 0 && seg > 0 &&
+                    strcmp(url + pre + seg, star + 1) == 0;
+            n = pre;
+        } else if (rt->has_param)
             match = strncmp(url, rt->path, n) == 0 && url[n] != '\0' && !strchr(url + n, '/');
         else
             match = strcmp(url, rt->path) == 0;
@@ -606,7 +580,7 @@ static const route *route_match(const char *method, const char *url, const char 
             continue;
         }
         if (rt->has_param)
-            *param = url + n;
+            *param = url + n;   /* with a suffix, request_param_segment() cuts it */
         return rt;
     }
     return NULL;
@@ -657,7 +631,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         }
         r->route_index = (unsigned)(r->route - ROUTES);
         if (param) {
-            r->param = arena_strdup(r->a, param, &r->err);
+            r->param = arena_strndup(r->a, param, strcspn(param, "/"), &r->err);
             if (!r->param)
                 return respond_err(r, &r->err);
         }
@@ -737,7 +711,8 @@ static err_code ensure_dir(const char *path, err_info *err)
     return ERR_OK;
 }
 
-err_code http_server_start(http_server **out, const config *cfg, store *s, err_info *err)
+err_code http_server_start(http_server **out, const config *cfg, store *s, pipeline *pipe,
+                           err_info *err)
 {
     *out = NULL;
     static const char *names[NROUTES + 1];
@@ -751,6 +726,7 @@ err_code http_server_start(http_server **out, const config *cfg, store *s, err_i
     http_server *srv = xcalloc(1, sizeof *srv);
     srv->cfg = cfg;
     srv->store = s;
+    srv->pipe = pipe;
     srv->id_seed = (unsigned)time(NULL) ^ ((unsigned)getpid() << 16);
     size_t dl = strlen(cfg->data_dir) + 16;
     srv->symcache_dir = xmalloc(dl);

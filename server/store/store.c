@@ -90,11 +90,6 @@ static const struct {
 
 /* ---- pool ------------------------------------------------------------------------------ */
 
-typedef struct {
-    PGconn *pg;
-    uint32_t prepared; /* bit i: STMTS[i] is prepared on this connection */
-} pconn;
-
 struct store {
     char *url;
     unsigned size, timeout_ms;
@@ -156,7 +151,7 @@ static void store_disconnect(pconn *c)
     }
 }
 
-static err_code store_acquire(pconn **out, store *s, err_info *err)
+err_code store_acquire(pconn **out, store *s, err_info *err)
 {
     struct timespec deadline;
     clock_gettime(CLOCK_REALTIME, &deadline);
@@ -195,7 +190,7 @@ static err_code store_acquire(pconn **out, store *s, err_info *err)
     return rc;
 }
 
-static void store_release(store *s, pconn *c)
+void store_release(store *s, pconn *c)
 {
     /* A connection left inside a transaction by an error is rolled back before reuse. */
     if (PQstatus(c->pg) == CONNECTION_OK && PQtransactionStatus(c->pg) != PQTRANS_IDLE)
@@ -265,7 +260,7 @@ void store_pool_stats_get(store_pool_stats *out, store *s)
 /* ---- running statements ---------------------------------------------------------------- */
 
 /* Map a failed result to an err_code; `what` names the operation for the message. */
-static err_code store_translate(PGresult *res, pconn *c, const char *what, err_info *err)
+err_code store_translate(PGresult *res, pconn *c, const char *what, err_info *err)
 {
     char line[200];
     const char *msg = res ? PQresultErrorMessage(res) : NULL;
@@ -316,7 +311,7 @@ static err_code store_exec(PGresult **out, pconn *c, int stmt, int n, const char
 }
 
 /* Run a plain SQL command (transaction control, migrations) without parameters. */
-static err_code store_command(pconn *c, const char *sql, const char *what, err_info *err)
+err_code store_command(pconn *c, const char *sql, const char *what, err_info *err)
 {
     PGresult *res = PQexec(c->pg, sql);
     ExecStatusType st = PQresultStatus(res);
@@ -327,11 +322,9 @@ static err_code store_command(pconn *c, const char *sql, const char *what, err_i
     return rc;
 }
 
-typedef err_code (*store_fn)(pconn *c, void *ctx, err_info *err);
-
 /* Run fn on a pooled connection; retry once on a fresh connection when the first one turns
  * out to be broken (the database restarted since it was opened). */
-static err_code store_run(store *s, store_fn fn, void *ctx, err_info *err)
+err_code store_run(store *s, store_fn fn, void *ctx, err_info *err)
 {
     err_code rc = ERR_OK;
     for (int attempt = 0; attempt < 2; attempt++) {
@@ -348,7 +341,7 @@ static err_code store_run(store *s, store_fn fn, void *ctx, err_info *err)
     return rc;
 }
 
-static const char *store_dup(arena *a, PGresult *res, int row, int col, err_info *err,
+const char *store_dup(arena *a, PGresult *res, int row, int col, err_info *err,
                              err_code *rc)
 {
     if (PQgetisnull(res, row, col))

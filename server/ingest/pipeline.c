@@ -1,0 +1,852 @@
+/*
+ * pipeline - workers, the symcache cache and the stack cache (see pipeline.h).
+ */
+#include "ingest/pipeline.h"
+
+#include <errno.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/xalloc.h"
+#include "log/log.h"
+#include "store/store_issues.h"
+#include "symbolicate/symbolicate.h"
+
+#define STACK_BUCKETS 65536u
+#define SWEEP_EVERY_S 30
+
+/* ---- symcache cache -------------------------------------------------------------------- */
+
+typedef struct {
+    char uuid[37];
+    symcache *sc;     /* NULL: free slot */
+    unsigned refs;    /* reports using it now; never closed while > 0 */
+    uint64_t used;    /* LRU tick of the last acquire */
+} sc_entry;
+
+/* ---- stack cache ----------------------------------------------------------------------- */
+
+typedef struct {
+    crashreport_sym_status status;
+    uint64_t lookup_addr;
+    uint32_t first, nsymbols; /* into the entry's symbols */
+} cached_frame;
+
+typedef struct stack_entry {
+    uint8_t key[32];
+    struct stack_entry *hnext;       /* hash chain */
+    struct stack_entry *prev, *next; /* LRU list: head = most recently used */
+    size_t bytes;
+    uint32_t nframes, nsymbols;
+    cached_frame *frames;            /* inside this allocation */
+    crashreport_symbol *symbols;     /* inside this allocation; strings too */
+} stack_entry;
+
+typedef struct worker {
+    pipeline *p;
+    unsigned index;
+    pthread_t thread;
+    bool started;
+} worker;
+
+struct pipeline {
+    pipeline_options o;
+    char *symcache_dir;
+    store *store;
+
+    pthread_mutex_t sc_mu;
+    sc_entry *sc;          /* o.symcache_max_open slots (grows past it while all are in use) */
+    size_t nsc;
+    uint64_t tick;
+
+    pthread_mutex_t st_mu;
+    stack_entry **buckets;
+    stack_entry *lru_head, *lru_tail;
+    uint64_t st_bytes, st_entries;
+
+    pthread_mutex_t run_mu;
+    pthread_cond_t run_cv;
+    bool stopping;
+    worker *workers;
+
+    atomic_uint_fast64_t stack_hits, stack_misses, frame_hits, frame_misses, symcache_opens;
+    atomic_uint_fast64_t processed, pending, failed, batches, regressions, commit_errors;
+};
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+err_code pipeline_new(pipeline **out, store *work_store, const pipeline_options *opts,
+                      err_info *err)
+{
+    (void)err;
+    pipeline *p = xcalloc(1, sizeof *p);
+    p->o = *opts;
+    if (p->o.batch == 0)
+        p->o.batch = 1;
+    if (p->o.symcache_max_open == 0)
+        p->o.symcache_max_open = 1;
+    if (p->o.idle_poll_ms == 0)
+        p->o.idle_poll_ms = 50;
+    p->symcache_dir = xstrdup(opts->symcache_dir ? opts->symcache_dir : ".");
+    p->o.symcache_dir = p->symcache_dir;
+    p->store = work_store;
+    p->sc = xcalloc(p->o.symcache_max_open, sizeof *p->sc);
+    p->nsc = p->o.symcache_max_open;
+    p->buckets = xcalloc(STACK_BUCKETS, sizeof *p->buckets);
+    pthread_mutex_init(&p->sc_mu, NULL);
+    pthread_mutex_init(&p->st_mu, NULL);
+    pthread_mutex_init(&p->run_mu, NULL);
+    pthread_cond_init(&p->run_cv, NULL);
+    *out = p;
+    return ERR_OK;
+}
+
+/* The open symcache for `uuid` with one more reference, or NULL if there is no
+ * <symcache_dir>/<uuid>.symc (yet). Not cached when missing: the dSYM may come any time. */
+static sc_entry *sc_acquire(pipeline *p, const char *uuid)
+{
+    pthread_mutex_lock(&p->sc_mu);
+    for (size_t i = 0; i < p->nsc; i++)
+        if (p->sc[i].sc != NULL && strcmp(p->sc[i].uuid, uuid) == 0) {
+            p->sc[i].refs++;
+            p->sc[i].used = ++p->tick;
+            pthread_mutex_unlock(&p->sc_mu);
+            return &p->sc[i];
+        }
+    pthread_mutex_unlock(&p->sc_mu);
+
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.symc", p->symcache_dir, uuid);
+    symcache *sc = NULL;
+    err_info err = {0};
+    err_code rc = symcache_open(&sc, path, &err);
+    if (rc != ERR_OK) {
+        if (rc != ERR_NOT_FOUND)
+            log_event(LOG_WARN, "symcache_unreadable", "uuid=%s error=%s message=%s", uuid,
+                      err_name(rc), err.msg);
+        return NULL;
+    }
+    atomic_fetch_add(&p->symcache_opens, 1);
+
+    pthread_mutex_lock(&p->sc_mu);
+    sc_entry *slot = NULL, *lru = NULL;
+    for (size_t i = 0; i < p->nsc; i++) {
+        sc_entry *e = &p->sc[i];
+        if (e->sc != NULL && strcmp(e->uuid, uuid) == 0) {   /* another thread was faster */
+            e->refs++;
+            e->used = ++p->tick;
+            pthread_mutex_unlock(&p->sc_mu);
+            symcache_close(sc);
+            return e;
+        }
+        if (e->sc == NULL && slot == NULL)
+            slot = e;
+        if (e->sc != NULL && e->refs == 0 && (lru == NULL || e->used < lru->used))
+            lru = e;
+    }
+    if (slot == NULL && lru != NULL) {
+        symcache_close(lru->sc);   /* invalidates nothing in use: refs == 0 */
+        lru->sc = NULL;
+        slot = lru;
+    }
+    if (slot == NULL) {
+        /* Every slot is in use right now: grow; entries never move while referenced, so the
+         * table is never reallocated: over-limit entries get their own allocation instead. */
+        slot = xcalloc(1, sizeof *slot);
+        snprintf(slot->uuid, sizeof slot->uuid, "%s", uuid);
+        slot->sc = sc;
+        slot->refs = 1;
+        slot->used = ~(uint64_t)0; /* marks a private entry: closed on release */
+        pthread_mutex_unlock(&p->sc_mu);
+        return slot;
+    }
+    snprintf(slot->uuid, sizeof slot->uuid, "%s", uuid);
+    slot->sc = sc;
+    slot->refs = 1;
+    slot->used = ++p->tick;
+    pthread_mutex_unlock(&p->sc_mu);
+    return slot;
+}
+
+static void sc_release(pipeline *p, sc_entry *e)
+{
+    if (e == NULL)
+        return;
+    if (e->used == ~(uint64_t)0) {
+        symcache_close(e->sc);
+        free(e);
+        return;
+    }
+    pthread_mutex_lock(&p->sc_mu);
+    e->refs--;
+    pthread_mutex_unlock(&p->sc_mu);
+}
+
+/* ---- one report's symbolication ------------------------------------------------------ */
+
+typedef struct {
+    pipeline *p;
+    crashreport *r;
+    sc_entry **ent;     /* per image: its symcache entry, NULL if none */
+    uint8_t *state;     /* per image: 0 not asked, 1 asked and this image holds the
+                           reference, 2 asked (no symcache, or shares another image's) */
+} rctx;
+
+static sc_entry *image_symcache(rctx *c, size_t image)
+{
+    if (c->state[image] == 0) {
+        const char *uuid = c->r->images[image].uuid;
+        /* Two image lines with the same UUID share one reference. */
+        for (size_t k = 0; k < c->r->nimages && c->state[image] == 0; k++)
+            if (k != image && c->state[k] != 0 && strcmp(c->r->images[k].uuid, uuid) == 0) {
+                c->ent[image] = c->ent[k];
+                c->state[image] = 2;
+            }
+        if (c->state[image] == 0) {
+            c->ent[image] = uuid[0] ? sc_acquire(c->p, uuid) : NULL;
+            c->state[image] = c->ent[image] ? 1 : 2;
+        }
+    }
+    return c->ent[image];
+}
+
+static const symcache *resolve(void *ctx, const char *uuid, const char *arch)
+{
+    rctx *c = ctx;
+    (void)arch;
+    for (size_t i = 0; i < c->r->nimages; i++)
+        if (strcmp(c->r->images[i].uuid, uuid) == 0) {
+            sc_entry *e = image_symcache(c, i);
+            return e ? e->sc : NULL;
+        }
+    return NULL;
+}
+
+static void stack_key(uint8_t key[32], EVP_MD_CTX *md, rctx *c, const crashreport_frame *fs,
+                      size_t n)
+{
+    const crashreport *r = c->r;
+    unsigned len = 32;
+    EVP_DigestInit_ex(md, EVP_sha256(), NULL);
+    for (size_t i = 0; i < n; i++) {
+        const crashreport_frame *f = &fs[i];
+        const char *arch = crashreport_frame_arch(r, f);
+        uint64_t addr = crashreport_strip_pac(f->addr, arch);
+        uint8_t rec[10] = {0};
+        const char *uuid = "-";
+        if (f->image >= 0 && (size_t)f->image < r->nimages) {
+            const crashreport_image *im = &r->images[f->image];
+            uuid = im->uuid;
+            addr -= im->load_addr;
+            rec[9] = image_symcache(c, (size_t)f->image) != NULL;
+            rec[8] = 1;
+        }
+        for (int b = 0; b < 8; b++)
+            rec[b] = (uint8_t)(addr >> (8 * b));
+        EVP_DigestUpdate(md, uuid, strlen(uuid) + 1);
+        EVP_DigestUpdate(md, arch ? arch : "", arch ? strlen(arch) + 1 : 1);
+        EVP_DigestUpdate(md, rec, sizeof rec);
+    }
+    EVP_DigestFinal_ex(md, key, &len);
+}
+
+static void lru_unlink(pipeline *p, stack_entry *e)
+{
+    if (e->prev)
+        e->prev->next = e->next;
+    else
+        p->lru_head = e->next;
+    if (e->next)
+        e->next->prev = e->prev;
+    else
+        p->lru_tail = e->prev;
+    e->prev = e->next = NULL;
+}
+
+static void lru_push(pipeline *p, stack_entry *e)
+{
+    e->next = p->lru_head;
+    e->prev = NULL;
+    if (p->lru_head)
+        p->lru_head->prev = e;
+    p->lru_head = e;
+    if (!p->lru_tail)
+        p->lru_tail = e;
+}
+
+static size_t bucket_of(const uint8_t key[32])
+{
+    return ((size_t)key[0] | (size_t)key[1] << 8) % STACK_BUCKETS;
+}
+
+static char *copy_str(arena *a, const char *s, bool *failed, err_info *err)
+{
+    if (s == NULL)
+        return NULL;
+    char *d = arena_strdup(a, s, err);
+    if (d == NULL)
+        *failed = true;
+    return d;
+}
+
+/* Fill the frames from a cached entry (copied into `a`); false if not cached. */
+static bool stack_from_cache(pipeline *p, const uint8_t key[32], crashreport_frame *fs, size_t n,
+                             arena *a, err_info *err, err_code *rc)
+{
+    bool hit = false, failed = false;
+    pthread_mutex_lock(&p->st_mu);
+    stack_entry *e = p->buckets[bucket_of(key)];
+    while (e != NULL && memcmp(e->key, key, 32) != 0)
+        e = e->hnext;
+    if (e != NULL && e->nframes == n) {
+        hit = true;
+        lru_unlink(p, e);
+        lru_push(p, e);
+        for (size_t i = 0; i < n && !failed; i++) {
+            const cached_frame *cf = &e->frames[i];
+            crashreport_frame *f = &fs[i];
+            f->sym_status = cf->status;
+            f->lookup_addr = cf->lookup_addr;
+            f->symbols = NULL;
+            f->nsymbols = 0;
+            if (cf->nsymbols == 0)
+                continue;
+            crashreport_symbol *syms = arena_alloc_array(a, cf->nsymbols, sizeof *syms, err);
+            if (syms == NULL) {
+                failed = true;
+                break;
+            }
+            for (uint32_t k = 0; k < cf->nsymbols; k++) {
+                const crashreport_symbol *src = &e->symbols[cf->first + k];
+                syms[k] = *src;
+                syms[k].function = copy_str(a, src->function, &failed, err);
+                syms[k].file = copy_str(a, src->file, &failed, err);
+            }
+            f->symbols = syms;
+            f->nsymbols = cf->nsymbols;
+        }
+    }
+    pthread_mutex_unlock(&p->st_mu);
+    if (failed)
+        *rc = ERR_TOO_LARGE;
+    return hit;
+}
+
+static void stack_to_cache(pipeline *p, const uint8_t key[32], const crashreport_frame *fs,
+                           size_t n)
+{
+    if (p->o.stack_cache_bytes == 0)
+        return;
+    size_t nsym = 0, strings = 0;
+    for (size_t i = 0; i < n; i++)
+        for (uint32_t k = 0; k < fs[i].nsymbols; k++) {
+            nsym++;
+            strings += strlen(fs[i].symbols[k].function) + 1;
+            strings += fs[i].symbols[k].file ? strlen(fs[i].symbols[k].file) + 1 : 0;
+        }
+    size_t bytes = sizeof(stack_entry) + n * sizeof(cached_frame) +
+                   nsym * sizeof(crashreport_symbol) + strings;
+    if (bytes > p->o.stack_cache_bytes / 4)
+        return;   /* one huge stack must not flush the cache */
+    stack_entry *e = xcalloc(1, bytes);
+    memcpy(e->key, key, 32);
+    e->bytes = bytes;
+    e->nframes = (uint32_t)n;
+    e->nsymbols = (uint32_t)nsym;
+    e->frames = (cached_frame *)(e + 1);
+    e->symbols = (crashreport_symbol *)(e->frames + n);
+    char *str = (char *)(e->symbols + nsym);
+    size_t s = 0;
+    for (size_t i = 0; i < n; i++) {
+        e->frames[i].status = fs[i].sym_status;
+        e->frames[i].lookup_addr = fs[i].lookup_addr;
+        e->frames[i].first = (uint32_t)s;
+        e->frames[i].nsymbols = fs[i].nsymbols;
+        for (uint32_t k = 0; k < fs[i].nsymbols; k++, s++) {
+            const crashreport_symbol *src = &fs[i].symbols[k];
+            e->symbols[s] = *src;
+            size_t fl = strlen(src->function) + 1;
+            memcpy(str, src->function, fl);
+            e->symbols[s].function = str;
+            str += fl;
+            if (src->file) {
+                size_t l = strlen(src->file) + 1;
+                memcpy(str, src->file, l);
+                e->symbols[s].file = str;
+                str += l;
+            }
+        }
+    }
+    pthread_mutex_lock(&p->st_mu);
+    size_t b = bucket_of(key);
+    stack_entry *dup = p->buckets[b];
+    while (dup != NULL && memcmp(dup->key, key, 32) != 0)
+        dup = dup->hnext;
+    if (dup != NULL) {   /* another thread cached the same stack meanwhile */
+        pthread_mutex_unlock(&p->st_mu);
+        free(e);
+        return;
+    }
+    e->hnext = p->buckets[b];
+    p->buckets[b] = e;
+    lru_push(p, e);
+    p->st_bytes += bytes;
+    p->st_entries++;
+    while (p->st_bytes > p->o.stack_cache_bytes && p->lru_tail != NULL && p->lru_tail != e) {
+        stack_entry *old = p->lru_tail;
+        lru_unlink(p, old);
+        stack_entry **pp = &p->buckets[bucket_of(old->key)];
+        while (*pp != old)
+            pp = &(*pp)->hnext;
+        *pp = old->hnext;
+        p->st_bytes -= old->bytes;
+        p->st_entries--;
+        free(old);
+    }
+    pthread_mutex_unlock(&p->st_mu);
+}
+
+/* Symbolicate one stack (a thread's frames, or the Last Exception Backtrace). */
+static err_code stack_symbolicate(rctx *c, EVP_MD_CTX *md, crashreport_thread *thread,
+                                  crashreport_frame *fs, size_t n, arena *a, err_info *err)
+{
+    pipeline *p = c->p;
+    if (n == 0)
+        return ERR_OK;
+    uint8_t key[32];
+    stack_key(key, md, c, fs, n);
+    err_code rc = ERR_OK;
+    if (p->o.stack_cache_bytes > 0 && stack_from_cache(p, key, fs, n, a, err, &rc)) {
+        atomic_fetch_add(&p->stack_hits, 1);
+        atomic_fetch_add(&p->frame_hits, n);
+        return rc;
+    }
+    /* A view of the report holding only this stack: symbolicate_report does the rest. */
+    crashreport view = *c->r;
+    view.threads = thread;
+    view.nthreads = thread ? 1 : 0;
+    view.leb = thread ? NULL : fs;
+    view.nleb = thread ? 0 : n;
+    rc = symbolicate_report(&view, resolve, c, a, err);
+    if (rc != ERR_OK)
+        return rc;
+    atomic_fetch_add(&p->stack_misses, 1);
+    atomic_fetch_add(&p->frame_misses, n);
+    stack_to_cache(p, key, fs, n);
+    return ERR_OK;
+}
+
+err_code pipeline_symbolicate(pipeline *p, crashreport *r, const char ***missing_in_app,
+                              size_t *nmissing, arena *a, err_info *err)
+{
+    size_t ni = r->nimages ? r->nimages : 1;
+    rctx c = {p, r, arena_alloc_array(a, ni, sizeof(sc_entry *), err),
+              arena_alloc_array(a, ni, 1, err)};
+    if (missing_in_app) {
+        *missing_in_app = NULL;
+        *nmissing = 0;
+    }
+    if (c.ent == NULL || c.state == NULL)
+        return ERR_TOO_LARGE;
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    if (md == NULL)
+        return err_set(err, ERR_INTERNAL, "sha-256: out of memory");
+    err_code rc = ERR_OK;
+    for (size_t t = 0; t < r->nthreads && rc == ERR_OK; t++)
+        rc = stack_symbolicate(&c, md, &r->threads[t], r->threads[t].frames,
+                               r->threads[t].nframes, a, err);
+    if (rc == ERR_OK)
+        rc = stack_symbolicate(&c, md, NULL, r->leb, r->nleb, a, err);
+    EVP_MD_CTX_free(md);
+
+    /* Which images frames fell in without a symcache: all of them for the model, the
+     * in-app ones for pending_dsym. */
+    bool *used = rc == ERR_OK ? arena_alloc_array(a, ni, sizeof(bool), err) : NULL;
+    if (rc == ERR_OK && used == NULL)
+        rc = ERR_TOO_LARGE;
+    if (rc == ERR_OK) {
+        for (size_t t = 0; t <= r->nthreads; t++) {
+            const crashreport_frame *fs = t < r->nthreads ? r->threads[t].frames : r->leb;
+            size_t n = t < r->nthreads ? r->threads[t].nframes : r->nleb;
+            for (size_t i = 0; i < n; i++)
+                if (fs[i].sym_status == CRASHREPORT_SYM_MISSING && fs[i].image >= 0 &&
+                    (size_t)fs[i].image < r->nimages && r->images[fs[i].image].uuid[0])
+                    used[fs[i].image] = true;
+        }
+        const char **all = arena_alloc_array(a, ni, sizeof *all, err);
+        const char **in_app = arena_alloc_array(a, ni, sizeof *in_app, err);
+        size_t nall = 0, napp = 0;
+        if (all == NULL || in_app == NULL)
+            rc = ERR_TOO_LARGE;
+        for (size_t i = 0; rc == ERR_OK && i < r->nimages; i++) {
+            if (!used[i])
+                continue;
+            bool dup = false;
+            for (size_t k = 0; k < nall && !dup; k++)
+                dup = strcmp(all[k], r->images[i].uuid) == 0;
+            if (dup)
+                continue;
+            all[nall++] = r->images[i].uuid;
+            if (signature_image_in_app(r, i))
+                in_app[napp++] = r->images[i].uuid;
+        }
+        if (rc == ERR_OK) {
+            r->missing_uuids = nall ? all : NULL;
+            r->nmissing_uuids = nall;
+            r->symbolicated = true;
+            if (missing_in_app) {
+                *missing_in_app = napp ? in_app : NULL;
+                *nmissing = napp;
+            }
+        }
+    }
+    for (size_t i = 0; i < r->nimages; i++)
+        if (c.state[i] == 1)
+            sc_release(p, c.ent[i]);
+    return rc;
+}
+
+err_code pipeline_parse(crashreport **out, pipeline *p, const uint8_t *raw, size_t len, arena *a,
+                        err_info *err)
+{
+    err_code rc = crashreport_parse(out, (const char *)raw, len, a, err);
+    if (rc == ERR_OK)
+        rc = pipeline_symbolicate(p, *out, NULL, NULL, a, err);
+    return rc;
+}
+
+/* ---- workers ------------------------------------------------------------------------- */
+
+/* What becomes of one claimed report; everything in `a`. */
+static void process_one(pipeline *p, const store_claimed *row, store_outcome *o, arena *a)
+{
+    err_info err = {0};
+    crashreport *r = NULL;
+    const char **missing = NULL;
+    size_t nmissing = 0;
+    signature sig;
+    memset(o, 0, sizeof *o);
+    o->status = "failed";
+    err_code rc = crashreport_parse(&r, (const char *)row->raw, row->raw_len, a, &err);
+    if (rc != ERR_OK) {
+        o->error = arena_sprintf(a, &err, "parsing: %s", err.msg);
+        return;
+    }
+    o->kind = crashreport_kind_name(r->kind);
+    rc = pipeline_symbolicate(p, r, &missing, &nmissing, a, &err);
+    signature_options so = {p->o.signature_frames};
+    if (rc == ERR_OK)
+        rc = signature_compute(&sig, r, &so, a, &err);
+    buf json;
+    buf_init(&json);
+    if (rc == ERR_OK) {
+        crashreport_render_json(&json, r);
+        o->symbolicated_json = arena_strndup(a, (const char *)json.data, json.len, &err);
+        if (o->symbolicated_json == NULL)
+            rc = ERR_TOO_LARGE;
+        json.len = 0;
+    }
+    if (rc == ERR_OK && nmissing > 0) {
+        buf_putc(&json, '[');
+        for (size_t i = 0; i < nmissing; i++) {
+            if (i)
+                buf_putc(&json, ',');
+            buf_append_json_str(&json, missing[i], strlen(missing[i]));
+        }
+        buf_putc(&json, ']');
+        o->missing_uuids_json = arena_strndup(a, (const char *)json.data, json.len, &err);
+        json.len = 0;
+        if (o->missing_uuids_json == NULL)
+            rc = ERR_TOO_LARGE;
+    }
+    if (rc == ERR_OK) {
+        signature_render_frames_json(&json, &sig);
+        o->frames_json = arena_strndup(a, (const char *)json.data, json.len, &err);
+        if (o->frames_json == NULL)
+            rc = ERR_TOO_LARGE;
+    }
+    buf_reset(&json);
+    if (rc != ERR_OK) {
+        o->error = arena_sprintf(a, &err, "%s: %s", err_name(rc), err.msg);
+        o->symbolicated_json = NULL;
+        o->missing_uuids_json = NULL;
+        if (o->error == NULL)
+            o->error = "the report needs more memory than its budget";
+        return;
+    }
+    const crashreport_metadata *m = &r->meta;
+    o->status = nmissing > 0 ? "pending_dsym" : "processed";
+    o->app = row->app ? row->app : m->app_name ? m->app_name : m->process ? m->process : "";
+    o->app_version = m->app_version;
+    o->hardware_model = m->hardware_model;
+    o->grouped = true;
+    o->fingerprint = sig.fingerprint;
+    o->title = sig.title;
+    o->culprit = sig.culprit;
+    o->exception = sig.exception;
+    o->basis = signature_basis_name(sig.basis);
+    o->provisional = sig.provisional;
+    /* sig.fingerprint lives in `sig` on this stack: keep a copy in the arena */
+    o->fingerprint = arena_strdup(a, sig.fingerprint, &err);
+    if (o->fingerprint == NULL) {
+        o->grouped = false;
+        o->status = "failed";
+        o->error = "the report needs more memory than its budget";
+    }
+}
+
+static bool should_stop(pipeline *p)
+{
+    pthread_mutex_lock(&p->run_mu);
+    bool s = p->stopping;
+    pthread_mutex_unlock(&p->run_mu);
+    return s;
+}
+
+/* Sleep up to `ms`, waking at once when the pipeline stops. */
+static void idle_wait(pipeline *p, unsigned ms)
+{
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += ms / 1000;
+    dl.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (dl.tv_nsec >= 1000000000L) {
+        dl.tv_sec++;
+        dl.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&p->run_mu);
+    if (!p->stopping)
+        pthread_cond_timedwait(&p->run_cv, &p->run_mu, &dl);
+    pthread_mutex_unlock(&p->run_mu);
+}
+
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    pipeline *p = w->p;
+    unsigned solo = 0;       /* > 0: claim one report at a time, after a batch was refused */
+    unsigned store_errors = 0;
+    double next_sweep = now_ms() + SWEEP_EVERY_S * 1000.0;
+    size_t budget = (size_t)p->o.max_report_bytes * 24 + (16u << 20);
+
+    while (!should_stop(p)) {
+        if (w->index == 0 && now_ms() >= next_sweep) {
+            int64_t released = 0;
+            err_info err = {0};
+            if (store_pending_sweep(&released, p->store, &err) == ERR_OK && released > 0)
+                log_event(LOG_INFO, "pending_released", "reports=%lld", (long long)released);
+            next_sweep = now_ms() + SWEEP_EVERY_S * 1000.0;
+        }
+        arena *batch_a = arena_new(0);
+        store_work *work = NULL;
+        const store_claimed *rows = NULL;
+        size_t n = 0;
+        err_info err = {0};
+        double t0 = now_ms();
+        err_code rc = store_work_claim(&work, &rows, &n, p->store, solo ? 1 : p->o.batch,
+                                       batch_a, &err);
+        if (rc != ERR_OK || n == 0) {
+            arena_free(batch_a);
+            if (rc != ERR_OK) {
+                if (store_errors++ % 20 == 0)
+                    log_event(LOG_WARN, "queue_unavailable", "worker=%u error=%s message=%s",
+                              w->index, err_name(rc), err.msg);
+                idle_wait(p, 1000);
+            } else {
+                store_errors = 0;
+                idle_wait(p, p->o.idle_poll_ms);
+            }
+            continue;
+        }
+        store_errors = 0;
+        store_outcome *out = arena_alloc_array(batch_a, n, sizeof *out, &err);
+        arena **arenas = xcalloc(n, sizeof *arenas);
+        unsigned counts[3] = {0};
+        for (size_t i = 0; out != NULL && i < n; i++) {
+            arenas[i] = arena_new(budget);
+            process_one(p, &rows[i], &out[i], arenas[i]);
+            counts[out[i].status[0] == 'p' ? (out[i].status[1] == 'r' ? 0 : 1) : 2]++;
+            if (out[i].status[0] == 'f')
+                log_event(LOG_WARN, "report_failed", "report=%s message=%s", rows[i].id,
+                          out[i].error);
+        }
+        double t1 = now_ms();
+        unsigned regressions = 0;
+        if (out == NULL) {
+            store_work_abort(work);
+            rc = ERR_TOO_LARGE;
+        } else {
+            rc = store_work_commit(work, out, &regressions, &err);
+        }
+        if (rc == ERR_OK) {
+            atomic_fetch_add(&p->processed, counts[0]);
+            atomic_fetch_add(&p->pending, counts[1]);
+            atomic_fetch_add(&p->failed, counts[2]);
+            atomic_fetch_add(&p->batches, 1);
+            atomic_fetch_add(&p->regressions, regressions);
+            if (solo)
+                solo--;
+            log_event(LOG_DEBUG, "batch_done", "worker=%u reports=%zu processed=%u pending=%u "
+                      "failed=%u regressions=%u process_ms=%.1f commit_ms=%.1f", w->index, n,
+                      counts[0], counts[1], counts[2], regressions, t1 - t0, now_ms() - t1);
+        } else {
+            atomic_fetch_add(&p->commit_errors, 1);
+            log_event(LOG_WARN, "batch_failed", "worker=%u reports=%zu error=%s message=%s",
+                      w->index, n, err_name(rc), err.msg);
+            if (rc == ERR_STORE) {
+                idle_wait(p, 1000);   /* database trouble: the reports wait in the queue */
+            } else if (n == 1) {
+                /* This one report cannot be stored: fail it, with the reason, and go on. */
+                err_info ferr = {0};
+                if (store_report_fail(p->store, rows[0].id, err.msg, &ferr) != ERR_OK)
+                    log_event(LOG_WARN, "report_fail_unrecorded", "report=%s message=%s",
+                              rows[0].id, ferr.msg);
+                else
+                    atomic_fetch_add(&p->failed, 1);
+            } else {
+                solo = (unsigned)n;   /* find the one that breaks the batch */
+            }
+        }
+        for (size_t i = 0; i < n; i++)
+            arena_free(arenas[i]);
+        free(arenas);
+        arena_free(batch_a);
+    }
+    return NULL;
+}
+
+err_code pipeline_start(pipeline *p, err_info *err)
+{
+    if (p->o.workers == 0 || p->workers != NULL)
+        return ERR_OK;
+    p->workers = xcalloc(p->o.workers, sizeof *p->workers);
+    for (unsigned i = 0; i < p->o.workers; i++) {
+        worker *w = &p->workers[i];
+        w->p = p;
+        w->index = i;
+        int e = pthread_create(&w->thread, NULL, worker_main, w);
+        if (e != 0) {
+            pipeline_stop(p);
+            return err_set(err, ERR_INTERNAL, "starting worker %u: %s", i, strerror(e));
+        }
+        w->started = true;
+    }
+    return ERR_OK;
+}
+
+void pipeline_stop(pipeline *p)
+{
+    if (p == NULL)
+        return;
+    pthread_mutex_lock(&p->run_mu);
+    p->stopping = true;
+    pthread_cond_broadcast(&p->run_cv);
+    pthread_mutex_unlock(&p->run_mu);
+    for (unsigned i = 0; p->workers && i < p->o.workers; i++)
+        if (p->workers[i].started) {
+            pthread_join(p->workers[i].thread, NULL);
+            p->workers[i].started = false;
+        }
+}
+
+void pipeline_free(pipeline *p)
+{
+    if (p == NULL)
+        return;
+    pipeline_stop(p);
+    free(p->workers);
+    for (size_t i = 0; i < p->nsc; i++)
+        symcache_close(p->sc[i].sc);
+    free(p->sc);
+    for (stack_entry *e = p->lru_head; e != NULL;) {
+        stack_entry *next = e->next;
+        free(e);
+        e = next;
+    }
+    free(p->buckets);
+    pthread_mutex_destroy(&p->sc_mu);
+    pthread_mutex_destroy(&p->st_mu);
+    pthread_mutex_destroy(&p->run_mu);
+    pthread_cond_destroy(&p->run_cv);
+    free(p->symcache_dir);
+    free(p);
+}
+
+void pipeline_stats_get(pipeline_stats *out, pipeline *p)
+{
+    memset(out, 0, sizeof *out);
+    out->stack_hits = atomic_load(&p->stack_hits);
+    out->stack_misses = atomic_load(&p->stack_misses);
+    out->frame_hits = atomic_load(&p->frame_hits);
+    out->frame_misses = atomic_load(&p->frame_misses);
+    out->symcache_opens = atomic_load(&p->symcache_opens);
+    out->processed = atomic_load(&p->processed);
+    out->pending = atomic_load(&p->pending);
+    out->failed = atomic_load(&p->failed);
+    out->batches = atomic_load(&p->batches);
+    out->regressions = atomic_load(&p->regressions);
+    pthread_mutex_lock(&p->st_mu);
+    out->stack_entries = p->st_entries;
+    out->stack_bytes = p->st_bytes;
+    pthread_mutex_unlock(&p->st_mu);
+    pthread_mutex_lock(&p->sc_mu);
+    for (size_t i = 0; i < p->nsc; i++)
+        out->symcaches_open += p->sc[i].sc != NULL;
+    pthread_mutex_unlock(&p->sc_mu);
+}
+
+void pipeline_metrics_render(buf *out, pipeline *p)
+{
+    pipeline_stats s;
+    pipeline_stats_get(&s, p);
+    uint64_t lookups = s.frame_hits + s.frame_misses;
+    buf_printf(out,
+               "# HELP stacksift_reports_processed_total Reports the workers finished, by outcome.\n"
+               "# TYPE stacksift_reports_processed_total counter\n"
+               "stacksift_reports_processed_total{status=\"processed\"} %llu\n"
+               "stacksift_reports_processed_total{status=\"pending_dsym\"} %llu\n"
+               "stacksift_reports_processed_total{status=\"failed\"} %llu\n"
+               "# HELP stacksift_worker_batches_total Batches committed by the workers.\n"
+               "# TYPE stacksift_worker_batches_total counter\n"
+               "stacksift_worker_batches_total %llu\n"
+               "# HELP stacksift_issue_regressions_total Resolved issues reopened by a new report.\n"
+               "# TYPE stacksift_issue_regressions_total counter\n"
+               "stacksift_issue_regressions_total %llu\n"
+               "# HELP stacksift_symbol_cache_stacks_total Stacks symbolicated, by whether the "
+               "stack cache had them.\n"
+               "# TYPE stacksift_symbol_cache_stacks_total counter\n"
+               "stacksift_symbol_cache_stacks_total{result=\"hit\"} %llu\n"
+               "stacksift_symbol_cache_stacks_total{result=\"miss\"} %llu\n"
+               "# HELP stacksift_symbol_cache_frames_total Frames symbolicated, by whether the "
+               "stack cache had them.\n"
+               "# TYPE stacksift_symbol_cache_frames_total counter\n"
+               "stacksift_symbol_cache_frames_total{result=\"hit\"} %llu\n"
+               "stacksift_symbol_cache_frames_total{result=\"miss\"} %llu\n"
+               "# HELP stacksift_symbol_cache_hit_ratio Share of frames served by the stack "
+               "cache since start.\n"
+               "# TYPE stacksift_symbol_cache_hit_ratio gauge\n"
+               "stacksift_symbol_cache_hit_ratio %.4f\n"
+               "# HELP stacksift_symbol_cache_bytes Bytes held by the stack cache.\n"
+               "# TYPE stacksift_symbol_cache_bytes gauge\n"
+               "stacksift_symbol_cache_bytes %llu\n"
+               "# HELP stacksift_symcaches_open Symcaches mapped now.\n"
+               "# TYPE stacksift_symcaches_open gauge\n"
+               "stacksift_symcaches_open %u\n",
+               (unsigned long long)s.processed, (unsigned long long)s.pending,
+               (unsigned long long)s.failed, (unsigned long long)s.batches,
+               (unsigned long long)s.regressions, (unsigned long long)s.stack_hits,
+               (unsigned long long)s.stack_misses, (unsigned long long)s.frame_hits,
+               (unsigned long long)s.frame_misses,
+               lookups ? (double)s.frame_hits / (double)lookups : 0.0,
+               (unsigned long long)s.stack_bytes, s.symcaches_open);
+}

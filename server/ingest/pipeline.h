@@ -1,0 +1,94 @@
+/*
+ * pipeline - what happens to a report after intake (issue #5): worker threads claim received
+ * reports from Postgres (FOR UPDATE SKIP LOCKED, so several server processes can share one
+ * database), parse, symbolicate, compute the signature, and store the symbolicated model and
+ * the issue upsert in one transaction.
+ *
+ *   received --worker--> processed            grouped into an issue
+ *                    \-> pending_dsym         an in-app image has no dSYM yet: grouped
+ *                    |                        provisionally, back to received when one of
+ *                    |                        its missing UUIDs gets a dSYM (dsyms trigger)
+ *                    \-> failed               with the reason; never retried automatically
+ *
+ * Process-lifetime caches, shared by workers and API requests:
+ *   symcaches  opened (mmap) on first use by UUID from symcache_dir, at most
+ *              `symcache_max_open` kept open (least recently used closed first)
+ *   stacks     symbolicated stacks keyed by SHA-256 of (image UUID, arch, offset, whether the
+ *              image had a symcache) of every frame: a repeated stack (hang monitors, API
+ *              samplers) is symbolicated once; bounded by `stack_cache_bytes`
+ * Thread-safe.
+ */
+#ifndef STACKSIFT_INGEST_PIPELINE_H
+#define STACKSIFT_INGEST_PIPELINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/arena.h"
+#include "base/buf.h"
+#include "base/err.h"
+#include "crashreport/crashreport.h"
+#include "signature/signature.h"
+#include "store/store.h"
+
+typedef struct pipeline pipeline;
+
+typedef struct {
+    const char *symcache_dir;     /* DATA_DIR/symcaches: <UUID>.symc files */
+    unsigned workers;             /* worker threads; 0 = this process does not process */
+    unsigned batch;               /* reports claimed per transaction (1..1024) */
+    unsigned symcache_max_open;   /* symcaches kept open */
+    uint64_t stack_cache_bytes;   /* stack cache budget; 0 = no cache */
+    unsigned signature_frames;    /* frames in a fingerprint (signature_options) */
+    uint64_t max_report_bytes;    /* per-report arena budget is derived from it */
+    unsigned idle_poll_ms;        /* how often an idle worker looks at the queue */
+} pipeline_options;
+
+/* pipeline_new - caches and (stopped) workers; the workers use `work_store`, which should
+ * have one connection per worker (a worker holds its connection for a whole batch).
+ * Owned by the caller: pipeline_free(). Errors none so far (ERR_OK). */
+err_code pipeline_new(pipeline **out, store *work_store, const pipeline_options *opts,
+                      err_info *err);
+
+/* pipeline_start - start opts->workers threads. Errors ERR_INTERNAL (no thread). */
+err_code pipeline_start(pipeline *p, err_info *err);
+
+/* pipeline_stop - ask the workers to stop and wait for them: a batch in progress is finished
+ * and committed (or rolled back). Idempotent. */
+void pipeline_stop(pipeline *p);
+
+/* pipeline_free - stop, close every symcache, free the caches. NULL is a no-op. */
+void pipeline_free(pipeline *p);
+
+/*
+ * pipeline_symbolicate - symbolicate every frame of `r` in place (as symbolicate_report does)
+ * through the caches. *missing_in_app (may be NULL) = the distinct UUIDs of in-app images
+ * that frames fell in and that have no symcache yet, in the arena; *nmissing their count.
+ * Errors ERR_TOO_LARGE (arena budget).
+ */
+err_code pipeline_symbolicate(pipeline *p, crashreport *r, const char ***missing_in_app,
+                              size_t *nmissing, arena *a, err_info *err);
+
+/* pipeline_parse - crashreport_parse of `len` bytes then pipeline_symbolicate; for
+ * GET /api/v1/reports/{id}?format=text. Errors as both. */
+err_code pipeline_parse(crashreport **out, pipeline *p, const uint8_t *raw, size_t len, arena *a,
+                        err_info *err);
+
+/* pipeline_metrics_render - append the pipeline's metrics (Prometheus text): reports
+ * processed by outcome, batches, symcaches open, stack cache hits and misses and hit ratio. */
+void pipeline_metrics_render(buf *out, pipeline *p);
+
+/* Cache counters, for tests and the benchmark. */
+typedef struct {
+    uint64_t stack_hits, stack_misses;  /* stacks served from / added to the stack cache */
+    uint64_t frame_hits, frame_misses;  /* frames of those stacks */
+    uint64_t stack_entries, stack_bytes;
+    uint64_t symcache_opens;            /* symcache_open calls that succeeded */
+    unsigned symcaches_open;
+    uint64_t processed, pending, failed, batches, regressions;
+} pipeline_stats;
+
+void pipeline_stats_get(pipeline_stats *out, pipeline *p);
+
+#endif

@@ -1,0 +1,1309 @@
+/*
+ * test_pipeline - grouping end to end: the real `stacksift serve` (workers on), real Postgres
+ * (STACKSIFT_TEST_DATABASE_URL, a database of its own), the real fixtures over HTTP.
+ *
+ * Crash sites are functions picked from the fixture app's own symbol tables: for the -O0 and
+ * the -O2 build, `stacksift lookup --json` maps every 4th address of __TEXT; a site is a
+ * function that owns whole (not inlined) addresses in both builds. Reports are generated in
+ * both formats (Apple text, .ips) with random ASLR slides, system-frame noise, a random
+ * crashed thread, versions and devices, posted from several threads at once:
+ *   1. -O2 dSYMs are uploaded first; -O0 reports wait as pending_dsym (provisional issues);
+ *   2. the -O0 dSYM is uploaded: they regroup by themselves;
+ *   3. every site is exactly one issue across both builds, no two sites share one, and
+ *      every count (issue, per-day, API) is exact;
+ * then the query API, status changes and regressions, synchronous symbolication, and every
+ * real corpus report (processed, pending or cleanly failed, never stuck).
+ */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "signature/signature.h"
+
+#define MAX_SITES 12
+#define REPORTS_PER_SITE 20      /* 12 sites x 20 = 240 generated reports */
+#define POST_THREADS 4
+
+static char *xsprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *xsprintf(const char *fmt, ...)
+{
+    va_list ap;
+    char *out = NULL;
+    va_start(ap, fmt);
+    if (vasprintf(&out, fmt, ap) < 0)
+        abort();
+    va_end(ap);
+    return out;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *data = malloc((size_t)n + 1);
+    size_t got = fread(data, 1, (size_t)n, f);
+    fclose(f);
+    data[got] = '\0';
+    if (len)
+        *len = got;
+    return data;
+}
+
+/* ---- HTTP ------------------------------------------------------------------------------ */
+
+typedef struct {
+    int status;
+    char *body;
+    size_t body_len;
+    json_t *json;
+} resp;
+
+static void resp_free(resp *r)
+{
+    free(r->body);
+    json_decref(r->json);
+    memset(r, 0, sizeof *r);
+}
+
+static int port;
+static char *token;
+
+/* One request on a new connection (Connection: close), at most 30 s. */
+static resp http(const char *method, const char *path, const char *ctype, const void *body,
+                 size_t len)
+{
+    resp out = {0};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        close(fd);
+        return out;
+    }
+    char *head = xsprintf("%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                          "Authorization: Bearer %s\r\n%s%s%sContent-Length: %zu\r\n\r\n",
+                          method, path, token ? token : "", ctype ? "Content-Type: " : "",
+                          ctype ? ctype : "", ctype ? "\r\n" : "", len);
+    size_t hl = strlen(head);
+    char *msg = malloc(hl + len);
+    memcpy(msg, head, hl);
+    if (len)
+        memcpy(msg + hl, body, len);
+    for (size_t off = 0; off < hl + len;) {
+        ssize_t w = send(fd, msg + off, hl + len - off, MSG_NOSIGNAL);
+        if (w <= 0)
+            break;
+        off += (size_t)w;
+    }
+    free(msg);
+    free(head);
+    size_t cap = 65536, n = 0;
+    char *s = malloc(cap);
+    for (double end = now_s() + 30; now_s() < end;) {
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, 1000) <= 0)
+            continue;
+        if (n + 65536 > cap)
+            s = realloc(s, cap *= 2);
+        ssize_t got = recv(fd, s + n, cap - n - 1, 0);
+        if (got <= 0)
+            break;
+        n += (size_t)got;
+    }
+    close(fd);
+    s[n] = '\0';
+    char *sep = strstr(s, "\r\n\r\n");
+    if (sep && sscanf(s, "HTTP/1.%*d %d", &out.status) == 1) {
+        out.body_len = n - (size_t)(sep + 4 - s);
+        out.body = malloc(out.body_len + 1);
+        memcpy(out.body, sep + 4, out.body_len);
+        out.body[out.body_len] = '\0';
+        out.json = json_loadb(out.body, out.body_len, 0, NULL);
+    }
+    free(s);
+    return out;
+}
+
+static resp get(const char *path)
+{
+    return http("GET", path, NULL, NULL, 0);
+}
+
+/* ---- processes and the database -------------------------------------------------------- */
+
+static const char *bin, *fixtures, *source_dir;
+static char *db_url, *data_dir, *tmp_root;
+static PGconn *db;
+
+static int run_cmd(char *const argv[], const char *in_path, const char *out_path, char **env)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        for (size_t i = 0; env && env[i]; i++)
+            putenv(env[i]);
+        if (in_path) {
+            int fd = open(in_path, O_RDONLY);
+            dup2(fd, 0);
+        }
+        int fd = open(out_path ? out_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(fd, 1);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    int st;
+    for (double end = now_s() + 120; now_s() < end; sleep_ms(20))
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    return -1;
+}
+
+static char *env_db, *env_data, *env_listen;
+
+static char **server_env(void)
+{
+    static char *env[16];
+    size_t n = 0;
+    env[n++] = env_db;
+    env[n++] = env_data;
+    env[n++] = env_listen;
+    env[n++] = "STACKSIFT_WORKERS=2";
+    env[n++] = "STACKSIFT_WORKER_BATCH=32";
+    env[n++] = "STACKSIFT_HTTP_THREADS=4";
+    env[n++] = "STACKSIFT_DB_POOL_SIZE=8";
+    env[n++] = "STACKSIFT_LOG_LEVEL=warn";
+    env[n] = NULL;
+    return env;
+}
+
+static pid_t server_pid = -1;
+
+static pid_t start_server(void)
+{
+    char *log = xsprintf("%s/serve.log", tmp_root);
+    pid_t pid = fork();
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);   /* a crashed test leaves no server behind */
+        char **env = server_env();
+        for (size_t i = 0; env[i]; i++)
+            putenv(env[i]);
+        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        dup2(fd, 2);
+        execl(bin, bin, "serve", (char *)NULL);
+        _exit(127);
+    }
+    free(log);
+    for (double end = now_s() + 15; now_s() < end; sleep_ms(50)) {
+        resp r = get("/readyz");
+        int st = r.status;
+        resp_free(&r);
+        if (st == 200)
+            return pid;
+        if (waitpid(pid, NULL, WNOHANG) == pid)
+            return -1;
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return -1;
+}
+
+static long long sql_int(const char *sql)
+{
+    PGresult *r = PQexec(db, sql);
+    long long v = -1;
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 && !PQgetisnull(r, 0, 0))
+        v = atoll(PQgetvalue(r, 0, 0));
+    else
+        fprintf(stderr, "sql failed: %s: %s", sql, PQerrorMessage(db));
+    PQclear(r);
+    return v;
+}
+
+/* Wait until no report is 'received' (the workers are done), at most `secs`. */
+static bool drain(double secs)
+{
+    for (double end = now_s() + secs; now_s() < end; sleep_ms(100))
+        if (sql_int("SELECT count(*) FROM reports WHERE status = 'received'") == 0)
+            return true;
+    return false;
+}
+
+/* ---- crash sites from the fixtures' symbol tables ------------------------------------- */
+
+typedef struct {
+    char uuid[37];
+    uint64_t text_vmaddr, text_vmsize;
+    char *dwarf;               /* the dSYM's DWARF file */
+    /* address -> single function name, for addresses that are not inlined */
+    uint64_t *addr;
+    char **func;
+    size_t n;
+} build;
+
+typedef struct {
+    char function[256];        /* as the symcache names it */
+    char norm[256];
+    uint64_t off[2][8];        /* per build: offsets from __TEXT of whole addresses */
+    size_t noff[2];
+    int style;                 /* 0 abort (EXC_CRASH/SIGABRT), 1 EXC_BAD_ACCESS, 2 trap */
+} site;
+
+static build builds[2];        /* 0 = arm64-O0, 1 = arm64-O2 */
+static site sites[MAX_SITES];
+static size_t nsites;
+static uint64_t main_off[2][4];
+static size_t nmain[2];
+static char kit_uuid[37];
+
+static bool manifest_slice(const json_t *man, const char *name, build *b)
+{
+    json_t *fx = json_object_get(man, "fixtures");
+    for (size_t i = 0; i < json_array_size(fx); i++) {
+        json_t *f = json_array_get(fx, i);
+        if (strcmp(json_string_value(json_object_get(f, "name")), name) != 0)
+            continue;
+        json_t *s = json_array_get(json_object_get(f, "slices"), 0);
+        snprintf(b->uuid, sizeof b->uuid, "%s", json_string_value(json_object_get(s, "uuid")));
+        b->text_vmaddr = strtoull(json_string_value(json_object_get(s, "text_vmaddr")), NULL, 16);
+        b->text_vmsize = strtoull(json_string_value(json_object_get(s, "text_vmsize")), NULL, 16);
+        b->dwarf = xsprintf("%s/%s", fixtures, json_string_value(json_object_get(f, "dwarf")));
+        return true;
+    }
+    return false;
+}
+
+/* Every 4th address of __TEXT through `stacksift lookup --json`; keep single-frame ones. */
+static bool map_build(build *b, int index)
+{
+    char *in = xsprintf("%s/addrs-%d.txt", tmp_root, index);
+    char *out = xsprintf("%s/lookup-%d.jsonl", tmp_root, index);
+    FILE *f = fopen(in, "w");
+    for (uint64_t a = b->text_vmaddr; a < b->text_vmaddr + b->text_vmsize; a += 4)
+        fprintf(f, "0x%llx\n", (unsigned long long)a);
+    fclose(f);
+    char *argv[] = {(char *)bin, "lookup", "--json", "-o", b->dwarf, NULL};
+    int st = run_cmd(argv, in, out, NULL);
+    size_t len;
+    char *text = st == 0 ? read_file(out, &len) : NULL;
+    size_t cap = b->text_vmsize / 4 + 1;
+    b->addr = calloc(cap, sizeof *b->addr);
+    b->func = calloc(cap, sizeof *b->func);
+    for (char *line = text, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        json_t *j = json_loads(line, 0, NULL);
+        json_t *frames = json_object_get(j, "frames");
+        const char *fn0 = json_string_value(json_object_get(json_array_get(frames, 0), "function"));
+        if (json_array_size(frames) == 1 && b->n < cap && fn0 && strncmp(fn0, "_mh_", 4) != 0) {
+            b->addr[b->n] = strtoull(json_string_value(json_object_get(j, "address")), NULL, 16);
+            b->func[b->n] = strdup(json_string_value(
+                json_object_get(json_array_get(frames, 0), "function")));
+            b->n++;
+        }
+        json_decref(j);
+    }
+    free(text);
+    free(in);
+    free(out);
+    return st == 0 && b->n > 100;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sites: functions with whole addresses in both builds, distinct once normalized. */
+static void pick_sites(void)
+{
+    char *names[4096];
+    size_t nn = 0;
+    for (size_t i = 0; i < builds[1].n && nn < 4096; i++)
+        names[nn++] = builds[1].func[i];
+    qsort(names, nn, sizeof *names, cmp_str);
+    char nbuf[SIGNATURE_MAX_NAME];
+    for (size_t i = 0; i < nn && nsites < MAX_SITES; i++) {
+        if (i > 0 && strcmp(names[i], names[i - 1]) == 0)
+            continue;
+        const char *fn = names[i];
+        signature_normalize_symbol(nbuf, sizeof nbuf, fn);
+        if (strncmp(fn, "_mh_", 4) == 0 || strcmp(nbuf, "main") == 0 || nbuf[0] == 0 || strlen(nbuf) > 200 ||
+            signature_is_skipped(nbuf) || strstr(fn, "block_invoke") || strlen(fn) > 200)
+            continue;
+        bool dup = false;
+        for (size_t k = 0; k < nsites && !dup; k++)
+            dup = strcmp(sites[k].norm, nbuf) == 0;
+        if (dup)
+            continue;
+        site *s = &sites[nsites];
+        memset(s, 0, sizeof *s);
+        for (int b = 0; b < 2; b++)
+            for (size_t k = 0; k < builds[b].n && s->noff[b] < 8; k++)
+                if (strcmp(builds[b].func[k], fn) == 0)
+                    s->off[b][s->noff[b]++] = builds[b].addr[k] - builds[b].text_vmaddr;
+        if (s->noff[0] == 0 || s->noff[1] == 0)
+            continue;
+        snprintf(s->function, sizeof s->function, "%s", fn);
+        snprintf(s->norm, sizeof s->norm, "%.200s", nbuf);
+        s->style = (int)(nsites % 3);
+        nsites++;
+    }
+    for (int b = 0; b < 2; b++)
+        for (size_t k = 0; k < builds[b].n && nmain[b] < 4; k++)
+            if (strcmp(builds[b].func[k], "main") == 0)
+                main_off[b][nmain[b]++] = builds[b].addr[k] - builds[b].text_vmaddr;
+}
+
+/* ---- report generation ----------------------------------------------------------------- */
+
+typedef struct {
+    const char *name, *path, *uuid;
+    uint64_t size;
+} sys_image;
+
+static const sys_image SYS[] = {
+    {"libsystem_kernel.dylib", "/usr/lib/system/libsystem_kernel.dylib",
+     "A1111111-1111-1111-1111-111111111111", 0x40000},
+    {"libsystem_pthread.dylib", "/usr/lib/system/libsystem_pthread.dylib",
+     "A2222222-2222-2222-2222-222222222222", 0x10000},
+    {"libsystem_c.dylib", "/usr/lib/system/libsystem_c.dylib",
+     "A3333333-3333-3333-3333-333333333333", 0x80000},
+    {"libobjc.A.dylib", "/usr/lib/libobjc.A.dylib", "A4444444-4444-4444-4444-444444444444",
+     0x40000},
+    {"CoreFoundation", "/System/Library/Frameworks/CoreFoundation.framework/CoreFoundation",
+     "A5555555-5555-5555-5555-555555555555", 0x400000},
+    {"UIKitCore", "/System/Library/PrivateFrameworks/UIKitCore.framework/UIKitCore",
+     "A6666666-6666-6666-6666-666666666666", 0x1000000},
+};
+#define NSYS (sizeof SYS / sizeof SYS[0])
+
+/* A system frame: image index into SYS, symbol as the report gives it. */
+typedef struct {
+    int sys;            /* -1: the app */
+    uint64_t off;       /* from the image's load address */
+    const char *symbol; /* system frames: name; app frames: NULL (unsymbolicated) */
+    uint64_t sym_off;
+} gframe;
+
+static const gframe NOISE[] = {
+    {4, 0x1234, "__CFRunLoopDoObservers", 400}, {4, 0x2234, "__CFRunLoopRun", 1200},
+    {3, 0x3234, "objc_msgSend", 32},            {5, 0x4234, "-[UIView layoutSubviews]", 88},
+    {5, 0x5234, "-[UIApplication sendEvent:]", 240},
+};
+static const gframe BOTTOM[] = {
+    {4, 0x6234, "CFRunLoopRunSpecific", 600}, {5, 0x7234, "UIApplicationMain", 300},
+};
+static const gframe ABORT[] = {
+    {0, 0x1008, "__pthread_kill", 8}, {1, 0x2008, "pthread_kill", 268}, {2, 0x3008, "abort", 180},
+};
+static const char *const MODELS[] = {"iPhone14,5", "iPhone15,2", "iPad13,1", "iPhone12,1"};
+static const char *const OSES[] = {"17.5 (21F79)", "18.1 (22B83)", "16.7 (20H19)"};
+
+static unsigned rng = 12345;
+static unsigned rnd(unsigned n)
+{
+    rng = rng * 1103515245u + 12345u;
+    return (rng >> 8) % n;
+}
+
+typedef struct {
+    int site;            /* -1: not generated from a site */
+    int b;               /* build */
+    bool ips;
+    char *body;
+    size_t len;
+    char id[40];
+    int status;          /* HTTP status of the POST */
+} gen_report;
+
+typedef struct {
+    uint64_t app_load, sys_load[NSYS];
+    gframe threads[3][16];
+    size_t nframes[3];
+    int crashed;
+    const char *model, *os, *version;
+    int style;
+} scene;
+
+static void make_scene(scene *sc, int s, int b)
+{
+    const site *st = &sites[s];
+    memset(sc, 0, sizeof *sc);
+    sc->app_load = 0x100000000ull + (uint64_t)rnd(4096) * 0x4000;
+    for (size_t i = 0; i < NSYS; i++)
+        sc->sys_load[i] = 0x180000000ull + (uint64_t)i * 0x2000000 + (uint64_t)rnd(256) * 0x4000;
+    sc->crashed = (int)rnd(3);
+    sc->model = MODELS[rnd(4)];
+    sc->os = OSES[rnd(3)];
+    sc->version = b == 0 ? "1.0" : "2.0";
+    sc->style = st->style;
+    for (int t = 0; t < 3; t++) {
+        gframe *f = sc->threads[t];
+        size_t n = 0;
+        if (t == sc->crashed) {
+            if (st->style == 0)
+                for (size_t k = 0; k < 3; k++)
+                    f[n++] = ABORT[k];
+            f[n++] = (gframe){-1, st->off[b][rnd((unsigned)st->noff[b])], NULL, 0};
+            for (unsigned k = rnd(3); k > 0; k--)
+                f[n++] = NOISE[rnd(sizeof NOISE / sizeof NOISE[0])];
+            f[n++] = (gframe){-1, main_off[b][rnd((unsigned)nmain[b])], NULL, 0};
+        } else {
+            f[n++] = (gframe){0, 0x1100, "mach_msg2_trap", 8};
+            for (unsigned k = rnd(3); k > 0; k--)
+                f[n++] = NOISE[rnd(sizeof NOISE / sizeof NOISE[0])];
+        }
+        for (size_t k = 0; k < 2; k++)
+            f[n++] = BOTTOM[k];
+        sc->nframes[t] = n;
+    }
+}
+
+/* The runtime address of frame i of a thread: frame 0 is the PC, the others return
+ * addresses, one instruction past the call that the whole address stands for. */
+static uint64_t frame_addr(const scene *sc, const gframe *f, size_t i)
+{
+    uint64_t base = f->sys < 0 ? sc->app_load : sc->sys_load[f->sys];
+    return base + f->off + (i > 0 && f->sys < 0 ? 4 : 0);
+}
+
+static const char *EXC_TYPE[] = {"EXC_CRASH", "EXC_BAD_ACCESS", "EXC_BREAKPOINT"};
+static const char *EXC_SIG[] = {"SIGABRT", "SIGSEGV", "SIGTRAP"};
+
+static void lower_hex32(char out[33], const char *uuid)
+{
+    size_t n = 0;
+    for (const char *p = uuid; *p && n < 32; p++)
+        if (*p != '-')
+            out[n++] = (char)(*p >= 'A' && *p <= 'F' ? *p - 'A' + 'a' : *p);
+    out[n] = '\0';
+}
+
+static char *apple_text(const scene *sc, const build *b)
+{
+    char *s = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&s, &len);
+    const char *app_path = "/private/var/containers/Bundle/Application/"
+                           "6F1C2B3A-0000-4000-8000-00000000AAAA/FixtureApp.app/FixtureApp";
+    fprintf(f, "Incident Identifier: %08X-1111-2222-3333-444455556666\n"
+               "Hardware Model:      %s\nProcess:             FixtureApp [4242]\n"
+               "Path:                %s\nIdentifier:          com.stacksift.FixtureApp\n"
+               "Version:             %s (1)\nCode Type:           ARM-64 (Native)\n"
+               "Parent Process:      launchd [1]\n\n"
+               "Date/Time:           2026-11-20 10:00:00.000 +0000\n"
+               "OS Version:          iPhone OS %s\nReport Version:      104\n\n"
+               "Exception Type:  %s (%s)\nException Codes: 0x0000000000000000, 0x0\n"
+               "Triggered by Thread:  %d\n\n",
+            rnd(1u << 30), sc->model, app_path, sc->version, sc->os, EXC_TYPE[sc->style],
+            EXC_SIG[sc->style], sc->crashed);
+    for (int t = 0; t < 3; t++) {
+        fprintf(f, t == sc->crashed ? "Thread %d Crashed:\n" : "Thread %d:\n", t);
+        for (size_t i = 0; i < sc->nframes[t]; i++) {
+            const gframe *g = &sc->threads[t][i];
+            uint64_t a = frame_addr(sc, g, i);
+            if (g->sys < 0)
+                fprintf(f, "%-4zu%-30s\t0x%016llx 0x%llx + %llu\n", i, "FixtureApp",
+                        (unsigned long long)a, (unsigned long long)sc->app_load,
+                        (unsigned long long)(a - sc->app_load));
+            else
+                fprintf(f, "%-4zu%-30s\t0x%016llx %s + %llu\n", i, SYS[g->sys].name,
+                        (unsigned long long)a, g->symbol, (unsigned long long)g->sym_off);
+        }
+        fprintf(f, "\n");
+    }
+    char hex[33];
+    lower_hex32(hex, b->uuid);
+    fprintf(f, "Binary Images:\n0x%llx - 0x%llx FixtureApp arm64  <%s> %s\n",
+            (unsigned long long)sc->app_load,
+            (unsigned long long)(sc->app_load + b->text_vmsize - 1), hex, app_path);
+    lower_hex32(hex, kit_uuid);
+    fprintf(f, "0x%llx - 0x%llx FixtureKit arm64  <%s> /private/var/containers/Bundle/"
+               "Application/6F1C2B3A-0000-4000-8000-00000000AAAA/FixtureApp.app/Frameworks/"
+               "FixtureKit.framework/FixtureKit\n",
+            (unsigned long long)(sc->app_load + 0x1000000),
+            (unsigned long long)(sc->app_load + 0x1000000 + 0x7fff), hex);
+    for (size_t i = 0; i < NSYS; i++) {
+        lower_hex32(hex, SYS[i].uuid);
+        fprintf(f, "0x%llx - 0x%llx %s arm64e  <%s> %s\n", (unsigned long long)sc->sys_load[i],
+                (unsigned long long)(sc->sys_load[i] + SYS[i].size - 1), SYS[i].name, hex,
+                SYS[i].path);
+    }
+    fclose(f);
+    return s;
+}
+
+static char *ips(const scene *sc, const build *b)
+{
+    json_t *head = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "app_name", "FixtureApp",
+                             "app_version", sc->version, "build_version", "1", "bug_type",
+                             "309", "os_version", "iPhone OS 17.5", "bundleID",
+                             "com.stacksift.FixtureApp", "name", "FixtureApp");
+    json_t *images = json_array();
+    char lower[37];
+    snprintf(lower, sizeof lower, "%s", b->uuid);
+    for (char *p = lower; *p; p++)
+        *p = (char)(*p >= 'A' && *p <= 'F' ? *p - 'A' + 'a' : *p);
+    json_array_append_new(images, json_pack(
+        "{s:s,s:I,s:I,s:s,s:s,s:s,s:s}", "source", "P", "base", (json_int_t)sc->app_load,
+        "size", (json_int_t)b->text_vmsize, "uuid", lower, "name", "FixtureApp", "arch", "arm64",
+        "path", "/private/var/containers/Bundle/Application/6F1C2B3A-0000-4000-8000-"
+                "00000000AAAA/FixtureApp.app/FixtureApp"));
+    for (size_t i = 0; i < NSYS; i++)
+        json_array_append_new(images, json_pack("{s:s,s:I,s:I,s:s,s:s,s:s,s:s}", "source", "S",
+                                                "base", (json_int_t)sc->sys_load[i], "size",
+                                                (json_int_t)SYS[i].size, "uuid", SYS[i].uuid,
+                                                "name", SYS[i].name, "arch", "arm64e", "path",
+                                                SYS[i].path));
+    json_t *threads = json_array();
+    for (int t = 0; t < 3; t++) {
+        json_t *frames = json_array();
+        for (size_t i = 0; i < sc->nframes[t]; i++) {
+            const gframe *g = &sc->threads[t][i];
+            uint64_t a = frame_addr(sc, g, i);
+            json_t *fr;
+            if (g->sys < 0)
+                fr = json_pack("{s:i,s:I}", "imageIndex", 0, "imageOffset",
+                               (json_int_t)(a - sc->app_load));
+            else
+                fr = json_pack("{s:i,s:I,s:s,s:I}", "imageIndex", g->sys + 1, "imageOffset",
+                               (json_int_t)(a - sc->sys_load[g->sys]), "symbol", g->symbol,
+                               "symbolLocation", (json_int_t)g->sym_off);
+            json_array_append_new(frames, fr);
+        }
+        json_t *th = json_pack("{s:i,s:o}", "id", 1000 + t, "frames", frames);
+        if (t == sc->crashed)
+            json_object_set_new(th, "triggered", json_true());
+        json_array_append_new(threads, th);
+    }
+    json_t *body = json_pack(
+        "{s:s,s:s,s:s,s:{s:s,s:s},s:{s:s,s:s},s:{s:s,s:s,s:s},s:i,s:o,s:o,s:s}",
+        "procName", "FixtureApp", "procPath",
+        "/private/var/containers/Bundle/Application/6F1C2B3A-0000-4000-8000-00000000AAAA/"
+        "FixtureApp.app/FixtureApp",
+        "cpuType", "ARM-64", "bundleInfo", "CFBundleShortVersionString", sc->version,
+        "CFBundleIdentifier", "com.stacksift.FixtureApp", "osVersion", "train",
+        sc->os[0] == '1' && sc->os[1] == '8' ? "iPhone OS 18.1" : "iPhone OS 17.5", "build",
+        "21F79", "exception", "type", EXC_TYPE[sc->style], "signal", EXC_SIG[sc->style], "codes",
+        "0x0000000000000000, 0x0000000000000000", "faultingThread", sc->crashed, "threads",
+        threads, "usedImages", images, "modelCode", sc->model);
+    char *h = json_dumps(head, JSON_COMPACT), *bd = json_dumps(body, JSON_INDENT(1));
+    char *out = xsprintf("%s\n%s\n", h, bd);
+    free(h);
+    free(bd);
+    json_decref(head);
+    json_decref(body);
+    return out;
+}
+
+static gen_report *reports;
+static size_t nreports;
+
+static void generate(void)
+{
+    reports = calloc(nsites * REPORTS_PER_SITE, sizeof *reports);
+    for (size_t s = 0; s < nsites; s++)
+        for (int k = 0; k < REPORTS_PER_SITE; k++) {
+            gen_report *g = &reports[nreports++];
+            g->site = (int)s;
+            g->b = k % 2;
+            g->ips = (k / 2) % 2 == 1;
+            scene sc;
+            make_scene(&sc, (int)s, g->b);
+            g->body = g->ips ? ips(&sc, &builds[g->b]) : apple_text(&sc, &builds[g->b]);
+            g->len = strlen(g->body);
+        }
+}
+
+typedef struct {
+    size_t from, step;
+    int build;   /* post only reports of this build */
+} post_job;
+
+static void *post_worker(void *arg)
+{
+    post_job *j = arg;
+    for (size_t i = j->from; i < nreports; i += j->step) {
+        gen_report *g = &reports[i];
+        if (g->b != j->build)
+            continue;
+        resp r = http("POST", "/api/v1/reports", g->ips ? "application/json" : "text/plain",
+                      g->body, g->len);
+        g->status = r.status;
+        const char *id = r.json ? json_string_value(json_object_get(r.json, "id")) : NULL;
+        if (id)
+            snprintf(g->id, sizeof g->id, "%s", id);
+        else
+            fprintf(stderr, "post failed (%d): %s\n", r.status, r.body ? r.body : "");
+        resp_free(&r);
+    }
+    return NULL;
+}
+
+/* Post every report of `build` from POST_THREADS threads at once. */
+static void post_parallel(int b)
+{
+    pthread_t th[POST_THREADS];
+    post_job jobs[POST_THREADS];
+    for (size_t t = 0; t < POST_THREADS; t++) {
+        jobs[t] = (post_job){t, POST_THREADS, b};
+        pthread_create(&th[t], NULL, post_worker, &jobs[t]);
+    }
+    for (size_t t = 0; t < POST_THREADS; t++)
+        pthread_join(th[t], NULL);
+}
+
+static resp upload(const char *path, const char *name)
+{
+    size_t len;
+    char *data = read_file(path, &len);
+    char *url = xsprintf("/api/v1/dsyms%s%s", name ? "?name=" : "", name ? name : "");
+    resp r = http("POST", url, "application/octet-stream", data ? data : "", data ? len : 0);
+    free(url);
+    free(data);
+    return r;
+}
+
+/* report id -> issue id, status (from the database) */
+static long long report_issue(const char *id, char *status_out)
+{
+    const char *v[1] = {id};
+    PGresult *r = PQexecParams(db, "SELECT coalesce(issue_id, 0), status FROM reports WHERE id = $1",
+                               1, NULL, v, NULL, NULL, 0);
+    long long issue = -1;
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) {
+        issue = atoll(PQgetvalue(r, 0, 0));
+        if (status_out)
+            snprintf(status_out, 16, "%s", PQgetvalue(r, 0, 1));
+    }
+    PQclear(r);
+    return issue;
+}
+
+/* ---- the tests ------------------------------------------------------------------------- */
+
+static void sites_come_from_both_builds(void)
+{
+    CHECK(builds[0].n > 100 && builds[1].n > 100);
+    CHECK(nsites >= 10);
+    CHECK(nmain[0] > 0 && nmain[1] > 0);
+    for (size_t s = 0; s < nsites; s++)
+        fprintf(stderr, "site %zu: %s (style %d)\n", s, sites[s].function, sites[s].style);
+}
+
+static void generated_reports_parse(void)
+{
+    /* Every generated report parses and names the right crashed thread (stacksift parse). */
+    for (size_t i = 0; i < 4 && i < nreports; i++) {
+        char *path = xsprintf("%s/gen-%zu.%s", tmp_root, i, reports[i].ips ? "ips" : "crash");
+        char *out = xsprintf("%s/gen-%zu.json", tmp_root, i);
+        FILE *f = fopen(path, "w");
+        fwrite(reports[i].body, 1, reports[i].len, f);
+        fclose(f);
+        char *argv[] = {(char *)bin, "parse", "--json", path, NULL};
+        CHECK_EQ_INT(run_cmd(argv, NULL, out, NULL), 0);
+        free(path);
+        free(out);
+    }
+}
+
+static size_t count_build(int b)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < nreports; i++)
+        n += reports[i].b == b;
+    return n;
+}
+
+static void reports_wait_for_their_dsym(void)
+{
+    /* -O2 build and the framework (the Xcode archive zip); -O0 not yet. */
+    char *zip = xsprintf("%s/FixtureApp-dSYMs.zip", fixtures);
+    resp r = upload(zip, NULL);
+    CHECK(r.status == 201 || r.status == 200);
+    resp_free(&r);
+    free(zip);
+    post_parallel(1);
+    post_parallel(0);
+    for (size_t i = 0; i < nreports; i++)
+        CHECK_EQ_INT(reports[i].status, 202);
+    CHECK(drain(60));
+    size_t pending = 0, o2_done = 0;
+    for (size_t i = 0; i < nreports; i++) {
+        char st[16] = "";
+        long long issue = report_issue(reports[i].id, st);
+        if (reports[i].b == 0) {
+            pending += strcmp(st, "pending_dsym") == 0 && issue > 0;
+        } else {
+            o2_done += strcmp(st, "processed") == 0 && issue > 0;
+        }
+    }
+    CHECK_EQ_INT(pending, count_build(0));
+    CHECK_EQ_INT(o2_done, count_build(1));
+
+    /* The API lists the UUID they wait for, with the count. */
+    r = get("/api/v1/dsyms/missing");
+    CHECK_EQ_INT(r.status, 200);
+    json_t *m = r.json ? json_object_get(r.json, "missing") : NULL;
+    bool found = false;
+    for (size_t i = 0; i < json_array_size(m); i++) {
+        json_t *e = json_array_get(m, i);
+        if (strcmp(json_string_value(json_object_get(e, "uuid")), builds[0].uuid) == 0) {
+            found = true;
+            CHECK_EQ_INT(json_integer_value(json_object_get(e, "reports")), count_build(0));
+            CHECK_EQ_STR(json_string_value(json_object_get(e, "name")), "FixtureApp");
+        }
+    }
+    CHECK(found);
+    resp_free(&r);
+    /* Provisional issues are marked as such. */
+    CHECK(sql_int("SELECT count(*) FROM issues WHERE provisional") > 0);
+}
+
+static void dsym_upload_regroups_waiting_reports(void)
+{
+    char *dwarf = builds[0].dwarf;
+    resp r = upload(dwarf, "FixtureApp");
+    CHECK_EQ_INT(r.status, 201);
+    resp_free(&r);
+    CHECK(drain(60));
+    CHECK_EQ_INT(sql_int("SELECT count(*) FROM reports WHERE status = 'pending_dsym'"), 0);
+    CHECK_EQ_INT(sql_int("SELECT count(*) FROM issues WHERE provisional"), 0);
+    r = get("/api/v1/dsyms/missing");
+    CHECK(r.json && json_array_size(json_object_get(r.json, "missing")) == 0);
+    resp_free(&r);
+}
+
+static long long site_issue[MAX_SITES];
+
+static void every_site_is_one_issue(void)
+{
+    size_t per_site[MAX_SITES] = {0};
+    for (size_t s = 0; s < nsites; s++)
+        site_issue[s] = 0;
+    for (size_t i = 0; i < nreports; i++) {
+        char st[16] = "";
+        long long issue = report_issue(reports[i].id, st);
+        CHECK_EQ_STR(st, "processed");
+        int s = reports[i].site;
+        if (site_issue[s] == 0)
+            site_issue[s] = issue;
+        if (issue != site_issue[s])
+            fprintf(stderr, "site %d (%s): report %s in issue %lld, others in %lld\n", s,
+                    sites[s].function, reports[i].id, issue, site_issue[s]);
+        CHECK_EQ_INT(issue, site_issue[s]);
+        per_site[s]++;
+    }
+    for (size_t a = 0; a < nsites; a++) {
+        CHECK(site_issue[a] > 0);
+        for (size_t b = a + 1; b < nsites; b++)
+            CHECK(site_issue[a] != site_issue[b]);
+        char *sql = xsprintf("SELECT count FROM issues WHERE id = %lld", site_issue[a]);
+        CHECK_EQ_INT(sql_int(sql), per_site[a]);   /* exact under parallel posting */
+        free(sql);
+        sql = xsprintf("SELECT sum(count) FROM issue_days WHERE issue_id = %lld", site_issue[a]);
+        CHECK_EQ_INT(sql_int(sql), per_site[a]);
+        free(sql);
+        /* the signature's top frame is the site's function */
+        sql = xsprintf("/api/v1/issues/%lld", site_issue[a]);
+        resp r = get(sql);
+        free(sql);
+        CHECK_EQ_INT(r.status, 200);
+        json_t *frames = r.json ? json_object_get(r.json, "frames") : NULL;
+        const char *top = json_string_value(json_object_get(json_array_get(frames, 0), "function"));
+        CHECK_EQ_STR(top, sites[a].norm);
+        const char *title = json_string_value(json_object_get(r.json, "title"));
+        CHECK(title && strstr(title, EXC_TYPE[sites[a].style]) == title);
+        /* both builds' versions were seen */
+        json_t *versions = json_object_get(r.json, "versions");
+        CHECK_EQ_INT(json_array_size(versions), 2);
+        resp_free(&r);
+    }
+    CHECK_EQ_INT(sql_int("SELECT count(*) FROM issues"), nsites);
+    CHECK_EQ_INT(sql_int("SELECT sum(count) FROM issues"), nreports);
+}
+
+static void issue_list_pages_through_everything(void)
+{
+    const char *sorts[] = {"last_seen", "first_seen", "count"};
+    for (size_t so = 0; so < 3; so++) {
+        long long seen[64];
+        size_t nseen = 0;
+        char *cursor = NULL;
+        long long prev_count = -1;
+        for (int page = 0; page < 20; page++) {
+            char *url = xsprintf("/api/v1/issues?limit=5&sort=%s%s%s", sorts[so],
+                                 cursor ? "&cursor=" : "", cursor ? cursor : "");
+            resp r = get(url);
+            free(url);
+            CHECK_EQ_INT(r.status, 200);
+            json_t *list = r.json ? json_object_get(r.json, "issues") : NULL;
+            CHECK(json_array_size(list) <= 5);
+            for (size_t i = 0; i < json_array_size(list); i++) {
+                json_t *it = json_array_get(list, i);
+                long long id = json_integer_value(json_object_get(it, "id"));
+                for (size_t k = 0; k < nseen; k++)
+                    CHECK(seen[k] != id);
+                if (nseen < 64)
+                    seen[nseen++] = id;
+                long long c = json_integer_value(json_object_get(it, "count"));
+                if (so == 2 && prev_count >= 0)
+                    CHECK(c <= prev_count);
+                prev_count = c;
+                CHECK(json_string_value(json_object_get(it, "culprit")) != NULL);
+                CHECK(json_is_array(json_object_get(it, "versions")));
+            }
+            free(cursor);
+            json_t *nc = r.json ? json_object_get(r.json, "next_cursor") : NULL;
+            cursor = json_is_string(nc) ? strdup(json_string_value(nc)) : NULL;
+            resp_free(&r);
+            if (!cursor)
+                break;
+        }
+        CHECK_EQ_INT(nseen, nsites);
+        free(cursor);
+    }
+    /* filters */
+    resp r = get("/api/v1/issues?version=1.0&kind=crash&status=open&app=FixtureApp");
+    CHECK_EQ_INT(r.status, 200);
+    CHECK_EQ_INT(r.json ? json_array_size(json_object_get(r.json, "issues")) : 0, nsites);
+    resp_free(&r);
+    r = get("/api/v1/issues?version=9.9");
+    CHECK_EQ_INT(r.json ? json_array_size(json_object_get(r.json, "issues")) : 99, 0);
+    resp_free(&r);
+    char *q = xsprintf("/api/v1/issues?q=%s", sites[1].norm);
+    for (char *p = q; *p; p++)
+        if (*p == ' ' || *p == '[' || *p == ']' || *p == ':' || *p == '<' || *p == '>' ||
+            *p == '(' || *p == ')' || *p == '*' || *p == ',' || *p == '&')
+            *p = '_';   /* keep the query simple: cut at the first odd character */
+    char *cut = strchr(q + strlen("/api/v1/issues?q="), '_');
+    if (cut)
+        *cut = '\0';
+    r = get(q);
+    CHECK_EQ_INT(r.status, 200);
+    CHECK(r.json && json_array_size(json_object_get(r.json, "issues")) >= 1);
+    resp_free(&r);
+    free(q);
+    r = get("/api/v1/issues?sort=bogus");
+    CHECK_EQ_INT(r.status, 400);
+    resp_free(&r);
+    r = get("/api/v1/issues?cursor=nonsense");
+    CHECK_EQ_INT(r.status, 400);
+    resp_free(&r);
+    r = get("/api/v1/issues?since=yesterday-ish");
+    CHECK_EQ_INT(r.status, 400);
+    resp_free(&r);
+}
+
+static void issue_detail_has_breakdowns_daily_and_sample(void)
+{
+    char *url = xsprintf("/api/v1/issues/%lld", site_issue[0]);
+    resp r = get(url);
+    free(url);
+    CHECK_EQ_INT(r.status, 200);
+    json_t *j = r.json;
+    long long count = json_integer_value(json_object_get(j, "count"));
+    json_t *daily = json_object_get(j, "daily");
+    CHECK_EQ_INT(json_array_size(daily), 30);
+    long long sum = 0;
+    for (size_t i = 0; i < json_array_size(daily); i++)
+        sum += json_integer_value(json_object_get(json_array_get(daily, i), "count"));
+    CHECK_EQ_INT(sum, count);
+    json_t *bd = json_object_get(j, "breakdowns");
+    const char *keys[] = {"app_version", "os_version", "hardware_model"};
+    for (size_t k = 0; k < 3; k++) {
+        json_t *list = json_object_get(bd, keys[k]);
+        long long total = 0;
+        for (size_t i = 0; i < json_array_size(list); i++)
+            total += json_integer_value(json_object_get(json_array_get(list, i), "count"));
+        CHECK_EQ_INT(total, count);
+    }
+    json_t *sample = json_object_get(j, "latest_sample");
+    CHECK(json_is_object(sample));
+    CHECK(json_is_object(json_object_get(sample, "report")));
+    resp_free(&r);
+
+    r = get("/api/v1/issues/999999999");
+    CHECK_EQ_INT(r.status, 404);
+    resp_free(&r);
+    r = get("/api/v1/issues/abc");
+    CHECK_EQ_INT(r.status, 404);
+    resp_free(&r);
+}
+
+static void issue_reports_page_newest_first(void)
+{
+    size_t total = 0;
+    char *cursor = NULL;
+    for (int page = 0; page < 50; page++) {
+        char *url = xsprintf("/api/v1/issues/%lld/reports?limit=7%s%s", site_issue[2],
+                             cursor ? "&cursor=" : "", cursor ? cursor : "");
+        resp r = get(url);
+        free(url);
+        CHECK_EQ_INT(r.status, 200);
+        total += r.json ? json_array_size(json_object_get(r.json, "reports")) : 0;
+        free(cursor);
+        json_t *nc = r.json ? json_object_get(r.json, "next_cursor") : NULL;
+        cursor = json_is_string(nc) ? strdup(json_string_value(nc)) : NULL;
+        resp_free(&r);
+        if (!cursor)
+            break;
+    }
+    CHECK_EQ_INT(total, REPORTS_PER_SITE);
+}
+
+static void report_has_symbolicated_model_and_text(void)
+{
+    const gen_report *g = &reports[0];
+    char *url = xsprintf("/api/v1/reports/%s", g->id);
+    resp r = get(url);
+    CHECK_EQ_INT(r.status, 200);
+    CHECK_EQ_INT(json_integer_value(json_object_get(r.json, "issue_id")), site_issue[g->site]);
+    json_t *sym = json_object_get(r.json, "symbolicated");
+    CHECK(json_is_object(sym));
+    CHECK(r.body && strstr(r.body, "\"symbolicated\":\"ok\"") != NULL);
+    resp_free(&r);
+    char *turl = xsprintf("%s?format=text", url);
+    r = get(turl);
+    CHECK_EQ_INT(r.status, 200);
+    /* symbolicatecrash-style: the site's function replaced the bare offset */
+    char fn[64];
+    snprintf(fn, sizeof fn, "%.40s", sites[g->site].function);
+    CHECK(r.body && strstr(r.body, fn) != NULL);
+    resp_free(&r);
+    free(turl);
+    turl = xsprintf("%s?format=pdf", url);
+    r = get(turl);
+    CHECK_EQ_INT(r.status, 400);
+    resp_free(&r);
+    free(turl);
+    free(url);
+}
+
+static void resolved_issue_regresses_in_newer_version(void)
+{
+    char *url = xsprintf("/api/v1/issues/%lld", site_issue[3]);
+    resp r = http("PATCH", url, "application/json",
+                  "{\"status\":\"resolved\",\"resolved_in\":\"3.0\"}", 41);
+    CHECK_EQ_INT(r.status, 200);
+    CHECK_EQ_STR(r.json ? json_string_value(json_object_get(r.json, "status")) : NULL,
+                 "resolved");
+    resp_free(&r);
+    r = http("PATCH", url, "application/json", "{\"status\":\"closed\"}", 19);
+    CHECK_EQ_INT(r.status, 400);
+    resp_free(&r);
+
+    /* An old version (2.0 < 3.0) does not reopen it; 3.0.1 does, flagged as a regression. */
+    const char *versions[2] = {"2.0", "3.0.1"};
+    for (int k = 0; k < 2; k++) {
+        scene sc;
+        make_scene(&sc, 3, 1);
+        sc.version = versions[k];
+        char *body = apple_text(&sc, &builds[1]);
+        resp p = http("POST", "/api/v1/reports", "text/plain", body, strlen(body));
+        CHECK_EQ_INT(p.status, 202);
+        resp_free(&p);
+        free(body);
+        CHECK(drain(30));
+        r = get(url);
+        CHECK_EQ_STR(r.json ? json_string_value(json_object_get(r.json, "status")) : NULL,
+                     k == 0 ? "resolved" : "open");
+        CHECK(r.json && json_is_boolean(json_object_get(r.json, "regressed")) &&
+              json_boolean_value(json_object_get(r.json, "regressed")) == (k == 1));
+        resp_free(&r);
+    }
+    /* ignored stays ignored, and counts go on */
+    r = http("PATCH", url, "application/json", "{\"status\":\"ignored\"}", 20);
+    CHECK_EQ_INT(r.status, 200);
+    resp_free(&r);
+    /* a read token cannot change status */
+    free(url);
+}
+
+static void symbolicate_endpoint_stores_nothing(void)
+{
+    long long before = sql_int("SELECT count(*) FROM reports");
+    const site *s = &sites[0];
+    uint64_t load = 0x104000000ull;
+    char *body = xsprintf("{\"images\":[{\"uuid\":\"%s\",\"arch\":\"arm64\",\"load_address\":"
+                          "\"0x%llx\",\"name\":\"FixtureApp\"}],\"stacks\":[[\"0x%llx\","
+                          "\"0x%llx\"],[\"0x1\"]]}",
+                          builds[1].uuid, (unsigned long long)load,
+                          (unsigned long long)(load + s->off[1][0]),
+                          (unsigned long long)(load + main_off[1][0] + 4));
+    resp r = http("POST", "/api/v1/symbolicate", "application/json", body, strlen(body));
+    free(body);
+    CHECK_EQ_INT(r.status, 200);
+    json_t *st = r.json ? json_object_get(r.json, "stacks") : NULL;
+    json_t *f0 = json_array_get(json_array_get(st, 0), 0);
+    json_t *f1 = json_array_get(json_array_get(st, 0), 1);
+    CHECK_EQ_STR(json_string_value(json_object_get(f0, "status")), "ok");
+    CHECK_EQ_STR(json_string_value(json_object_get(
+                     json_array_get(json_object_get(f0, "symbols"), 0), "function")),
+                 s->function);
+    CHECK_EQ_STR(json_string_value(json_object_get(
+                     json_array_get(json_object_get(f1, "symbols"), 0), "function")),
+                 "main");
+    CHECK_EQ_STR(json_string_value(json_object_get(
+                     json_array_get(json_array_get(st, 1), 0), "status")),
+                 "no_image");
+    resp_free(&r);
+    CHECK_EQ_INT(sql_int("SELECT count(*) FROM reports"), before);
+    r = http("POST", "/api/v1/symbolicate", "application/json", "{\"images\":3}", 12);
+    CHECK_EQ_INT(r.status, 400);
+    resp_free(&r);
+}
+
+static void metrics_show_cache_hit_rate(void)
+{
+    /* The same stacks again: served by the stack cache. */
+    for (int k = 0; k < 3; k++) {
+        resp r = http("POST", "/api/v1/reports", reports[k].ips ? "application/json" : "text/plain",
+                      reports[k].body, reports[k].len);
+        CHECK_EQ_INT(r.status, 202);
+        resp_free(&r);
+    }
+    CHECK(drain(30));
+    resp r = get("/metrics");
+    CHECK_EQ_INT(r.status, 200);
+    const char *hit = r.body ? strstr(r.body, "stacksift_symbol_cache_frames_total{result=\"hit\"} ") : NULL;
+    CHECK(hit != NULL);
+    CHECK(hit && atoll(hit + strlen("stacksift_symbol_cache_frames_total{result=\"hit\"} ")) > 0);
+    CHECK(r.body && strstr(r.body, "stacksift_symbol_cache_hit_ratio ") != NULL);
+    CHECK(r.body && strstr(r.body, "stacksift_reports_processed_total{status=\"processed\"}") != NULL);
+    const char *ratio = r.body ? strstr(r.body, "\nstacksift_symbol_cache_hit_ratio ") : NULL;
+    if (ratio)
+        fprintf(stderr, "cache: %.50s\n", ratio + 1);
+    resp_free(&r);
+}
+
+static void corpus_reports_are_processed_or_cleanly_failed(void)
+{
+    const char *dirs[] = {"apple-text", "ips", "kscrash-json", "plcrash-text", "other"};
+    size_t accepted = 0, rejected = 0;
+    char ids[256][40];
+    size_t nids = 0;
+    for (size_t d = 0; d < 5; d++) {
+        char *dir = xsprintf("%s/../shared/corpus/reports/%s", source_dir, dirs[d]);
+        DIR *dh = opendir(dir);
+        for (struct dirent *e; dh && (e = readdir(dh));) {
+            if (e->d_name[0] == '.')
+                continue;
+            char *path = xsprintf("%s/%s", dir, e->d_name);
+            size_t len;
+            char *data = read_file(path, &len);
+            bool json = data && len > 0 && data[0] == '{';
+            resp r = http("POST", "/api/v1/reports", json ? "application/json" : "text/plain",
+                          data ? data : "", data ? len : 0);
+            if (r.status == 202 && nids < 256) {
+                accepted++;
+                snprintf(ids[nids++], 40, "%s", json_string_value(json_object_get(r.json, "id")));
+            } else {
+                /* refused at intake: a clear 4xx with an error code, never a 5xx */
+                CHECK(r.status == 400 || r.status == 413 || r.status == 422);
+                CHECK(r.json && json_object_get(r.json, "error") != NULL);
+                rejected++;
+            }
+            resp_free(&r);
+            free(data);
+            free(path);
+        }
+        if (dh)
+            closedir(dh);
+        free(dir);
+    }
+    fprintf(stderr, "corpus: %zu accepted, %zu refused at intake\n", accepted, rejected);
+    CHECK(accepted >= 40);
+    CHECK(drain(60));
+    size_t grouped = 0, failed = 0;
+    for (size_t i = 0; i < nids; i++) {
+        char st[16] = "";
+        long long issue = report_issue(ids[i], st);
+        if (strcmp(st, "failed") == 0) {
+            failed++;
+            const char *v[1] = {ids[i]};
+            PGresult *res = PQexecParams(db, "SELECT error FROM reports WHERE id = $1", 1, NULL,
+                                         v, NULL, NULL, 0);
+            CHECK(PQntuples(res) == 1 && !PQgetisnull(res, 0, 0) && *PQgetvalue(res, 0, 0));
+            PQclear(res);
+        } else {
+            CHECK(strcmp(st, "processed") == 0 || strcmp(st, "pending_dsym") == 0);
+            CHECK(issue > 0);
+            grouped += issue > 0;
+        }
+    }
+    fprintf(stderr, "corpus: %zu grouped, %zu failed\n", grouped, failed);
+    CHECK_EQ_INT(grouped + failed, nids);
+}
+
+static void server_stops_cleanly(void)
+{
+    kill(server_pid, SIGTERM);
+    int st = -1;
+    for (double end = now_s() + 30; now_s() < end; sleep_ms(20)) {
+        if (waitpid(server_pid, &st, WNOHANG) == server_pid)
+            break;
+    }
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    server_pid = -1;
+}
+
+static char *create_database(const char *base, const char *name)
+{
+    PGconn *c = PQconnectdb(base);
+    if (PQstatus(c) != CONNECTION_OK) {
+        fprintf(stderr, "cannot connect to %s: %s", base, PQerrorMessage(c));
+        PQfinish(c);
+        return NULL;
+    }
+    char *drop = xsprintf("DROP DATABASE IF EXISTS %s", name);
+    char *create = xsprintf("CREATE DATABASE %s", name);
+    PQclear(PQexec(c, drop));
+    PGresult *r = PQexec(c, create);
+    char *out = PQresultStatus(r) == PGRES_COMMAND_OK
+                    ? xsprintf("host=%s port=%s user=%s dbname=%s", PQhost(c), PQport(c),
+                               PQuser(c), name)
+                    : NULL;
+    PQclear(r);
+    PQfinish(c);
+    free(drop);
+    free(create);
+    return out;
+}
+
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    bind(fd, (struct sockaddr *)&a, sizeof a);
+    getsockname(fd, (struct sockaddr *)&a, &len);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+int main(void)
+{
+    const char *base_url = getenv("STACKSIFT_TEST_DATABASE_URL");
+    bin = getenv("STACKSIFT_BIN");
+    fixtures = getenv("STACKSIFT_FIXTURES");
+    source_dir = getenv("STACKSIFT_SOURCE_DIR");
+    if (!base_url || !*base_url) {
+        fprintf(stderr, "test_pipeline: STACKSIFT_TEST_DATABASE_URL is not set: run the tests "
+                        "with tests/run.sh, which starts Postgres with tests/pg.sh and sets it\n");
+        return 1;
+    }
+    if (!bin || !fixtures || !source_dir) {
+        fprintf(stderr, "test_pipeline: STACKSIFT_BIN, STACKSIFT_FIXTURES and "
+                        "STACKSIFT_SOURCE_DIR must be set (ctest sets them)\n");
+        return 1;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    char tmpl[] = "/tmp/stacksift-pipeline.XXXXXX";
+    tmp_root = strdup(mkdtemp(tmpl));
+    data_dir = xsprintf("%s/data", tmp_root);
+    char *dbname = xsprintf("stacksift_pipeline_%d", (int)getpid());
+    db_url = create_database(base_url, dbname);
+    if (!db_url)
+        return 1;
+    db = PQconnectdb(db_url);
+    port = free_port();
+    env_db = xsprintf("STACKSIFT_DATABASE_URL=%s", db_url);
+    env_data = xsprintf("STACKSIFT_DATA_DIR=%s", data_dir);
+    env_listen = xsprintf("STACKSIFT_LISTEN=127.0.0.1:%d", port);
+
+    char *man_path = xsprintf("%s/manifest.json", fixtures);
+    json_t *man = json_load_file(man_path, 0, NULL);
+    build kit = {0};
+    if (!man || !manifest_slice(man, "arm64-O0", &builds[0]) ||
+        !manifest_slice(man, "arm64-O2", &builds[1]) || !manifest_slice(man, "kit", &kit)) {
+        fprintf(stderr, "test_pipeline: cannot read %s\n", man_path);
+        return 1;
+    }
+    snprintf(kit_uuid, sizeof kit_uuid, "%s", kit.uuid);
+    if (!map_build(&builds[0], 0) || !map_build(&builds[1], 1)) {
+        fprintf(stderr, "test_pipeline: stacksift lookup failed on the fixtures\n");
+        return 1;
+    }
+    pick_sites();
+    generate();
+
+    char *migrate[] = {(char *)bin, "migrate", NULL};
+    char *tok_out = xsprintf("%s/token.txt", tmp_root);
+    char *tok_argv[] = {(char *)bin, "token", "create", "--name", "pipeline-test", "--scopes",
+                        "ingest,upload,read,admin", NULL};
+    if (run_cmd(migrate, NULL, NULL, server_env()) != 0 ||
+        run_cmd(tok_argv, NULL, tok_out, server_env()) != 0) {
+        fprintf(stderr, "test_pipeline: migrate or token create failed\n");
+        return 1;
+    }
+    char *t = read_file(tok_out, NULL);
+    for (size_t n = strlen(t); n > 0 && t[n - 1] == '\n'; n--)
+        t[n - 1] = '\0';
+    char *last = strrchr(t, '\n');
+    token = strdup(last ? last + 1 : t);
+    server_pid = start_server();
+    if (server_pid < 0) {
+        fprintf(stderr, "test_pipeline: the server did not start (log in %s)\n", tmp_root);
+        return 1;
+    }
+
+    double t0 = now_s();
+    RUN(sites_come_from_both_builds);
+    RUN(generated_reports_parse);
+    RUN(reports_wait_for_their_dsym);
+    RUN(dsym_upload_regroups_waiting_reports);
+    RUN(every_site_is_one_issue);
+    RUN(issue_list_pages_through_everything);
+    RUN(issue_detail_has_breakdowns_daily_and_sample);
+    RUN(issue_reports_page_newest_first);
+    RUN(report_has_symbolicated_model_and_text);
+    RUN(resolved_issue_regresses_in_newer_version);
+    RUN(symbolicate_endpoint_stores_nothing);
+    RUN(metrics_show_cache_hit_rate);
+    RUN(corpus_reports_are_processed_or_cleanly_failed);
+    RUN(server_stops_cleanly);
+    fprintf(stderr, "test_pipeline: %zu generated reports, %.1f s\n", nreports, now_s() - t0);
+    if (server_pid > 0) {
+        kill(server_pid, SIGKILL);
+        waitpid(server_pid, NULL, 0);
+    }
+    PQfinish(db);
+    json_decref(man);
+    return harness_done();
+}
