@@ -230,7 +230,9 @@ static uint32_t out_scope(builder *b, uint32_t id)
         return b->scope_map[id];
     const debuginfo_scope *s = &b->di->scopes[id];
     symc_scope o = {0};
-    o.name = out_string(b, s->name);
+    /* a caller DWARF names nothing for (rare, corrupt) still needs a printable name */
+    o.name = s->name != STRTAB_NONE ? out_string(b, s->name)
+                                    : strtab_offset(&b->strings, strtab_intern(&b->strings, "??", 2));
     o.parent = SYMC_NONE;
     bool inlinee = s->parent != DEBUGINFO_NONE && s->parent < b->di->nscopes && s->parent != id;
     if (inlinee) {
