@@ -21,66 +21,47 @@
 #include "debuginfo/demangle.h"
 #include "debuginfo/dieread_internal.h"
 
-#define MAX_DWARF_SECTIONS 32
 #define MAX_NAME_HOPS 16   /* abstract_origin/specification chain length we follow */
 #define MAX_SCOPE_DEPTH 256 /* nesting of inlinees and lexical blocks we descend into */
 
 /* ---- the __DWARF sections of a Mach-O image ------------------------------------------ */
 
-/* The __DWARF sections by their standard DWARF names. */
-typedef struct {
-    const char *name;    /* ".debug_info", ... */
-    const uint8_t *data; /* inside the mapped slice */
-    uint64_t size, addr;
-} dwarf_section;
+/* The sections the reader uses, by their Mach-O names. Names are cut at 16 bytes:
+ * "__debug_str_offs" is .debug_str_offsets. */
+static const struct {
+    const char *sectname;
+    size_t field;
+} SECTIONS[] = {
+    {"__debug_info", offsetof(die_sections, info)},
+    {"__debug_abbrev", offsetof(die_sections, abbrev)},
+    {"__debug_str", offsetof(die_sections, str)},
+    {"__debug_line_str", offsetof(die_sections, line_str)},
+    {"__debug_str_offs", offsetof(die_sections, str_offsets)},
+    {"__debug_addr", offsetof(die_sections, addr)},
+    {"__debug_ranges", offsetof(die_sections, ranges)},
+    {"__debug_rnglists", offsetof(die_sections, rnglists)},
+    {"__debug_line", offsetof(die_sections, line)},
+};
 
-typedef struct {
-    dwarf_section secs[MAX_DWARF_SECTIONS]; /* [0] is an empty placeholder */
-    unsigned n;
-    uint8_t pointer_size;
-    uint64_t dwarf_bytes;
-} section_reader;
-
-/* Mach-O names are cut at 16 bytes: map them back to the standard DWARF names. */
-static const char *dwarf_name_for(const char *sectname)
+/* Point `out` at the image's __DWARF sections; returns the bytes of all __DWARF sections
+ * (what a symcache was built from). */
+static uint64_t load_sections(die_sections *out, const macho_image *img)
 {
-    static const char *const NAMES[] = {
-        ".debug_info",     ".debug_abbrev",   ".debug_line",    ".debug_str",
-        ".debug_ranges",   ".debug_rnglists", ".debug_addr",    ".debug_str_offsets",
-        ".debug_line_str", ".debug_aranges",  ".debug_loc",     ".debug_loclists",
-        ".debug_types",    ".debug_frame",    ".debug_names",   ".debug_macinfo",
-        ".debug_macro",    ".debug_pubnames", ".debug_pubtypes",
-    };
-    if (strncmp(sectname, "__debug_", 8) != 0)
-        return NULL;
-    /* a 16-byte Mach-O name may be cut: "__debug_str_offs" is .debug_str_offsets */
-    size_t len = strlen(sectname + 2);
-    for (size_t i = 0; i < sizeof NAMES / sizeof NAMES[0]; i++)
-        if (len == 14 ? strncmp(NAMES[i] + 1, sectname + 2, 14) == 0 : strcmp(NAMES[i] + 1, sectname + 2) == 0)
-            return NAMES[i];
-    return NULL;
-}
-
-static void section_reader_init(section_reader *r, const macho_image *img)
-{
-    memset(r, 0, sizeof *r);
-    r->secs[0].name = "";
-    r->n = 1;
-    r->pointer_size = img->is64 ? 8 : 4;
-    for (size_t i = 0; i < img->nsections && r->n < MAX_DWARF_SECTIONS; i++) {
+    uint64_t total = 0;
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < img->nsections; i++) {
         const macho_section *s = &img->sections[i];
-        if (strcmp(s->segname, "__DWARF") != 0)
+        if (strcmp(s->segname, "__DWARF") != 0 || s->data == NULL)
             continue;
-        const char *name = dwarf_name_for(s->sectname);
-        if (name == NULL)
-            continue;
-        dwarf_section *d = &r->secs[r->n++];
-        d->name = name;
-        d->data = s->data;
-        d->size = s->data ? s->size : 0;
-        d->addr = 0;
-        r->dwarf_bytes += d->size;
+        total += s->size;
+        for (size_t k = 0; k < sizeof SECTIONS / sizeof SECTIONS[0]; k++)
+            if (strcmp(s->sectname, SECTIONS[k].sectname) == 0) {
+                die_section *d = (die_section *)((char *)out + SECTIONS[k].field);
+                d->data = s->data;
+                d->len = s->size;
+            }
     }
+    return total;
 }
 
 /* ---- per-thread worker ------------------------------------------------------------------ */
@@ -651,35 +632,9 @@ err_code debuginfo_load(debuginfo *out, const macho_image *img, unsigned threads
 {
     memset(out, 0, sizeof *out);
     strtab_init(&out->strings);
-    section_reader reader;
-    section_reader_init(&reader, img);
-    out->dwarf_bytes = reader.dwarf_bytes;
-    err_code rc = ERR_OK;
-
     die_sections secs;
-    memset(&secs, 0, sizeof secs);
-    for (unsigned i = 1; i < reader.n; i++) {
-        static const struct {
-            const char *name;
-            size_t field;
-        } MAP[] = {
-            {".debug_info", offsetof(die_sections, info)},
-            {".debug_abbrev", offsetof(die_sections, abbrev)},
-            {".debug_str", offsetof(die_sections, str)},
-            {".debug_line_str", offsetof(die_sections, line_str)},
-            {".debug_str_offsets", offsetof(die_sections, str_offsets)},
-            {".debug_addr", offsetof(die_sections, addr)},
-            {".debug_ranges", offsetof(die_sections, ranges)},
-            {".debug_rnglists", offsetof(die_sections, rnglists)},
-            {".debug_line", offsetof(die_sections, line)},
-        };
-        for (size_t k = 0; k < sizeof MAP / sizeof MAP[0]; k++)
-            if (strcmp(reader.secs[i].name, MAP[k].name) == 0) {
-                die_section *d = (die_section *)((char *)&secs + MAP[k].field);
-                d->data = reader.secs[i].data;
-                d->len = reader.secs[i].size;
-            }
-    }
+    out->dwarf_bytes = load_sections(&secs, img);
+    err_code rc = ERR_OK;
     die_unit *units = NULL;
     size_t nunits = 0;
     if (secs.info.len > 0) {
