@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Load a running stacksift with demo data and print the dashboard URL:
+#   1. the fixture app's dSYMs (built by tests/fixtures/build.sh from tests/fixtures/src):
+#      FixtureApp-dSYMs.zip (the -O2 app and FixtureKit) and the -O0 app's DWARF file;
+#   2. crash and hang reports of that app made by deploy/demo_reports.py (two versions,
+#      random slides, system frames, devices), grouped into a handful of real issues;
+#   3. every real report in ../shared/corpus/reports/ (refused ones are counted, not hidden).
+# Then it waits until the workers have processed the queue.
+#
+#   deploy/demo.sh                 after deploy/quickstart.sh: URL and tokens from ./.data
+#   STACKSIFT_URL=http://127.0.0.1:8080 UPLOAD_TOKEN=... INGEST_TOKEN=... READ_TOKEN=... deploy/demo.sh
+# Environment: STACKSIFT_URL, UPLOAD_TOKEN, INGEST_TOKEN, READ_TOKEN (default: .data/listen and
+# .data/tokens.env as quickstart.sh leaves them), STACKSIFT_BIN (default build/server/stacksift),
+# STACKSIFT_FIXTURES (default build-fixtures), STACKSIFT_CORPUS (default
+# ../shared/corpus/reports), DEMO_WAIT_S (default 120: longest wait for the queue).
+# Running it twice posts the reports twice (counts double); the dSYMs are stored once.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+log() { echo "demo: $*" >&2; }
+die() { log "$*"; exit 1; }
+
+if [ -f "$root/.data/tokens.env" ]; then
+  while IFS='=' read -r k v; do   # the environment wins over the file
+    case $k in INGEST_TOKEN|UPLOAD_TOKEN|READ_TOKEN) [ -n "${!k:-}" ] || printf -v "$k" %s "$v" ;; esac
+  done <"$root/.data/tokens.env"
+fi
+if [ -z "${STACKSIFT_URL:-}" ] && [ -f "$root/.data/listen" ]; then
+  STACKSIFT_URL=http://$(cat "$root/.data/listen")
+fi
+[ -n "${STACKSIFT_URL:-}" ] || die "no STACKSIFT_URL and no .data/listen: run deploy/quickstart.sh first"
+for t in UPLOAD_TOKEN INGEST_TOKEN READ_TOKEN; do
+  [ -n "${!t:-}" ] || die "no $t (deploy/quickstart.sh writes them to .data/tokens.env)"
+done
+url=${STACKSIFT_URL%/}
+bin=${STACKSIFT_BIN:-$root/build/server/stacksift}
+fixtures=${STACKSIFT_FIXTURES:-$root/build-fixtures}
+corpus=${STACKSIFT_CORPUS:-$root/../shared/corpus/reports}
+[ -x "$bin" ] || die "no stacksift binary at $bin (deploy/quickstart.sh builds it)"
+[ -d "$corpus" ] || die "no report corpus at $corpus"
+curl -fsS "$url/readyz" >/dev/null || die "$url/readyz does not answer 200: is the server running?"
+
+# 1. Fixtures (a stamp makes this a no-op when they are current) and their dSYMs.
+tests/fixtures/build.sh "$fixtures" >&2
+upload() {   # upload FILE [NAME]: one dSYM upload, the answer's statuses on stderr
+  local code
+  code=$(curl -sS -o "$work/upload.json" -w '%{http_code}' -H "Authorization: Bearer $UPLOAD_TOKEN" \
+    -F "file=@$1${2:+;filename=$2}" "$url/api/v1/dsyms")
+  case "$code" in
+    200|201) log "dSYM $(basename "$1"): $(jq -r '[.files[] | "\(.name) \(.arch) \(.uuid) \(.status)"] | join(", ")' "$work/upload.json")" ;;
+    *) die "uploading $1 answered $code: $(cat "$work/upload.json")" ;;
+  esac
+}
+work=$(mktemp -d /tmp/stacksift-demo.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+upload "$fixtures/FixtureApp-dSYMs.zip"
+upload "$fixtures/arm64-O0/FixtureApp.app.dSYM/Contents/Resources/DWARF/FixtureApp" FixtureApp
+
+# 2 + 3. Reports: generated ones, then the real corpus.
+python3 deploy/demo_reports.py "$bin" "$fixtures" "$work/reports" >&2
+accepted=0 refused=0
+post() {   # post FILE: one report; Content-Type from its first byte
+  local ctype=text/plain code
+  [ "$(head -c 1 "$1")" = "{" ] && ctype=application/json
+  code=$(curl -sS -o "$work/post.json" -w '%{http_code}' -H "Authorization: Bearer $INGEST_TOKEN" \
+    -H "Content-Type: $ctype" --data-binary "@$1" "$url/api/v1/reports")
+  if [ "$code" = 202 ]; then
+    accepted=$((accepted + 1))
+  else
+    refused=$((refused + 1))
+    log "refused ($code) ${1#"$corpus/"}: $(jq -r '.error.message // .' "$work/post.json" 2>/dev/null | head -c 160)"
+  fi
+}
+for f in "$work"/reports/*; do post "$f"; done
+log "generated reports: $accepted accepted"
+gen=$accepted
+while IFS= read -r f; do post "$f"; done < <(find "$corpus" -mindepth 2 -type f | sort)
+log "corpus reports: $((accepted - gen)) accepted, $refused refused (not crash reports, or truncated)"
+
+# Wait for the workers.
+deadline=$(( $(date +%s) + ${DEMO_WAIT_S:-120} ))
+while :; do
+  queued=$(curl -fsS "$url/metrics" | awk '$1 == "stacksift_reports_queued" {print $2}')
+  [ "${queued:-1}" = 0 ] && break
+  [ "$(date +%s)" -lt "$deadline" ] || die "still $queued reports queued after ${DEMO_WAIT_S:-120} s (STACKSIFT_WORKERS=0?)"
+  sleep 0.5
+done
+issues=$(curl -fsS -H "Authorization: Bearer $READ_TOKEN" "$url/api/v1/issues?limit=200" | jq '.issues | length')
+missing=$(curl -fsS -H "Authorization: Bearer $READ_TOKEN" "$url/api/v1/dsyms/missing" | jq '.missing | length')
+cat <<EOF
+demo loaded: $accepted reports accepted, $refused refused, $issues issues, $missing UUIDs waiting for a dSYM
+
+  Dashboard: $url/   (paste the read token once: $READ_TOKEN)
+EOF

@@ -1,0 +1,588 @@
+/*
+ * stacksift dashboard: one page, hash routes, plain DOM. Talks only to this server's
+ * /api/v1 (docs/openapi.yaml) with the read token kept in localStorage; nothing is
+ * fetched from anywhere else, so it works offline.
+ *
+ *   #/issues?app=&version=&kind=&status=&q=&sort=   issue list (filters, sorting, sparklines)
+ *   #/issues/ID                                     one issue: sample stack, breakdowns, status
+ *   #/reports/UUID                                  raw and symbolicated text side by side
+ *   #/dsyms                                         UUIDs that reports wait for
+ *
+ * Every value from the API goes into the page as text (textContent), never as HTML.
+ */
+(function () {
+  'use strict';
+
+  var TOKEN_KEY = 'stacksift.token';
+  var ADMIN_KEY = 'stacksift.adminToken';   // sessionStorage: only for status changes
+  var view = document.getElementById('view');
+  var renderSeq = 0;   // a newer render makes older async work drop its results
+
+  /* ---- DOM helpers ------------------------------------------------------------------- */
+
+  // h('tag.class#id', {attr: v, onclick: fn}, child...) - children are nodes or text.
+  function h(spec, attrs) {
+    var m = /^([a-z0-9]+)((?:[.#][\w-]+)*)$/i.exec(spec);
+    var el = document.createElement(m ? m[1] : spec);
+    if (m && m[2]) {
+      m[2].replace(/([.#])([\w-]+)/g, function (_, k, v) {
+        if (k === '.') el.classList.add(v); else el.id = v;
+      });
+    }
+    var start = 1;
+    if (attrs && typeof attrs === 'object' && !(attrs instanceof Node) && !Array.isArray(attrs)) {
+      start = 2;
+      Object.keys(attrs).forEach(function (k) {
+        var v = attrs[k];
+        if (v === undefined || v === null || v === false) return;
+        if (k.slice(0, 2) === 'on') el.addEventListener(k.slice(2), v);
+        else if (k === 'value') el.value = v;
+        else el.setAttribute(k, v === true ? '' : String(v));
+      });
+    }
+    for (var i = start; i < arguments.length; i++) append(el, arguments[i]);
+    return el;
+  }
+  function append(el, c) {
+    if (c === undefined || c === null || c === false) return;
+    if (Array.isArray(c)) { c.forEach(function (x) { append(el, x); }); return; }
+    el.appendChild(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  function svg(tag, attrs) {
+    var el = document.createElementNS('http://www.w3.org/2000/svg', tag);
+    Object.keys(attrs || {}).forEach(function (k) { el.setAttribute(k, attrs[k]); });
+    for (var i = 2; i < arguments.length; i++) append(el, arguments[i]);
+    return el;
+  }
+  function show(node) {
+    view.textContent = '';
+    append(view, node);
+  }
+
+  /* ---- formatting -------------------------------------------------------------------- */
+
+  function ago(iso) {
+    if (!iso) return '—';
+    var s = (Date.now() - Date.parse(iso)) / 1000;
+    if (!isFinite(s)) return iso;
+    if (s < 60) return 'just now';
+    var units = [[60, 'min'], [3600, 'h'], [86400, 'd'], [86400 * 30, 'mo'], [86400 * 365, 'y']];
+    var u = units[0];
+    for (var i = 0; i < units.length; i++) if (s >= units[i][0]) u = units[i];
+    return Math.floor(s / u[0]) + ' ' + u[1] + ' ago';
+  }
+  function when(iso) {
+    return h('span', {title: iso || ''}, ago(iso));
+  }
+  function basename(p) {
+    return p ? String(p).replace(/^.*[\/\\]/, '') : p;
+  }
+  function hex(n) {
+    return '0x' + n.toString(16);
+  }
+  function statusTag(s) {
+    return h('span.status-' + s, s);
+  }
+
+  /* ---- API ----------------------------------------------------------------------------- */
+
+  function token() {
+    try { return localStorage.getItem(TOKEN_KEY) || ''; } catch (e) { return ''; }
+  }
+
+  function ApiError(status, code, message) {
+    this.status = status; this.code = code; this.message = message;
+  }
+
+  // api(path[, {method, body, text, token}]) -> Promise of JSON (or text with text: true).
+  function api(path, opts) {
+    opts = opts || {};
+    var headers = {Authorization: 'Bearer ' + (opts.token || token())};
+    if (opts.body !== undefined) headers['Content-Type'] = 'application/json';
+    return fetch(path, {
+      method: opts.method || 'GET', headers: headers, cache: 'no-store',
+      body: opts.body === undefined ? undefined : JSON.stringify(opts.body)
+    }).then(function (r) {
+      if (r.ok) return opts.text ? r.text() : r.json();
+      return r.json().catch(function () { return {}; }).then(function (j) {
+        var e = j && j.error ? j.error : {};
+        throw new ApiError(r.status, e.code || 'http_' + r.status, e.message || r.statusText);
+      });
+    }, function (e) {
+      throw new ApiError(0, 'network', 'the server did not answer (' + e.message + ')');
+    });
+  }
+
+  // What a failed load shows; a 401 asks for a token again.
+  function failed(err) {
+    if (err && err.status === 401 && !tokenAsked) {
+      askToken('The server refused the token (' + err.message + '). Paste a token with the read scope.');
+      return;
+    }
+    show(h('p.error', err && err.message ? (err.code || 'error') + ': ' + err.message : String(err)));
+  }
+
+  /* ---- token ------------------------------------------------------------------------- */
+
+  var tokenAsked = false;
+  function askToken(why) {
+    tokenAsked = true;
+    var input = h('input', {type: 'password', name: 'token', autocomplete: 'off',
+                            placeholder: 'ss_…', 'aria-label': 'read token'});
+    var form = h('form.token-box#token-form', {onsubmit: function (ev) {
+      ev.preventDefault();
+      var t = input.value.trim();
+      if (!t) return;
+      try { localStorage.setItem(TOKEN_KEY, t); } catch (e) { /* private mode: kept for this page */ }
+      tokenAsked = false;
+      route();
+    }},
+      h('h1', 'Read token'),
+      h('p', why || 'Paste a stacksift API token with the read scope (deploy/quickstart.sh prints READ_TOKEN; '
+        + '`stacksift token create --name dashboard --scopes read` makes one). It is kept in this browser.'),
+      input,
+      h('button.primary', {type: 'submit'}, 'Save'));
+    show(form);
+    input.focus();
+  }
+  document.getElementById('token-button').addEventListener('click', function () {
+    askToken();
+  });
+
+  /* ---- routing ------------------------------------------------------------------------- */
+
+  function parseHash() {
+    var hsh = location.hash.replace(/^#\/?/, '');
+    var q = hsh.indexOf('?');
+    var path = q < 0 ? hsh : hsh.slice(0, q);
+    var params = new URLSearchParams(q < 0 ? '' : hsh.slice(q + 1));
+    return {parts: path.split('/').filter(Boolean).map(decodeURIComponent), params: params};
+  }
+
+  function route() {
+    renderSeq++;
+    var r = parseHash();
+    var section = r.parts[0] || 'issues';
+    document.querySelectorAll('header nav a').forEach(function (a) {
+      a.classList.toggle('active', a.getAttribute('data-nav') === section);
+    });
+    if (!token()) { askToken(); return; }
+    tokenAsked = false;
+    if (section === 'issues' && r.parts[1]) issuePage(r.parts[1]);
+    else if (section === 'issues') issueList(r.params);
+    else if (section === 'reports' && r.parts[1]) reportPage(r.parts[1]);
+    else if (section === 'dsyms') missingPage();
+    else show(h('p.error', 'no such page: ' + location.hash));
+  }
+  window.addEventListener('hashchange', route);
+
+  /* ---- issue list -------------------------------------------------------------------- */
+
+  var FILTERS = ['app', 'version', 'kind', 'status', 'q', 'sort'];
+
+  function issueList(params) {
+    var seq = renderSeq;
+    var f = {};
+    FILTERS.forEach(function (k) { f[k] = params.get(k) || ''; });
+    if (!params.has('status')) f.status = 'open';
+    if (!f.sort) f.sort = 'last_seen';
+
+    function setFilter(k, v) {
+      var p = new URLSearchParams();
+      FILTERS.forEach(function (n) {
+        var val = n === k ? v : f[n];
+        if (n === 'status' || val) p.set(n, val);
+      });
+      location.hash = '#/issues?' + p.toString();
+    }
+    var timer = null;
+    function textInput(k, label, cls, type) {
+      return h('label', label, h('input' + (cls ? '.' + cls : ''), {
+        type: type || 'text', name: k, value: f[k], autocomplete: 'off',
+        oninput: function (ev) {
+          clearTimeout(timer);
+          var v = ev.target.value.trim();
+          timer = setTimeout(function () { setFilter(k, v); }, 350);
+        },
+        onkeydown: function (ev) {
+          if (ev.key === 'Enter') { clearTimeout(timer); setFilter(k, ev.target.value.trim()); }
+        }
+      }));
+    }
+    function selectInput(k, label, options) {
+      return h('label', label, h('select', {name: k, onchange: function (ev) { setFilter(k, ev.target.value); }},
+        options.map(function (o) {
+          return h('option', {value: o[0], selected: f[k] === o[0]}, o[1]);
+        })));
+    }
+
+    var filters = h('form.filters#filters', {onsubmit: function (ev) { ev.preventDefault(); }},
+      textInput('q', 'Search title or culprit', null, 'search'),
+      textInput('app', 'App', 'short'),
+      textInput('version', 'Version', 'short'),
+      selectInput('kind', 'Kind', [['', 'any'], ['crash', 'crash'], ['hang', 'hang'], ['sample', 'sample']]),
+      selectInput('status', 'Status', [['open', 'open'], ['resolved', 'resolved'], ['ignored', 'ignored'], ['', 'any']]),
+      selectInput('sort', 'Sort by', [['last_seen', 'last seen'], ['first_seen', 'first seen'], ['count', 'count']]));
+
+    function th(label, key) {
+      if (!key) return h('th', label);
+      return h('th.sortable' + (f.sort === key ? '.sorted' : ''), {
+        onclick: function () { setFilter('sort', key); }, title: 'sort by ' + label.toLowerCase()
+      }, label);
+    }
+    var tbody = h('tbody');
+    var table = h('table.list#issues', h('thead', h('tr',
+      th('Issue'), th('Count', 'count'), th('Last 30 days'), th('First seen', 'first_seen'),
+      th('Last seen', 'last_seen'), th('Versions'), th('Status'))), tbody);
+    var info = h('p.muted#list-info', 'Loading…');
+    var more = h('div.more');
+    show([h('h1', 'Issues'), filters, info, table, more]);
+
+    var shown = 0;
+    function load(cursor) {
+      var q = new URLSearchParams();
+      FILTERS.forEach(function (k) { if (f[k]) q.set(k, f[k]); });
+      q.set('limit', '50');
+      if (cursor) q.set('cursor', cursor);
+      return api('/api/v1/issues?' + q.toString()).then(function (page) {
+        if (seq !== renderSeq) return;
+        page.issues.forEach(function (it) { tbody.appendChild(issueRow(it)); });
+        shown += page.issues.length;
+        info.textContent = shown === 0 ? 'No issues match these filters.'
+          : shown + (page.next_cursor ? '+' : '') + ' issue' + (shown === 1 ? '' : 's');
+        more.textContent = '';
+        if (page.next_cursor) {
+          more.appendChild(h('button#load-more', {onclick: function () { load(page.next_cursor); }}, 'Load more'));
+        }
+        sparklines(page.issues, seq);
+      });
+    }
+    load(null).catch(failed);
+  }
+
+  function issueRow(it) {
+    var versions = it.versions || [];
+    var vshown = versions.slice(-3).reverse();
+    return h('tr', {'data-issue': it.id},
+      h('td',
+        h('a.issue-title', {href: '#/issues/' + it.id}, it.title),
+        h('div.culprit', it.culprit),
+        h('div',
+          it.app ? h('span.tag', it.app) : null,
+          h('span.tag', it.kind),
+          it.provisional ? h('span.tag.warn', {title: 'grouped by image + offset until its dSYM is uploaded'}, 'provisional') : null,
+          it.regressed ? h('span.tag.bad', 'regressed') : null)),
+      h('td.num', String(it.count)),
+      h('td.spark', {'data-spark': it.id}, emptySpark()),
+      h('td.when', when(it.first_seen)),
+      h('td.when', when(it.last_seen)),
+      h('td', vshown.map(function (v) { return h('span.tag', v); }),
+        versions.length > 3 ? h('span.muted', {title: versions.join(', ')}, '+' + (versions.length - 3)) : null),
+      h('td', statusTag(it.status)));
+  }
+
+  function emptySpark() {
+    return svg('svg', {class: 'spark', width: 120, height: 24, viewBox: '0 0 120 24'});
+  }
+
+  // 30 daily bars; `counts` oldest first.
+  function spark(counts, days, w, hgt, cls) {
+    w = w || 120; hgt = hgt || 24;
+    var max = Math.max.apply(null, counts.concat([1]));
+    var bw = w / counts.length;
+    var el = svg('svg', {class: 'spark' + (cls ? ' ' + cls : ''), width: w, height: hgt, viewBox: '0 0 ' + w + ' ' + hgt,
+                         role: 'img', 'aria-label': 'reports per day, last ' + counts.length + ' days'});
+    counts.forEach(function (c, i) {
+      var bh = c > 0 ? Math.max(1.5, (hgt - 1) * c / max) : 0.5;
+      el.appendChild(svg('rect', {x: (i * bw + 0.5).toFixed(1), y: (hgt - bh).toFixed(1),
+                                  width: Math.max(1, bw - 1).toFixed(1), height: bh.toFixed(1),
+                                  opacity: c > 0 ? 1 : 0.25},
+        svg('title', {}, (days ? days[i] + ': ' : '') + c)));
+    });
+    return el;
+  }
+
+  // One request for the sparklines of a whole page of issues.
+  function sparklines(issues, seq) {
+    if (!issues.length) return;
+    var ids = issues.map(function (it) { return it.id; });
+    api('/api/v1/daily?issues=' + ids.join(',')).then(function (d) {
+      if (seq !== renderSeq) return;
+      ids.forEach(function (id) {
+        var cell = view.querySelector('td[data-spark="' + id + '"]');
+        var counts = d.issues[String(id)];
+        if (cell && counts) { cell.textContent = ''; cell.appendChild(spark(counts, d.days)); }
+      });
+    }).catch(function () { /* the list stands without sparklines */ });
+  }
+
+  /* ---- issue page -------------------------------------------------------------------- */
+
+  function issuePage(id) {
+    var seq = renderSeq;
+    show(h('p.muted', 'Loading issue ' + id + '…'));
+    api('/api/v1/issues/' + encodeURIComponent(id)).then(function (it) {
+      if (seq !== renderSeq) return;
+      var sample = it.latest_sample || null;
+      var reportsBody = h('tbody');
+      var reportsMore = h('div.more');
+      var daily = it.daily || [];
+      show([
+        h('p', h('a', {href: '#/issues'}, '← Issues')),
+        h('h1#issue-title', it.title),
+        h('div.culprit#issue-culprit', it.culprit),
+        h('div', it.app ? h('span.tag', it.app) : null, h('span.tag', it.kind),
+          it.provisional ? h('span.tag.warn', 'provisional: regrouped when the dSYM arrives') : null,
+          it.regressed ? h('span.tag.bad', 'regressed ' + ago(it.regressed_at)) : null),
+        statusControl(it),
+        h('div.facts',
+          fact('Reports', String(it.count)),
+          fact('First seen', when(it.first_seen)),
+          fact('Last seen', when(it.last_seen)),
+          fact('Exception', it.exception || '—'),
+          fact('Versions', (it.versions || []).join(', ') || '—'),
+          fact('Grouped by', it.basis || '—'),
+          fact('Fingerprint', h('span.mono', {title: it.fingerprint}, (it.fingerprint || '').slice(0, 16)))),
+        h('h2', 'Last 30 days'),
+        daily.length ? spark(daily.map(function (d) { return d.count; }),
+                             daily.map(function (d) { return d.day; }), 600, 60, 'daily') : h('p.muted', 'no data'),
+        h('div.grid3',
+          breakdown('App version', it.breakdowns && it.breakdowns.app_version),
+          breakdown('OS version', it.breakdowns && it.breakdowns.os_version),
+          breakdown('Device', it.breakdowns && it.breakdowns.hardware_model)),
+        h('h2', 'Signature'),
+        signatureTable(it.frames || []),
+        h('h2', 'Sample stack',
+          sample ? h('span.muted', ' — report ', h('a', {href: '#/reports/' + sample.id}, sample.id.slice(0, 8)),
+                     ', ' + [sample.app_version, sample.os_version, sample.hardware_model].filter(Boolean).join(' · ')) : null),
+        sample && sample.report ? sampleStack(sample.report) : h('p.muted', 'No processed sample yet.'),
+        h('h2', 'Reports'),
+        h('table.list#issue-reports', h('thead', h('tr', h('th', 'Report'), h('th', 'Received'),
+          h('th', 'Status'), h('th', 'Version'), h('th', 'OS'), h('th', 'Device'))), reportsBody),
+        reportsMore
+      ]);
+      function loadReports(cursor) {
+        var q = 'limit=20' + (cursor ? '&cursor=' + encodeURIComponent(cursor) : '');
+        api('/api/v1/issues/' + encodeURIComponent(id) + '/reports?' + q).then(function (page) {
+          if (seq !== renderSeq) return;
+          page.reports.forEach(function (r) {
+            reportsBody.appendChild(h('tr',
+              h('td', h('a.mono', {href: '#/reports/' + r.id}, r.id)),
+              h('td.when', when(r.received_at)), h('td', r.status), h('td', r.app_version || '—'),
+              h('td', r.os_version || '—'), h('td', r.hardware_model || '—')));
+          });
+          reportsMore.textContent = '';
+          if (page.next_cursor) {
+            reportsMore.appendChild(h('button', {onclick: function () { loadReports(page.next_cursor); }}, 'Load more'));
+          }
+        }).catch(function (e) { reportsMore.textContent = 'reports: ' + e.message; });
+      }
+      loadReports(null);
+    }).catch(failed);
+  }
+
+  function fact(label, value) {
+    return h('div', h('span.label', label), value);
+  }
+
+  function breakdown(title, rows) {
+    rows = rows || [];
+    var total = rows.reduce(function (s, r) { return s + r.count; }, 0) || 1;
+    return h('div.panel.bars', {'data-breakdown': title},
+      h('strong', title),
+      rows.length ? rows.slice(0, 10).map(function (r) {
+        var pct = Math.round(100 * r.count / total);
+        var bar = h('div.bar');
+        bar.style.width = Math.max(pct, 1) + '%';   // CSSOM: the page's CSP forbids style attributes
+        return h('div.row',
+          h('div', h('div', r.value === null || r.value === '' ? '(unknown)' : r.value), bar),
+          h('div.num', {title: pct + '%'}, String(r.count)));
+      }) : h('div.muted', 'no data'),
+      rows.length > 10 ? h('div.muted', (rows.length - 10) + ' more') : null);
+  }
+
+  function signatureTable(frames) {
+    if (!frames.length) return h('p.muted', 'No frames: grouped by exception only.');
+    return h('table.stack#signature', h('tbody', frames.map(function (f, i) {
+      return h('tr' + (f.in_app ? '.in-app' : ''),
+        h('td.idx', String(i)),
+        h('td.img', f.image || ''),
+        h('td.fn', f.function || f.raw || ''),
+        h('td.loc', f.file ? h('span', {title: f.file}, basename(f.file) + (f.line ? ':' + f.line : '')) : ''));
+    })));
+  }
+
+  // in-app: the main executable or inside the app bundle, never system paths or the crash
+  // reporters' SDKs (the rule of issue #5, as far as the model shows it).
+  function inAppImage(img, meta) {
+    if (!img) return false;
+    var p = img.path || '';
+    var name = img.name || '';
+    if (/^(\/private)?\/(System|usr\/lib|Developer)\//.test(p)) return false;
+    if (/^(KSCrash|PLCrashReporter|CrashReporter|Sentry|Bugsnag)/.test(name)) return false;
+    if (meta && ((meta.process_path && p === meta.process_path) || (meta.process && name === meta.process))) return true;
+    return /\/Bundle\/Application\/|\/containers\/Bundle\/|\/CoreSimulator\/Devices\/.*\/Bundle\/|\.app\/Frameworks\//.test(p);
+  }
+
+  // The crashing stack: the Last Exception Backtrace, else the crashed thread, else thread 0.
+  function crashingStack(rep) {
+    var threads = rep.threads || [];
+    if (rep.last_exception_backtrace && rep.last_exception_backtrace.length) {
+      return {label: 'Last Exception Backtrace', frames: rep.last_exception_backtrace};
+    }
+    var meta = rep.metadata || {};
+    var t = threads.filter(function (x) { return x.crashed; })[0] ||
+            threads.filter(function (x) { return x.index === meta.crashed_thread; })[0] || threads[0];
+    if (!t) return null;
+    return {label: 'Thread ' + t.index + (t.crashed ? ' crashed' : '') + (t.name ? ' — ' + t.name : '')
+            + (t.queue ? ' (' + t.queue + ')' : ''), frames: t.frames || []};
+  }
+
+  function stackTable(rep, frames) {
+    var images = rep.images || [];
+    var meta = rep.metadata || {};
+    var rows = [];
+    frames.forEach(function (fr) {
+      var img = fr.image_index !== null && fr.image_index !== undefined ? images[fr.image_index] : null;
+      var inApp = inAppImage(img, meta);
+      var syms = fr.symbols || [];
+      var loc = function (file, line) {
+        return file ? h('span', {title: file}, basename(file) + (line ? ':' + line : '')) : '';
+      };
+      if (!syms.length) {
+        var addr = fr.address ? parseInt(fr.address, 16) : NaN;
+        var load = img && img.load_address ? parseInt(img.load_address, 16) : NaN;
+        var what = fr.symbol ? fr.symbol + (fr.symbol_offset ? ' + ' + fr.symbol_offset : '')
+          : (isFinite(addr) && isFinite(load) ? (fr.image || '?') + ' + ' + hex(addr - load) : fr.address || '???');
+        rows.push(h('tr' + (inApp ? '.in-app' : ''), {title: fr.address || ''},
+          h('td.idx', String(fr.index)), h('td.img', fr.image || '???'),
+          h('td.fn' + (fr.symbol ? '' : '.muted'), what), h('td.loc', loc(fr.file, fr.line))));
+        return;
+      }
+      syms.forEach(function (s, k) {
+        rows.push(h('tr' + (inApp ? '.in-app' : '') + (s.inlined ? '.inlined' : ''), {title: fr.address || ''},
+          h('td.idx', k === 0 ? String(fr.index) : ''),
+          h('td.img', k === 0 ? (fr.image || '') : ''),
+          h('td.fn', s.function, s.inlined ? h('span.tag', {title: 'inlined into the frame below'}, 'inlined') : null),
+          h('td.loc', loc(s.file, s.line))));
+      });
+    });
+    return h('table.stack', h('tbody', rows));
+  }
+
+  function sampleStack(rep) {
+    var main = crashingStack(rep);
+    if (!main) return h('p.muted', 'The sample has no stack.');
+    var others = h('div');
+    var shownAll = false;
+    var toggle = h('button', {type: 'button', onclick: function () {
+      shownAll = !shownAll;
+      others.textContent = '';
+      toggle.textContent = shownAll ? 'Hide other threads' : 'Show all threads';
+      if (!shownAll) return;
+      (rep.threads || []).forEach(function (t) {
+        if (t.frames === main.frames) return;
+        append(others, [h('h2', 'Thread ' + t.index + (t.name ? ' — ' + t.name : '') + (t.queue ? ' (' + t.queue + ')' : '')),
+                        stackTable(rep, t.frames || [])]);
+      });
+    }}, 'Show all threads');
+    var meta = rep.metadata || {};
+    var exc = [meta.exception_type, meta.signal && '(' + meta.signal + ')'].filter(Boolean).join(' ');
+    return h('div#sample',
+      h('p', h('strong', main.label),
+        exc ? h('span.muted', ' — ' + exc) : null,
+        meta.exception_reason ? h('div.mono', meta.exception_reason) : null,
+        meta.termination_reason ? h('div.mono.muted', meta.termination_reason) : null),
+      stackTable(rep, main.frames),
+      h('p', toggle), others);
+  }
+
+  function statusControl(it) {
+    var sel = h('select#status-select', {'aria-label': 'status'},
+      ['open', 'resolved', 'ignored'].map(function (s) { return h('option', {value: s, selected: it.status === s}, s); }));
+    var inVersion = h('input#resolved-in', {type: 'text', placeholder: 'resolved in version (optional)',
+                                            value: it.resolved_in || '', disabled: it.status !== 'resolved'});
+    var msg = h('span.muted#status-msg');
+    sel.addEventListener('change', function () { inVersion.disabled = sel.value !== 'resolved'; });
+    var admin = h('input#admin-token', {type: 'password', placeholder: 'admin token', hidden: true, autocomplete: 'off'});
+    function save() {
+      var body = {status: sel.value};
+      if (sel.value === 'resolved' && inVersion.value.trim()) body.resolved_in = inVersion.value.trim();
+      var t = admin.value.trim() || sessionStorage.getItem(ADMIN_KEY) || token();
+      msg.textContent = 'saving…';
+      api('/api/v1/issues/' + it.id, {method: 'PATCH', body: body, token: t}).then(function (r) {
+        if (admin.value.trim()) sessionStorage.setItem(ADMIN_KEY, admin.value.trim());
+        admin.hidden = true;
+        msg.textContent = 'status: ' + r.status + (r.resolved_in ? ' in ' + r.resolved_in : '');
+      }, function (e) {
+        if (e.status === 403 || e.status === 401) {
+          sessionStorage.removeItem(ADMIN_KEY);
+          admin.hidden = false;
+          admin.focus();
+          msg.textContent = 'changing the status needs a token with the admin scope';
+        } else {
+          msg.textContent = e.message;
+        }
+      });
+    }
+    return h('form.status-control', {onsubmit: function (ev) { ev.preventDefault(); save(); }},
+             h('strong', 'Status'), sel, inVersion, admin,
+             h('button.primary#status-save', {type: 'submit'}, 'Save'), msg);
+  }
+
+  /* ---- report page ------------------------------------------------------------------- */
+
+  function reportPage(id) {
+    var seq = renderSeq;
+    var enc = encodeURIComponent(id);
+    show(h('p.muted', 'Loading report…'));
+    api('/api/v1/reports/' + enc).then(function (rep) {
+      if (seq !== renderSeq) return;
+      var raw = h('pre#raw-text', 'Loading…');
+      var sym = h('pre#symbolicated-text', 'Loading…');
+      show([
+        h('p', rep.issue_id ? h('a', {href: '#/issues/' + rep.issue_id}, '← Issue ' + rep.issue_id) : h('a', {href: '#/issues'}, '← Issues')),
+        h('h1', 'Report ', h('span.mono', rep.id)),
+        h('div.facts',
+          fact('Status', rep.status), fact('Format', rep.format),
+          fact('App', [rep.app, rep.app_version].filter(Boolean).join(' ') || '—'),
+          fact('OS', rep.os_version || '—'), fact('Device', rep.hardware_model || '—'),
+          fact('Received', when(rep.received_at)), fact('Kind', rep.kind || '—'),
+          rep.error ? fact('Error', h('span.error', rep.error)) : null,
+          rep.missing_uuids && rep.missing_uuids.length
+            ? fact('Missing dSYMs', h('span.mono', rep.missing_uuids.join(' '))) : null),
+        h('div.side',
+          h('div', h('h2', 'Raw'), raw),
+          h('div', h('h2', 'Symbolicated'), sym))
+      ]);
+      api('/api/v1/reports/' + enc + '/raw', {text: true}).then(function (t) { raw.textContent = t; },
+        function (e) { raw.textContent = e.message; });
+      api('/api/v1/reports/' + enc + '?format=text', {text: true}).then(function (t) { sym.textContent = t; },
+        function (e) { sym.textContent = e.message; });
+    }).catch(failed);
+  }
+
+  /* ---- missing dSYMs ----------------------------------------------------------------- */
+
+  function missingPage() {
+    var seq = renderSeq;
+    show(h('p.muted', 'Loading…'));
+    api('/api/v1/dsyms/missing?limit=1000').then(function (d) {
+      if (seq !== renderSeq) return;
+      var rows = d.missing || [];
+      show([
+        h('h1', 'Missing dSYMs'),
+        h('p.muted', 'Reports wait for these images’ debug files; uploading one processes and regroups them. '
+          + 'From CI: curl -H "Authorization: Bearer $UPLOAD_TOKEN" -F file=@App.dSYM.zip ' + location.origin + '/api/v1/dsyms'),
+        rows.length ? h('table.list#missing', h('thead', h('tr', h('th', 'UUID'), h('th', 'Image'),
+          h('th', 'Reports'), h('th', 'First received'), h('th', 'Last received'))),
+          h('tbody', rows.map(function (m) {
+            return h('tr', h('td.mono', m.uuid), h('td', m.name || '—'), h('td.num', String(m.reports)),
+                     h('td.when', when(m.first_received)), h('td.when', when(m.last_received)));
+          }))) : h('p', 'No report is waiting for a dSYM.')
+      ]);
+    }).catch(failed);
+  }
+
+  route();
+})();
