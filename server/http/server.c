@@ -31,6 +31,7 @@
 #include "http/http.h"
 #include "http/http_internal.h"
 #include "http/metrics.h"
+#include "http/web.h"
 #include "ingest/ingest.h"
 #include "log/log.h"
 
@@ -550,6 +551,12 @@ static const route ROUTES[] = {
      handle_issue_patch},
     {"POST", "/api/v1/symbolicate", false, "symbolicate", INGEST_SCOPE_READ, BODY_MEMORY,
      handle_symbolicate},
+    /* The dashboard and its two helpers (static.c, routes_web.c; docs/openapi.yaml) */
+    {"GET", "/", false, "dashboard", 0, BODY_NONE, handle_dashboard},
+    {"GET", "/ui/", true, "dashboard_file", 0, BODY_NONE, handle_dashboard_asset},
+    {"GET", "/api/v1/daily", false, "daily", INGEST_SCOPE_READ, BODY_NONE, handle_daily},
+    {"GET", "/api/v1/reports/*/raw", true, "reports_raw", INGEST_SCOPE_READ, BODY_NONE,
+     handle_report_raw},
 };
 #define NROUTES (sizeof ROUTES / sizeof ROUTES[0])
 
