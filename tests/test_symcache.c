@@ -287,7 +287,14 @@ static void corrupt_symcaches_are_rejected(void)
     CHECK_EQ_INT(symcache_open_bytes(&sc, copy, len, &err), ERR_UNSUPPORTED);
     CHECK(strstr(err.msg, "version 99") != NULL);
     memcpy(copy, good, len);
-    memcpy(copy + 80 + 4, copy + 80, 4); /* range 1 starts where range 0 does */
+    memcpy(copy + 80 + 8, copy + 80, 4); /* block 1 starts where block 0 does */
+    CHECK_EQ_INT(symcache_open_bytes(&sc, copy, len, &err), ERR_INVALID);
+    CHECK(strstr(err.msg, "out of order") != NULL);
+    memcpy(copy, good, len);
+    memcpy(copy + 80 + 12, copy + 80 + 4, 4); /* block 1's records where block 0's are */
+    CHECK_EQ_INT(symcache_open_bytes(&sc, copy, len, &err), ERR_INVALID);
+    memcpy(copy, good, len);
+    copy[76] ^= 1; /* block count that does not match the range count */
     CHECK_EQ_INT(symcache_open_bytes(&sc, copy, len, &err), ERR_INVALID);
     /* absurd counts */
     memcpy(copy, good, len);

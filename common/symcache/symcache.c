@@ -18,18 +18,14 @@ struct symcache {
     uint32_t version, flags, cputype, cpusubtype;
     uint8_t uuid[16];
     uint64_t text_vmaddr, base;
-    uint32_t nranges, nscopes, strings_size, image_name;
-    const uint8_t *starts;  /* u32[nranges] */
-    const uint8_t *infos;   /* symc_range[nranges], 12 bytes each */
+    uint32_t nranges, nscopes, strings_size, image_name, nfiles, nblocks;
+    const uint8_t *blocks;  /* symc_block[nblocks] */
+    const uint8_t *files;   /* u32[nfiles] string offsets */
     const uint8_t *scopes;  /* symc_scope[nscopes], SYMC_SCOPE_SIZE bytes each */
+    const uint8_t *records; /* block_data */
+    size_t records_len;
     const char *strings;
-    /* every SYMC_INDEX_STRIDE-th range start, in memory: the first steps of a lookup's binary
-     * search stay in cache instead of missing on each probe of a large mapped table */
-    uint32_t *index;
-    uint32_t nindex;
 };
-
-#define SYMC_INDEX_STRIDE 64u
 
 static uint32_t rd32(const uint8_t *p)
 {
@@ -39,6 +35,68 @@ static uint32_t rd32(const uint8_t *p)
 static uint64_t rd64(const uint8_t *p)
 {
     return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32;
+}
+
+/* ULEB128 at *p (below end); false if it runs past end or over 64 bits */
+static bool get_uleb(const uint8_t **p, const uint8_t *end, uint64_t *out)
+{
+    uint64_t v = 0;
+    for (unsigned shift = 0; *p < end && shift < 64; shift += 7) {
+        uint8_t byte = *(*p)++;
+        v |= (uint64_t)(byte & 0x7f) << shift;
+        if ((byte & 0x80) == 0) {
+            *out = v;
+            return true;
+        }
+    }
+    return false;
+}
+
+static int64_t unzigzag(uint64_t v)
+{
+    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+/* One decoded range record. */
+typedef struct {
+    uint32_t start; /* offset from the base */
+    uint64_t scope1, file1, line;
+} record;
+
+/* Decode the next record of a block: `first` records take absolute values. */
+static bool next_record(const uint8_t **p, const uint8_t *end, bool first, record *r)
+{
+    uint64_t delta, scope, file, line;
+    if (first) {
+        if (!get_uleb(p, end, &scope) || !get_uleb(p, end, &file) || !get_uleb(p, end, &line))
+            return false;
+        r->scope1 = scope;
+        r->line = line;
+    } else {
+        if (!get_uleb(p, end, &delta) || !get_uleb(p, end, &scope) || !get_uleb(p, end, &file) ||
+            !get_uleb(p, end, &line) || delta == 0 || delta > UINT32_MAX - r->start)
+            return false;
+        r->start += (uint32_t)delta;
+        r->scope1 = (uint64_t)((int64_t)r->scope1 + unzigzag(scope));
+        r->line = (uint64_t)((int64_t)r->line + unzigzag(line));
+    }
+    r->file1 = file;
+    return true;
+}
+
+static uint32_t block_start(const symcache *sc, uint32_t b)
+{
+    return rd32(sc->blocks + (size_t)b * SYMC_BLOCK_SIZE);
+}
+
+static uint32_t block_records(const symcache *sc, uint32_t b)
+{
+    return rd32(sc->blocks + (size_t)b * SYMC_BLOCK_SIZE + 4);
+}
+
+static uint32_t block_count(const symcache *sc, uint32_t b)
+{
+    return b + 1 < sc->nblocks ? SYMC_BLOCK_RANGES : sc->nranges - b * SYMC_BLOCK_RANGES;
 }
 
 static err_code check(symcache *sc, err_info *err)
@@ -60,36 +118,50 @@ static err_code check(symcache *sc, err_info *err)
     sc->nscopes = rd32(d + 60);
     sc->strings_size = rd32(d + 64);
     sc->image_name = rd32(d + 68);
-    uint64_t need = SYMC_HEADER_SIZE + (uint64_t)sc->nranges * 16 + (uint64_t)sc->nscopes * SYMC_SCOPE_SIZE +
-                    sc->strings_size;
-    if (need != sc->len)
-        return err_set(err, ERR_INVALID, "corrupt symcache: tables need %llu bytes, file has %zu",
-                       (unsigned long long)need, sc->len);
+    sc->nfiles = rd32(d + 72);
+    sc->nblocks = rd32(d + 76);
     if (sc->nranges == 0 || sc->strings_size == 0)
         return err_set(err, ERR_INVALID, "corrupt symcache: no ranges or no strings");
-    sc->starts = d + SYMC_HEADER_SIZE;
-    sc->infos = sc->starts + (size_t)sc->nranges * 4;
-    sc->scopes = sc->infos + (size_t)sc->nranges * 12;
-    sc->strings = (const char *)sc->scopes + (size_t)sc->nscopes * SYMC_SCOPE_SIZE;
+    if (sc->nblocks != (sc->nranges + SYMC_BLOCK_RANGES - 1) / SYMC_BLOCK_RANGES)
+        return err_set(err, ERR_INVALID, "corrupt symcache: %u blocks cannot hold %u ranges", sc->nblocks,
+                       sc->nranges);
+    uint64_t fixed = SYMC_HEADER_SIZE + (uint64_t)sc->nblocks * SYMC_BLOCK_SIZE + (uint64_t)sc->nfiles * 4 +
+                     (uint64_t)sc->nscopes * SYMC_SCOPE_SIZE + sc->strings_size;
+    if (fixed > sc->len)
+        return err_set(err, ERR_INVALID, "corrupt symcache: tables need %llu bytes, file has %zu",
+                       (unsigned long long)fixed, sc->len);
+    sc->blocks = d + SYMC_HEADER_SIZE;
+    sc->files = sc->blocks + (size_t)sc->nblocks * SYMC_BLOCK_SIZE;
+    sc->scopes = sc->files + (size_t)sc->nfiles * 4;
+    sc->records = sc->scopes + (size_t)sc->nscopes * SYMC_SCOPE_SIZE;
+    sc->records_len = sc->len - (size_t)fixed;
+    sc->strings = (const char *)sc->records + sc->records_len;
     if (sc->strings[sc->strings_size - 1] != '\0')
         return err_set(err, ERR_INVALID, "corrupt symcache: string table is not terminated");
     if (sc->image_name >= sc->strings_size)
         return err_set(err, ERR_INVALID, "corrupt symcache: image name offset %u out of range",
                        sc->image_name);
-    /* One pass over each table, so that lookups can trust what they follow: ordered range
-     * starts for the binary search, and every scope index and string offset in range. */
-    uint32_t prev = rd32(sc->starts);
-    for (uint32_t i = 1; i < sc->nranges; i++) {
-        uint32_t s = rd32(sc->starts + (size_t)i * 4);
-        if (s <= prev)
-            return err_set(err, ERR_INVALID, "corrupt symcache: range %u is out of order", i);
-        prev = s;
-    }
-    for (uint32_t i = 0; i < sc->nranges; i++) {
-        const uint8_t *info = sc->infos + (size_t)i * 12;
-        uint32_t scope = rd32(info), file = rd32(info + 4);
-        if ((scope != SYMC_NONE && scope >= sc->nscopes) || (file != SYMC_NONE && file >= sc->strings_size))
-            return err_set(err, ERR_INVALID, "corrupt symcache: range %u points outside its tables", i);
+    /* One pass over every table, so that lookups can trust what they follow: ordered starts
+     * for the binary searches, every record decodable inside its block, every scope index,
+     * file index and string offset in range. */
+    for (uint32_t i = 0; i < sc->nfiles; i++)
+        if (rd32(sc->files + (size_t)i * 4) >= sc->strings_size)
+            return err_set(err, ERR_INVALID, "corrupt symcache: file %u points outside the strings", i);
+    const uint8_t *end = sc->records + sc->records_len;
+    for (uint32_t b = 0; b < sc->nblocks; b++) {
+        uint32_t off = block_records(sc, b);
+        if (off >= sc->records_len || (b > 0 && off <= block_records(sc, b - 1)))
+            return err_set(err, ERR_INVALID, "corrupt symcache: block %u has a bad record offset", b);
+        const uint8_t *p = sc->records + off;
+        record r = {block_start(sc, b), 0, 0, 0};
+        for (uint32_t k = 0; k < block_count(sc, b); k++) {
+            if (!next_record(&p, end, k == 0, &r) || r.scope1 > sc->nscopes || r.file1 > sc->nfiles ||
+                r.line > UINT32_MAX)
+                return err_set(err, ERR_INVALID, "corrupt symcache: range record %u of block %u is malformed",
+                               k, b);
+        }
+        if (b + 1 < sc->nblocks && block_start(sc, b + 1) <= r.start)
+            return err_set(err, ERR_INVALID, "corrupt symcache: block %u is out of order", b + 1);
     }
     for (uint32_t i = 0; i < sc->nscopes; i++) {
         const uint8_t *s = sc->scopes + (size_t)i * SYMC_SCOPE_SIZE;
@@ -101,10 +173,6 @@ static err_code check(symcache *sc, err_info *err)
         if (bad)
             return err_set(err, ERR_INVALID, "corrupt symcache: scope %u points outside its tables", i);
     }
-    sc->nindex = (sc->nranges + SYMC_INDEX_STRIDE - 1) / SYMC_INDEX_STRIDE;
-    sc->index = xmalloc(sc->nindex * sizeof *sc->index);
-    for (uint32_t k = 0; k < sc->nindex; k++)
-        sc->index[k] = rd32(sc->starts + (size_t)k * SYMC_INDEX_STRIDE * 4);
     return ERR_OK;
 }
 
@@ -150,7 +218,6 @@ void symcache_close(symcache *sc)
     if (sc == NULL)
         return;
     bytes_unmap(&sc->map);
-    free(sc->index);
     free(sc);
 }
 
@@ -164,34 +231,37 @@ size_t symcache_lookup(symcache_frame *out, size_t cap, const symcache *sc, uint
     if (cap == 0 || file_addr < sc->base || file_addr - sc->base > UINT32_MAX)
         return 0;
     uint32_t rel = (uint32_t)(file_addr - sc->base);
-    /* last range whose start <= rel: first in the in-memory index, then within one block */
-    uint32_t lo = 0, hi = sc->nindex;
+    /* the last block whose first start <= rel */
+    uint32_t lo = 0, hi = sc->nblocks;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
-        if (sc->index[mid] <= rel)
+        if (block_start(sc, mid) <= rel)
             lo = mid + 1;
         else
             hi = mid;
     }
     if (lo == 0)
         return 0;
-    hi = lo * SYMC_INDEX_STRIDE < sc->nranges ? lo * SYMC_INDEX_STRIDE : sc->nranges;
-    lo = (lo - 1) * SYMC_INDEX_STRIDE;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (rd32(sc->starts + (size_t)mid * 4) <= rel)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo == 0)
+    uint32_t b = lo - 1;
+    /* then the last record of that block starting at or before rel (checked at open) */
+    const uint8_t *p = sc->records + block_records(sc, b), *end = sc->records + sc->records_len;
+    record r = {block_start(sc, b), 0, 0, 0}, hit;
+    uint32_t n_in_block = block_count(sc, b);
+    if (!next_record(&p, end, true, &r))
         return 0;
-    const uint8_t *info = sc->infos + (size_t)(lo - 1) * 12;
-    uint32_t scope = rd32(info), file = rd32(info + 4), line = rd32(info + 8);
-    if (scope == SYMC_NONE && file == SYMC_NONE)
+    hit = r;
+    for (uint32_t k = 1; k < n_in_block; k++) {
+        if (!next_record(&p, end, false, &r) || r.start > rel)
+            break;
+        hit = r;
+    }
+    uint32_t scope = hit.scope1 == 0 ? SYMC_NONE : (uint32_t)(hit.scope1 - 1);
+    const char *file = hit.file1 == 0 ? NULL : string_at(sc, rd32(sc->files + (size_t)(hit.file1 - 1) * 4));
+    uint32_t line = (uint32_t)hit.line;
+    if (scope == SYMC_NONE && file == NULL)
         return 0;
     if (scope == SYMC_NONE) {
-        out[0] = (symcache_frame){"??", string_at(sc, file), line, false, false, file_addr};
+        out[0] = (symcache_frame){"??", file, line, false, false, file_addr};
         return 1;
     }
     /* Indexes were checked at open; a parent cycle in a crafted file ends at the frame cap.
@@ -203,7 +273,7 @@ size_t symcache_lookup(symcache_frame *out, size_t cap, const symcache *sc, uint
         uint32_t parent = rd32(s + 4);
         const char *name = string_at(sc, rd32(s));
         out[n].function = name ? name : "??";
-        out[n].file = string_at(sc, file);
+        out[n].file = file;
         out[n].line = line;
         out[n].inlined = parent != SYMC_NONE;
         out[n].from_symtab = false;
@@ -216,7 +286,8 @@ size_t symcache_lookup(symcache_frame *out, size_t cap, const symcache *sc, uint
                 out[k].sym_addr = entry;
             break;
         }
-        file = rd32(s + 8);
+        uint32_t call_file = rd32(s + 8);
+        file = call_file == SYMC_NONE ? NULL : string_at(sc, call_file);
         line = rd32(s + 12);
         scope = parent;
     }

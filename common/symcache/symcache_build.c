@@ -190,8 +190,14 @@ static void *flatten_scopes_thread(void *arg)
 /* ---- output tables ---------------------------------------------------------------------- */
 
 typedef struct {
+    uint32_t scope; /* output scope, or SYMC_NONE */
+    uint32_t file;  /* index into the file table, or SYMC_NONE */
+    uint32_t line;  /* 0 = unknown */
+} range_info;
+
+typedef struct {
     uint64_t start;
-    symc_range info;
+    range_info info;
 } out_range;
 
 typedef struct {
@@ -203,6 +209,10 @@ typedef struct {
     size_t nscopes, cap_scopes;
     out_range *ranges;
     size_t nranges, cap_ranges;
+    uint32_t *file_of_id;  /* output string id -> file index + 1 (0 = not a file yet) */
+    size_t cap_file_of_id;
+    uint32_t *files;       /* file index -> string offset */
+    size_t nfiles, cap_files;
     uint64_t base;
 } builder;
 
@@ -211,6 +221,46 @@ static uint32_t out_string(builder *b, uint32_t id)
     if (id == STRTAB_NONE)
         return SYMC_NONE;
     return strtab_offset(&b->strings, strtab_copy(&b->strings, &b->di->strings, id));
+}
+
+/* File-table index of debuginfo string `id` (a source path), adding it on first use. */
+static uint32_t out_file(builder *b, uint32_t id)
+{
+    uint32_t sid = strtab_copy(&b->strings, &b->di->strings, id);
+    if (sid >= b->cap_file_of_id) {
+        size_t cap = b->cap_file_of_id ? b->cap_file_of_id : 1024;
+        while (cap <= sid)
+            cap *= 2;
+        b->file_of_id = xreallocarray(b->file_of_id, cap, sizeof *b->file_of_id);
+        memset(b->file_of_id + b->cap_file_of_id, 0, (cap - b->cap_file_of_id) * sizeof *b->file_of_id);
+        b->cap_file_of_id = cap;
+    }
+    if (b->file_of_id[sid] == 0) {
+        if (b->nfiles == b->cap_files) {
+            b->cap_files = b->cap_files ? b->cap_files * 2 : 256;
+            b->files = xreallocarray(b->files, b->cap_files, sizeof *b->files);
+        }
+        b->files[b->nfiles++] = strtab_offset(&b->strings, sid);
+        b->file_of_id[sid] = (uint32_t)b->nfiles;
+    }
+    return b->file_of_id[sid] - 1;
+}
+
+static void put_uleb(buf *out, uint64_t v)
+{
+    uint8_t tmp[10];
+    size_t n = 0;
+    do {
+        uint8_t byte = v & 0x7f;
+        v >>= 7;
+        tmp[n++] = byte | (v ? 0x80 : 0);
+    } while (v);
+    buf_append(out, tmp, n);
+}
+
+static void put_zigzag(buf *out, int64_t v)
+{
+    put_uleb(out, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
 }
 
 static uint32_t new_scope(builder *b, symc_scope s)
@@ -274,7 +324,7 @@ static void push_out(builder *b, uint64_t start, uint32_t scope, uint32_t file, 
         if (last->info.scope == scope && last->info.file == file && last->info.line == line)
             return;
         if (last->start == start) { /* zero-length predecessor: replace it */
-            last->info = (symc_range){scope, file, line};
+            last->info = (range_info){scope, file, line};
             return;
         }
     }
@@ -369,7 +419,7 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
         else if (act[2] != NULL)
             scope = out_symbol(&b, act[2]->a);
         if (act[1] != NULL) {
-            file = out_string(&b, act[1]->a);
+            file = act[1]->a == STRTAB_NONE ? SYMC_NONE : out_file(&b, act[1]->a);
             line = act[1]->b;
         }
         push_out(&b, at, scope, file, line);
@@ -381,9 +431,39 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
         goto done;
     }
 
+    /* range records, block-coded (layout in symcache_format.h) */
+    buf data;
+    buf_init(&data);
+    size_t nblocks = (b.nranges + SYMC_BLOCK_RANGES - 1) / SYMC_BLOCK_RANGES;
+    uint32_t *block_data = xcalloc(nblocks ? nblocks : 1, sizeof *block_data);
+    for (size_t k = 0; k < b.nranges; k++) {
+        const out_range *r = &b.ranges[k];
+        uint64_t scope1 = r->info.scope == SYMC_NONE ? 0 : (uint64_t)r->info.scope + 1;
+        uint64_t file1 = r->info.file == SYMC_NONE ? 0 : (uint64_t)r->info.file + 1;
+        if (k % SYMC_BLOCK_RANGES == 0) {
+            if (data.len > UINT32_MAX) {
+                buf_reset(&data);
+                free(block_data);
+                rc = err_set(err, ERR_UNSUPPORTED, "range records over 4 GiB");
+                goto done;
+            }
+            block_data[k / SYMC_BLOCK_RANGES] = (uint32_t)data.len;
+            put_uleb(&data, scope1);
+            put_uleb(&data, file1);
+            put_uleb(&data, r->info.line);
+        } else {
+            const out_range *p = &b.ranges[k - 1];
+            uint64_t pscope1 = p->info.scope == SYMC_NONE ? 0 : (uint64_t)p->info.scope + 1;
+            put_uleb(&data, r->start - p->start);
+            put_zigzag(&data, (int64_t)scope1 - (int64_t)pscope1);
+            put_uleb(&data, file1);
+            put_zigzag(&data, (int64_t)r->info.line - (int64_t)p->info.line);
+        }
+    }
+
     /* header */
-    uint8_t hdr[SYMC_HEADER_SIZE] = {0};
-    memcpy(hdr, SYMC_MAGIC, 8);
+    uint8_t hdr[8] = {0};
+    memcpy(hdr, SYMC_MAGIC, sizeof SYMC_MAGIC);
     buf_append(out, hdr, 8);
     buf_append_u32le(out, SYMCACHE_VERSION);
     buf_append_u32le(out, di->nranges > 0 || di->nrows > 0 ? SYMC_FLAG_DWARF : 0);
@@ -396,16 +476,17 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
     buf_append_u32le(out, (uint32_t)b.nscopes);
     buf_append_u32le(out, (uint32_t)b.strings.bytes.len);
     buf_append_u32le(out, name_off);
-    buf_append_u64le(out, 0);
+    buf_append_u32le(out, (uint32_t)b.nfiles);
+    buf_append_u32le(out, (uint32_t)nblocks);
     /* tables */
-    buf_reserve(out, b.nranges * 16 + b.nscopes * sizeof(symc_scope) + b.strings.bytes.len);
-    for (size_t k = 0; k < b.nranges; k++)
-        buf_append_u32le(out, (uint32_t)(b.ranges[k].start - b.base));
-    for (size_t k = 0; k < b.nranges; k++) {
-        buf_append_u32le(out, b.ranges[k].info.scope);
-        buf_append_u32le(out, b.ranges[k].info.file);
-        buf_append_u32le(out, b.ranges[k].info.line);
+    buf_reserve(out, nblocks * SYMC_BLOCK_SIZE + b.nfiles * 4 + b.nscopes * SYMC_SCOPE_SIZE + data.len +
+                         b.strings.bytes.len);
+    for (size_t k = 0; k < nblocks; k++) {
+        buf_append_u32le(out, (uint32_t)(b.ranges[k * SYMC_BLOCK_RANGES].start - b.base));
+        buf_append_u32le(out, block_data[k]);
     }
+    for (size_t k = 0; k < b.nfiles; k++)
+        buf_append_u32le(out, b.files[k]);
     for (size_t k = 0; k < b.nscopes; k++) {
         const symc_scope *s = &b.scopes[k];
         buf_append_u32le(out, s->name);
@@ -413,7 +494,10 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
         buf_append_u32le(out, s->c);
         buf_append_u32le(out, s->d);
     }
+    buf_append(out, data.data, data.len);
     buf_append(out, b.strings.bytes.data, b.strings.bytes.len);
+    buf_reset(&data);
+    free(block_data);
     if (stats != NULL) {
         stats->functions = (uint32_t)b.nscopes;
         stats->ranges = (uint32_t)b.nranges;
@@ -426,6 +510,8 @@ done:
     free(b.symbol_map);
     free(b.scopes);
     free(b.ranges);
+    free(b.files);
+    free(b.file_of_id);
     strtab_reset(&b.strings);
     return rc;
 }
