@@ -1,0 +1,339 @@
+#!/usr/bin/python3
+"""test_openapi - docs/openapi.yaml and the server agree (ctest test_openapi, label db).
+
+1. Every route of ROUTES (server/http/server.c) is documented, and every documented
+   operation is a route: same methods, same paths ({param} segments compared by position).
+2. A real `stacksift serve` on a database of its own (tests/web_instance.py) gets the fixture
+   app's dSYMs, generated reports (deploy/demo_reports.py) and a real corpus report; then
+   every documented operation is called, with good and bad input, without a token and with a
+   token of the wrong scope. Each answer's status must be documented for that operation, its
+   Content-Type documented for that status, and its body must validate against the
+   documented schema (JSON Schema 2020-12, python3-jsonschema).
+3. Every documented (operation, status) is produced at least once, except the few listed in
+   NOT_PRODUCED with the reason.
+
+Runs with Debian's python3 (python3-yaml, python3-jsonschema from deploy/install-deps.sh).
+Prints "N passed, N failed" like tests/harness.h.
+"""
+import copy
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import jsonschema
+import yaml
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from web_instance import Instance  # noqa: E402
+
+MAX_REPORT = 1 << 20
+MAX_UPLOAD = 1 << 20
+
+# Documented answers this test does not provoke, and why.
+NOT_PRODUCED = {
+    ("get", "/readyz", "503"): "needs Postgres down (test_server's outage test covers it)",
+}
+
+passed = failed = 0
+produced = set()
+
+
+def check(cond, what):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print(f"FAIL: {what}", file=sys.stderr)
+    return cond
+
+
+# ---- the document ------------------------------------------------------------------------
+
+def resolve(node, root, depth=0):
+    """A copy of `node` with every local $ref replaced by its target (the spec has no cycles)."""
+    assert depth < 50, "$ref cycle in docs/openapi.yaml"
+    if isinstance(node, dict):
+        if "$ref" in node:
+            target = root
+            for part in node["$ref"].lstrip("#/").split("/"):
+                target = target[part]
+            merged = copy.deepcopy(target)
+            extra = {k: v for k, v in node.items() if k != "$ref"}
+            if extra and isinstance(merged, dict):
+                merged = {"allOf": [merged, extra]} if "type" in merged or "properties" in merged else {**merged, **extra}
+            return resolve(merged, root, depth + 1)
+        return {k: resolve(v, root, depth + 1) for k, v in node.items()}
+    if isinstance(node, list):
+        return [resolve(v, root, depth + 1) for v in node]
+    return node
+
+
+def template_key(path):
+    return re.sub(r"\{[^}]+\}", "{}", path)
+
+
+def server_routes(source):
+    """(method, path template) of each row of ROUTES in server/http/server.c."""
+    text = open(os.path.join(source, "server/http/server.c")).read()
+    table = re.search(r"static const route ROUTES\[\] = \{(.*?)\n\};", text, re.S)
+    assert table, "ROUTES not found in server/http/server.c"
+    rows = re.findall(r'\{"([A-Z]+)",\s*"([^"]+)",\s*(true|false),', table.group(1))
+    out = set()
+    for method, path, has_param in rows:
+        if has_param == "true":
+            path = path.replace("*", "{}") if "*" in path else path + "{}"
+        out.add((method.lower(), path))
+    return out
+
+
+# ---- checking one answer -----------------------------------------------------------------
+
+class Checker:
+    def __init__(self, spec):
+        self.spec = spec
+        self.paths = {}
+        for path, item in spec["paths"].items():
+            for method, op in item.items():
+                if method in ("get", "post", "put", "patch", "delete"):
+                    self.paths[(method, template_key(path))] = (path, resolve(op, spec))
+
+    def op(self, method, template):
+        return self.paths[(method, template_key(template))]
+
+    def answer(self, method, template, resp, expect):
+        """Check one answer against the document; `expect` is the status the case wants."""
+        path, op = self.op(method, template)
+        name = f"{method.upper()} {template} -> {resp.status}"
+        ok = check(resp.status == expect, f"{name}: expected {expect}; body {resp.body[:300]!r}")
+        responses = op["responses"]
+        doc = responses.get(str(resp.status))
+        if not check(doc is not None, f"{name}: status not documented"):
+            return False
+        produced.add((method, path, str(resp.status)))
+        if resp.status == 401:
+            check(resp.headers.get("www-authenticate") == "Bearer", f"{name}: WWW-Authenticate")
+        content = doc.get("content")
+        if not content:
+            return check(resp.body == b"", f"{name}: documented without a body, got {len(resp.body)} bytes") and ok
+        ctype = resp.content_type
+        if not check(ctype in content, f"{name}: Content-Type {ctype!r} not documented ({list(content)})"):
+            return False
+        schema = content[ctype].get("schema", {})
+        if ctype == "application/json":
+            try:
+                body = json.loads(resp.body)
+            except ValueError as e:
+                return check(False, f"{name}: not JSON: {e}")
+        else:
+            body = resp.body.decode("utf-8", "replace")
+        errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(body), key=str)
+        for e in errors[:3]:
+            print(f"  {name}: {'/'.join(map(str, e.absolute_path))}: {e.message[:300]}", file=sys.stderr)
+        return check(not errors, f"{name}: body does not match the documented schema") and ok
+
+
+def main():
+    source = os.environ.get("STACKSIFT_SOURCE_DIR", os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(source, "docs/openapi.yaml")) as f:
+        spec = yaml.safe_load(f)
+    check(spec.get("openapi", "").startswith("3."), "openapi: 3.x")
+    c = Checker(spec)
+
+    # 1. Route parity.
+    routes = server_routes(source)
+    documented = set(c.paths)
+    for r in sorted(routes - documented):
+        check(False, f"route {r[0].upper()} {r[1]} is not in docs/openapi.yaml")
+    for r in sorted(documented - routes):
+        check(False, f"docs/openapi.yaml documents {r[0].upper()} {r[1]}, which the server does not have")
+    check(len(routes) >= 18, f"ROUTES parsed: {len(routes)} routes")
+    for (method, _), (path, op) in c.paths.items():
+        check("operationId" in op, f"{method} {path}: operationId")
+        if path.startswith("/api/"):
+            check(op.get("x-scope") in ("ingest", "upload", "read", "admin"), f"{method} {path}: x-scope")
+            check("401" in op["responses"] and "403" in op["responses"], f"{method} {path}: 401 and 403 documented")
+
+    env = {"STACKSIFT_MAX_REPORT_BYTES": str(MAX_REPORT), "STACKSIFT_MAX_UPLOAD_BYTES": str(MAX_UPLOAD)}
+    with Instance("openapi", extra_env=env) as inst:
+        run_cases(inst, c, source)
+
+    # 3. Coverage of the document.
+    for (method, tkey), (path, op) in sorted(c.paths.items()):
+        for status in op["responses"]:
+            key = (method, path, status)
+            if key in NOT_PRODUCED:
+                continue
+            check(key in produced, f"{method.upper()} {path} {status}: documented but never produced by this test")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+def run_cases(inst, c, source):
+    T = inst.tokens
+    fixtures = inst.fixtures
+    req = inst.request
+
+    def call(method, template, path, expect, **kw):
+        resp = req(method.upper(), path, **kw)
+        c.answer(method, template, resp, expect)
+        return resp
+
+    # Every /api/v1 route without a token, and with a token lacking its scope.
+    wrong = {"ingest": T["read"], "upload": T["read"], "read": T["ingest"], "admin": T["read"]}
+    for (method, _), (path, op) in c.paths.items():
+        if not path.startswith("/api/"):
+            continue
+        concrete = path.replace("{id}", "1").replace("{uuid}", "4C4C44B4-5555-3144-A19C-7D6EB1CD3545")
+        call(method, path, concrete, 401)
+        call(method, path, concrete, 401, token="ss_000000000000_" + "0" * 64)
+        call(method, path, concrete, 403, token=wrong[op["x-scope"]])
+
+    # Service.
+    call("get", "/healthz", "/healthz", 200)
+    call("get", "/readyz", "/readyz", 200)
+
+    # dSYMs: zip (new, then known), the -O0 app's DWARF as multipart, refusals.
+    with open(os.path.join(fixtures, "FixtureApp-dSYMs.zip"), "rb") as f:
+        zdata = f.read()
+    r = call("post", "/api/v1/dsyms", "/api/v1/dsyms", 201, body=zdata, token=T["upload"],
+             headers={"Content-Type": "application/zip"})
+    check(r.status == 201 and {x["status"] for x in r.json()["files"]} == {"created"}, "zip upload: created")
+    r = call("post", "/api/v1/dsyms", "/api/v1/dsyms", 200, body=zdata, token=T["upload"],
+             headers={"Content-Type": "application/zip"})
+    check(r.status == 200 and {x["status"] for x in r.json()["files"]} == {"exists"}, "zip again: exists")
+    dwarf = os.path.join(fixtures, "arm64-O0/FixtureApp.app.dSYM/Contents/Resources/DWARF/FixtureApp")
+    with open(dwarf, "rb") as f:
+        r = inst.multipart("/api/v1/dsyms", "file", "FixtureApp", f.read(), T["upload"])
+    c.answer("post", "/api/v1/dsyms", r, 201)
+    call("post", "/api/v1/dsyms", "/api/v1/dsyms?name=notes.txt", 400, body=b"not a debug file\n", token=T["upload"])
+    call("post", "/api/v1/dsyms", "/api/v1/dsyms?name=big", 413, body=b"\0" * (MAX_UPLOAD + 4096), token=T["upload"])
+    r = call("get", "/api/v1/dsyms", "/api/v1/dsyms", 200, token=T["read"])
+    dsyms = r.json()["dsyms"] if r.status == 200 else []
+    check(len(dsyms) == 3, f"3 debug files listed, got {len(dsyms)}")
+    uuid = dsyms[0]["uuid"] if dsyms else "0"
+    r = call("get", "/api/v1/dsyms", f"/api/v1/dsyms?uuid={uuid}", 200, token=T["read"])
+    check(r.status == 200 and [d["uuid"] for d in r.json()["dsyms"]] == [uuid], "dsyms?uuid= filters")
+    call("get", "/api/v1/dsyms", "/api/v1/dsyms?limit=0", 400, token=T["read"])
+    r = call("get", "/api/v1/dsyms/{uuid}", f"/api/v1/dsyms/{uuid}", 200, token=T["read"])
+    call("get", "/api/v1/dsyms/{uuid}", "/api/v1/dsyms/00000000-0000-0000-0000-000000000000", 404, token=T["read"])
+
+    # Reports: generated ones of the fixture app, a real corpus report, refusals.
+    gen = tempfile.mkdtemp(prefix="stacksift-openapi-reports.")
+    subprocess.run([sys.executable, os.path.join(source, "deploy/demo_reports.py"), inst.bin, fixtures, gen, "7"],
+                   check=True, capture_output=True, timeout=120)
+    files = sorted(glob.glob(os.path.join(gen, "*.crash")))[:6] + sorted(glob.glob(os.path.join(gen, "*.json")))[:3]
+    posted = {}
+    for path in files + [os.path.join(source, "../shared/corpus/reports/apple-text/eatfit-1.crash")]:
+        with open(path, "rb") as f:
+            data = f.read()
+        ctype = "application/json" if data[:1] == b"{" else "text/plain"
+        r = call("post", "/api/v1/reports", "/api/v1/reports", 202, body=data, token=T["ingest"],
+                 headers={"Content-Type": ctype})
+        if r.status == 202:
+            posted[r.json()["id"]] = data
+    check(len(posted) == len(files) + 1, "every report accepted")
+    call("post", "/api/v1/reports", "/api/v1/reports", 400, body=b"hello, not a crash report\n",
+         token=T["ingest"], headers={"Content-Type": "text/plain"})
+    call("post", "/api/v1/reports", "/api/v1/reports", 413, body=b"x" * (MAX_REPORT + 1),
+         token=T["ingest"], headers={"Content-Type": "text/plain"})
+    call("post", "/api/v1/reports", "/api/v1/reports", 422, body=b"\x89PNG", token=T["ingest"],
+         headers={"Content-Type": "image/png"})
+    check(inst.wait_processed(60), "the workers processed every report within 60 s")
+
+    rid, raw = next(iter(posted.items()))
+    r = call("get", "/api/v1/reports/{id}", f"/api/v1/reports/{rid}", 200, token=T["read"])
+    check(r.status == 200 and r.json()["status"] == "processed" and r.json()["issue_id"], "report processed into an issue")
+    r = call("get", "/api/v1/reports/{id}", f"/api/v1/reports/{rid}?format=text", 200, token=T["read"])
+    check(b"crashsite::" in r.body or b"FXWorker" in r.body, "symbolicated text names fixture functions")
+    call("get", "/api/v1/reports/{id}", f"/api/v1/reports/{rid}?format=xml", 400, token=T["read"])
+    call("get", "/api/v1/reports/{id}", "/api/v1/reports/5e2c1a10-0000-4000-8000-000000000000", 404, token=T["read"])
+    r = call("get", "/api/v1/reports/{id}/raw", f"/api/v1/reports/{rid}/raw", 200, token=T["read"])
+    check(r.body == raw, "raw answers the bytes as posted")
+    call("get", "/api/v1/reports/{id}/raw", "/api/v1/reports/5e2c1a10-0000-4000-8000-000000000000/raw", 404, token=T["read"])
+    call("get", "/api/v1/reports/{id}/raw", "/api/v1/reports/not-a-uuid/raw", 404, token=T["read"])
+
+    # Issues.
+    r = call("get", "/api/v1/issues", "/api/v1/issues", 200, token=T["read"])
+    issues = r.json()["issues"] if r.status == 200 else []
+    check(len(issues) >= 3, f"at least 3 issues, got {len(issues)}")
+    r = call("get", "/api/v1/issues", "/api/v1/issues?q=deref_null&status=open&sort=count", 200, token=T["read"])
+    found = r.json()["issues"] if r.status == 200 else []
+    check(found and all("deref_null" in (i["title"] + i["culprit"]) for i in found), "q= filters by title/culprit")
+    r = call("get", "/api/v1/issues", "/api/v1/issues?kind=hang", 200, token=T["read"])
+    check(r.status == 200 and r.json()["issues"] and all(i["kind"] == "hang" for i in r.json()["issues"]), "kind=hang filters")
+    r = call("get", "/api/v1/issues", "/api/v1/issues?limit=1&sort=count", 200, token=T["read"])
+    cur = r.json().get("next_cursor") if r.status == 200 else None
+    check(cur, "a page of 1 has a next_cursor")
+    r = call("get", "/api/v1/issues", f"/api/v1/issues?limit=1&sort=count&cursor={cur}", 200, token=T["read"])
+    call("get", "/api/v1/issues", "/api/v1/issues?kind=meltdown", 400, token=T["read"])
+    call("get", "/api/v1/issues", "/api/v1/issues?sort=alphabet", 400, token=T["read"])
+    iid = issues[0]["id"] if issues else 1
+    r = call("get", "/api/v1/issues/{id}", f"/api/v1/issues/{iid}", 200, token=T["read"])
+    call("get", "/api/v1/issues/{id}", "/api/v1/issues/999999999", 404, token=T["read"])
+    r = call("get", "/api/v1/issues/{id}/reports", f"/api/v1/issues/{iid}/reports?limit=2", 200, token=T["read"])
+    call("get", "/api/v1/issues/{id}/reports", f"/api/v1/issues/{iid}/reports?limit=0", 400, token=T["read"])
+    call("get", "/api/v1/issues/{id}/reports", "/api/v1/issues/999999999/reports", 404, token=T["read"])
+    r = call("patch", "/api/v1/issues/{id}", f"/api/v1/issues/{iid}", 200, token=T["admin"],
+             body={"status": "resolved", "resolved_in": "3.0"})
+    check(r.status == 200 and r.json()["status"] == "resolved" and r.json()["resolved_in"] == "3.0", "PATCH resolves")
+    call("patch", "/api/v1/issues/{id}", f"/api/v1/issues/{iid}", 400, token=T["admin"], body={"status": "fixed"})
+    call("patch", "/api/v1/issues/{id}", f"/api/v1/issues/{iid}", 400, token=T["admin"], body=b"not json",
+         headers={"Content-Type": "application/json"})
+    call("patch", "/api/v1/issues/{id}", "/api/v1/issues/999999999", 404, token=T["admin"], body={"status": "open"})
+
+    # Sparklines: one request for many issues; counts add up to each issue's count.
+    ids = [i["id"] for i in issues]
+    r = call("get", "/api/v1/daily", "/api/v1/daily?issues=" + ",".join(map(str, ids + [999999999])), 200, token=T["read"])
+    if r.status == 200:
+        d = r.json()
+        check(len(d["days"]) == 30, "30 days by default")
+        check(set(d["issues"]) == {str(i) for i in ids}, "every known id answered, unknown ids left out")
+        check(all(sum(d["issues"][str(i["id"])]) == i["count"] for i in issues), "daily counts add up to count")
+    r = call("get", "/api/v1/daily", f"/api/v1/daily?issues={iid}&days=7", 200, token=T["read"])
+    check(r.status == 200 and len(r.json()["days"]) == 7 and len(r.json()["issues"][str(iid)]) == 7, "days=7")
+    call("get", "/api/v1/daily", "/api/v1/daily?issues=1,x", 400, token=T["read"])
+    call("get", "/api/v1/daily", "/api/v1/daily", 400, token=T["read"])
+    call("get", "/api/v1/daily", f"/api/v1/daily?issues={iid}&days=91", 400, token=T["read"])
+    call("get", "/api/v1/daily", "/api/v1/daily?issues=" + ",".join(["1"] * 201), 400, token=T["read"])
+
+    call("get", "/api/v1/dsyms/missing", "/api/v1/dsyms/missing", 200, token=T["read"])
+    call("get", "/api/v1/dsyms/missing", "/api/v1/dsyms/missing?limit=0", 400, token=T["read"])
+
+    # Synchronous symbolication: an address of the -O2 app at a load address.
+    o2 = next(d for d in dsyms if d["name"] == "FixtureApp" and d["uuid"].startswith("4C4C44B4")) if dsyms else {"uuid": "0"}
+    body = {"images": [{"uuid": o2["uuid"], "arch": "arm64", "load_address": "0x104000000", "name": "FixtureApp"}],
+            "stacks": [["0x104004000", "0x104004100"]]}
+    r = call("post", "/api/v1/symbolicate", "/api/v1/symbolicate", 200, token=T["read"], body=body)
+    check(r.status == 200 and any(f["symbols"] for f in r.json()["stacks"][0]), "symbolicate finds symbols")
+    call("post", "/api/v1/symbolicate", "/api/v1/symbolicate", 400, token=T["read"], body={"stacks": 1})
+    call("post", "/api/v1/symbolicate", "/api/v1/symbolicate", 413, token=T["read"],
+         body={"images": [], "stacks": [[]] * 1025})
+
+    r = call("get", "/metrics", "/metrics", 200)
+    check(b'route="dashboard"' in r.body or b"stacksift_reports_queued" in r.body, "metrics text")
+
+    # Dashboard files, with revalidation.
+    r = call("get", "/", "/", 200)
+    etag = r.headers.get("etag", "")
+    check(etag.startswith('"') and "default-src 'none'" in r.headers.get("content-security-policy", ""), "ETag and CSP")
+    call("get", "/", "/", 304, headers={"If-None-Match": etag})
+    for name in c.op("get", "/ui/{name}")[1]["parameters"][0]["schema"]["enum"]:
+        r = call("get", "/ui/{name}", f"/ui/{name}", 200)
+        check(len(r.body) > 100, f"/ui/{name} has a body")
+        call("get", "/ui/{name}", f"/ui/{name}", 304, headers={"If-None-Match": r.headers.get("etag", "")})
+    call("get", "/ui/{name}", "/ui/secret.txt", 404)
+
+    # An undocumented path or method answers the documented error shape.
+    for method, path in (("GET", "/api/v1/nothing"), ("DELETE", "/api/v1/issues/1"), ("GET", "/ui/a/b")):
+        r = req(method, path, token=T["admin"])
+        check(r.status == 404 and jsonschema.Draft202012Validator(
+            resolve(c.spec["components"]["schemas"]["Error"], c.spec)).is_valid(r.json()), f"{method} {path}: 404 Error")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
