@@ -10,6 +10,7 @@ PACKAGES=(
   postgresql postgresql-client
   clang-14 lld-14 llvm-14 libclang-rt-14-dev
   curl jq python3 time
+  wrk
   python3-yaml python3-jsonschema chromium   # tests/test_openapi.py, tests/browser (dashboard)
 )
 

@@ -53,8 +53,12 @@ ALTER TABLE reports
     ADD COLUMN fingerprint    text,          -- of the signature it was grouped by
     ADD COLUMN kind           text,          -- crash | hang | sample
     ADD COLUMN hardware_model text,
-    ADD COLUMN symbolicated   json,          -- the symbolicated model (crashreport_render_json)
+    ADD COLUMN symbolicated   text,          -- the symbolicated model as JSON text
+                                             -- (crashreport_render_json): written once per
+                                             -- report, parsed only when read
     ADD COLUMN processed_at   timestamptz;
+-- Stored as written, not compressed: compressing every model costs more CPU than its disk.
+ALTER TABLE reports ALTER COLUMN symbolicated SET STORAGE EXTERNAL;
 CREATE INDEX reports_issue ON reports (issue_id, received_at, id) WHERE issue_id IS NOT NULL;
 
 -- A dSYM recorded for a UUID that reports wait for sends those reports back to the queue; the

@@ -1105,6 +1105,8 @@ static void metrics_show_cache_hit_rate(void)
     CHECK(hit != NULL);
     CHECK(hit && atoll(hit + strlen("stacksift_symbol_cache_frames_total{result=\"hit\"} ")) > 0);
     CHECK(r.body && strstr(r.body, "stacksift_symbol_cache_hit_ratio ") != NULL);
+    /* every batch committed whole: no fallback to one report at a time was needed */
+    CHECK(r.body && strstr(r.body, "\nstacksift_worker_batch_failures_total 0\n") != NULL);
     CHECK(r.body && strstr(r.body, "stacksift_reports_processed_total{status=\"processed\"}") != NULL);
     const char *ratio = r.body ? strstr(r.body, "\nstacksift_symbol_cache_hit_ratio ") : NULL;
     if (ratio)

@@ -274,19 +274,19 @@ static bool is_address(const char *s, size_t n)
     return true;
 }
 
-/* Compiler-made suffixes: the function is the same one, only split or specialized. */
+/* Compiler-made suffixes: the function is the same one, only split or specialized.
+ * `s` is NUL-terminated; returns the length to keep. */
 static size_t strip_clone_suffixes(const char *s, size_t n)
 {
     static const char *const MARKS[] = {".cold", ".llvm.", ".constprop.", ".isra.", ".part.",
                                         " [clone "};
+    if (memchr(s, '.', n) == NULL && memchr(s, '[', n) == NULL)
+        return n;   /* the usual case: nothing to look for */
     size_t cut = n;
     for (size_t m = 0; m < sizeof MARKS / sizeof MARKS[0]; m++) {
-        for (size_t i = 0; i + strlen(MARKS[m]) <= n; i++)
-            if (strncmp(s + i, MARKS[m], strlen(MARKS[m])) == 0) {
-                if (i < cut)
-                    cut = i;
-                break;
-            }
+        const char *hit = strstr(s, MARKS[m]);
+        if (hit != NULL && (size_t)(hit - s) < cut)
+            cut = (size_t)(hit - s);
     }
     return cut;
 }
@@ -469,12 +469,12 @@ const char *signature_normalize_symbol(char *buf, size_t cap, const char *name)
         put(&o, name, close ? (size_t)(close - name) + 1 : n);
         return buf;
     }
-    n = strip_clone_suffixes(name, n);
-    char local[SIGNATURE_MAX_NAME]; /* the structural pass reads a NUL-terminated copy */
+    char local[SIGNATURE_MAX_NAME]; /* the passes below read a NUL-terminated copy */
     if (n >= sizeof local)
         n = sizeof local - 1;
     memcpy(local, name, n);
     local[n] = '\0';
+    local[strip_clone_suffixes(local, n)] = '\0';
     normalize_structure(&o, local);
     collapse_spaces(buf);
     strip_return_type(buf);

@@ -794,6 +794,7 @@ void pipeline_stats_get(pipeline_stats *out, pipeline *p)
     out->pending = atomic_load(&p->pending);
     out->failed = atomic_load(&p->failed);
     out->batches = atomic_load(&p->batches);
+    out->batch_failures = atomic_load(&p->commit_errors);
     out->regressions = atomic_load(&p->regressions);
     pthread_mutex_lock(&p->st_mu);
     out->stack_entries = p->st_entries;
@@ -819,6 +820,10 @@ void pipeline_metrics_render(buf *out, pipeline *p)
                "# HELP stacksift_worker_batches_total Batches committed by the workers.\n"
                "# TYPE stacksift_worker_batches_total counter\n"
                "stacksift_worker_batches_total %llu\n"
+               "# HELP stacksift_worker_batch_failures_total Batches that could not be "
+               "committed (their reports went back to the queue).\n"
+               "# TYPE stacksift_worker_batch_failures_total counter\n"
+               "stacksift_worker_batch_failures_total %llu\n"
                "# HELP stacksift_issue_regressions_total Resolved issues reopened by a new report.\n"
                "# TYPE stacksift_issue_regressions_total counter\n"
                "stacksift_issue_regressions_total %llu\n"
@@ -844,7 +849,7 @@ void pipeline_metrics_render(buf *out, pipeline *p)
                "stacksift_symcaches_open %u\n",
                (unsigned long long)s.processed, (unsigned long long)s.pending,
                (unsigned long long)s.failed, (unsigned long long)s.batches,
-               (unsigned long long)s.regressions, (unsigned long long)s.stack_hits,
+               (unsigned long long)s.batch_failures, (unsigned long long)s.regressions, (unsigned long long)s.stack_hits,
                (unsigned long long)s.stack_misses, (unsigned long long)s.frame_hits,
                (unsigned long long)s.frame_misses,
                lookups ? (double)s.frame_hits / (double)lookups : 0.0,

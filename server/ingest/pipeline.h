@@ -86,7 +86,7 @@ typedef struct {
     uint64_t stack_entries, stack_bytes;
     uint64_t symcache_opens;            /* symcache_open calls that succeeded */
     unsigned symcaches_open;
-    uint64_t processed, pending, failed, batches, regressions;
+    uint64_t processed, pending, failed, batches, batch_failures, regressions;
 } pipeline_stats;
 
 void pipeline_stats_get(pipeline_stats *out, pipeline *p);

@@ -183,19 +183,21 @@ static const char SQL_UPSERT_ISSUES[] =
 
 static const char SQL_ISSUE_DAYS[] =
     "INSERT INTO issue_days AS d (issue_id, day, count) "
-    "SELECT t.issue_id, t.day, t.n FROM json_to_recordset($1::json) "
-    "AS t(issue_id bigint, day date, n bigint) ORDER BY t.issue_id, t.day "
+    "SELECT t.issue_id, t.day, sum(t.n) FROM json_to_recordset($1::json) "
+    "AS t(issue_id bigint, day date, n bigint) GROUP BY 1, 2 ORDER BY 1, 2 "
     "ON CONFLICT (issue_id, day) DO UPDATE SET count = d.count + EXCLUDED.count";
 
 static const char SQL_UPDATE_REPORTS[] =
     "UPDATE reports r SET status = t.status, error = t.error, issue_id = t.issue_id, "
     "fingerprint = t.fingerprint, kind = t.kind, hardware_model = t.hardware_model, "
-    "symbolicated = t.symbolicated, "
+    "symbolicated = v.s, "
     "missing_uuids = coalesce((SELECT array_agg(u::uuid) FROM json_array_elements_text("
     "coalesce(t.missing, '[]'::json)) u), '{}'), "
     "attempts = r.attempts + 1, processed_at = now(), updated_at = now() "
     "FROM json_to_recordset($1::json) AS t(id uuid, status text, error text, issue_id bigint, "
-    "fingerprint text, kind text, hardware_model text, symbolicated json, missing json) "
+    "fingerprint text, kind text, hardware_model text, missing json) "
+    /* the models travel as plain text parameters, one each: no JSON parsing on the way in */
+    "JOIN (VALUES %s) AS v(id, s) ON v.id = t.id "
     "WHERE r.id = t.id";
 
 /* Reports that left an issue: take them off its counts; drop issues left with none. */
@@ -386,15 +388,30 @@ static err_code do_commit(store_work *w, const store_outcome *out, unsigned *reg
         json_kv(&b, "fingerprint", o->grouped ? o->fingerprint : NULL, false);
         json_kv(&b, "kind", o->kind, false);
         json_kv(&b, "hardware_model", o->hardware_model, false);
-        json_kraw(&b, "symbolicated", o->symbolicated_json);
         json_kraw(&b, "missing", o->missing_uuids_json);
         buf_putc(&b, '}');
         any_pending |= strcmp(o->status, "pending_dsym") == 0;
     }
     buf_putc(&b, ']');
-    const char *values[1] = {(const char *)b.data};
-    rc = exec_params(&res, w->c, "storing processed reports", SQL_UPDATE_REPORTS, 1, values, 0,
-                     err);
+    const char **uvalues = xcalloc(1 + 2 * n, sizeof *uvalues);
+    buf rows;
+    buf_init(&rows);
+    uvalues[0] = (const char *)b.data;
+    for (size_t i = 0; i < n; i++) {
+        buf_printf(&rows, "%s($%zu::uuid, $%zu::text)", i ? ", " : "", 2 + 2 * i, 3 + 2 * i);
+        uvalues[1 + 2 * i] = w->rows[i].id;
+        uvalues[2 + 2 * i] = out[i].symbolicated_json;
+    }
+    char *usql = NULL;
+    if (asprintf(&usql, SQL_UPDATE_REPORTS, (const char *)rows.data) < 0)
+        usql = NULL;
+    buf_reset(&rows);
+    rc = usql ? exec_params(&res, w->c, "storing processed reports", usql, (int)(1 + 2 * n),
+                            uvalues, 0, err)
+              : err_set(err, ERR_INTERNAL, "storing processed reports: out of memory");
+    free(usql);
+    free(uvalues);
+    const char *values[1] = {NULL};
     if (rc != ERR_OK)
         goto done;
     PQclear(res);
@@ -621,7 +638,7 @@ static const char SQL_ISSUE_GET[] =
     "LEFT JOIN issue_days x ON x.issue_id = i.id AND x.day = d::date), "
     "'latest_sample', (SELECT json_build_object('id', r.id, 'received_at', "
     JTS("r.received_at") ", 'app_version', r.app_version, 'os_version', r.os_version, "
-    "'hardware_model', r.hardware_model, 'report', r.symbolicated) "
+    "'hardware_model', r.hardware_model, 'report', r.symbolicated::json) "
     "FROM reports r WHERE r.id = i.last_report))::text "
     "FROM issues i WHERE i.id = $1::bigint";
 
@@ -711,7 +728,7 @@ static err_code do_report_extra(pconn *c, void *vctx, err_info *err)
     PGresult *res;
     err_code rc = exec_params(&res, c, "reading a report",
                               "SELECT coalesce(issue_id, 0)::text, fingerprint, kind, "
-                              "hardware_model, symbolicated::text, " JTS("processed_at")
+                              "hardware_model, symbolicated, " JTS("processed_at")
                               " FROM reports WHERE id = $1::uuid",
                               1, values, 0, err);
     if (rc != ERR_OK)
@@ -805,7 +822,7 @@ err_code store_dsyms_missing(const char **json, store *s, unsigned limit, arena 
                     "LIMIT $1::int) "
                     "SELECT json_build_object('missing', coalesce(json_agg(json_build_object("
                     "'uuid', upper(m.u::text), 'name', (SELECT img->>'name' FROM reports r, "
-                    "json_array_elements(r.symbolicated->'images') img WHERE r.id = m.sample "
+                    "json_array_elements(r.symbolicated::json->'images') img WHERE r.id = m.sample "
                     "AND upper(img->>'uuid') = upper(m.u::text) LIMIT 1), 'reports', m.n, "
                     "'first_received', " JTS("m.first_r") ", 'last_received', "
                     JTS("m.last_r") ") ORDER BY m.n DESC, m.u), '[]'))::text FROM m",

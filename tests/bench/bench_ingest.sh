@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# tests/bench/bench_ingest.sh [SECONDS] - sustained end-to-end ingest: POST -> grouped issue.
+#
+# A private Postgres (tests/pg.sh), `stacksift serve` with its workers, the -O2 fixture app's
+# dSYM uploaded (warm symcaches), then wrk posting 30-frame Apple-text reports (64 distinct
+# ones, random slides; tests/bench/bench_ingest_gen.py) with tests/bench/bench_ingest.lua for
+# SECONDS (default 20). Prints, as one JSON line and readable lines:
+#   reports/s accepted (wrk), p50/p99 POST latency (wrk), reports/s processed end to end
+#   (first receipt to last processed), time from receipt to processed (p50/p99/max, from the
+#   rows), the server's peak RSS, the stack-cache hit ratio (/metrics), and the same-run peer:
+#   wrk on GET /healthz with the same connections (the HTTP floor), as a ratio.
+# Targets (issue #5): >= 1000 reports/s sustained, p99 POST < 50 ms, on this 2-core machine.
+# Env: BUILD_DIR (default build), STACKSIFT_FIXTURES (default build-fixtures), CONNECTIONS (16).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+secs=${1:-20}
+build=${BUILD_DIR:-build}
+bin=$root/$build/server/stacksift
+fixtures=${STACKSIFT_FIXTURES:-$root/build-fixtures}
+conns=${CONNECTIONS:-16}
+command -v wrk >/dev/null || { echo "bench_ingest: wrk is missing (deploy/install-deps.sh)" >&2; exit 1; }
+[ -x "$bin" ] || { echo "bench_ingest: build first ($bin)" >&2; exit 1; }
+tests/fixtures/build.sh "$fixtures" >/dev/null
+
+work=$(mktemp -d /tmp/stacksift-bench.XXXXXX)
+chmod 755 "$work"   # as root, the cluster belongs to postgres, which must reach pg/
+pgdir=$work/pg
+server_pid=""
+cleanup() {
+  [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null || true
+  tests/pg.sh stop "$pgdir" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+url=$(tests/pg.sh start "$pgdir")
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+export STACKSIFT_DATABASE_URL=$url STACKSIFT_DATA_DIR=$work/data STACKSIFT_LISTEN=127.0.0.1:$port
+export STACKSIFT_LOG_LEVEL=warn STACKSIFT_HTTP_THREADS=${HTTP_THREADS:-2} STACKSIFT_WORKERS=${WORKERS:-2}
+export STACKSIFT_DB_POOL_SIZE=${POOL:-8} STACKSIFT_WORKER_BATCH=${BATCH:-64}
+"$bin" migrate >/dev/null
+token=$("$bin" token create --name bench --scopes ingest,upload,read,admin | tail -1)
+"$bin" serve 2>"$work/serve.log" &
+server_pid=$!
+for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done
+curl -fs -H "Authorization: Bearer $token" -F "file=@$fixtures/FixtureApp-dSYMs.zip" \
+  "http://127.0.0.1:$port/api/v1/dsyms" >/dev/null
+
+count=64
+python3 tests/bench/bench_ingest_gen.py "$bin" "$fixtures" "$work/reports" $count
+export BENCH_DIR=$work/reports BENCH_TOKEN=$token BENCH_COUNT=$count
+# Warm up: symcaches mapped, stack cache filled once, connections pooled.
+wrk -t2 -c4 -d2s -s tests/bench/bench_ingest.lua "http://127.0.0.1:$port/api/v1/reports" >/dev/null
+for _ in $(seq 300); do
+  q=$(psql "$url" -Atc "SELECT count(*) FROM reports WHERE status = 'received'")
+  [ "$q" = 0 ] && break; sleep 0.1
+done
+psql "$url" -qc "TRUNCATE issues CASCADE; DELETE FROM reports" >/dev/null
+
+# The peer: the same connections on the cheapest route.
+wrk -t2 -c"$conns" -d"$((secs / 4 + 1))s" --latency "http://127.0.0.1:$port/healthz" >"$work/peer.txt"
+
+wrk -t2 -c"$conns" -d"${secs}s" --latency -s tests/bench/bench_ingest.lua \
+  "http://127.0.0.1:$port/api/v1/reports" >"$work/wrk.txt" 2>"$work/wrk.err"
+posted_end=$(date +%s.%N)
+for _ in $(seq 1200); do
+  q=$(psql "$url" -Atc "SELECT count(*) FROM reports WHERE status = 'received'")
+  [ "$q" = 0 ] && break; sleep 0.1
+done
+drained=$(date +%s.%N)
+rss_kb=$(awk '/VmHWM/ {print $2}' "/proc/$server_pid/status")
+metrics=$(curl -fs "http://127.0.0.1:$port/metrics")
+ratio=$(echo "$metrics" | awk '/^stacksift_symbol_cache_hit_ratio/ {print $2}')
+stats=$(psql "$url" -AtF' ' -c "
+  SELECT count(*),
+         count(*) FILTER (WHERE status = 'processed'),
+         extract(epoch FROM max(processed_at) - min(received_at)),
+         percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM processed_at - received_at)),
+         percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM processed_at - received_at)),
+         extract(epoch FROM max(processed_at - received_at)),
+         (SELECT count(*) FROM issues)
+  FROM reports")
+read -r total processed span lag50 lag99 lagmax issues <<<"$stats"
+
+rps=$(awk '/^Requests\/sec/ {print $2}' "$work/wrk.txt")
+peer_rps=$(awk '/^Requests\/sec/ {print $2}' "$work/peer.txt")
+# wrk prints latency percentiles as e.g. "50%    3.21ms" / "99%  12.00ms" / "1.02s"
+ms() { awk -v p="$1" '$1 == p { v = $2; if (v ~ /us$/) { sub(/us$/, "", v); v /= 1000 } else if (v ~ /ms$/) { sub(/ms$/, "", v) } else if (v ~ /s$/) { sub(/s$/, "", v); v *= 1000 } print v }' "$2"; }
+p50=$(ms 50% "$work/wrk.txt")
+p99=$(ms 99% "$work/wrk.txt")
+e2e=$(python3 -c "print(round($processed / $span, 1) if $span > 0 else 0)")
+non2xx=$(awk '/Non-2xx/ {print $5}' "$work/wrk.txt")
+
+cat "$work/wrk.err" >&2 || true
+printf '{"bench":"ingest","seconds":%s,"connections":%s,"posted":%s,"processed":%s,"issues":%s,' \
+  "$secs" "$conns" "$total" "$processed" "$issues"
+printf '"post_rps":%s,"post_p50_ms":%s,"post_p99_ms":%s,"e2e_rps":%s,' "$rps" "$p50" "$p99" "$e2e"
+printf '"lag_p50_s":%.3f,"lag_p99_s":%.3f,"lag_max_s":%.3f,"drain_after_post_s":%.2f,' \
+  "$lag50" "$lag99" "$lagmax" "$(awk -v a="$drained" -v b="$posted_end" 'BEGIN { print a - b }')"
+printf '"rss_peak_mb":%.1f,"stack_cache_hit_ratio":%s,"peer_healthz_rps":%s,"post_vs_healthz":%.3f,"non_2xx":%s}\n' \
+  "$(awk -v k="$rss_kb" 'BEGIN { print k / 1024 }')" "${ratio:-0}" "$peer_rps" \
+  "$(awk -v a="$rps" -v b="$peer_rps" 'BEGIN { print a / b }')" "${non2xx:-0}"
+echo "POST: $rps reports/s, p50 ${p50} ms, p99 ${p99} ms (target >= 1000/s, p99 < 50 ms)"
+echo "end to end: $e2e reports/s processed; receipt -> processed p50 ${lag50}s p99 ${lag99}s"
+echo "server peak RSS: $((rss_kb / 1024)) MiB; stack cache hit ratio ${ratio:-0}; peer /healthz $peer_rps req/s"
