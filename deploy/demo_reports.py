@@ -68,10 +68,13 @@ SITES = [
     ("crashsite::call_through(int (*)(int), int)", ["crash_run", "main"],
      ("EXC_BAD_ACCESS", "SIGSEGV", "KERN_INVALID_ADDRESS at 0x0000000000000000"), 5),
     ("bridge::with_blocks(int)", ["bridge_run", "main"], ("EXC_CRASH", "SIGABRT", None), 3),
+    # Inlined into calc_run at -O2: one address there stands for four functions.
+    ("calc_factorial", ["apply", "calc_apply_all", "calc_run", "main"],
+     ("EXC_BREAKPOINT", "SIGTRAP", None), 12),
 ]
 # Hangs (stacksift JSON, kind "hang"): the main thread stuck in these.
-HANGS = [("calc_fib", ["calc_run", "main"], 12), ("-[FXRoot computeWith:and:]",
-                                                   ["-[FXWorker runTask:]", "objc_run", "main"], 6)]
+HANGS = [("calc_fib", ["calc_run", "main"], 12),
+         ("fx_clamp", ["-[FXRoot computeWith:and:]", "-[FXWorker runTask:]", "objc_run", "main"], 6)]
 MODELS = ["iPhone14,5", "iPhone15,2", "iPhone16,1", "iPad13,1", "iPhone12,1"]
 OSES = [("17.5", "21F79"), ("18.1", "22B83"), ("18.5", "22F76"), ("16.7", "20H19")]
 BUILDS = [("arm64-O0", "1.0", "100"), ("arm64-O2", "2.0", "200")]
@@ -94,8 +97,12 @@ def map_functions(stacksift, fixtures, fx):
     funcs = {}
     for line in out.splitlines():
         j = json.loads(line)
-        if len(j["frames"]) == 1:
-            funcs.setdefault(j["frames"][0]["function"], []).append(int(j["address"], 16) - base)
+        # One function, or a chain of inlined ones (innermost first) at the same address.
+        key = tuple(fr["function"] for fr in j["frames"])
+        if len(key) == 1:
+            key = key[0]
+        if key:
+            funcs.setdefault(key, []).append(int(j["address"], 16) - base)
     return funcs, sl["uuid"], size
 
 
@@ -112,13 +119,20 @@ class Scene:
 
 
 def app_frames(rng, funcs, names):
-    """Offsets of one whole address in each named function (callers: + 4, a return address)."""
+    """One frame per named function, innermost first; where the build inlined a run of them
+    (-O2), one frame at an address of that inlined chain stands for the whole run. Callers
+    get + 4: a return address."""
     out = []
-    for i, n in enumerate(names):
-        offs = funcs.get(n)
+    i = 0
+    while i < len(names):
+        for k in range(len(names) - i, 0, -1):
+            offs = funcs.get(tuple(names[i:i + k]) if k > 1 else names[i])
+            if offs:
+                break
         if not offs:
             return None
-        out.append((-1, rng.choice(offs) + (4 if i > 0 else 0), None, 0))
+        out.append((-1, rng.choice(offs) + (4 if out else 0), None, 0))
+        i += k
     return out
 
 

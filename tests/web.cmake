@@ -10,3 +10,8 @@ set(_web_env
 
 add_test(NAME test_openapi COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/test_openapi.py)
 set_tests_properties(test_openapi PROPERTIES LABELS db TIMEOUT 300 ENVIRONMENT "${_web_env}")
+# npm ci of tests/browser/package-lock.json into the build dir, deploy/demo.sh into a fresh
+# server, then tests/browser/dashboard.test.js; the screenshot lands in
+# ${PROJECT_BINARY_DIR}/test-artifacts/ and its path is printed.
+add_test(NAME test_browser COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/browser/run.py)
+set_tests_properties(test_browser PROPERTIES LABELS "db;browser" TIMEOUT 600 ENVIRONMENT "${_web_env}")

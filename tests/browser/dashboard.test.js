@@ -1,0 +1,249 @@
+/*
+ * dashboard.test.js - the dashboard in headless Chromium (Debian's /usr/bin/chromium, driven
+ * by playwright-core), against a real server loaded by deploy/demo.sh (tests/browser/run.py
+ * starts both). What it checks, each against the API's own answers:
+ *   - the token is asked for once and kept (a reload does not ask again);
+ *   - the issue list shows the open issues the API lists, with the demo's crash sites, and
+ *     a 30-day sparkline per row whose bars add up to the issue's count;
+ *   - filtering (search, kind) and sorting (by count) change the rows as the API does;
+ *   - an issue opens and shows its symbolicated sample stack: in-app frames highlighted,
+ *     file:line, inlined frames marked; breakdowns add up; the status control (admin token
+ *     asked for on 403) changes the status;
+ *   - the report page shows raw and symbolicated text side by side;
+ *   - the missing-dSYMs page lists the UUID the demo held back;
+ *   - no request leaves the server's origin, and the page logs no error.
+ * Screenshots go to $ARTIFACT_DIR; their paths are printed. Ends with "N passed, N failed".
+ *
+ * Env: STACKSIFT_URL, READ_TOKEN, ADMIN_TOKEN, ARTIFACT_DIR, MISSING_UUID.
+ */
+'use strict';
+const { chromium } = require('playwright-core');
+const path = require('path');
+
+const BASE = process.env.STACKSIFT_URL;
+const READ = process.env.READ_TOKEN;
+const ADMIN = process.env.ADMIN_TOKEN;
+const ARTIFACTS = process.env.ARTIFACT_DIR;
+const MISSING_UUID = process.env.MISSING_UUID;
+const STEP_TIMEOUT_MS = 15000;
+
+let passed = 0;
+let failed = 0;
+function check(cond, what) {
+  if (cond) passed++;
+  else { failed++; console.error('FAIL: ' + what); }
+  return cond;
+}
+
+async function api(p) {
+  const r = await fetch(BASE + p, { headers: { Authorization: 'Bearer ' + READ } });
+  if (!r.ok) throw new Error(`${p}: ${r.status} ${await r.text()}`);
+  return r.json();
+}
+
+// Rows of the issue table as {id, title, count, spark: [counts]}.
+async function listedIssues(page) {
+  return page.$$eval('#issues tbody tr', rows => rows.map(tr => ({
+    id: Number(tr.getAttribute('data-issue')),
+    title: tr.querySelector('.issue-title').textContent,
+    count: Number(tr.children[1].textContent),
+    kindTags: Array.from(tr.querySelectorAll('.tag')).map(t => t.textContent),
+    spark: Array.from(tr.querySelectorAll('td.spark rect title')).map(t => Number(t.textContent.split(': ').pop())),
+  })));
+}
+
+// Wait until the list shows the answer for the current filters (info line no longer "Loading").
+async function listSettled(page) {
+  await page.waitForFunction(() => {
+    const i = document.querySelector('#list-info');
+    return i && !/Loading/.test(i.textContent);
+  }, null, { timeout: STEP_TIMEOUT_MS });
+}
+
+async function main() {
+  const browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+           '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+  const page = await context.newPage();
+  page.setDefaultTimeout(STEP_TIMEOUT_MS);
+  const foreign = [];
+  const problems = [];
+  page.on('request', r => { if (!r.url().startsWith(BASE + '/')) foreign.push(r.url()); });
+  page.on('pageerror', e => problems.push('pageerror: ' + e.message));
+  // The read token's PATCH is refused on purpose (403): the only error the page may log.
+  page.on('console', m => {
+    if (m.type() === 'error' && !/status of 403/.test(m.text())) problems.push('console: ' + m.text());
+  });
+  const shots = [];
+  async function shot(name, opts) {
+    const file = path.join(ARTIFACTS, `dashboard-${name}.png`);
+    await page.screenshot(Object.assign({ path: file }, opts || {}));
+    shots.push(file);
+  }
+
+  try {
+    // ---- token, asked for once --------------------------------------------------------
+    const t0 = Date.now();
+    await page.goto(BASE + '/');
+    await page.waitForSelector('#token-form');
+    check(true, 'token form shown on first visit');
+    await page.fill('#token-form input[name=token]', READ);
+    await page.click('#token-form button[type=submit]');
+    await page.waitForSelector('#issues tbody tr');
+    await listSettled(page);
+    console.log(`list shown ${Date.now() - t0} ms after the first page load`);
+    await page.reload();
+    await page.waitForSelector('#issues tbody tr');
+    check(await page.$('#token-form') === null, 'a reload does not ask for the token again');
+    check(await page.evaluate(() => localStorage.getItem('stacksift.token')) === READ, 'token kept in localStorage');
+    await listSettled(page);
+
+    // ---- the list: what the API lists ---------------------------------------------------
+    const expected = await api('/api/v1/issues?status=open&limit=50');
+    let rows = await listedIssues(page);
+    check(rows.length === expected.issues.length, `list shows ${rows.length} rows, API lists ${expected.issues.length}`);
+    check(JSON.stringify(rows.map(r => r.id)) === JSON.stringify(expected.issues.map(i => i.id)),
+          'rows are the API\'s open issues, in last_seen order');
+    await page.waitForSelector('#issues td.spark rect');
+    await page.waitForFunction(() => document.querySelectorAll('#issues td.spark rect').length >=
+                               30 * document.querySelectorAll('#issues tbody tr').length);
+    rows = await listedIssues(page);
+    check(rows.every(r => r.spark.length === 30), 'every row has a 30-day sparkline');
+    check(rows.every(r => r.spark.reduce((a, b) => a + b, 0) === r.count), 'sparkline bars add up to each count');
+    // The next page (keyset cursor) by "Load more".
+    const all = await api('/api/v1/issues?status=open&limit=200');
+    if (expected.next_cursor) {
+      await page.click('#load-more');
+      await page.waitForFunction(n => document.querySelectorAll('#issues tbody tr').length > n, rows.length);
+      await listSettled(page);
+      rows = await listedIssues(page);
+    }
+    check(rows.length === Math.min(all.issues.length, 100), `after "Load more": ${rows.length} rows of ${all.issues.length}`);
+    for (const site of ['crashsite::deref_null', '-[FXWorker runTask:]', 'crashsite::trap_now',
+                        'calc_factorial', 'calc_fib', 'fx_clamp']) {
+      check(rows.some(r => r.title.includes(site)), `the demo crash site ${site} is listed`);
+    }
+    await shot('list');
+
+    // ---- filters and sorting ------------------------------------------------------------
+    await page.fill('#filters input[name=q]', 'deref_null');
+    await page.waitForFunction(() => /q=deref_null/.test(location.hash));
+    await listSettled(page);
+    rows = await listedIssues(page);
+    const apiQ = await api('/api/v1/issues?status=open&q=deref_null');
+    check(rows.length >= 1 && rows.length === apiQ.issues.length, `search deref_null: ${rows.length} rows`);
+    check(rows.every(r => r.title.includes('deref_null')), 'search keeps only matching issues');
+
+    await page.fill('#filters input[name=q]', '');
+    await page.waitForFunction(() => !/q=/.test(location.hash));
+    await page.selectOption('#filters select[name=kind]', 'hang');
+    await page.waitForFunction(() => /kind=hang/.test(location.hash));
+    await listSettled(page);
+    rows = await listedIssues(page);
+    const apiHang = await api('/api/v1/issues?status=open&kind=hang');
+    check(rows.length === apiHang.issues.length && rows.length >= 2, `kind=hang: ${rows.length} rows`);
+    check(rows.every(r => r.kindTags.includes('hang')), 'kind filter keeps only hangs');
+    check(rows.some(r => r.title.includes('calc_fib')), 'the calc_fib hang is listed');
+
+    await page.selectOption('#filters select[name=kind]', '');
+    await page.waitForFunction(() => !/kind=/.test(location.hash));
+    await page.click('#issues th.sortable:has-text("Count")');
+    await page.waitForFunction(() => /sort=count/.test(location.hash));
+    await listSettled(page);
+    rows = await listedIssues(page);
+    const byCount = await api('/api/v1/issues?status=open&sort=count&limit=50');
+    check(JSON.stringify(rows.map(r => r.id)) === JSON.stringify(byCount.issues.map(i => i.id)),
+          'sorting by count orders rows as the API does');
+    check(rows.every((r, i) => i === 0 || rows[i - 1].count >= r.count), 'counts descend');
+
+    // ---- an issue with inlined frames: stack, breakdowns ---------------------------------
+    const target = rows.find(r => r.title.includes('calc_factorial'));
+    check(!!target, 'calc_factorial issue found');
+    const issue = await api('/api/v1/issues/' + target.id);
+    await page.click(`#issues tr[data-issue="${target.id}"] a.issue-title`);
+    await page.waitForSelector('#issue-title');
+    await page.waitForSelector('#sample table.stack');
+    check((await page.textContent('#issue-title')) === issue.title, 'issue page title');
+    const frames = await page.$$eval('#sample table.stack tr', trs => trs.map(tr => ({
+      inApp: tr.classList.contains('in-app'), inlined: tr.classList.contains('inlined'),
+      fn: tr.querySelector('.fn').textContent, loc: tr.querySelector('.loc').textContent,
+      img: tr.querySelector('.img').textContent })));
+    const top = frames.find(f => f.fn.includes('calc_factorial'));
+    check(!!top && top.inApp && /^calc\.c:\d+$/.test(top.loc), `calc_factorial frame in-app with file:line (${top && top.loc})`);
+    check(frames.filter(f => f.inApp).length >= 3, 'several in-app frames highlighted');
+    check(frames.some(f => !f.inApp && f.img.includes('CoreFoundation')), 'system frames are not highlighted');
+    const sample = issue.latest_sample.report;
+    const sampleInlined = JSON.stringify(sample).includes('"inlined":true');
+    if (sampleInlined) check(frames.some(f => f.inlined && /inlined/.test(f.fn)), 'inlined frames are shown and marked');
+    else check(frames.filter(f => f.fn.includes('calc_factorial') || f.fn.includes('apply')).length >= 2,
+               'an -O0 sample shows each function as its own frame');
+    for (const title of ['App version', 'OS version', 'Device']) {
+      const sum = await page.$eval(`[data-breakdown="${title}"]`, el =>
+        Array.from(el.querySelectorAll('.num')).reduce((a, n) => a + Number(n.textContent), 0));
+      check(sum === issue.count, `${title} breakdown adds up to ${issue.count} (got ${sum})`);
+    }
+    await shot('issue', { fullPage: true });
+
+    // An -O2 sample (inlined frames) must exist among this issue's reports: open one.
+    const reps = await api(`/api/v1/issues/${target.id}/reports?limit=50`);
+    let inlinedReport = null;
+    for (const r of reps.reports) {
+      const full = await api('/api/v1/reports/' + r.id);
+      if (JSON.stringify(full.symbolicated).includes('"inlined":true')) { inlinedReport = full; break; }
+    }
+    check(!!inlinedReport, 'the issue groups -O2 reports whose frames were inlined');
+
+    // ---- status control: needs the admin scope ------------------------------------------
+    await page.selectOption('#status-select', 'resolved');
+    await page.fill('#resolved-in', '9.9');
+    await page.click('#status-save');
+    await page.waitForSelector('#admin-token:not([hidden])');
+    check(/admin scope/.test(await page.textContent('#status-msg')), 'the read token is refused: admin token asked for');
+    await page.fill('#admin-token', ADMIN);
+    await page.click('#status-save');
+    await page.waitForFunction(() => /status: resolved/.test(document.querySelector('#status-msg').textContent));
+    const after = await api('/api/v1/issues/' + target.id);
+    check(after.status === 'resolved' && after.resolved_in === '9.9', 'status saved through the API');
+
+    // ---- report page: raw and symbolicated side by side ------------------------------------
+    await page.goto(`${BASE}/#/reports/${inlinedReport ? inlinedReport.id : issue.latest_sample.id}`);
+    await page.waitForFunction(() => {
+      const a = document.querySelector('#raw-text'), b = document.querySelector('#symbolicated-text');
+      return a && b && a.textContent !== 'Loading…' && b.textContent !== 'Loading…';
+    });
+    const raw = await page.textContent('#raw-text');
+    const sym = await page.textContent('#symbolicated-text');
+    check(/FixtureApp\s+0x[0-9a-f]+ 0x[0-9a-f]+ \+ \d+/.test(raw), 'raw text has unsymbolicated app frames');
+    check(!raw.includes('calc_factorial'), 'raw text has no function names of the app');
+    check(/calc_factorial \(calc\.c:\d+\)/.test(sym), 'symbolicated text names calc_factorial with file:line');
+    const boxes = await page.$$eval('.side > div', ds => ds.map(d => d.getBoundingClientRect()).map(r => [r.left, r.top, r.width]));
+    check(boxes.length === 2 && boxes[1][0] > boxes[0][0] + boxes[0][2] - 1 && Math.abs(boxes[0][1] - boxes[1][1]) < 2,
+          'raw and symbolicated are side by side');
+    await shot('report');
+
+    // ---- missing dSYMs --------------------------------------------------------------------
+    await page.click('header nav a[data-nav=dsyms]');
+    await page.waitForSelector('#missing tbody tr');
+    const missing = await page.$$eval('#missing tbody tr td:first-child', tds => tds.map(t => t.textContent));
+    const apiMissing = await api('/api/v1/dsyms/missing?limit=1000');
+    check(missing.length === apiMissing.missing.length, `missing dSYMs: ${missing.length} rows`);
+    check(missing.includes(MISSING_UUID), `the held-back FixtureD5 UUID ${MISSING_UUID} is listed`);
+    await shot('missing');
+
+    check(foreign.length === 0, 'no request leaves the server: ' + foreign.slice(0, 3).join(' '));
+    check(problems.length === 0, 'no page error or console error: ' + problems.slice(0, 3).join(' | '));
+  } catch (e) {
+    check(false, 'unexpected: ' + (e && e.stack || e));
+    await shot('failure').catch(() => {});
+  } finally {
+    await browser.close();
+  }
+  for (const s of shots) console.log('screenshot: ' + s);
+  console.log(`${passed} passed, ${failed} failed`);
+  process.exit(failed ? 1 : 0);
+}
+
+main();
