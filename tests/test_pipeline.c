@@ -18,6 +18,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <jansson.h>
 #include <libpq-fe.h>
 #include <netinet/in.h>
@@ -1208,6 +1209,13 @@ static char *create_database(const char *base, const char *name)
     return out;
 }
 
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    remove(path);   /* best effort: a leftover temp file fails nothing */
+    return 0;
+}
+
 static int free_port(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -1279,6 +1287,10 @@ int main(void)
         t[n - 1] = '\0';
     char *last = strrchr(t, '\n');
     token = strdup(last ? last + 1 : t);
+    free(t);
+    free(tok_out);
+    free(man_path);
+    free(kit.dwarf);
     server_pid = start_server();
     if (server_pid < 0) {
         fprintf(stderr, "test_pipeline: the server did not start (log in %s)\n", tmp_root);
@@ -1307,5 +1319,17 @@ int main(void)
     }
     PQfinish(db);
     json_decref(man);
+    if (harness_failed == 0) {
+        /* Passed: leave nothing behind (on failure the database and the server log stay). */
+        PGconn *c = PQconnectdb(base_url);
+        char *drop = xsprintf("DROP DATABASE IF EXISTS %s", dbname);
+        PQclear(PQexec(c, drop));
+        PQfinish(c);
+        free(drop);
+        nftw(tmp_root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    } else {
+        fprintf(stderr, "test_pipeline: database %s and %s kept for a look\n", dbname, tmp_root);
+    }
+    free(dbname);
     return harness_done();
 }
