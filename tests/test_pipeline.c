@@ -12,7 +12,8 @@
  *   3. every site is exactly one issue across both builds, no two sites share one, and
  *      every count (issue, per-day, API) is exact;
  * then the query API, status changes and regressions, synchronous symbolication, and every
- * real corpus report (processed, pending or cleanly failed, never stuck).
+ * real corpus report (processed, pending or cleanly failed, never stuck). Two server
+ * processes share the database, so their workers compete for the same queue.
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -211,10 +212,13 @@ static char **server_env(void)
     return env;
 }
 
-static pid_t server_pid = -1;
+static pid_t server_pid = -1, second_pid = -1;
+static int second_port;
 
-static pid_t start_server(void)
+/* `stacksift serve` on `listen_port` (the same database and data directory). */
+static pid_t start_server(int listen_port)
 {
+    char *listen = xsprintf("STACKSIFT_LISTEN=127.0.0.1:%d", listen_port);
     char *log = xsprintf("%s/serve.log", tmp_root);
     pid_t pid = fork();
     if (pid == 0) {
@@ -222,21 +226,28 @@ static pid_t start_server(void)
         char **env = server_env();
         for (size_t i = 0; env[i]; i++)
             putenv(env[i]);
+        putenv(listen);
         int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
         dup2(fd, 2);
         execl(bin, bin, "serve", (char *)NULL);
         _exit(127);
     }
     free(log);
+    free(listen);
+    int saved = port;
+    port = listen_port;
     for (double end = now_s() + 15; now_s() < end; sleep_ms(50)) {
         resp r = get("/readyz");
         int st = r.status;
         resp_free(&r);
-        if (st == 200)
+        if (st == 200) {
+            port = saved;
             return pid;
+        }
         if (waitpid(pid, NULL, WNOHANG) == pid)
-            return -1;
+            break;
     }
+    port = saved;
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
     return -1;
@@ -1113,6 +1124,22 @@ static void metrics_show_cache_hit_rate(void)
     if (ratio)
         fprintf(stderr, "cache: %.50s\n", ratio + 1);
     resp_free(&r);
+
+    /* Both processes' workers took reports from the shared queue. */
+    long long processed[2] = {0, 0};
+    int ports[2] = {port, second_port};
+    for (int k = 0; k < 2; k++) {
+        int saved = port;
+        port = ports[k];
+        resp m = get("/metrics");
+        port = saved;
+        const char *key = "stacksift_reports_processed_total{status=\"processed\"} ";
+        const char *at = m.body ? strstr(m.body, key) : NULL;
+        processed[k] = at ? atoll(at + strlen(key)) : 0;
+        resp_free(&m);
+    }
+    fprintf(stderr, "processed by the two servers: %lld and %lld\n", processed[0], processed[1]);
+    CHECK(processed[0] > 0 && processed[1] > 0);
 }
 
 static void corpus_reports_are_processed_or_cleanly_failed(void)
@@ -1172,6 +1199,37 @@ static void corpus_reports_are_processed_or_cleanly_failed(void)
     }
     fprintf(stderr, "corpus: %zu grouped, %zu failed\n", grouped, failed);
     CHECK_EQ_INT(grouped + failed, nids);
+}
+
+static void unprocessable_report_fails_without_blocking(void)
+{
+    /* Rows as intake would have stored them, but one is not a report any more (say, a parser
+     * that got stricter): it fails with the reason; the ones behind it are processed. */
+    const char *bodies[3] = {reports[5].body, "this is not a crash report\n", reports[6].body};
+    char ids[3][40];
+    for (int i = 0; i < 3; i++) {
+        const char *v[1] = {bodies[i]};
+        PGresult *r = PQexecParams(db, "INSERT INTO reports (format, content_type, raw, raw_bytes, app) "
+                                   "VALUES ('apple-text', 'text/plain', convert_to($1, 'UTF8'), "
+                                   "length($1), 'FixtureApp') RETURNING id",
+                                   1, NULL, v, NULL, NULL, 0);
+        CHECK_EQ_INT(PQresultStatus(r), PGRES_TUPLES_OK);
+        snprintf(ids[i], sizeof ids[i], "%s", PQntuples(r) ? PQgetvalue(r, 0, 0) : "");
+        PQclear(r);
+    }
+    CHECK(drain(30));
+    for (int i = 0; i < 3; i++) {
+        char st[16] = "";
+        long long issue = report_issue(ids[i], st);
+        CHECK_EQ_STR(st, i == 1 ? "failed" : "processed");
+        CHECK(i == 1 ? issue == 0 : issue > 0);
+    }
+    char *url = xsprintf("/api/v1/reports/%s", ids[1]);
+    resp r = get(url);
+    const char *error = r.json ? json_string_value(json_object_get(r.json, "error")) : NULL;
+    CHECK(error && strstr(error, "pars") != NULL);
+    resp_free(&r);
+    free(url);
 }
 
 static void server_stops_cleanly(void)
@@ -1291,8 +1349,11 @@ int main(void)
     free(tok_out);
     free(man_path);
     free(kit.dwarf);
-    server_pid = start_server();
-    if (server_pid < 0) {
+    server_pid = start_server(port);
+    /* A second process on the same database: workers of both share the queue. */
+    second_port = free_port();
+    second_pid = start_server(second_port);
+    if (server_pid < 0 || second_pid < 0) {
         fprintf(stderr, "test_pipeline: the server did not start (log in %s)\n", tmp_root);
         return 1;
     }
@@ -1311,11 +1372,16 @@ int main(void)
     RUN(symbolicate_endpoint_stores_nothing);
     RUN(metrics_show_cache_hit_rate);
     RUN(corpus_reports_are_processed_or_cleanly_failed);
+    RUN(unprocessable_report_fails_without_blocking);
     RUN(server_stops_cleanly);
     fprintf(stderr, "test_pipeline: %zu generated reports, %.1f s\n", nreports, now_s() - t0);
     if (server_pid > 0) {
         kill(server_pid, SIGKILL);
         waitpid(server_pid, NULL, 0);
+    }
+    if (second_pid > 0) {
+        kill(second_pid, SIGTERM);
+        waitpid(second_pid, NULL, 0);
     }
     PQfinish(db);
     json_decref(man);
