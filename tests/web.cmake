@@ -1,4 +1,5 @@
-# Issue #6: the API document against the real server, and the dashboard in headless Chromium.
+# Issue #6: the API document against the real server, the Grafana queries on the real schema,
+# and the dashboard in headless Chromium.
 # Both start a real `stacksift serve` on a database of their own in the tests' Postgres
 # (STACKSIFT_TEST_DATABASE_URL, tests/run.sh) and use Debian's python3 with python3-yaml and
 # python3-jsonschema (deploy/install-deps.sh).
@@ -10,6 +11,10 @@ set(_web_env
 
 add_test(NAME test_openapi COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/test_openapi.py)
 set_tests_properties(test_openapi PROPERTIES LABELS db TIMEOUT 300 ENVIRONMENT "${_web_env}")
+
+# deploy/grafana's panel and variable queries on the real schema (migrations/0003 views).
+add_test(NAME test_grafana COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/test_grafana.py)
+set_tests_properties(test_grafana PROPERTIES LABELS db TIMEOUT 300 ENVIRONMENT "${_web_env}")
 # npm ci of tests/browser/package-lock.json into the build dir, deploy/demo.sh into a fresh
 # server, then tests/browser/dashboard.test.js; the screenshot lands in
 # ${PROJECT_BINARY_DIR}/test-artifacts/ and its path is printed.
