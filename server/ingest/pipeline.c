@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "base/xalloc.h"
@@ -27,6 +28,8 @@ typedef struct {
     symcache *sc;     /* NULL: free slot */
     unsigned refs;    /* reports using it now; never closed while > 0 */
     uint64_t used;    /* LRU tick of the last acquire */
+    uint64_t version; /* identity of the file it was opened from (inode, mtime): a dSYM
+                         upload that replaces a symcache gives a new version */
 } sc_entry;
 
 /* ---- stack cache ----------------------------------------------------------------------- */
@@ -115,18 +118,33 @@ err_code pipeline_new(pipeline **out, store *work_store, const pipeline_options 
  * <symcache_dir>/<uuid>.symc (yet). Not cached when missing: the dSYM may come any time. */
 static sc_entry *sc_acquire(pipeline *p, const char *uuid)
 {
+    char path[4096];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s.symc", p->symcache_dir, uuid);
+    /* One stat per image and report: a replaced file (DWARF after a symbol-table-only
+     * upload) is noticed, and a missing one costs no open(). */
+    if (stat(path, &st) != 0)
+        return NULL;
+    uint64_t version = (uint64_t)st.st_ino * 1000003u ^ (uint64_t)st.st_mtim.tv_sec * 1000000000u ^
+                       (uint64_t)st.st_mtim.tv_nsec ^ (uint64_t)st.st_size << 40;
     pthread_mutex_lock(&p->sc_mu);
-    for (size_t i = 0; i < p->nsc; i++)
-        if (p->sc[i].sc != NULL && strcmp(p->sc[i].uuid, uuid) == 0) {
-            p->sc[i].refs++;
-            p->sc[i].used = ++p->tick;
+    for (size_t i = 0; i < p->nsc; i++) {
+        sc_entry *e = &p->sc[i];
+        if (e->sc == NULL || strcmp(e->uuid, uuid) != 0)
+            continue;
+        if (e->version == version) {
+            e->refs++;
+            e->used = ++p->tick;
             pthread_mutex_unlock(&p->sc_mu);
-            return &p->sc[i];
+            return e;
         }
+        if (e->refs == 0) {   /* an older file: nobody uses it, close it now */
+            symcache_close(e->sc);
+            e->sc = NULL;
+        }
+    }
     pthread_mutex_unlock(&p->sc_mu);
 
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s.symc", p->symcache_dir, uuid);
     symcache *sc = NULL;
     err_info err = {0};
     err_code rc = symcache_open(&sc, path, &err);
@@ -142,7 +160,8 @@ static sc_entry *sc_acquire(pipeline *p, const char *uuid)
     sc_entry *slot = NULL, *lru = NULL;
     for (size_t i = 0; i < p->nsc; i++) {
         sc_entry *e = &p->sc[i];
-        if (e->sc != NULL && strcmp(e->uuid, uuid) == 0) {   /* another thread was faster */
+        if (e->sc != NULL && strcmp(e->uuid, uuid) == 0 && e->version == version) {
+            /* another thread was faster */
             e->refs++;
             e->used = ++p->tick;
             pthread_mutex_unlock(&p->sc_mu);
@@ -166,6 +185,7 @@ static sc_entry *sc_acquire(pipeline *p, const char *uuid)
         snprintf(slot->uuid, sizeof slot->uuid, "%s", uuid);
         slot->sc = sc;
         slot->refs = 1;
+        slot->version = version;
         slot->used = ~(uint64_t)0; /* marks a private entry: closed on release */
         pthread_mutex_unlock(&p->sc_mu);
         return slot;
@@ -173,6 +193,7 @@ static sc_entry *sc_acquire(pipeline *p, const char *uuid)
     snprintf(slot->uuid, sizeof slot->uuid, "%s", uuid);
     slot->sc = sc;
     slot->refs = 1;
+    slot->version = version;
     slot->used = ++p->tick;
     pthread_mutex_unlock(&p->sc_mu);
     return slot;
@@ -242,17 +263,21 @@ static void stack_key(uint8_t key[32], EVP_MD_CTX *md, rctx *c, const crashrepor
         const crashreport_frame *f = &fs[i];
         const char *arch = crashreport_frame_arch(r, f);
         uint64_t addr = crashreport_strip_pac(f->addr, arch);
-        uint8_t rec[10] = {0};
+        uint8_t rec[17] = {0};
         const char *uuid = "-";
+        uint64_t version = 0; /* 0: no symcache */
         if (f->image >= 0 && (size_t)f->image < r->nimages) {
             const crashreport_image *im = &r->images[f->image];
+            sc_entry *e = image_symcache(c, (size_t)f->image);
             uuid = im->uuid;
             addr -= im->load_addr;
-            rec[9] = image_symcache(c, (size_t)f->image) != NULL;
-            rec[8] = 1;
+            version = e ? e->version | 1 : 0;
+            rec[16] = 1;
         }
-        for (int b = 0; b < 8; b++)
+        for (int b = 0; b < 8; b++) {
             rec[b] = (uint8_t)(addr >> (8 * b));
+            rec[8 + b] = (uint8_t)(version >> (8 * b));
+        }
         EVP_DigestUpdate(md, uuid, strlen(uuid) + 1);
         EVP_DigestUpdate(md, arch ? arch : "", arch ? strlen(arch) + 1 : 1);
         EVP_DigestUpdate(md, rec, sizeof rec);
@@ -636,6 +661,7 @@ static void *worker_main(void *arg)
     pipeline *p = w->p;
     unsigned solo = 0;       /* > 0: claim one report at a time, after a batch was refused */
     unsigned store_errors = 0;
+    unsigned idle_ms = p->o.idle_poll_ms; /* doubles while the queue stays empty, up to 4x */
     double next_sweep = now_ms() + SWEEP_EVERY_S * 1000.0;
     size_t budget = (size_t)p->o.max_report_bytes * 24 + (16u << 20);
 
@@ -664,11 +690,14 @@ static void *worker_main(void *arg)
                 idle_wait(p, 1000);
             } else {
                 store_errors = 0;
-                idle_wait(p, p->o.idle_poll_ms);
+                idle_wait(p, idle_ms);
+                if (idle_ms < p->o.idle_poll_ms * 4)
+                    idle_ms *= 2;
             }
             continue;
         }
         store_errors = 0;
+        idle_ms = p->o.idle_poll_ms;
         store_outcome *out = arena_alloc_array(batch_a, n, sizeof *out, &err);
         arena **arenas = xcalloc(n, sizeof *arenas);
         unsigned counts[3] = {0};

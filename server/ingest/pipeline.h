@@ -13,8 +13,8 @@
  * Process-lifetime caches, shared by workers and API requests:
  *   symcaches  opened (mmap) on first use by UUID from symcache_dir, at most
  *              `symcache_max_open` kept open (least recently used closed first)
- *   stacks     symbolicated stacks keyed by SHA-256 of (image UUID, arch, offset, whether the
- *              image had a symcache) of every frame: a repeated stack (hang monitors, API
+ *   stacks     symbolicated stacks keyed by SHA-256 of (image UUID, arch, offset, which
+ *              symcache file if any) of every frame: a repeated stack (hang monitors, API
  *              samplers) is symbolicated once; bounded by `stack_cache_bytes`
  * Thread-safe.
  */
