@@ -276,8 +276,14 @@ static void lookup_all(lookup_ctx *c, query *q, size_t n)
         lookup_one(c, x->addr, x->file_addr);
         x->out_len = c->out.len - x->out_start;
     }
+    /* gather the answers in input order, then one write */
+    buf ordered;
+    buf_init(&ordered);
+    buf_reserve(&ordered, c->out.len);
     for (size_t i = 0; i < n; i++)
-        fwrite(c->out.data + q[i].out_start, 1, q[i].out_len, stdout);
+        buf_append(&ordered, c->out.data + q[i].out_start, q[i].out_len);
+    fwrite(ordered.data, 1, ordered.len, stdout);
+    buf_reset(&ordered);
     free(order);
 }
 
