@@ -23,6 +23,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import traceback
 
 import jsonschema
 import yaml
@@ -160,7 +161,11 @@ def main():
 
     env = {"STACKSIFT_MAX_REPORT_BYTES": str(MAX_REPORT), "STACKSIFT_MAX_UPLOAD_BYTES": str(MAX_UPLOAD)}
     with Instance("openapi", extra_env=env) as inst:
-        run_cases(inst, c, source)
+        try:
+            run_cases(inst, c, source)
+        except Exception:   # an answer so wrong that a case could not go on: one failure
+            traceback.print_exc()
+            check(False, "the cases stopped early (traceback above)")
 
     # 3. Coverage of the document.
     for (method, tkey), (path, op) in sorted(c.paths.items()):

@@ -35,7 +35,7 @@ static err_code do_daily(pconn *c, void *vctx, err_info *err)
     daily_ctx *q = vctx;
     const char *values[2] = {q->ids, q->days};
     PGresult *res = PQexecParams(c->pg, SQL_DAILY, 2, NULL, values, NULL, NULL, 0);
-    err_code rc;
+    err_code rc = ERR_OK;   /* store_dup sets it only when the arena is full */
     if (PQresultStatus(res) != PGRES_TUPLES_OK)
         rc = store_translate(res, c, "reading daily counts", err);
     else if (PQntuples(res) != 1 || PQgetisnull(res, 0, 0))
