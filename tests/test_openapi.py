@@ -310,7 +310,10 @@ def run_cases(inst, c, source):
     call("get", "/api/v1/dsyms/missing", "/api/v1/dsyms/missing?limit=0", 400, token=T["read"])
 
     # Synchronous symbolication: an address of the -O2 app at a load address.
-    o2 = next(d for d in dsyms if d["name"] == "FixtureApp" and d["uuid"].startswith("4C4C44B4")) if dsyms else {"uuid": "0"}
+    # the UUIDs depend on where the fixtures were built: read them from the manifest
+    with open(os.path.join(fixtures, "manifest.json")) as f:
+        o2_uuid = next(fx["slices"][0]["uuid"] for fx in json.load(f)["fixtures"] if fx["name"] == "arm64-O2")
+    o2 = next((d for d in dsyms if d["uuid"] == o2_uuid), {"uuid": o2_uuid}) if dsyms else {"uuid": "0"}
     body = {"images": [{"uuid": o2["uuid"], "arch": "arm64", "load_address": "0x104000000", "name": "FixtureApp"}],
             "stacks": [["0x104004000", "0x104004100"]]}
     r = call("post", "/api/v1/symbolicate", "/api/v1/symbolicate", 200, token=T["read"], body=body)
