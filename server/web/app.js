@@ -276,7 +276,7 @@
       h('td.spark', {'data-spark': it.id}, emptySpark()),
       h('td.when', when(it.first_seen)),
       h('td.when', when(it.last_seen)),
-      h('td', vshown.map(function (v) { return h('span.tag', v); }),
+      h('td.versions', vshown.map(function (v) { return h('span.tag', v); }),
         versions.length > 3 ? h('span.muted', {title: versions.join(', ')}, '+' + (versions.length - 3)) : null),
       h('td', statusTag(it.status)));
   }

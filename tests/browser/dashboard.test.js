@@ -126,6 +126,7 @@ async function main() {
                         'calc_factorial', 'calc_fib', 'fx_clamp']) {
       check(rows.some(r => r.title.includes(site)), `the demo crash site ${site} is listed`);
     }
+    await page.evaluate(() => window.scrollTo(0, 0));
     await shot('list');
 
     // ---- filters and sorting ------------------------------------------------------------
