@@ -182,6 +182,7 @@
 
   function issueList(params) {
     var seq = renderSeq;
+    var shownFor = location.hash;   // #list-info's data-loaded: which filters the rows answer
     var f = {};
     FILTERS.forEach(function (k) { f[k] = params.get(k) || ''; });
     if (!params.has('status')) f.status = 'open';
@@ -250,6 +251,7 @@
         shown += page.issues.length;
         info.textContent = shown === 0 ? 'No issues match these filters.'
           : shown + (page.next_cursor ? '+' : '') + ' issue' + (shown === 1 ? '' : 's');
+        info.setAttribute('data-loaded', shownFor);
         more.textContent = '';
         if (page.next_cursor) {
           more.appendChild(h('button#load-more', {onclick: function () { load(page.next_cursor); }}, 'Load more'));

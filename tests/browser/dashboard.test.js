@@ -52,11 +52,11 @@ async function listedIssues(page) {
   })));
 }
 
-// Wait until the list shows the answer for the current filters (info line no longer "Loading").
+// Wait until the rows answer the filters in the URL (the page marks #list-info with them).
 async function listSettled(page) {
   await page.waitForFunction(() => {
     const i = document.querySelector('#list-info');
-    return i && !/Loading/.test(i.textContent);
+    return i && i.getAttribute('data-loaded') === location.hash;
   }, null, { timeout: STEP_TIMEOUT_MS });
 }
 
@@ -140,6 +140,7 @@ async function main() {
 
     await page.fill('#filters input[name=q]', '');
     await page.waitForFunction(() => !/q=/.test(location.hash));
+    await listSettled(page);
     await page.selectOption('#filters select[name=kind]', 'hang');
     await page.waitForFunction(() => /kind=hang/.test(location.hash));
     await listSettled(page);
@@ -151,6 +152,7 @@ async function main() {
 
     await page.selectOption('#filters select[name=kind]', '');
     await page.waitForFunction(() => !/kind=/.test(location.hash));
+    await listSettled(page);
     await page.click('#issues th.sortable:has-text("Count")');
     await page.waitForFunction(() => /sort=count/.test(location.hash));
     await listSettled(page);
