@@ -140,4 +140,7 @@ stacksift is running at http://$listen   (log: .data/stacksift.log, stop: deploy
 
   curl -H "Authorization: Bearer \$UPLOAD_TOKEN" -F file=@App.dSYM.zip http://$listen/api/v1/dsyms
   curl -H "Authorization: Bearer \$INGEST_TOKEN" -H 'Content-Type: text/plain' --data-binary @App.crash http://$listen/api/v1/reports
+
+  Dashboard: http://$listen/  (asks for READ_TOKEN once)
+  Load demo data (fixture dSYMs, generated reports, the real corpus): deploy/demo.sh
 EOF
