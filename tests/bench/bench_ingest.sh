@@ -10,7 +10,7 @@
 #   rows), the server's peak RSS, the stack-cache hit ratio (/metrics), and the same-run peer:
 #   wrk on GET /healthz with the same connections (the HTTP floor), as a ratio.
 # Targets (issue #5): >= 1000 reports/s sustained, p99 POST < 50 ms, on this 2-core machine.
-# Env: BUILD_DIR (default build), STACKSIFT_FIXTURES (default build-fixtures), CONNECTIONS (16).
+# Env: BUILD_DIR (default build), STACKSIFT_FIXTURES (default build-fixtures), CONNECTIONS (8), HTTP_THREADS (4), WORKERS (2), POOL (8), BATCH (64).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -18,7 +18,7 @@ secs=${1:-20}
 build=${BUILD_DIR:-build}
 bin=$root/$build/server/stacksift
 fixtures=${STACKSIFT_FIXTURES:-$root/build-fixtures}
-conns=${CONNECTIONS:-16}
+conns=${CONNECTIONS:-8}
 command -v wrk >/dev/null || { echo "bench_ingest: wrk is missing (deploy/install-deps.sh)" >&2; exit 1; }
 [ -x "$bin" ] || { echo "bench_ingest: build first ($bin)" >&2; exit 1; }
 tests/fixtures/build.sh "$fixtures" >/dev/null
@@ -37,7 +37,7 @@ trap cleanup EXIT
 url=$(tests/pg.sh start "$pgdir")
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 export STACKSIFT_DATABASE_URL=$url STACKSIFT_DATA_DIR=$work/data STACKSIFT_LISTEN=127.0.0.1:$port
-export STACKSIFT_LOG_LEVEL=warn STACKSIFT_HTTP_THREADS=${HTTP_THREADS:-2} STACKSIFT_WORKERS=${WORKERS:-2}
+export STACKSIFT_LOG_LEVEL=warn STACKSIFT_HTTP_THREADS=${HTTP_THREADS:-4} STACKSIFT_WORKERS=${WORKERS:-2}
 export STACKSIFT_DB_POOL_SIZE=${POOL:-8} STACKSIFT_WORKER_BATCH=${BATCH:-64}
 "$bin" migrate >/dev/null
 token=$("$bin" token create --name bench --scopes ingest,upload,read,admin | tail -1)
