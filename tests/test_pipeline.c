@@ -15,194 +15,72 @@
  * real corpus report (processed, pending or cleanly failed, never stuck). Two server
  * processes share the database, so their workers compete for the same queue.
  */
-#include <arpa/inet.h>
 #include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <ftw.h>
 #include <jansson.h>
 #include <libpq-fe.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdbool.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
+#include "server_harness.h"
 #include "signature/signature.h"
 
 #define MAX_SITES 12
 #define REPORTS_PER_SITE 20      /* 12 sites x 20 = 240 generated reports */
 #define POST_THREADS 4
 
-static char *xsprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *xsprintf(const char *fmt, ...)
-{
-    va_list ap;
-    char *out = NULL;
-    va_start(ap, fmt);
-    if (vasprintf(&out, fmt, ap) < 0)
-        abort();
-    va_end(ap);
-    return out;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *data = malloc((size_t)n + 1);
-    size_t got = fread(data, 1, (size_t)n, f);
-    fclose(f);
-    data[got] = '\0';
-    if (len)
-        *len = got;
-    return data;
-}
-
-/* ---- HTTP ------------------------------------------------------------------------------ */
-
-typedef struct {
-    int status;
-    char *body;
-    size_t body_len;
-    json_t *json;
-} resp;
-
-static void resp_free(resp *r)
-{
-    free(r->body);
-    json_decref(r->json);
-    memset(r, 0, sizeof *r);
-}
+/* ---- HTTP (the client is in server_harness.h) ---------------------------------------- */
 
 static int port;
 static char *token;
 
-/* One request on a new connection (Connection: close), at most 30 s. */
-static resp http(const char *method, const char *path, const char *ctype, const void *body,
-                 size_t len)
+/* One request to the server on `port` with the test's token and Content-Type `ctype`. */
+static http_resp http(const char *method, const char *path, const char *ctype, const void *body,
+                      size_t len)
 {
-    resp out = {0};
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-        close(fd);
-        return out;
-    }
-    char *head = xsprintf("%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
-                          "Authorization: Bearer %s\r\n%s%s%sContent-Length: %zu\r\n\r\n",
-                          method, path, token ? token : "", ctype ? "Content-Type: " : "",
-                          ctype ? ctype : "", ctype ? "\r\n" : "", len);
-    size_t hl = strlen(head);
-    char *msg = malloc(hl + len);
-    memcpy(msg, head, hl);
-    if (len)
-        memcpy(msg + hl, body, len);
-    for (size_t off = 0; off < hl + len;) {
-        ssize_t w = send(fd, msg + off, hl + len - off, MSG_NOSIGNAL);
-        if (w <= 0)
-            break;
-        off += (size_t)w;
-    }
-    free(msg);
-    free(head);
-    size_t cap = 65536, n = 0;
-    char *s = malloc(cap);
-    for (double end = now_s() + 30; now_s() < end;) {
-        struct pollfd p = {fd, POLLIN, 0};
-        if (poll(&p, 1, 1000) <= 0)
-            continue;
-        if (n + 65536 > cap)
-            s = realloc(s, cap *= 2);
-        ssize_t got = recv(fd, s + n, cap - n - 1, 0);
-        if (got <= 0)
-            break;
-        n += (size_t)got;
-    }
-    close(fd);
-    s[n] = '\0';
-    char *sep = strstr(s, "\r\n\r\n");
-    if (sep && sscanf(s, "HTTP/1.%*d %d", &out.status) == 1) {
-        out.body_len = n - (size_t)(sep + 4 - s);
-        out.body = malloc(out.body_len + 1);
-        memcpy(out.body, sep + 4, out.body_len);
-        out.body[out.body_len] = '\0';
-        out.json = json_loadb(out.body, out.body_len, 0, NULL);
-    }
-    free(s);
+    char *headers = xsprintf("Authorization: Bearer %s\r\n%s%s%s", token ? token : "",
+                             ctype ? "Content-Type: " : "", ctype ? ctype : "",
+                             ctype ? "\r\n" : "");
+    http_resp out = http_req(port, method, path, headers, body, len, false);
+    free(headers);
     return out;
 }
 
-static resp get(const char *path)
+static http_resp get(const char *path)
 {
     return http("GET", path, NULL, NULL, 0);
 }
 
 /* ---- processes and the database -------------------------------------------------------- */
 
-static const char *bin, *fixtures, *source_dir;
+static e2e_env e2e;        /* bin, fixtures, source_dir, base_url */
 static char *db_url, *data_dir, *tmp_root;
 static PGconn *db;
 
+/* Run argv to completion (at most 120 s): stdin from in_path, stdout to out_path (or dropped). */
 static int run_cmd(char *const argv[], const char *in_path, const char *out_path, char **env)
 {
-    pid_t pid = fork();
-    if (pid == 0) {
-        for (size_t i = 0; env && env[i]; i++)
-            putenv(env[i]);
-        if (in_path) {
-            int fd = open(in_path, O_RDONLY);
-            dup2(fd, 0);
-        }
-        int fd = open(out_path ? out_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        dup2(fd, 1);
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    int st;
-    for (double end = now_s() + 120; now_s() < end; sleep_ms(20))
-        if (waitpid(pid, &st, WNOHANG) == pid)
-            return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    kill(pid, SIGKILL);
-    waitpid(pid, &st, 0);
-    return -1;
+    return wait_exit(spawn(argv, env, in_path, out_path ? out_path : "/dev/null", NULL), 120);
 }
 
-static char *env_db, *env_data, *env_listen;
+static char *env_db, *env_data;
 
-static char **server_env(void)
+/* The servers' environment, listening on `listen_port` (a static array, rebuilt each call). */
+static char **server_env(int listen_port)
 {
     static char *env[16];
+    static char listen[64];
     size_t n = 0;
+    snprintf(listen, sizeof listen, "STACKSIFT_LISTEN=127.0.0.1:%d", listen_port);
     env[n++] = env_db;
     env[n++] = env_data;
-    env[n++] = env_listen;
+    env[n++] = listen;
     env[n++] = "STACKSIFT_WORKERS=2";
     env[n++] = "STACKSIFT_WORKER_BATCH=32";
     env[n++] = "STACKSIFT_HTTP_THREADS=4";
@@ -218,39 +96,10 @@ static int second_port;
 /* `stacksift serve` on `listen_port` (the same database and data directory). */
 static pid_t start_server(int listen_port)
 {
-    char *listen = xsprintf("STACKSIFT_LISTEN=127.0.0.1:%d", listen_port);
     char *log = xsprintf("%s/serve.log", tmp_root);
-    pid_t pid = fork();
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);   /* a crashed test leaves no server behind */
-        char **env = server_env();
-        for (size_t i = 0; env[i]; i++)
-            putenv(env[i]);
-        putenv(listen);
-        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-        dup2(fd, 2);
-        execl(bin, bin, "serve", (char *)NULL);
-        _exit(127);
-    }
+    pid_t pid = serve_start(e2e.bin, server_env(listen_port), log, listen_port, "/readyz");
     free(log);
-    free(listen);
-    int saved = port;
-    port = listen_port;
-    for (double end = now_s() + 15; now_s() < end; sleep_ms(50)) {
-        resp r = get("/readyz");
-        int st = r.status;
-        resp_free(&r);
-        if (st == 200) {
-            port = saved;
-            return pid;
-        }
-        if (waitpid(pid, NULL, WNOHANG) == pid)
-            break;
-    }
-    port = saved;
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-    return -1;
+    return pid;
 }
 
 static long long sql_int(const char *sql)
@@ -312,7 +161,7 @@ static bool manifest_slice(const json_t *man, const char *name, build *b)
         snprintf(b->uuid, sizeof b->uuid, "%s", json_string_value(json_object_get(s, "uuid")));
         b->text_vmaddr = strtoull(json_string_value(json_object_get(s, "text_vmaddr")), NULL, 16);
         b->text_vmsize = strtoull(json_string_value(json_object_get(s, "text_vmsize")), NULL, 16);
-        b->dwarf = xsprintf("%s/%s", fixtures, json_string_value(json_object_get(f, "dwarf")));
+        b->dwarf = xsprintf("%s/%s", e2e.fixtures, json_string_value(json_object_get(f, "dwarf")));
         return true;
     }
     return false;
@@ -327,7 +176,7 @@ static bool map_build(build *b, int index)
     for (uint64_t a = b->text_vmaddr; a < b->text_vmaddr + b->text_vmsize; a += 4)
         fprintf(f, "0x%llx\n", (unsigned long long)a);
     fclose(f);
-    char *argv[] = {(char *)bin, "lookup", "--json", "-o", b->dwarf, NULL};
+    char *argv[] = {(char *)e2e.bin, "lookup", "--json", "-o", b->dwarf, NULL};
     int st = run_cmd(argv, in, out, NULL);
     size_t len;
     char *text = st == 0 ? read_file(out, &len) : NULL;
@@ -674,7 +523,7 @@ static void *post_worker(void *arg)
         gen_report *g = &reports[i];
         if (g->b != j->build)
             continue;
-        resp r = http("POST", "/api/v1/reports", g->ips ? "application/json" : "text/plain",
+        http_resp r = http("POST", "/api/v1/reports", g->ips ? "application/json" : "text/plain",
                       g->body, g->len);
         g->status = r.status;
         const char *id = r.json ? json_string_value(json_object_get(r.json, "id")) : NULL;
@@ -700,12 +549,12 @@ static void post_parallel(int b)
         pthread_join(th[t], NULL);
 }
 
-static resp upload(const char *path, const char *name)
+static http_resp upload(const char *path, const char *name)
 {
     size_t len;
     char *data = read_file(path, &len);
     char *url = xsprintf("/api/v1/dsyms%s%s", name ? "?name=" : "", name ? name : "");
-    resp r = http("POST", url, "application/octet-stream", data ? data : "", data ? len : 0);
+    http_resp r = http("POST", url, "application/octet-stream", data ? data : "", data ? len : 0);
     free(url);
     free(data);
     return r;
@@ -747,7 +596,7 @@ static void generated_reports_parse(void)
         FILE *f = fopen(path, "w");
         fwrite(reports[i].body, 1, reports[i].len, f);
         fclose(f);
-        char *argv[] = {(char *)bin, "parse", "--json", path, NULL};
+        char *argv[] = {(char *)e2e.bin, "parse", "--json", path, NULL};
         CHECK_EQ_INT(run_cmd(argv, NULL, out, NULL), 0);
         free(path);
         free(out);
@@ -765,8 +614,8 @@ static size_t count_build(int b)
 static void reports_wait_for_their_dsym(void)
 {
     /* -O2 build and the framework (the Xcode archive zip); -O0 not yet. */
-    char *zip = xsprintf("%s/FixtureApp-dSYMs.zip", fixtures);
-    resp r = upload(zip, NULL);
+    char *zip = xsprintf("%s/FixtureApp-dSYMs.zip", e2e.fixtures);
+    http_resp r = upload(zip, NULL);
     CHECK(r.status == 201 || r.status == 200);
     resp_free(&r);
     free(zip);
@@ -810,7 +659,7 @@ static void reports_wait_for_their_dsym(void)
 static void dsym_upload_regroups_waiting_reports(void)
 {
     char *dwarf = builds[0].dwarf;
-    resp r = upload(dwarf, "FixtureApp");
+    http_resp r = upload(dwarf, "FixtureApp");
     CHECK_EQ_INT(r.status, 201);
     resp_free(&r);
     CHECK(drain(60));
@@ -853,7 +702,7 @@ static void every_site_is_one_issue(void)
         free(sql);
         /* the signature's top frame is the site's function */
         sql = xsprintf("/api/v1/issues/%lld", site_issue[a]);
-        resp r = get(sql);
+        http_resp r = get(sql);
         free(sql);
         CHECK_EQ_INT(r.status, 200);
         json_t *frames = r.json ? json_object_get(r.json, "frames") : NULL;
@@ -881,7 +730,7 @@ static void issue_list_pages_through_everything(void)
         for (int page = 0; page < 20; page++) {
             char *url = xsprintf("/api/v1/issues?limit=5&sort=%s%s%s", sorts[so],
                                  cursor ? "&cursor=" : "", cursor ? cursor : "");
-            resp r = get(url);
+            http_resp r = get(url);
             free(url);
             CHECK_EQ_INT(r.status, 200);
             json_t *list = r.json ? json_object_get(r.json, "issues") : NULL;
@@ -911,7 +760,7 @@ static void issue_list_pages_through_everything(void)
         free(cursor);
     }
     /* filters */
-    resp r = get("/api/v1/issues?version=1.0&kind=crash&status=open&app=FixtureApp");
+    http_resp r = get("/api/v1/issues?version=1.0&kind=crash&status=open&app=FixtureApp");
     CHECK_EQ_INT(r.status, 200);
     CHECK_EQ_INT(r.json ? json_array_size(json_object_get(r.json, "issues")) : 0, nsites);
     resp_free(&r);
@@ -945,7 +794,7 @@ static void issue_list_pages_through_everything(void)
 static void issue_detail_has_breakdowns_daily_and_sample(void)
 {
     char *url = xsprintf("/api/v1/issues/%lld", site_issue[0]);
-    resp r = get(url);
+    http_resp r = get(url);
     free(url);
     CHECK_EQ_INT(r.status, 200);
     json_t *j = r.json;
@@ -985,7 +834,7 @@ static void issue_reports_page_newest_first(void)
     for (int page = 0; page < 50; page++) {
         char *url = xsprintf("/api/v1/issues/%lld/reports?limit=7%s%s", site_issue[2],
                              cursor ? "&cursor=" : "", cursor ? cursor : "");
-        resp r = get(url);
+        http_resp r = get(url);
         free(url);
         CHECK_EQ_INT(r.status, 200);
         total += r.json ? json_array_size(json_object_get(r.json, "reports")) : 0;
@@ -1003,7 +852,7 @@ static void report_has_symbolicated_model_and_text(void)
 {
     const gen_report *g = &reports[0];
     char *url = xsprintf("/api/v1/reports/%s", g->id);
-    resp r = get(url);
+    http_resp r = get(url);
     CHECK_EQ_INT(r.status, 200);
     CHECK_EQ_INT(json_integer_value(json_object_get(r.json, "issue_id")), site_issue[g->site]);
     json_t *sym = json_object_get(r.json, "symbolicated");
@@ -1030,7 +879,7 @@ static void report_has_symbolicated_model_and_text(void)
 static void resolved_issue_regresses_in_newer_version(void)
 {
     char *url = xsprintf("/api/v1/issues/%lld", site_issue[3]);
-    resp r = http("PATCH", url, "application/json",
+    http_resp r = http("PATCH", url, "application/json",
                   "{\"status\":\"resolved\",\"resolved_in\":\"3.0\"}", 41);
     CHECK_EQ_INT(r.status, 200);
     CHECK_EQ_STR(r.json ? json_string_value(json_object_get(r.json, "status")) : NULL,
@@ -1047,7 +896,7 @@ static void resolved_issue_regresses_in_newer_version(void)
         make_scene(&sc, 3, 1);
         sc.version = versions[k];
         char *body = apple_text(&sc, &builds[1]);
-        resp p = http("POST", "/api/v1/reports", "text/plain", body, strlen(body));
+        http_resp p = http("POST", "/api/v1/reports", "text/plain", body, strlen(body));
         CHECK_EQ_INT(p.status, 202);
         resp_free(&p);
         free(body);
@@ -1078,7 +927,7 @@ static void symbolicate_endpoint_stores_nothing(void)
                           builds[1].uuid, (unsigned long long)load,
                           (unsigned long long)(load + s->off[1][0]),
                           (unsigned long long)(load + main_off[1][0] + 4));
-    resp r = http("POST", "/api/v1/symbolicate", "application/json", body, strlen(body));
+    http_resp r = http("POST", "/api/v1/symbolicate", "application/json", body, strlen(body));
     free(body);
     CHECK_EQ_INT(r.status, 200);
     json_t *st = r.json ? json_object_get(r.json, "stacks") : NULL;
@@ -1105,13 +954,13 @@ static void metrics_show_cache_hit_rate(void)
 {
     /* The same stacks again: served by the stack cache. */
     for (int k = 0; k < 3; k++) {
-        resp r = http("POST", "/api/v1/reports", reports[k].ips ? "application/json" : "text/plain",
+        http_resp r = http("POST", "/api/v1/reports", reports[k].ips ? "application/json" : "text/plain",
                       reports[k].body, reports[k].len);
         CHECK_EQ_INT(r.status, 202);
         resp_free(&r);
     }
     CHECK(drain(30));
-    resp r = get("/metrics");
+    http_resp r = get("/metrics");
     CHECK_EQ_INT(r.status, 200);
     const char *hit = r.body ? strstr(r.body, "stacksift_symbol_cache_frames_total{result=\"hit\"} ") : NULL;
     CHECK(hit != NULL);
@@ -1131,7 +980,7 @@ static void metrics_show_cache_hit_rate(void)
     for (int k = 0; k < 2; k++) {
         int saved = port;
         port = ports[k];
-        resp m = get("/metrics");
+        http_resp m = get("/metrics");
         port = saved;
         const char *key = "stacksift_reports_processed_total{status=\"processed\"} ";
         const char *at = m.body ? strstr(m.body, key) : NULL;
@@ -1149,7 +998,7 @@ static void corpus_reports_are_processed_or_cleanly_failed(void)
     char ids[256][40];
     size_t nids = 0;
     for (size_t d = 0; d < 5; d++) {
-        char *dir = xsprintf("%s/../shared/corpus/reports/%s", source_dir, dirs[d]);
+        char *dir = xsprintf("%s/../shared/corpus/reports/%s", e2e.source_dir, dirs[d]);
         DIR *dh = opendir(dir);
         for (struct dirent *e; dh && (e = readdir(dh));) {
             if (e->d_name[0] == '.')
@@ -1158,7 +1007,7 @@ static void corpus_reports_are_processed_or_cleanly_failed(void)
             size_t len;
             char *data = read_file(path, &len);
             bool json = data && len > 0 && data[0] == '{';
-            resp r = http("POST", "/api/v1/reports", json ? "application/json" : "text/plain",
+            http_resp r = http("POST", "/api/v1/reports", json ? "application/json" : "text/plain",
                           data ? data : "", data ? len : 0);
             if (r.status == 202 && nids < 256) {
                 accepted++;
@@ -1225,7 +1074,7 @@ static void unprocessable_report_fails_without_blocking(void)
         CHECK(i == 1 ? issue == 0 : issue > 0);
     }
     char *url = xsprintf("/api/v1/reports/%s", ids[1]);
-    resp r = get(url);
+    http_resp r = get(url);
     const char *error = r.json ? json_string_value(json_object_get(r.json, "error")) : NULL;
     CHECK(error && strstr(error, "pars") != NULL);
     resp_free(&r);
@@ -1244,29 +1093,6 @@ static void server_stops_cleanly(void)
     server_pid = -1;
 }
 
-static char *create_database(const char *base, const char *name)
-{
-    PGconn *c = PQconnectdb(base);
-    if (PQstatus(c) != CONNECTION_OK) {
-        fprintf(stderr, "cannot connect to %s: %s", base, PQerrorMessage(c));
-        PQfinish(c);
-        return NULL;
-    }
-    char *drop = xsprintf("DROP DATABASE IF EXISTS %s", name);
-    char *create = xsprintf("CREATE DATABASE %s", name);
-    PQclear(PQexec(c, drop));
-    PGresult *r = PQexec(c, create);
-    char *out = PQresultStatus(r) == PGRES_COMMAND_OK
-                    ? xsprintf("host=%s port=%s user=%s dbname=%s", PQhost(c), PQport(c),
-                               PQuser(c), name)
-                    : NULL;
-    PQclear(r);
-    PQfinish(c);
-    free(drop);
-    free(create);
-    return out;
-}
-
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
     (void)st, (void)flag, (void)ftw;
@@ -1274,48 +1100,24 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
     return 0;
 }
 
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    bind(fd, (struct sockaddr *)&a, sizeof a);
-    getsockname(fd, (struct sockaddr *)&a, &len);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
 int main(void)
 {
-    const char *base_url = getenv("STACKSIFT_TEST_DATABASE_URL");
-    bin = getenv("STACKSIFT_BIN");
-    fixtures = getenv("STACKSIFT_FIXTURES");
-    source_dir = getenv("STACKSIFT_SOURCE_DIR");
-    if (!base_url || !*base_url) {
-        fprintf(stderr, "test_pipeline: STACKSIFT_TEST_DATABASE_URL is not set: run the tests "
-                        "with tests/run.sh, which starts Postgres with tests/pg.sh and sets it\n");
+    if (!e2e_env_load(&e2e, "test_pipeline"))
         return 1;
-    }
-    if (!bin || !fixtures || !source_dir) {
-        fprintf(stderr, "test_pipeline: STACKSIFT_BIN, STACKSIFT_FIXTURES and "
-                        "STACKSIFT_SOURCE_DIR must be set (ctest sets them)\n");
-        return 1;
-    }
     signal(SIGPIPE, SIG_IGN);
     char tmpl[] = "/tmp/stacksift-pipeline.XXXXXX";
     tmp_root = strdup(mkdtemp(tmpl));
     data_dir = xsprintf("%s/data", tmp_root);
     char *dbname = xsprintf("stacksift_pipeline_%d", (int)getpid());
-    db_url = create_database(base_url, dbname);
+    db_url = create_database(e2e.base_url, dbname);
     if (!db_url)
         return 1;
     db = PQconnectdb(db_url);
     port = free_port();
     env_db = xsprintf("STACKSIFT_DATABASE_URL=%s", db_url);
     env_data = xsprintf("STACKSIFT_DATA_DIR=%s", data_dir);
-    env_listen = xsprintf("STACKSIFT_LISTEN=127.0.0.1:%d", port);
 
-    char *man_path = xsprintf("%s/manifest.json", fixtures);
+    char *man_path = xsprintf("%s/manifest.json", e2e.fixtures);
     json_t *man = json_load_file(man_path, 0, NULL);
     build kit = {0};
     if (!man || !manifest_slice(man, "arm64-O0", &builds[0]) ||
@@ -1331,22 +1133,13 @@ int main(void)
     pick_sites();
     generate();
 
-    char *migrate[] = {(char *)bin, "migrate", NULL};
-    char *tok_out = xsprintf("%s/token.txt", tmp_root);
-    char *tok_argv[] = {(char *)bin, "token", "create", "--name", "pipeline-test", "--scopes",
-                        "ingest,upload,read,admin", NULL};
-    if (run_cmd(migrate, NULL, NULL, server_env()) != 0 ||
-        run_cmd(tok_argv, NULL, tok_out, server_env()) != 0) {
+    char *migrate[] = {(char *)e2e.bin, "migrate", NULL};
+    if (run_cmd(migrate, NULL, NULL, server_env(port)) != 0 ||
+        !(token = token_create(tmp_root, e2e.bin, server_env(port), "pipeline-test",
+                               "ingest,upload,read,admin"))) {
         fprintf(stderr, "test_pipeline: migrate or token create failed\n");
         return 1;
     }
-    char *t = read_file(tok_out, NULL);
-    for (size_t n = strlen(t); n > 0 && t[n - 1] == '\n'; n--)
-        t[n - 1] = '\0';
-    char *last = strrchr(t, '\n');
-    token = strdup(last ? last + 1 : t);
-    free(t);
-    free(tok_out);
     free(man_path);
     free(kit.dwarf);
     server_pid = start_server(port);
@@ -1387,7 +1180,7 @@ int main(void)
     json_decref(man);
     if (harness_failed == 0) {
         /* Passed: leave nothing behind (on failure the database and the server log stay). */
-        PGconn *c = PQconnectdb(base_url);
+        PGconn *c = PQconnectdb(e2e.base_url);
         char *drop = xsprintf("DROP DATABASE IF EXISTS %s", dbname);
         PQclear(PQexec(c, drop));
         PQfinish(c);

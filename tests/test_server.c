@@ -1,22 +1,15 @@
 /*
  * test_server - the real `stacksift serve` process against a real Postgres, driven over HTTP
- * on a loopback socket (a tiny HTTP/1.1 client below). Needs STACKSIFT_TEST_DATABASE_URL
- * (tests/run.sh starts a cluster with tests/pg.sh and sets it), STACKSIFT_BIN and the built
- * fixtures in STACKSIFT_FIXTURES. Each run creates its own database; the outage test starts a
- * second private cluster with tests/pg.sh, because it stops Postgres.
+ * on a loopback socket (the HTTP/1.1 client of server_harness.h). Needs
+ * STACKSIFT_TEST_DATABASE_URL (tests/run.sh starts a cluster with tests/pg.sh and sets it),
+ * STACKSIFT_BIN and the built fixtures in STACKSIFT_FIXTURES. Each run creates its own
+ * database; the outage test starts a second private cluster with tests/pg.sh, because it
+ * stops Postgres.
  */
-#include <arpa/inet.h>
 #include <ctype.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
-#include <libpq-fe.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdbool.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -25,53 +18,9 @@
 #include <zlib.h>
 
 #include "harness.h"
+#include "server_harness.h"
 
-/* ---- small utilities ------------------------------------------------------------------- */
-
-static char *xsprintf(const char *fmt, ...)
-{
-    va_list ap;
-    char *out = NULL;
-    va_start(ap, fmt);
-    if (vasprintf(&out, fmt, ap) < 0)
-        abort();
-    va_end(ap);
-    return out;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *data = malloc((size_t)n + 1);
-    if (fread(data, 1, (size_t)n, f) != (size_t)n) {
-        free(data);
-        fclose(f);
-        return NULL;
-    }
-    data[n] = '\0';
-    fclose(f);
-    if (len)
-        *len = (size_t)n;
-    return data;
-}
+/* ---- small utilities (the rest are in server_harness.h) ------------------------------ */
 
 static int count_entries(const char *dir)
 {
@@ -86,206 +35,15 @@ static int count_entries(const char *dir)
     return n;
 }
 
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
-        getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
-        close(fd);
-        return -1;
-    }
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
-/* ---- processes ------------------------------------------------------------------------- */
-
-typedef struct {
-    int status;   /* exit status, -1 if killed/timeout */
-    char *out;    /* stdout */
-    char *err;    /* stderr */
-} run_result;
-
-/* Start argv with extra env "K=V" entries; stdout/stderr to files if given. */
-static pid_t spawn(char *const *argv, char *const *env, const char *out_path, const char *err_path)
-{
-    pid_t pid = fork();
-    if (pid == 0) {
-        for (size_t i = 0; env && env[i]; i++)
-            putenv(env[i]);
-        if (out_path) {
-            int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-            dup2(fd, 1);
-        }
-        if (err_path) {
-            int fd = open(err_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
-            dup2(fd, 2);
-        }
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    return pid;
-}
-
-static int wait_exit(pid_t pid, double timeout_s)
-{
-    double end = now_s() + timeout_s;
-    int st;
-    while (now_s() < end) {
-        pid_t r = waitpid(pid, &st, WNOHANG);
-        if (r == pid)
-            return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-        sleep_ms(20);
-    }
-    kill(pid, SIGKILL);
-    waitpid(pid, &st, 0);
-    return -1;
-}
-
 static char *tmp_root;
 
+/* Run argv to completion; its stdout and stderr are kept under tmp_root. */
 static run_result run(char *const *argv, char *const *env, double timeout_s)
 {
-    static int n;
-    char *o = xsprintf("%s/run-%d.out", tmp_root, n), *e = xsprintf("%s/run-%d.err", tmp_root, n);
-    n++;
-    pid_t pid = spawn(argv, env, o, e);
-    run_result r = {wait_exit(pid, timeout_s), NULL, NULL};
-    r.out = read_file(o, NULL);
-    r.err = read_file(e, NULL);
-    if (!r.out)
-        r.out = strdup("");
-    if (!r.err)
-        r.err = strdup("");
-    free(o);
-    free(e);
-    return r;
+    return run_in(tmp_root, argv, env, timeout_s);
 }
 
-static void run_free(run_result *r)
-{
-    free(r->out);
-    free(r->err);
-}
-
-/* ---- HTTP client ----------------------------------------------------------------------- */
-
-typedef struct {
-    int status;     /* 0: no response */
-    char *headers;  /* raw header block */
-    char *body;
-    size_t body_len;
-    json_t *json;   /* body parsed, or NULL */
-} http_resp;
-
-static void resp_free(http_resp *r)
-{
-    free(r->headers);
-    free(r->body);
-    json_decref(r->json);
-    memset(r, 0, sizeof *r);
-}
-
-static int send_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-static int connect_port(int port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-/* Read everything until EOF (Connection: close), at most 30 s. */
-static void read_response(int fd, http_resp *out)
-{
-    size_t cap = 65536, len = 0;
-    char *s = malloc(cap);
-    double end = now_s() + 30;
-    while (now_s() < end) {
-        struct pollfd p = {fd, POLLIN, 0};
-        if (poll(&p, 1, 1000) <= 0)
-            continue;
-        if (len + 4096 > cap)
-            s = realloc(s, cap *= 2);
-        ssize_t n = recv(fd, s + len, cap - len - 1, 0);
-        if (n <= 0)
-            break;
-        len += (size_t)n;
-    }
-    s[len] = '\0';
-    char *sep = strstr(s, "\r\n\r\n");
-    if (!sep || sscanf(s, "HTTP/1.%*d %d", &out->status) != 1) {
-        free(s);
-        return;
-    }
-    out->headers = strndup(s, (size_t)(sep - s));
-    out->body_len = len - (size_t)(sep + 4 - s);
-    out->body = malloc(out->body_len + 1);
-    memcpy(out->body, sep + 4, out->body_len);
-    out->body[out->body_len] = '\0';
-    out->json = json_loadb(out->body, out->body_len, 0, NULL);
-    free(s);
-}
-
-/*
- * http - one request on a new connection. `headers` is extra header lines, each ending in
- * "\r\n". expect_continue: send the headers first and the body only after "100 Continue"
- * (what curl does for large bodies), so an early answer arrives without the body.
- */
-static http_resp http_req(int port, const char *method, const char *path, const char *headers,
-                          const void *body, size_t body_len, bool expect_continue)
-{
-    http_resp out = {0};
-    int fd = connect_port(port);
-    if (fd < 0)
-        return out;
-    char *head = xsprintf("%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n%s%s"
-                          "Content-Length: %zu\r\n\r\n", method, path, headers ? headers : "",
-                          expect_continue ? "Expect: 100-continue\r\n" : "", body_len);
-    send_all(fd, head, strlen(head));
-    free(head);
-    if (expect_continue) {
-        char buf[64] = {0};
-        struct pollfd p = {fd, POLLIN, 0};
-        if (poll(&p, 1, 5000) == 1) {
-            ssize_t n = recv(fd, buf, sizeof buf - 1, MSG_PEEK);
-            if (n > 12 && strncmp(buf, "HTTP/1.1 100", 12) == 0) {
-                char *end = NULL;
-                char line[64];
-                n = recv(fd, line, sizeof line - 1, MSG_PEEK);
-                line[n > 0 ? n : 0] = '\0';
-                end = strstr(line, "\r\n\r\n");
-                if (end)   /* consume exactly the interim response */
-                    (void)!recv(fd, line, (size_t)(end + 4 - line), 0);
-                send_all(fd, body, body_len);
-            }
-        }
-    } else if (body_len) {
-        send_all(fd, body, body_len);
-    }
-    read_response(fd, &out);
-    close(fd);
-    return out;
-}
+/* ---- HTTP helpers (the client is in server_harness.h) ---------------------------------- */
 
 static char *auth(const char *token, const char *more)
 {
@@ -305,7 +63,7 @@ static const char *jstr(json_t *o, const char *key)
 
 /* ---- the environment under test -------------------------------------------------------- */
 
-static const char *bin, *fixtures, *source_dir;
+static e2e_env e2e;        /* bin, fixtures, source_dir, base_url */
 static char *db_url;        /* this test's own database on the shared cluster */
 static char *data_dir;
 static int port;
@@ -315,37 +73,6 @@ static char *tok_ingest, *tok_upload, *tok_read, *tok_admin;
 static char *report_id_text;
 
 static char *env_db, *env_data, *env_listen, *env_report_max, *env_upload_max, *env_log;
-
-static void quiet_notice(void *ctx, const char *msg)
-{
-    (void)ctx, (void)msg;
-}
-
-/* A fresh database on the cluster of `url`; returns a conninfo for it. */
-static char *create_database(const char *url, const char *name)
-{
-    PGconn *c = PQconnectdb(url);
-    if (PQstatus(c) != CONNECTION_OK) {
-        fprintf(stderr, "cannot connect to %s: %s", url, PQerrorMessage(c));
-        PQfinish(c);
-        return NULL;
-    }
-    PQsetNoticeProcessor(c, quiet_notice, NULL);
-    char *drop = xsprintf("DROP DATABASE IF EXISTS %s", name);
-    char *create = xsprintf("CREATE DATABASE %s", name);
-    PQclear(PQexec(c, drop));
-    PGresult *r = PQexec(c, create);
-    char *out = NULL;
-    if (PQresultStatus(r) == PGRES_COMMAND_OK)
-        out = xsprintf("host=%s port=%s user=%s dbname=%s", PQhost(c), PQport(c), PQuser(c), name);
-    else
-        fprintf(stderr, "%s: %s", create, PQerrorMessage(c));
-    PQclear(r);
-    PQfinish(c);
-    free(drop);
-    free(create);
-    return out;
-}
 
 static void set_env(const char *url, const char *dir, int p)
 {
@@ -376,25 +103,7 @@ static char **server_env(void)
 /* Start `stacksift serve`, wait until /healthz answers (at most 15 s). */
 static pid_t start_server(int p)
 {
-    char *argv[] = {(char *)bin, "serve", NULL};
-    pid_t pid = spawn(argv, server_env(), NULL, server_log);
-    double end = now_s() + 15;
-    while (now_s() < end) {
-        http_resp r = http_req(p, "GET", "/healthz", NULL, NULL, 0, false);
-        int st = r.status;
-        resp_free(&r);
-        if (st == 200)
-            return pid;
-        int ws;
-        if (waitpid(pid, &ws, WNOHANG) == pid) {
-            fprintf(stderr, "server exited at start; log %s\n", server_log);
-            return -1;
-        }
-        sleep_ms(50);
-    }
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-    return -1;
+    return serve_start(e2e.bin, server_env(), server_log, p, "/healthz");
 }
 
 static int stop_server(pid_t pid)
@@ -407,31 +116,17 @@ static int stop_server(pid_t pid)
 
 static char *create_token(const char *name, const char *scopes)
 {
-    char *argv[] = {(char *)bin, "token", "create", "--name", (char *)name, "--scopes",
-                    (char *)scopes, NULL};
-    run_result r = run(argv, server_env(), 30);
-    char *token = NULL;
-    if (r.status == 0) {
-        char *last = r.out + strlen(r.out);
-        while (last > r.out && last[-1] == '\n')
-            *--last = '\0';
-        char *nl = strrchr(r.out, '\n');
-        token = strdup(nl ? nl + 1 : r.out);
-    } else {
-        fprintf(stderr, "token create failed (%d): %s\n", r.status, r.err);
-    }
-    run_free(&r);
-    return token;
+    return token_create(tmp_root, e2e.bin, server_env(), name, scopes);
 }
 
 static char *corpus(const char *rel)
 {
-    return xsprintf("%s/../shared/corpus/reports/%s", source_dir, rel);
+    return xsprintf("%s/../shared/corpus/reports/%s", e2e.source_dir, rel);
 }
 
 static char *fixture(const char *rel)
 {
-    return xsprintf("%s/%s", fixtures, rel);
+    return xsprintf("%s/%s", e2e.fixtures, rel);
 }
 
 static http_resp post_file(const char *path_url, const char *token, const char *headers,
@@ -452,7 +147,7 @@ static http_resp post_file(const char *path_url, const char *token, const char *
 
 static void serve_refuses_unmigrated_schema(void)
 {
-    char *argv[] = {(char *)bin, "serve", NULL};
+    char *argv[] = {(char *)e2e.bin, "serve", NULL};
     run_result r = run(argv, server_env(), 30);
     CHECK(r.status != 0);
     CHECK(strstr(r.err, "stacksift migrate") != NULL);
@@ -462,7 +157,7 @@ static void serve_refuses_unmigrated_schema(void)
 
 static void migrate_applies_once(void)
 {
-    char *argv[] = {(char *)bin, "migrate", NULL};
+    char *argv[] = {(char *)e2e.bin, "migrate", NULL};
     run_result r = run(argv, server_env(), 60);
     CHECK_EQ_INT(r.status, 0);
     CHECK(strstr(r.out, "applied 0001_create_core") != NULL);
@@ -483,7 +178,8 @@ static void tokens_are_created(void)
     CHECK(tok_ingest && strncmp(tok_ingest, "ss_", 3) == 0);
     CHECK(tok_upload && tok_read && tok_admin);
     CHECK(tok_ingest && tok_read && strcmp(tok_ingest, tok_read) != 0);
-    char *argv[] = {(char *)bin, "token", "create", "--name", "x", "--scopes", "ingest,root", NULL};
+    char *argv[] = {(char *)e2e.bin, "token", "create", "--name", "x", "--scopes", "ingest,root",
+                    NULL};
     run_result r = run(argv, server_env(), 30);
     CHECK_EQ_INT(r.status, 2);
     CHECK(strstr(r.err, "unknown scope 'root'") != NULL);
@@ -712,7 +408,7 @@ static const char *fixture_uuid(const char *name, const char *arch)
 {
     static char out[4][37];
     static int next;
-    char *path = xsprintf("%s/manifest.json", fixtures);
+    char *path = xsprintf("%s/manifest.json", e2e.fixtures);
     json_t *m = json_load_file(path, 0, NULL);
     char *slot = out[next++ % 4];
     slot[0] = '\0';
@@ -1075,7 +771,7 @@ static void reports_survive_restart(void)
 static void database_outage_gives_503_not_loss(void)
 {
     char *pgdir = xsprintf("%s/pg", tmp_root);
-    char *pgsh = xsprintf("%s/tests/pg.sh", source_dir);
+    char *pgsh = xsprintf("%s/tests/pg.sh", e2e.source_dir);
     char *start_argv[] = {pgsh, "start", pgdir, NULL};
     char *stop_argv[] = {pgsh, "stop", pgdir, NULL};
     run_result pr = run(start_argv, NULL, 120);
@@ -1090,7 +786,7 @@ static void database_outage_gives_503_not_loss(void)
     char *dir2 = xsprintf("%s/data2", tmp_root);
     int port2 = free_port();
     set_env(url, dir2, port2);
-    char *margv[] = {(char *)bin, "migrate", NULL};
+    char *margv[] = {(char *)e2e.bin, "migrate", NULL};
     run_result mr = run(margv, server_env(), 60);
     CHECK_EQ_INT(mr.status, 0);
     run_free(&mr);
@@ -1143,7 +839,7 @@ static void database_outage_gives_503_not_loss(void)
     free(symcaches2), free(tmp2), free(hu), free(kit_data), free(kit);
 
     /* A second server cannot start without its database, and says why. */
-    char *serve_argv[] = {(char *)bin, "serve", NULL};
+    char *serve_argv[] = {(char *)e2e.bin, "serve", NULL};
     run_result sr = run(serve_argv, server_env(), 30);
     CHECK_EQ_INT(sr.status, 1);
     CHECK(strstr(sr.err, "\"event\":\"database_unreachable\"") != NULL);
@@ -1188,36 +884,17 @@ static void database_outage_gives_503_not_loss(void)
 
 int main(void)
 {
-    const char *base_url = getenv("STACKSIFT_TEST_DATABASE_URL");
-    bin = getenv("STACKSIFT_BIN");
-    fixtures = getenv("STACKSIFT_FIXTURES");
-    source_dir = getenv("STACKSIFT_SOURCE_DIR");
-    if (!base_url || !*base_url) {
-        fprintf(stderr, "test_server: STACKSIFT_TEST_DATABASE_URL is not set: run the tests with "
-                        "tests/run.sh, which starts Postgres with tests/pg.sh and sets it\n");
+    if (!e2e_env_load(&e2e, "test_server"))
         return 1;
-    }
-    if (!bin || !fixtures || !source_dir) {
-        fprintf(stderr, "test_server: STACKSIFT_BIN, STACKSIFT_FIXTURES and STACKSIFT_SOURCE_DIR "
-                        "must be set (ctest sets them)\n");
-        return 1;
-    }
-    char *manifest = xsprintf("%s/manifest.json", fixtures);
-    if (access(manifest, R_OK) != 0) {
-        fprintf(stderr, "test_server: no fixtures at %s: tests/fixtures/build.sh builds them "
-                        "(tests/run.sh does)\n", fixtures);
-        return 1;
-    }
-    free(manifest);
     signal(SIGPIPE, SIG_IGN);
     char tmpl[] = "/tmp/stacksift-test-server.XXXXXX";
     tmp_root = mkdtemp(tmpl);
     /* The outage test's cluster runs as `postgres` when we are root: it must reach its dir. */
     chmod(tmp_root, 0755);
     char *dbname = xsprintf("stacksift_test_server_%d", (int)getpid());
-    db_url = create_database(base_url, dbname);
+    db_url = create_database(e2e.base_url, dbname);
     if (!db_url) {
-        fprintf(stderr, "test_server: cannot create a database on %s\n", base_url);
+        fprintf(stderr, "test_server: cannot create a database on %s\n", e2e.base_url);
         return 1;
     }
     data_dir = xsprintf("%s/data", tmp_root);
