@@ -25,40 +25,48 @@
 #define CLI_MAX_REPORT_BYTES ((size_t)512 << 20)
 #define CLI_ARENA_BUDGET ((size_t)4 << 30)
 
-err_code cli_report_read(cli_report_input *in, const char *path, err_info *err)
+err_code cli_report_load(cli_report_input *in, const char *cmd, const char *path)
 {
+    err_info err = {0};
+    err_code rc;
     memset(in, 0, sizeof *in);
     if (strcmp(path, "-") == 0) {
         uint8_t *data = NULL;
         size_t len = 0;
-        err_code rc = bytes_read_fd(&data, &len, STDIN_FILENO, CLI_MAX_REPORT_BYTES, err);
+        rc = bytes_read_fd(&data, &len, STDIN_FILENO, CLI_MAX_REPORT_BYTES, &err);
         if (rc != ERR_OK)
-            return err_prefix(err, "reading stdin");
+            err_prefix(&err, "reading stdin");
         in->heap = data;
         in->data = (const char *)data;
         in->len = len;
-        return ERR_OK;
+    } else {
+        rc = bytes_map_file(&in->map, path, &err);
+        in->data = (const char *)in->map.data;
+        in->len = in->map.len;
     }
-    err_code rc = bytes_map_file(&in->map, path, err);
+    if (rc == ERR_OK) {
+        in->arena = arena_new(CLI_ARENA_BUDGET);
+        rc = crashreport_parse(&in->report, in->data, in->len, in->arena, &err);
+    }
     if (rc != ERR_OK)
-        return rc;
-    in->data = (const char *)in->map.data;
-    in->len = in->map.len;
-    return ERR_OK;
+        fprintf(stderr, "stacksift %s: %s: %s\n", cmd, path, err.msg);
+    return rc;
 }
 
 void cli_report_release(cli_report_input *in)
 {
+    arena_free(in->arena);
     bytes_unmap(&in->map);
     free(in->heap);
     memset(in, 0, sizeof *in);
 }
 
-err_code cli_report_parse(crashreport **out, arena **a, const cli_report_input *in,
-                          err_info *err)
+int cli_report_write(const buf *o, const char *cmd)
 {
-    *a = arena_new(CLI_ARENA_BUDGET);
-    return crashreport_parse(out, in->data, in->len, *a, err);
+    if (fwrite(o->data, 1, o->len, stdout) == o->len && fflush(stdout) == 0)
+        return 0;
+    fprintf(stderr, "stacksift %s: writing the output failed: %s\n", cmd, strerror(errno));
+    return 1;
 }
 
 static void summary_line(buf *o, const char *key, const char *v)
@@ -129,32 +137,21 @@ int cli_parse(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    err_info err = {0};
     cli_report_input in;
-    arena *a = NULL;
-    crashreport *r = NULL;
     buf o;
     int status = 1;
     buf_init(&o);
-    err_code rc = cli_report_read(&in, path, &err);
-    if (rc == ERR_OK)
-        rc = cli_report_parse(&r, &a, &in, &err);
-    if (rc != ERR_OK) {
-        fprintf(stderr, "stacksift parse: %s: %s\n", path, err.msg);
+    if (cli_report_load(&in, "parse", path) != ERR_OK)
         goto done;
-    }
     if (json) {
-        crashreport_render_json(&o, r);
+        crashreport_render_json(&o, in.report);
         buf_putc(&o, '\n');
     } else {
-        print_summary(&o, r);
+        print_summary(&o, in.report);
     }
-    status = fwrite(o.data, 1, o.len, stdout) == o.len && fflush(stdout) == 0 ? 0 : 1;
-    if (status != 0)
-        fprintf(stderr, "stacksift parse: writing the output failed: %s\n", strerror(errno));
+    status = cli_report_write(&o, "parse");
 done:
     buf_reset(&o);
-    arena_free(a);
     cli_report_release(&in);
     return status;
 }

@@ -117,7 +117,6 @@ int cli_symbolicate(int argc, char **argv)
 
     err_info err = {0};
     cli_report_input in;
-    arena *a = NULL;
     crashreport *r = NULL;
     resolver rs = {0};
     char tmp[4096] = "";
@@ -125,13 +124,9 @@ int cli_symbolicate(int argc, char **argv)
     buf o;
     int status = 1;
     buf_init(&o);
-    err_code rc = cli_report_read(&in, path, &err);
-    if (rc == ERR_OK)
-        rc = cli_report_parse(&r, &a, &in, &err);
-    if (rc != ERR_OK) {
-        fprintf(stderr, "stacksift symbolicate: %s: %s\n", path, err.msg);
+    if (cli_report_load(&in, "symbolicate", path) != ERR_OK)
         goto done;
-    }
+    r = in.report;
     if (ndsyms > 0) {
         if (cli_tmpdir_make(tmp, sizeof tmp, "symbolicate") != 0) {
             fprintf(stderr, "stacksift symbolicate: creating a temporary directory failed: %s\n",
@@ -141,8 +136,7 @@ int cli_symbolicate(int argc, char **argv)
         have_tmp = true;
         rs.dirs[rs.ndirs++] = tmp;
         for (size_t i = 0; i < ndsyms; i++) {
-            rc = dsym_build_symcaches(dsyms[i], tmp, NULL, NULL, NULL, &err);
-            if (rc != ERR_OK) {
+            if (dsym_build_symcaches(dsyms[i], tmp, NULL, NULL, NULL, &err) != ERR_OK) {
                 fprintf(stderr, "stacksift symbolicate: --dsym %s: %s\n", dsyms[i], err.msg);
                 goto done;
             }
@@ -150,8 +144,7 @@ int cli_symbolicate(int argc, char **argv)
     }
     for (size_t i = 0; i < nsymdirs; i++)
         rs.dirs[rs.ndirs++] = symdirs[i];
-    rc = symbolicate_report(r, resolve, &rs, a, &err);
-    if (rc != ERR_OK) {
+    if (symbolicate_report(r, resolve, &rs, in.arena, &err) != ERR_OK) {
         fprintf(stderr, "stacksift symbolicate: %s: %s\n", path, err.msg);
         goto done;
     }
@@ -172,10 +165,7 @@ int cli_symbolicate(int argc, char **argv)
             fprintf(stderr, "missing: %s %s\n", r->missing_uuids[i], name);
         }
     }
-    status = fwrite(o.data, 1, o.len, stdout) == o.len && fflush(stdout) == 0 ? 0 : 1;
-    if (status != 0)
-        fprintf(stderr, "stacksift symbolicate: writing the output failed: %s\n",
-                strerror(errno));
+    status = cli_report_write(&o, "symbolicate");
 done:
     buf_reset(&o);
     for (size_t i = 0; i < rs.nopen; i++)
@@ -183,7 +173,6 @@ done:
     free(rs.open);
     if (have_tmp)
         cli_tmpdir_remove(tmp);
-    arena_free(a);
     cli_report_release(&in);
     return status;
 }
