@@ -9,6 +9,7 @@ add_custom_command(
   COMMAND ${CMAKE_COMMAND} -DSRC=${PROJECT_SOURCE_DIR}/server/web -DOUT=${WEB_ASSETS_C}
           -P ${PROJECT_SOURCE_DIR}/server/web/embed_web.cmake
   DEPENDS ${WEB_ASSET_FILES} ${PROJECT_SOURCE_DIR}/server/web/embed_web.cmake
+          ${PROJECT_SOURCE_DIR}/cmake/embed_files.cmake
   COMMENT "Embedding the dashboard (server/web)")
 target_sources(http PRIVATE ${PROJECT_SOURCE_DIR}/server/http/static.c
                ${PROJECT_SOURCE_DIR}/server/http/routes_web.c ${WEB_ASSETS_C})
