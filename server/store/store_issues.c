@@ -261,6 +261,25 @@ static bool stays(const store_claimed *row, const store_outcome *o)
            strcmp(row->fingerprint, o->fingerprint) == 0;
 }
 
+/* Run `sql` with one text parameter (a JSON batch or an id list); its result is not needed. */
+static err_code exec_batch(pconn *c, const char *what, const char *sql, const char *param,
+                           err_info *err)
+{
+    PGresult *res;
+    const char *values[1] = {param};
+    err_code rc = exec_params(&res, c, what, sql, 1, values, 0, err);
+    PQclear(res);
+    return rc;
+}
+
+/* Append one per-day count change {"issue_id":N,"day":"YYYY-MM-DD","n":1} to the JSON array
+ * being built in `b` (which holds at least its '['). */
+static void append_day(buf *b, int64_t issue_id, const char *day)
+{
+    buf_printf(b, "%s{\"issue_id\":%lld,\"day\":\"%s\",\"n\":1}", b->len > 1 ? "," : "",
+               (long long)issue_id, day);
+}
+
 static err_code do_commit(store_work *w, const store_outcome *out, unsigned *regressions,
                           err_info *err)
 {
@@ -357,21 +376,13 @@ static err_code do_commit(store_work *w, const store_outcome *out, unsigned *reg
         /* 2. per-day counts */
         b.len = 0;
         buf_putc(&b, '[');
-        bool first = true;
-        for (size_t i = 0; i < n; i++) {
-            if (group_of[i] == SIZE_MAX)
-                continue;
-            buf_printf(&b, "%s{\"issue_id\":%lld,\"day\":\"%s\",\"n\":1}", first ? "" : ",",
-                       (long long)groups[group_of[i]].id, w->rows[i].day);
-            first = false;
-        }
+        for (size_t i = 0; i < n; i++)
+            if (group_of[i] != SIZE_MAX)
+                append_day(&b, groups[group_of[i]].id, w->rows[i].day);
         buf_putc(&b, ']');
-        values[0] = (const char *)b.data;
-        rc = exec_params(&res, w->c, "counting issue days", SQL_ISSUE_DAYS, 1, values, 0, err);
+        rc = exec_batch(w->c, "counting issue days", SQL_ISSUE_DAYS, (const char *)b.data, err);
         if (rc != ERR_OK)
             goto done;
-        PQclear(res);
-        res = NULL;
     }
 
     /* 3. the reports */
@@ -415,7 +426,6 @@ static err_code do_commit(store_work *w, const store_outcome *out, unsigned *reg
               : err_set(err, ERR_INTERNAL, "storing processed reports: out of memory");
     free(usql);
     free(uvalues);
-    const char *values[1] = {NULL};
     if (rc != ERR_OK)
         goto done;
     PQclear(res);
@@ -424,33 +434,22 @@ static err_code do_commit(store_work *w, const store_outcome *out, unsigned *reg
     /* 4. reports that moved out of an issue (regrouped after their dSYM arrived) */
     b.len = 0;
     buf_putc(&b, '[');
-    bool any_left = false;
     for (size_t i = 0; i < n; i++) {
         const store_claimed *row = &w->rows[i];
-        if (row->issue_id == 0 || (out[i].grouped && stays(row, &out[i])))
-            continue;
-        buf_printf(&b, "%s{\"issue_id\":%lld,\"day\":\"%s\",\"n\":1}", any_left ? "," : "",
-                   (long long)row->issue_id, row->day);
-        any_left = true;
+        if (row->issue_id != 0 && !(out[i].grouped && stays(row, &out[i])))
+            append_day(&b, row->issue_id, row->day);
     }
+    bool any_left = b.len > 1;
     buf_putc(&b, ']');
     if (any_left) {
-        values[0] = (const char *)b.data;
-        rc = exec_params(&res, w->c, "regrouping reports", SQL_LEAVE_DAYS, 1, values, 0, err);
-        if (rc == ERR_OK) {
-            PQclear(res);
-            rc = exec_params(&res, w->c, "regrouping reports", SQL_LEAVE_ISSUES, 1, values, 0,
-                             err);
-        }
-        if (rc == ERR_OK) {
-            PQclear(res);
-            rc = exec_params(&res, w->c, "regrouping reports", SQL_DROP_EMPTY, 1, values, 0,
-                             err);
-        }
+        const char *left = (const char *)b.data;
+        rc = exec_batch(w->c, "regrouping reports", SQL_LEAVE_DAYS, left, err);
+        if (rc == ERR_OK)
+            rc = exec_batch(w->c, "regrouping reports", SQL_LEAVE_ISSUES, left, err);
+        if (rc == ERR_OK)
+            rc = exec_batch(w->c, "regrouping reports", SQL_DROP_EMPTY, left, err);
         if (rc != ERR_OK)
             goto done;
-        PQclear(res);
-        res = NULL;
     }
 
     if (any_pending) {
@@ -458,13 +457,10 @@ static err_code do_commit(store_work *w, const store_outcome *out, unsigned *reg
         for (size_t i = 0; i < n; i++)
             if (strcmp(out[i].status, "pending_dsym") == 0)
                 buf_printf(&b, "%s%s", b.len ? "," : "", w->rows[i].id);
-        values[0] = (const char *)b.data;
-        rc = exec_params(&res, w->c, "rechecking pending reports", SQL_RECHECK_PENDING, 1, values,
-                         0, err);
+        rc = exec_batch(w->c, "rechecking pending reports", SQL_RECHECK_PENDING,
+                        (const char *)b.data, err);
         if (rc != ERR_OK)
             goto done;
-        PQclear(res);
-        res = NULL;
     }
     rc = store_command(w->c, "COMMIT", "committing processed reports", err);
 done:
