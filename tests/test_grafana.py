@@ -20,19 +20,8 @@ import tempfile
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from web_instance import Instance  # noqa: E402
+from web_instance import Instance, check, checks_done  # noqa: E402
 
-passed = failed = 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL: {what}", file=sys.stderr)
-    return cond
 
 
 def expand(sql, apps):
@@ -94,8 +83,7 @@ def main():
         check(q("SELECT sum(new_issues) FROM stats_daily") == str(len(issues)), "every issue is new on one day")
         check(q("SELECT reports FROM stats_queue WHERE status = 'processed'") ==
               q("SELECT count(*) FROM reports WHERE status = 'processed'"), "stats_queue counts processed reports")
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return checks_done()
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ import jsonschema
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from web_instance import Instance  # noqa: E402
+from web_instance import Instance, check, checks_done  # noqa: E402
 
 MAX_REPORT = 1 << 20
 MAX_UPLOAD = 1 << 20
@@ -39,18 +39,7 @@ NOT_PRODUCED = {
     ("get", "/readyz", "503"): "needs Postgres down (test_server's outage test covers it)",
 }
 
-passed = failed = 0
 produced = set()
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL: {what}", file=sys.stderr)
-    return cond
 
 
 # ---- the document ------------------------------------------------------------------------
@@ -174,8 +163,7 @@ def main():
             if key in NOT_PRODUCED:
                 continue
             check(key in produced, f"{method.upper()} {path} {status}: documented but never produced by this test")
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return checks_done()
 
 
 def run_cases(inst, c, source):

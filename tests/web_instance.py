@@ -7,6 +7,8 @@ Creates database stacksift_<name>_<pid> in the test cluster (tests/run.sh + test
 runs `stacksift migrate`, creates one token per scope, starts `stacksift serve` on a free
 loopback port with a private data dir, and on exit stops the server (SIGTERM, then SIGKILL
 after 10 s) and drops the database. Standard library only; psql does the SQL.
+check() and checks_done() count assertions and print "N passed, N failed" like
+tests/harness.h.
 """
 import json
 import os
@@ -14,8 +16,30 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
+
+
+_counts = {"passed": 0, "failed": 0}
+
+
+def check(cond, what):
+    """One assertion, counted like tests/harness.h's CHECK: a false `cond` prints
+    "FAIL: <what>" on stderr and the test goes on. Returns `cond`."""
+    if cond:
+        _counts["passed"] += 1
+    else:
+        _counts["failed"] += 1
+        print(f"FAIL: {what}", file=sys.stderr)
+    return cond
+
+
+def checks_done():
+    """Print "N passed, N failed" (harness_done's line); return the exit status, 1 if any
+    check failed."""
+    print(f"{_counts['passed']} passed, {_counts['failed']} failed")
+    return 1 if _counts["failed"] else 0
 
 
 def env_or_die(name):
