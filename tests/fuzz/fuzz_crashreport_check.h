@@ -16,12 +16,7 @@
 #include "base/arena.h"
 #include "base/buf.h"
 #include "crashreport/crashreport.h"
-
-#define REQUIRE(cond) \
-    do {              \
-        if (!(cond))  \
-            abort();  \
-    } while (0)
+#include "fuzz_require.h"
 
 static void check_frames(const crashreport *r, const crashreport_frame *fs, size_t n)
 {

@@ -14,12 +14,7 @@
 #include "macho/macho.h"
 #include "symcache/symcache.h"
 #include "symcache/symcache_build.h"
-
-#define REQUIRE(cond) \
-    do {              \
-        if (!(cond))  \
-            abort();  \
-    } while (0)
+#include "fuzz_require.h"
 
 static macho_image img;
 

@@ -10,12 +10,7 @@
 #include <string.h>
 
 #include "macho/macho.h"
-
-#define REQUIRE(cond) \
-    do {              \
-        if (!(cond))  \
-            abort();  \
-    } while (0)
+#include "fuzz_require.h"
 
 /* The image struct is large (MACHO_MAX_SECTIONS sections): keep it off the stack. */
 static macho_image img;

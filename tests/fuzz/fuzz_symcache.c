@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "symcache/symcache.h"
+#include "fuzz_require.h"
 
 /* FUZZ_STRICT=1 (FUZZ_CFLAGS=-DFUZZ_STRICT=1 tests/fuzz/run.sh ...) also checks the frame
  * contract of symcache.h on every symcache that opens: no "??" function, `inlined` set on
@@ -18,12 +19,6 @@
 #ifndef FUZZ_STRICT
 #define FUZZ_STRICT 0
 #endif
-
-#define REQUIRE(cond) \
-    do {              \
-        if (!(cond))  \
-            abort();  \
-    } while (0)
 
 static void check_frames(const symcache_frame *f, size_t n, size_t cap)
 {
