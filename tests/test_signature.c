@@ -277,6 +277,11 @@ static void in_app_simulator_and_macos_paths(void)
     CHECK(!signature_image_in_app(&r, 1));
     CHECK(!signature_image_in_app(&r, 2));
     CHECK(signature_image_in_app(&r, 3));
+    /* a decision the report made itself (stacksift JSON "in_app") wins over the path rules */
+    ims[0].in_app = CRASHREPORT_IN_APP_NO;
+    ims[1].in_app = CRASHREPORT_IN_APP_YES;
+    CHECK(!signature_image_in_app(&r, 0));
+    CHECK(signature_image_in_app(&r, 1));
 }
 
 static void skips_machinery_and_system_frames(void)

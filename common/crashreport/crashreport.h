@@ -72,7 +72,14 @@ typedef struct {
     uint64_t end_addr;   /* runtime address of its last byte, inclusive as Apple prints it;
                             0 = size unknown */
     bool user;           /* Apple text "+" prefix: not part of the OS */
+    uint8_t in_app;      /* CRASHREPORT_IN_APP_*: whether this is the app's own code; the
+                            parsers leave UNKNOWN unless the report says (stacksift JSON),
+                            the ingest pipeline decides the rest by the signature rules */
 } crashreport_image;
+
+#define CRASHREPORT_IN_APP_UNKNOWN 0 /* zero: a zeroed image is undecided */
+#define CRASHREPORT_IN_APP_YES 1
+#define CRASHREPORT_IN_APP_NO 2
 
 /* One stack frame. */
 typedef struct {

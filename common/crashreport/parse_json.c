@@ -656,7 +656,10 @@ static err_code parse_stack_json(crashreport **out, const json_t *root, arena *a
         const char *ia = jstr(ji, "arch");
         if (ia != NULL)
             im->arch = cr_arch_normalize(ia, strlen(ia));
-        im->user = json_is_true(json_object_get(ji, "in_app"));
+        const json_t *in_app = json_object_get(ji, "in_app");
+        im->user = json_is_true(in_app);
+        if (json_is_boolean(in_app))
+            im->in_app = json_is_true(in_app) ? CRASHREPORT_IN_APP_YES : CRASHREPORT_IN_APP_NO;
     }
     for (size_t i = 0; i < json_array_size(threads) && !b.failed; i++) {
         const json_t *jt = json_array_get(threads, i);

@@ -198,6 +198,10 @@ void crashreport_render_json(buf *o, const crashreport *r)
         json_kv_str(o, "version", im->version, &f);
         json_key(o, "user", &f);
         buf_append_str(o, im->user ? "true" : "false");
+        json_key(o, "in_app", &f);
+        buf_append_str(o, im->in_app == CRASHREPORT_IN_APP_YES  ? "true"
+                          : im->in_app == CRASHREPORT_IN_APP_NO ? "false"
+                                                                : "null");
         buf_putc(o, '}');
     }
     buf_putc(o, ']');

@@ -153,6 +153,8 @@ bool signature_image_in_app(const crashreport *r, size_t index)
         return false;
     const crashreport_image *im = &r->images[index];
     const char *path = im->path;
+    if (im->in_app != CRASHREPORT_IN_APP_UNKNOWN) /* decided already: by the sender or a pass */
+        return im->in_app == CRASHREPORT_IN_APP_YES;
     if (is_sdk_image(im))
         return false;
     if (path != NULL) {

@@ -90,7 +90,8 @@ err_code signature_compute(signature *out, const crashreport *r, const signature
  * simulator .../CoreSimulator/Devices/.../Bundle/..., anything inside "X.app/", such as
  * X.app/Frameworks/), and not under /System/, /usr/lib/ or /Developer/; crash-reporter SDK
  * images (KSCrash, PLCrashReporter/CrashReporter, Sentry) are not in-app. With no path, the
- * apple-text "+" (user) flag decides.
+ * apple-text "+" (user) flag decides. An image whose `in_app` is already decided (0 or 1, e.g.
+ * given by a stacksift JSON stack: `in_app`) keeps that decision.
  */
 bool signature_image_in_app(const crashreport *r, size_t index);
 

@@ -575,6 +575,10 @@ static void process_one(pipeline *p, const store_claimed *row, store_outcome *o,
     buf json;
     buf_init(&json);
     if (rc == ERR_OK) {
+        /* the stored model says which images are the app's own, by the signature's rules,
+         * so that readers (the dashboard) need not repeat them */
+        for (size_t i = 0; i < r->nimages; i++)
+            r->images[i].in_app = signature_image_in_app(r, i) ? CRASHREPORT_IN_APP_YES : CRASHREPORT_IN_APP_NO;
         crashreport_render_json(&json, r);
         o->symbolicated_json = arena_strndup(a, (const char *)json.data, json.len, &err);
         if (o->symbolicated_json == NULL)

@@ -414,16 +414,10 @@
     })));
   }
 
-  // in-app: the main executable or inside the app bundle, never system paths or the crash
-  // reporters' SDKs (the rule of issue #5, as far as the model shows it).
-  function inAppImage(img, meta) {
-    if (!img) return false;
-    var p = img.path || '';
-    var name = img.name || '';
-    if (/^(\/private)?\/(System|usr\/lib|Developer)\//.test(p)) return false;
-    if (/^(KSCrash|PLCrashReporter|CrashReporter|Sentry|Bugsnag)/.test(name)) return false;
-    if (meta && ((meta.process_path && p === meta.process_path) || (meta.process && name === meta.process))) return true;
-    return /\/Bundle\/Application\/|\/containers\/Bundle\/|\/CoreSimulator\/Devices\/.*\/Bundle\/|\.app\/Frameworks\//.test(p);
+  // in-app as the server decided it (images[].in_app, set by the signature rules when the
+  // report was processed); a report not processed yet has no decision: nothing highlighted.
+  function inAppImage(img) {
+    return !!(img && img.in_app === true);
   }
 
   // The crashing stack: the Last Exception Backtrace, else the crashed thread, else thread 0.
@@ -446,7 +440,7 @@
     var rows = [];
     frames.forEach(function (fr) {
       var img = fr.image_index !== null && fr.image_index !== undefined ? images[fr.image_index] : null;
-      var inApp = inAppImage(img, meta);
+      var inApp = inAppImage(img);
       var syms = fr.symbols || [];
       var loc = function (file, line) {
         return file ? h('span', {title: file}, basename(file) + (line ? ':' + line : '')) : '';
