@@ -11,7 +11,7 @@ add_test(NAME symbolicate_reports
   COMMAND ${STACKSIFT_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/symbolicate_reports.py
   WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
 set_tests_properties(symbolicate_reports PROPERTIES LABELS fixtures TIMEOUT 900
-  ENVIRONMENT "STACKSIFT_BIN=$<TARGET_FILE:stacksift>;STACKSIFT_SOURCE_DIR=${PROJECT_SOURCE_DIR};STACKSIFT_FIXTURES=${PROJECT_SOURCE_DIR}/build-fixtures")
+  ENVIRONMENT "${STACKSIFT_TEST_ENV}")
 
 # tests/bench/bench_parse: parse and symbolication rates beside same-run peers (not a test;
 # run tests/bench/bench_parse.sh).

@@ -7,4 +7,4 @@ stacksift_unit_test(test_debuginfo SOURCES test_debuginfo.c LIBS debuginfo macho
 # The CLI contract of symcache build / lookup (atos output, exit codes, fat and zip inputs).
 add_test(NAME cli_symbolication COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_symbolication.sh)
 set_tests_properties(cli_symbolication PROPERTIES LABELS fixtures TIMEOUT 300
-  ENVIRONMENT "STACKSIFT_BIN=$<TARGET_FILE:stacksift>;STACKSIFT_FIXTURES=${PROJECT_SOURCE_DIR}/build-fixtures")
+  ENVIRONMENT "${STACKSIFT_TEST_ENV}")

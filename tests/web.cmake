@@ -3,11 +3,7 @@
 # Both start a real `stacksift serve` on a database of their own in the tests' Postgres
 # (STACKSIFT_TEST_DATABASE_URL, tests/run.sh) and use Debian's python3 with python3-yaml and
 # python3-jsonschema (deploy/install-deps.sh).
-set(_web_env
-  "STACKSIFT_BIN=$<TARGET_FILE:stacksift>"
-  "STACKSIFT_SOURCE_DIR=${PROJECT_SOURCE_DIR}"
-  "STACKSIFT_FIXTURES=${PROJECT_SOURCE_DIR}/build-fixtures"
-  "STACKSIFT_BUILD_DIR=${PROJECT_BINARY_DIR}")
+set(_web_env "${STACKSIFT_TEST_ENV};STACKSIFT_BUILD_DIR=${PROJECT_BINARY_DIR}")
 
 add_test(NAME test_openapi COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/test_openapi.py)
 set_tests_properties(test_openapi PROPERTIES LABELS db TIMEOUT 300 ENVIRONMENT "${_web_env}")
