@@ -38,7 +38,7 @@ static uint64_t rd64(const uint8_t *p)
 }
 
 /* ULEB128 at *p (below end); false if it runs past end or over 64 bits */
-static inline bool get_uleb(const uint8_t **p, const uint8_t *end, uint64_t *out)
+static inline __attribute__((always_inline)) bool get_uleb(const uint8_t **p, const uint8_t *end, uint64_t *out)
 {
     if (*p < end && **p < 0x80) { /* most record fields fit in one byte */
         *out = *(*p)++;
@@ -68,7 +68,7 @@ typedef struct {
 } record;
 
 /* Decode the next record of a block: `first` records take absolute values. */
-static inline bool next_record(const uint8_t **p, const uint8_t *end, bool first, record *r)
+static inline __attribute__((always_inline)) bool next_record(const uint8_t **p, const uint8_t *end, bool first, record *r)
 {
     uint64_t delta, scope, file, line;
     if (first) {
