@@ -21,6 +21,8 @@
 #include "debuginfo/demangle.h"
 #include "debuginfo/dieread_internal.h"
 
+#define DEMANGLE_UNKNOWN UINT32_MAX       /* not demangled yet */
+#define DEMANGLE_FAILED (UINT32_MAX - 1) /* not a C++ name, or the demangler refused it */
 #define MAX_NAME_HOPS 16   /* abstract_origin/specification chain length we follow */
 #define MAX_SCOPE_DEPTH 256 /* nesting of inlinees and lexical blocks we descend into */
 
@@ -103,6 +105,9 @@ typedef struct {
     size_t cap_files;
     pc_range *tmp;              /* scratch for one DIE's ranges */
     size_t ntmp, cap_tmp;
+    strtab mangled;             /* linkage names seen, and for each the id of its */
+    uint32_t *demangled;        /* demangled form in strings (DEMANGLE_* if none yet) */
+    size_t ndemangled, cap_demangled;
     name_slot *names;           /* DIE offset -> resolved name cache */
     size_t nnames, cap_names;   /* cap is a power of two */
 } worker;
@@ -210,11 +215,32 @@ static void name_cache_put(worker *w, uint64_t off, uint32_t name, bool linkage)
 
 static uint32_t intern_linkage(worker *w, const char *linkage, const char *short_name)
 {
-    char *demangled = demangle_symbol(linkage);
-    if (demangled != NULL) {
-        uint32_t id = strtab_intern(&w->strings, demangled, strlen(demangled));
-        free(demangled);
-        return id;
+    /* The same linkage name comes back in every unit that instantiates a template or
+     * includes an inline function: demangle each distinct one once per worker. */
+    uint32_t mangled = strtab_intern(&w->mangled, linkage, strlen(linkage));
+    if (mangled < w->ndemangled && w->demangled[mangled] != DEMANGLE_UNKNOWN) {
+        if (w->demangled[mangled] != DEMANGLE_FAILED)
+            return w->demangled[mangled];
+    } else {
+        if (mangled >= w->cap_demangled) {
+            size_t cap = w->cap_demangled ? w->cap_demangled * 2 : 1024;
+            while (cap <= mangled)
+                cap *= 2;
+            w->demangled = xreallocarray(w->demangled, cap, sizeof *w->demangled);
+            w->cap_demangled = cap;
+        }
+        for (size_t i = w->ndemangled; i <= mangled; i++)
+            w->demangled[i] = DEMANGLE_UNKNOWN;
+        if (mangled >= w->ndemangled)
+            w->ndemangled = mangled + 1;
+        char *demangled = demangle_symbol(linkage);
+        if (demangled != NULL) {
+            uint32_t id = strtab_intern(&w->strings, demangled, strlen(demangled));
+            free(demangled);
+            w->demangled[mangled] = id;
+            return id;
+        }
+        w->demangled[mangled] = DEMANGLE_FAILED;
     }
     /* a raw Swift name is unreadable: a DW_AT_name along the chain reads better */
     if (short_name != NULL && demangle_is_swift(linkage))
@@ -553,7 +579,7 @@ static void load_symbols(debuginfo *d, const macho_image *img)
             cap = cap ? cap * 2 : 256;
             d->symbols = xreallocarray(d->symbols, cap, sizeof *d->symbols);
         }
-        uint32_t sid = strtab_intern(&d->strings, raw, strlen(raw));
+        uint32_t sid = strtab_add(&d->strings, raw, strlen(raw)); /* the builder dedupes */
         d->symbols[d->nsymbols++] = (debuginfo_range){sym.value, s->addr + s->size, sid, sym.sect};
     }
     if (d->nsymbols > 1)
@@ -575,22 +601,23 @@ static void load_symbols(debuginfo *d, const macho_image *img)
 
 /* ---- merge ------------------------------------------------------------------------------ */
 
-static uint32_t remap(const uint32_t *map, uint32_t id)
+static uint32_t rebase(uint32_t base, uint32_t id)
 {
-    return id == STRTAB_NONE ? STRTAB_NONE : map[id];
+    return id == STRTAB_NONE ? STRTAB_NONE : base + id;
 }
 
+/* Append worker `w`'s tables to `d`. Strings are appended wholesale, not re-interned: a name
+ * two workers both met is then stored twice here, and the symcache builder, which interns
+ * only what it writes, stores it once. */
 static void merge_worker(debuginfo *d, worker *w)
 {
-    uint32_t *map = xcalloc(w->strings.count ? w->strings.count : 1, sizeof *map);
-    for (size_t id = 0; id < w->strings.count; id++)
-        map[id] = strtab_copy(&d->strings, &w->strings, (uint32_t)id);
+    uint32_t sbase = strtab_append(&d->strings, &w->strings);
     uint32_t base = d->nscopes;
     d->scopes = xreallocarray(d->scopes, d->nscopes + w->nscopes + 1, sizeof *d->scopes);
     for (size_t i = 0; i < w->nscopes; i++) {
         debuginfo_scope s = w->scopes[i];
-        s.name = remap(map, s.name);
-        s.call_file = remap(map, s.call_file);
+        s.name = rebase(sbase, s.name);
+        s.call_file = rebase(sbase, s.call_file);
         if (s.parent != DEBUGINFO_NONE)
             s.parent += base;
         d->scopes[d->nscopes++] = s;
@@ -604,11 +631,10 @@ static void merge_worker(debuginfo *d, worker *w)
     d->rows = xreallocarray(d->rows, d->nrows + w->nrows + 1, sizeof *d->rows);
     for (size_t i = 0; i < w->nrows; i++) {
         debuginfo_row r = w->rows[i];
-        r.file = remap(map, r.file);
+        r.file = rebase(sbase, r.file);
         d->rows[d->nrows++] = r;
     }
     d->compile_units += w->cus;
-    free(map);
 }
 
 static void worker_reset(worker *w)
@@ -620,6 +646,8 @@ static void worker_reset(worker *w)
     free(w->unit_ready);
     buf_reset(&w->scratch);
     strtab_reset(&w->strings);
+    strtab_reset(&w->mangled);
+    free(w->demangled);
     free(w->scopes);
     free(w->ranges);
     free(w->rows);
@@ -664,6 +692,7 @@ err_code debuginfo_load(debuginfo *out, const macho_image *img, unsigned threads
             ws[i].tid = i;
             ws[i].nthreads = threads;
             strtab_init(&ws[i].strings);
+            strtab_init(&ws[i].mangled);
         }
         for (unsigned i = 1; i < threads; i++)
             started[i] = pthread_create(&tids[i], NULL, worker_run, &ws[i]) == 0;

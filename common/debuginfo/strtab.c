@@ -44,7 +44,10 @@ void strtab_reset(strtab *t)
 
 static void grow(strtab *t)
 {
+    /* strtab_append can add many ids at once: size for all of them, half full at most */
     size_t n = t->nslots * 2;
+    while ((t->count + 1) * 2 > n)
+        n *= 2;
     uint32_t *slots = xcalloc(n, sizeof *slots);
     for (size_t id = 0; id < t->count; id++) {
         size_t j = t->hashes[id] & (n - 1);
@@ -98,6 +101,46 @@ uint32_t strtab_intern_hashed(strtab *t, const char *s, size_t len, uint32_t h)
     buf_putc(&t->bytes, '\0');
     t->slots[j] = id + 1;
     return id;
+}
+
+uint32_t strtab_add(strtab *t, const char *s, size_t len)
+{
+    if (t->bytes.len + len + 2 >= UINT32_MAX || t->count >= UINT32_MAX - 1) {
+        fprintf(stderr, "stacksift: string table over 4 GiB\n");
+        abort();
+    }
+    if (t->count == t->cap) {
+        t->cap = t->cap ? t->cap * 2 : 1024;
+        t->offsets = xreallocarray(t->offsets, t->cap, sizeof *t->offsets);
+        t->hashes = xreallocarray(t->hashes, t->cap, sizeof *t->hashes);
+    }
+    uint32_t id = (uint32_t)t->count++;
+    t->offsets[id] = (uint32_t)t->bytes.len;
+    t->hashes[id] = hash_bytes(s, len);
+    buf_append(&t->bytes, s, len);
+    buf_putc(&t->bytes, '\0');
+    return id;
+}
+
+uint32_t strtab_append(strtab *t, const strtab *from)
+{
+    if (t->bytes.len + from->bytes.len >= UINT32_MAX || t->count + from->count >= UINT32_MAX - 1) {
+        fprintf(stderr, "stacksift: string table over 4 GiB\n");
+        abort();
+    }
+    uint32_t base = (uint32_t)t->count, shift = (uint32_t)t->bytes.len;
+    if (t->count + from->count > t->cap) {
+        t->cap = t->count + from->count;
+        t->offsets = xreallocarray(t->offsets, t->cap, sizeof *t->offsets);
+        t->hashes = xreallocarray(t->hashes, t->cap, sizeof *t->hashes);
+    }
+    for (size_t i = 0; i < from->count; i++)
+        t->offsets[t->count + i] = from->offsets[i] + shift;
+    if (from->count > 0)
+        memcpy(t->hashes + t->count, from->hashes, from->count * sizeof *t->hashes);
+    buf_append(&t->bytes, from->bytes.data, from->bytes.len);
+    t->count += from->count;
+    return base;
 }
 
 const char *strtab_get(const strtab *t, uint32_t id)

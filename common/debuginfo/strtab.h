@@ -32,6 +32,13 @@ uint32_t strtab_copy(strtab *t, const strtab *from, uint32_t id);
 /* strtab_intern_hashed - strtab_intern with the hash already known (internal to strtab users
  * that move strings between tables). */
 uint32_t strtab_intern_hashed(strtab *t, const char *s, size_t len, uint32_t hash);
+/* strtab_append - add every string of `from` to `t` as new ids, without looking for them
+ * first: returns the id `from`'s id 0 got (id i of `from` is that + i). Strings added this way
+ * are not found by a later strtab_intern, so `t` may then hold a string twice; use it where
+ * only ids matter (merging per-thread tables whose users dedupe later). */
+uint32_t strtab_append(strtab *t, const strtab *from);
+/* strtab_add - add `s` as a new id without looking for it (see strtab_append). */
+uint32_t strtab_add(strtab *t, const char *s, size_t len);
 /* strtab_get - the string with id `id` (borrowed; invalidated by the next strtab_intern). */
 const char *strtab_get(const strtab *t, uint32_t id);
 /* strtab_len - length in bytes of string `id`. */
