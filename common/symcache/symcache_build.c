@@ -129,35 +129,65 @@ static void flatten_scopes(segments *out, const debuginfo *di)
     free(r);
 }
 
-DEFINE_RADIX_SORT(sort_segments_by_start, segment, start)
 
 /* Line rows -> [addr, next addr) segments. For several rows at one address the last wins,
  * as in llvm's DWARFDebugLine::LineTable::findRowInSeq. */
-static void flatten_lines(segments *out, const debuginfo *di)
+typedef struct {
+    uint64_t start;      /* address of its first row */
+    size_t first, last;  /* rows[first .. last], last being the end_sequence row */
+} sequence;
+
+DEFINE_RADIX_SORT(sort_sequences_by_start, sequence, start)
+
+/* Append the [addr, next addr) segments of one sequence's rows; where an earlier sequence
+ * already covers an address (dead code left at a reused address), the earlier one wins. */
+static void emit_sequence(segments *out, const debuginfo *di, const sequence *q)
 {
-    segments tmp = {0};
-    for (size_t i = 0; i + 1 < di->nrows; i++) {
+    for (size_t i = q->first; i < q->last; i++) {
         const debuginfo_row *row = &di->rows[i], *next = &di->rows[i + 1];
-        if (row->line == DEBUGINFO_END_SEQUENCE || next->addr <= row->addr)
-            continue;
-        if (tmp.n == tmp.cap) {
-            tmp.cap = tmp.cap ? tmp.cap * 2 : 1024;
-            tmp.v = xreallocarray(tmp.v, tmp.cap, sizeof *tmp.v);
-        }
-        tmp.v[tmp.n++] = (segment){row->addr, next->addr, row->file, row->line};
-    }
-    sort_segments_by_start(tmp.v, tmp.n); /* stable: the first sequence at an address wins */
-    for (size_t i = 0; i < tmp.n; i++) {
-        segment s = tmp.v[i];
+        if (next->addr <= row->addr)
+            continue; /* several rows at one address: the last wins */
+        segment s = {row->addr, next->addr, row->file, row->line};
         if (out->n > 0 && out->v[out->n - 1].end > s.start) {
-            /* overlapping sequences (dead code left at a reused address): first one wins */
             if (out->v[out->n - 1].end >= s.end)
                 continue;
             s.start = out->v[out->n - 1].end;
         }
         seg_push(out, s.start, s.end, s.a, s.b);
     }
-    free(tmp.v);
+}
+
+/* Line rows -> [addr, next addr) segments, as llvm's DWARFDebugLine::LineTable::findRowInSeq
+ * reads them. Rows within a sequence increase (DWARF 5 section 6.2.5.1), so sorting the
+ * sequences by their first address, not millions of rows, orders the segments. A sequence
+ * whose rows go backwards (corrupt) is dropped. */
+static void flatten_lines(segments *out, const debuginfo *di)
+{
+    sequence *seq = NULL;
+    size_t nseq = 0, cap = 0, first = 0;
+    for (size_t i = 0; i < di->nrows; i++) {
+        if (i > first && di->rows[i].addr < di->rows[i - 1].addr) {
+            /* out of order: skip to this sequence's end */
+            while (i < di->nrows && di->rows[i].line != DEBUGINFO_END_SEQUENCE)
+                i++;
+            first = i + 1;
+            continue;
+        }
+        if (di->rows[i].line != DEBUGINFO_END_SEQUENCE)
+            continue;
+        if (i > first) {
+            if (nseq == cap) {
+                cap = cap ? cap * 2 : 1024;
+                seq = xreallocarray(seq, cap, sizeof *seq);
+            }
+            seq[nseq++] = (sequence){di->rows[first].addr, first, i};
+        }
+        first = i + 1;
+    }
+    sort_sequences_by_start(seq, nseq); /* stable: merge order breaks ties */
+    for (size_t k = 0; k < nseq; k++)
+        emit_sequence(out, di, &seq[k]);
+    free(seq);
 }
 
 static void clip_segments(segments *s, uint64_t lo, uint64_t hi)
