@@ -60,6 +60,26 @@ static void grow(strtab *t)
     t->nslots = n;
 }
 
+/* Store `s` as the next id (no lookup, no hash-set entry). */
+static uint32_t add_new(strtab *t, const char *s, size_t len, uint32_t hash)
+{
+    if (t->bytes.len + len + 2 >= UINT32_MAX || t->count >= UINT32_MAX - 1) {
+        fprintf(stderr, "stacksift: string table over 4 GiB\n");
+        abort();
+    }
+    if (t->count == t->cap) {
+        t->cap = t->cap ? t->cap * 2 : 1024;
+        t->offsets = xreallocarray(t->offsets, t->cap, sizeof *t->offsets);
+        t->hashes = xreallocarray(t->hashes, t->cap, sizeof *t->hashes);
+    }
+    uint32_t id = (uint32_t)t->count++;
+    t->offsets[id] = (uint32_t)t->bytes.len;
+    t->hashes[id] = hash;
+    buf_append(&t->bytes, s, len);
+    buf_putc(&t->bytes, '\0');
+    return id;
+}
+
 uint32_t strtab_intern(strtab *t, const char *s, size_t len)
 {
     return strtab_intern_hashed(t, s, len, hash_bytes(s, len));
@@ -85,41 +105,14 @@ uint32_t strtab_intern_hashed(strtab *t, const char *s, size_t len, uint32_t h)
             return id;
         j = (j + 1) & (t->nslots - 1);
     }
-    if (t->bytes.len + len + 2 >= UINT32_MAX || t->count >= UINT32_MAX - 1) {
-        fprintf(stderr, "stacksift: string table over 4 GiB\n");
-        abort();
-    }
-    if (t->count == t->cap) {
-        t->cap = t->cap ? t->cap * 2 : 1024;
-        t->offsets = xreallocarray(t->offsets, t->cap, sizeof *t->offsets);
-        t->hashes = xreallocarray(t->hashes, t->cap, sizeof *t->hashes);
-    }
-    uint32_t id = (uint32_t)t->count++;
-    t->offsets[id] = (uint32_t)t->bytes.len;
-    t->hashes[id] = h;
-    buf_append(&t->bytes, s, len);
-    buf_putc(&t->bytes, '\0');
+    uint32_t id = add_new(t, s, len, h);
     t->slots[j] = id + 1;
     return id;
 }
 
 uint32_t strtab_add(strtab *t, const char *s, size_t len)
 {
-    if (t->bytes.len + len + 2 >= UINT32_MAX || t->count >= UINT32_MAX - 1) {
-        fprintf(stderr, "stacksift: string table over 4 GiB\n");
-        abort();
-    }
-    if (t->count == t->cap) {
-        t->cap = t->cap ? t->cap * 2 : 1024;
-        t->offsets = xreallocarray(t->offsets, t->cap, sizeof *t->offsets);
-        t->hashes = xreallocarray(t->hashes, t->cap, sizeof *t->hashes);
-    }
-    uint32_t id = (uint32_t)t->count++;
-    t->offsets[id] = (uint32_t)t->bytes.len;
-    t->hashes[id] = hash_bytes(s, len);
-    buf_append(&t->bytes, s, len);
-    buf_putc(&t->bytes, '\0');
-    return id;
+    return add_new(t, s, len, hash_bytes(s, len));
 }
 
 uint32_t strtab_append(strtab *t, const strtab *from)
