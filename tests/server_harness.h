@@ -92,6 +92,15 @@ typedef struct {
 /* resp_free - free what `r` holds and zero it. */
 void resp_free(http_resp *r);
 
+/* CHECK_STATUS - make the request `call` (an expression giving an http_resp), check its
+ * status, free it. A macro, so that a failure names the test's own line (needs harness.h). */
+#define CHECK_STATUS(call, want)                \
+    do {                                        \
+        http_resp check_status_r_ = (call);     \
+        CHECK_EQ_INT(check_status_r_.status, want); \
+        resp_free(&check_status_r_);            \
+    } while (0)
+
 /* send_all - send `n` bytes (no SIGPIPE); 0, or -1 if the peer went away. */
 int send_all(int fd, const void *p, size_t n);
 

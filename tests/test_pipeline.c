@@ -780,15 +780,9 @@ static void issue_list_pages_through_everything(void)
     CHECK(r.json && json_array_size(json_object_get(r.json, "issues")) >= 1);
     resp_free(&r);
     free(q);
-    r = get("/api/v1/issues?sort=bogus");
-    CHECK_EQ_INT(r.status, 400);
-    resp_free(&r);
-    r = get("/api/v1/issues?cursor=nonsense");
-    CHECK_EQ_INT(r.status, 400);
-    resp_free(&r);
-    r = get("/api/v1/issues?since=yesterday-ish");
-    CHECK_EQ_INT(r.status, 400);
-    resp_free(&r);
+    CHECK_STATUS(get("/api/v1/issues?sort=bogus"), 400);
+    CHECK_STATUS(get("/api/v1/issues?cursor=nonsense"), 400);
+    CHECK_STATUS(get("/api/v1/issues?since=yesterday-ish"), 400);
 }
 
 static void issue_detail_has_breakdowns_daily_and_sample(void)
@@ -819,12 +813,8 @@ static void issue_detail_has_breakdowns_daily_and_sample(void)
     CHECK(json_is_object(json_object_get(sample, "report")));
     resp_free(&r);
 
-    r = get("/api/v1/issues/999999999");
-    CHECK_EQ_INT(r.status, 404);
-    resp_free(&r);
-    r = get("/api/v1/issues/abc");
-    CHECK_EQ_INT(r.status, 404);
-    resp_free(&r);
+    CHECK_STATUS(get("/api/v1/issues/999999999"), 404);
+    CHECK_STATUS(get("/api/v1/issues/abc"), 404);
 }
 
 static void issue_reports_page_newest_first(void)
@@ -869,9 +859,7 @@ static void report_has_symbolicated_model_and_text(void)
     resp_free(&r);
     free(turl);
     turl = xsprintf("%s?format=pdf", url);
-    r = get(turl);
-    CHECK_EQ_INT(r.status, 400);
-    resp_free(&r);
+    CHECK_STATUS(get(turl), 400);
     free(turl);
     free(url);
 }
@@ -885,9 +873,7 @@ static void resolved_issue_regresses_in_newer_version(void)
     CHECK_EQ_STR(r.json ? json_string_value(json_object_get(r.json, "status")) : NULL,
                  "resolved");
     resp_free(&r);
-    r = http("PATCH", url, "application/json", "{\"status\":\"closed\"}", 19);
-    CHECK_EQ_INT(r.status, 400);
-    resp_free(&r);
+    CHECK_STATUS(http("PATCH", url, "application/json", "{\"status\":\"closed\"}", 19), 400);
 
     /* An old version (2.0 < 3.0) does not reopen it; 3.0.1 does, flagged as a regression. */
     const char *versions[2] = {"2.0", "3.0.1"};
@@ -909,9 +895,7 @@ static void resolved_issue_regresses_in_newer_version(void)
         resp_free(&r);
     }
     /* ignored stays ignored, and counts go on */
-    r = http("PATCH", url, "application/json", "{\"status\":\"ignored\"}", 20);
-    CHECK_EQ_INT(r.status, 200);
-    resp_free(&r);
+    CHECK_STATUS(http("PATCH", url, "application/json", "{\"status\":\"ignored\"}", 20), 200);
     /* a read token cannot change status */
     free(url);
 }
@@ -945,9 +929,7 @@ static void symbolicate_endpoint_stores_nothing(void)
                  "no_image");
     resp_free(&r);
     CHECK_EQ_INT(sql_int("SELECT count(*) FROM reports"), before);
-    r = http("POST", "/api/v1/symbolicate", "application/json", "{\"images\":3}", 12);
-    CHECK_EQ_INT(r.status, 400);
-    resp_free(&r);
+    CHECK_STATUS(http("POST", "/api/v1/symbolicate", "application/json", "{\"images\":3}", 12), 400);
 }
 
 static void metrics_show_cache_hit_rate(void)

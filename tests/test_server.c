@@ -216,16 +216,12 @@ static void auth_failures_are_401_and_403(void)
     char *bad = strdup(tok_ingest);
     bad[strlen(bad) - 1] = bad[strlen(bad) - 1] == '0' ? '1' : '0';   /* wrong secret */
     char *h = auth(bad, "Content-Type: application/json\r\n");
-    r = http_req(port, "POST", "/api/v1/reports", h, body, 2, false);
-    CHECK_EQ_INT(r.status, 401);
-    resp_free(&r);
+    CHECK_STATUS(http_req(port, "POST", "/api/v1/reports", h, body, 2, false), 401);
     free(h);
     free(bad);
 
     h = auth("ss_000000000000_00", NULL);
-    r = http_req(port, "GET", "/api/v1/dsyms", h, NULL, 0, false);
-    CHECK_EQ_INT(r.status, 401);
-    resp_free(&r);
+    CHECK_STATUS(http_req(port, "GET", "/api/v1/dsyms", h, NULL, 0, false), 401);
     free(h);
 
     h = auth(tok_read, "Content-Type: application/json\r\n");   /* read may not ingest */
@@ -236,21 +232,15 @@ static void auth_failures_are_401_and_403(void)
     free(h);
 
     h = auth(tok_ingest, "Content-Type: application/zip\r\n");   /* ingest may not upload */
-    r = http_req(port, "POST", "/api/v1/dsyms", h, "PK", 2, false);
-    CHECK_EQ_INT(r.status, 403);
-    resp_free(&r);
+    CHECK_STATUS(http_req(port, "POST", "/api/v1/dsyms", h, "PK", 2, false), 403);
     free(h);
 
     h = auth(tok_upload, NULL);   /* upload may not read */
-    r = http_req(port, "GET", "/api/v1/dsyms", h, NULL, 0, false);
-    CHECK_EQ_INT(r.status, 403);
-    resp_free(&r);
+    CHECK_STATUS(http_req(port, "GET", "/api/v1/dsyms", h, NULL, 0, false), 403);
     free(h);
 
     h = auth(tok_admin, NULL);    /* admin may do all */
-    r = http_req(port, "GET", "/api/v1/dsyms", h, NULL, 0, false);
-    CHECK_EQ_INT(r.status, 200);
-    resp_free(&r);
+    CHECK_STATUS(http_req(port, "GET", "/api/v1/dsyms", h, NULL, 0, false), 200);
     free(h);
 }
 
@@ -349,18 +339,12 @@ static void malformed_reports_are_refused(void)
     free(h);
 
     char *bugsnag = corpus("other/bugsnag-event-1.json");
-    r = post_file("/api/v1/reports", tok_ingest, "Content-Type: application/json\r\n", bugsnag);
-    CHECK_EQ_INT(r.status, 422);
-    resp_free(&r);
+    CHECK_STATUS(post_file("/api/v1/reports", tok_ingest, "Content-Type: application/json\r\n", bugsnag), 422);
     free(bugsnag);
 
     h = auth(tok_read, NULL);
-    r = http_req(port, "GET", "/api/v1/reports/00000000-0000-0000-0000-000000000000", h, NULL, 0, false);
-    CHECK_EQ_INT(r.status, 404);
-    resp_free(&r);
-    r = http_req(port, "GET", "/api/v1/reports/not-a-uuid", h, NULL, 0, false);
-    CHECK_EQ_INT(r.status, 404);
-    resp_free(&r);
+    CHECK_STATUS(http_req(port, "GET", "/api/v1/reports/00000000-0000-0000-0000-000000000000", h, NULL, 0, false), 404);
+    CHECK_STATUS(http_req(port, "GET", "/api/v1/reports/not-a-uuid", h, NULL, 0, false), 404);
     free(h);
 }
 
@@ -393,9 +377,7 @@ static void report_limits_are_413(void)
     deflateEnd(&zs);
     CHECK(gz_len < 64 * 1024);
     h = auth(tok_ingest, "Content-Type: text/plain\r\nContent-Encoding: gzip\r\n");
-    r = http_req(port, "POST", "/api/v1/reports", h, gz, gz_len, false);
-    CHECK_EQ_INT(r.status, 413);
-    resp_free(&r);
+    CHECK_STATUS(http_req(port, "POST", "/api/v1/reports", h, gz, gz_len, false), 413);
     free(h);
     free(gz);
     free(zeros);
@@ -608,12 +590,8 @@ static void dsym_queries(void)
     CHECK_EQ_INT(r.status, 200);
     CHECK_EQ_STR(r.json ? jstr(r.json, "name") : NULL, "FixtureKit");
     resp_free(&r);
-    r = http_req(port, "GET", "/api/v1/dsyms/00000000-0000-3144-A1D2-DE5BFD55F8D2", h, NULL, 0, false);
-    CHECK_EQ_INT(r.status, 404);
-    resp_free(&r);
-    r = http_req(port, "GET", "/api/v1/dsyms/zzz", h, NULL, 0, false);
-    CHECK_EQ_INT(r.status, 404);
-    resp_free(&r);
+    CHECK_STATUS(http_req(port, "GET", "/api/v1/dsyms/00000000-0000-3144-A1D2-DE5BFD55F8D2", h, NULL, 0, false), 404);
+    CHECK_STATUS(http_req(port, "GET", "/api/v1/dsyms/zzz", h, NULL, 0, false), 404);
     free(h);
 }
 
@@ -655,9 +633,7 @@ static void malformed_uploads_leave_nothing(void)
     http_resp r = http_req(port, "POST", "/api/v1/dsyms", h, "hello world, not a debug file", 29, false);
     CHECK_EQ_INT(r.status, 400);
     resp_free(&r);
-    r = http_req(port, "POST", "/api/v1/dsyms", h, "", 0, false);
-    CHECK_EQ_INT(r.status, 400);
-    resp_free(&r);
+    CHECK_STATUS(http_req(port, "POST", "/api/v1/dsyms", h, "", 0, false), 400);
     r = http_req(port, "POST", "/api/v1/dsyms", h, d, dlen / 3, false);
     CHECK(r.status >= 400 && r.status < 500);
     resp_free(&r);
@@ -671,9 +647,7 @@ static void malformed_uploads_leave_nothing(void)
     /* Over STACKSIFT_MAX_UPLOAD_BYTES (8M here): refused before the body is sent. */
     size_t big = (8u << 20) + 1;
     char *body = calloc(1, big);
-    r = http_req(port, "POST", "/api/v1/dsyms", h, body, big, true);
-    CHECK_EQ_INT(r.status, 413);
-    resp_free(&r);
+    CHECK_STATUS(http_req(port, "POST", "/api/v1/dsyms", h, body, big, true), 413);
     free(body);
 
     CHECK_EQ_INT(dsym_count(), before);
@@ -829,9 +803,7 @@ static void database_outage_gives_503_not_loss(void)
     size_t kit_len;
     char *kit_data = read_file(kit, &kit_len);
     char *hu = auth(tok ? tok : "", NULL);
-    r = http_req(port2, "POST", "/api/v1/dsyms", hu, kit_data, kit_len, false);
-    CHECK_EQ_INT(r.status, 503);
-    resp_free(&r);
+    CHECK_STATUS(http_req(port2, "POST", "/api/v1/dsyms", hu, kit_data, kit_len, false), 503);
     char *symcaches2 = xsprintf("%s/symcaches", dir2), *tmp2 = xsprintf("%s/tmp", dir2);
     CHECK_EQ_INT(count_entries(symcaches2), 0);
     sleep_ms(100);
@@ -855,15 +827,11 @@ static void database_outage_gives_503_not_loss(void)
         resp_free(&r);
     }
     CHECK(ready);
-    r = http_req(port2, "POST", "/api/v1/reports", h, body, len, false);
-    CHECK_EQ_INT(r.status, 202);
-    resp_free(&r);
+    CHECK_STATUS(http_req(port2, "POST", "/api/v1/reports", h, body, len, false), 202);
     if (id) {
         char *p = xsprintf("/api/v1/reports/%s", id);
         char *hr = auth(tok ? tok : "", NULL);
-        r = http_req(port2, "GET", p, hr, NULL, 0, false);
-        CHECK_EQ_INT(r.status, 200);
-        resp_free(&r);
+        CHECK_STATUS(http_req(port2, "GET", p, hr, NULL, 0, false), 200);
         free(hr);
         free(p);
     }
