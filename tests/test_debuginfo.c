@@ -17,7 +17,7 @@
 
 #include "base/bytes.h"
 #include "debuginfo/debuginfo.h"
-#include "debuginfo/demangle.h"
+#include "demangle/demangle.h"
 #include "harness.h"
 #include "macho/macho.h"
 
@@ -245,7 +245,7 @@ static void walk(walk_state *w, Dwarf_Die parent, uint64_t cu_base, int depth, b
             if (die_entry(w->dbg, child, cu_base, &entry)) {
                 bool linkage = false;
                 const char *raw = die_name(w->dbg, child, 0, &linkage);
-                char *dm = linkage && raw ? demangle_symbol(raw) : NULL;
+                char *dm = linkage && raw ? demangle_name(raw, DEMANGLE_SIMPLIFIED) : NULL;
                 Dwarf_Unsigned line = 0;
                 Dwarf_Attribute a;
                 if (tag == DW_TAG_inlined_subroutine && dwarf_attr(child, DW_AT_call_line, &a, &e) == DW_DLV_OK) {

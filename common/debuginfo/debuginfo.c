@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "base/xalloc.h"
-#include "debuginfo/demangle.h"
+#include "demangle/demangle.h"
 #include "debuginfo/dieread_internal.h"
 
 #define DEMANGLE_UNKNOWN UINT32_MAX       /* not demangled yet */
@@ -233,7 +233,7 @@ static uint32_t intern_linkage(worker *w, const char *linkage, const char *short
             w->demangled[i] = DEMANGLE_UNKNOWN;
         if (mangled >= w->ndemangled)
             w->ndemangled = mangled + 1;
-        char *demangled = demangle_symbol(linkage);
+        char *demangled = demangle_name(linkage, DEMANGLE_SIMPLIFIED);
         if (demangled != NULL) {
             uint32_t id = strtab_intern(&w->strings, demangled, strlen(demangled));
             free(demangled);

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "base/xalloc.h"
-#include "debuginfo/demangle.h"
+#include "demangle/demangle.h"
 #include "symcache/symcache_format.h"
 
 typedef struct {
@@ -338,7 +338,7 @@ static uint32_t out_symbol(builder *b, size_t i)
     const debuginfo_range *sym = &b->di->symbols[i];
     /* symbol names are demangled here, for the few symbols DWARF leaves to them */
     const char *raw = strtab_get(&b->di->strings, sym->scope);
-    char *demangled = demangle_symbol(raw);
+    char *demangled = demangle_name(raw, DEMANGLE_SIMPLIFIED);
     const char *name = demangled ? demangled : raw;
     symc_scope o = {strtab_offset(&b->strings, strtab_intern(&b->strings, name, strlen(name))),
                     SYMC_NONE, SYMC_KIND_SYMTAB,
