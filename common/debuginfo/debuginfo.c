@@ -367,7 +367,7 @@ static void walk(worker *w, uint64_t pos, uint32_t scope, uint32_t depth, unsign
         switch (d.tag) {
         case DW_TAG_subprogram:
             read_ranges(w, &d);
-            if (w->ntmp > 0) { /* else a declaration or an abstract instance: no code here */
+            if (w->ntmp > 0) {
                 uint32_t name = STRTAB_NONE;
                 bool linkage;
                 if (!resolve_die(w, &d, 0, &name, &linkage))
@@ -376,6 +376,8 @@ static void walk(worker *w, uint64_t pos, uint32_t scope, uint32_t depth, unsign
                 child_depth = 0;
                 descend = true;
             }
+            /* else a declaration or an abstract instance: no code of its own, and its
+             * children (parameters, abstract inlinees and blocks) have none either */
             break;
         case DW_TAG_inlined_subroutine:
             if (scope == DEBUGINFO_NONE)
@@ -396,14 +398,21 @@ static void walk(worker *w, uint64_t pos, uint32_t scope, uint32_t depth, unsign
             }
             break;
         case DW_TAG_lexical_block:
-            descend = scope != DEBUGINFO_NONE;
-            break;
         case DW_TAG_namespace:
         case DW_TAG_module:
-            descend = scope == DEBUGINFO_NONE;
+        case DW_TAG_structure_type:
+        case DW_TAG_class_type:
+        case DW_TAG_union_type:
+        case DW_TAG_enumeration_type:
+        case DW_TAG_interface_type:
+            /* Functions live wherever the producer nests them: Swift puts methods (and the
+             * @objc thunks that inline them) in DW_TAG_module > DW_TAG_structure_type, extensions
+             * and enums alike; llvm-symbolizer finds a subprogram under any parent and climbs
+             * through any parent to the enclosing function, so the scope passes through. */
+            descend = true;
             break;
         default:
-            break; /* types, variables, parameters, call sites: subtree skipped */
+            break; /* variables, parameters, typedefs, call sites: subtree skipped */
         }
         if (w->rc != ERR_OK)
             return;

@@ -5,9 +5,9 @@
  *
  * DWARF is read with libdwarf (dwarf_object_init_b over our own Mach-O section reader, so thin
  * and fat files both work), one libdwarf instance per thread, compile units spread over the
- * threads. Only the DIEs symbolication needs are visited: the compile unit, namespaces,
- * subprograms with code, their lexical blocks and inlined subroutines; everything else is
- * skipped as a subtree. Names follow DW_AT_abstract_origin / DW_AT_specification (DWARF 5
+ * threads. Only the DIEs symbolication needs are visited: the compile unit, namespaces and
+ * modules, aggregate types (Swift and C++ nest methods there), subprograms with code, lexical
+ * blocks and inlined subroutines, at any nesting; everything else is skipped as a subtree. Names follow DW_AT_abstract_origin / DW_AT_specification (DWARF 5
  * sections 3.3.8.1, 2.13.2) the way llvm-symbolizer --functions=linkage does: the linkage name
  * found anywhere along that chain, demangled, else the first DW_AT_name along it.
  * Sources: DWARF 2-5 (dwarfstd.org), Apple <mach-o/loader.h>, <mach-o/nlist.h>.
