@@ -13,6 +13,7 @@
  *   give a report or a clean error, never a crash or a hang.
  */
 #include <dirent.h>
+#include <errno.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -40,11 +41,17 @@ typedef struct {
     size_t len;
 } file_data;
 
+/* The whole file at `path`, NUL-terminated. On failure: a message naming the file on stderr,
+ * an empty (but freeable) buffer, false; callers CHECK it and skip what needs the data. */
 static bool read_file(file_data *out, const char *path)
 {
     FILE *f = fopen(path, "rb");
-    if (f == NULL)
+    if (f == NULL) {
+        fprintf(stderr, "cannot read %s: %s\n", path, strerror(errno));
+        out->data = calloc(1, 1);
+        out->len = 0;
         return false;
+    }
     fseek(f, 0, SEEK_END);
     long n = ftell(f);
     fseek(f, 0, SEEK_SET);
@@ -219,7 +226,10 @@ static crashreport *corpus_parse(const char *rel, arena **a, err_info *err, file
     file_data local;
     file_data *d = fd ? fd : &local;
     if (!read_file(d, path)) {
-        fprintf(stderr, "cannot read %s\n", path);
+        free(d->data);
+        d->data = NULL;
+        d->len = 0;
+        err_set(err, ERR_IO, "cannot read %s", path);
         *a = NULL;
         return NULL;
     }
@@ -383,6 +393,66 @@ static void eatfit_by_hand(void)
     CHECK_EQ_INT(crashreport_image_at(r, 0x1f21021dc), 3);
     CHECK_EQ_INT(crashreport_image_at(r, 0x5), -1);
     arena_free(a);
+}
+
+/* Jailbreak-era CrashReporter (issue 16): images in "Binary Images (dpkg):", "(App Store):"
+ * and "(Other):" sections with the package JSON after the path; frames "0xLOAD + 0xOFF //
+ * symbol + 0xOFF"; "+ Name (*)" image marks. */
+static void jailbreak_sections_by_hand(void)
+{
+    char path[8192];
+    snprintf(path, sizeof path, "%s/jailbreak-sections.crash", golden_dir);
+    file_data fd;
+    if (!read_file(&fd, path)) {
+        CHECK(!"jailbreak-sections.crash is readable");
+        free(fd.data);
+        return;
+    }
+    arena *a;
+    err_info err;
+    crashreport *r = NULL;
+    CHECK_EQ_INT(parse_str(&r, &a, fd.data, fd.len, &err), ERR_OK);
+    if (r != NULL) {
+        CHECK_EQ_INT(r->nimages, 10); /* 2 dpkg + 1 App Store + 7 Other */
+        CHECK_EQ_INT(r->nerrors, 0);
+        CHECK_EQ_STR(r->images[0].name, "NoteTweak.dylib");
+        CHECK_EQ_STR(r->images[0].path, "/Library/MobileSubstrate/DynamicLibraries/NoteTweak.dylib");
+        CHECK_EQ_STR(r->images[0].uuid, "9C2E41B0-7D3A-35F8-A6E1-0B4C2D7F8E19");
+        CHECK(r->images[0].user);
+        CHECK_EQ_STR(r->images[2].name, "Notes");
+        CHECK_EQ_STR(r->images[9].name, "UIKitCore");
+        CHECK_EQ_INT(r->nthreads, 2);
+        CHECK_EQ_INT(r->meta.crashed_thread, 0);
+        CHECK_EQ_INT(r->nleb, 5);
+        const crashreport_thread *t = &r->threads[0];
+        CHECK_EQ_INT(t->nframes, 7);
+        if (t->nframes == 7) {
+            CHECK_EQ_STR(t->frames[0].symbol, "__pthread_kill");
+            CHECK_EQ_U64(t->frames[0].symbol_offset, 8);
+            CHECK_EQ_STR(t->frames[1].symbol, "pthread_kill$VARIANT$mp");
+            CHECK_EQ_U64(t->frames[1].symbol_offset, 0x17c);
+            CHECK_EQ_STR(t->frames[3].image_name, "NoteTweak.dylib");
+            CHECK_EQ_STR(r->images[t->frames[3].image].name, "NoteTweak.dylib");
+            CHECK_EQ_STR(t->frames[3].symbol, "-[NTEditorHook applyTheme:toView:]");
+            CHECK_EQ_U64(t->frames[3].symbol_offset, 0x1c8);
+            /* "// 0x000114a0 + 0x58": an address, no symbol */
+            CHECK(t->frames[4].symbol == NULL && !t->frames[4].has_symbol_offset);
+            CHECK_EQ_STR(r->images[t->frames[4].image].name, "Notes");
+            /* decimal offset, no comment */
+            CHECK(t->frames[5].symbol == NULL);
+            CHECK_EQ_U64(t->frames[5].addr, 0x100a61c3c);
+            CHECK_EQ_STR(t->frames[6].symbol, "start");
+        }
+        CHECK_EQ_STR(r->leb[2].image_name, "NoteTweak.dylib");
+        CHECK(r->leb[0].symbol == NULL);
+        /* every frame found its image by address */
+        for (size_t i = 0; i < t->nframes; i++)
+            CHECK(t->frames[i].image >= 0);
+        for (size_t i = 0; i < r->nleb; i++)
+            CHECK(r->leb[i].image >= 0);
+    }
+    arena_free(a);
+    free(fd.data);
 }
 
 static void text_variants_by_hand(void)
@@ -566,7 +636,11 @@ static void stack_json_valid(void)
     char path[8192];
     snprintf(path, sizeof path, "%s/hang.json", golden_dir);
     file_data fd;
-    CHECK(read_file(&fd, path));
+    if (!read_file(&fd, path)) {
+        CHECK(!"hang.json is readable");
+        free(fd.data);
+        return;
+    }
     arena *a;
     err_info err;
     crashreport *r = NULL;
@@ -730,7 +804,11 @@ static void truncated_everywhere(void)
         char path[8192];
         snprintf(path, sizeof path, "%s/%s", corpus_dir, FILES[i]);
         file_data fd;
-        CHECK(read_file(&fd, path));
+        if (!read_file(&fd, path)) {
+            CHECK(!"the input file is readable");
+            free(fd.data);
+            continue;
+        }
         /* every byte offset of small files; for larger ones every ~31st and each line end */
         size_t step = fd.len <= 10000 ? 1 : 31;
         for (size_t n = 0; n <= fd.len; n += step) {
@@ -800,7 +878,11 @@ static void garbage_and_mutations(void)
         char path[8192];
         snprintf(path, sizeof path, "%s/%s", corpus_dir, FILES[f]);
         file_data fd;
-        CHECK(read_file(&fd, path));
+        if (!read_file(&fd, path)) {
+            CHECK(!"the input file is readable");
+            free(fd.data);
+            continue;
+        }
         for (int round = 0; round < 300; round++) {
             char *copy = malloc(fd.len);
             memcpy(copy, fd.data, fd.len);
@@ -903,7 +985,11 @@ static void tiny_budgets(void)
         else
             snprintf(path, sizeof path, "%s/hang.json", golden_dir);
         file_data fd;
-        CHECK(read_file(&fd, path));
+        if (!read_file(&fd, path)) {
+            CHECK(!"the input file is readable");
+            free(fd.data);
+            continue;
+        }
         size_t too_large = 0, ok = 0;
         for (size_t budget = 16; budget < (size_t)1 << 20; budget = budget * 5 / 4 + 16) {
             arena *a = arena_new(budget);
@@ -963,7 +1049,11 @@ static void image_fast_path_agrees_with_pattern(void)
                     continue;
                 char fp[8600];
                 snprintf(fp, sizeof fp, "%s/%s", path, e->d_name);
-                CHECK(read_file(&fd, fp));
+                if (!read_file(&fd, fp)) {
+                    CHECK(!"the corpus file is readable");
+                    free(fd.data);
+                    continue;
+                }
             } else {
                 fd.data = strdup(EXTRA[extra++]);
                 fd.len = strlen(fd.data);
@@ -1027,7 +1117,11 @@ static void golden_case(const char *name)
     snprintf(exp_path, sizeof exp_path, "%s/%.*s.expected.json", golden_dir,
              (int)(dot - name), name);
     file_data fd;
-    CHECK(read_file(&fd, in_path));
+    if (!read_file(&fd, in_path)) {
+        CHECK(!"the golden input is readable");
+        free(fd.data);
+        return;
+    }
     arena *a;
     err_info err;
     crashreport *r = NULL;
@@ -1076,6 +1170,7 @@ static void golden_files(void)
     golden_case("ios-header-inlined.crash");
     golden_case("hang.json");
     golden_case("minimal.ips");
+    golden_case("jailbreak-sections.crash");
 }
 
 int main(void)
@@ -1085,9 +1180,14 @@ int main(void)
         src = "..";
     snprintf(corpus_dir, sizeof corpus_dir, "%s/../shared/corpus/reports", src);
     snprintf(golden_dir, sizeof golden_dir, "%s/tests/golden/crashreport", src);
+    struct stat st;
+    if (stat(corpus_dir, &st) != 0)
+        fprintf(stderr, "the corpus is missing: %s: %s (tests read ../shared beside the source "
+                        "tree); every test that needs it fails\n", corpus_dir, strerror(errno));
     RUN(corpus_every_file_parses_or_is_rejected);
     RUN(eatfit_by_hand);
     RUN(text_variants_by_hand);
+    RUN(jailbreak_sections_by_hand);
     RUN(json_formats_by_hand);
     RUN(stack_json_valid);
     RUN(stack_json_invalid);

@@ -11,6 +11,8 @@
  * and SYMBOL-TEXT is one of
  *     0xLOAD + OFFSET                     unsymbolicated
  *     0xLOAD + OFFSET (symbol + OFFSET)   KSCrash
+ *     0xLOAD + 0xOFFSET // symbol + 0xOFF jailbreak-era CrashReporter (ashikase's, whose
+ *                                         image names carry "+ " and " (*)" marks)
  *     N + OFFSET                          unknown image ("0 + 25369818789377")
  *     symbol + OFFSET [(file:line)]       symbolicated
  *     symbol (file:line)                  symbolicated by symbolicatecrash
@@ -19,8 +21,13 @@
  * looked like it mattered (a frame line without an address, a malformed image line), noted
  * in crashreport.errors.
  *
+ * The Binary Images list is one "Binary Images:" section, or (CrashReporter) several named ones,
+ * "Binary Images (dpkg):", "(App Store):", "(Other):", whose lines may end in the package's
+ * JSON description after the path.
+ *
  * Source: Apple TN2151 "Understanding and Analyzing Application Crash Reports"; Apple's
- * "Examining the fields in a crash report"; the samples in ../shared/corpus/reports/.
+ * "Examining the fields in a crash report"; the samples in ../shared/corpus/reports/;
+ * tests/golden/crashreport/jailbreak-sections.crash for CrashReporter's shape.
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
@@ -197,16 +204,24 @@ static frame_line_rc split_frame_line(frame_line *fl, const char *s, size_t n)
     return FL_NO_ADDRESS;
 }
 
-/* " + 123" at the end of s[0..*n): strip it, store the number. */
+/* " + 123" or " + 0x7b" at the end of s[0..*n): strip it, store the number. */
 static bool strip_plus_offset(const char *s, size_t *n, uint64_t *off)
 {
     size_t e = *n, d = 0;
     while (d < e && s[e - 1 - d] >= '0' && s[e - 1 - d] <= '9')
         d++;
-    if (d == 0 || d > 20 || e - d < 3 || memcmp(s + e - d - 3, " + ", 3) != 0)
-        return false;
-    if (parse_dec(s + e - d, d, off) != d)
-        return false;
+    if (d > 0 && d <= 20 && e - d >= 3 && memcmp(s + e - d - 3, " + ", 3) == 0) {
+        if (parse_dec(s + e - d, d, off) != d)
+            return false;
+    } else {
+        d = 0;
+        while (d < e && hexval(s[e - 1 - d]) >= 0)
+            d++;
+        if (d == 0 || d > 16 || e - d < 5 || memcmp(s + e - d - 5, " + 0x", 5) != 0)
+            return false;
+        parse_hex(s + e - d, d, off);
+        d += 2; /* the "0x" */
+    }
     *n = e - d - 3;
     while (*n > 0 && is_space(s[*n - 1]))
         (*n)--;
@@ -262,7 +277,8 @@ static bool parse_symbol_text(cr_builder *b, crashreport_frame *f, const char *s
     }
     if (n == 0 || (n == 3 && memcmp(s, "???", 3) == 0))
         return inlined;
-    /* "0xLOAD + OFF", "0xLOAD + OFF (symbol + OFF)", "N + OFF" */
+    /* "0xLOAD + OFF", "0xLOAD + OFF (symbol + OFF)", "0xLOAD + 0xOFF // symbol + 0xOFF",
+     * "N + OFF" */
     size_t i = 0;
     uint64_t v;
     if (starts(s, n, "0x"))
@@ -272,13 +288,35 @@ static bool parse_symbol_text(cr_builder *b, crashreport_frame *f, const char *s
     if (i > 0 && (i > 2 || s[0] != '0' || s[1] != 'x') && n - i >= 3 &&
         memcmp(s + i, " + ", 3) == 0) {
         size_t k = i + 3;
-        size_t d = parse_dec(s + k, n - k, &v);
-        if (d > 0 && (k + d == n || s[k + d] == ' ')) {
+        size_t d;
+        if (starts(s + k, n - k, "0x")) {
+            d = parse_hex(s + k + 2, n - k - 2, &v);
+            d = d > 0 ? d + 2 : 0;
+        } else {
+            d = parse_dec(s + k, n - k, &v);
+        }
+        if (d > 0 && (k + d == n || is_blank(s[k + d]))) {
             k += d;
-            while (k < n && s[k] == ' ')
+            while (k < n && is_blank(s[k]))
                 k++;
             if (k == n)
                 return inlined; /* image-relative only: no symbol */
+            if (n - k >= 2 && s[k] == '/' && s[k + 1] == '/') {
+                /* CrashReporter: "// symbol + 0xOFF", or "// 0xADDR + 0xOFF" for none */
+                const char *sym = s + k + 2;
+                size_t sn = n - k - 2;
+                uint64_t off;
+                trim(&sym, &sn);
+                if (strip_plus_offset(sym, &sn, &off)) {
+                    f->symbol_offset = off;
+                    f->has_symbol_offset = true;
+                }
+                if (sn > 2 && starts(sym, sn, "0x") && parse_hex(sym + 2, sn - 2, &v) == sn - 2)
+                    f->has_symbol_offset = false; /* an address, not a symbol */
+                else if (sn > 0)
+                    f->symbol = cr_strndup(b, sym, sn);
+                return inlined;
+            }
             if (s[k] == '(' && s[n - 1] == ')') {
                 /* KSCrash: "(symbol + OFF)" */
                 const char *sym = s + k + 1;
@@ -428,6 +466,16 @@ static bool image_line(cr_builder *b, pcre2_match_data *md, const char *s, size_
     im->end_addr = fl.hi_v;
     im->user = fl.plus;
     cr_uuid_set(im->uuid, uuid_s, uuid_n);
+    /* CrashReporter appends the dpkg package as JSON: "/usr/lib/x.dylib {"name":...}" */
+    if (path_n > 0 && path_s[path_n - 1] == '}') {
+        for (size_t k = 0; k + 2 < path_n; k++)
+            if (is_blank(path_s[k]) && path_s[k + 1] == '{' && path_s[k + 2] == '"') {
+                path_n = k;
+                while (path_n > 0 && is_blank(path_s[path_n - 1]))
+                    path_n--;
+                break;
+            }
+    }
     if (path_n > 0 && !(path_n == 3 && memcmp(path_s, "???", 3) == 0))
         im->path = cr_strndup(b, path_s, path_n);
 
@@ -757,8 +805,22 @@ static crashreport_frame *frame_from_line(text_parser *p, const frame_line *fl, 
         return NULL;
     f->index = fl->index;
     f->addr = fl->addr;
-    if (fl->name != NULL && !(fl->name_len == 3 && memcmp(fl->name, "???", 3) == 0))
-        f->image_name = cr_strndup(b, fl->name, fl->name_len);
+    const char *name = fl->name;
+    size_t name_len = fl->name_len;
+    /* CrashReporter marks images not from the OS "+ Name" and the blamed one "Name (*)" */
+    if (name != NULL && name_len > 2 && name[0] == '+' && is_blank(name[1])) {
+        name += 2;
+        name_len -= 2;
+        while (name_len > 0 && is_blank(name[0]))
+            name++, name_len--;
+    }
+    if (name != NULL && name_len > 4 && memcmp(name + name_len - 4, " (*)", 4) == 0) {
+        name_len -= 4;
+        while (name_len > 0 && is_blank(name[name_len - 1]))
+            name_len--;
+    }
+    if (name != NULL && name_len > 0 && !(name_len == 3 && memcmp(name, "???", 3) == 0))
+        f->image_name = cr_strndup(b, name, name_len);
     f->src_line = line_off;
     f->src_sym = line_off + fl->sym_off;
     f->src_end = line_off + line_len;
@@ -837,6 +899,26 @@ static void appinfo_add(text_parser *p, const char *s, size_t n)
     p->appinfo[p->appinfo_len] = '\0';
 }
 
+typedef enum { IH_NONE, IH_PLAIN, IH_NAMED } images_heading_kind;
+
+/* "Binary Images:" (IH_PLAIN) or CrashReporter's "Binary Images (dpkg):" (IH_NAMED: any
+ * parenthesised name up to 40 bytes). */
+static images_heading_kind images_heading(const char *s, size_t n)
+{
+    static const char H[] = "Binary Images";
+    if (!starts(s, n, H))
+        return IH_NONE;
+    size_t i = sizeof H - 1;
+    if (i < n && s[i] == ':')
+        return IH_PLAIN;
+    if (i + 1 < n && s[i] == ' ' && s[i + 1] == '(') {
+        const char *close = memchr(s + i + 2, ')', n - i - 2);
+        if (close != NULL && close - (s + i + 2) <= 40 && close + 1 < s + n && close[1] == ':')
+            return IH_NAMED;
+    }
+    return IH_NONE;
+}
+
 static void general_line(text_parser *p, const char *s, size_t n)
 {
     if (n == 0)
@@ -844,6 +926,12 @@ static void general_line(text_parser *p, const char *s, size_t n)
     if (s[0] == 'T' && starts(s, n, "Thread ")) {
         if (n <= CRASHREPORT_MAX_LINE && thread_line(p, s, n))
             p->known_lines++;
+        return;
+    }
+    if (images_heading(s, n) == IH_NAMED) {
+        /* CrashReporter's further image sections ("(App Store):", "(Other):") */
+        p->state = S_IMAGES;
+        p->known_lines++;
         return;
     }
     if (p->state == S_AFTER)
@@ -860,7 +948,7 @@ static void general_line(text_parser *p, const char *s, size_t n)
         p->known_lines++;
         return;
     }
-    if (starts(s, n, "Binary Images:")) {
+    if (images_heading(s, n) == IH_PLAIN) {
         p->state = S_IMAGES;
         p->known_lines++;
         return;
