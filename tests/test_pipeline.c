@@ -864,6 +864,48 @@ static void report_has_symbolicated_model_and_text(void)
     free(url);
 }
 
+/* A report id as its 32 hex digits (no dashes, upper case) names the same report as the
+ * dashed form everywhere: the JSON with its issue and symbolicated model, ?format=text and
+ * /raw. */
+static void report_by_32_hex_digit_id(void)
+{
+    const gen_report *g = &reports[1];
+    char hex[33];
+    lower_hex32(hex, g->id);
+    for (char *p = hex; *p; p++)
+        if (*p >= 'a' && *p <= 'f')
+            *p = (char)(*p - 'a' + 'A');
+    CHECK_EQ_INT((int)strlen(hex), 32);
+    char *url = xsprintf("/api/v1/reports/%s", hex);
+    http_resp r = get(url);
+    CHECK_EQ_INT(r.status, 200);
+    CHECK_EQ_STR(json_string_value(json_object_get(r.json, "id")), g->id);
+    CHECK_EQ_INT(json_integer_value(json_object_get(r.json, "issue_id")), site_issue[g->site]);
+    CHECK(json_is_object(json_object_get(r.json, "symbolicated")));
+    CHECK(json_is_string(json_object_get(r.json, "fingerprint")));
+    CHECK(json_is_string(json_object_get(r.json, "processed_at")));
+    resp_free(&r);
+    char *turl = xsprintf("%s?format=text", url);
+    r = get(turl);
+    CHECK_EQ_INT(r.status, 200);
+    char fn[64];
+    snprintf(fn, sizeof fn, "%.40s", sites[g->site].function);
+    CHECK(r.body && strstr(r.body, fn) != NULL);
+    resp_free(&r);
+    free(turl);
+    char *rurl = xsprintf("%s/raw", url);
+    r = get(rurl);
+    CHECK_EQ_INT(r.status, 200);
+    CHECK(r.body && r.body_len == g->len && memcmp(r.body, g->body, g->len) == 0);
+    resp_free(&r);
+    free(rurl);
+    free(url);
+    /* 31 or 33 digits, or a stray character, name no report */
+    CHECK_STATUS(get("/api/v1/reports/0123456789abcdef0123456789abcde"), 404);
+    CHECK_STATUS(get("/api/v1/reports/0123456789abcdef0123456789abcdef0"), 404);
+    CHECK_STATUS(get("/api/v1/reports/0123456789abcdef0123456789abcdeg"), 404);
+}
+
 static void resolved_issue_regresses_in_newer_version(void)
 {
     char *url = xsprintf("/api/v1/issues/%lld", site_issue[3]);
@@ -1143,6 +1185,7 @@ int main(void)
     RUN(issue_detail_has_breakdowns_daily_and_sample);
     RUN(issue_reports_page_newest_first);
     RUN(report_has_symbolicated_model_and_text);
+    RUN(report_by_32_hex_digit_id);
     RUN(resolved_issue_regresses_in_newer_version);
     RUN(symbolicate_endpoint_stores_nothing);
     RUN(metrics_show_cache_hit_rate);

@@ -7,7 +7,7 @@
 
 #include "cli/cli.h"
 #include "config/config.h"
-#include "ingest/ingest.h"
+#include "auth/auth.h"
 #include "log/log.h"
 #include "store/store.h"
 
@@ -38,7 +38,7 @@ int cli_token(int argc, char **argv)
         return token_usage(stderr);
     unsigned bits;
     err_info err = {0};
-    if (ingest_scopes_parse(&bits, scopes, &err) != ERR_OK) {
+    if (auth_scopes_parse(&bits, scopes, &err) != ERR_OK) {
         fprintf(stderr, "stacksift token: %s\n", err.msg);
         return 2;
     }
@@ -47,10 +47,10 @@ int cli_token(int argc, char **argv)
         return 2;
     log_set_level(cfg.log_level);
     store *s = NULL;
-    char token[INGEST_TOKEN_MAX];
+    char token[AUTH_TOKEN_MAX];
     int status = 1;
     if (store_open(&s, cfg.database_url, 1, cfg.db_timeout_ms, &err) != ERR_OK ||
-        ingest_token_create(token, s, name, scopes, &err) != ERR_OK) {
+        auth_token_create(token, s, name, scopes, &err) != ERR_OK) {
         fprintf(stderr, "stacksift token: %s\n", err.msg);
         goto done;
     }

@@ -1,7 +1,8 @@
 /*
- * http_internal - what server.c shares with the other route files of server/http (for now
- * routes_issues.c): the request and server records, the route table's row, and the
- * response helpers. Not for use outside server/http.
+ * http_internal - what the transport (server.c) shares with the route files of server/http,
+ * one per resource: the request and server records, the route table's row, the request and
+ * response helpers, and each route file's handlers (listed in ROUTES, server.c).
+ * Not for use outside server/http.
  */
 #ifndef STACKSIFT_HTTP_HTTP_INTERNAL_H
 #define STACKSIFT_HTTP_HTTP_INTERNAL_H
@@ -15,11 +16,10 @@
 #include "base/arena.h"
 #include "base/err.h"
 #include "config/config.h"
+#include "auth/auth.h"
 #include "http/http.h"
 #include "ingest/pipeline.h"
 #include "store/store.h"
-
-#define MAX_UPLOAD_PARTS 16
 
 #define MAX_UPLOAD_PARTS 16
 
@@ -34,7 +34,7 @@ typedef struct {
                            of the '*' */
     bool has_param;
     const char *name;   /* route label in logs and metrics */
-    unsigned scope;     /* INGEST_SCOPE_* needed; 0 = no token needed */
+    unsigned scope;     /* AUTH_SCOPE_* needed; 0 = no token needed */
     body_kind body;
     handler_fn handler;
 } route;
@@ -77,33 +77,65 @@ struct http_request {
     size_t nparts;
 };
 
-/* ---- responses (server.c) -------------------------------------------------------------- */
+/* ---- requests and responses (server.c) ------------------------------------------------ */
+
+/* http_now_ms - a monotonic clock in milliseconds, for durations. */
+double http_now_ms(void);
 
 /* queue_body - send `body` (malloc'd, `len` bytes; freed by libmicrohttpd) with `status`. */
 enum MHD_Result queue_body(http_request *r, unsigned status, const char *content_type,
                            char *body, size_t len);
 /* respond_json - send `body` (a new reference, stolen) as JSON with `status`. */
 enum MHD_Result respond_json(http_request *r, unsigned status, json_t *body);
+/* respond_json_text - send JSON text made elsewhere (copied: libmicrohttpd frees what it
+ * sends) with `status`. */
+enum MHD_Result respond_json_text(http_request *r, unsigned status, const char *json);
 /* respond_error / respond_err - the one error shape {"error":{"code","message"}}. */
 enum MHD_Result respond_error(http_request *r, err_code code, const char *message);
 enum MHD_Result respond_err(http_request *r, const err_info *err);
+/* request_arg - the query argument `name`, or NULL when absent or empty. */
+const char *request_arg(http_request *r, const char *name);
+/* request_limit_arg - ?limit= within [1, max], `def` when absent. Errors ERR_INVALID. */
+err_code request_limit_arg(unsigned *out, http_request *r, unsigned def, unsigned max);
 /* json_str_or_null - json_string(s), or null for NULL. */
 json_t *json_str_or_null(const char *s);
 /* json_from_text - parsed JSON text, or null (NULL or unparsable text). */
 json_t *json_from_text(const char *text);
 
-/* ---- issue and symbolication routes (routes_issues.c) ---------------------------------- */
+/* ---- GET /healthz, /readyz, /metrics (routes_health.c) --------------------------------- */
+
+enum MHD_Result handle_healthz(http_request *r);
+enum MHD_Result handle_readyz(http_request *r);
+enum MHD_Result handle_metrics(http_request *r);
+
+/* ---- /api/v1/reports (routes_reports.c) ------------------------------------------------ */
+
+enum MHD_Result handle_report_post(http_request *r);    /* POST /api/v1/reports */
+enum MHD_Result handle_report_get(http_request *r);     /* GET /api/v1/reports/{id}[?format=] */
+enum MHD_Result handle_report_raw(http_request *r);     /* GET /api/v1/reports/{id}/raw */
+
+/* ---- /api/v1/dsyms (routes_dsyms.c) ---------------------------------------------------- */
+
+enum MHD_Result handle_dsym_post(http_request *r);      /* POST /api/v1/dsyms */
+enum MHD_Result handle_dsym_list(http_request *r);      /* GET /api/v1/dsyms */
+enum MHD_Result handle_dsym_get(http_request *r);       /* GET /api/v1/dsyms/{uuid} */
+enum MHD_Result handle_dsyms_missing(http_request *r);  /* GET /api/v1/dsyms/missing */
+
+/* ---- /api/v1/issues (routes_issues.c) -------------------------------------------------- */
 
 enum MHD_Result handle_issues_list(http_request *r);    /* GET /api/v1/issues */
 enum MHD_Result handle_issue_get(http_request *r);      /* GET /api/v1/issues/{id} */
 enum MHD_Result handle_issue_reports(http_request *r);  /* GET /api/v1/issues/{id}/reports */
 enum MHD_Result handle_issue_patch(http_request *r);    /* PATCH /api/v1/issues/{id} */
-enum MHD_Result handle_dsyms_missing(http_request *r);  /* GET /api/v1/dsyms/missing */
-enum MHD_Result handle_symbolicate(http_request *r);    /* POST /api/v1/symbolicate */
-/* GET /api/v1/reports/{id}?format=text: the symbolicated report as Apple crash text. */
-enum MHD_Result handle_report_text(http_request *r, const char *format);
-/* report_json_extend - add "issue_id", "fingerprint", "kind", "processed_at" and
- * "symbolicated" to a GET /api/v1/reports/{id} answer (unchanged if the store fails). */
-void report_json_extend(http_request *r, json_t *body);
+
+/* ---- POST /api/v1/symbolicate (routes_symbolicate.c) ----------------------------------- */
+
+enum MHD_Result handle_symbolicate(http_request *r);
+
+/* ---- the dashboard (routes_web.c) ------------------------------------------------------ */
+
+enum MHD_Result handle_dashboard(http_request *r);        /* GET / -> index.html */
+enum MHD_Result handle_dashboard_asset(http_request *r);  /* GET /ui/{name} */
+enum MHD_Result handle_daily(http_request *r);            /* GET /api/v1/daily?issues= */
 
 #endif

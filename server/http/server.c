@@ -1,7 +1,9 @@
 /*
- * server - libmicrohttpd wiring: one http_request per request, created on the first callback
- * (headers known: route, auth and declared size are checked before any body byte is read)
- * and freed in the completion callback, where the request's log line is written.
+ * server - the transport: libmicrohttpd wiring, one route table (ROUTES) and dispatch to the
+ * route files (routes_<resource>.c), request bodies, the bearer check (server/auth) and the
+ * response helpers. One http_request per request, created on the first callback (headers
+ * known: route, auth and declared size are checked before any body byte is read) and freed
+ * in the completion callback, where the request's log line is written.
  *
  * Bodies: reports are gathered in the request arena (bounded by STACKSIFT_MAX_REPORT_BYTES);
  * dSYM uploads stream to a scratch directory DATA_DIR/tmp/upload-XXXXXX (never whole in
@@ -31,14 +33,12 @@
 #include "http/http.h"
 #include "http/http_internal.h"
 #include "http/metrics.h"
-#include "http/web.h"
-#include "ingest/ingest.h"
 #include "log/log.h"
 
 #define RETRY_AFTER_S "5"
 #define DRAIN_SLACK_BYTES (64u << 20) /* past a limit, bytes still read to send the 413 */
 
-static double now_ms(void)
+double http_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -100,6 +100,28 @@ enum MHD_Result respond_err(http_request *r, const err_info *err)
         r->err = *err;
     return respond_error(r, r->err.code, r->err.msg);
 }
+
+enum MHD_Result respond_json_text(http_request *r, unsigned status, const char *json)
+{
+    size_t n = strlen(json);
+    char *body = xmalloc(n + 2);
+    memcpy(body, json, n);
+    body[n] = '\n';
+    body[n + 1] = '\0';
+    return queue_body(r, status, "application/json", body, n + 1);
+}
+
+json_t *json_str_or_null(const char *s)
+{
+    return s ? json_string(s) : json_null();
+}
+
+json_t *json_from_text(const char *text)
+{
+    json_t *v = text ? json_loads(text, JSON_DECODE_ANY, NULL) : NULL;
+    return v ? v : json_null();
+}
+
 
 /* ---- scratch files --------------------------------------------------------------------- */
 
@@ -284,279 +306,77 @@ static err_code prepare_body(http_request *r)
 
 /* ---- auth ------------------------------------------------------------------------------ */
 
-static const char *scope_name(unsigned scope)
-{
-    switch (scope) {
-    case INGEST_SCOPE_INGEST: return "ingest";
-    case INGEST_SCOPE_UPLOAD: return "upload";
-    case INGEST_SCOPE_READ: return "read";
-    default: return "admin";
-    }
-}
-
 static err_code authorize(http_request *r)
 {
-    if (r->route->scope == 0)
+    return auth_check_header(r->srv->store,
+                             MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                                         MHD_HTTP_HEADER_AUTHORIZATION),
+                             r->route->scope, &r->err);
+}
+
+/* ---- request helpers ------------------------------------------------------------------- */
+
+const char *request_arg(http_request *r, const char *name)
+{
+    const char *v = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+    return v && *v ? v : NULL;
+}
+
+err_code request_limit_arg(unsigned *out, http_request *r, unsigned def, unsigned max)
+{
+    const char *s = request_arg(r, "limit");
+    *out = def;
+    if (s == NULL)
         return ERR_OK;
-    const char *h = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
-                                                MHD_HTTP_HEADER_AUTHORIZATION);
-    if (!h)
-        return err_set(&r->err, ERR_UNAUTHORIZED, "missing Authorization: Bearer token");
-    if (strncasecmp(h, "Bearer ", 7) != 0)
-        return err_set(&r->err, ERR_UNAUTHORIZED, "Authorization must be 'Bearer TOKEN'");
-    const char *token = h + 7;
-    while (*token == ' ')
-        token++;
-    unsigned scopes;
-    err_code rc = ingest_token_check(&scopes, r->srv->store, token, &r->err);
-    if (rc != ERR_OK)
-        return rc;
-    if (!(scopes & r->route->scope))
-        return err_set(&r->err, ERR_FORBIDDEN, "token lacks the '%s' scope",
-                       scope_name(r->route->scope));
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || v < 1 || v > (long)max)
+        return err_set(&r->err, ERR_INVALID, "limit must be a whole number from 1 to %u", max);
+    *out = (unsigned)v;
     return ERR_OK;
 }
 
-/* ---- handlers -------------------------------------------------------------------------- */
-
-static enum MHD_Result handle_healthz(http_request *r)
-{
-    return respond_json(r, 200, json_pack("{s:s}", "status", "ok"));
-}
-
-static enum MHD_Result handle_readyz(http_request *r)
-{
-    int version;
-    err_info err = {0};
-    if (store_schema_version(&version, r->srv->store, &err) != ERR_OK)
-        return respond_err(r, &err);
-    int need = store_schema_required();
-    if (version != need)
-        return respond_error(r, ERR_STORE, version < need
-                                 ? "database schema is older than this server: run "
-                                   "`stacksift migrate`"
-                                 : "database schema is newer than this server");
-    return respond_json(r, 200, json_pack("{s:s,s:i}", "status", "ready", "schema", version));
-}
-
-static enum MHD_Result handle_metrics(http_request *r)
-{
-    store_pool_stats pool;
-    int64_t queued = -1;
-    err_info err;
-    store_pool_stats_get(&pool, r->srv->store);
-    if (store_reports_count(&queued, r->srv->store, "received", &err) != ERR_OK)
-        queued = -1;   /* the database being down must not hide the other metrics */
-    buf out;
-    buf_init(&out);
-    metrics_render(&out, &pool, queued);
-    if (r->srv->pipe)
-        pipeline_metrics_render(&out, r->srv->pipe);
-    return queue_body(r, 200, "text/plain; version=0.0.4", (char *)out.data, out.len);
-}
-
-/* Media type without parameters, lower case, in the arena; "" if missing. */
-static const char *media_type(http_request *r, const char *header)
-{
-    const char *v = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, header);
-    if (!v)
-        return "";
-    size_t n = strcspn(v, ";");
-    while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
-        n--;
-    char *out = arena_strndup(r->a, v, n, &r->err);
-    if (!out)
-        return "";
-    for (char *p = out; *p; p++)
-        if (*p >= 'A' && *p <= 'Z')
-            *p = (char)(*p - 'A' + 'a');
-    return out;
-}
-
-static enum MHD_Result handle_report_post(http_request *r)
-{
-    ingest_report_input in = {
-        .content_type = media_type(r, MHD_HTTP_HEADER_CONTENT_TYPE),
-        .content_encoding = media_type(r, MHD_HTTP_HEADER_CONTENT_ENCODING),
-        .body = r->mem ? r->mem : (const uint8_t *)"",
-        .len = (size_t)r->body_bytes,
-        .max_report_bytes = r->srv->cfg->max_report_bytes,
-    };
-    if (in.content_encoding[0] == '\0')
-        in.content_encoding = NULL;
-    ingest_report_result res;
-    err_code rc = ingest_report_accept(&res, r->srv->store, &in, r->a, &r->err);
-    if (rc != ERR_OK) {
-        metrics_report_rejected(rc);
-        return respond_err(r, &r->err);
-    }
-    metrics_report_accepted();
-    return respond_json(r, 202, json_pack("{s:s,s:s,s:s}", "id", res.id, "status", res.status,
-                                          "format", res.format));
-}
-
-json_t *json_str_or_null(const char *s)
-{
-    return s ? json_string(s) : json_null();
-}
-
-json_t *json_from_text(const char *text)
-{
-    json_t *v = text ? json_loads(text, JSON_DECODE_ANY, NULL) : NULL;
-    return v ? v : json_null();
-}
-
-static enum MHD_Result handle_report_get(http_request *r)
-{
-    const char *format = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "format");
-    if (format && strcmp(format, "json") != 0)
-        return handle_report_text(r, format);   /* routes_issues.c */
-    store_report rep;
-    if (store_report_get(&rep, r->srv->store, r->param, r->a, &r->err) != ERR_OK)
-        return respond_err(r, &r->err);
-    json_t *body = json_pack(
-        "{s:s,s:o,s:o,s:o,s:o,s:o,s:I,s:o,s:o,s:o,s:o,s:o,s:o}", "id", rep.id,
-        "status", json_str_or_null(rep.status), "format", json_str_or_null(rep.format),
-        "content_type", json_str_or_null(rep.content_type),
-        "received_at", json_str_or_null(rep.received_at),
-        "updated_at", json_str_or_null(rep.updated_at), "raw_bytes", (json_int_t)rep.raw_bytes,
-        "app", json_str_or_null(rep.app), "app_version", json_str_or_null(rep.app_version),
-        "os_version", json_str_or_null(rep.os_version),
-        "missing_uuids", json_from_text(rep.missing_uuids_json),
-        "error", json_str_or_null(rep.error), "report", json_from_text(rep.parsed_json));
-    report_json_extend(r, body);   /* routes_issues.c: issue_id, symbolicated model */
-    return respond_json(r, 200, body);
-}
-
-static json_t *dsym_json(const store_dsym *d, const char *status)
-{
-    json_t *o = json_pack("{s:s,s:s,s:s,s:b,s:I,s:I,s:i,s:s,s:s}", "uuid", d->uuid, "arch",
-                          d->arch, "name", d->name, "has_dwarf", d->has_dwarf, "dwarf_bytes",
-                          (json_int_t)d->dwarf_bytes, "symcache_bytes",
-                          (json_int_t)d->symcache_bytes, "functions", (int)d->functions,
-                          "sha256", d->sha256, "uploaded_at", d->uploaded_at);
-    if (o && status)
-        json_object_set_new(o, "status", json_string(status));
-    return o;
-}
-
-static enum MHD_Result handle_dsym_post(http_request *r)
-{
-    const config *cfg = r->srv->cfg;
-    if (r->pp) {
-        enum MHD_Result ok = MHD_destroy_post_processor(r->pp);   /* flushes the last part */
-        r->pp = NULL;
-        if (r->failed)
-            return respond_err(r, &r->err);
-        if (ok != MHD_YES)
-            return respond_error(r, ERR_INVALID, "malformed multipart/form-data body");
-        if (r->nparts == 0)
-            return respond_error(r, ERR_INVALID, "multipart body has no file part "
-                                 "(send it as e.g. curl -F file=@App.dSYM.zip)");
-    }
-    if (r->fd >= 0)
-        close(r->fd);
-    r->fd = -1;
-    if (r->body_bytes == 0)
-        return respond_error(r, ERR_INVALID, "upload body is empty");
-
-    dsym_options opts = {
-        .threads = cfg->dsym_threads,
-        .max_unpacked_bytes = cfg->max_unpacked_bytes,
-        .max_ratio = cfg->max_zip_ratio,
-    };
-    ingest_dsym_file *files;
-    size_t n;
-    double t0 = now_ms();
-    err_code rc = ingest_dsym_upload(&files, &n, r->srv->store, (const char *const *)r->parts,
-                                     r->nparts, r->work_dir, r->srv->symcache_dir, &opts, r->a,
-                                     &r->err);
-    if (rc != ERR_OK) {
-        metrics_dsym_failed(rc);
-        return respond_err(r, &r->err);
-    }
-    json_t *list = json_array();
-    unsigned created = 0;
-    for (size_t i = 0; i < n; i++) {
-        json_array_append_new(list, dsym_json(&files[i].row, files[i].status));
-        metrics_dsym_processed(files[i].status);
-        created += strcmp(files[i].status, "exists") != 0;
-        log_event(LOG_INFO, "dsym_stored", "req=%s uuid=%s arch=%s name=%s status=%s "
-                  "functions=%d symcache_bytes=%lld", r->id, files[i].row.uuid,
-                  files[i].row.arch, files[i].row.name, files[i].status, files[i].row.functions,
-                  (long long)files[i].row.symcache_bytes);
-    }
-    log_event(LOG_INFO, "dsym_upload_done", "req=%s files=%zu created=%u body_bytes=%llu "
-              "build_ms=%.1f", r->id, n, created, (unsigned long long)r->body_bytes,
-              now_ms() - t0);
-    return respond_json(r, created ? 201 : 200, json_pack("{s:o}", "files", list));
-}
-
-static enum MHD_Result handle_dsym_list(http_request *r)
-{
-    const char *uuid = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "uuid");
-    const char *name = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "name");
-    const char *limit_s = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "limit");
-    long limit = limit_s ? strtol(limit_s, NULL, 10) : 100;
-    if (limit < 1 || limit > 1000)
-        return respond_error(r, ERR_INVALID, "limit must be from 1 to 1000");
-    if (uuid && !*uuid)
-        uuid = NULL;
-    if (name && !*name)
-        name = NULL;
-    store_dsym *rows;
-    size_t n;
-    if (store_dsyms_list(&rows, &n, r->srv->store, uuid, name, (size_t)limit, r->a, &r->err) !=
-        ERR_OK)
-        return respond_err(r, &r->err);
-    json_t *list = json_array();
-    for (size_t i = 0; i < n; i++)
-        json_array_append_new(list, dsym_json(&rows[i], NULL));
-    return respond_json(r, 200, json_pack("{s:o}", "dsyms", list));
-}
-
-static enum MHD_Result handle_dsym_get(http_request *r)
-{
-    store_dsym d;
-    if (store_dsym_get(&d, r->srv->store, r->param, &r->err) != ERR_OK)
-        return respond_err(r, &r->err);
-    return respond_json(r, 200, dsym_json(&d, NULL));
-}
-
-/* Every endpoint. The README's "## HTTP API" lists the same. */
+/* Every endpoint, grouped by resource; each group's handlers live in routes_<resource>.c.
+ * The README's "## HTTP API" and docs/openapi.yaml list the same (tests/test_openapi.py).
+ * Order matters only where paths overlap: an exact path before a {param} one. */
 static const route ROUTES[] = {
+    /* the service itself (routes_health.c) */
     {"GET", "/healthz", false, "healthz", 0, BODY_NONE, handle_healthz},
     {"GET", "/readyz", false, "readyz", 0, BODY_NONE, handle_readyz},
     {"GET", "/metrics", false, "metrics", 0, BODY_NONE, handle_metrics},
-    {"POST", "/api/v1/reports", false, "reports_post", INGEST_SCOPE_INGEST, BODY_MEMORY,
+    /* reports (routes_reports.c) */
+    {"POST", "/api/v1/reports", false, "reports_post", AUTH_SCOPE_INGEST, BODY_MEMORY,
      handle_report_post},
-    {"GET", "/api/v1/reports/", true, "reports_get", INGEST_SCOPE_READ, BODY_NONE,
+    {"GET", "/api/v1/reports/", true, "reports_get", AUTH_SCOPE_READ, BODY_NONE,
      handle_report_get},
-    {"POST", "/api/v1/dsyms", false, "dsyms_post", INGEST_SCOPE_UPLOAD, BODY_FILE,
+    {"GET", "/api/v1/reports/*/raw", true, "reports_raw", AUTH_SCOPE_READ, BODY_NONE,
+     handle_report_raw},
+    /* debug files (routes_dsyms.c) */
+    {"POST", "/api/v1/dsyms", false, "dsyms_post", AUTH_SCOPE_UPLOAD, BODY_FILE,
      handle_dsym_post},
-    {"GET", "/api/v1/dsyms", false, "dsyms_list", INGEST_SCOPE_READ, BODY_NONE,
+    {"GET", "/api/v1/dsyms", false, "dsyms_list", AUTH_SCOPE_READ, BODY_NONE,
      handle_dsym_list},
-    {"GET", "/api/v1/dsyms/missing", false, "dsyms_missing", INGEST_SCOPE_READ, BODY_NONE,
+    {"GET", "/api/v1/dsyms/missing", false, "dsyms_missing", AUTH_SCOPE_READ, BODY_NONE,
      handle_dsyms_missing},
-    {"GET", "/api/v1/dsyms/", true, "dsyms_get", INGEST_SCOPE_READ, BODY_NONE,
+    {"GET", "/api/v1/dsyms/", true, "dsyms_get", AUTH_SCOPE_READ, BODY_NONE,
      handle_dsym_get},
-    /* Issues and symbolication (routes_issues.c) */
-    {"GET", "/api/v1/issues", false, "issues_list", INGEST_SCOPE_READ, BODY_NONE,
+    /* grouped issues (routes_issues.c) */
+    {"GET", "/api/v1/issues", false, "issues_list", AUTH_SCOPE_READ, BODY_NONE,
      handle_issues_list},
-    {"GET", "/api/v1/issues/*/reports", true, "issue_reports", INGEST_SCOPE_READ, BODY_NONE,
+    {"GET", "/api/v1/issues/*/reports", true, "issue_reports", AUTH_SCOPE_READ, BODY_NONE,
      handle_issue_reports},
-    {"GET", "/api/v1/issues/", true, "issues_get", INGEST_SCOPE_READ, BODY_NONE,
+    {"GET", "/api/v1/issues/", true, "issues_get", AUTH_SCOPE_READ, BODY_NONE,
      handle_issue_get},
-    {"PATCH", "/api/v1/issues/", true, "issues_patch", INGEST_SCOPE_ADMIN, BODY_MEMORY,
+    {"PATCH", "/api/v1/issues/", true, "issues_patch", AUTH_SCOPE_ADMIN, BODY_MEMORY,
      handle_issue_patch},
-    {"POST", "/api/v1/symbolicate", false, "symbolicate", INGEST_SCOPE_READ, BODY_MEMORY,
+    /* synchronous symbolication (routes_symbolicate.c) */
+    {"POST", "/api/v1/symbolicate", false, "symbolicate", AUTH_SCOPE_READ, BODY_MEMORY,
      handle_symbolicate},
-    /* The dashboard and its two helpers (static.c, routes_web.c; docs/openapi.yaml) */
+    /* the dashboard and its sparklines (routes_web.c) */
     {"GET", "/", false, "dashboard", 0, BODY_NONE, handle_dashboard},
     {"GET", "/ui/", true, "dashboard_file", 0, BODY_NONE, handle_dashboard_asset},
-    {"GET", "/api/v1/daily", false, "daily", INGEST_SCOPE_READ, BODY_NONE, handle_daily},
-    {"GET", "/api/v1/reports/*/raw", true, "reports_raw", INGEST_SCOPE_READ, BODY_NONE,
-     handle_report_raw},
+    {"GET", "/api/v1/daily", false, "daily", AUTH_SCOPE_READ, BODY_NONE, handle_daily},
 };
 #define NROUTES (sizeof ROUTES / sizeof ROUTES[0])
 
@@ -603,7 +423,7 @@ static http_request *request_new(http_server *srv, struct MHD_Connection *conn,
     r->srv = srv;
     r->conn = conn;
     r->fd = -1;
-    r->t0_ms = now_ms();
+    r->t0_ms = http_now_ms();
     /* Budget: the body, its gunzipped copy and the parser's model, with room to spare. */
     r->a = arena_new((size_t)cfg->max_report_bytes * 24 + (16u << 20));
     arena_defer(r->a, request_cleanup, r);
@@ -680,7 +500,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (!r)
         return;
     *con_cls = NULL;
-    double dur_ms = now_ms() - r->t0_ms;
+    double dur_ms = http_now_ms() - r->t0_ms;
     unsigned status = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? r->status : 0;
     metrics_request(r->route_index, status, dur_ms / 1e3);
     const char *route_name = r->route ? r->route->name : "unmatched";
@@ -797,8 +617,8 @@ unsigned http_server_stop(http_server *srv)
     MHD_socket lfd = MHD_quiesce_daemon(srv->daemon);
     if (lfd != MHD_INVALID_SOCKET)
         close(lfd);
-    double deadline = now_ms() + srv->cfg->shutdown_timeout_ms;
-    while (atomic_load(&srv->in_flight) > 0 && now_ms() < deadline) {
+    double deadline = http_now_ms() + srv->cfg->shutdown_timeout_ms;
+    while (atomic_load(&srv->in_flight) > 0 && http_now_ms() < deadline) {
         struct timespec ts = {0, 20 * 1000000L};
         nanosleep(&ts, NULL);
     }
@@ -809,3 +629,4 @@ unsigned http_server_stop(http_server *srv)
     free(srv);
     return left;
 }
+

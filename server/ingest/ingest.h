@@ -1,6 +1,6 @@
 /*
- * ingest - what the service does with what it receives: reports (decode, parse, commit),
- * dSYM uploads (build symcaches, record debug files) and API tokens (create, check).
+ * ingest - what the service does with what it receives: reports (decode, parse, commit) and
+ * dSYM uploads (build symcaches, record debug files).
  * No HTTP here: the http module streams bodies in and maps err_codes to statuses.
  */
 #ifndef STACKSIFT_INGEST_INGEST_H
@@ -14,6 +14,7 @@
 #include "base/err.h"
 #include "dsym/dsym.h"
 #include "store/store.h"
+#include "store/store_dsyms.h"
 
 /* ---- reports --------------------------------------------------------------------------- */
 
@@ -70,42 +71,5 @@ err_code ingest_dsym_upload(ingest_dsym_file **out, size_t *n, store *s,
                             const char *const *inputs, size_t ninputs, const char *work_dir,
                             const char *symcache_dir, const dsym_options *opts, arena *a,
                             err_info *err);
-
-/* ---- tokens ---------------------------------------------------------------------------- */
-
-enum {
-    INGEST_SCOPE_INGEST = 1 << 0, /* POST reports */
-    INGEST_SCOPE_UPLOAD = 1 << 1, /* POST dSYMs */
-    INGEST_SCOPE_READ = 1 << 2,   /* GET the API */
-    INGEST_SCOPE_ADMIN = 1 << 3,  /* everything */
-};
-
-#define INGEST_TOKEN_MAX 96 /* bytes of a token, NUL included */
-
-/* ingest_scopes_parse - "ingest,upload,read,admin" (any subset, any order, no blanks) ->
- * INGEST_SCOPE_* bits. Errors ERR_INVALID naming the unknown or missing scope. */
-err_code ingest_scopes_parse(unsigned *out, const char *csv, err_info *err);
-
-/*
- * ingest_token_create - make a new token "ss_<12 hex id>_<64 hex secret>" from 32 bytes of
- * OpenSSL's CSPRNG, store its id, SHA-256, `name` and scopes; write it to `token_out`. The
- * token itself is stored nowhere. Errors ERR_INVALID (scopes, empty name), ERR_STORE,
- * ERR_INTERNAL (no randomness).
- */
-err_code ingest_token_create(char token_out[INGEST_TOKEN_MAX], store *s, const char *name,
-                             const char *scopes_csv, err_info *err);
-
-/*
- * ingest_token_check - authenticate a bearer token: find it by its id, compare SHA-256 in
- * constant time (CRYPTO_memcmp). *scopes = INGEST_SCOPE_* bits (admin implies all).
- * Checked tokens are cached in memory for a few seconds, so a revocation takes effect
- * within INGEST_TOKEN_CACHE_S.
- * Errors  ERR_UNAUTHORIZED (malformed, unknown, revoked or wrong token), ERR_STORE.
- */
-#define INGEST_TOKEN_CACHE_S 10
-err_code ingest_token_check(unsigned *scopes, store *s, const char *token, err_info *err);
-
-/* ingest_sha256_file_hex - hex SHA-256 of the file at `path` (streamed). Errors ERR_IO. */
-err_code ingest_sha256_file_hex(char out[65], const char *path, err_info *err);
 
 #endif

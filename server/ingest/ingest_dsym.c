@@ -10,6 +10,8 @@
  *   on an error in 2 or 3, the symcaches placed in 2 are removed again.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,55 @@
 
 #include "base/xalloc.h"
 #include "ingest/ingest.h"
+
+static void hex_encode(char *out, const uint8_t *in, size_t n)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[in[i] >> 4];
+        out[2 * i + 1] = digits[in[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+/* Hex SHA-256 of the file at `path`, streamed: the dsyms row's checksum of its symcache.
+ * Errors ERR_IO, ERR_INTERNAL (OpenSSL could not set up the digest). */
+static err_code sha256_file_hex(char out[65], const char *path, err_info *err)
+{
+    uint8_t chunk[65536], md[32];
+    unsigned md_len = 32;
+    err_code rc = ERR_OK;
+    out[0] = '\0';
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return err_set(err, ERR_IO, "opening %s: %s", path, strerror(errno));
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    if (!ctx || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
+        rc = err_set(err, ERR_INTERNAL, "sha256: cannot initialize OpenSSL digest");
+        goto done;
+    }
+    for (;;) {
+        ssize_t n = read(fd, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = err_set(err, ERR_IO, "reading %s: %s", path, strerror(errno));
+            goto done;
+        }
+        if (n == 0)
+            break;
+        EVP_DigestUpdate(ctx, chunk, (size_t)n);
+    }
+    if (EVP_DigestFinal_ex(ctx, md, &md_len) != 1) {
+        rc = err_set(err, ERR_INTERNAL, "sha256: OpenSSL digest failed");
+        goto done;
+    }
+    hex_encode(out, md, 32);
+done:
+    EVP_MD_CTX_free(ctx);
+    close(fd);
+    return rc;
+}
 
 typedef struct {
     dsym_built *items; /* xmalloc'd */
@@ -83,7 +134,7 @@ err_code ingest_dsym_upload(ingest_dsym_file **out, size_t *n, store *s,
         row->dwarf_bytes = (int64_t)b->dwarf_bytes;
         row->symcache_bytes = (int64_t)b->bytes;
         row->functions = (int32_t)b->functions;
-        rc = ingest_sha256_file_hex(row->sha256, b->path, err);
+        rc = sha256_file_hex(row->sha256, b->path, err);
         if (rc != ERR_OK)
             goto done;
         snprintf(final_path, sizeof final_path, "%s/%s.symc", symcache_dir, b->uuid);

@@ -7,6 +7,7 @@
 
 #include "base/buf.h"
 #include "ingest/ingest.h"
+#include "store/store_reports.h"
 
 #include "crashreport/crashreport.h"
 

@@ -15,7 +15,7 @@
 
 #include "base/xalloc.h"
 #include "log/log.h"
-#include "store/store_issues.h"
+#include "store/store_queue.h"
 #include "symbolicate/symbolicate.h"
 
 #define STACK_BUCKETS 65536u

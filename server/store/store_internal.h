@@ -1,8 +1,14 @@
-/* store_internal - shared between store.c and the generated migrations table. */
+/*
+ * store_internal - what the store_*.c files share: the pooled connection, running statements
+ * on it, translating libpq's failures, copying values out of results, and the generated
+ * migrations table. libpq's types and codes never leave server/store: every public function
+ * returns an err_code (see store.h). Not for use outside server/store.
+ */
 #ifndef STACKSIFT_STORE_STORE_INTERNAL_H
 #define STACKSIFT_STORE_STORE_INTERNAL_H
 
 #include <libpq-fe.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -10,34 +16,77 @@
 #include "base/err.h"
 #include "store/store.h"
 
+/* STORE_TS - a timestamptz column as RFC 3339 UTC text with milliseconds, the form every API
+ * answer uses: 2026-01-07T10:31:02.114Z. STORE_TS_US keeps microseconds (queue ordering). */
+#define STORE_TS(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+#define STORE_TS_US(col) \
+    "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
+
 typedef struct {
     int version;      /* NNNN of migrations/NNNN_name.sql, from 1 without gaps */
     const char *name; /* the name part */
     const char *sql;  /* the whole file */
 } store_migration;
 
-extern const store_migration STORE_MIGRATIONS[];
+extern const store_migration STORE_MIGRATIONS[];   /* generated: embed_migrations.cmake */
 extern const size_t STORE_MIGRATIONS_COUNT;
 
-/* A pooled connection (store.c); other store_*.c files run SQL on it through these. */
+/* A statement prepared once per connection, on first use (a statement naming a table that a
+ * migration has not created yet must not break the pool). Define each one as a static const
+ * in the file that owns its table; `name` is unique across server/store. */
+typedef struct {
+    const char *name;
+    const char *sql;
+} store_stmt;
+
+#define STORE_MAX_PREPARED 64 /* per connection; more statements run unprepared */
+
+/* A pooled connection (store_pool.c). */
 typedef struct {
     PGconn *pg;
-    uint32_t prepared; /* bit i: STMTS[i] of store.c is prepared on this connection */
+    const store_stmt *prepared[STORE_MAX_PREPARED]; /* statements prepared on it */
+    unsigned nprepared;
 } pconn;
 
 typedef err_code (*store_fn)(pconn *c, void *ctx, err_info *err);
 
 /* store_acquire / store_release - take a pooled connection and give it back (an open
- * transaction is rolled back, a broken connection closed). */
+ * transaction is rolled back, a broken connection closed). Errors ERR_STORE (no connection
+ * within the pool's timeout, or connecting failed). */
 err_code store_acquire(pconn **out, store *s, err_info *err);
 void store_release(store *s, pconn *c);
+
 /* store_run - fn on a pooled connection, retried once on a fresh one if it broke. */
 err_code store_run(store *s, store_fn fn, void *ctx, err_info *err);
-/* store_translate - a failed result as err_code + message (see store.h). */
+
+/* store_translate - a failed result as err_code + message (see store.h); `what` names the
+ * operation for the message. */
 err_code store_translate(PGresult *res, pconn *c, const char *what, err_info *err);
+
+/* store_exec - run `st` (prepared on `c` on first use) with `n` parameters (NULL value = SQL
+ * NULL; lengths/formats may be NULL = all text). Text results. *out is the result on
+ * success; the caller PQclear()s it. */
+err_code store_exec(PGresult **out, pconn *c, const store_stmt *st, int n,
+                    const char *const *values, const int *lengths, const int *formats,
+                    err_info *err);
+
+/* store_exec_sql - run `sql` unprepared (statements built at run time) with `n` text
+ * parameters; result_format 1 = binary results. *out as store_exec. */
+err_code store_exec_sql(PGresult **out, pconn *c, const char *what, const char *sql, int n,
+                        const char *const *values, int result_format, err_info *err);
+
+/* store_json_query - run `sql` (n text parameters) whose answer is one row with one JSON text
+ * column, copied into `a`. No row or NULL: ERR_NOT_FOUND if `not_found`, else ERR_INTERNAL. */
+err_code store_json_query(const char **json, store *s, const char *what, const char *sql, int n,
+                          const char *const *values, bool not_found, arena *a, err_info *err);
+
 /* store_command - run parameterless SQL (BEGIN, COMMIT, ...). */
 err_code store_command(pconn *c, const char *sql, const char *what, err_info *err);
+
 /* store_dup - column value copied into `a`, NULL for SQL NULL; *rc = ERR_TOO_LARGE if full. */
 const char *store_dup(arena *a, PGresult *res, int row, int col, err_info *err, err_code *rc);
+
+/* store_copy - column value into out[cap] (truncated), "" for SQL NULL. */
+void store_copy(char *out, size_t cap, PGresult *res, int row, int col);
 
 #endif

@@ -1,22 +1,21 @@
 /*
- * ingest_token - API tokens and SHA-256 through OpenSSL's libcrypto.
+ * auth - API tokens and their check, SHA-256 and randomness through OpenSSL's libcrypto.
  *
  * A token is "ss_" + 12 hex digits (public id: finds the row) + "_" + 64 hex digits (secret).
  * The database holds only SHA-256(token); the comparison uses CRYPTO_memcmp, so its time does
  * not depend on how many leading bytes match.
  */
-#include <errno.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
-#include <fcntl.h>
-#include <unistd.h>
 
-#include "ingest/ingest.h"
+#include "auth/auth.h"
+#include "store/store_tokens.h"
 
 #define PUBLIC_ID_HEX 12
 #define SECRET_HEX 64
@@ -26,13 +25,13 @@ static const struct {
     const char *name;
     unsigned bit;
 } SCOPES[] = {
-    {"ingest", INGEST_SCOPE_INGEST},
-    {"upload", INGEST_SCOPE_UPLOAD},
-    {"read", INGEST_SCOPE_READ},
-    {"admin", INGEST_SCOPE_ADMIN},
+    {"ingest", AUTH_SCOPE_INGEST},
+    {"upload", AUTH_SCOPE_UPLOAD},
+    {"read", AUTH_SCOPE_READ},
+    {"admin", AUTH_SCOPE_ADMIN},
 };
 
-err_code ingest_scopes_parse(unsigned *out, const char *csv, err_info *err)
+err_code auth_scopes_parse(unsigned *out, const char *csv, err_info *err)
 {
     *out = 0;
     const char *p = csv;
@@ -75,8 +74,8 @@ static void sha256(uint8_t out[32], const void *data, size_t len)
     (void)EVP_Digest(data, len, out, &n, EVP_sha256(), NULL);
 }
 
-err_code ingest_token_create(char token_out[INGEST_TOKEN_MAX], store *s, const char *name,
-                             const char *scopes_csv, err_info *err)
+err_code auth_token_create(char token_out[AUTH_TOKEN_MAX], store *s, const char *name,
+                           const char *scopes_csv, err_info *err)
 {
     unsigned scopes;
     uint8_t rnd[PUBLIC_ID_HEX / 2 + SECRET_HEX / 2], hash[32];
@@ -84,7 +83,7 @@ err_code ingest_token_create(char token_out[INGEST_TOKEN_MAX], store *s, const c
     token_out[0] = '\0';
     if (!name || !*name)
         return err_set(err, ERR_INVALID, "a token needs a name (--name)");
-    err_code rc = ingest_scopes_parse(&scopes, scopes_csv, err);
+    err_code rc = auth_scopes_parse(&scopes, scopes_csv, err);
     if (rc != ERR_OK)
         return rc;
     for (size_t i = 0; i < sizeof SCOPES / sizeof SCOPES[0]; i++)
@@ -98,7 +97,7 @@ err_code ingest_token_create(char token_out[INGEST_TOKEN_MAX], store *s, const c
     char public_id[PUBLIC_ID_HEX + 1], secret[SECRET_HEX + 1];
     hex_encode(public_id, rnd, PUBLIC_ID_HEX / 2);
     hex_encode(secret, rnd + PUBLIC_ID_HEX / 2, SECRET_HEX / 2);
-    char token[INGEST_TOKEN_MAX];
+    char token[AUTH_TOKEN_MAX];
     snprintf(token, sizeof token, "ss_%s_%s", public_id, secret);
     sha256(hash, token, strlen(token));
     rc = store_token_insert(s, public_id, hash, name, scopes_norm, err);
@@ -132,12 +131,12 @@ static unsigned scopes_from_csv(const char *csv)
 {
     unsigned bits = 0;
     err_info ignored;
-    if (ingest_scopes_parse(&bits, csv, &ignored) != ERR_OK)
+    if (auth_scopes_parse(&bits, csv, &ignored) != ERR_OK)
         bits = 0;   /* a scope this build does not know grants nothing */
     return bits;
 }
 
-err_code ingest_token_check(unsigned *scopes, store *s, const char *token, err_info *err)
+err_code auth_token_check(unsigned *scopes, store *s, const char *token, err_info *err)
 {
     *scopes = 0;
     size_t len = token ? strlen(token) : 0;
@@ -170,52 +169,47 @@ err_code ingest_token_check(unsigned *scopes, store *s, const char *token, err_i
         memcpy(hit.public_id, public_id, sizeof public_id);
         memcpy(hit.hash, t.token_sha256, 32);
         hit.scopes = scopes_from_csv(t.scopes);
-        hit.expires = now + INGEST_TOKEN_CACHE_S;
+        hit.expires = now + AUTH_TOKEN_CACHE_S;
         pthread_mutex_lock(&cache_mu);
         cache[slot] = hit;
         pthread_mutex_unlock(&cache_mu);
     }
     if (CRYPTO_memcmp(hash, hit.hash, 32) != 0)
         return err_set(err, ERR_UNAUTHORIZED, "wrong secret for token %s", public_id);
-    *scopes = hit.scopes & INGEST_SCOPE_ADMIN
-                  ? INGEST_SCOPE_INGEST | INGEST_SCOPE_UPLOAD | INGEST_SCOPE_READ | INGEST_SCOPE_ADMIN
+    *scopes = hit.scopes & AUTH_SCOPE_ADMIN
+                  ? AUTH_SCOPE_INGEST | AUTH_SCOPE_UPLOAD | AUTH_SCOPE_READ | AUTH_SCOPE_ADMIN
                   : hit.scopes;
     return ERR_OK;
 }
 
-err_code ingest_sha256_file_hex(char out[65], const char *path, err_info *err)
+const char *auth_scope_name(unsigned scope)
 {
-    uint8_t chunk[65536], md[32];
-    unsigned md_len = 32;
-    err_code rc = ERR_OK;
-    out[0] = '\0';
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return err_set(err, ERR_IO, "opening %s: %s", path, strerror(errno));
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    if (!ctx || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
-        rc = err_set(err, ERR_INTERNAL, "sha256: cannot initialize OpenSSL digest");
-        goto done;
+    switch (scope) {
+    case AUTH_SCOPE_INGEST: return "ingest";
+    case AUTH_SCOPE_UPLOAD: return "upload";
+    case AUTH_SCOPE_READ: return "read";
+    default: return "admin";
     }
-    for (;;) {
-        ssize_t n = read(fd, chunk, sizeof chunk);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            rc = err_set(err, ERR_IO, "reading %s: %s", path, strerror(errno));
-            goto done;
-        }
-        if (n == 0)
-            break;
-        EVP_DigestUpdate(ctx, chunk, (size_t)n);
-    }
-    if (EVP_DigestFinal_ex(ctx, md, &md_len) != 1) {
-        rc = err_set(err, ERR_INTERNAL, "sha256: OpenSSL digest failed");
-        goto done;
-    }
-    hex_encode(out, md, 32);
-done:
-    EVP_MD_CTX_free(ctx);
-    close(fd);
-    return rc;
+}
+
+err_code auth_check_header(store *s, const char *authorization, unsigned need_scope,
+                           err_info *err)
+{
+    if (need_scope == 0)
+        return ERR_OK;
+    if (!authorization)
+        return err_set(err, ERR_UNAUTHORIZED, "missing Authorization: Bearer token");
+    if (strncasecmp(authorization, "Bearer ", 7) != 0)
+        return err_set(err, ERR_UNAUTHORIZED, "Authorization must be 'Bearer TOKEN'");
+    const char *token = authorization + 7;
+    while (*token == ' ')
+        token++;
+    unsigned scopes;
+    err_code rc = auth_token_check(&scopes, s, token, err);
+    if (rc != ERR_OK)
+        return rc;
+    if (!(scopes & need_scope))
+        return err_set(err, ERR_FORBIDDEN, "token lacks the '%s' scope",
+                       auth_scope_name(need_scope));
+    return ERR_OK;
 }

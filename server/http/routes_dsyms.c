@@ -1,0 +1,120 @@
+/*
+ * routes_dsyms - /api/v1/dsyms: POST debug files (a zip of .dSYM bundles or bare Mach-O,
+ * multipart or raw body, streamed to scratch files by server.c; ingest_dsym_upload builds
+ * the symcaches), list and GET the stored records, and the UUIDs reports wait for
+ * (/missing). Shapes in docs/openapi.yaml.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "http/http_internal.h"
+#include "http/metrics.h"
+#include "ingest/ingest.h"
+#include "log/log.h"
+#include "store/store_dsyms.h"
+
+static json_t *dsym_json(const store_dsym *d, const char *status)
+{
+    json_t *o = json_pack("{s:s,s:s,s:s,s:b,s:I,s:I,s:i,s:s,s:s}", "uuid", d->uuid, "arch",
+                          d->arch, "name", d->name, "has_dwarf", d->has_dwarf, "dwarf_bytes",
+                          (json_int_t)d->dwarf_bytes, "symcache_bytes",
+                          (json_int_t)d->symcache_bytes, "functions", (int)d->functions,
+                          "sha256", d->sha256, "uploaded_at", d->uploaded_at);
+    if (o && status)
+        json_object_set_new(o, "status", json_string(status));
+    return o;
+}
+
+enum MHD_Result handle_dsym_post(http_request *r)
+{
+    const config *cfg = r->srv->cfg;
+    if (r->pp) {
+        enum MHD_Result ok = MHD_destroy_post_processor(r->pp);   /* flushes the last part */
+        r->pp = NULL;
+        if (r->failed)
+            return respond_err(r, &r->err);
+        if (ok != MHD_YES)
+            return respond_error(r, ERR_INVALID, "malformed multipart/form-data body");
+        if (r->nparts == 0)
+            return respond_error(r, ERR_INVALID, "multipart body has no file part "
+                                 "(send it as e.g. curl -F file=@App.dSYM.zip)");
+    }
+    if (r->fd >= 0)
+        close(r->fd);
+    r->fd = -1;
+    if (r->body_bytes == 0)
+        return respond_error(r, ERR_INVALID, "upload body is empty");
+
+    dsym_options opts = {
+        .threads = cfg->dsym_threads,
+        .max_unpacked_bytes = cfg->max_unpacked_bytes,
+        .max_ratio = cfg->max_zip_ratio,
+    };
+    ingest_dsym_file *files;
+    size_t n;
+    double t0 = http_now_ms();
+    err_code rc = ingest_dsym_upload(&files, &n, r->srv->store, (const char *const *)r->parts,
+                                     r->nparts, r->work_dir, r->srv->symcache_dir, &opts, r->a,
+                                     &r->err);
+    if (rc != ERR_OK) {
+        metrics_dsym_failed(rc);
+        return respond_err(r, &r->err);
+    }
+    json_t *list = json_array();
+    unsigned created = 0;
+    for (size_t i = 0; i < n; i++) {
+        json_array_append_new(list, dsym_json(&files[i].row, files[i].status));
+        metrics_dsym_processed(files[i].status);
+        created += strcmp(files[i].status, "exists") != 0;
+        log_event(LOG_INFO, "dsym_stored", "req=%s uuid=%s arch=%s name=%s status=%s "
+                  "functions=%d symcache_bytes=%lld", r->id, files[i].row.uuid,
+                  files[i].row.arch, files[i].row.name, files[i].status, files[i].row.functions,
+                  (long long)files[i].row.symcache_bytes);
+    }
+    log_event(LOG_INFO, "dsym_upload_done", "req=%s files=%zu created=%u body_bytes=%llu "
+              "build_ms=%.1f", r->id, n, created, (unsigned long long)r->body_bytes,
+              http_now_ms() - t0);
+    return respond_json(r, created ? 201 : 200, json_pack("{s:o}", "files", list));
+}
+
+enum MHD_Result handle_dsym_list(http_request *r)
+{
+    const char *uuid = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "uuid");
+    const char *name = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "name");
+    const char *limit_s = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "limit");
+    long limit = limit_s ? strtol(limit_s, NULL, 10) : 100;
+    if (limit < 1 || limit > 1000)
+        return respond_error(r, ERR_INVALID, "limit must be from 1 to 1000");
+    if (uuid && !*uuid)
+        uuid = NULL;
+    if (name && !*name)
+        name = NULL;
+    store_dsym *rows;
+    size_t n;
+    if (store_dsyms_list(&rows, &n, r->srv->store, uuid, name, (size_t)limit, r->a, &r->err) !=
+        ERR_OK)
+        return respond_err(r, &r->err);
+    json_t *list = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(list, dsym_json(&rows[i], NULL));
+    return respond_json(r, 200, json_pack("{s:o}", "dsyms", list));
+}
+
+enum MHD_Result handle_dsym_get(http_request *r)
+{
+    store_dsym d;
+    if (store_dsym_get(&d, r->srv->store, r->param, &r->err) != ERR_OK)
+        return respond_err(r, &r->err);
+    return respond_json(r, 200, dsym_json(&d, NULL));
+}
+
+enum MHD_Result handle_dsyms_missing(http_request *r)
+{
+    unsigned limit;
+    const char *json;
+    if (request_limit_arg(&limit, r, 100, 1000) != ERR_OK ||
+        store_dsyms_missing(&json, r->srv->store, limit, r->a, &r->err) != ERR_OK)
+        return respond_err(r, &r->err);
+    return respond_json_text(r, 200, json);
+}

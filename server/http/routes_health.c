@@ -1,0 +1,47 @@
+/*
+ * routes_health - the service's own state: GET /healthz (the process answers), GET /readyz
+ * (the database is reachable and its schema is the one this binary expects), GET /metrics
+ * (Prometheus text: http/metrics.c, the pool, the queue and the pipeline). No token.
+ */
+#include "base/buf.h"
+#include "http/http_internal.h"
+#include "http/metrics.h"
+#include "store/store_reports.h"
+
+enum MHD_Result handle_healthz(http_request *r)
+{
+    return respond_json(r, 200, json_pack("{s:s}", "status", "ok"));
+}
+
+enum MHD_Result handle_readyz(http_request *r)
+{
+    int version;
+    err_info err = {0};
+    if (store_schema_version(&version, r->srv->store, &err) != ERR_OK)
+        return respond_err(r, &err);
+    int need = store_schema_required();
+    if (version != need)
+        return respond_error(r, ERR_STORE, version < need
+                                 ? "database schema is older than this server: run "
+                                   "`stacksift migrate`"
+                                 : "database schema is newer than this server");
+    return respond_json(r, 200, json_pack("{s:s,s:i}", "status", "ready", "schema", version));
+}
+
+enum MHD_Result handle_metrics(http_request *r)
+{
+    store_pool_stats pool;
+    int64_t queued = -1;
+    err_info err;
+    store_pool_stats_get(&pool, r->srv->store);
+    if (store_reports_count(&queued, r->srv->store, "received", &err) != ERR_OK)
+        queued = -1;   /* the database being down must not hide the other metrics */
+    buf out;
+    buf_init(&out);
+    metrics_render(&out, &pool, queued);
+    if (r->srv->pipe)
+        pipeline_metrics_render(&out, r->srv->pipe);
+    return queue_body(r, 200, "text/plain; version=0.0.4", (char *)out.data, out.len);
+}
+
+/* Media type without parameters, lower case, in the arena; "" if missing. */

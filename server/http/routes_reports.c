@@ -1,0 +1,119 @@
+/*
+ * routes_reports - /api/v1/reports: POST a report (ingest_report_accept: decode, parse,
+ * commit; 202 once durable), GET one by id (JSON with the pipeline's results, or ?format=text
+ * for Apple crash text symbolicated now) and GET its raw bytes. Report ids follow
+ * store_report_id_norm (32 or 36 hex-digit forms). Shapes in docs/openapi.yaml.
+ */
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/xalloc.h"
+#include "http/http_internal.h"
+#include "http/metrics.h"
+#include "ingest/ingest.h"
+#include "store/store_reports.h"
+
+static const char *media_type(http_request *r, const char *header)
+{
+    const char *v = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, header);
+    if (!v)
+        return "";
+    size_t n = strcspn(v, ";");
+    while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+        n--;
+    char *out = arena_strndup(r->a, v, n, &r->err);
+    if (!out)
+        return "";
+    for (char *p = out; *p; p++)
+        if (*p >= 'A' && *p <= 'Z')
+            *p = (char)(*p - 'A' + 'a');
+    return out;
+}
+
+enum MHD_Result handle_report_post(http_request *r)
+{
+    ingest_report_input in = {
+        .content_type = media_type(r, MHD_HTTP_HEADER_CONTENT_TYPE),
+        .content_encoding = media_type(r, MHD_HTTP_HEADER_CONTENT_ENCODING),
+        .body = r->mem ? r->mem : (const uint8_t *)"",
+        .len = (size_t)r->body_bytes,
+        .max_report_bytes = r->srv->cfg->max_report_bytes,
+    };
+    if (in.content_encoding[0] == '\0')
+        in.content_encoding = NULL;
+    ingest_report_result res;
+    err_code rc = ingest_report_accept(&res, r->srv->store, &in, r->a, &r->err);
+    if (rc != ERR_OK) {
+        metrics_report_rejected(rc);
+        return respond_err(r, &r->err);
+    }
+    metrics_report_accepted();
+    return respond_json(r, 202, json_pack("{s:s,s:s,s:s}", "id", res.id, "status", res.status,
+                                          "format", res.format));
+}
+
+/* The wire format of a report (docs/openapi.yaml, Report). */
+static json_t *report_json(const store_report *rep)
+{
+    json_t *body = json_pack(
+        "{s:s,s:o,s:o,s:o,s:o,s:o,s:I,s:o,s:o,s:o,s:o,s:o,s:o}", "id", rep->id,
+        "status", json_str_or_null(rep->status), "format", json_str_or_null(rep->format),
+        "content_type", json_str_or_null(rep->content_type),
+        "received_at", json_str_or_null(rep->received_at),
+        "updated_at", json_str_or_null(rep->updated_at), "raw_bytes", (json_int_t)rep->raw_bytes,
+        "app", json_str_or_null(rep->app), "app_version", json_str_or_null(rep->app_version),
+        "os_version", json_str_or_null(rep->os_version),
+        "missing_uuids", json_from_text(rep->missing_uuids_json),
+        "error", json_str_or_null(rep->error), "report", json_from_text(rep->parsed_json));
+    json_object_set_new(body, "issue_id", rep->issue_id ? json_integer(rep->issue_id)
+                                                         : json_null());
+    json_object_set_new(body, "fingerprint", json_str_or_null(rep->fingerprint));
+    json_object_set_new(body, "kind", json_str_or_null(rep->kind));
+    json_object_set_new(body, "hardware_model", json_str_or_null(rep->hardware_model));
+    json_object_set_new(body, "processed_at", json_str_or_null(rep->processed_at));
+    json_object_set_new(body, "symbolicated", json_from_text(rep->symbolicated_json));
+    return body;
+}
+
+/* ?format=text: the symbolicated report as Apple crash text. */
+static enum MHD_Result report_text(http_request *r)
+{
+    if (r->srv->pipe == NULL)
+        return respond_error(r, ERR_UNSUPPORTED, "this server does not symbolicate");
+    const uint8_t *raw;
+    size_t len;
+    crashreport *rep;
+    if (store_report_raw_get(&raw, &len, r->srv->store, r->param, r->a, &r->err) != ERR_OK ||
+        pipeline_parse(&rep, r->srv->pipe, raw, len, r->a, &r->err) != ERR_OK)
+        return respond_err(r, &r->err);
+    buf out;
+    buf_init(&out);
+    crashreport_render_text(&out, rep);
+    return queue_body(r, 200, "text/plain; charset=utf-8", (char *)out.data, out.len);
+}
+
+enum MHD_Result handle_report_get(http_request *r)
+{
+    const char *format = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "format");
+    if (format && strcmp(format, "text") == 0)
+        return report_text(r);
+    if (format && strcmp(format, "json") != 0)
+        return respond_error(r, ERR_INVALID, "format must be json or text");
+    store_report rep;
+    if (store_report_get(&rep, r->srv->store, r->param, r->a, &r->err) != ERR_OK)
+        return respond_err(r, &r->err);
+    return respond_json(r, 200, report_json(&rep));
+}
+
+/* The report's bytes as received (after gzip decoding), beside its symbolicated text. */
+enum MHD_Result handle_report_raw(http_request *r)
+{
+    const uint8_t *raw;
+    size_t len;
+    if (store_report_raw_get(&raw, &len, r->srv->store, r->param, r->a, &r->err) != ERR_OK)
+        return respond_err(r, &r->err);
+    char *body = xmalloc(len + 1);
+    memcpy(body, raw, len);
+    body[len] = '\0';
+    return queue_body(r, 200, "text/plain; charset=utf-8", body, len);
+}

@@ -1,0 +1,477 @@
+/*
+ * store_pool - Postgres through libpq: a small pool of connections, statements prepared
+ * lazily on each connection (a statement naming a table that a migration has not created yet
+ * must not break the pool), text results, binary parameters for bytea; and the schema:
+ * migrations compiled in from migrations/NNNN_name.sql.
+ *
+ * libpq's status codes and SQLSTATEs never leave server/store: store_translate() maps them to
+ * err_code (see store.h). The tables' own statements live in store_<table>.c.
+ */
+#include "store/store.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/xalloc.h"
+#include "store/store_internal.h"
+
+static const store_stmt ST_HAS_MIGRATIONS = {
+    "has_migrations", "SELECT to_regclass('schema_migrations') IS NOT NULL"};
+static const store_stmt ST_SCHEMA_VERSION = {
+    "schema_version", "SELECT coalesce(max(version), 0) FROM schema_migrations"};
+
+/* ---- pool ------------------------------------------------------------------------------ */
+
+struct store {
+    char *url;
+    unsigned size, timeout_ms;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pconn **idle;   /* stack of `n_idle` idle connections */
+    unsigned n_idle, n_open, n_waiting;
+};
+
+/* First line of a libpq message, without the trailing newline. */
+static void store_first_line(char *out, size_t cap, const char *msg)
+{
+    size_t n = 0;
+    if (msg)
+        while (msg[n] && msg[n] != '\n' && n + 1 < cap)
+            n++;
+    if (n)
+        memcpy(out, msg, n);
+    out[n] = '\0';
+}
+
+static void store_ignore_notice(void *ctx, const char *message)
+{
+    (void)ctx, (void)message;
+}
+
+static err_code store_connect(pconn **out, store *s, err_info *err)
+{
+    char timeout_s[16];
+    unsigned secs = (s->timeout_ms + 999) / 1000;
+    snprintf(timeout_s, sizeof timeout_s, "%u", secs < 2 ? 2 : secs);
+    /* With expand_dbname, settings inside the URL override the keywords listed before it. */
+    const char *const keys[] = {"connect_timeout", "application_name", "dbname", NULL};
+    const char *const values[] = {timeout_s, "stacksift", s->url, NULL};
+    PGconn *pg = PQconnectdbParams(keys, values, 1);
+    *out = NULL;
+    if (pg == NULL)
+        return err_set(err, ERR_STORE, "connecting to the database: out of memory");
+    if (PQstatus(pg) != CONNECTION_OK) {
+        char line[200];
+        store_first_line(line, sizeof line, PQerrorMessage(pg));
+        PQfinish(pg);
+        return err_set(err, ERR_STORE, "connecting to the database: %s", line);
+    }
+    /* NOTICEs ("relation already exists, skipping") are not errors and must not reach
+     * stderr unstructured. */
+    PQsetNoticeProcessor(pg, store_ignore_notice, NULL);
+    pconn *c = xcalloc(1, sizeof *c);
+    c->pg = pg;
+    *out = c;
+    return ERR_OK;
+}
+
+static void store_disconnect(pconn *c)
+{
+    if (c) {
+        PQfinish(c->pg);
+        free(c);
+    }
+}
+
+err_code store_acquire(pconn **out, store *s, err_info *err)
+{
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += s->timeout_ms / 1000;
+    deadline.tv_nsec += (long)(s->timeout_ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    *out = NULL;
+    pthread_mutex_lock(&s->mu);
+    while (s->n_idle == 0 && s->n_open >= s->size) {
+        s->n_waiting++;
+        int rc = pthread_cond_timedwait(&s->cv, &s->mu, &deadline);
+        s->n_waiting--;
+        if (rc == ETIMEDOUT && s->n_idle == 0 && s->n_open >= s->size) {
+            pthread_mutex_unlock(&s->mu);
+            return err_set(err, ERR_STORE, "no free database connection within %u ms",
+                           s->timeout_ms);
+        }
+    }
+    if (s->n_idle > 0) {
+        *out = s->idle[--s->n_idle];
+        pthread_mutex_unlock(&s->mu);
+        return ERR_OK;
+    }
+    s->n_open++;   /* reserve the slot, then connect without holding the lock */
+    pthread_mutex_unlock(&s->mu);
+    err_code rc = store_connect(out, s, err);
+    if (rc != ERR_OK) {
+        pthread_mutex_lock(&s->mu);
+        s->n_open--;
+        pthread_cond_signal(&s->cv);
+        pthread_mutex_unlock(&s->mu);
+    }
+    return rc;
+}
+
+void store_release(store *s, pconn *c)
+{
+    /* A connection left inside a transaction by an error is rolled back before reuse. */
+    if (PQstatus(c->pg) == CONNECTION_OK && PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+        PQclear(PQexec(c->pg, "ROLLBACK"));
+    int broken = PQstatus(c->pg) != CONNECTION_OK ||
+                 PQtransactionStatus(c->pg) != PQTRANS_IDLE;
+    pthread_mutex_lock(&s->mu);
+    if (broken) {
+        s->n_open--;
+    } else {
+        s->idle[s->n_idle++] = c;
+        c = NULL;
+    }
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    store_disconnect(c);
+}
+
+err_code store_open(store **out, const char *url, unsigned pool_size, unsigned timeout_ms,
+                    err_info *err)
+{
+    *out = NULL;
+    if (pool_size == 0 || pool_size > 1024)
+        return err_set(err, ERR_INVALID, "database pool size %u is out of range 1..1024",
+                       pool_size);
+    store *s = xcalloc(1, sizeof *s);
+    s->url = xstrdup(url ? url : "");
+    s->size = pool_size;
+    s->timeout_ms = timeout_ms ? timeout_ms : 3000;
+    s->idle = xcalloc(pool_size, sizeof *s->idle);
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    pconn *c;
+    err_code rc = store_acquire(&c, s, err);
+    if (rc != ERR_OK) {
+        store_close(s);
+        return rc;
+    }
+    store_release(s, c);
+    *out = s;
+    return ERR_OK;
+}
+
+void store_close(store *s)
+{
+    if (!s)
+        return;
+    for (unsigned i = 0; i < s->n_idle; i++)
+        store_disconnect(s->idle[i]);
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
+    free(s->idle);
+    free(s->url);
+    free(s);
+}
+
+void store_pool_stats_get(store_pool_stats *out, store *s)
+{
+    pthread_mutex_lock(&s->mu);
+    out->size = s->size;
+    out->open = s->n_open;
+    out->idle = s->n_idle;
+    out->waiting = s->n_waiting;
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* ---- running statements ---------------------------------------------------------------- */
+
+/* Map a failed result to an err_code; `what` names the operation for the message. */
+err_code store_translate(PGresult *res, pconn *c, const char *what, err_info *err)
+{
+    char line[200];
+    const char *msg = res ? PQresultErrorMessage(res) : NULL;
+    store_first_line(line, sizeof line, msg && *msg ? msg : PQerrorMessage(c->pg));
+    if (PQstatus(c->pg) != CONNECTION_OK)
+        return err_set(err, ERR_STORE, "%s: database connection lost: %s", what, line);
+    const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    if (state == NULL)
+        return err_set(err, ERR_STORE, "%s: %s", what, line);
+    if (strcmp(state, "23514") == 0)      /* check_violation */
+        return err_set(err, ERR_INVALID, "%s: %s", what, line);
+    if (strncmp(state, "23", 2) == 0)     /* integrity constraint violation */
+        return err_set(err, ERR_CONFLICT, "%s: %s", what, line);
+    if (strncmp(state, "22", 2) == 0)     /* data exception: a value the database refused */
+        return err_set(err, ERR_INVALID, "%s: %s", what, line);
+    if (strncmp(state, "08", 2) == 0 || strncmp(state, "57", 2) == 0 ||
+        strncmp(state, "53", 2) == 0 || strcmp(state, "40001") == 0 ||
+        strcmp(state, "40P01") == 0)      /* connection, shutdown, resources, retryable */
+        return err_set(err, ERR_STORE, "%s: %s", what, line);
+    return err_set(err, ERR_INTERNAL, "%s: %s (SQLSTATE %s)", what, line, state);
+}
+
+static bool is_prepared(const pconn *c, const store_stmt *st)
+{
+    for (unsigned i = 0; i < c->nprepared; i++)
+        if (c->prepared[i] == st)
+            return true;
+    return false;
+}
+
+static err_code check_result(PGresult **out, PGresult *res, pconn *c, const char *what,
+                             err_info *err)
+{
+    ExecStatusType st = PQresultStatus(res);
+    *out = NULL;
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+        err_code rc = store_translate(res, c, what, err);
+        PQclear(res);
+        return rc;
+    }
+    *out = res;
+    return ERR_OK;
+}
+
+err_code store_exec(PGresult **out, pconn *c, const store_stmt *st, int n,
+                    const char *const *values, const int *lengths, const int *formats,
+                    err_info *err)
+{
+    *out = NULL;
+    if (!is_prepared(c, st)) {
+        if (c->nprepared == STORE_MAX_PREPARED)   /* never in practice: run it unprepared */
+            return check_result(out, PQexecParams(c->pg, st->sql, n, NULL, values, lengths,
+                                                  formats, 0), c, st->name, err);
+        PGresult *p = PQprepare(c->pg, st->name, st->sql, 0, NULL);
+        if (PQresultStatus(p) != PGRES_COMMAND_OK) {
+            err_code rc = store_translate(p, c, st->name, err);
+            PQclear(p);
+            return rc;
+        }
+        PQclear(p);
+        c->prepared[c->nprepared++] = st;
+    }
+    return check_result(out, PQexecPrepared(c->pg, st->name, n, values, lengths, formats, 0), c,
+                        st->name, err);
+}
+
+err_code store_exec_sql(PGresult **out, pconn *c, const char *what, const char *sql, int n,
+                        const char *const *values, int result_format, err_info *err)
+{
+    return check_result(out, PQexecParams(c->pg, sql, n, NULL, values, NULL, NULL,
+                                          result_format), c, what, err);
+}
+
+/* Run a plain SQL command (transaction control, migrations) without parameters. */
+err_code store_command(pconn *c, const char *sql, const char *what, err_info *err)
+{
+    PGresult *res = PQexec(c->pg, sql);
+    ExecStatusType st = PQresultStatus(res);
+    err_code rc = ERR_OK;
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        rc = store_translate(res, c, what, err);
+    PQclear(res);
+    return rc;
+}
+
+/* Run fn on a pooled connection; retry once on a fresh connection when the first one turns
+ * out to be broken (the database restarted since it was opened). */
+err_code store_run(store *s, store_fn fn, void *ctx, err_info *err)
+{
+    err_code rc = ERR_OK;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        pconn *c;
+        rc = store_acquire(&c, s, err);
+        if (rc != ERR_OK)
+            return rc;
+        rc = fn(c, ctx, err);
+        int broken = PQstatus(c->pg) != CONNECTION_OK;
+        store_release(s, c);
+        if (!(rc == ERR_STORE && broken))
+            break;
+    }
+    return rc;
+}
+
+const char *store_dup(arena *a, PGresult *res, int row, int col, err_info *err,
+                             err_code *rc)
+{
+    if (PQgetisnull(res, row, col))
+        return NULL;
+    const char *v = arena_strndup(a, PQgetvalue(res, row, col),
+                                  (size_t)PQgetlength(res, row, col), err);
+    if (!v)
+        *rc = ERR_TOO_LARGE;
+    return v;
+}
+
+void store_copy(char *out, size_t cap, PGresult *res, int row, int col)
+{
+    snprintf(out, cap, "%s", PQgetisnull(res, row, col) ? "" : PQgetvalue(res, row, col));
+}
+
+/* One row, one text column, copied into `a`: the usual shape of a JSON answer. */
+typedef struct {
+    const char *what, *sql;
+    int n;
+    const char *const *values;
+    arena *a;
+    const char **json;
+    bool missing_is_not_found;
+} json_query;
+
+static err_code do_json_query(pconn *c, void *vctx, err_info *err)
+{
+    json_query *q = vctx;
+    PGresult *res;
+    err_code rc = store_exec_sql(&res, c, q->what, q->sql, q->n, q->values, 0, err);
+    if (rc != ERR_OK)
+        return rc;
+    if (PQntuples(res) == 0 || PQgetisnull(res, 0, 0)) {
+        PQclear(res);
+        return q->missing_is_not_found ? err_set(err, ERR_NOT_FOUND, "%s: not found", q->what)
+                                       : err_set(err, ERR_INTERNAL, "%s: no answer", q->what);
+    }
+    *q->json = store_dup(q->a, res, 0, 0, err, &rc);
+    PQclear(res);
+    return rc;
+}
+
+err_code store_json_query(const char **json, store *s, const char *what, const char *sql, int n,
+                          const char *const *values, bool not_found, arena *a, err_info *err)
+{
+    json_query q = {what, sql, n, values, a, json, not_found};
+    *json = NULL;
+    return store_run(s, do_json_query, &q, err);
+}
+
+/* ---- schema ---------------------------------------------------------------------------- */
+
+int store_schema_required(void)
+{
+    return STORE_MIGRATIONS_COUNT ? STORE_MIGRATIONS[STORE_MIGRATIONS_COUNT - 1].version : 0;
+}
+
+static err_code do_schema_version(pconn *c, void *ctx, err_info *err)
+{
+    int *out = ctx;
+    PGresult *res;
+    err_code rc = store_exec(&res, c, &ST_HAS_MIGRATIONS, 0, NULL, NULL, NULL, err);
+    if (rc != ERR_OK)
+        return rc;
+    int has = PQgetvalue(res, 0, 0)[0] == 't';
+    PQclear(res);
+    *out = 0;
+    if (!has)
+        return ERR_OK;
+    rc = store_exec(&res, c, &ST_SCHEMA_VERSION, 0, NULL, NULL, NULL, err);
+    if (rc != ERR_OK)
+        return rc;
+    *out = atoi(PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return ERR_OK;
+}
+
+err_code store_schema_version(int *out, store *s, err_info *err)
+{
+    *out = 0;
+    return store_run(s, do_schema_version, out, err);
+}
+
+typedef struct {
+    int applied;
+    store_migrate_fn fn;
+    void *ctx;
+} migrate_ctx;
+
+static double store_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static err_code do_migrate(pconn *c, void *vctx, err_info *err)
+{
+    migrate_ctx *m = vctx;
+    /* A session lock (released below or when the connection closes) serializes concurrent
+     * `stacksift migrate` runs; the number is arbitrary but fixed. */
+    err_code rc = store_command(c, "SELECT pg_advisory_lock(7215841)", "locking migrations", err);
+    if (rc != ERR_OK)
+        return rc;
+    rc = store_command(c,
+                       "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                       "version integer PRIMARY KEY, name text NOT NULL, "
+                       "applied_at timestamptz NOT NULL DEFAULT now())",
+                       "creating schema_migrations", err);
+    for (size_t i = 0; rc == ERR_OK && i < STORE_MIGRATIONS_COUNT; i++) {
+        const store_migration *mig = &STORE_MIGRATIONS[i];
+        char version[16], what[160];
+        snprintf(version, sizeof version, "%d", mig->version);
+        snprintf(what, sizeof what, "migration %04d_%s", mig->version, mig->name);
+        const char *params[2] = {version, mig->name};
+        double t0 = store_now_ms();
+        rc = store_command(c, "BEGIN", what, err);
+        if (rc != ERR_OK)
+            break;
+        PGresult *res = PQexecParams(c->pg, "SELECT 1 FROM schema_migrations WHERE version = $1",
+                                     1, NULL, params, NULL, NULL, 0);
+        if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+            rc = store_translate(res, c, what, err);
+            PQclear(res);
+            break;
+        }
+        int done = PQntuples(res) > 0;
+        PQclear(res);
+        if (done) {
+            rc = store_command(c, "COMMIT", what, err);
+            continue;
+        }
+        rc = store_command(c, mig->sql, what, err);
+        if (rc != ERR_OK)
+            break;
+        res = PQexecParams(c->pg, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
+                           2, NULL, params, NULL, NULL, 0);
+        if (PQresultStatus(res) != PGRES_COMMAND_OK)
+            rc = store_translate(res, c, what, err);
+        PQclear(res);
+        if (rc == ERR_OK)
+            rc = store_command(c, "COMMIT", what, err);
+        if (rc != ERR_OK)
+            break;
+        m->applied++;
+        if (m->fn)
+            m->fn(mig->version, mig->name, store_now_ms() - t0, m->ctx);
+    }
+    if (PQstatus(c->pg) == CONNECTION_OK) {
+        if (PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+            PQclear(PQexec(c->pg, "ROLLBACK"));
+        /* The unlock result is ignored: closing the connection would release it as well. */
+        PQclear(PQexec(c->pg, "SELECT pg_advisory_unlock(7215841)"));
+    }
+    return rc;
+}
+
+err_code store_migrate(int *applied, store *s, store_migrate_fn fn, void *ctx, err_info *err)
+{
+    migrate_ctx m = {0, fn, ctx};
+    /* Not store_run: a retry after a lost connection could only repeat what failed. */
+    pconn *c;
+    err_code rc = store_acquire(&c, s, err);
+    if (rc == ERR_OK) {
+        rc = do_migrate(c, &m, err);
+        store_release(s, c);
+    }
+    *applied = m.applied;
+    return rc;
+}

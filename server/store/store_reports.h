@@ -1,0 +1,77 @@
+/*
+ * store_reports - reports as received and as processed (store_reports.c).
+ * Errors as in store.h.
+ */
+#ifndef STACKSIFT_STORE_STORE_REPORTS_H
+#define STACKSIFT_STORE_STORE_REPORTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/arena.h"
+#include "base/err.h"
+#include "store/store.h"
+
+/* What intake stores for a new report. Strings are NUL-terminated; NULL = unknown. */
+typedef struct {
+    const char *status;       /* "received" (to be processed) or "failed" */
+    const char *format;       /* "apple_text", "ips", "json" */
+    const char *content_type; /* media type as sent, without parameters */
+    const uint8_t *raw;       /* the report, decoded from any Content-Encoding */
+    size_t raw_len;
+    const char *parsed_json;  /* parsed model as JSON text, or NULL */
+    const char *app;          /* summary fields of the parsed model, or NULL */
+    const char *app_version;
+    const char *os_version;
+    const char *missing_uuids_json; /* JSON array of UUID strings, or NULL */
+    const char *error;        /* why it failed, or NULL */
+} store_report_new;
+
+/* A stored report; strings allocated in the caller's arena, NULL when the column is NULL. */
+typedef struct {
+    char id[37];
+    const char *status;
+    const char *format;
+    const char *content_type;
+    const char *received_at;   /* RFC 3339 UTC */
+    const char *updated_at;
+    int64_t raw_bytes;
+    const char *parsed_json;
+    const char *app;
+    const char *app_version;
+    const char *os_version;
+    const char *missing_uuids_json; /* JSON array */
+    const char *error;
+    /* what the pipeline added (NULL / 0 until the report is processed) */
+    int64_t issue_id;               /* 0 = none */
+    const char *fingerprint;
+    const char *kind;
+    const char *hardware_model;
+    const char *symbolicated_json;  /* the symbolicated model, a JSON object */
+    const char *processed_at;       /* RFC 3339 UTC */
+} store_report;
+
+/* store_report_insert - commit a new report and write its id (a UUID) to id_out. When this
+ * returns ERR_OK the row is durable. Errors ERR_STORE, ERR_INVALID. */
+err_code store_report_insert(char id_out[37], store *s, const store_report_new *r, err_info *err);
+
+/* store_report_id_norm - the one rule for a report id given by a client: a UUID as 36
+ * characters (8-4-4-4-12, dashes) or as its 32 hex digits, any case. Writes the canonical
+ * lower-case dashed form to out; false if `id` is neither. */
+bool store_report_id_norm(char out[37], const char *id);
+
+/* store_report_get - the report `id` (store_report_id_norm's forms), everything but its raw
+ * bytes, in one query; strings in `a`. Errors ERR_NOT_FOUND (also for an id that is not a
+ * report id), ERR_STORE, ERR_TOO_LARGE (arena full). */
+err_code store_report_get(store_report *out, store *s, const char *id, arena *a, err_info *err);
+
+/* store_report_raw_get - the raw bytes of report `id` as received (after Content-Encoding),
+ * in `a` (NUL-terminated beyond *len). Errors ERR_NOT_FOUND, ERR_STORE, ERR_TOO_LARGE. */
+err_code store_report_raw_get(const uint8_t **raw, size_t *len, store *s, const char *id,
+                              arena *a, err_info *err);
+
+/* store_reports_count - how many reports have `status` (NULL = all); for tests and metrics. */
+err_code store_reports_count(int64_t *out, store *s, const char *status, err_info *err);
+
+#endif
