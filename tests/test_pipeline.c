@@ -974,45 +974,78 @@ static void symbolicate_endpoint_stores_nothing(void)
     CHECK_STATUS(http("POST", "/api/v1/symbolicate", "application/json", "{\"images\":3}", 12), 400);
 }
 
-static void metrics_show_cache_hit_rate(void)
+/* A counter's value in a /metrics body (0 when absent). */
+static long long metric_value(const char *body, const char *key)
 {
-    /* The same stacks again: served by the stack cache. */
+    const char *at = body ? strstr(body, key) : NULL;
+    return at ? atoll(at + strlen(key)) : 0;
+}
+
+#define PROCESSED_KEY "stacksift_reports_processed_total{status=\"processed\"} "
+#define FRAME_HITS_KEY "stacksift_symbol_cache_frames_total{result=\"hit\"} "
+
+/* /metrics of the server on `on_port` (it must be running). */
+static http_resp metrics_of(int on_port)
+{
+    int saved = port;
+    port = on_port;
+    http_resp m = get("/metrics");
+    port = saved;
+    return m;
+}
+
+/* POST reports[0..3) to the server on `on_port` and wait until they are processed. */
+static void post_three_and_drain(int on_port)
+{
+    int saved = port;
+    port = on_port;
     for (int k = 0; k < 3; k++) {
         http_resp r = http("POST", "/api/v1/reports", reports[k].ips ? "application/json" : "text/plain",
-                      reports[k].body, reports[k].len);
+                           reports[k].body, reports[k].len);
         CHECK_EQ_INT(r.status, 202);
         resp_free(&r);
     }
+    port = saved;
     CHECK(drain(30));
-    http_resp r = get("/metrics");
-    CHECK_EQ_INT(r.status, 200);
-    const char *hit = r.body ? strstr(r.body, "stacksift_symbol_cache_frames_total{result=\"hit\"} ") : NULL;
-    CHECK(hit != NULL);
-    CHECK(hit && atoll(hit + strlen("stacksift_symbol_cache_frames_total{result=\"hit\"} ")) > 0);
-    CHECK(r.body && strstr(r.body, "stacksift_symbol_cache_hit_ratio ") != NULL);
-    /* every batch committed whole: no fallback to one report at a time was needed */
-    CHECK(r.body && strstr(r.body, "\nstacksift_worker_batch_failures_total 0\n") != NULL);
-    CHECK(r.body && strstr(r.body, "stacksift_reports_processed_total{status=\"processed\"}") != NULL);
-    const char *ratio = r.body ? strstr(r.body, "\nstacksift_symbol_cache_hit_ratio ") : NULL;
-    if (ratio)
-        fprintf(stderr, "cache: %.50s\n", ratio + 1);
-    resp_free(&r);
+}
 
-    /* Both processes' workers took reports from the shared queue. */
-    long long processed[2] = {0, 0};
+/* Each process of the two on the shared queue works alone in turn: the other one is stopped
+ * (SIGSTOP) with the queue empty, so it holds no claimed report and only the running one's
+ * workers can take what is posted. Each posts the same three reports twice: the second round
+ * is served by that process's stack cache. */
+static void metrics_show_cache_hit_rate(void)
+{
+    CHECK(drain(30));
     int ports[2] = {port, second_port};
+    pid_t pids[2] = {server_pid, second_pid};
     for (int k = 0; k < 2; k++) {
-        int saved = port;
-        port = ports[k];
-        http_resp m = get("/metrics");
-        port = saved;
-        const char *key = "stacksift_reports_processed_total{status=\"processed\"} ";
-        const char *at = m.body ? strstr(m.body, key) : NULL;
-        processed[k] = at ? atoll(at + strlen(key)) : 0;
-        resp_free(&m);
+        pid_t other = pids[1 - k];
+        kill(other, SIGSTOP);
+        http_resp before = metrics_of(ports[k]);
+        post_three_and_drain(ports[k]);
+        http_resp middle = metrics_of(ports[k]);
+        post_three_and_drain(ports[k]);   /* the same stacks again */
+        http_resp after = metrics_of(ports[k]);
+        kill(other, SIGCONT);
+        CHECK_EQ_INT(after.status, 200);
+        long long processed = metric_value(after.body, PROCESSED_KEY) -
+                              metric_value(before.body, PROCESSED_KEY);
+        long long hits = metric_value(after.body, FRAME_HITS_KEY) -
+                         metric_value(middle.body, FRAME_HITS_KEY);
+        fprintf(stderr, "server %d alone: processed %lld, frame cache hits in round 2: %lld\n",
+                k + 1, processed, hits);
+        CHECK(processed >= 6);   /* its own work: the other process was stopped */
+        CHECK(hits > 0);
+        CHECK(after.body && strstr(after.body, "\nstacksift_symbol_cache_hit_ratio ") != NULL);
+        /* every batch committed whole: no fallback to one report at a time was needed */
+        CHECK(after.body && strstr(after.body, "\nstacksift_worker_batch_failures_total 0\n") != NULL);
+        const char *ratio = after.body ? strstr(after.body, "\nstacksift_symbol_cache_hit_ratio ") : NULL;
+        if (ratio)
+            fprintf(stderr, "cache: %.50s\n", ratio + 1);
+        resp_free(&before);
+        resp_free(&middle);
+        resp_free(&after);
     }
-    fprintf(stderr, "processed by the two servers: %lld and %lld\n", processed[0], processed[1]);
-    CHECK(processed[0] > 0 && processed[1] > 0);
 }
 
 static void corpus_reports_are_processed_or_cleanly_failed(void)
