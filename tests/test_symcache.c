@@ -287,6 +287,10 @@ static void corrupt_symcaches_are_rejected(void)
     CHECK_EQ_INT(symcache_open_bytes(&sc, copy, len, &err), ERR_UNSUPPORTED);
     CHECK(strstr(err.msg, "version 99") != NULL);
     memcpy(copy, good, len);
+    copy[8] = copy[8] - 1; /* the version before this build's: outdated, to be rebuilt */
+    CHECK_EQ_INT(symcache_open_bytes(&sc, copy, len, &err), ERR_OUTDATED);
+    CHECK(strstr(err.msg, "outdated") != NULL && strstr(err.msg, "rebuild") != NULL);
+    memcpy(copy, good, len);
     memcpy(copy + 80 + 8, copy + 80, 4); /* block 1 starts where block 0 does */
     CHECK_EQ_INT(symcache_open_bytes(&sc, copy, len, &err), ERR_INVALID);
     CHECK(strstr(err.msg, "out of order") != NULL);

@@ -19,8 +19,11 @@
     X(ERR_UNAUTHORIZED, "unauthorized")                                                           \
     X(ERR_FORBIDDEN, "forbidden")                                                                 \
     X(ERR_CONFLICT, "conflict")                                                                   \
-    X(ERR_INTERNAL, "internal")
+    X(ERR_INTERNAL, "internal")                                                                   \
+    X(ERR_OUTDATED, "outdated")
 
+/* ERR_OUTDATED: a derived file (a .symc) was written by an older format version that this
+ * build no longer reads; rebuild it from its source (the stored dSYM), do not retry as is. */
 #define ERR_AS_ENUM(code, name) code,
 typedef enum { ERR_CODES(ERR_AS_ENUM) } err_code;
 #undef ERR_AS_ENUM

@@ -109,6 +109,11 @@ static err_code check(symcache *sc, err_info *err)
     if (sc->len < SYMC_HEADER_SIZE || memcmp(d, SYMC_MAGIC, 8) != 0)
         return err_set(err, ERR_INVALID, "not a symcache: bad magic or %zu-byte file", sc->len);
     sc->version = rd32(d + 8);
+    /* older: rebuild it from the dSYM (a distinct code the server acts on); newer: unknown */
+    if (sc->version < SYMCACHE_VERSION)
+        return err_set(err, ERR_OUTDATED,
+                       "symcache format version %u is outdated (this build reads %u): rebuild it from the dSYM",
+                       sc->version, SYMCACHE_VERSION);
     if (sc->version != SYMCACHE_VERSION)
         return err_set(err, ERR_UNSUPPORTED, "symcache format version %u is not supported (this build reads %u)",
                        sc->version, SYMCACHE_VERSION);

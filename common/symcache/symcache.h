@@ -34,7 +34,8 @@ typedef struct {
 /* symcache_open - map `path` read-only and check its header and table bounds.
  * out     owned by the caller: symcache_close().
  * Errors  ERR_NOT_FOUND (no file), ERR_IO, ERR_INVALID (not a symcache, corrupt tables),
- *         ERR_UNSUPPORTED (a format version this build does not read). */
+ *         ERR_OUTDATED (an older format version: rebuild it from the dSYM),
+ *         ERR_UNSUPPORTED (a newer format version than this build reads). */
 err_code symcache_open(symcache **out, const char *path, err_info *err);
 
 /* symcache_open_bytes - like symcache_open over `len` bytes the caller keeps alive (e.g. a

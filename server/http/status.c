@@ -24,6 +24,7 @@ unsigned http_status_for(err_code code)
         return 422;
     case ERR_IO:
     case ERR_INTERNAL:
+    case ERR_OUTDATED:   /* a stored symcache awaits its rebuild: the server's problem */
         return 500;
     case ERR_STORE:
         return 503;
