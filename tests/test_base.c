@@ -6,6 +6,7 @@
 #include "base/buf.h"
 #include "base/bytes.h"
 #include "base/err.h"
+#include "base/utf8.h"
 #include "harness.h"
 
 static void arena_enforces_budget(void)
@@ -70,6 +71,23 @@ static void err_formats_and_names(void)
     CHECK_EQ_STR(err_name(ERR_STORE), "store_unavailable");
 }
 
+static void utf8_checks_and_repairs(void)
+{
+    CHECK(utf8_valid("", 0));
+    CHECK(utf8_valid("caf\xc3\xa9 \xf0\x9f\x98\x80", 10));
+    static const char *const BAD[] = {"\xff", "\xc3\x28", "\xc0\xaf", "\xed\xa0\x80",
+                                      "\xf4\x90\x80\x80", "\xe2\x82", "\x80"};
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++)
+        CHECK(!utf8_valid(BAD[i], strlen(BAD[i])));
+    char out[16];
+    CHECK_EQ_STR(utf8_repair(out, sizeof out, "a\xff" "b"), "a\xef\xbf\xbd" "b");
+    CHECK_EQ_STR(utf8_repair(out, sizeof out, "\xc3\xa9\xc3"), "\xc3\xa9\xef\xbf\xbd");
+    /* cut at a character boundary: 5 x U+FFFD need 15 bytes + NUL; 4 of them fit in 13 */
+    CHECK_EQ_STR(utf8_repair(out, 13, "\xff\xff\xff\xff\xff"),
+                 "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+    CHECK(utf8_valid(out, strlen(out)));
+}
+
 static void map_missing_file_is_not_found(void)
 {
     err_info err = {0};
@@ -86,6 +104,7 @@ int main(void)
     RUN(arena_grow_keeps_contents);
     RUN(json_string_escapes);
     RUN(err_formats_and_names);
+    RUN(utf8_checks_and_repairs);
     RUN(map_missing_file_is_not_found);
     return harness_done();
 }

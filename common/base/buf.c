@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/utf8.h"
 #include "base/xalloc.h"
 
 void buf_init(buf *b)
@@ -76,35 +77,6 @@ void buf_append_u64le(buf *b, uint64_t v)
     buf_append_u32le(b, (uint32_t)(v >> 32));
 }
 
-/* length of the valid UTF-8 sequence at s (n bytes left), or 0 if invalid */
-static size_t utf8_seq_len(const unsigned char *s, size_t n)
-{
-    unsigned c = s[0];
-    size_t len;
-    unsigned min;
-    if (c < 0x80)
-        return 1;
-    if ((c & 0xE0) == 0xC0)
-        len = 2, min = 0x80;
-    else if ((c & 0xF0) == 0xE0)
-        len = 3, min = 0x800;
-    else if ((c & 0xF8) == 0xF0)
-        len = 4, min = 0x10000;
-    else
-        return 0;
-    if (n < len)
-        return 0;
-    unsigned cp = c & (0x3F >> (len - 1));
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return len;
-}
-
 void buf_append_json_str(buf *b, const char *s, size_t n)
 {
     const unsigned char *p = (const unsigned char *)s;
@@ -134,7 +106,7 @@ void buf_append_json_str(buf *b, const char *s, size_t n)
         } else if (c < 0x20) {
             buf_printf(b, "\\u%04x", c), i++;
         } else {
-            size_t len = utf8_seq_len(p + i, n - i);
+            size_t len = utf8_seq_len(s + i, n - i);
             if (len == 0) {
                 buf_printf(b, "\\u%04x", c); /* keep the byte visible, stay valid JSON */
                 i++;

@@ -62,6 +62,7 @@ struct http_request {
     const char *method, *url;
     const char *param;       /* the {param} segment, in the arena */
     unsigned status;         /* sent status, 0 until a response is queued */
+    const char *disposition; /* Content-Disposition for the answer, NULL for none */
     err_info err;            /* why status >= 400 */
     bool failed;             /* an error was found while receiving: answer it at the end */
     uint64_t body_bytes;     /* bytes received */

@@ -115,5 +115,8 @@ enum MHD_Result handle_report_raw(http_request *r)
     char *body = xmalloc(len + 1);
     memcpy(body, raw, len);
     body[len] = '\0';
+    /* a download, never a page: whatever the device sent cannot run in the dashboard */
+    r->disposition = arena_sprintf(r->a, &r->err, "attachment; filename=\"report-%s.txt\"",
+                                   r->param);
     return queue_body(r, 200, "text/plain; charset=utf-8", body, len);
 }

@@ -29,6 +29,7 @@
 
 #include "base/arena.h"
 #include "base/buf.h"
+#include "base/utf8.h"
 #include "base/xalloc.h"
 #include "http/http.h"
 #include "http/http_internal.h"
@@ -57,7 +58,11 @@ enum MHD_Result queue_body(http_request *r, unsigned status, const char *content
         return MHD_NO;
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    /* browsers must not guess another type (a raw report is text, never HTML) */
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
     MHD_add_response_header(resp, "X-Request-Id", r->id);
+    if (r->disposition)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_DISPOSITION, r->disposition);
     if (status == 503)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, RETRY_AFTER_S);
     if (status == 401)
@@ -69,13 +74,20 @@ enum MHD_Result queue_body(http_request *r, unsigned status, const char *content
     return ok;
 }
 
-/* Send `body` (a new reference, stolen) as JSON with `status`. */
+/* Send `body` (a new reference, stolen) as JSON with `status`. A NULL body (json_pack
+ * refuses strings that are not UTF-8) is answered as a 500 error, never by a dropped
+ * connection. */
 enum MHD_Result respond_json(http_request *r, unsigned status, json_t *body)
 {
-    char *text = json_dumps(body, JSON_COMPACT);
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
-    if (!text)
-        return MHD_NO;
+    if (!text) {
+        static const char FALLBACK[] =
+            "{\"error\":{\"code\":\"internal\",\"message\":\"the answer could not be "
+            "encoded as JSON\"}}\n";
+        err_set(&r->err, ERR_INTERNAL, "the answer could not be encoded as JSON");
+        return queue_body(r, 500, "application/json", xstrdup(FALLBACK), sizeof FALLBACK - 1);
+    }
     size_t len = strlen(text);
     text[len] = '\0';
     char *with_nl = xrealloc(text, len + 2);
@@ -84,13 +96,15 @@ enum MHD_Result respond_json(http_request *r, unsigned status, json_t *body)
     return queue_body(r, status, "application/json", with_nl, len + 1);
 }
 
-/* The one error shape: {"error":{"code":"...","message":"..."}} with http_status_for(code). */
+/* The one error shape: {"error":{"code":"...","message":"..."}} with http_status_for(code).
+ * Messages echo what the client sent (a path, a header): bytes that are not UTF-8 become
+ * U+FFFD, so that the body is always valid JSON. */
 enum MHD_Result respond_error(http_request *r, err_code code, const char *message)
 {
-    if (&r->err.msg[0] != message)
-        err_set(&r->err, code, "%s", message);
-    r->err.code = code;
-    json_t *body = json_pack("{s:{s:s,s:s}}", "error", "code", err_name(code), "message", message);
+    char clean[sizeof r->err.msg];
+    utf8_repair(clean, sizeof clean, message);
+    err_set(&r->err, code, "%s", clean);
+    json_t *body = json_pack("{s:{s:s,s:s}}", "error", "code", err_name(code), "message", clean);
     return respond_json(r, http_status_for(code), body);
 }
 
@@ -415,6 +429,37 @@ static const route *route_match(const char *method, const char *url, const char 
 
 /* ---- MHD callbacks --------------------------------------------------------------------- */
 
+/* libmicrohttpd's unescaping of the path and the query, except that "%00" decodes to the
+ * byte 0xC0, which is never UTF-8: a NUL would cut the value short without anyone noticing;
+ * this way url_is_utf8() refuses the request. */
+static size_t unescape_url(void *cls, struct MHD_Connection *conn, char *s)
+{
+    (void)cls, (void)conn;
+    for (char *p = strchr(s, '%'); p != NULL; p = strchr(p + 1, '%'))
+        if (p[1] == '0' && p[2] == '0')
+            p[1] = 'C';
+    return MHD_http_unescape(s);
+}
+
+static enum MHD_Result arg_is_utf8(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value)
+{
+    bool *ok = cls;
+    (void)kind;
+    *ok = utf8_valid(key, strlen(key)) && (!value || utf8_valid(value, strlen(value)));
+    return *ok ? MHD_YES : MHD_NO;
+}
+
+/* The decoded path and every query argument are UTF-8: what the routes, the logs, the JSON
+ * answers and Postgres (text columns) can all take. */
+static bool url_is_utf8(struct MHD_Connection *conn, const char *url)
+{
+    bool ok = utf8_valid(url, strlen(url));
+    if (ok)
+        MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, arg_is_utf8, &ok);
+    return ok;
+}
+
 static http_request *request_new(http_server *srv, struct MHD_Connection *conn,
                                  const char *method, const char *url)
 {
@@ -448,6 +493,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (r == NULL) {
         r = request_new(srv, conn, method, url);
         *con_cls = r;
+        if (!url_is_utf8(conn, url))
+            return respond_error(r, ERR_INVALID, "the request URL is not UTF-8 once "
+                                 "percent-decoded (or it holds %00)");
         bool path_known;
         const char *param;
         r->route = route_match(method, url, &param, &path_known);
@@ -584,14 +632,16 @@ err_code http_server_start(http_server **out, const config *cfg, store *s, pipel
                      MHD_USE_ERROR_LOG;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
+    /* The logger first: libmicrohttpd prints messages about the options that follow it. */
     srv->daemon = MHD_start_daemon(
         flags, cfg->listen_port, NULL, NULL, on_request, srv,
+        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
+        MHD_OPTION_UNESCAPE_CALLBACK, unescape_url, NULL,
         MHD_OPTION_SOCK_ADDR, ai->ai_addr,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->http_threads,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->request_timeout_s,
         MHD_OPTION_LISTENING_ADDRESS_REUSE, 1,
-        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
         MHD_OPTION_END);
     int saved = errno;
     freeaddrinfo(ai);

@@ -28,18 +28,19 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from reliability import Instance, check, check_json_answer, checks_done, exchange, figure  # noqa: E402
 
-# Percent-escapes that decode to bytes that are not UTF-8.
+# Percent-escapes that decode to bytes that are not UTF-8, or to NUL.
 INVALID = [
     "%ff", "%fe%ff", "%ff%fe", "%c3%28", "%c0%af", "%c1%bf", "%e0%80%af", "%ed%a0%80",
     "%ed%bf%bf", "%f4%90%80%80", "%f8%88%80%80%80", "%fc%84%80%80%80%80", "%80", "%bf",
     "%e2%82", "%f0%9f%98", "a%ffb", "%ce%bb%ff", "%e2%28%a1", "%f0%28%8c%bc",
     "x" * 10 + "%ff" * 2000,
+    "%00", "a%00b",   # NUL would cut the value short: refused like invalid UTF-8
 ]
 # Raw bytes in the request line (not escaped at all).
 RAW_INVALID = [b"\xff", b"\x80abc", b"\xc3\x28", b"\xed\xa0\x80", b"caf\xe9"]
 # Valid UTF-8, still hostile: must reach the routes and be answered like any bad value.
 ODD = [
-    "%00", "a%00b", "%0d%0a", "%0aSet-Cookie:%20x", "%22", "%5c", "%5c%22", "%25", "%",
+    "%0d%0a", "%0aSet-Cookie:%20x", "%22", "%5c", "%5c%22", "%25", "%",
     "%zz", "%2", "..%2f..%2fetc%2fpasswd", "%2e%2e", "%7f", "%1b%5b31m", "%e2%80%ae",
     "%f0%9f%98%80", "%ef%bf%bf", "'%20OR%201=1--", "%3cscript%3e", "-1", "0",
     "99999999999999999999999", "0x10", "%20", "%09",
@@ -131,7 +132,7 @@ def header_cases(inst, counts):
                      request("POST", route, inst, scope,
                              {"Content-Type": "application/json", "Content-Encoding": v}, report),
                      set(range(400, 500)))
-        for route in ("/api/v1/issues", "/api/v1/reports/x", "/metrics"):
+        for route in ("/api/v1/issues", "/api/v1/reports/x"):
             for auth in (b"Bearer " + v, v, b"Bearer ss_" + v + b"_" + v, b"Basic " + v):
                 run_case(inst, counts, f"GET {route} Authorization {auth[:40]!r}",
                          request("GET", route, inst, None, {"Authorization": auth}), {401})
@@ -198,7 +199,6 @@ def transport_cases(inst, counts):
         b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 200000 + b"\r\n\r\n",
         b"GET / HTTP/1.1\r\nHost: x\r\n" + b"".join(b"X-%d: y\r\n" % i for i in range(5000)) + b"\r\n",
         b"POST /api/v1/reports HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n\r\n",
-        b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + b"\x00" * 64,
         b"GET /\xff HTTP/1.1\r\nHost: x\r\nBad Header\xff\r\n\r\n",
     ]
     for data in cases:
