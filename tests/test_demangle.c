@@ -42,10 +42,94 @@ static void prefixes(void)
     CHECK(!demangle_is_cxx("_main"));
 }
 
+/* ---- the Swift project's demangler test vectors (../shared/swift-demangle) ---------------- */
+
+/* strip_classification - skip a "{T:...}" / "{C}" / "{T:...,C}" prefix (swift-demangle
+ * -classify output) on the expected side */
+static const char *strip_classification(const char *s)
+{
+    if (s[0] != '{')
+        return s;
+    const char *e = strchr(s, '}');
+    if (e == NULL)
+        return s;
+    e++;
+    while (*e == ' ')
+        e++;
+    return e;
+}
+
+/* legacy_equal - the older simplified-manglings.txt spells four names as Swift once did */
+static bool legacy_equal(const char *got, const char *want)
+{
+    static const char *const pairs[][2] = {
+        {"Builtin.FPIEEE80", "Builtin.Float80"}, {"Builtin.Vec4xFPIEEE16", "Builtin.Vec4xFloat16"},
+        {"Any", "protocol<>"}, {"Any.Type", "protocol<>.Type"},
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++)
+        if (strcmp(got, pairs[i][0]) == 0 && strcmp(want, pairs[i][1]) == 0)
+            return true;
+    return false;
+}
+
+/* score_file - demangle every "MANGLED ---> EXPECTED" line of `file`; returns the number of
+ * lines that agree, sets *total; misses go to stderr */
+static int score_file(const char *file, unsigned flags, int *total)
+{
+    const char *src = getenv("STACKSIFT_SOURCE_DIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/../shared/swift-demangle/%s", src ? src : "..", file);
+    FILE *f = fopen(path, "r");
+    *total = 0;
+    if (f == NULL) {
+        fprintf(stderr, "cannot open %s\n", path);
+        return 0;
+    }
+    char line[65536];
+    int ok = 0;
+    while (fgets(line, sizeof line, f) != NULL) {
+        line[strcspn(line, "\n")] = '\0';
+        char *arrow = strstr(line, " --->");
+        if (arrow == NULL)
+            continue;
+        char *want = arrow + 5;
+        while (*want == ' ')
+            want++;
+        char *end = arrow;
+        while (end > line && end[-1] == ' ')
+            end--;
+        *end = '\0';
+        want = (char *)strip_classification(want);
+        (*total)++;
+        char *got = demangle_name(line, flags);
+        const char *shown = got ? got : line;   /* a name that does not demangle stays as it is */
+        if (strcmp(shown, want) == 0 || legacy_equal(shown, want))
+            ok++;
+        else
+            fprintf(stderr, "MISS %s\n  got  %s\n  want %s\n", line, shown, want);
+        free(got);
+    }
+    fclose(f);
+    return ok;
+}
+
+static void swift_vectors(void)
+{
+    int total_full = 0, total_simple = 0;
+    int full = score_file("manglings.txt", 0, &total_full);
+    int simple = score_file("simplified-manglings.txt", DEMANGLE_SIMPLIFIED, &total_simple);
+    printf("swift vectors: full %d/%d (%.1f%%), simplified %d/%d (%.1f%%)\n", full, total_full,
+           total_full ? 100.0 * full / total_full : 0.0, simple, total_simple,
+           total_simple ? 100.0 * simple / total_simple : 0.0);
+    CHECK(total_full > 400);
+    CHECK(total_simple > 150);
+}
+
 int main(void)
 {
     RUN(cxx_through_the_system_demangler);
     RUN(buffer_variant_cuts_and_terminates);
     RUN(prefixes);
+    RUN(swift_vectors);
     return harness_done();
 }

@@ -1,4 +1,5 @@
 #include "demangle/demangle.h"
+#include "demangle/swift_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,8 @@ bool demangle_is_cxx(const char *name)
 
 bool demangle_is_swift(const char *name)
 {
+    if (strncmp(name, "@__swiftmacro_", 14) == 0)
+        return true;
     if (name[0] == '_')
         name++;
     return strncmp(name, "$s", 2) == 0 || strncmp(name, "$S", 2) == 0 ||
@@ -40,11 +43,32 @@ char *demangle_name(const char *name, unsigned flags)
 {
     if (!(flags & DEMANGLE_NO_CXX) && demangle_is_cxx(name))
         return demangle_cxx(name);
+    if (!(flags & DEMANGLE_NO_SWIFT) && demangle_is_swift(name)) {
+        char buf[DEMANGLE_MAX_OUTPUT + 1];
+        size_t n = swift_demangle_buf(buf, sizeof buf, name, strlen(name), (flags & DEMANGLE_SIMPLIFIED) != 0);
+        if (n == 0)
+            return NULL;
+        return strdup(buf);
+    }
     return NULL;
 }
 
 size_t demangle_name_buf(char *buf, size_t cap, const char *name, unsigned flags)
 {
+    if (!(flags & DEMANGLE_NO_SWIFT) && !demangle_is_cxx(name) && demangle_is_swift(name)) {
+        char tmp[DEMANGLE_MAX_OUTPUT + 1];
+        size_t n = swift_demangle_buf(cap > DEMANGLE_MAX_OUTPUT ? buf : tmp,
+                                      cap > DEMANGLE_MAX_OUTPUT ? cap : sizeof tmp, name, strlen(name),
+                                      (flags & DEMANGLE_SIMPLIFIED) != 0);
+        if (cap <= DEMANGLE_MAX_OUTPUT && cap > 0) {
+            size_t k = n < cap ? n : cap - 1;
+            memcpy(buf, tmp, k);
+            buf[k] = '\0';
+        }
+        if (n == 0 && cap > 0)
+            buf[0] = '\0';
+        return n;
+    }
     char *s = demangle_name(name, flags);
     size_t n = s ? strlen(s) : 0;
     if (cap > 0) {
