@@ -17,9 +17,11 @@ a sibling declaration. Every address is looked up two ways: `-o <dSYM bundle> --
 
 (innermost first), compared on the inline chain (count and order), file, line and function.
 Function names: a C++ linkage name is compared in the system demangler's spelling (as
-lookup_oracle.py does); a Swift linkage name ($s..., _T0...) that stacksift prints without a
-Swift demangler is accepted as the linkage name itself or as the DW_AT_name llvm-symbolizer
-reports for the same frame (--functions=short); each such frame is counted ("swift-short").
+lookup_oracle.py does); a Swift linkage name ($s..., _T0...) is compared in the simplified
+form `stacksift demangle --simplified` gives it (Apple's names are checked against Apple's own
+symbolicated reports by test_real_xcode_names), else accepted as the linkage name itself or as
+the DW_AT_name llvm-symbolizer reports for the same frame (--functions=short); each such frame
+is counted ("swift-short").
 """
 import argparse
 import json
@@ -83,8 +85,22 @@ def short_names(dwarf, arch, addrs):
     return res
 
 
+SWIFT_DISPLAY = {}
+
+
+def swift_display(linkage):
+    """The simplified display form stacksift's Swift demangler gives `linkage`."""
+    if linkage not in SWIFT_DISPLAY:
+        out = lo.run([os.environ["STACKSIFT_BIN"], "demangle", "--simplified", linkage])
+        SWIFT_DISPLAY[linkage] = out.strip()
+    return SWIFT_DISPLAY[linkage]
+
+
 def name_matches(got, linkage, short, counts):
     if got == lo.canon(linkage):
+        return True
+    if linkage.startswith(SWIFT_PREFIXES) and got == swift_display(linkage):
+        counts["swift-demangled"] = counts.get("swift-demangled", 0) + 1
         return True
     if linkage.startswith(SWIFT_PREFIXES) and got in (linkage, short):
         counts["swift-short"] = counts.get("swift-short", 0) + 1
@@ -152,7 +168,8 @@ def main():
           f"{looked} lookups, {counts.get('frames', 0)} frames; "
           f"{counts.get('inlined addresses', 0)} lookups with inlined frames")
     print(f"real_xcode_dwarf: agreement with llvm-symbolizer-14: {agree}/{looked} "
-          f"({100.0 * agree / looked:.2f}%); Swift names as linkage or DW_AT_name: {counts.get('swift-short', 0)}")
+          f"({100.0 * agree / looked:.2f}%); Swift names demangled: {counts.get('swift-demangled', 0)}, "
+          f"as linkage or DW_AT_name: {counts.get('swift-short', 0)}")
     for m in mismatches[:args.show]:
         print("  " + m)
     return 1 if mismatches else 0
