@@ -8,6 +8,7 @@
  */
 #include <ctype.h>
 #include <jansson.h>
+#include <libpq-fe.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <sys/stat.h>
@@ -416,6 +417,26 @@ static json_t *files_of(const http_resp *r)
     return r->json ? json_object_get(r->json, "files") : NULL;
 }
 
+/* SHA-256 (hex) of the symcache stored in Postgres for `uuid`, computed by Postgres over its
+ * chunks, if it equals the row's symcache_blob and sha256; "" otherwise. Caller frees. */
+static char *stored_symcache_sha(const char *uuid)
+{
+    PGconn *db = PQconnectdb(db_url);
+    const char *v[1] = {uuid};
+    PGresult *r = PQexecParams(db,
+                               "SELECT encode(sha256(string_agg(c.data, ''::bytea ORDER BY c.seq)), "
+                               "'hex') FROM dsyms d JOIN blob_chunks c ON c.sha256 = d.symcache_blob "
+                               "WHERE d.uuid = $1::uuid AND d.symcache_blob = d.sha256 "
+                               "GROUP BY d.symcache_blob HAVING encode(sha256(string_agg(c.data, "
+                               "''::bytea ORDER BY c.seq)), 'hex') = d.symcache_blob",
+                               1, NULL, v, NULL, NULL, 0);
+    char *out = strdup(PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1
+                           ? PQgetvalue(r, 0, 0) : "");
+    PQclear(r);
+    PQfinish(db);
+    return out;
+}
+
 static void dsym_zip_upload_and_reupload(void)
 {
     char *zip = fixture("FixtureApp-dSYMs.zip");
@@ -441,10 +462,15 @@ static void dsym_zip_upload_and_reupload(void)
     CHECK_EQ_INT(kit, 1);
     resp_free(&r);
 
-    char *symc = xsprintf("%s/symcaches/%s.symc", data_dir, fixture_uuid("arm64-O2", "arm64"));
+    /* The symcache is in Postgres, and its chunks hash to the row's SHA-256. */
+    char *sha = stored_symcache_sha(fixture_uuid("arm64-O2", "arm64"));
+    CHECK(strlen(sha) == 64);
+    /* The uploading node also keeps it in its cache, named by that hash. */
+    char *symc = xsprintf("%s/symcaches/%s.symc", data_dir, sha);
     struct stat st;
     CHECK(stat(symc, &st) == 0 && st.st_size > 0);
     free(symc);
+    free(sha);
 
     /* Again, as multipart: the same records come back as "exists". */
     r = post_file("/api/v1/dsyms", tok_upload, NULL, zip);   /* raw without content type */
@@ -455,18 +481,6 @@ static void dsym_zip_upload_and_reupload(void)
         CHECK_EQ_STR(jstr(json_array_get(files, i), "status"), "exists");
     resp_free(&r);
     free(zip);
-}
-
-/* sha256sum of the stored symcache of `uuid`, "" if missing. */
-static char *stored_symcache_sha(const char *uuid)
-{
-    char *path = xsprintf("%s/symcaches/%s.symc", data_dir, uuid);
-    char *argv[] = {"/usr/bin/env", "sha256sum", path, NULL};
-    run_result r = run(argv, NULL, 30);
-    char *out = strndup(r.out, r.status == 0 ? 64 : 0);
-    run_free(&r);
-    free(path);
-    return out;
 }
 
 static void dsym_raw_macho_upload(void)

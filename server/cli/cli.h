@@ -14,5 +14,6 @@ int cli_demangle(int argc, char **argv);   /* stacksift demangle [--simplified] 
 int cli_serve(int argc, char **argv);     /* stacksift serve   (config from STACKSIFT_* env) */
 int cli_migrate(int argc, char **argv);   /* stacksift migrate (STACKSIFT_DATABASE_URL) */
 int cli_token(int argc, char **argv);     /* stacksift token create --name N --scopes S */
+int cli_retention(int argc, char **argv); /* stacksift retention run [--force] */
 
 #endif

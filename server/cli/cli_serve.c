@@ -1,18 +1,72 @@
 /*
  * stacksift serve - the HTTP service. Configuration comes from the environment
  * (config/config.c; `stacksift serve --help` lists it); SIGTERM or SIGINT stops it gracefully.
+ * Nodes share nothing but Postgres: DATA_DIR holds this node's symcache cache and scratch
+ * space only, and may start empty.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "config/config.h"
 #include "http/http.h"
+#include "ingest/ingest.h"
+#include "ingest/maintain.h"
 #include "ingest/pipeline.h"
+#include "ingest/symfiles.h"
 #include "log/log.h"
 #include "store/store.h"
+#include "store/store_blobs.h"
+
+/* `url` with application_name = `node` (checked: [A-Za-z0-9._-]), so that the database knows
+ * which node a connection belongs to: reports.received_by defaults to it. Settings inside
+ * the URL win over store.c's defaults. malloc'd. */
+static char *url_for_node(const char *url, const char *node)
+{
+    buf b;
+    buf_init(&b);
+    bool uri = strncmp(url, "postgres://", 11) == 0 || strncmp(url, "postgresql://", 13) == 0;
+    buf_printf(&b, "%s%sapplication_name=%s", url, uri ? (strchr(url, '?') ? "&" : "?") : " ",
+               node);
+    return (char *)b.data;
+}
+
+/* Rows recorded before symcaches lived in Postgres (migration 0006) whose file this node has
+ * in the old place, symcache_dir/<UUID>.symc: store it, so that every node can use it. */
+static void backfill_legacy(store *s, symfiles *files, const char *dir)
+{
+    arena *a = arena_new(0);
+    store_dsym_unstored *rows;
+    size_t n = 0, done = 0;
+    err_info err = {0};
+    if (store_dsyms_unstored(&rows, &n, s, 100000, a, &err) != ERR_OK)
+        log_event(LOG_WARN, "backfill_failed", "message=%s", err.msg);
+    for (size_t i = 0; i < n; i++) {
+        char path[4200], sha[65];
+        bool attached = false;
+        snprintf(path, sizeof path, "%.4096s/%s.symc", dir, rows[i].uuid);
+        if (access(path, R_OK) != 0 || ingest_sha256_file_hex(sha, path, &err) != ERR_OK ||
+            strcmp(sha, rows[i].sha256) != 0)
+            continue;
+        store_blob_file f = {sha, path};
+        if (store_dsym_symcache_backfill(&attached, s, rows[i].uuid, &f, &err) != ERR_OK) {
+            log_event(LOG_WARN, "backfill_failed", "uuid=%s message=%s", rows[i].uuid, err.msg);
+            continue;
+        }
+        symfiles_add(files, rows[i].uuid, sha, path);
+        (void)unlink(path);   /* ignored: a leftover is a stale copy nobody reads */
+        done += attached;
+    }
+    if (done)
+        log_event(LOG_INFO, "symcaches_backfilled", "count=%zu", done);
+    arena_free(a);
+}
 
 static void serve_usage(FILE *f)
 {
@@ -47,10 +101,25 @@ int cli_serve(int argc, char **argv)
     int status = 1;
     store *s = NULL, *work_store = NULL;
     pipeline *pipe = NULL;
+    symfiles *files = NULL;
+    maintain *node = NULL;
     http_server *srv = NULL;
-    char symcache_dir[4096];
+    char symcache_dir[4096], host[64] = "";
     err_info err = {0};
     int version = 0, need = store_schema_required();
+    if (!cfg.node_name) {
+        /* host names of containers and machines fit the node-name rule; anything else is
+         * replaced by '-' */
+        if (gethostname(host, sizeof host - 1) != 0 || !host[0])
+            snprintf(host, sizeof host, "node-%ld", (long)getpid());
+        for (char *c = host; *c; c++)
+            if (!strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-", *c))
+                *c = '-';
+        cfg.node_name = strdup(host);
+    }
+    char *url = url_for_node(cfg.database_url, cfg.node_name);
+    free(cfg.database_url);
+    cfg.database_url = url;
     if (store_open(&s, cfg.database_url, cfg.db_pool_size, cfg.db_timeout_ms, &err) != ERR_OK) {
         log_event(LOG_ERROR, "database_unreachable", "message=%s", err.msg);
         goto done;
@@ -77,7 +146,18 @@ int cli_serve(int argc, char **argv)
         goto done;
     }
     snprintf(symcache_dir, sizeof symcache_dir, "%s/symcaches", cfg.data_dir);
+    if (mkdir(cfg.data_dir, 0755) != 0 && errno != EEXIST) {
+        log_event(LOG_ERROR, "data_dir_unusable", "path=%s message=%s", cfg.data_dir,
+                  strerror(errno));
+        goto done;
+    }
+    if (symfiles_open(&files, s, symcache_dir, cfg.symcache_cache_bytes, &err) != ERR_OK) {
+        log_event(LOG_ERROR, "data_dir_unusable", "message=%s", err.msg);
+        goto done;
+    }
+    backfill_legacy(s, files, symcache_dir);
     pipeline_options po = {
+        .files = files,
         .symcache_dir = symcache_dir,
         .workers = cfg.workers,
         .batch = cfg.worker_batch,
@@ -91,7 +171,24 @@ int cli_serve(int argc, char **argv)
         log_event(LOG_ERROR, "pipeline_failed", "message=%s", err.msg);
         goto done;
     }
-    if (http_server_start(&srv, &cfg, s, pipe, &err) != ERR_OK) {
+    maintain_options mo = {
+        .node = cfg.node_name,
+        .store = s,
+        .pipe = pipe,
+        .files = files,
+        .retention = {
+            .report_days = cfg.retention_days,
+            .aggregate_days = cfg.aggregate_retention_days,
+            .dsym_days = cfg.dsym_retention_days,
+            .interval_s = cfg.maintenance_interval_s,
+            .ahead_days = 7,
+        },
+    };
+    if (maintain_start(&node, &mo, &err) != ERR_OK) {
+        log_event(LOG_ERROR, "maintenance_failed", "message=%s", err.msg);
+        goto done;
+    }
+    if (http_server_start(&srv, &cfg, s, pipe, node, &err) != ERR_OK) {
         log_event(LOG_ERROR, "listen_failed", "message=%s", err.msg);
         goto done;
     }
@@ -99,9 +196,10 @@ int cli_serve(int argc, char **argv)
         log_event(LOG_ERROR, "pipeline_failed", "message=%s", err.msg);
         goto done;
     }
-    log_event(LOG_INFO, "server_started", "listen=%s port=%u http_threads=%u db_pool=%u "
-              "workers=%u data_dir=%s schema=%d", cfg.listen_host, (unsigned)cfg.listen_port,
-              cfg.http_threads, cfg.db_pool_size, cfg.workers, cfg.data_dir, version);
+    log_event(LOG_INFO, "server_started", "node=%s listen=%s port=%u http_threads=%u "
+              "db_pool=%u workers=%u data_dir=%s schema=%d", cfg.node_name, cfg.listen_host,
+              (unsigned)cfg.listen_port, cfg.http_threads, cfg.db_pool_size, cfg.workers,
+              cfg.data_dir, version);
 
     int sig = 0;
     sigwait(&stop, &sig);
@@ -114,7 +212,9 @@ int cli_serve(int argc, char **argv)
     status = left ? 1 : 0;
 done:
     http_server_stop(srv);
+    maintain_stop(node);
     pipeline_free(pipe);
+    symfiles_close(files);
     store_close(work_store);
     store_close(s);
     config_reset(&cfg);

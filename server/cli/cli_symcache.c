@@ -2,6 +2,12 @@
  * stacksift symcache build INPUT -o OUTDIR [--threads N]
  * One JSON line per slice on stdout: {"uuid","arch","name","functions","ranges","bytes",
  * "dwarf_bytes","ms"}.
+ *
+ * stacksift symcache rebuild [--uuid UUID] [--threads N]
+ * Re-derive the stored symcaches from the stored original uploads (STACKSIFT_DATABASE_URL;
+ * safe while nodes serve). One JSON line per debug file: {"uuid","status","sha256"[,"error"]}
+ * with status rebuilt, unchanged, changed (replaced by someone else meanwhile) or failed;
+ * exit status 1 if any failed.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -11,6 +17,11 @@
 
 #include "base/buf.h"
 #include "cli/cli.h"
+#include "cli/cli_tmpdir.h"
+#include "config/config.h"
+#include "ingest/ingest.h"
+#include "log/log.h"
+#include "store/store.h"
 #include "dsym/dsym.h"
 
 static void print_built(const dsym_built *b, void *ctx)
@@ -43,12 +54,76 @@ static int mkdir_p(const char *path)
     return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }
 
+static void print_rebuilt(const ingest_rebuilt *r, void *ctx)
+{
+    (void)ctx;
+    buf out;
+    buf_init(&out);
+    buf_printf(&out, "{\"uuid\":\"%s\",\"status\":\"%s\",\"sha256\":\"%s\"", r->uuid,
+               r->status, r->sha256);
+    if (r->err.code != ERR_OK) {
+        buf_append_str(&out, ",\"error\":");
+        buf_append_json_str(&out, r->err.msg, strlen(r->err.msg));
+    }
+    buf_append_str(&out, "}\n");
+    fwrite(out.data, 1, out.len, stdout);
+    fflush(stdout);
+    buf_reset(&out);
+}
+
+static int symcache_rebuild(int argc, char **argv)
+{
+    const char *uuid = NULL;
+    dsym_options opts = {0};
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--uuid") == 0 && i + 1 < argc)
+            uuid = argv[++i];
+        else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
+            opts.threads = (unsigned)strtoul(argv[++i], NULL, 10);
+        else {
+            fprintf(stderr, "usage: stacksift symcache rebuild [--uuid UUID] [--threads N]\n");
+            return 2;
+        }
+    }
+    config cfg;
+    if (config_load_logged(&cfg) != ERR_OK)
+        return 2;
+    log_set_level(cfg.log_level);
+    opts.max_unpacked_bytes = cfg.max_unpacked_bytes;
+    opts.max_ratio = cfg.max_zip_ratio;
+    store *s = NULL;
+    err_info err = {0};
+    char work[4096] = "";
+    unsigned failed = 0;
+    int status = 1;
+    if (cli_tmpdir_make(work, sizeof work, "rebuild") != 0) {
+        fprintf(stderr, "stacksift symcache rebuild: cannot create a scratch directory: %s\n",
+                strerror(errno));
+        goto done;
+    }
+    if (store_open(&s, cfg.database_url, 1, cfg.db_timeout_ms, &err) != ERR_OK ||
+        ingest_symcache_rebuild(&failed, s, uuid, work, &opts, print_rebuilt, NULL, &err) !=
+            ERR_OK) {
+        fprintf(stderr, "stacksift symcache rebuild: %s\n", err.msg);
+        goto done;
+    }
+    status = failed ? 1 : 0;
+done:
+    cli_tmpdir_remove(work);
+    store_close(s);
+    config_reset(&cfg);
+    return status;
+}
+
 int cli_symcache(int argc, char **argv)
 {
     const char *input = NULL, *out_dir = NULL;
     dsym_options opts = {0};
+    if (argc >= 2 && strcmp(argv[1], "rebuild") == 0)
+        return symcache_rebuild(argc, argv);
     if (argc < 2 || strcmp(argv[1], "build") != 0) {
-        fprintf(stderr, "usage: stacksift symcache build INPUT -o OUTDIR [--threads N]\n");
+        fprintf(stderr, "usage: stacksift symcache build INPUT -o OUTDIR [--threads N]\n"
+                        "       stacksift symcache rebuild [--uuid UUID] [--threads N]\n");
         return 2;
     }
     for (int i = 2; i < argc; i++) {

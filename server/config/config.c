@@ -142,6 +142,51 @@ static int parse_level(void *field, const char *value, const char **why)
     return 1;
 }
 
+static int parse_days(void *field, const char *value, const char **why)
+{
+    uint64_t v;
+    if (!parse_u64_range(&v, value, 0, 36500)) {
+        *why = "must be a whole number of days from 0 (keep forever) to 36500";
+        return 0;
+    }
+    *(uint32_t *)field = (uint32_t)v;
+    return 1;
+}
+
+static int parse_megabytes(void *field, const char *value, const char **why)
+{
+    uint64_t v;
+    if (!parse_u64_range(&v, value, 1, 1u << 24)) {
+        *why = "must be a whole number of MiB from 1 to 16777216";
+        return 0;
+    }
+    *(uint64_t *)field = v << 20;
+    return 1;
+}
+
+/* A node name goes into metric labels and the database: letters, digits, '.', '_', '-'. */
+static int parse_node_name(void *field, const char *value, const char **why)
+{
+    size_t n = strlen(value);
+    *why = "must be 1 to 63 characters of A-Z a-z 0-9 . _ -";
+    if (n == 0 || n > 63 || strspn(value, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                          "0123456789._-") != n)
+        return 0;
+    *(char **)field = xstrdup(value);
+    return 1;
+}
+
+static int parse_interval(void *field, const char *value, const char **why)
+{
+    uint64_t v;
+    if (!parse_u64_range(&v, value, 1, 86400)) {
+        *why = "must be seconds from 1 to 86400";
+        return 0;
+    }
+    *(uint32_t *)field = (uint32_t)v;
+    return 1;
+}
+
 /* HOST:PORT, [IPV6]:PORT; the listen address is written into listen_host and listen_port. */
 static int parse_listen(void *field, const char *value, const char **why)
 {
@@ -203,6 +248,21 @@ static const config_var VARS[] = {
      "memory for symbolicated stacks, so a repeated stack is symbolicated once"},
     {"STACKSIFT_SIGNATURE_FRAMES", "3", parse_frames, offsetof(config, signature_frames),
      "top in-app frames that make an issue's fingerprint"},
+    {"STACKSIFT_NODE_NAME", NULL, parse_node_name, offsetof(config, node_name),
+     "this node's name in /metrics and the database (default: the host name)"},
+    {"STACKSIFT_SYMCACHE_CACHE_MB", "4096", parse_megabytes,
+     offsetof(config, symcache_cache_bytes),
+     "local cache of symcaches fetched from Postgres (least recently used evicted)"},
+    {"STACKSIFT_RETENTION_DAYS", "90", parse_days, offsetof(config, retention_days),
+     "days reports and their raw bodies are kept (daily partitions dropped; 0 = forever)"},
+    {"STACKSIFT_AGGREGATE_RETENTION_DAYS", "400", parse_days,
+     offsetof(config, aggregate_retention_days),
+     "days issues and per-day counts are kept after they were last seen (0 = forever)"},
+    {"STACKSIFT_DSYM_RETENTION_DAYS", "180", parse_days, offsetof(config, dsym_retention_days),
+     "days a dSYM is kept after its last use, with its symcache and upload (0 = forever)"},
+    {"STACKSIFT_MAINTENANCE_INTERVAL_S", "3600", parse_interval,
+     offsetof(config, maintenance_interval_s),
+     "retention runs at most this often, on one node at a time"},
 };
 
 #define NVARS (sizeof VARS / sizeof VARS[0])
@@ -266,5 +326,6 @@ void config_reset(config *c)
     free(c->listen_host);
     free(c->database_url);
     free(c->data_dir);
+    free(c->node_name);
     memset(c, 0, sizeof *c);
 }

@@ -32,6 +32,12 @@ typedef struct {
     uint32_t symcache_open_max;    /* STACKSIFT_SYMCACHE_OPEN_MAX: symcaches kept mapped */
     uint64_t stack_cache_bytes;    /* STACKSIFT_STACK_CACHE_BYTES: symbolicated-stack cache */
     uint32_t signature_frames;     /* STACKSIFT_SIGNATURE_FRAMES: frames in a fingerprint */
+    char *node_name;               /* STACKSIFT_NODE_NAME: [A-Za-z0-9._-]; NULL = host name */
+    uint64_t symcache_cache_bytes; /* STACKSIFT_SYMCACHE_CACHE_MB (in bytes): local symcaches */
+    uint32_t retention_days;       /* STACKSIFT_RETENTION_DAYS: reports, raw bodies; 0 = keep */
+    uint32_t aggregate_retention_days; /* STACKSIFT_AGGREGATE_RETENTION_DAYS: issues, counts */
+    uint32_t dsym_retention_days;  /* STACKSIFT_DSYM_RETENTION_DAYS: unused dSYMs; 0 = keep */
+    uint32_t maintenance_interval_s; /* STACKSIFT_MAINTENANCE_INTERVAL_S: retention runs */
 } config;
 
 /* One row of the table: what `stacksift serve --help` and the README print. */

@@ -44,7 +44,7 @@ struct http_server {
     const config *cfg;
     store *store;
     pipeline *pipe;          /* symbolication caches and workers; NULL in tests without */
-    char *symcache_dir;
+    maintain *node;          /* heartbeats, retention, node metrics; NULL in tests without */
     char *tmp_dir;
     atomic_int in_flight;
     atomic_uint next_id;

@@ -55,7 +55,8 @@ enum MHD_Result handle_dsym_post(http_request *r)
     size_t n;
     double t0 = http_now_ms();
     err_code rc = ingest_dsym_upload(&files, &n, r->srv->store, (const char *const *)r->parts,
-                                     r->nparts, r->work_dir, r->srv->symcache_dir, &opts, r->a,
+                                     r->nparts, r->work_dir,
+                                     r->srv->pipe ? pipeline_files(r->srv->pipe) : NULL, &opts, r->a,
                                      &r->err);
     if (rc != ERR_OK) {
         metrics_dsym_failed(rc);

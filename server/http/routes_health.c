@@ -41,6 +41,7 @@ enum MHD_Result handle_metrics(http_request *r)
     metrics_render(&out, &pool, queued);
     if (r->srv->pipe)
         pipeline_metrics_render(&out, r->srv->pipe);
+    maintain_metrics_render(&out, r->srv->node);   /* NULL: nothing */
     return queue_body(r, 200, "text/plain; version=0.0.4", (char *)out.data, out.len);
 }
 

@@ -587,6 +587,7 @@ static err_code ensure_dir(const char *path, err_info *err)
 }
 
 err_code http_server_start(http_server **out, const config *cfg, store *s, pipeline *pipe,
+                           maintain *node,
                            err_info *err)
 {
     *out = NULL;
@@ -602,15 +603,12 @@ err_code http_server_start(http_server **out, const config *cfg, store *s, pipel
     srv->cfg = cfg;
     srv->store = s;
     srv->pipe = pipe;
+    srv->node = node;
     srv->id_seed = (unsigned)time(NULL) ^ ((unsigned)getpid() << 16);
     size_t dl = strlen(cfg->data_dir) + 16;
-    srv->symcache_dir = xmalloc(dl);
     srv->tmp_dir = xmalloc(dl);
-    snprintf(srv->symcache_dir, dl, "%s/symcaches", cfg->data_dir);
     snprintf(srv->tmp_dir, dl, "%s/tmp", cfg->data_dir);
     err_code rc = ensure_dir(cfg->data_dir, err);
-    if (rc == ERR_OK)
-        rc = ensure_dir(srv->symcache_dir, err);
     if (rc == ERR_OK) {
         remove_tree(srv->tmp_dir);   /* scratch left by a process that was killed */
         rc = ensure_dir(srv->tmp_dir, err);
@@ -653,7 +651,6 @@ err_code http_server_start(http_server **out, const config *cfg, store *s, pipel
     *out = srv;
     return ERR_OK;
 fail:
-    free(srv->symcache_dir);
     free(srv->tmp_dir);
     free(srv);
     return rc;
@@ -674,7 +671,6 @@ unsigned http_server_stop(http_server *srv)
     }
     unsigned left = (unsigned)atomic_load(&srv->in_flight);
     MHD_stop_daemon(srv->daemon);
-    free(srv->symcache_dir);
     free(srv->tmp_dir);
     free(srv);
     return left;

@@ -13,6 +13,7 @@
 #include "base/arena.h"
 #include "base/err.h"
 #include "dsym/dsym.h"
+#include "ingest/symfiles.h"
 #include "store/store.h"
 #include "store/store_dsyms.h"
 
@@ -58,18 +59,48 @@ typedef struct {
 
 /*
  * ingest_dsym_upload - build a symcache for every slice of every debug file in the
- * `ninputs` files at `inputs` (zip of .dSYM bundles, or Mach-O, thin or fat), move them to
- * `symcache_dir`/<UUID>.symc and record one row per debug file, all in one transaction.
- * Scratch files go to `work_dir` (existing, emptied by the caller). A UUID that is already
- * recorded keeps its record and symcache ("exists"), unless only a symbol table made it and
- * this upload has DWARF ("updated"). On any error no row is written and no
- * symcache this call placed is left in symcache_dir. *out in `a`.
+ * `ninputs` files at `inputs` (zip of .dSYM bundles, or Mach-O, thin or fat) and record one
+ * row per debug file together with its symcache and the upload part it came from, stored in
+ * Postgres (store_dsyms_record), all in one transaction. Scratch files go to `work_dir`
+ * (existing, emptied by the caller). A UUID that is already recorded keeps its record and
+ * symcache ("exists"), unless only a symbol table made it and this upload has DWARF
+ * ("updated"). New symcaches are also put into `cache` (this node's file cache; may be
+ * NULL). On any error nothing is recorded. *out in `a`.
  * Errors  ERR_INVALID (no Mach-O inside, corrupt Mach-O or zip, hostile zip entry names),
  *         ERR_TOO_LARGE (zip limits), ERR_IO, ERR_STORE.
  */
 err_code ingest_dsym_upload(ingest_dsym_file **out, size_t *n, store *s,
                             const char *const *inputs, size_t ninputs, const char *work_dir,
-                            const char *symcache_dir, const dsym_options *opts, arena *a,
+                            symfiles *cache, const dsym_options *opts, arena *a,
                             err_info *err);
+
+/* ingest_sha256_file_hex - hex SHA-256 of the file at `path`, streamed (the name of a blob).
+ * Errors ERR_IO, ERR_INTERNAL (OpenSSL could not set up the digest). */
+err_code ingest_sha256_file_hex(char out[65], const char *path, err_info *err);
+
+/* What `stacksift symcache rebuild` did with one debug file. */
+typedef struct {
+    char uuid[37];
+    const char *status;  /* "rebuilt" (new symcache stored), "unchanged" (same bytes),
+                            "changed" (another writer replaced it meanwhile: left alone),
+                            "failed" (see err) */
+    char sha256[65];     /* the symcache stored now */
+    err_info err;
+} ingest_rebuilt;
+
+typedef void (*ingest_rebuilt_fn)(const ingest_rebuilt *r, void *ctx);
+
+/*
+ * ingest_symcache_rebuild - re-derive the symcache of every debug file with a stored original
+ * upload (or only of `uuid`, if not NULL) with this binary's symcache builder, and store each
+ * one that differs (store_dsym_symcache_replace: only if nobody changed the row meanwhile, so
+ * it is safe while nodes serve; they pick up the new symcache within SYMFILES_ROW_TTL_MS).
+ * Each original is fetched once into `work_dir` (existing; emptied as it goes). `fn` is called
+ * once per debug file. *failed = how many failed.
+ * Errors  ERR_STORE (listing failed), ERR_IO (work_dir); per-file errors go to `fn`.
+ */
+err_code ingest_symcache_rebuild(unsigned *failed, store *s, const char *uuid,
+                                 const char *work_dir, const dsym_options *opts,
+                                 ingest_rebuilt_fn fn, void *ctx, err_info *err);
 
 #endif

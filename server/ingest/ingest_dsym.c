@@ -1,13 +1,15 @@
 /*
  * ingest_dsym - turn an uploaded debug file into symcaches and rows.
  *
- * Order of effects, so that an error leaves nothing half-written:
+ * Postgres is the only shared state (issue #14): every new symcache and the upload part it
+ * was built from are stored as blobs (store_blobs.h) in the same transaction that makes the
+ * dSYM row visible, so any node can fetch it and a rebuild can re-derive it. Order:
  *   1. build every slice into work_dir/symc/ (dsym_build_symcaches writes temp + rename);
- *   2. move each new symcache to symcache_dir/<UUID>.symc (rename: atomic, same file system;
- *      a UUID whose symcache already exists keeps it);
- *   3. insert all rows in one transaction; a row whose stored twin has no DWARF while this
- *      one has is updated, and its symcache replaced after the commit;
- *   on an error in 2 or 3, the symcaches placed in 2 are removed again.
+ *   2. hash each symcache and each upload part (SHA-256, the blobs' names);
+ *   3. one transaction: rows inserted (or upgraded: DWARF replaces a symbol table, never the
+ *      reverse) and, for those, their blobs; a row and its symcache change together or not;
+ *   4. after the commit, the new symcaches go into this node's file cache (a hard link), so
+ *      the first lookup here needs no download. Nothing outside work_dir is written before.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +22,7 @@
 
 #include "base/xalloc.h"
 #include "ingest/ingest.h"
+#include "store/store_blobs.h"
 
 static void hex_encode(char *out, const uint8_t *in, size_t n)
 {
@@ -31,9 +34,9 @@ static void hex_encode(char *out, const uint8_t *in, size_t n)
     out[2 * n] = '\0';
 }
 
-/* Hex SHA-256 of the file at `path`, streamed: the dsyms row's checksum of its symcache.
+/* ingest_sha256_file_hex (ingest.h): hex SHA-256 of the file at `path`, streamed.
  * Errors ERR_IO, ERR_INTERNAL (OpenSSL could not set up the digest). */
-static err_code sha256_file_hex(char out[65], const char *path, err_info *err)
+err_code ingest_sha256_file_hex(char out[65], const char *path, err_info *err)
 {
     uint8_t chunk[65536], md[32];
     unsigned md_len = 32;
@@ -72,7 +75,9 @@ done:
 
 typedef struct {
     dsym_built *items; /* xmalloc'd */
+    size_t *input;     /* per item: index of the upload part it came from */
     size_t n, cap;
+    size_t current;    /* the part being built now */
 } built_list;
 
 static void collect_built(const dsym_built *built, void *ctx)
@@ -81,25 +86,32 @@ static void collect_built(const dsym_built *built, void *ctx)
     for (size_t i = 0; i < l->n; i++)
         if (strcmp(l->items[i].uuid, built->uuid) == 0) {
             l->items[i] = *built;   /* the same UUID twice in one upload: one row */
+            l->input[i] = l->current;
             return;
         }
     if (l->n == l->cap) {
         l->cap = l->cap ? l->cap * 2 : 8;
         l->items = xreallocarray(l->items, l->cap, sizeof *l->items);
+        l->input = xreallocarray(l->input, l->cap, sizeof *l->input);
     }
+    l->input[l->n] = l->current;
     l->items[l->n++] = *built;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
 }
 
 err_code ingest_dsym_upload(ingest_dsym_file **out, size_t *n, store *s,
                             const char *const *inputs, size_t ninputs, const char *work_dir,
-                            const char *symcache_dir, const dsym_options *opts, arena *a,
-                            err_info *err)
+                            symfiles *cache, const dsym_options *opts, arena *a, err_info *err)
 {
     built_list built = {0};
-    bool *placed = NULL;
-    store_dsym_outcome *outcome = NULL;
-    store_dsym *rows = NULL;
-    char symc_dir[4096], final_path[4096];
+    store_dsym_record *rows = NULL;
+    char (*input_sha)[65] = NULL;
+    char symc_dir[4096];
     err_code rc = ERR_OK;
     *out = NULL;
     *n = 0;
@@ -110,6 +122,7 @@ err_code ingest_dsym_upload(ingest_dsym_file **out, size_t *n, store *s,
         goto done;
     }
     for (size_t i = 0; i < ninputs; i++) {
+        built.current = i;
         rc = dsym_build_symcaches(inputs[i], symc_dir, opts, collect_built, &built, err);
         if (rc == ERR_NOT_FOUND)   /* the input is ours: "not found" means nothing usable */
             rc = err_set(err, ERR_INVALID, "upload holds no debug file: %s", err->msg);
@@ -121,12 +134,17 @@ err_code ingest_dsym_upload(ingest_dsym_file **out, size_t *n, store *s,
         goto done;
     }
 
-    placed = xcalloc(built.n, sizeof *placed);
-    outcome = xcalloc(built.n, sizeof *outcome);
+    input_sha = xcalloc(ninputs, sizeof *input_sha);
+    for (size_t i = 0; i < ninputs; i++) {
+        rc = ingest_sha256_file_hex(input_sha[i], inputs[i], err);
+        if (rc != ERR_OK)
+            goto done;
+    }
     rows = xcalloc(built.n, sizeof *rows);
     for (size_t i = 0; i < built.n; i++) {
         const dsym_built *b = &built.items[i];
-        store_dsym *row = &rows[i];
+        store_dsym_record *d = &rows[i];
+        store_dsym *row = &d->row;
         snprintf(row->uuid, sizeof row->uuid, "%s", b->uuid);
         snprintf(row->arch, sizeof row->arch, "%s", b->arch);
         snprintf(row->name, sizeof row->name, "%s", b->name);
@@ -134,33 +152,21 @@ err_code ingest_dsym_upload(ingest_dsym_file **out, size_t *n, store *s,
         row->dwarf_bytes = (int64_t)b->dwarf_bytes;
         row->symcache_bytes = (int64_t)b->bytes;
         row->functions = (int32_t)b->functions;
-        rc = sha256_file_hex(row->sha256, b->path, err);
+        rc = ingest_sha256_file_hex(row->sha256, b->path, err);
         if (rc != ERR_OK)
             goto done;
-        snprintf(final_path, sizeof final_path, "%s/%s.symc", symcache_dir, b->uuid);
-        if (access(final_path, F_OK) == 0)
-            continue;   /* recorded before (or being recorded): keep the existing file */
-        if (rename(b->path, final_path) != 0) {
-            rc = err_set(err, ERR_IO, "moving symcache to %s: %s", final_path, strerror(errno));
-            goto done;
-        }
-        placed[i] = true;
+        d->symcache_path = b->path;
+        d->original_sha256 = input_sha[built.input[i]];
+        d->original_path = inputs[built.input[i]];
+        d->original_name = base_name(inputs[built.input[i]]);
     }
 
-    rc = store_dsyms_insert(outcome, rows, built.n, s, err);
+    rc = store_dsyms_record(rows, built.n, s, err);
     if (rc != ERR_OK)
         goto done;
-    /* The row now describes DWARF where a symbol-table-only symcache sits: replace it. The
-     * row is committed first; a failure here leaves the older, still valid, symcache. */
-    for (size_t i = 0; i < built.n; i++) {
-        if (outcome[i] != STORE_DSYM_UPGRADED || placed[i])
-            continue;
-        snprintf(final_path, sizeof final_path, "%s/%s.symc", symcache_dir, built.items[i].uuid);
-        if (rename(built.items[i].path, final_path) != 0) {
-            rc = err_set(err, ERR_IO, "replacing symcache %s: %s", final_path, strerror(errno));
-            goto done;
-        }
-    }
+    for (size_t i = 0; i < built.n; i++)
+        if (rows[i].outcome != STORE_DSYM_EXISTS)
+            symfiles_add(cache, rows[i].row.uuid, rows[i].row.sha256, built.items[i].path);
 
     ingest_dsym_file *files = arena_alloc_array(a, built.n, sizeof *files, err);
     if (!files) {
@@ -168,27 +174,17 @@ err_code ingest_dsym_upload(ingest_dsym_file **out, size_t *n, store *s,
         goto done;
     }
     for (size_t i = 0; i < built.n; i++) {
-        files[i].row = rows[i];
-        files[i].status = outcome[i] == STORE_DSYM_CREATED    ? "created"
-                          : outcome[i] == STORE_DSYM_UPGRADED ? "updated"
-                                                              : "exists";
+        files[i].row = rows[i].row;
+        files[i].status = rows[i].outcome == STORE_DSYM_CREATED    ? "created"
+                          : rows[i].outcome == STORE_DSYM_UPGRADED ? "updated"
+                                                                   : "exists";
     }
     *out = files;
     *n = built.n;
 done:
-    if (rc != ERR_OK && placed) {
-        for (size_t i = 0; i < built.n; i++) {
-            if (!placed[i])
-                continue;
-            snprintf(final_path, sizeof final_path, "%s/%s.symc", symcache_dir,
-                     built.items[i].uuid);
-            /* Ignored: if even this fails, the file is a complete symcache nobody refers to. */
-            (void)unlink(final_path);
-        }
-    }
     free(rows);
-    free(outcome);
-    free(placed);
+    free(input_sha);
+    free(built.input);
     free(built.items);
     return rc;
 }

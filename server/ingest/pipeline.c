@@ -79,6 +79,7 @@ struct pipeline {
 
     atomic_uint_fast64_t stack_hits, stack_misses, frame_hits, frame_misses, symcache_opens;
     atomic_uint_fast64_t processed, pending, failed, batches, regressions, commit_errors;
+    atomic_uint_fast64_t in_progress;
 };
 
 static double now_ms(void)
@@ -114,19 +115,46 @@ err_code pipeline_new(pipeline **out, store *work_store, const pipeline_options 
     return ERR_OK;
 }
 
-/* The open symcache for `uuid` with one more reference, or NULL if there is no
- * <symcache_dir>/<uuid>.symc (yet). Not cached when missing: the dSYM may come any time. */
-static sc_entry *sc_acquire(pipeline *p, const char *uuid)
+/* Where the symcache of `uuid` is and which version: from the node's file cache (version =
+ * the first 64 bits of its SHA-256), or symcache_dir/<uuid>.symc (version from inode and
+ * mtime, so a replaced file is noticed). false: there is none (yet). */
+static bool sc_locate(char path[4096], uint64_t *version, pipeline *p, const char *uuid)
 {
-    char path[4096];
+    if (p->o.files) {
+        char sha[65];
+        err_info err = {0};
+        err_code rc = symfiles_get(path, sha, p->o.files, uuid, false, &err);
+        if (rc != ERR_OK) {
+            if (rc != ERR_NOT_FOUND)
+                log_event(LOG_WARN, "symcache_unavailable", "uuid=%s error=%s message=%s", uuid,
+                          err_name(rc), err.msg);
+            return false;
+        }
+        char head[17];
+        memcpy(head, sha, 16);
+        head[16] = '\0';
+        *version = strtoull(head, NULL, 16);
+        return true;
+    }
     struct stat st;
-    snprintf(path, sizeof path, "%s/%s.symc", p->symcache_dir, uuid);
+    snprintf(path, 4096, "%s/%s.symc", p->symcache_dir, uuid);
     /* One stat per image and report: a replaced file (DWARF after a symbol-table-only
      * upload) is noticed, and a missing one costs no open(). */
     if (stat(path, &st) != 0)
+        return false;
+    *version = (uint64_t)st.st_ino * 1000003u ^ (uint64_t)st.st_mtim.tv_sec * 1000000000u ^
+               (uint64_t)st.st_mtim.tv_nsec ^ (uint64_t)st.st_size << 40;
+    return true;
+}
+
+/* The open symcache for `uuid` with one more reference, or NULL if it has none (yet). Not
+ * cached when missing: the dSYM may come any time. */
+static sc_entry *sc_acquire(pipeline *p, const char *uuid)
+{
+    char path[4096];
+    uint64_t version = 0;
+    if (!sc_locate(path, &version, p, uuid))
         return NULL;
-    uint64_t version = (uint64_t)st.st_ino * 1000003u ^ (uint64_t)st.st_mtim.tv_sec * 1000000000u ^
-                       (uint64_t)st.st_mtim.tv_nsec ^ (uint64_t)st.st_size << 40;
     pthread_mutex_lock(&p->sc_mu);
     for (size_t i = 0; i < p->nsc; i++) {
         sc_entry *e = &p->sc[i];
@@ -552,6 +580,19 @@ err_code pipeline_parse(crashreport **out, pipeline *p, const uint8_t *raw, size
 
 /* ---- workers ------------------------------------------------------------------------- */
 
+/* Whether any of the in-app UUIDs a report lacks has a symcache after all, asking Postgres
+ * now rather than trusting a recent "none". */
+static bool recheck_missing(pipeline *p, const char **uuids, size_t n)
+{
+    bool found = false;
+    for (size_t i = 0; i < n; i++) {
+        char path[4096], sha[65];
+        err_info err = {0};
+        found |= symfiles_get(path, sha, p->o.files, uuids[i], true, &err) == ERR_OK;
+    }
+    return found;
+}
+
 /* What becomes of one claimed report; everything in `a`. */
 static void process_one(pipeline *p, const store_claimed *row, store_outcome *o, arena *a)
 {
@@ -569,6 +610,13 @@ static void process_one(pipeline *p, const store_claimed *row, store_outcome *o,
     }
     o->kind = crashreport_kind_name(r->kind);
     rc = pipeline_symbolicate(p, r, &missing, &nmissing, a, &err);
+    if (rc == ERR_OK && nmissing > 0 && p->o.files && recheck_missing(p, missing, nmissing)) {
+        /* A dSYM this node had not seen yet: symbolicate a fresh parse with it, rather than
+         * park the report as pending_dsym for a dSYM that is there (no ping-pong). */
+        rc = crashreport_parse(&r, (const char *)row->raw, row->raw_len, a, &err);
+        if (rc == ERR_OK)
+            rc = pipeline_symbolicate(p, r, &missing, &nmissing, a, &err);
+    }
     signature_options so = {p->o.signature_frames};
     if (rc == ERR_OK)
         rc = signature_compute(&sig, r, &so, a, &err);
@@ -702,6 +750,7 @@ static void *worker_main(void *arg)
         }
         store_errors = 0;
         idle_ms = p->o.idle_poll_ms;
+        atomic_fetch_add(&p->in_progress, n);
         store_outcome *out = arena_alloc_array(batch_a, n, sizeof *out, &err);
         arena **arenas = xcalloc(n, sizeof *arenas);
         unsigned counts[3] = {0};
@@ -750,6 +799,7 @@ static void *worker_main(void *arg)
                 solo = (unsigned)n;   /* find the one that breaks the batch */
             }
         }
+        atomic_fetch_sub(&p->in_progress, n);
         for (size_t i = 0; i < n; i++)
             arena_free(arenas[i]);
         free(arenas);
@@ -829,6 +879,8 @@ void pipeline_stats_get(pipeline_stats *out, pipeline *p)
     out->batches = atomic_load(&p->batches);
     out->batch_failures = atomic_load(&p->commit_errors);
     out->regressions = atomic_load(&p->regressions);
+    out->workers = p->o.workers;
+    out->in_progress = atomic_load(&p->in_progress);
     pthread_mutex_lock(&p->st_mu);
     out->stack_entries = p->st_entries;
     out->stack_bytes = p->st_bytes;
@@ -837,6 +889,11 @@ void pipeline_stats_get(pipeline_stats *out, pipeline *p)
     for (size_t i = 0; i < p->nsc; i++)
         out->symcaches_open += p->sc[i].sc != NULL;
     pthread_mutex_unlock(&p->sc_mu);
+}
+
+symfiles *pipeline_files(pipeline *p)
+{
+    return p->o.files;
 }
 
 void pipeline_metrics_render(buf *out, pipeline *p)

@@ -11,8 +11,10 @@
  *                    \-> failed               with the reason; never retried automatically
  *
  * Process-lifetime caches, shared by workers and API requests:
- *   symcaches  opened (mmap) on first use by UUID from symcache_dir, at most
- *              `symcache_max_open` kept open (least recently used closed first)
+ *   symcaches  opened (mmap) on first use by UUID, at most `symcache_max_open` kept open
+ *              (least recently used closed first); the file comes from `files` (the node's
+ *              cache of symcaches stored in Postgres, symfiles.h), or without it from
+ *              symcache_dir/<UUID>.symc
  *   stacks     symbolicated stacks keyed by SHA-256 of (image UUID, arch, offset, which
  *              symcache file if any) of every frame: a repeated stack (hang monitors, API
  *              samplers) is symbolicated once; bounded by `stack_cache_bytes`
@@ -29,13 +31,15 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "crashreport/crashreport.h"
+#include "ingest/symfiles.h"
 #include "signature/signature.h"
 #include "store/store.h"
 
 typedef struct pipeline pipeline;
 
 typedef struct {
-    const char *symcache_dir;     /* DATA_DIR/symcaches: <UUID>.symc files */
+    symfiles *files;              /* where symcaches come from (borrowed); NULL: symcache_dir */
+    const char *symcache_dir;     /* without `files`: <UUID>.symc files */
     unsigned workers;             /* worker threads; 0 = this process does not process */
     unsigned batch;               /* reports claimed per transaction (1..1024) */
     unsigned symcache_max_open;   /* symcaches kept open */
@@ -75,6 +79,9 @@ err_code pipeline_symbolicate(pipeline *p, crashreport *r, const char ***missing
 err_code pipeline_parse(crashreport **out, pipeline *p, const uint8_t *raw, size_t len, arena *a,
                         err_info *err);
 
+/* pipeline_files - the symcache file cache it was made with (opts.files; may be NULL). */
+symfiles *pipeline_files(pipeline *p);
+
 /* pipeline_metrics_render - append the pipeline's metrics (Prometheus text): reports
  * processed by outcome, batches, symcaches open, stack cache hits and misses and hit ratio. */
 void pipeline_metrics_render(buf *out, pipeline *p);
@@ -87,6 +94,8 @@ typedef struct {
     uint64_t symcache_opens;            /* symcache_open calls that succeeded */
     unsigned symcaches_open;
     uint64_t processed, pending, failed, batches, batch_failures, regressions;
+    unsigned workers;                   /* opts.workers */
+    uint64_t in_progress;               /* reports claimed by the workers right now */
 } pipeline_stats;
 
 void pipeline_stats_get(pipeline_stats *out, pipeline *p);

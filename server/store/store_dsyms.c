@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/store_blobs.h"
 #include "store/store_internal.h"
 
 #define DSYM_COLUMNS                                                                         \
@@ -16,15 +17,26 @@
 
 static const store_stmt ST_DSYM_INSERT = {
     "dsym_insert", "INSERT INTO dsyms (uuid, arch, name, has_dwarf, dwarf_bytes, "
-                   "symcache_bytes, functions, sha256) "
-                   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8) "
+                   "symcache_bytes, functions, sha256, symcache_blob, original_blob, "
+                   "original_name) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10) "
                    "ON CONFLICT (uuid) DO NOTHING RETURNING " DSYM_COLUMNS};
+/* DWARF replaces a record built from a symbol table only, never the other way round. The
+ * UPDATE locks the row, so of two racing uploads exactly one upgrades and the other sees
+ * has_dwarf and leaves it; the symcache blob changes with the row. */
 static const store_stmt ST_DSYM_UPGRADE = {
     "dsym_upgrade", "UPDATE dsyms SET arch = $2, name = $3, has_dwarf = $4, "
                     "dwarf_bytes = $5, symcache_bytes = $6, functions = $7, sha256 = $8, "
-                    "uploaded_at = now() "
+                    "symcache_blob = $8, original_blob = $9, original_name = $10, "
+                    "uploaded_at = now(), last_used_at = now() "
                     "WHERE uuid = $1::uuid AND NOT has_dwarf AND $4::boolean "
                     "RETURNING " DSYM_COLUMNS};
+static const store_stmt ST_DSYM_BLOBS = {
+    "dsym_blobs", "SELECT coalesce(symcache_blob, ''), symcache_bytes, "
+                  "coalesce(original_blob, ''), coalesce(original_name, ''), arch, has_dwarf "
+                  "FROM dsyms WHERE uuid = $1::uuid"};
+static const store_stmt ST_DSYM_TOUCH = {
+    "dsym_touch", "UPDATE dsyms SET last_used_at = now() WHERE uuid = $1::uuid "
+                  "AND last_used_at < now() - interval '1 hour'"};
 static const store_stmt ST_DSYM_GET = {
     "dsym_get", "SELECT " DSYM_COLUMNS " FROM dsyms WHERE uuid = $1::uuid"};
 static const store_stmt ST_DSYM_LIST = {
@@ -57,57 +69,6 @@ typedef struct {
     size_t *list_n;
 } dsym_ctx;
 
-static err_code do_dsyms_insert(pconn *c, void *vctx, err_info *err)
-{
-    dsym_ctx *d = vctx;
-    err_code rc = store_command(c, "BEGIN", "inserting debug files", err);
-    for (size_t i = 0; rc == ERR_OK && i < d->n; i++) {
-        store_dsym *row = &d->rows[i];
-        char dwarf[24], symc[24], funcs[16];
-        snprintf(dwarf, sizeof dwarf, "%lld", (long long)row->dwarf_bytes);
-        snprintf(symc, sizeof symc, "%lld", (long long)row->symcache_bytes);
-        snprintf(funcs, sizeof funcs, "%ld", (long)row->functions);
-        const char *values[8] = {row->uuid, row->arch, row->name, row->has_dwarf ? "t" : "f",
-                                 dwarf, symc, funcs, row->sha256};
-        PGresult *res;
-        rc = store_exec(&res, c, &ST_DSYM_INSERT, 8, values, NULL, NULL, err);
-        if (rc != ERR_OK)
-            break;
-        d->outcome[i] = PQntuples(res) == 1 ? STORE_DSYM_CREATED : STORE_DSYM_EXISTS;
-        if (d->outcome[i] == STORE_DSYM_EXISTS && row->has_dwarf) {
-            /* Known UUID: DWARF replaces a record built from a symbol table only. */
-            PQclear(res);
-            rc = store_exec(&res, c, &ST_DSYM_UPGRADE, 8, values, NULL, NULL, err);
-            if (rc != ERR_OK)
-                break;
-            if (PQntuples(res) == 1)
-                d->outcome[i] = STORE_DSYM_UPGRADED;
-        }
-        if (d->outcome[i] != STORE_DSYM_EXISTS)
-            dsym_from_row(row, res, 0);
-        PQclear(res);
-        if (d->outcome[i] != STORE_DSYM_EXISTS)
-            continue;
-        /* Already there: answer with the stored record (idempotent re-upload). */
-        const char *uuid[1] = {row->uuid};
-        rc = store_exec(&res, c, &ST_DSYM_GET, 1, uuid, NULL, NULL, err);
-        if (rc != ERR_OK)
-            break;
-        if (PQntuples(res) == 1)
-            dsym_from_row(row, res, 0);
-        PQclear(res);
-    }
-    if (rc == ERR_OK)
-        rc = store_command(c, "COMMIT", "inserting debug files", err);
-    return rc;   /* store_release rolls back a transaction left open by an error */
-}
-
-err_code store_dsyms_insert(store_dsym_outcome *outcome, store_dsym *rows, size_t n, store *s,
-                            err_info *err)
-{
-    dsym_ctx d = {.outcome = outcome, .rows = rows, .n = n};
-    return store_run(s, do_dsyms_insert, &d, err);
-}
 
 static err_code do_dsym_get(pconn *c, void *vctx, err_info *err)
 {
@@ -193,4 +154,279 @@ err_code store_dsyms_missing(const char **json, store *s, unsigned limit, arena 
     const char *values[1] = {limit_s};
     return store_json_query(json, s, "listing missing dSYMs", SQL_MISSING, 1, values, false, a,
                             err);
+}
+
+/* ---- rows with their stored symcaches (issue #14) ----------------------------------------------------------- */
+
+static err_code do_blobs_get(pconn *c, void *vctx, err_info *err)
+{
+    void **a = vctx;
+    store_dsym_blobs *out = a[0];
+    const char *values[1] = {a[1]};
+    PGresult *res;
+    err_code rc = store_exec(&res, c, &ST_DSYM_BLOBS, 1, values, NULL, NULL, err);
+    if (rc != ERR_OK)
+        return rc;
+    if (PQntuples(res) == 0) {
+        PQclear(res);
+        return err_set(err, ERR_NOT_FOUND, "no debug file with uuid %s", values[0]);
+    }
+    store_copy(out->symcache_sha256, sizeof out->symcache_sha256, res, 0, 0);
+    out->symcache_bytes = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+    store_copy(out->original_sha256, sizeof out->original_sha256, res, 0, 2);
+    store_copy(out->original_name, sizeof out->original_name, res, 0, 3);
+    store_copy(out->arch, sizeof out->arch, res, 0, 4);
+    out->has_dwarf = PQgetvalue(res, 0, 5)[0] == 't';
+    PQclear(res);
+    return ERR_OK;
+}
+
+err_code store_dsym_blobs_get(store_dsym_blobs *out, store *s, const char *uuid, err_info *err)
+{
+    void *ctx[2] = {out, (void *)uuid};
+    memset(out, 0, sizeof *out);
+    err_code rc = store_run(s, do_blobs_get, ctx, err);
+    if (rc == ERR_INVALID)   /* not a UUID: nothing can have it */
+        rc = err_set(err, ERR_NOT_FOUND, "no debug file with uuid %.40s", uuid);
+    return rc;
+}
+
+static err_code do_touch(pconn *c, void *vctx, err_info *err)
+{
+    const char *values[1] = {vctx};
+    PGresult *res;
+    err_code rc = store_exec(&res, c, &ST_DSYM_TOUCH, 1, values, NULL, NULL, err);
+    PQclear(res);
+    return rc;
+}
+
+err_code store_dsym_touch(store *s, const char *uuid, err_info *err)
+{
+    return store_run(s, do_touch, (void *)uuid, err);
+}
+
+typedef struct {
+    store_dsym_record *rows;
+    size_t n;
+} record_ctx;
+
+static err_code do_record(pconn *c, void *vctx, err_info *err)
+{
+    record_ctx *x = vctx;
+    err_code rc = store_command(c, "BEGIN", "recording debug files", err);
+    for (size_t i = 0; rc == ERR_OK && i < x->n; i++) {
+        store_dsym_record *d = &x->rows[i];
+        store_dsym *row = &d->row;
+        char dwarf[24], symc[24], funcs[16];
+        snprintf(dwarf, sizeof dwarf, "%lld", (long long)row->dwarf_bytes);
+        snprintf(symc, sizeof symc, "%lld", (long long)row->symcache_bytes);
+        snprintf(funcs, sizeof funcs, "%ld", (long)row->functions);
+        const char *values[10] = {row->uuid, row->arch, row->name, row->has_dwarf ? "t" : "f",
+                                  dwarf, symc, funcs, row->sha256, d->original_sha256,
+                                  d->original_name};
+        PGresult *res;
+        rc = store_exec(&res, c, &ST_DSYM_INSERT, 10, values, NULL, NULL, err);
+        if (rc != ERR_OK)
+            break;
+        d->outcome = PQntuples(res) == 1 ? STORE_DSYM_CREATED : STORE_DSYM_EXISTS;
+        if (d->outcome == STORE_DSYM_EXISTS && row->has_dwarf) {
+            /* Known UUID: maybe an upgrade (ST_DSYM_UPGRADE). */
+            PQclear(res);
+            rc = store_exec(&res, c, &ST_DSYM_UPGRADE, 10, values, NULL, NULL, err);
+            if (rc != ERR_OK)
+                break;
+            if (PQntuples(res) == 1)
+                d->outcome = STORE_DSYM_UPGRADED;
+        }
+        if (d->outcome != STORE_DSYM_EXISTS) {
+            dsym_from_row(row, res, 0);
+            PQclear(res);
+            /* The row is written; its blobs follow in this transaction (the foreign keys
+             * are checked at COMMIT). */
+            store_blob_file sym = {row->sha256, d->symcache_path};
+            store_blob_file orig = {d->original_sha256, d->original_path};
+            rc = store_blob_put(c, &sym, err);
+            if (rc == ERR_OK)
+                rc = store_blob_put(c, &orig, err);
+            continue;
+        }
+        PQclear(res);
+        /* Already there: answer with the stored record (idempotent re-upload). */
+        rc = store_exec(&res, c, &ST_DSYM_GET, 1, values, NULL, NULL, err);
+        if (rc != ERR_OK)
+            break;
+        if (PQntuples(res) == 1)
+            dsym_from_row(row, res, 0);
+        PQclear(res);
+    }
+    if (rc == ERR_OK)
+        rc = store_command(c, "COMMIT", "recording debug files", err);
+    return rc;   /* store_release rolls back a transaction left open by an error */
+}
+
+err_code store_dsyms_record(store_dsym_record *rows, size_t n, store *s, err_info *err)
+{
+    record_ctx x = {rows, n};
+    return store_run(s, do_record, &x, err);
+}
+
+typedef struct {
+    bool *done;
+    const char *uuid, *expect;
+    const store_blob_file *file;
+    const char *bytes, *functions;
+} replace_ctx;
+
+static err_code do_replace(pconn *c, void *vctx, err_info *err)
+{
+    replace_ctx *x = vctx;
+    *x->done = false;
+    err_code rc = store_command(c, "BEGIN", "replacing a symcache", err);
+    if (rc != ERR_OK)
+        return rc;
+    PGresult *res;
+    const char *values[5] = {x->uuid, x->expect, x->file->sha256, x->bytes, x->functions};
+    rc = store_exec_sql(&res, c, "replacing a symcache",
+              "UPDATE dsyms SET sha256 = $3, symcache_blob = $3, symcache_bytes = $4, "
+              "functions = $5 WHERE uuid = $1::uuid AND symcache_blob IS NOT DISTINCT FROM "
+              "nullif($2, '')",
+              5, values, 0, err);
+    if (rc != ERR_OK)
+        return rc;
+    bool updated = strcmp(PQcmdTuples(res), "1") == 0;
+    PQclear(res);
+    if (updated)
+        rc = store_blob_put(c, x->file, err);
+    if (rc == ERR_OK)
+        rc = store_command(c, "COMMIT", "replacing a symcache", err);
+    if (rc == ERR_OK)
+        *x->done = updated;
+    return rc;
+}
+
+err_code store_dsym_symcache_replace(bool *replaced, store *s, const char *uuid,
+                                     const char *expect_sha256, const store_blob_file *file,
+                                     int64_t symcache_bytes, int32_t functions, err_info *err)
+{
+    char bytes[24], funcs[16];
+    snprintf(bytes, sizeof bytes, "%lld", (long long)symcache_bytes);
+    snprintf(funcs, sizeof funcs, "%ld", (long)functions);
+    replace_ctx x = {replaced, uuid, expect_sha256 ? expect_sha256 : "", file, bytes, funcs};
+    return store_run(s, do_replace, &x, err);
+}
+
+static err_code do_backfill(pconn *c, void *vctx, err_info *err)
+{
+    replace_ctx *x = vctx;
+    *x->done = false;
+    err_code rc = store_command(c, "BEGIN", "backfilling a symcache", err);
+    if (rc != ERR_OK)
+        return rc;
+    PGresult *res;
+    const char *values[2] = {x->uuid, x->file->sha256};
+    rc = store_exec_sql(&res, c, "backfilling a symcache",
+              "UPDATE dsyms SET symcache_blob = $2 WHERE uuid = $1::uuid "
+              "AND symcache_blob IS NULL AND sha256 = $2",
+              2, values, 0, err);
+    if (rc != ERR_OK)
+        return rc;
+    bool updated = strcmp(PQcmdTuples(res), "1") == 0;
+    PQclear(res);
+    if (updated)
+        rc = store_blob_put(c, x->file, err);
+    if (rc == ERR_OK)
+        rc = store_command(c, "COMMIT", "backfilling a symcache", err);
+    if (rc == ERR_OK)
+        *x->done = updated;
+    return rc;
+}
+
+err_code store_dsym_symcache_backfill(bool *attached, store *s, const char *uuid,
+                                      const store_blob_file *file, err_info *err)
+{
+    replace_ctx x = {.done = attached, .uuid = uuid, .file = file};
+    return store_run(s, do_backfill, &x, err);
+}
+
+typedef struct {
+    size_t limit;
+    arena *a;
+    void *out;
+    size_t *n;
+} list_ctx;
+
+static err_code do_unstored(pconn *c, void *vctx, err_info *err)
+{
+    list_ctx *x = vctx;
+    char limit[24];
+    snprintf(limit, sizeof limit, "%zu", x->limit);
+    const char *values[1] = {limit};
+    PGresult *res;
+    err_code rc = store_exec_sql(&res, c, "listing debug files to backfill",
+                       "SELECT upper(uuid::text), sha256 FROM dsyms WHERE symcache_blob IS NULL "
+                       "ORDER BY uploaded_at LIMIT $1",
+                       1, values, 0, err);
+    if (rc != ERR_OK)
+        return rc;
+    size_t n = (size_t)PQntuples(res);
+    store_dsym_unstored *list = arena_alloc_array(x->a, n ? n : 1, sizeof *list, err);
+    if (!list) {
+        PQclear(res);
+        return ERR_TOO_LARGE;
+    }
+    for (size_t i = 0; i < n; i++) {
+        store_copy(list[i].uuid, sizeof list[i].uuid, res, (int)i, 0);
+        store_copy(list[i].sha256, sizeof list[i].sha256, res, (int)i, 1);
+    }
+    PQclear(res);
+    *(store_dsym_unstored **)x->out = list;
+    *x->n = n;
+    return ERR_OK;
+}
+
+err_code store_dsyms_unstored(store_dsym_unstored **out, size_t *n, store *s, size_t limit,
+                              arena *a, err_info *err)
+{
+    list_ctx x = {limit, a, out, n};
+    *out = NULL;
+    *n = 0;
+    return store_run(s, do_unstored, &x, err);
+}
+
+static err_code do_rebuildable(pconn *c, void *vctx, err_info *err)
+{
+    list_ctx *x = vctx;
+    PGresult *res;
+    err_code rc = store_exec_sql(&res, c, "listing debug files to rebuild",
+                       "SELECT upper(uuid::text), coalesce(symcache_blob, ''), original_blob, "
+                       "coalesce(original_name, '') FROM dsyms WHERE original_blob IS NOT NULL "
+                       "ORDER BY original_blob, uuid",
+                       0, NULL, 0, err);
+    if (rc != ERR_OK)
+        return rc;
+    size_t n = (size_t)PQntuples(res);
+    store_dsym_rebuildable *list = arena_alloc_array(x->a, n ? n : 1, sizeof *list, err);
+    if (!list) {
+        PQclear(res);
+        return ERR_TOO_LARGE;
+    }
+    for (size_t i = 0; i < n; i++) {
+        store_copy(list[i].uuid, sizeof list[i].uuid, res, (int)i, 0);
+        store_copy(list[i].symcache_sha256, sizeof list[i].symcache_sha256, res, (int)i, 1);
+        store_copy(list[i].original_sha256, sizeof list[i].original_sha256, res, (int)i, 2);
+        store_copy(list[i].original_name, sizeof list[i].original_name, res, (int)i, 3);
+    }
+    PQclear(res);
+    *(store_dsym_rebuildable **)x->out = list;
+    *x->n = n;
+    return ERR_OK;
+}
+
+err_code store_dsyms_rebuildable(store_dsym_rebuildable **out, size_t *n, store *s, arena *a,
+                                 err_info *err)
+{
+    list_ctx x = {0, a, out, n};
+    *out = NULL;
+    *n = 0;
+    return store_run(s, do_rebuildable, &x, err);
 }

@@ -12,6 +12,7 @@
 #include "base/arena.h"
 #include "base/err.h"
 #include "store/store.h"
+#include "store/store_blobs.h"
 
 typedef struct {
     char uuid[37];          /* upper-case with dashes */
@@ -25,20 +26,13 @@ typedef struct {
     char uploaded_at[32];   /* RFC 3339 UTC; filled by the store */
 } store_dsym;
 
-/* What store_dsyms_insert did with one row. */
+/* What store_dsyms_record did with one row. */
 typedef enum {
     STORE_DSYM_EXISTS,   /* the UUID was recorded already: the stored record is read back */
     STORE_DSYM_CREATED,  /* a new row */
     STORE_DSYM_UPGRADED, /* the stored row came from a symbol table only and this one has
                             DWARF: the row now describes the new debug file */
 } store_dsym_outcome;
-
-/* store_dsyms_insert - record `n` debug files in one transaction. A UUID already recorded is
- * left as it is (idempotent re-upload) unless the stored one has no DWARF and the new one
- * has. outcome[i] says which; rows[i] is overwritten with the stored record.
- * Errors ERR_STORE, ERR_INVALID. */
-err_code store_dsyms_insert(store_dsym_outcome *outcome, store_dsym *rows, size_t n, store *s,
-                            err_info *err);
 
 /* store_dsym_get - the row for `uuid` (any case, dashes). Errors ERR_NOT_FOUND, ERR_STORE. */
 err_code store_dsym_get(store_dsym *out, store *s, const char *uuid, err_info *err);
@@ -52,5 +46,88 @@ err_code store_dsyms_list(store_dsym **out, size_t *n, store *s, const char *uui
  * UUIDs pending_dsym reports wait for, most reports first. Errors ERR_STORE. */
 err_code store_dsyms_missing(const char **json, store *s, unsigned limit, arena *a,
                              err_info *err);
+
+/* The current stored symcache of a debug file: what a node needs to fetch and check it. */
+typedef struct {
+    char symcache_sha256[65]; /* hex; "" = the row has no stored symcache (recorded before
+                                 migration 0006 and not backfilled yet) */
+    int64_t symcache_bytes;
+    char original_sha256[65]; /* hex of the upload it came from; "" = none stored */
+    char original_name[256];  /* that upload's file name */
+    char arch[16];
+    bool has_dwarf;
+} store_dsym_blobs;
+
+/* store_dsym_blobs_get - the blobs of debug file `uuid` (any case, dashes).
+ * Errors ERR_NOT_FOUND (no such dSYM, or not a UUID), ERR_STORE. */
+err_code store_dsym_blobs_get(store_dsym_blobs *out, store *s, const char *uuid, err_info *err);
+
+/* store_dsym_touch - move dsyms.last_used_at of `uuid` to now (the dSYM retention clock);
+ * a no-op within an hour of the last move, so callers may call it often. Errors ERR_STORE. */
+err_code store_dsym_touch(store *s, const char *uuid, err_info *err);
+
+/* One debug file to record with its blobs (store_dsyms_record). */
+typedef struct {
+    store_dsym row;              /* in: what was built; out: the stored record */
+    const char *symcache_path;   /* the built symcache (its SHA-256 is row.sha256) */
+    const char *original_sha256; /* hex SHA-256 of the upload part it came from */
+    const char *original_path;
+    const char *original_name;   /* that part's file name */
+    store_dsym_outcome outcome;  /* out */
+} store_dsym_record;
+
+/*
+ * store_dsyms_record - record `n` debug files and their blobs in ONE transaction: each row is
+ * inserted, or left as it is (STORE_DSYM_EXISTS: the UUID is known and this upload does not
+ * improve it), or upgraded (a DWARF symcache replaces a symbol-table-only one; never the other
+ * way round). Only created and upgraded rows get their symcache and original blobs written
+ * (content-addressed: an existing blob is locked and reused, not written again); all of it
+ * becomes visible at COMMIT together. rows[i].row is overwritten with the stored record.
+ * Errors ERR_STORE, ERR_INVALID, ERR_IO (a file could not be read), ERR_INTERNAL.
+ */
+err_code store_dsyms_record(store_dsym_record *rows, size_t n, store *s, err_info *err);
+
+/*
+ * store_dsym_symcache_replace - (`stacksift symcache rebuild`) point debug file `uuid` at a
+ * new symcache `file` (stored as a blob in the same transaction) with the given size and
+ * function count, if its stored symcache is still `expect_sha256`. *replaced = false when
+ * another writer changed the row meanwhile (nothing is written then).
+ * Errors ERR_NOT_FOUND (no such dSYM), ERR_STORE, ERR_IO, ERR_INTERNAL.
+ */
+err_code store_dsym_symcache_replace(bool *replaced, store *s, const char *uuid,
+                                     const char *expect_sha256, const store_blob_file *file,
+                                     int64_t symcache_bytes, int32_t functions, err_info *err);
+
+/*
+ * store_dsym_symcache_backfill - attach a stored symcache to a row recorded before blobs
+ * existed (symcache_blob IS NULL), when its local file's SHA-256 `file->sha256` equals the
+ * row's sha256. *attached says whether it did. Errors ERR_STORE, ERR_IO, ERR_INTERNAL.
+ */
+err_code store_dsym_symcache_backfill(bool *attached, store *s, const char *uuid,
+                                      const store_blob_file *file, err_info *err);
+
+/* A debug file without a stored symcache (recorded before blobs existed). */
+typedef struct {
+    char uuid[37];
+    char sha256[65];
+} store_dsym_unstored;
+
+/* store_dsyms_unstored - up to `limit` rows whose symcache_blob is NULL, in `a`.
+ * Errors ERR_STORE, ERR_TOO_LARGE. */
+err_code store_dsyms_unstored(store_dsym_unstored **out, size_t *n, store *s, size_t limit,
+                              arena *a, err_info *err);
+
+/* A debug file `stacksift symcache rebuild` can rebuild. */
+typedef struct {
+    char uuid[37];
+    char symcache_sha256[65];
+    char original_sha256[65];
+    char original_name[256];
+} store_dsym_rebuildable;
+
+/* store_dsyms_rebuildable - every row with a stored original, oldest upload first, in `a`.
+ * Errors ERR_STORE, ERR_TOO_LARGE. */
+err_code store_dsyms_rebuildable(store_dsym_rebuildable **out, size_t *n, store *s, arena *a,
+                                 err_info *err);
 
 #endif

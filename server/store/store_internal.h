@@ -15,6 +15,7 @@
 #include "base/arena.h"
 #include "base/err.h"
 #include "store/store.h"
+#include "store/store_blobs.h"
 
 /* STORE_TS - a timestamptz column as RFC 3339 UTC text with milliseconds, the form every API
  * answer uses: 2026-01-07T10:31:02.114Z. STORE_TS_US keeps microseconds (queue ordering). */
@@ -85,6 +86,11 @@ err_code store_command(pconn *c, const char *sql, const char *what, err_info *er
 
 /* store_dup - column value copied into `a`, NULL for SQL NULL; *rc = ERR_TOO_LARGE if full. */
 const char *store_dup(arena *a, PGresult *res, int row, int col, err_info *err, err_code *rc);
+
+/* store_blob_put - inside the transaction open on `c`, make blob `f` exist: reuse a stored
+ * one, locked FOR KEY SHARE so that a concurrent deletion waits for this transaction, or
+ * insert it with its chunks read from f->path (store_blobs.c). Errors ERR_STORE, ERR_IO. */
+err_code store_blob_put(pconn *c, const store_blob_file *f, err_info *err);
 
 /* store_copy - column value into out[cap] (truncated), "" for SQL NULL. */
 void store_copy(char *out, size_t cap, PGresult *res, int row, int col);

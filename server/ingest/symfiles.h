@@ -1,0 +1,76 @@
+/*
+ * symfiles - this node's cache of symcache files (issue #14). Postgres holds every symcache
+ * (store_blobs.h); a node keeps local copies in DATA_DIR/symcaches/<sha256>.symc, fetched on
+ * first use and evicted least-recently-used first beyond a byte budget.
+ *
+ *   symfiles_get(uuid) --row cache--> sha256 of the UUID's current symcache (Postgres row,
+ *                                     re-read after SYMFILES_ROW_TTL_MS; a missing UUID is
+ *                                     remembered for SYMFILES_MISS_TTL_MS)
+ *                      --file cache-> <sha256>.symc, downloaded once per node even when many
+ *                                     threads ask at once (the others wait for it), written
+ *                                     to tmp/ and renamed only after its SHA-256 matched
+ *
+ * A file found on disk at start is adopted but checked (SHA-256) before its first use; a
+ * temporary file left by a killed process is deleted. Evicting a file a reader still has
+ * mapped is safe: the mapping outlives the name. Content-addressed names mean a replaced
+ * symcache (DWARF after a symbol table, `stacksift symcache rebuild`) is a new file, never
+ * an overwrite.
+ * Thread-safe.
+ */
+#ifndef STACKSIFT_INGEST_SYMFILES_H
+#define STACKSIFT_INGEST_SYMFILES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "store/store.h"
+
+#define SYMFILES_ROW_TTL_MS 10000 /* a UUID's row is re-read this often (rebuilds, upgrades) */
+#define SYMFILES_MISS_TTL_MS 2000 /* "no dSYM" is believed this long, unless asked `fresh` */
+
+typedef struct symfiles symfiles;
+
+/* symfiles_open - the cache in `dir` (created if missing) holding at most `max_bytes` of
+ * symcache files, fetching through `s`. Scans `dir`: adopts <sha256>.symc files, deletes
+ * temporary ones. Owned by the caller: symfiles_close(). Errors ERR_IO. */
+err_code symfiles_open(symfiles **out, store *s, const char *dir, uint64_t max_bytes,
+                       err_info *err);
+
+/* symfiles_close - free the index (files stay on disk for the next start). NULL is a no-op. */
+void symfiles_close(symfiles *f);
+
+/*
+ * symfiles_get - the local path of the current symcache of debug file `uuid` (upper case,
+ * dashes) and its hex SHA-256, downloading and checking it first if needed. `fresh` re-reads
+ * the row even if a recent answer said there is none (a report about to wait for a dSYM).
+ * Errors  ERR_NOT_FOUND (no dSYM with that UUID, or none stored yet), ERR_STORE, ERR_IO,
+ *         ERR_INTERNAL (a stored blob that does not match its hash: never used).
+ */
+err_code symfiles_get(char path[4096], char sha256[65], symfiles *f, const char *uuid,
+                      bool fresh, err_info *err);
+
+/*
+ * symfiles_add - put a symcache this node just built (its SHA-256 known) into the cache, by
+ * hard link or copy, so that the uploading node's first lookup needs no download.
+ * Best effort: errors are ignored (the file is fetched on first use instead).
+ */
+void symfiles_add(symfiles *f, const char *uuid, const char *sha256, const char *path);
+
+typedef struct {
+    uint64_t hits;        /* symfiles_get answered from a local file */
+    uint64_t misses;      /* ... after downloading it */
+    uint64_t downloads, download_bytes, download_failures;
+    uint64_t evictions;
+    uint64_t files, bytes; /* in the cache now */
+    uint64_t max_bytes;
+} symfiles_stats;
+
+void symfiles_stats_get(symfiles_stats *out, symfiles *f);
+
+/* symfiles_metrics_render - append the cache's metrics (Prometheus text). */
+void symfiles_metrics_render(buf *out, symfiles *f);
+
+#endif
