@@ -12,8 +12,14 @@
  *   3. every site is exactly one issue across both builds, no two sites share one, and
  *      every count (issue, per-day, API) is exact;
  * then the query API, status changes and regressions, synchronous symbolication, and every
- * real corpus report (processed, pending or cleanly failed, never stuck). Two server
- * processes share the database, so their workers compete for the same queue.
+ * real corpus report (processed, pending or cleanly failed, never stuck).
+ *
+ * Two nodes (issue #14): two server processes with separate data directories share nothing
+ * but the database. dSYMs are uploaded to node A, reports posted to node B (which has never
+ * seen a dSYM file: it fetches symcaches from Postgres), and POST /api/v1/symbolicate on node
+ * B answers every frame; a third, empty node serves at once, throws away a half-written
+ * download and a corrupt cache file, and retention drops old partitions while keeping the
+ * aggregates.
  */
 #include <dirent.h>
 #include <ftw.h>
@@ -40,16 +46,23 @@
 static int port;
 static char *token;
 
-/* One request to the server on `port` with the test's token and Content-Type `ctype`. */
-static http_resp http(const char *method, const char *path, const char *ctype, const void *body,
-                      size_t len)
+/* One request to the server on `on_port` with the test's token and Content-Type `ctype`. */
+static http_resp http_at(int on_port, const char *method, const char *path, const char *ctype,
+                         const void *body, size_t len)
 {
     char *headers = xsprintf("Authorization: Bearer %s\r\n%s%s%s", token ? token : "",
                              ctype ? "Content-Type: " : "", ctype ? ctype : "",
                              ctype ? "\r\n" : "");
-    http_resp out = http_req(port, method, path, headers, body, len, false);
+    http_resp out = http_req(on_port, method, path, headers, body, len, false);
     free(headers);
     return out;
+}
+
+/* The same to node A (`port`). */
+static http_resp http(const char *method, const char *path, const char *ctype, const void *body,
+                      size_t len)
+{
+    return http_at(port, method, path, ctype, body, len);
 }
 
 static http_resp get(const char *path)
@@ -60,7 +73,7 @@ static http_resp get(const char *path)
 /* ---- processes and the database -------------------------------------------------------- */
 
 static e2e_env e2e;        /* bin, fixtures, source_dir, base_url */
-static char *db_url, *data_dir, *tmp_root;
+static char *db_url, *tmp_root;
 static PGconn *db;
 
 /* Run argv to completion (at most 120 s): stdin from in_path, stdout to out_path (or dropped). */
@@ -69,17 +82,21 @@ static int run_cmd(char *const argv[], const char *in_path, const char *out_path
     return wait_exit(spawn(argv, env, in_path, out_path ? out_path : "/dev/null", NULL), 120);
 }
 
-static char *env_db, *env_data;
+static char *env_db;
 
-/* The servers' environment, listening on `listen_port` (a static array, rebuilt each call). */
-static char **server_env(int listen_port)
+/* The environment of node `node` ('a', 'b', ...: its name and its own data directory),
+ * listening on `listen_port` (a static array, rebuilt each call). */
+static char **server_env(int listen_port, char node)
 {
     static char *env[16];
-    static char listen[64];
+    static char listen[64], data[4200], name[64];
     size_t n = 0;
     snprintf(listen, sizeof listen, "STACKSIFT_LISTEN=127.0.0.1:%d", listen_port);
+    snprintf(data, sizeof data, "STACKSIFT_DATA_DIR=%s/data-%c", tmp_root, node);
+    snprintf(name, sizeof name, "STACKSIFT_NODE_NAME=node-%c", node);
     env[n++] = env_db;
-    env[n++] = env_data;
+    env[n++] = data;
+    env[n++] = name;
     env[n++] = listen;
     env[n++] = "STACKSIFT_WORKERS=2";
     env[n++] = "STACKSIFT_WORKER_BATCH=32";
@@ -91,13 +108,13 @@ static char **server_env(int listen_port)
 }
 
 static pid_t server_pid = -1, second_pid = -1;
-static int second_port;
+static int second_port;   /* node B */
 
-/* `stacksift serve` on `listen_port` (the same database and data directory). */
-static pid_t start_server(int listen_port)
+/* `stacksift serve` as node `node` on `listen_port` (the same database, its own directory). */
+static pid_t start_server(int listen_port, char node)
 {
-    char *log = xsprintf("%s/serve.log", tmp_root);
-    pid_t pid = serve_start(e2e.bin, server_env(listen_port), log, listen_port, "/readyz");
+    char *log = xsprintf("%s/serve-%c.log", tmp_root, node);
+    pid_t pid = serve_start(e2e.bin, server_env(listen_port, node), log, listen_port, "/readyz");
     free(log);
     return pid;
 }
@@ -523,8 +540,9 @@ static void *post_worker(void *arg)
         gen_report *g = &reports[i];
         if (g->b != j->build)
             continue;
-        http_resp r = http("POST", "/api/v1/reports", g->ips ? "application/json" : "text/plain",
-                      g->body, g->len);
+        /* to node B: the dSYMs went to node A */
+        http_resp r = http_at(second_port, "POST", "/api/v1/reports",
+                              g->ips ? "application/json" : "text/plain", g->body, g->len);
         g->status = r.status;
         const char *id = r.json ? json_string_value(json_object_get(r.json, "id")) : NULL;
         if (id)
@@ -953,7 +971,9 @@ static void symbolicate_endpoint_stores_nothing(void)
                           builds[1].uuid, (unsigned long long)load,
                           (unsigned long long)(load + s->off[1][0]),
                           (unsigned long long)(load + main_off[1][0] + 4));
-    http_resp r = http("POST", "/api/v1/symbolicate", "application/json", body, strlen(body));
+    /* on node B, which never received a dSYM upload */
+    http_resp r = http_at(second_port, "POST", "/api/v1/symbolicate", "application/json", body,
+                          strlen(body));
     free(body);
     CHECK_EQ_INT(r.status, 200);
     json_t *st = r.json ? json_object_get(r.json, "stacks") : NULL;
@@ -963,6 +983,7 @@ static void symbolicate_endpoint_stores_nothing(void)
     CHECK_EQ_STR(json_string_value(json_object_get(
                      json_array_get(json_object_get(f0, "symbols"), 0), "function")),
                  s->function);
+    CHECK_EQ_STR(json_string_value(json_object_get(f1, "status")), "ok");
     CHECK_EQ_STR(json_string_value(json_object_get(
                      json_array_get(json_object_get(f1, "symbols"), 0), "function")),
                  "main");
@@ -1046,6 +1067,233 @@ static void metrics_show_cache_hit_rate(void)
         resp_free(&middle);
         resp_free(&after);
     }
+}
+
+
+/* ---- shared-nothing nodes (issue #14) -------------------------------------------------- */
+
+static int has_name(const char *dir, const char *name)
+{
+    char *path = xsprintf("%s/%s", dir, name);
+    struct stat st;
+    int ok = stat(path, &st) == 0 && st.st_size > 0;
+    free(path);
+    return ok;
+}
+
+/* SHA-256 (hex) of the symcache Postgres holds for `uuid`, "" if none. Caller frees. */
+static char *row_symcache_sha(const char *uuid)
+{
+    const char *v[1] = {uuid};
+    PGresult *r = PQexecParams(db, "SELECT coalesce(symcache_blob, '') FROM dsyms "
+                               "WHERE uuid = $1::uuid", 1, NULL, v, NULL, NULL, 0);
+    char *out = strdup(PQntuples(r) == 1 ? PQgetvalue(r, 0, 0) : "");
+    PQclear(r);
+    return out;
+}
+
+static void node_b_fetched_symcaches_from_postgres(void)
+{
+    /* Node B never got an upload: what it used came from Postgres into its own cache,
+     * named by content; no <UUID>.symc anywhere. */
+    char *dir_b = xsprintf("%s/data-b/symcaches", tmp_root);
+    for (int b = 0; b < 2; b++) {
+        char *sha = row_symcache_sha(builds[b].uuid);
+        char *name = xsprintf("%s.symc", sha);
+        CHECK(strlen(sha) == 64);
+        CHECK(has_name(dir_b, name));
+        free(name);
+        free(sha);
+        char *legacy = xsprintf("%s.symc", builds[b].uuid);
+        CHECK(!has_name(dir_b, legacy));
+        free(legacy);
+    }
+    free(dir_b);
+    /* No pending/received ping-pong: a report is processed at most twice (once waiting for
+     * its dSYM, once regrouped when it came). */
+    CHECK(sql_int("SELECT max(attempts) FROM reports") <= 2);
+    CHECK(sql_int("SELECT count(*) FROM reports WHERE received_by = 'node-b'") >= (long long)nreports);
+    http_resp m = http_at(second_port, "GET", "/metrics", NULL, NULL, 0);
+    CHECK_EQ_INT(m.status, 200);
+    CHECK(metric_value(m.body, "\nstacksift_symcache_downloads_total ") >= 2);
+    CHECK(m.body && strstr(m.body, "\nstacksift_symcache_file_cache_hit_ratio ") != NULL);
+    CHECK(metric_value(m.body, "\nstacksift_node_up{node=\"node-a\"} ") == 1);
+    CHECK(metric_value(m.body, "\nstacksift_node_up{node=\"node-b\"} ") == 1);
+    CHECK(m.body && strstr(m.body, "\nstacksift_node_queue_depth{node=\"node-b\"} ") != NULL);
+    CHECK(m.body && strstr(m.body, "\nstacksift_node_symcache_cache_hit_ratio{node=\"node-b\"} "));
+    resp_free(&m);
+}
+
+/* The symbolicate body of symbolicate_endpoint_stores_nothing for build `b`. */
+static char *symbolicate_body(int b)
+{
+    uint64_t load = 0x104000000ull;
+    return xsprintf("{\"images\":[{\"uuid\":\"%s\",\"arch\":\"arm64\",\"load_address\":"
+                    "\"0x%llx\",\"name\":\"FixtureApp\"}],\"stacks\":[[\"0x%llx\",\"0x%llx\"]]}",
+                    builds[b].uuid, (unsigned long long)load,
+                    (unsigned long long)(load + sites[0].off[b][0]),
+                    (unsigned long long)(load + main_off[b][0] + 4));
+}
+
+/* Both frames of symbolicate_body(b) answered by the node on `on_port`; *ms = how long. */
+static bool symbolicates_all(int on_port, int b, double *ms)
+{
+    char *body = symbolicate_body(b);
+    double t0 = now_s();
+    http_resp r = http_at(on_port, "POST", "/api/v1/symbolicate", "application/json", body,
+                          strlen(body));
+    *ms = (now_s() - t0) * 1000;
+    json_t *st = r.json ? json_array_get(json_object_get(r.json, "stacks"), 0) : NULL;
+    bool ok = r.status == 200 && json_array_size(st) == 2;
+    for (size_t i = 0; ok && i < 2; i++)
+        ok = strcmp(json_string_value(json_object_get(json_array_get(st, i), "status")) ?: "",
+                    "ok") == 0;
+    resp_free(&r);
+    free(body);
+    return ok;
+}
+
+static void cold_node_serves_at_once(void)
+{
+    /* Node C starts with what a kill -9 can leave: a half-written download, and a cache file
+     * whose content does not match its name. Neither may ever be used. */
+    char *dir = xsprintf("%s/data-c/symcaches", tmp_root);
+    char *parent = xsprintf("%s/data-c", tmp_root);
+    mkdir(parent, 0700);
+    mkdir(dir, 0700);
+    char *sha = row_symcache_sha(builds[1].uuid);
+    char *part = xsprintf("%s/.part-%s-1-0", dir, sha);
+    char *bad = xsprintf("%s/%s.symc", dir, sha);
+    FILE *f = fopen(part, "w");
+    fputs("half a symcache", f);
+    fclose(f);
+    f = fopen(bad, "w");
+    fputs("not the symcache its name promises", f);
+    fclose(f);
+    int port_c = free_port();
+    double t0 = now_s();
+    pid_t pid = start_server(port_c, 'c');
+    double start_ms = (now_s() - t0) * 1000;
+    CHECK(pid > 0);
+    double cold_ms = 0, warm_ms = 0;
+    CHECK(symbolicates_all(port_c, 1, &cold_ms));   /* downloads, checks, answers */
+    CHECK(symbolicates_all(port_c, 1, &warm_ms));
+    fprintf(stderr, "cold node: ready in %.0f ms; first lookup (symcache download) %.1f ms, "
+            "next %.1f ms\n", start_ms, cold_ms, warm_ms);
+    struct stat st;
+    CHECK(stat(part, &st) != 0);                      /* the partial file was deleted */
+    char *argv[] = {"/usr/bin/env", "sha256sum", bad, NULL};
+    run_result r = run_in(tmp_root, argv, NULL, 30);
+    CHECK(r.status == 0 && strncmp(r.out, sha, 64) == 0); /* re-fetched, matches its name */
+    run_free(&r);
+    if (pid > 0) {
+        kill(pid, SIGKILL);   /* no graceful stop needed: it holds nothing but a cache */
+        waitpid(pid, NULL, 0);
+    }
+    free(dir), free(parent), free(sha), free(part), free(bad);
+}
+
+/* `stacksift retention run --force` with the given settings; its JSON answer (or NULL). */
+static json_t *retention_run(const char *days, const char *aggregate_days, const char *dsym_days)
+{
+    char **base = server_env(port, 'a');
+    char *env[24];
+    size_t n = 0;
+    while (base[n] && n < 16) {
+        env[n] = base[n];
+        n++;
+    }
+    char *e1 = xsprintf("STACKSIFT_RETENTION_DAYS=%s", days);
+    char *e2 = xsprintf("STACKSIFT_AGGREGATE_RETENTION_DAYS=%s", aggregate_days);
+    char *e3 = xsprintf("STACKSIFT_DSYM_RETENTION_DAYS=%s", dsym_days);
+    env[n++] = e1, env[n++] = e2, env[n++] = e3;
+    env[n] = NULL;
+    char *argv[] = {(char *)e2e.bin, "retention", "run", "--force", NULL};
+    run_result r = run_in(tmp_root, argv, env, 60);
+    json_t *j = r.status == 0 ? json_loads(r.out, 0, NULL) : NULL;
+    if (!j)
+        fprintf(stderr, "retention run failed (%d): %s%s\n", r.status, r.out, r.err);
+    run_free(&r);
+    free(e1), free(e2), free(e3);
+    return j;
+}
+
+static long long jint(json_t *j, const char *key)
+{
+    return (long long)json_integer_value(json_object_get(j, key));
+}
+
+static void retention_drops_partitions_keeps_aggregates(void)
+{
+    /* 40 days ago: five more reports of site 0's issue, in that day's own partition, with the
+     * issue's counts as the workers would have kept them. 500 days ago: an issue nobody has
+     * seen since. The framework's dSYM: unused for 200 days. */
+    long long issue = site_issue[0];
+    char sql[1024];
+    CHECK(issue > 0);
+    CHECK(sql_int("SELECT stacksift_reports_partition_create("
+                  "(now() AT TIME ZONE 'UTC')::date - 40)::int") == 1);
+    snprintf(sql, sizeof sql,
+             "WITH i AS (INSERT INTO reports (received_at, status, format, content_type, raw, "
+             "raw_bytes, issue_id) SELECT now() - interval '40 days', 'processed', 'json', "
+             "'application/json', '\\x00', 1, %lld FROM generate_series(1, 5) RETURNING 1) "
+             "SELECT count(*) FROM i", issue);
+    CHECK_EQ_INT(sql_int(sql), 5);
+    snprintf(sql, sizeof sql, "WITH d AS (INSERT INTO issue_days (issue_id, day, count) VALUES "
+             "(%lld, (now() AT TIME ZONE 'UTC')::date - 40, 5) RETURNING 1), u AS (UPDATE issues "
+             "SET count = count + 5 WHERE id = %lld RETURNING count) SELECT count FROM u, d",
+             issue, issue);
+    long long count = sql_int(sql);
+    CHECK(sql_int("WITH i AS (INSERT INTO issues (app, kind, fingerprint, title, culprit, "
+                  "exception, basis, provisional, frames, first_seen, last_seen, count) VALUES "
+                  "('OldApp', 'crash', repeat('0', 64), 't', 'c', 'e', 'in_app', false, '[]', "
+                  "now() - interval '500 days', now() - interval '500 days', 1) RETURNING id) "
+                  "SELECT count(*) FROM i") == 1);
+    snprintf(sql, sizeof sql, "UPDATE dsyms SET last_used_at = now() - interval '200 days' "
+             "WHERE uuid = '%s' RETURNING 1", kit_uuid);
+    CHECK_EQ_INT(sql_int(sql), 1);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM blobs WHERE sha256 = (SELECT original_blob "
+             "FROM dsyms WHERE uuid = '%s')", kit_uuid);
+    CHECK_EQ_INT(sql_int(sql), 1);   /* the zip: shared with the -O2 app's row */
+    long long reports_before = sql_int("SELECT count(*) FROM reports");
+
+    json_t *j = retention_run("30", "400", "180");
+    CHECK(j != NULL);
+    CHECK(json_is_true(json_object_get(j, "ran")));
+    CHECK_EQ_INT(jint(j, "partitions_dropped"), 1);
+    CHECK_EQ_INT(jint(j, "reports_expired"), 5);
+    CHECK_EQ_INT(jint(j, "issues_expired"), 1);
+    CHECK_EQ_INT(jint(j, "dsyms_expired"), 1);
+    CHECK_EQ_INT(jint(j, "blobs_deleted"), 1);   /* its symcache; the zip stays (shared) */
+    json_decref(j);
+
+    /* Reports and raw bodies of that day are gone, with their partition ... */
+    CHECK_EQ_INT(sql_int("SELECT count(*) FROM reports"), reports_before - 5);
+    CHECK_EQ_INT(sql_int("SELECT count(*) FROM pg_class WHERE relname = 'reports_p' || "
+                         "to_char((now() AT TIME ZONE 'UTC')::date - 40, 'YYYYMMDD')"), 0);
+    /* ... the aggregates stay: the issue's count and its per-day row of that day ... */
+    snprintf(sql, sizeof sql, "SELECT count FROM issues WHERE id = %lld", issue);
+    CHECK_EQ_INT(sql_int(sql), count);
+    snprintf(sql, sizeof sql, "SELECT count FROM issue_days WHERE issue_id = %lld AND day = "
+             "(now() AT TIME ZONE 'UTC')::date - 40", issue);
+    CHECK_EQ_INT(sql_int(sql), 5);
+    /* ... except past the aggregate retention. */
+    CHECK_EQ_INT(sql_int("SELECT count(*) FROM issues WHERE app = 'OldApp'"), 0);
+    /* The unused dSYM went with its symcache; every remaining row's blobs are complete. */
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM dsyms WHERE uuid = '%s'", kit_uuid);
+    CHECK_EQ_INT(sql_int(sql), 0);
+    CHECK_EQ_INT(sql_int("SELECT count(*) FROM dsyms d WHERE NOT EXISTS (SELECT 1 FROM blobs b "
+                         "WHERE b.sha256 = d.symcache_blob AND b.chunks = (SELECT count(*) FROM "
+                         "blob_chunks c WHERE c.sha256 = b.sha256))"), 0);
+    /* A second run right away has nothing left to do; the nodes' /metrics show the expiry. */
+    j = retention_run("30", "400", "180");
+    CHECK(j && jint(j, "partitions_dropped") == 0 && jint(j, "dsyms_expired") == 0);
+    json_decref(j);
+    http_resp m = http_at(second_port, "GET", "/metrics", NULL, NULL, 0);
+    CHECK(metric_value(m.body, "\nstacksift_retention_partitions_dropped_total ") >= 1);
+    CHECK(metric_value(m.body, "\nstacksift_retention_dsyms_expired_total ") >= 1);
+    CHECK(metric_value(m.body, "\nstacksift_retention_runs_total ") >= 2);
+    resp_free(&m);
 }
 
 static void corpus_reports_are_processed_or_cleanly_failed(void)
@@ -1164,7 +1412,6 @@ int main(void)
     signal(SIGPIPE, SIG_IGN);
     char tmpl[] = "/tmp/stacksift-pipeline.XXXXXX";
     tmp_root = strdup(mkdtemp(tmpl));
-    data_dir = xsprintf("%s/data", tmp_root);
     char *dbname = xsprintf("stacksift_pipeline_%d", (int)getpid());
     db_url = create_database(e2e.base_url, dbname);
     if (!db_url)
@@ -1172,7 +1419,6 @@ int main(void)
     db = PQconnectdb(db_url);
     port = free_port();
     env_db = xsprintf("STACKSIFT_DATABASE_URL=%s", db_url);
-    env_data = xsprintf("STACKSIFT_DATA_DIR=%s", data_dir);
 
     char *man_path = xsprintf("%s/manifest.json", e2e.fixtures);
     json_t *man = json_load_file(man_path, 0, NULL);
@@ -1191,18 +1437,18 @@ int main(void)
     generate();
 
     char *migrate[] = {(char *)e2e.bin, "migrate", NULL};
-    if (run_cmd(migrate, NULL, NULL, server_env(port)) != 0 ||
-        !(token = token_create(tmp_root, e2e.bin, server_env(port), "pipeline-test",
+    if (run_cmd(migrate, NULL, NULL, server_env(port, 'a')) != 0 ||
+        !(token = token_create(tmp_root, e2e.bin, server_env(port, 'a'), "pipeline-test",
                                "ingest,upload,read,admin"))) {
         fprintf(stderr, "test_pipeline: migrate or token create failed\n");
         return 1;
     }
     free(man_path);
     free(kit.dwarf);
-    server_pid = start_server(port);
-    /* A second process on the same database: workers of both share the queue. */
+    server_pid = start_server(port, 'a');
+    /* Node B: the same database, its own data directory; workers of both share the queue. */
     second_port = free_port();
-    second_pid = start_server(second_port);
+    second_pid = start_server(second_port, 'b');
     if (server_pid < 0 || second_pid < 0) {
         fprintf(stderr, "test_pipeline: the server did not start (log in %s)\n", tmp_root);
         return 1;
@@ -1224,6 +1470,9 @@ int main(void)
     RUN(metrics_show_cache_hit_rate);
     RUN(corpus_reports_are_processed_or_cleanly_failed);
     RUN(unprocessable_report_fails_without_blocking);
+    RUN(node_b_fetched_symcaches_from_postgres);
+    RUN(cold_node_serves_at_once);
+    RUN(retention_drops_partitions_keeps_aggregates);
     RUN(server_stops_cleanly);
     fprintf(stderr, "test_pipeline: %zu generated reports, %.1f s\n", nreports, now_s() - t0);
     if (server_pid > 0) {
