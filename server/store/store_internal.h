@@ -24,7 +24,8 @@
     "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
 
 typedef struct {
-    int version;      /* NNNN of migrations/NNNN_name.sql, from 1 without gaps */
+    int version;      /* NNNN of migrations/NNNN_name.sql, increasing (a number
+                         reserved for an issue may be missing until it lands) */
     const char *name; /* the name part */
     const char *sql;  /* the whole file */
 } store_migration;

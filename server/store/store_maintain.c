@@ -287,6 +287,26 @@ static err_code expire_aggregates(store_retention_result *r, pconn *c, unsigned 
         rc = exec_int(&r->issues_expired, c, "expiring issues",
                       "DELETE FROM issues WHERE last_seen < now() - $1::int * interval '1 day'",
                       1, values, err);
+    /* Privacy-API call sites (issue #13), when that migration is there: per-day rows and
+     * call sites not seen for as long are aggregates too. */
+    int64_t have = 0;
+    if (rc == ERR_OK)
+        rc = exec_int(&have, c, "looking for call sites",
+                      "SELECT (to_regclass('callsite_days') IS NOT NULL)::int", 0, NULL, err);
+    if (rc == ERR_OK && have) {
+        int64_t n = 0;
+        rc = exec_int(&n, c, "expiring call site days",
+                      "DELETE FROM callsite_days WHERE day < "
+                      "(now() AT TIME ZONE 'UTC')::date - $1::int",
+                      1, values, err);
+        r->issue_days_expired += n;
+        if (rc == ERR_OK)
+            rc = exec_int(&n, c, "expiring call sites",
+                          "DELETE FROM callsites WHERE last_seen < "
+                          "now() - $1::int * interval '1 day'",
+                          1, values, err);
+        r->issues_expired += n;
+    }
     return rc;
 }
 

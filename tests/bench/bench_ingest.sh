@@ -10,7 +10,10 @@
 #   rows), the server's peak RSS, the stack-cache hit ratio (/metrics), and the same-run peer:
 #   wrk on GET /healthz with the same connections (the HTTP floor), as a ratio.
 # Targets (issue #5): >= 1000 reports/s sustained, p99 POST < 50 ms, on this 2-core machine.
-# Env: BUILD_DIR (default build), STACKSIFT_FIXTURES (default build-fixtures), CONNECTIONS (8), HTTP_THREADS (4), WORKERS (2), POOL (8), BATCH (64).
+# NODES=2 (issue #14) starts a second `stacksift serve` with its own data directory on the same
+# Postgres (nothing shared but the database: it fetches the symcache from Postgres) and splits
+# the connections between the two (two wrk processes at once); compare with NODES=1.
+# Env: BUILD_DIR (default build), STACKSIFT_FIXTURES (default build-fixtures), CONNECTIONS (8), HTTP_THREADS (4), WORKERS (2), POOL (8), BATCH (64), NODES (1).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -19,6 +22,7 @@ build=${BUILD_DIR:-build}
 bin=$root/$build/server/stacksift
 fixtures=${STACKSIFT_FIXTURES:-$root/build-fixtures}
 conns=${CONNECTIONS:-8}
+nodes=${NODES:-1}
 command -v wrk >/dev/null || { echo "bench_ingest: wrk is missing (deploy/install-deps.sh)" >&2; exit 1; }
 [ -x "$bin" ] || { echo "bench_ingest: build first ($bin)" >&2; exit 1; }
 tests/fixtures/build.sh "$fixtures" >/dev/null
@@ -27,8 +31,10 @@ work=$(mktemp -d /tmp/stacksift-bench.XXXXXX)
 chmod 755 "$work"   # as root, the cluster belongs to postgres, which must reach pg/
 pgdir=$work/pg
 server_pid=""
+second_pid=""
 cleanup() {
   [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null || true
+  [ -n "$second_pid" ] && kill "$second_pid" 2>/dev/null && wait "$second_pid" 2>/dev/null || true
   tests/pg.sh stop "$pgdir" >/dev/null 2>&1 || true
   rm -rf "$work"
 }
@@ -41,9 +47,17 @@ export STACKSIFT_LOG_LEVEL=warn STACKSIFT_HTTP_THREADS=${HTTP_THREADS:-4} STACKS
 export STACKSIFT_DB_POOL_SIZE=${POOL:-8} STACKSIFT_WORKER_BATCH=${BATCH:-64}
 "$bin" migrate >/dev/null
 token=$("$bin" token create --name bench --scopes ingest,upload,read,admin | tail -1)
-"$bin" serve 2>"$work/serve.log" &
+STACKSIFT_NODE_NAME=bench-a "$bin" serve 2>"$work/serve.log" &
 server_pid=$!
 for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done
+port2=$port
+if [ "$nodes" = 2 ]; then
+  port2=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  STACKSIFT_NODE_NAME=bench-b STACKSIFT_DATA_DIR=$work/data-b STACKSIFT_LISTEN=127.0.0.1:$port2 \
+    "$bin" serve 2>"$work/serve-b.log" &
+  second_pid=$!
+  for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port2/readyz" >/dev/null && break; sleep 0.1; done
+fi
 curl -fs -H "Authorization: Bearer $token" -F "file=@$fixtures/FixtureApp-dSYMs.zip" \
   "http://127.0.0.1:$port/api/v1/dsyms" >/dev/null
 
@@ -52,6 +66,9 @@ python3 tests/bench/bench_ingest_gen.py "$bin" "$fixtures" "$work/reports" $coun
 export BENCH_DIR=$work/reports BENCH_TOKEN=$token BENCH_COUNT=$count
 # Warm up: symcaches mapped, stack cache filled once, connections pooled.
 wrk -t2 -c4 -d2s -s tests/bench/bench_ingest.lua "http://127.0.0.1:$port/api/v1/reports" >/dev/null
+if [ "$nodes" = 2 ]; then
+  wrk -t2 -c4 -d2s -s tests/bench/bench_ingest.lua "http://127.0.0.1:$port2/api/v1/reports" >/dev/null
+fi
 for _ in $(seq 300); do
   q=$(psql "$url" -Atc "SELECT count(*) FROM reports WHERE status = 'received'")
   [ "$q" = 0 ] && break; sleep 0.1
@@ -61,8 +78,18 @@ psql "$url" -qc "TRUNCATE issues CASCADE; DELETE FROM reports" >/dev/null
 # The peer: the same connections on the cheapest route.
 wrk -t2 -c"$conns" -d"$((secs / 4 + 1))s" --latency "http://127.0.0.1:$port/healthz" >"$work/peer.txt"
 
-wrk -t2 -c"$conns" -d"${secs}s" --latency -s tests/bench/bench_ingest.lua \
-  "http://127.0.0.1:$port/api/v1/reports" >"$work/wrk.txt" 2>"$work/wrk.err"
+if [ "$nodes" = 2 ]; then
+  # half the connections to each node at the same time; rates add up, latencies are node A's
+  wrk -t1 -c"$((conns / 2))" -d"${secs}s" --latency -s tests/bench/bench_ingest.lua \
+    "http://127.0.0.1:$port2/api/v1/reports" >"$work/wrk-b.txt" 2>>"$work/wrk.err" &
+  wrk_b=$!
+  wrk -t1 -c"$((conns / 2))" -d"${secs}s" --latency -s tests/bench/bench_ingest.lua \
+    "http://127.0.0.1:$port/api/v1/reports" >"$work/wrk.txt" 2>>"$work/wrk.err"
+  wait "$wrk_b"
+else
+  wrk -t2 -c"$conns" -d"${secs}s" --latency -s tests/bench/bench_ingest.lua \
+    "http://127.0.0.1:$port/api/v1/reports" >"$work/wrk.txt" 2>"$work/wrk.err"
+fi
 posted_end=$(date +%s.%N)
 for _ in $(seq 1200); do
   q=$(psql "$url" -Atc "SELECT count(*) FROM reports WHERE status = 'received'")
@@ -84,6 +111,9 @@ stats=$(psql "$url" -AtF' ' -c "
 read -r total processed span lag50 lag99 lagmax issues <<<"$stats"
 
 rps=$(awk '/^Requests\/sec/ {print $2}' "$work/wrk.txt")
+if [ "$nodes" = 2 ]; then
+  rps=$(awk -v a="$rps" '/^Requests\/sec/ {print a + $2}' "$work/wrk-b.txt")
+fi
 peer_rps=$(awk '/^Requests\/sec/ {print $2}' "$work/peer.txt")
 # wrk prints latency percentiles as e.g. "50%    3.21ms" / "99%  12.00ms" / "1.02s"
 ms() { awk -v p="$1" '$1 == p { v = $2; if (v ~ /us$/) { sub(/us$/, "", v); v /= 1000 } else if (v ~ /ms$/) { sub(/ms$/, "", v) } else if (v ~ /s$/) { sub(/s$/, "", v); v *= 1000 } print v }' "$2"; }
@@ -93,8 +123,8 @@ e2e=$(python3 -c "print(round($processed / $span, 1) if $span > 0 else 0)")
 non2xx=$(awk '/Non-2xx/ {print $5}' "$work/wrk.txt")
 
 cat "$work/wrk.err" >&2 || true
-printf '{"bench":"ingest","seconds":%s,"connections":%s,"posted":%s,"processed":%s,"issues":%s,' \
-  "$secs" "$conns" "$total" "$processed" "$issues"
+printf '{"bench":"ingest","nodes":%s,"seconds":%s,"connections":%s,"posted":%s,"processed":%s,"issues":%s,' \
+  "$nodes" "$secs" "$conns" "$total" "$processed" "$issues"
 printf '"post_rps":%s,"post_p50_ms":%s,"post_p99_ms":%s,"e2e_rps":%s,' "$rps" "$p50" "$p99" "$e2e"
 printf '"lag_p50_s":%.3f,"lag_p99_s":%.3f,"lag_max_s":%.3f,"drain_after_post_s":%.2f,' \
   "$lag50" "$lag99" "$lagmax" "$(awk -v a="$drained" -v b="$posted_end" 'BEGIN { print a - b }')"
