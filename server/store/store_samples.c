@@ -1,0 +1,534 @@
+/*
+ * store_samples - sample batches, call-site counting and the call sites API in SQL (see
+ * store_samples.h). Like store_issues, a worker's whole batch of changes travels as one JSON
+ * parameter per statement (json_to_recordset), so a commit is a handful of statements
+ * whatever the number of call sites.
+ */
+#include "store/store_samples.h"
+
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/xalloc.h"
+#include "store/store_internal.h"
+
+#define TS_US(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
+#define TS_MS(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+
+/* Run `sql` with text parameters (NULL = SQL NULL); *out = the result (caller PQclear()s). */
+static err_code exec(PGresult **out, pconn *c, const char *what, const char *sql, int n,
+                     const char *const *values, err_info *err)
+{
+    PGresult *res = PQexecParams(c->pg, sql, n, NULL, values, NULL, NULL, 0);
+    ExecStatusType st = PQresultStatus(res);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+        err_code rc = store_translate(res, c, what, err);
+        PQclear(res);
+        if (out)
+            *out = NULL;
+        return rc;
+    }
+    if (out)
+        *out = res;
+    else
+        PQclear(res);
+    return ERR_OK;
+}
+
+/* ---- intake ---------------------------------------------------------------------------- */
+
+static const char SQL_INSERT[] =
+    "INSERT INTO sample_batches (app, batch_id, sha256, build, device, samples, calls, canonical) "
+    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8) "
+    "ON CONFLICT (app, batch_id) WHERE batch_id IS NOT NULL DO NOTHING RETURNING id";
+static const char SQL_EXISTING[] =
+    "SELECT sha256 FROM sample_batches WHERE app = $1 AND batch_id = $2";
+
+typedef struct {
+    const store_sample_batch *b;
+    store_batch_outcome *outcome;
+} insert_ctx;
+
+static err_code do_insert(pconn *c, void *vctx, err_info *err)
+{
+    insert_ctx *x = vctx;
+    const store_sample_batch *b = x->b;
+    char samples[24], calls[24];
+    snprintf(samples, sizeof samples, "%lld", (long long)b->samples);
+    snprintf(calls, sizeof calls, "%lld", (long long)b->calls);
+    const char *values[8] = {b->app, b->batch_id, b->sha256, b->build, b->device, samples, calls,
+                             b->canonical};
+    PGresult *res;
+    err_code rc = exec(&res, c, "storing sample batch", SQL_INSERT, 8, values, err);
+    if (rc != ERR_OK)
+        return rc;
+    int stored = PQntuples(res);
+    PQclear(res);
+    if (stored == 1) {
+        *x->outcome = STORE_BATCH_STORED;
+        return ERR_OK;
+    }
+    /* batch_id taken: the same content is a retry, other content a client bug */
+    rc = exec(&res, c, "finding sample batch", SQL_EXISTING, 2, values, err);
+    if (rc != ERR_OK)
+        return rc;
+    bool same = PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, 0), b->sha256) == 0;
+    PQclear(res);
+    if (!same)
+        return err_set(err, ERR_CONFLICT, "batch_id: \"%.128s\" was already used for a batch "
+                       "with other samples", b->batch_id);
+    *x->outcome = STORE_BATCH_RETRY;
+    return ERR_OK;
+}
+
+err_code store_samples_insert(store_batch_outcome *outcome, store *s, const store_sample_batch *b,
+                              err_info *err)
+{
+    insert_ctx x = {b, outcome};
+    return store_run(s, do_insert, &x, err);
+}
+
+/* ---- counting -------------------------------------------------------------------------- */
+
+struct store_sample_work {
+    store *s;
+    pconn *c;
+    int64_t *batch_ids, *pending_ids;
+    size_t nbatches, npending;
+};
+
+static const char SQL_CLAIM_BATCHES[] =
+    "SELECT id::text, canonical, " TS_US("received_at") ", "
+    "to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') "
+    "FROM sample_batches WHERE status = 'received' ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED";
+static const char SQL_CLAIM_PENDING[] =
+    "SELECT id::text, app, build, day::text, version, sample, count::text, "
+    "array_to_string(devices, chr(31)), " TS_US("first_seen") ", " TS_US("last_seen") " "
+    "FROM callsite_pending WHERE status = 'ready' ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED";
+
+void store_samples_abort(store_sample_work *w)
+{
+    if (w == NULL)
+        return;
+    store_release(w->s, w->c);   /* rolls the open transaction back */
+    free(w->batch_ids);
+    free(w->pending_ids);
+    free(w);
+}
+
+err_code store_samples_claim(store_sample_work **out, const store_claimed_batch **batches,
+                             size_t *nbatches, const store_claimed_pending **pending,
+                             size_t *npending, store *s, size_t max, arena *a, err_info *err)
+{
+    *out = NULL;
+    *batches = NULL;
+    *pending = NULL;
+    *nbatches = *npending = 0;
+    store_sample_work *w = xcalloc(1, sizeof *w);
+    w->s = s;
+    err_code rc = store_acquire(&w->c, s, err);
+    if (rc != ERR_OK) {
+        free(w);
+        return rc;
+    }
+    rc = store_command(w->c, "BEGIN", "claiming sample batches", err);
+    /* A commit lost in a database crash only puts its batches back in the queue (all of it
+     * or nothing): no need to wait for the WAL flush. */
+    if (rc == ERR_OK)
+        rc = store_command(w->c, "SET LOCAL synchronous_commit TO off", "claiming sample batches",
+                           err);
+    char limit[24];
+    snprintf(limit, sizeof limit, "%zu", max);
+    const char *values[1] = {limit};
+    PGresult *res = NULL;
+    store_claimed_batch *bs = NULL;
+    store_claimed_pending *ps = NULL;
+    if (rc == ERR_OK)
+        rc = exec(&res, w->c, "claiming sample batches", SQL_CLAIM_BATCHES, 1, values, err);
+    size_t nb = res ? (size_t)PQntuples(res) : 0;
+    if (rc == ERR_OK && nb > 0) {
+        bs = arena_alloc_array(a, nb, sizeof *bs, err);
+        w->batch_ids = xcalloc(nb, sizeof *w->batch_ids);
+        if (bs == NULL)
+            rc = ERR_TOO_LARGE;
+        for (size_t i = 0; rc == ERR_OK && i < nb; i++) {
+            int r = (int)i;
+            bs[i].id = strtoll(PQgetvalue(res, r, 0), NULL, 10);
+            w->batch_ids[i] = bs[i].id;
+            bs[i].canonical = store_dup(a, res, r, 1, err, &rc);
+            bs[i].canonical_len = (size_t)PQgetlength(res, r, 1);
+            bs[i].received_at = store_dup(a, res, r, 2, err, &rc);
+            bs[i].day = store_dup(a, res, r, 3, err, &rc);
+            if (rc == ERR_OK && bs[i].canonical == NULL)
+                rc = err_set(err, ERR_INTERNAL, "sample batch %lld has no canonical form",
+                             (long long)bs[i].id);
+        }
+        w->nbatches = nb;
+    }
+    PQclear(res);
+    res = NULL;
+    if (rc == ERR_OK)
+        rc = exec(&res, w->c, "claiming pending stacks", SQL_CLAIM_PENDING, 1, values, err);
+    size_t np = res ? (size_t)PQntuples(res) : 0;
+    if (rc == ERR_OK && np > 0) {
+        ps = arena_alloc_array(a, np, sizeof *ps, err);
+        w->pending_ids = xcalloc(np, sizeof *w->pending_ids);
+        if (ps == NULL)
+            rc = ERR_TOO_LARGE;
+        for (size_t i = 0; rc == ERR_OK && i < np; i++) {
+            int r = (int)i;
+            store_claimed_pending *p = &ps[i];
+            p->id = strtoll(PQgetvalue(res, r, 0), NULL, 10);
+            w->pending_ids[i] = p->id;
+            p->app = store_dup(a, res, r, 1, err, &rc);
+            p->build = store_dup(a, res, r, 2, err, &rc);
+            p->day = store_dup(a, res, r, 3, err, &rc);
+            p->version = store_dup(a, res, r, 4, err, &rc);
+            p->sample = store_dup(a, res, r, 5, err, &rc);
+            p->sample_len = (size_t)PQgetlength(res, r, 5);
+            p->count = strtoll(PQgetvalue(res, r, 6), NULL, 10);
+            p->devices = store_dup(a, res, r, 7, err, &rc);
+            p->first_seen = store_dup(a, res, r, 8, err, &rc);
+            p->last_seen = store_dup(a, res, r, 9, err, &rc);
+        }
+        w->npending = np;
+    }
+    PQclear(res);
+    if (rc != ERR_OK || nb + np == 0) {
+        store_samples_abort(w);
+        return rc;
+    }
+    *out = w;
+    *batches = bs;
+    *nbatches = nb;
+    *pending = ps;
+    *npending = np;
+    return ERR_OK;
+}
+
+/* Call sites first (one row per (app, tag, key): DISTINCT ON, or ON CONFLICT would meet a
+ * row twice), then their per-build-and-day rows, joined back by the unique key. */
+static const char SQL_UPSERT_CALLSITES[] =
+    "INSERT INTO callsites AS c (app, tag, key, frames, stack, first_build, first_seen, "
+    "last_seen, count) "
+    "SELECT DISTINCT ON (t.app, t.tag, t.key) t.app, t.tag, t.key, t.frames, t.stack, "
+    "first_value(t.build) OVER (PARTITION BY t.app, t.tag, t.key "
+    "ORDER BY version_key(t.build), t.build), "
+    "min(t.first_seen) OVER w, max(t.last_seen) OVER w, sum(t.n) OVER w "
+    "FROM json_to_recordset($1::json) AS t(app text, tag text, key text, frames jsonb, "
+    "stack jsonb, build text, first_seen timestamptz, last_seen timestamptz, n bigint) "
+    "WINDOW w AS (PARTITION BY t.app, t.tag, t.key) "
+    "ORDER BY t.app, t.tag, t.key "
+    "ON CONFLICT (app, tag, key) DO UPDATE SET "
+    "count = c.count + EXCLUDED.count, "
+    "first_seen = least(c.first_seen, EXCLUDED.first_seen), "
+    "last_seen = greatest(c.last_seen, EXCLUDED.last_seen), "
+    "first_build = CASE WHEN (version_key(EXCLUDED.first_build), EXCLUDED.first_build) < "
+    "(version_key(c.first_build), c.first_build) THEN EXCLUDED.first_build "
+    "ELSE c.first_build END";
+
+static const char SQL_UPSERT_DAYS[] =
+    "INSERT INTO callsite_days AS d (callsite_id, build, day, version, count, devices, "
+    "first_seen, last_seen) "
+    "SELECT c.id, t.build, t.day, t.version, t.n, "
+    "ARRAY(SELECT DISTINCT x FROM json_array_elements_text(t.devices) x ORDER BY 1), "
+    "t.first_seen, t.last_seen "
+    "FROM json_to_recordset($1::json) AS t(app text, tag text, key text, build text, day date, "
+    "version text, n bigint, devices json, first_seen timestamptz, last_seen timestamptz) "
+    "JOIN callsites c ON c.app = t.app AND c.tag = t.tag AND c.key = t.key "
+    "ORDER BY c.id, t.build, t.day "
+    "ON CONFLICT (callsite_id, build, day) DO UPDATE SET "
+    "count = d.count + EXCLUDED.count, version = EXCLUDED.version, "
+    "devices = ARRAY(SELECT DISTINCT x FROM unnest(d.devices || EXCLUDED.devices) x ORDER BY 1), "
+    "first_seen = least(d.first_seen, EXCLUDED.first_seen), "
+    "last_seen = greatest(d.last_seen, EXCLUDED.last_seen)";
+
+static const char SQL_DELETE_PENDING[] =
+    "DELETE FROM callsite_pending WHERE id = ANY(string_to_array($1, ',')::bigint[])";
+
+static const char SQL_UPSERT_PENDING[] =
+    "INSERT INTO callsite_pending AS p (app, stack_key, build, day, version, sample, count, "
+    "devices, first_seen, last_seen, missing_uuids) "
+    "SELECT t.app, t.stack_key, t.build, t.day, t.version, t.sample, t.n, "
+    "ARRAY(SELECT DISTINCT x FROM json_array_elements_text(t.devices) x ORDER BY 1), "
+    "t.first_seen, t.last_seen, "
+    "ARRAY(SELECT u::uuid FROM json_array_elements_text(t.missing) u) "
+    "FROM json_to_recordset($1::json) AS t(app text, stack_key text, build text, day date, "
+    "version text, sample text, n bigint, devices json, first_seen timestamptz, "
+    "last_seen timestamptz, missing json) "
+    "ORDER BY t.app, t.stack_key, t.build, t.day "
+    "ON CONFLICT (app, stack_key, build, day) DO UPDATE SET "
+    "count = p.count + EXCLUDED.count, version = EXCLUDED.version, "
+    "devices = ARRAY(SELECT DISTINCT x FROM unnest(p.devices || EXCLUDED.devices) x ORDER BY 1), "
+    "first_seen = least(p.first_seen, EXCLUDED.first_seen), "
+    "last_seen = greatest(p.last_seen, EXCLUDED.last_seen), "
+    "missing_uuids = EXCLUDED.missing_uuids, status = 'waiting'";
+
+static const char SQL_MARK_COUNTED[] =
+    "UPDATE sample_batches SET status = 'counted', canonical = NULL, counted_at = now() "
+    "WHERE id = ANY(string_to_array($1, ',')::bigint[])";
+
+static void kv(buf *b, const char *key, const char *value)
+{
+    if (b->data[b->len - 1] != '{')
+        buf_putc(b, ',');
+    buf_append_json_str(b, key, strlen(key));
+    buf_putc(b, ':');
+    if (value == NULL)
+        buf_append_str(b, "null");
+    else
+        buf_append_json_str(b, value, strlen(value));
+}
+
+static void kraw(buf *b, const char *key, const char *raw)
+{
+    if (b->data[b->len - 1] != '{')
+        buf_putc(b, ',');
+    buf_printf(b, "\"%s\":%s", key, raw ? raw : "null");
+}
+
+static void id_list(buf *b, const int64_t *ids, size_t n)
+{
+    b->len = 0;
+    buf_reserve(b, 1);
+    b->data[0] = '\0';
+    for (size_t i = 0; i < n; i++)
+        buf_printf(b, "%s%lld", i ? "," : "", (long long)ids[i]);
+}
+
+static err_code do_commit(store_sample_work *w, const store_callsite_add *adds, size_t nadds,
+                          const store_pending_add *pend, size_t npend, err_info *err)
+{
+    buf b;
+    buf_init(&b);
+    err_code rc = ERR_OK;
+    const char *values[1];
+    if (nadds > 0) {
+        buf_putc(&b, '[');
+        for (size_t i = 0; i < nadds; i++) {
+            const store_callsite_add *x = &adds[i];
+            buf_append_str(&b, i ? ",{" : "{");
+            kv(&b, "app", x->app);
+            kv(&b, "tag", x->tag);
+            kv(&b, "key", x->key);
+            kraw(&b, "frames", x->frames_json);
+            kraw(&b, "stack", x->stack_json);
+            kv(&b, "build", x->build);
+            kv(&b, "day", x->day);
+            kv(&b, "version", x->version ? x->version : "");
+            buf_printf(&b, ",\"n\":%lld", (long long)x->count);
+            kraw(&b, "devices", x->devices_json);
+            kv(&b, "first_seen", x->first_seen);
+            kv(&b, "last_seen", x->last_seen);
+            buf_putc(&b, '}');
+        }
+        buf_putc(&b, ']');
+        values[0] = (const char *)b.data;
+        rc = exec(NULL, w->c, "counting call sites", SQL_UPSERT_CALLSITES, 1, values, err);
+        if (rc == ERR_OK)
+            rc = exec(NULL, w->c, "counting call site days", SQL_UPSERT_DAYS, 1, values, err);
+        if (rc != ERR_OK)
+            goto done;
+    }
+    if (w->npending > 0) {
+        id_list(&b, w->pending_ids, w->npending);
+        values[0] = (const char *)b.data;
+        rc = exec(NULL, w->c, "taking pending stacks", SQL_DELETE_PENDING, 1, values, err);
+        if (rc != ERR_OK)
+            goto done;
+    }
+    if (npend > 0) {
+        b.len = 0;
+        buf_putc(&b, '[');
+        for (size_t i = 0; i < npend; i++) {
+            const store_pending_add *x = &pend[i];
+            buf_append_str(&b, i ? ",{" : "{");
+            kv(&b, "app", x->app);
+            kv(&b, "stack_key", x->stack_key);
+            kv(&b, "build", x->build);
+            kv(&b, "day", x->day);
+            kv(&b, "version", x->version ? x->version : "");
+            kv(&b, "sample", x->sample);
+            buf_printf(&b, ",\"n\":%lld", (long long)x->count);
+            kraw(&b, "devices", x->devices_json);
+            kv(&b, "first_seen", x->first_seen);
+            kv(&b, "last_seen", x->last_seen);
+            kraw(&b, "missing", x->missing_json);
+            buf_putc(&b, '}');
+        }
+        buf_putc(&b, ']');
+        values[0] = (const char *)b.data;
+        rc = exec(NULL, w->c, "keeping stacks that wait for a dSYM", SQL_UPSERT_PENDING, 1, values,
+                  err);
+        if (rc != ERR_OK)
+            goto done;
+    }
+    if (w->nbatches > 0) {
+        id_list(&b, w->batch_ids, w->nbatches);
+        values[0] = (const char *)b.data;
+        rc = exec(NULL, w->c, "marking sample batches counted", SQL_MARK_COUNTED, 1, values, err);
+        if (rc != ERR_OK)
+            goto done;
+    }
+    rc = store_command(w->c, "COMMIT", "committing call site counts", err);
+done:
+    buf_reset(&b);
+    return rc;
+}
+
+err_code store_samples_commit(store_sample_work *w, const store_callsite_add *adds, size_t nadds,
+                              const store_pending_add *pend, size_t npend, err_info *err)
+{
+    err_code rc = do_commit(w, adds, nadds, pend, npend, err);
+    store_samples_abort(w);   /* releases the connection; rolls back if COMMIT did not happen */
+    return rc;
+}
+
+static const char SQL_SWEEP[] =
+    "UPDATE callsite_pending p SET status = 'ready' WHERE p.status = 'waiting' "
+    "AND EXISTS (SELECT 1 FROM dsyms d WHERE d.uuid = ANY(p.missing_uuids))";
+
+static err_code do_sweep(pconn *c, void *vctx, err_info *err)
+{
+    PGresult *res;
+    err_code rc = exec(&res, c, "releasing pending stacks", SQL_SWEEP, 0, NULL, err);
+    if (rc == ERR_OK) {
+        *(int64_t *)vctx = strtoll(PQcmdTuples(res), NULL, 10);
+        PQclear(res);
+    }
+    return rc;
+}
+
+err_code store_samples_sweep(int64_t *released, store *s, err_info *err)
+{
+    *released = 0;
+    return store_run(s, do_sweep, released, err);
+}
+
+/* ---- the call sites API ---------------------------------------------------------------- */
+
+/* $1 tag, $2 build, $3 version, $4 new_in_build, $5 q, $6 sort, $7 cursor value, $8 cursor
+ * id, $9 limit, $10 app. The sort key is numeric so one keyset comparison serves all sorts
+ * (first_seen as microseconds since the epoch). */
+static const char SQL_LIST[] =
+    "WITH f AS ("
+    " SELECT d.callsite_id AS id, sum(d.count) AS n, min(d.first_seen) AS fs, "
+    " max(d.last_seen) AS ls, array_agg(DISTINCT d.build) AS builds "
+    " FROM callsite_days d JOIN callsites c ON c.id = d.callsite_id "
+    " WHERE ($1::text IS NULL OR c.tag = $1) AND ($2::text IS NULL OR d.build = $2) "
+    " AND ($3::text IS NULL OR d.version = $3) AND ($4::text IS NULL OR c.first_build = $4) "
+    " AND ($10::text IS NULL OR c.app = $10) "
+    " AND ($5::text IS NULL OR strpos(lower(c.tag), lower($5)) > 0 "
+    "      OR strpos(lower(c.frames::text), lower($5)) > 0) "
+    " GROUP BY d.callsite_id), "
+    "g AS ("
+    " SELECT f.*, (SELECT count(DISTINCT x) FROM callsite_days d2, unnest(d2.devices) x "
+    "  WHERE d2.callsite_id = f.id AND ($2::text IS NULL OR d2.build = $2) "
+    "  AND ($3::text IS NULL OR d2.version = $3)) AS devices FROM f), "
+    "h AS ("
+    " SELECT g.*, CASE $6::text WHEN 'devices' THEN g.devices::numeric "
+    " WHEN 'first_seen' THEN floor(extract(epoch FROM g.fs) * 1000000)::numeric "
+    " ELSE g.n::numeric END AS sk FROM g), "
+    "page AS ("
+    " SELECT h.*, c.app, c.tag, c.frames, c.stack, c.first_build "
+    " FROM h JOIN callsites c ON c.id = h.id "
+    " WHERE $7::numeric IS NULL OR (h.sk, h.id) < ($7::numeric, $8::bigint) "
+    " ORDER BY h.sk DESC, h.id DESC LIMIT $9::int + 1), "
+    "numbered AS (SELECT page.*, row_number() OVER (ORDER BY sk DESC, id DESC) AS rn FROM page) "
+    "SELECT json_build_object("
+    " 'callsites', coalesce((SELECT json_agg(json_build_object("
+    "  'id', id, 'app', app, 'tag', tag, 'frames', frames, 'stack', stack, 'count', n, "
+    "  'devices', devices, "
+    "  'builds', ARRAY(SELECT b FROM unnest(builds) b ORDER BY version_key(b), b), "
+    "  'first_seen_build', first_build, "
+    "  'first_seen', " TS_MS("fs") ", 'last_seen', " TS_MS("ls") ") ORDER BY rn) "
+    "  FROM numbered WHERE rn <= $9::int), '[]'::json), "
+    " 'next_cursor', (SELECT sk::text || ':' || id::text FROM numbered WHERE rn = $9::int "
+    "  AND EXISTS (SELECT 1 FROM numbered WHERE rn > $9::int)), "
+    " 'pending', (SELECT json_build_object('stacks', count(*), 'calls', coalesce(sum(count), 0)) "
+    "  FROM callsite_pending p WHERE ($2::text IS NULL OR p.build = $2) "
+    "  AND ($3::text IS NULL OR p.version = $3) AND ($10::text IS NULL OR p.app = $10)))::text";
+
+typedef struct {
+    const store_callsite_query *q;
+    const char *cursor_value, *cursor_id;
+    arena *a;
+    const char **json;
+} list_ctx;
+
+static err_code do_list(pconn *c, void *vctx, err_info *err)
+{
+    list_ctx *x = vctx;
+    const store_callsite_query *q = x->q;
+    char limit[16];
+    snprintf(limit, sizeof limit, "%u", q->limit);
+    const char *values[10] = {q->tag, q->build, q->version, q->new_in_build, q->q,
+                              q->sort ? q->sort : "count", x->cursor_value, x->cursor_id, limit,
+                              q->app};
+    PGresult *res;
+    err_code rc = exec(&res, c, "listing call sites", SQL_LIST, 10, values, err);
+    if (rc != ERR_OK)
+        return rc;
+    *x->json = store_dup(x->a, res, 0, 0, err, &rc);
+    PQclear(res);
+    return rc;
+}
+
+err_code store_callsites_list(const char **json, store *s, const store_callsite_query *q,
+                              arena *a, err_info *err)
+{
+    *json = NULL;
+    const char *sort = q->sort ? q->sort : "count";
+    if (strcmp(sort, "count") != 0 && strcmp(sort, "first_seen") != 0 &&
+        strcmp(sort, "devices") != 0)
+        return err_set(err, ERR_INVALID, "sort: must be count, first_seen or devices (got "
+                       "\"%.40s\")", sort);
+    if (q->limit < 1 || q->limit > 1000)
+        return err_set(err, ERR_INVALID, "limit: must be from 1 to 1000");
+    list_ctx x = {q, NULL, NULL, a, json};
+    if (q->cursor) {
+        /* "<sort value>:<id>", both decimal */
+        const char *colon = strchr(q->cursor, ':');
+        size_t vlen = colon ? (size_t)(colon - q->cursor) : 0;
+        bool ok = colon && vlen > 0 && vlen < 40 && colon[1] != '\0' &&
+                  strspn(q->cursor, "0123456789") == vlen &&
+                  strspn(colon + 1, "0123456789") == strlen(colon + 1) && strlen(colon + 1) < 20;
+        if (!ok)
+            return err_set(err, ERR_INVALID, "cursor: not a next_cursor this API gave");
+        x.cursor_value = arena_strndup(a, q->cursor, vlen, err);
+        x.cursor_id = colon + 1;
+        if (x.cursor_value == NULL)
+            return ERR_TOO_LARGE;
+    }
+    return store_run(s, do_list, &x, err);
+}
+
+static const char SQL_COUNTS[] =
+    "SELECT (SELECT count(*) FROM sample_batches WHERE status = 'received'), "
+    "(SELECT count(*) FROM sample_batches WHERE status = 'counted'), "
+    "(SELECT count(*) FROM callsite_pending), "
+    "(SELECT coalesce(sum(count), 0) FROM callsite_pending)";
+
+static err_code do_counts(pconn *c, void *vctx, err_info *err)
+{
+    store_samples_stats *out = vctx;
+    PGresult *res;
+    err_code rc = exec(&res, c, "counting sample batches", SQL_COUNTS, 0, NULL, err);
+    if (rc != ERR_OK)
+        return rc;
+    out->received = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    out->counted = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+    out->pending_stacks = strtoll(PQgetvalue(res, 0, 2), NULL, 10);
+    out->pending_calls = strtoll(PQgetvalue(res, 0, 3), NULL, 10);
+    PQclear(res);
+    return ERR_OK;
+}
+
+err_code store_samples_counts(store_samples_stats *out, store *s, err_info *err)
+{
+    memset(out, 0, sizeof *out);
+    return store_run(s, do_counts, out, err);
+}

@@ -1,0 +1,140 @@
+/*
+ * store_samples - privacy-API samples in Postgres (issue #13, migrations/0005): accepted
+ * batches, the workers' counting transaction (call sites, per build and day counts with
+ * device sets, stacks waiting for a dSYM) and the read side of /api/v1/callsites.
+ *
+ * Exactly once: a batch's calls are added to the counts in the same transaction that marks
+ * the batch counted, so a worker that dies, a node that restarts or a failed commit only
+ * puts the batch back in the queue. Upserts go in key order, so concurrent workers lock rows
+ * in the same order (no deadlocks). Errors as in store.h, plus ERR_TOO_LARGE (arena full).
+ */
+#ifndef STACKSIFT_STORE_STORE_SAMPLES_H
+#define STACKSIFT_STORE_STORE_SAMPLES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/arena.h"
+#include "base/err.h"
+#include "store/store.h"
+
+/* ---- intake ---------------------------------------------------------------------------- */
+
+/* An accepted batch; strings NUL-terminated, batch_id NULL if the client sent none. */
+typedef struct {
+    const char *app;        /* bundle id, else app name */
+    const char *batch_id;
+    const char *sha256;     /* 64 hex: of `canonical` */
+    const char *build;
+    const char *device;
+    int64_t samples, calls;
+    const char *canonical;  /* samplebatch_render_canonical */
+} store_sample_batch;
+
+/* What became of a batch handed to store_samples_insert. */
+typedef enum {
+    STORE_BATCH_STORED,  /* a new row, durable now */
+    STORE_BATCH_RETRY,   /* this app already has a batch with this batch_id and the same
+                            content: nothing stored, it is counted once */
+} store_batch_outcome;
+
+/* store_samples_insert - commit one batch (synchronous commit: durable when ERR_OK).
+ * Errors ERR_CONFLICT (the app has a batch with this batch_id and other content),
+ * ERR_STORE, ERR_INVALID. */
+err_code store_samples_insert(store_batch_outcome *outcome, store *s, const store_sample_batch *b,
+                              err_info *err);
+
+/* ---- counting (workers) ---------------------------------------------------------------- */
+
+typedef struct store_sample_work store_sample_work; /* claimed rows: one connection, one open
+                                                       transaction */
+
+/* A claimed batch; strings in the claim's arena. */
+typedef struct {
+    int64_t id;
+    const char *canonical;
+    size_t canonical_len;
+    const char *received_at; /* RFC 3339 UTC, microseconds */
+    const char *day;         /* UTC day of receipt, YYYY-MM-DD */
+} store_claimed_batch;
+
+/* A claimed stack that waited for a dSYM that has arrived since. */
+typedef struct {
+    int64_t id;
+    const char *app, *build, *day, *version;
+    const char *sample;       /* one-sample canonical batch */
+    size_t sample_len;
+    int64_t count;
+    const char *devices;      /* device ids joined by \x1f (ids hold no control characters) */
+    const char *first_seen, *last_seen;
+} store_claimed_pending;
+
+/* store_samples_claim - open a transaction and lock up to `max` received batches (oldest
+ * first) and up to `max` ready pending stacks, FOR UPDATE SKIP LOCKED. *out is NULL when
+ * there was nothing; otherwise finish with store_samples_commit or store_samples_abort. */
+err_code store_samples_claim(store_sample_work **out, const store_claimed_batch **batches,
+                             size_t *nbatches, const store_claimed_pending **pending,
+                             size_t *npending, store *s, size_t max, arena *a, err_info *err);
+
+/* Calls to add to one (call site, build, day); the list handed to commit holds each such
+ * key at most once. Strings NUL-terminated. */
+typedef struct {
+    const char *app, *tag, *key;   /* the call site: key = hex SHA-256 of tag + frames */
+    const char *frames_json;       /* [{function,file,line,image}] */
+    const char *stack_json;        /* one symbolicated stack */
+    const char *build, *version, *day;
+    int64_t count;
+    const char *devices_json;      /* JSON array of distinct device ids */
+    const char *first_seen, *last_seen;
+} store_callsite_add;
+
+/* Calls of one stack still waiting for a dSYM; (app, stack_key, build, day) at most once. */
+typedef struct {
+    const char *app, *stack_key, *build, *day, *version;
+    const char *sample;            /* one-sample canonical batch */
+    int64_t count;
+    const char *devices_json;
+    const char *first_seen, *last_seen;
+    const char *missing_json;      /* JSON array of the in-app UUIDs without a dSYM */
+} store_pending_add;
+
+/* store_samples_commit - add `adds` to callsites and callsite_days, replace the claimed
+ * pending stacks by `pend` (merged with waiting ones of the same key), mark the claimed
+ * batches counted, COMMIT. Frees the work whatever happens (rolled back on error: the rows
+ * go back to the queue). */
+err_code store_samples_commit(store_sample_work *w, const store_callsite_add *adds, size_t nadds,
+                              const store_pending_add *pend, size_t npend, err_info *err);
+
+/* store_samples_abort - roll back and free; NULL is a no-op. */
+void store_samples_abort(store_sample_work *w);
+
+/* store_samples_sweep - mark waiting stacks whose missing UUIDs have a dSYM now 'ready' (the
+ * safety net behind the dsyms trigger). *released = how many. */
+err_code store_samples_sweep(int64_t *released, store *s, err_info *err);
+
+/* ---- the call sites API ---------------------------------------------------------------- */
+
+typedef struct {
+    const char *app, *tag, *build, *version; /* exact filters, NULL = any */
+    const char *new_in_build;  /* only call sites whose first build is this, NULL = any */
+    const char *q;             /* substring of the tag or a frame (case-insensitive), or NULL */
+    const char *sort;          /* "count" (default), "first_seen", "devices"; descending */
+    unsigned limit;            /* 1..1000 */
+    const char *cursor;        /* next_cursor of the previous page, or NULL */
+} store_callsite_query;
+
+/* store_callsites_list - one page: *json = {"callsites":[{id,app,tag,frames,stack,count,
+ * devices,builds,first_seen_build,first_seen,last_seen}],"next_cursor":"..."|null,
+ * "pending":{"stacks","calls"}}. count, devices, builds, first/last_seen cover the rows the
+ * build and version filters select. Errors ERR_INVALID (sort, cursor), ERR_STORE. */
+err_code store_callsites_list(const char **json, store *s, const store_callsite_query *q,
+                              arena *a, err_info *err);
+
+/* store_samples_counts - batches by status and pending stacks, for tests and /metrics. */
+typedef struct {
+    int64_t received, counted, pending_stacks, pending_calls;
+} store_samples_stats;
+err_code store_samples_counts(store_samples_stats *out, store *s, err_info *err);
+
+#endif
