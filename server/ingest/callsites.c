@@ -1,0 +1,884 @@
+/*
+ * callsites - sample batch intake and the counting workers (see callsites.h).
+ */
+#include "ingest/callsites.h"
+
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zlib.h>
+
+#include "base/xalloc.h"
+#include "log/log.h"
+#include "signature/signature.h"
+#include "store/store_samples.h"
+
+#define SWEEP_EVERY_S 30
+
+/* ---- intake ---------------------------------------------------------------------------- */
+
+/* Inflate a gzip body into `a`, refusing to produce more than `max` bytes (gzip bombs). */
+static err_code gunzip(uint8_t **out, size_t *out_len, const uint8_t *in, size_t in_len,
+                       uint64_t max, arena *a, err_info *err)
+{
+    z_stream zs;
+    memset(&zs, 0, sizeof zs);
+    if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)
+        return err_set(err, ERR_INTERNAL, "gzip: cannot initialize zlib");
+    size_t cap = in_len * 4 + 4096, len = 0;
+    if (cap > max + 1)
+        cap = (size_t)max + 1;
+    uint8_t *buf = arena_alloc(a, cap, err);
+    err_code rc = buf ? ERR_OK : ERR_TOO_LARGE;
+    zs.next_in = (Bytef *)in;
+    zs.avail_in = (uInt)in_len;
+    while (rc == ERR_OK) {
+        if (len == cap) {
+            if (cap > max)
+                rc = err_set(err, ERR_TOO_LARGE, "body: larger than %llu bytes after gzip "
+                             "decoding", (unsigned long long)max);
+            else {
+                size_t ncap = cap * 2 > max + 1 ? (size_t)max + 1 : cap * 2;
+                buf = arena_grow(a, buf, cap, ncap, err);
+                rc = buf ? ERR_OK : ERR_TOO_LARGE;
+                cap = ncap;
+            }
+            if (rc != ERR_OK)
+                break;
+        }
+        zs.next_out = buf + len;
+        zs.avail_out = (uInt)(cap - len);
+        int zr = inflate(&zs, Z_NO_FLUSH);
+        len = cap - zs.avail_out;
+        if (zr == Z_STREAM_END)
+            break;
+        if (zr == Z_BUF_ERROR && zs.avail_in == 0)
+            rc = err_set(err, ERR_INVALID, "body: gzip data is truncated after %zu bytes", in_len);
+        else if (zr != Z_OK && zr != Z_BUF_ERROR)
+            rc = err_set(err, ERR_INVALID, "body: gzip data is corrupt: %s",
+                         zs.msg ? zs.msg : "inflate failed");
+    }
+    if (rc == ERR_OK && len > max)
+        rc = err_set(err, ERR_TOO_LARGE, "body: larger than %llu bytes after gzip decoding",
+                     (unsigned long long)max);
+    inflateEnd(&zs);
+    *out = buf;
+    *out_len = len;
+    return rc;
+}
+
+static void sha256_hex(char out[65], const void *data, size_t len)
+{
+    uint8_t md[32];
+    unsigned n = 32;
+    EVP_Digest(data, len, md, &n, EVP_sha256(), NULL);
+    for (int i = 0; i < 32; i++)
+        snprintf(out + 2 * i, 3, "%02x", md[i]);
+}
+
+err_code callsites_accept(callsites_result *out, char field[SAMPLEBATCH_FIELD_MAX], store *s,
+                          const callsites_input *in, arena *a, err_info *err)
+{
+    memset(out, 0, sizeof *out);
+    field[0] = '\0';
+    if (in->content_type[0] != '\0' && strcmp(in->content_type, "application/json") != 0) {
+        snprintf(field, SAMPLEBATCH_FIELD_MAX, "Content-Type");
+        return err_set(err, ERR_UNSUPPORTED, "Content-Type: a sample batch is application/json, "
+                       "not %.64s", in->content_type);
+    }
+    const uint8_t *json = in->body;
+    size_t len = in->len;
+    if (in->content_encoding && strcmp(in->content_encoding, "gzip") == 0) {
+        uint8_t *plain = NULL;
+        err_code rc = gunzip(&plain, &len, in->body, in->len, in->max_bytes, a, err);
+        if (rc != ERR_OK) {
+            snprintf(field, SAMPLEBATCH_FIELD_MAX, "body");
+            return rc;
+        }
+        json = plain;
+    } else if (in->content_encoding && strcmp(in->content_encoding, "identity") != 0) {
+        snprintf(field, SAMPLEBATCH_FIELD_MAX, "Content-Encoding");
+        return err_set(err, ERR_UNSUPPORTED, "Content-Encoding: gzip or identity, not %.64s",
+                       in->content_encoding);
+    } else if (len > in->max_bytes) {
+        snprintf(field, SAMPLEBATCH_FIELD_MAX, "body");
+        return err_set(err, ERR_TOO_LARGE, "body: larger than %llu bytes",
+                       (unsigned long long)in->max_bytes);
+    }
+    if (len == 0) {
+        snprintf(field, SAMPLEBATCH_FIELD_MAX, "body");
+        return err_set(err, ERR_INVALID, "body: empty (a sample batch is a JSON object)");
+    }
+    samplebatch *b;
+    err_code rc = samplebatch_parse(&b, field, (const char *)json, len, SAMPLEBATCH_SENT, a, err);
+    if (rc != ERR_OK)
+        return rc;
+    buf canon;
+    buf_init(&canon);
+    samplebatch_render_canonical(&canon, &out->stacks, b);
+    char sha[65];
+    sha256_hex(sha, canon.data, canon.len);
+    store_sample_batch row = {
+        .app = b->bundle_id ? b->bundle_id : b->app_name,
+        .batch_id = b->batch_id,
+        .sha256 = sha,
+        .build = b->build,
+        .device = b->device_id,
+        .samples = (int64_t)b->nsamples,
+        .calls = (int64_t)b->calls,
+        .canonical = (const char *)canon.data,
+    };
+    store_batch_outcome outcome = STORE_BATCH_STORED;
+    rc = store_samples_insert(&outcome, s, &row, err);
+    buf_reset(&canon);
+    if (rc == ERR_CONFLICT)
+        snprintf(field, SAMPLEBATCH_FIELD_MAX, "batch_id");
+    if (rc != ERR_OK)
+        return rc;
+    out->samples = b->nsamples;
+    out->calls = b->calls;
+    out->retry = outcome == STORE_BATCH_RETRY;
+    return ERR_OK;
+}
+
+/* ---- a string-keyed table for one claim ------------------------------------------------ */
+
+typedef struct {
+    const char **keys; /* NULL: empty slot */
+    size_t *vals;
+    size_t cap, n;
+} smap;
+
+static uint64_t str_hash(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    return h ^ h >> 31;
+}
+
+static void smap_free(smap *m)
+{
+    free(m->keys);
+    free(m->vals);
+    memset(m, 0, sizeof *m);
+}
+
+/* The value of `key` (NUL-terminated, must outlive the map), or SIZE_MAX after inserting it
+ * with value `v`. */
+static size_t smap_get_or_put(smap *m, const char *key, size_t v)
+{
+    if (m->n * 2 >= m->cap) {
+        smap old = *m;
+        m->cap = old.cap ? old.cap * 2 : 64;
+        m->keys = xcalloc(m->cap, sizeof *m->keys);
+        m->vals = xcalloc(m->cap, sizeof *m->vals);
+        m->n = 0;
+        for (size_t i = 0; i < old.cap; i++)
+            if (old.keys[i])
+                smap_get_or_put(m, old.keys[i], old.vals[i]);
+        free(old.keys);
+        free(old.vals);
+    }
+    size_t at = (size_t)str_hash(key, strlen(key)) & (m->cap - 1);
+    while (m->keys[at] != NULL) {
+        if (strcmp(m->keys[at], key) == 0)
+            return m->vals[at];
+        at = (at + 1) & (m->cap - 1);
+    }
+    m->keys[at] = key;
+    m->vals[at] = v;
+    m->n++;
+    return SIZE_MAX;
+}
+
+/* ---- workers --------------------------------------------------------------------------- */
+
+typedef struct cs_worker {
+    callsites *c;
+    unsigned index;
+    pthread_t thread;
+    bool started;
+} cs_worker;
+
+struct callsites {
+    callsites_options o;
+    store *store;
+    pipeline *pipe;
+    pthread_mutex_t run_mu;
+    pthread_cond_t run_cv;
+    bool stopping;
+    cs_worker *workers;
+    atomic_uint_fast64_t batches, stacks, stack_evals, pending_stacks, commits, commit_failures;
+};
+
+/* What one distinct stack (frames only) comes to; strings in the claim's arena. */
+typedef struct {
+    bool pending;             /* an in-app image has no dSYM yet */
+    const char *missing_json; /* pending: JSON array of those UUIDs */
+    const char *names;        /* call site: normalized functions, one per line */
+    const char *frames_json;  /* [{function,file,line,image}] */
+    const char *stack_json;   /* the whole symbolicated stack */
+} stack_eval;
+
+/* Devices seen for one aggregated row. */
+typedef struct {
+    const char **ids;
+    size_t n, cap;
+} device_set;
+
+static void devices_add(device_set *d, const char *id)
+{
+    for (size_t i = 0; i < d->n; i++)
+        if (strcmp(d->ids[i], id) == 0)
+            return;
+    if (d->n == d->cap) {
+        d->cap = d->cap ? d->cap * 2 : 4;
+        d->ids = xrealloc(d->ids, d->cap * sizeof *d->ids);
+    }
+    d->ids[d->n++] = id;
+}
+
+/* Device ids joined by \x1f (as store_samples_claim gives them; ids hold no control chars). */
+static void devices_add_joined(device_set *d, char *joined)
+{
+    for (char *p = joined; p != NULL && *p;) {
+        char *sep = strchr(p, '\x1f');
+        if (sep)
+            *sep = '\0';
+        devices_add(d, p);
+        p = sep ? sep + 1 : NULL;
+    }
+}
+
+static const char *devices_json(const device_set *d, arena *a, err_info *err)
+{
+    buf b;
+    buf_init(&b);
+    buf_putc(&b, '[');
+    for (size_t i = 0; i < d->n; i++) {
+        if (i)
+            buf_putc(&b, ',');
+        buf_append_json_str(&b, d->ids[i], strlen(d->ids[i]));
+    }
+    buf_putc(&b, ']');
+    const char *s = arena_strndup(a, (const char *)b.data, b.len, err);
+    buf_reset(&b);
+    return s;
+}
+
+/* One aggregated row in the making (a call site add or a pending add). */
+typedef struct {
+    bool is_pending;
+    store_callsite_add add;
+    store_pending_add pend;
+    device_set devices;
+} agg_row;
+
+typedef struct {
+    callsites *c;
+    arena *a;
+    err_info *err;
+    EVP_MD_CTX *md;
+    smap evals;         /* stack key (hex) -> index into `ev` */
+    stack_eval *ev;
+    size_t nev, cap_ev;
+    smap rows;          /* row key -> index into `rows_v` */
+    agg_row *rows_v;
+    size_t nrows, cap_rows;
+} claim;
+
+static void md_str(EVP_MD_CTX *md, const char *s)
+{
+    EVP_DigestUpdate(md, s ? s : "", s ? strlen(s) + 1 : 1);
+}
+
+static void hex32(char out[65], const uint8_t md[32])
+{
+    static const char HEX[] = "0123456789abcdef";
+    for (int i = 0; i < 32; i++) {
+        out[2 * i] = HEX[md[i] >> 4];
+        out[2 * i + 1] = HEX[md[i] & 15];
+    }
+    out[64] = '\0';
+}
+
+/* Key of a stack for symbolication: the app (its in-app rules), then each frame's image
+ * UUID, arch and offset in the image (the slide differs per launch; the stack does not). */
+static void stack_key(char out[65], claim *k, const samplebatch *b, const samplebatch_sample *s)
+{
+    uint8_t md[32];
+    unsigned n = 32;
+    EVP_DigestInit_ex(k->md, EVP_sha256(), NULL);
+    md_str(k->md, b->app_name);
+    md_str(k->md, b->bundle_id);
+    for (uint32_t i = 0; i < s->nframes; i++) {
+        const crashreport_image *im = &b->images[s->frames[i].image];
+        uint64_t off = crashreport_strip_pac(s->frames[i].addr, im->arch ? im->arch : b->arch) -
+                       im->load_addr;
+        uint8_t rec[9];
+        for (int j = 0; j < 8; j++)
+            rec[j] = (uint8_t)(off >> (8 * j));
+        rec[8] = (uint8_t)(im->in_app | (i == 0) << 4);
+        EVP_DigestUpdate(k->md, im->uuid, 36);
+        md_str(k->md, im->arch);
+        md_str(k->md, im->path);
+        md_str(k->md, im->name);
+        EVP_DigestUpdate(k->md, rec, sizeof rec);
+    }
+    EVP_DigestFinal_ex(k->md, md, &n);
+    hex32(out, md);
+}
+
+static void json_kv(buf *b, const char *key, const char *value)
+{
+    buf_printf(b, "%s\"%s\":", b->data[b->len - 1] == '{' ? "" : ",", key);
+    if (value)
+        buf_append_json_str(b, value, strlen(value));
+    else
+        buf_append_str(b, "null");
+}
+
+static const char *buf_to_arena(buf *b, arena *a, err_info *err)
+{
+    const char *s = arena_strndup(a, (const char *)b->data, b->len, err);
+    b->len = 0;
+    return s;
+}
+
+/* Symbolicate one stack (through the pipeline's caches) and make its call site. */
+static err_code stack_evaluate(claim *k, stack_eval *out, const samplebatch *b,
+                               const samplebatch_sample *s)
+{
+    arena *a = k->a;
+    err_info *err = k->err;
+    memset(out, 0, sizeof *out);
+    crashreport *r = arena_alloc(a, sizeof *r, err);
+    crashreport_thread *t = arena_alloc(a, sizeof *t, err);
+    crashreport_frame *fs = arena_alloc_array(a, s->nframes, sizeof *fs, err);
+    crashreport_image *images = arena_alloc_array(a, b->nimages, sizeof *images, err);
+    if (r == NULL || t == NULL || fs == NULL || images == NULL)
+        return ERR_TOO_LARGE;
+    memset(r, 0, sizeof *r);
+    memset(t, 0, sizeof *t);
+    memset(fs, 0, s->nframes * sizeof *fs);
+    memcpy(images, b->images, b->nimages * sizeof *images);
+    r->format = CRASHREPORT_FORMAT_JSON;
+    r->kind = CRASHREPORT_KIND_SAMPLE;
+    r->meta.process = b->app_name;
+    r->meta.app_name = b->app_name;
+    r->meta.bundle_id = b->bundle_id;
+    r->meta.app_version = b->app_version;
+    r->meta.build = b->build;
+    r->meta.arch = b->arch;
+    r->meta.crashed_thread = 0;
+    r->images = images;
+    r->nimages = b->nimages;
+    t->crashed = true;
+    t->frames = fs;
+    t->nframes = s->nframes;
+    r->threads = t;
+    r->nthreads = 1;
+    for (uint32_t i = 0; i < s->nframes; i++) {
+        fs[i].index = i;
+        fs[i].image = (int32_t)s->frames[i].image;
+        fs[i].addr = s->frames[i].addr;
+    }
+    const char **missing = NULL;
+    size_t nmissing = 0;
+    err_code rc = pipeline_symbolicate(k->c->pipe, r, &missing, &nmissing, a, err);
+    if (rc != ERR_OK)
+        return rc;
+    atomic_fetch_add(&k->c->stack_evals, 1);
+    buf j;
+    buf_init(&j);
+    if (nmissing > 0) {
+        out->pending = true;
+        buf_putc(&j, '[');
+        for (size_t i = 0; i < nmissing; i++) {
+            if (i)
+                buf_putc(&j, ',');
+            buf_append_json_str(&j, missing[i], strlen(missing[i]));
+        }
+        buf_putc(&j, ']');
+        out->missing_json = buf_to_arena(&j, a, err);
+        buf_reset(&j);
+        return out->missing_json ? ERR_OK : ERR_TOO_LARGE;
+    }
+    signature sig;
+    signature_options so = {k->c->o.signature_frames};
+    rc = signature_compute(&sig, r, &so, a, err);
+    if (rc != ERR_OK) {
+        buf_reset(&j);
+        return rc;
+    }
+    /* the call site: normalized names, one per line; and its frames for people */
+    buf_putc(&j, '[');
+    buf names;
+    buf_init(&names);
+    for (size_t i = 0; i < sig.nframes; i++) {
+        const signature_frame *f = &sig.frames[i];
+        buf_printf(&names, "%s\n", f->function ? f->function : "");
+        buf_append_str(&j, i ? ",{" : "{");
+        json_kv(&j, "function", f->function);
+        json_kv(&j, "file", f->file);
+        buf_printf(&j, ",\"line\":%u", f->line);
+        json_kv(&j, "image", f->image);
+        buf_putc(&j, '}');
+    }
+    buf_putc(&j, ']');
+    out->names = names.len ? buf_to_arena(&names, a, err) : "";
+    buf_reset(&names);
+    out->frames_json = buf_to_arena(&j, a, err);
+    /* the whole stack, inlined functions expanded, innermost first */
+    buf_putc(&j, '[');
+    bool first = true;
+    for (uint32_t i = 0; i < s->nframes; i++) {
+        const crashreport_frame *f = &fs[i];
+        const crashreport_image *im = &images[f->image];
+        bool in_app = signature_image_in_app(r, (size_t)f->image);
+        uint32_t nsym = f->nsymbols ? f->nsymbols : 1;
+        for (uint32_t k2 = 0; k2 < nsym; k2++) {
+            const crashreport_symbol *sym = f->nsymbols ? &f->symbols[k2] : NULL;
+            buf_append_str(&j, first ? "{" : ",{");
+            first = false;
+            json_kv(&j, "function", sym ? sym->function : NULL);
+            json_kv(&j, "file", sym ? sym->file : NULL);
+            buf_printf(&j, ",\"line\":%u", sym ? sym->line : 0);
+            json_kv(&j, "image", im->name);
+            buf_printf(&j, ",\"in_app\":%s,\"inlined\":%s,\"offset\":%llu}",
+                       in_app ? "true" : "false", sym && sym->inlined ? "true" : "false",
+                       (unsigned long long)(crashreport_strip_pac(f->addr, im->arch) -
+                                            im->load_addr));
+        }
+    }
+    buf_putc(&j, ']');
+    out->stack_json = buf_to_arena(&j, a, err);
+    buf_reset(&j);
+    if (out->names == NULL || out->frames_json == NULL || out->stack_json == NULL)
+        return ERR_TOO_LARGE;
+    return ERR_OK;
+}
+
+/* The evaluation of sample `s` of `b`, from this claim's table or made now. */
+static err_code stack_get(claim *k, const stack_eval **out, char key[65], const samplebatch *b,
+                          const samplebatch_sample *s)
+{
+    stack_key(key, k, b, s);
+    size_t at = k->evals.n; /* index the new entry would get */
+    char *stored = arena_strdup(k->a, key, k->err);
+    if (stored == NULL)
+        return ERR_TOO_LARGE;
+    size_t found = smap_get_or_put(&k->evals, stored, at);
+    if (found != SIZE_MAX) {
+        *out = &k->ev[found];
+        return ERR_OK;
+    }
+    if (k->nev == k->cap_ev) {
+        k->cap_ev = k->cap_ev ? k->cap_ev * 2 : 64;
+        k->ev = xrealloc(k->ev, k->cap_ev * sizeof *k->ev);
+    }
+    err_code rc = stack_evaluate(k, &k->ev[k->nev], b, s);
+    k->nev++;   /* even on error: the map already points at it */
+    *out = &k->ev[at];
+    return rc;
+}
+
+/* The aggregated row for `rkey` (copied into the arena), made if new. */
+static agg_row *row_get(claim *k, const char *rkey, bool *is_new)
+{
+    char *stored = arena_strdup(k->a, rkey, k->err);
+    if (stored == NULL)
+        return NULL;
+    size_t found = smap_get_or_put(&k->rows, stored, k->nrows);
+    *is_new = found == SIZE_MAX;
+    if (!*is_new)
+        return &k->rows_v[found];
+    if (k->nrows == k->cap_rows) {
+        k->cap_rows = k->cap_rows ? k->cap_rows * 2 : 64;
+        k->rows_v = xrealloc(k->rows_v, k->cap_rows * sizeof *k->rows_v);
+    }
+    agg_row *row = &k->rows_v[k->nrows++];
+    memset(row, 0, sizeof *row);
+    return row;
+}
+
+static void seen_merge(const char **first, const char **last, const char *f, const char *l)
+{
+    if (*first == NULL || strcmp(f, *first) < 0)
+        *first = f;
+    if (*last == NULL || strcmp(l, *last) > 0)
+        *last = l;
+}
+
+/* Count `count` calls of sample `s` (of batch `b`) made by `devices` between first and
+ * last seen, on `day`. joined_devices: \x1f-joined ids (a pending row), else b->device_id. */
+static err_code count_sample(claim *k, const samplebatch *b, const samplebatch_sample *s,
+                             int64_t count, const char *day, const char *first_seen,
+                             const char *last_seen, char *joined_devices)
+{
+    const stack_eval *ev;
+    char skey[65];
+    err_code rc = stack_get(k, &ev, skey, b, s);
+    if (rc != ERR_OK)
+        return rc;
+    const char *app = b->bundle_id ? b->bundle_id : b->app_name;
+    const char *version = b->app_version ? b->app_version : "";
+    char *rkey;
+    agg_row *row;
+    bool is_new;
+    if (ev->pending) {
+        /* per distinct stack and tag */
+        uint8_t md[32];
+        unsigned n = 32;
+        char pkey[65];
+        EVP_DigestInit_ex(k->md, EVP_sha256(), NULL);
+        md_str(k->md, s->tag);
+        md_str(k->md, skey);
+        EVP_DigestFinal_ex(k->md, md, &n);
+        hex32(pkey, md);
+        rkey = arena_sprintf(k->a, k->err, "p\x1f%s\x1f%s\x1f%s\x1f%s", app, pkey, b->build, day);
+        if (rkey == NULL)
+            return ERR_TOO_LARGE;
+        row = row_get(k, rkey, &is_new);
+        if (row == NULL)
+            return ERR_TOO_LARGE;
+        if (is_new) {
+            row->is_pending = true;
+            store_pending_add *p = &row->pend;
+            p->app = app;
+            p->stack_key = arena_strdup(k->a, pkey, k->err);
+            p->build = b->build;
+            p->day = day;
+            p->version = version;
+            p->missing_json = ev->missing_json;
+            /* the stack as a one-sample canonical batch */
+            samplebatch one = *b;
+            samplebatch_sample smp = *s;
+            smp.count = 1;
+            one.samples = &smp;
+            one.nsamples = 1;
+            one.calls = 1;
+            one.batch_id = NULL;
+            buf t;
+            buf_init(&t);
+            samplebatch_render_canonical(&t, NULL, &one);
+            p->sample = buf_to_arena(&t, k->a, k->err);
+            buf_reset(&t);
+            if (p->stack_key == NULL || p->sample == NULL)
+                return ERR_TOO_LARGE;
+        }
+        row->pend.count += count;
+        row->pend.version = version;
+        seen_merge(&row->pend.first_seen, &row->pend.last_seen, first_seen, last_seen);
+    } else {
+        /* per call site (app, tag, names), build and day */
+        uint8_t md[32];
+        unsigned n = 32;
+        char ckey[65];
+        EVP_DigestInit_ex(k->md, EVP_sha256(), NULL);
+        md_str(k->md, s->tag);
+        md_str(k->md, ev->names);
+        EVP_DigestFinal_ex(k->md, md, &n);
+        hex32(ckey, md);
+        rkey = arena_sprintf(k->a, k->err, "c\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s", app, s->tag, ckey,
+                             b->build, day);
+        if (rkey == NULL)
+            return ERR_TOO_LARGE;
+        row = row_get(k, rkey, &is_new);
+        if (row == NULL)
+            return ERR_TOO_LARGE;
+        if (is_new) {
+            store_callsite_add *x = &row->add;
+            x->app = app;
+            x->tag = s->tag;
+            x->key = arena_strdup(k->a, ckey, k->err);
+            x->frames_json = ev->frames_json;
+            x->stack_json = ev->stack_json;
+            x->build = b->build;
+            x->day = day;
+            if (x->key == NULL)
+                return ERR_TOO_LARGE;
+        }
+        row->add.count += count;
+        row->add.version = version;
+        seen_merge(&row->add.first_seen, &row->add.last_seen, first_seen, last_seen);
+    }
+    if (joined_devices)
+        devices_add_joined(&row->devices, joined_devices);
+    else
+        devices_add(&row->devices, b->device_id);
+    return ERR_OK;
+}
+
+static bool should_stop(callsites *c)
+{
+    pthread_mutex_lock(&c->run_mu);
+    bool s = c->stopping;
+    pthread_mutex_unlock(&c->run_mu);
+    return s;
+}
+
+static void idle_wait(callsites *c, unsigned ms)
+{
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += ms / 1000;
+    dl.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (dl.tv_nsec >= 1000000000L) {
+        dl.tv_sec++;
+        dl.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&c->run_mu);
+    if (!c->stopping)
+        pthread_cond_timedwait(&c->run_cv, &c->run_mu, &dl);
+    pthread_mutex_unlock(&c->run_mu);
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Count one claim: every batch and pending stack, then one commit. */
+static err_code claim_count(claim *k, store_sample_work *w, const store_claimed_batch *bs,
+                            size_t nb, const store_claimed_pending *ps, size_t np)
+{
+    callsites *c = k->c;
+    err_code rc = ERR_OK;
+    char field[SAMPLEBATCH_FIELD_MAX];
+    for (size_t i = 0; i < nb && rc == ERR_OK; i++) {
+        samplebatch *b;
+        rc = samplebatch_parse(&b, field, bs[i].canonical, bs[i].canonical_len,
+                               SAMPLEBATCH_STORED, k->a, k->err);
+        if (rc != ERR_OK) {
+            err_prefix(k->err, "sample batch %lld", (long long)bs[i].id);
+            break;
+        }
+        for (size_t j = 0; j < b->nsamples && rc == ERR_OK; j++)
+            rc = count_sample(k, b, &b->samples[j], (int64_t)b->samples[j].count, bs[i].day,
+                              bs[i].received_at, bs[i].received_at, NULL);
+        atomic_fetch_add(&c->stacks, b->nsamples);
+    }
+    for (size_t i = 0; i < np && rc == ERR_OK; i++) {
+        samplebatch *b;
+        rc = samplebatch_parse(&b, field, ps[i].sample, ps[i].sample_len, SAMPLEBATCH_STORED,
+                               k->a, k->err);
+        if (rc != ERR_OK) {
+            err_prefix(k->err, "pending stack %lld", (long long)ps[i].id);
+            break;
+        }
+        char *joined = arena_strdup(k->a, ps[i].devices, k->err);
+        if (joined == NULL) {
+            rc = ERR_TOO_LARGE;
+            break;
+        }
+        rc = count_sample(k, b, &b->samples[0], ps[i].count, ps[i].day, ps[i].first_seen,
+                          ps[i].last_seen, joined);
+    }
+    if (rc != ERR_OK) {
+        store_samples_abort(w);
+        return rc;
+    }
+    size_t nadds = 0, npend = 0;
+    store_callsite_add *adds = arena_alloc_array(k->a, k->nrows + 1, sizeof *adds, k->err);
+    store_pending_add *pend = arena_alloc_array(k->a, k->nrows + 1, sizeof *pend, k->err);
+    if (adds == NULL || pend == NULL) {
+        store_samples_abort(w);
+        return ERR_TOO_LARGE;
+    }
+    for (size_t i = 0; i < k->nrows; i++) {
+        agg_row *row = &k->rows_v[i];
+        const char *dj = devices_json(&row->devices, k->a, k->err);
+        if (dj == NULL) {
+            store_samples_abort(w);
+            return ERR_TOO_LARGE;
+        }
+        if (row->is_pending) {
+            pend[npend] = row->pend;
+            pend[npend++].devices_json = dj;
+        } else {
+            adds[nadds] = row->add;
+            adds[nadds++].devices_json = dj;
+        }
+    }
+    atomic_fetch_add(&c->pending_stacks, npend);
+    return store_samples_commit(w, adds, nadds, pend, npend, k->err);
+}
+
+static void *worker_main(void *arg)
+{
+    cs_worker *wk = arg;
+    callsites *c = wk->c;
+    unsigned idle_ms = c->o.idle_poll_ms, store_errors = 0;
+    double next_sweep = now_ms() + SWEEP_EVERY_S * 1000.0;
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    if (md == NULL) {
+        log_event(LOG_ERROR, "callsites_worker_failed", "worker=%u message=%s", wk->index,
+                  "sha-256: out of memory");
+        return NULL;
+    }
+    while (!should_stop(c)) {
+        err_info err = {0};
+        if (wk->index == 0 && now_ms() >= next_sweep) {
+            int64_t released = 0;
+            if (store_samples_sweep(&released, c->store, &err) == ERR_OK && released > 0)
+                log_event(LOG_INFO, "callsites_pending_released", "stacks=%lld",
+                          (long long)released);
+            next_sweep = now_ms() + SWEEP_EVERY_S * 1000.0;
+        }
+        arena *a = arena_new(0);
+        store_sample_work *w = NULL;
+        const store_claimed_batch *bs;
+        const store_claimed_pending *ps;
+        size_t nb = 0, np = 0;
+        double t0 = now_ms();
+        err_code rc = store_samples_claim(&w, &bs, &nb, &ps, &np, c->store, c->o.batch, a, &err);
+        if (rc != ERR_OK || w == NULL) {
+            arena_free(a);
+            if (rc != ERR_OK) {
+                if (store_errors++ % 20 == 0)
+                    log_event(LOG_WARN, "callsites_queue_unavailable", "worker=%u error=%s "
+                              "message=%s", wk->index, err_name(rc), err.msg);
+                idle_wait(c, 1000);
+            } else {
+                store_errors = 0;
+                idle_wait(c, idle_ms);
+                if (idle_ms < c->o.idle_poll_ms * 4)
+                    idle_ms *= 2;
+            }
+            continue;
+        }
+        store_errors = 0;
+        idle_ms = c->o.idle_poll_ms;
+        claim k = {.c = c, .a = a, .err = &err, .md = md};
+        rc = claim_count(&k, w, bs, nb, ps, np);
+        if (rc == ERR_OK) {
+            atomic_fetch_add(&c->batches, nb);
+            atomic_fetch_add(&c->commits, 1);
+            log_event(LOG_DEBUG, "callsites_counted", "worker=%u batches=%zu pending=%zu "
+                      "stacks=%zu rows=%zu ms=%.1f", wk->index, nb, np, k.nev, k.nrows,
+                      now_ms() - t0);
+        } else {
+            atomic_fetch_add(&c->commit_failures, 1);
+            log_event(LOG_WARN, "callsites_count_failed", "worker=%u batches=%zu pending=%zu "
+                      "error=%s message=%s", wk->index, nb, np, err_name(rc), err.msg);
+            /* the rows went back to the queue; give the database (or a fix) time */
+            idle_wait(c, 1000);
+        }
+        for (size_t i = 0; i < k.nrows; i++)
+            free(k.rows_v[i].devices.ids);
+        free(k.rows_v);
+        free(k.ev);
+        smap_free(&k.evals);
+        smap_free(&k.rows);
+        arena_free(a);
+    }
+    EVP_MD_CTX_free(md);
+    return NULL;
+}
+
+err_code callsites_new(callsites **out, store *work_store, pipeline *pipe,
+                       const callsites_options *opts, err_info *err)
+{
+    (void)err;
+    callsites *c = xcalloc(1, sizeof *c);
+    c->o = *opts;
+    if (c->o.batch == 0)
+        c->o.batch = 1;
+    if (c->o.idle_poll_ms == 0)
+        c->o.idle_poll_ms = 50;
+    c->store = work_store;
+    c->pipe = pipe;
+    pthread_mutex_init(&c->run_mu, NULL);
+    pthread_cond_init(&c->run_cv, NULL);
+    *out = c;
+    return ERR_OK;
+}
+
+err_code callsites_start(callsites *c, err_info *err)
+{
+    if (c->o.workers == 0 || c->workers != NULL)
+        return ERR_OK;
+    c->workers = xcalloc(c->o.workers, sizeof *c->workers);
+    for (unsigned i = 0; i < c->o.workers; i++) {
+        cs_worker *w = &c->workers[i];
+        w->c = c;
+        w->index = i;
+        int e = pthread_create(&w->thread, NULL, worker_main, w);
+        if (e != 0) {
+            callsites_stop(c);
+            return err_set(err, ERR_INTERNAL, "starting call site worker %u: %s", i,
+                           strerror(e));
+        }
+        w->started = true;
+    }
+    return ERR_OK;
+}
+
+void callsites_stop(callsites *c)
+{
+    if (c == NULL)
+        return;
+    pthread_mutex_lock(&c->run_mu);
+    c->stopping = true;
+    pthread_cond_broadcast(&c->run_cv);
+    pthread_mutex_unlock(&c->run_mu);
+    for (unsigned i = 0; c->workers && i < c->o.workers; i++)
+        if (c->workers[i].started) {
+            pthread_join(c->workers[i].thread, NULL);
+            c->workers[i].started = false;
+        }
+}
+
+void callsites_free(callsites *c)
+{
+    if (c == NULL)
+        return;
+    callsites_stop(c);
+    free(c->workers);
+    pthread_mutex_destroy(&c->run_mu);
+    pthread_cond_destroy(&c->run_cv);
+    free(c);
+}
+
+void callsites_stats_get(callsites_stats *out, const callsites *c)
+{
+    callsites *m = (callsites *)c;   /* atomics are read, not changed */
+    out->batches = atomic_load(&m->batches);
+    out->stacks = atomic_load(&m->stacks);
+    out->stack_evals = atomic_load(&m->stack_evals);
+    out->pending_stacks = atomic_load(&m->pending_stacks);
+    out->commits = atomic_load(&m->commits);
+    out->commit_failures = atomic_load(&m->commit_failures);
+}
+
+void callsites_metrics_render(buf *out, const callsites *c)
+{
+    callsites_stats s;
+    callsites_stats_get(&s, c);
+    buf_printf(out,
+               "# HELP stacksift_sample_batches_counted_total Sample batches counted into "
+               "call sites.\n"
+               "# TYPE stacksift_sample_batches_counted_total counter\n"
+               "stacksift_sample_batches_counted_total %llu\n"
+               "# HELP stacksift_sample_stacks_total Distinct stacks of counted batches.\n"
+               "# TYPE stacksift_sample_stacks_total counter\n"
+               "stacksift_sample_stacks_total %llu\n"
+               "# HELP stacksift_sample_stack_evaluations_total Stacks symbolicated into a call "
+               "site (once per distinct stack and claim).\n"
+               "# TYPE stacksift_sample_stack_evaluations_total counter\n"
+               "stacksift_sample_stack_evaluations_total %llu\n"
+               "# HELP stacksift_sample_count_failures_total Claims that could not be "
+               "committed (their batches went back to the queue).\n"
+               "# TYPE stacksift_sample_count_failures_total counter\n"
+               "stacksift_sample_count_failures_total %llu\n",
+               (unsigned long long)s.batches, (unsigned long long)s.stacks,
+               (unsigned long long)s.stack_evals, (unsigned long long)s.commit_failures);
+}
