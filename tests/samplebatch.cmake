@@ -1,2 +1,7 @@
 # Privacy-API sample batches (issue #13): the batch parser and its canonical form.
 stacksift_unit_test(test_samplebatch SOURCES test_samplebatch.c LIBS samplebatch base)
+# The feature through the real server and Postgres (API, CSV, new-in-build, retries, late
+# dSYM, bad input); web_instance.py starts the instance.
+add_test(NAME test_samples COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/test_samples.py)
+set_tests_properties(test_samples PROPERTIES LABELS db TIMEOUT 300
+  ENVIRONMENT "${STACKSIFT_TEST_ENV};STACKSIFT_BUILD_DIR=${PROJECT_BINARY_DIR}")

@@ -1,0 +1,358 @@
+#!/usr/bin/env python3
+"""test_samples - privacy-API samples and call sites (issue #13) through the real server and
+Postgres: POST /api/v1/samples, GET /api/v1/callsites (filters, sorts, pages), the CSV,
+new-in-build, a retried batch counted once, a late dSYM, and every bad-input case of the
+issue answered 4xx with the field named and nothing stored.
+
+Stacks are made of real functions of the fixture app: `stacksift lookup --json` maps every
+4th address of FixtureApp (arm64-O2) and FixtureKit; frames are return addresses one
+instruction past a whole (not inlined) address of the function, so the expected call site is
+known without trusting the server's symbolication.
+"""
+import csv
+import gzip
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from web_instance import Instance, check, checks_done  # noqa: E402
+
+CL_UUID = "A1B2C3D4-0000-4000-8000-00000000C01A"   # CoreLocation: a system image, no dSYM
+CL_LOAD = 0x1A0000000
+APP_LOAD = 0x104000000
+KIT_LOAD = 0x105000000
+
+
+def manifest_fixture(fixtures, name):
+    with open(os.path.join(fixtures, "manifest.json")) as f:
+        man = json.load(f)
+    for fx in man["fixtures"]:
+        if fx["name"] == name:
+            return fx
+    raise SystemExit(f"fixture {name} missing from manifest.json")
+
+
+def norm(name):
+    """The signature's normalization for the plain C/C++ names the fixtures use."""
+    name = name.split("(")[0]
+    return name
+
+
+def whole_functions(bin_path, fx, tmp):
+    """{function: [file offsets from __TEXT]} for addresses that map to one frame only."""
+    sl = fx["slices"][0]
+    vm, size = int(sl["text_vmaddr"], 16), int(sl["text_vmsize"], 16)
+    dwarf = os.path.join(os.environ["STACKSIFT_FIXTURES"], fx["dwarf"])
+    addrs = "".join(f"0x{a:x}\n" for a in range(vm, vm + size, 4))
+    out = subprocess.run([bin_path, "lookup", "--json", "-o", dwarf], input=addrs, text=True,
+                         capture_output=True, check=True, timeout=120).stdout
+    funcs = {}
+    for line in out.splitlines():
+        j = json.loads(line)
+        frames = j.get("frames") or []
+        if len(frames) != 1 or not frames[0].get("function"):
+            continue
+        fn = frames[0]["function"]
+        if fn.startswith("_mh_") or fn == "main" or "block_invoke" in fn or "lambda" in fn:
+            continue
+        if "abort" in fn or "throw" in fn or "<" in fn or "operator" in fn:
+            continue
+        funcs.setdefault(fn, []).append(int(j["address"], 16) - vm)
+    return {f: offs for f, offs in funcs.items() if len(offs) >= 2}
+
+
+def app_image(uuid):
+    return {"name": "FixtureApp", "uuid": uuid, "arch": "arm64", "load_address": hex(APP_LOAD),
+            "size": 0x8000,
+            "path": "/private/var/containers/Bundle/Application/0A1B/FixtureApp.app/FixtureApp"}
+
+
+def kit_image(uuid):
+    return {"name": "FixtureKit", "uuid": uuid, "arch": "arm64", "load_address": hex(KIT_LOAD),
+            "size": 0x8000,
+            "path": "/private/var/containers/Bundle/Application/0A1B/FixtureApp.app/"
+                    "Frameworks/FixtureKit.framework/FixtureKit"}
+
+
+CL_IMAGE = {"name": "CoreLocation", "uuid": CL_UUID, "arch": "arm64",
+            "load_address": hex(CL_LOAD), "size": 0x100000,
+            "path": "/System/Library/Frameworks/CoreLocation.framework/CoreLocation"}
+
+
+def batch(build, device, images, samples, batch_id=None, version="1.4"):
+    b = {"format_version": 1,
+         "app": {"name": "FixtureApp", "bundle_id": "com.example.fixture", "version": version,
+                 "build": build},
+         "os": {"name": "iOS", "version": "17.4", "build": "21E219"},
+         "device": {"model": "iPhone15,2", "id": device}, "arch": "arm64",
+         "images": images, "samples": samples}
+    if batch_id:
+        b["batch_id"] = batch_id
+    return b
+
+
+def post(inst, body, gz=False, raw=None):
+    data = raw if raw is not None else json.dumps(body).encode()
+    headers = {"Content-Type": "application/json"}
+    if gz:
+        data = gzip.compress(data)
+        headers["Content-Encoding"] = "gzip"
+    return inst.request("POST", "/api/v1/samples", data, headers=headers,
+                        token=inst.tokens["ingest"])
+
+
+def get(inst, path):
+    r = inst.request("GET", path, token=inst.tokens["read"])
+    return r
+
+
+def wait_counted(inst, secs=30):
+    deadline = time.time() + secs
+    while time.time() < deadline:
+        n = inst.psql(inst.db_url, "SELECT count(*) FROM sample_batches WHERE status = 'received'")
+        if n.strip() == "0":
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def all_callsites(inst, query=""):
+    r = get(inst, "/api/v1/callsites?limit=1000" + query)
+    check(r.status == 200, f"GET callsites{query}: 200 (got {r.status} {r.body[:200]!r})")
+    return r.json() if r.status == 200 else {"callsites": [], "pending": {}}
+
+
+def find(sites, tag, names):
+    for c in sites:
+        if c["tag"] == tag and [f["function"] for f in c["frames"]] == names:
+            return c
+    return None
+
+
+def main():
+    with Instance("samples", workers=1) as inst:
+        bin_path = inst.bin
+        app = manifest_fixture(inst.fixtures, "arm64-O2")
+        kit = manifest_fixture(inst.fixtures, "kit")
+        app_uuid, kit_uuid = app["slices"][0]["uuid"], kit["slices"][0]["uuid"]
+        funcs = whole_functions(bin_path, app, inst.tmp)
+        kfuncs = whole_functions(bin_path, kit, inst.tmp)
+        names = sorted(funcs)
+        check(len(names) >= 4 and len(kfuncs) >= 1, f"fixture functions found ({len(names)}, "
+              f"{len(kfuncs)})")
+        f1, f2, f3, f4 = names[:4]
+        kf = sorted(kfuncs)[0]
+
+        def ret(fn, k=0):   # a return address inside `fn`: one instruction past a whole address
+            return hex(APP_LOAD + funcs[fn][k] + 4)
+
+        def kret(fn):
+            return hex(KIT_LOAD + kfuncs[fn][0] + 4)
+
+        pc = hex(CL_LOAD + 0x1234)
+        images = [app_image(app_uuid), CL_IMAGE]
+        stack_a = [pc, ret(f1), ret(f2), ret(f3), ret(f4)]
+        stack_a2 = [pc, ret(f1, 1), ret(f2, 1), ret(f3), ret(f4)]   # other addresses, same site
+        stack_c = [pc, ret(f2), ret(f3), ret(f4)]
+        stack_d = [pc, ret(f4), ret(f1), ret(f2)]
+        T1, T2 = "CLLocationManager.requestLocation", "UIPasteboard.string"
+
+        # ---- the dSYM of the app first ----
+        with open(os.path.join(inst.fixtures, app["dwarf"]), "rb") as f:
+            r = inst.request("POST", "/api/v1/dsyms?name=FixtureApp", f.read(),
+                             token=inst.tokens["upload"])
+        check(r.status in (200, 201), f"dSYM upload: {r.status}")
+
+        # ---- accepted batches ----
+        b1 = batch("100", "device-0001", images, [
+            {"tag": T1, "thread": "main", "frames": stack_a, "count": 1},
+            {"tag": T1, "frames": stack_a2, "count": 2},
+            {"tag": T2, "frames": stack_a, "count": 5},
+            {"tag": T1, "frames": stack_c}])
+        r = post(inst, b1)
+        check(r.status == 202, f"batch 1: 202 (got {r.status} {r.body[:300]!r})")
+        check(r.status == 202 and r.json() == {"accepted": 4, "calls": 9},
+              f"batch 1 answer: {r.body!r}")
+        b2 = batch("101", "device-0002", images, [
+            {"tag": T1, "frames": stack_a, "count": 4},
+            {"tag": T1, "frames": stack_d, "count": 2}], batch_id="b2-device-0002")
+        r = post(inst, b2, gz=True)
+        check(r.status == 202 and r.json() == {"accepted": 2, "calls": 6},
+              f"batch 2 (gzip): 202 (got {r.status} {r.body[:300]!r})")
+        r = post(inst, b2, gz=True)
+        check(r.status == 202 and r.json().get("duplicate") is True,
+              f"batch 2 retried: 202 duplicate (got {r.status} {r.body!r})")
+        b2x = json.loads(json.dumps(b2))
+        b2x["samples"][0]["count"] = 5
+        r = post(inst, b2x)
+        check(r.status == 409 and r.json()["error"]["field"] == "batch_id",
+              f"batch_id reused for other samples: 409 naming batch_id (got {r.status} {r.body!r})")
+        # same stacks from a third device in build 101 (an unknown tag is fine too)
+        odd_tag = "Custom API: " + "x" * 188
+        b3 = batch("101", "device-0003", images, [
+            {"tag": T1, "frames": stack_a, "count": 1},
+            {"tag": odd_tag, "frames": stack_c, "count": 1}])
+        r = post(inst, b3)
+        check(r.status == 202, f"batch 3 (200-byte unknown tag): 202 (got {r.status} {r.body!r})")
+        check(wait_counted(inst), "every batch counted within 30 s")
+
+        # ---- the call sites ----
+        got = all_callsites(inst)
+        sites = got["callsites"]
+        n1, n2, n3, n4 = norm(f1), norm(f2), norm(f3), norm(f4)
+        a1 = find(sites, T1, [n1, n2, n3])
+        check(a1 is not None, f"call site {T1} {n1}/{n2}/{n3} listed: {json.dumps(sites)[:800]}")
+        if a1:
+            check(a1["count"] == 1 + 2 + 4 + 1, f"its count 8 (got {a1['count']})")
+            check(a1["devices"] == 3, f"its devices 3 (got {a1['devices']})")
+            check(a1["builds"] == ["100", "101"], f"its builds (got {a1['builds']})")
+            check(a1["first_seen_build"] == "100", f"first seen in 100 (got {a1['first_seen_build']})")
+            check(a1["frames"][0]["image"] == "FixtureApp" and a1["frames"][0]["line"] > 0,
+                  f"frames carry image and line: {a1['frames'][0]}")
+            st = a1["stack"]
+            check(st[0]["image"] == "CoreLocation" and st[0]["in_app"] is False and
+                  st[0]["function"] is None, f"the stack starts in the API: {st[0]}")
+            check(any(s["function"] and norm(s["function"]) == n1 and s["in_app"] for s in st),
+                  f"the stack holds {n1} in-app")
+            check(a1["first_seen"] <= a1["last_seen"], "first_seen <= last_seen")
+        a2 = find(sites, T2, [n1, n2, n3])
+        check(a2 is not None and a2["count"] == 5 and a2["devices"] == 1,
+              f"same stack, other API: its own call site (count 5): {a2}")
+        c1 = find(sites, T1, [n2, n3, n4])
+        check(c1 is not None and c1["count"] == 1, f"stack C: count 1 ({c1})")
+        d1 = find(sites, T1, [n4, n1, n2])
+        check(d1 is not None and d1["count"] == 2 and d1["first_seen_build"] == "101",
+              f"stack D: count 2, first in 101 ({d1})")
+        o1 = find(sites, odd_tag, [n2, n3, n4])
+        check(o1 is not None and o1["count"] == 1, "the unknown tag has its call site")
+        total = sum(c["count"] for c in sites)
+        check(total == 9 + 6 + 2, f"every accepted call counted once (total {total}, want 17)")
+        check(len(sites) == 5, f"5 call sites (got {len(sites)})")
+        counts = [c["count"] for c in sites]
+        check(counts == sorted(counts, reverse=True), "sorted by count, descending")
+
+        # ---- filters ----
+        by_build = all_callsites(inst, "&build=101")["callsites"]
+        a1b = find(by_build, T1, [n1, n2, n3])
+        check(a1b is not None and a1b["count"] == 5 and a1b["devices"] == 2 and
+              a1b["builds"] == ["101"], f"build=101 counts only build 101 ({a1b})")
+        check(find(by_build, T2, [n1, n2, n3]) is None, "build=101 leaves out build-100-only sites")
+        new = all_callsites(inst, "&new_in_build=101")["callsites"]
+        check(sorted((c["tag"], c["frames"][0]["function"]) for c in new) ==
+              sorted([(T1, n4), (odd_tag, n2)]),
+              f"new_in_build=101: stack D and the new tag ({[(c['tag'][:20], c['frames'][0]['function']) for c in new]})")
+        by_tag = all_callsites(inst, "&tag=UIPasteboard.string")["callsites"]
+        check(len(by_tag) == 1 and by_tag[0]["tag"] == T2, "tag= filters by API")
+        by_q = all_callsites(inst, "&q=" + n4.upper()[:12])["callsites"]
+        check(len(by_q) == 3, f"q= finds frames case-insensitively (got {len(by_q)})")
+        by_v = all_callsites(inst, "&version=9.9")["callsites"]
+        check(by_v == [], "version=9.9: nothing")
+        dev = all_callsites(inst, "&sort=devices")["callsites"]
+        check([c["devices"] for c in dev] == sorted((c["devices"] for c in dev), reverse=True),
+              "sort=devices")
+        check(get(inst, "/api/v1/callsites?sort=bogus").status == 400, "sort=bogus: 400")
+        check(get(inst, "/api/v1/callsites?cursor=zz").status == 400, "bad cursor: 400")
+        check(inst.request("GET", "/api/v1/callsites").status == 401, "no token: 401")
+        # pages of 2 give the same rows in the same order
+        seen, cursor, pages = [], None, 0
+        while pages < 10:
+            q = "/api/v1/callsites?limit=2" + (f"&cursor={cursor}" if cursor else "")
+            page = get(inst, q).json()
+            seen += [c["id"] for c in page["callsites"]]
+            cursor = page["next_cursor"]
+            pages += 1
+            if not cursor:
+                break
+        check(seen == [c["id"] for c in sites] and pages == 3, f"pages of 2: {seen} in {pages}")
+
+        # ---- CSV ----
+        r = get(inst, "/api/v1/callsites.csv")
+        check(r.status == 200 and r.content_type == "text/csv", f"CSV: 200 text/csv ({r.status})")
+        text = r.body.decode()
+        check(text.endswith("\r\n") and "\r\n" in text.split("\n")[0] + "\n", "CSV lines end CRLF")
+        rows = list(csv.DictReader(io.StringIO(text, newline="")))
+        check(len(rows) == len(sites), f"CSV has every call site ({len(rows)})")
+        check([int(x["id"]) for x in rows] == [c["id"] for c in sites], "CSV rows in API order")
+        row = next((x for x in rows if x["tag"] == odd_tag), None)
+        check(row is not None and row["frame_1"].startswith(n2) and row["count"] == "1",
+              f"CSV row of the unknown tag: {row}")
+        check(all(x["builds"] for x in rows) and rows[0]["first_seen_build"] in ("100", "101"),
+              "CSV builds and first build")
+        r = get(inst, "/api/v1/callsites.csv?build=100")
+        rows100 = list(csv.DictReader(io.StringIO(r.body.decode(), newline="")))
+        check(len(rows100) == 3, f"CSV honours filters ({len(rows100)} rows for build 100)")
+
+        # ---- a late dSYM: FixtureKit frames wait, then count ----
+        kit_images = [app_image(app_uuid), kit_image(kit_uuid), CL_IMAGE]
+        stack_k = [pc, kret(kf), ret(f1), ret(f2)]
+        bk = batch("102", "device-0001", kit_images, [{"tag": T1, "frames": stack_k, "count": 7}])
+        check(post(inst, bk).status == 202, "batch with FixtureKit frames: 202")
+        bk2 = batch("102", "device-0004", kit_images, [{"tag": T1, "frames": stack_k, "count": 3}])
+        check(post(inst, bk2, gz=True).status == 202, "second one: 202")
+        check(wait_counted(inst), "kit batches counted")
+        got = all_callsites(inst)
+        check(got["pending"] == {"stacks": 1, "calls": 10},
+              f"one pending stack of 10 calls while FixtureKit has no dSYM ({got['pending']})")
+        check(len(got["callsites"]) == 5, "nothing counted for it yet")
+        with open(os.path.join(inst.fixtures, kit["dwarf"]), "rb") as f:
+            r = inst.request("POST", "/api/v1/dsyms?name=FixtureKit", f.read(),
+                             token=inst.tokens["upload"])
+        check(r.status == 201, f"FixtureKit dSYM upload: {r.status}")
+        deadline, k1 = time.time() + 30, None
+        while time.time() < deadline and k1 is None:
+            k1 = find(all_callsites(inst)["callsites"], T1, [norm(kf), n1, n2])
+            time.sleep(0.2)
+        check(k1 is not None and k1["count"] == 10 and k1["devices"] == 2 and
+              k1["builds"] == ["102"], f"after the dSYM: call site {norm(kf)}/{n1}/{n2} with 10 calls ({k1})")
+        check(all_callsites(inst)["pending"] == {"stacks": 0, "calls": 0}, "nothing pending")
+
+        # ---- bad input: 4xx naming the field, nothing stored ----
+        before = inst.psql(inst.db_url, "SELECT count(*) FROM sample_batches").strip()
+
+        def bad(body, status, field, raw=None, gz=False, what=""):
+            r = post(inst, body, gz=gz, raw=raw)
+            ok = r.status == status
+            try:
+                err = r.json()["error"]
+            except (ValueError, KeyError):
+                err = {}
+            check(ok and err.get("field") == (field or None) and err.get("message", "").startswith(field),
+                  f"{what}: {status} naming {field} (got {r.status} {r.body[:200]!r})")
+
+        ok_sample = {"tag": T1, "frames": stack_a}
+        no_uuid = dict(app_image(app_uuid))
+        del no_uuid["uuid"]
+        bad(batch("103", "d", [no_uuid, CL_IMAGE], [ok_sample]), 400, "images[0].uuid",
+            what="image without UUID")
+        bad(batch("103", "d", images, [ok_sample, {"tag": T1, "frames": [pc, "0x7000000"]}]),
+            400, "samples[1].frames[1]", what="frame in no image")
+        bad(batch("103", "d", images, [ok_sample, {"tag": T1, "frames": stack_a, "count": 0}]),
+            400, "samples[1].count", what="count 0")
+        bad(batch("103", "d", images, [{"tag": T1, "frames": stack_a, "count": 1000001}]),
+            400, "samples[0].count", what="count over 10^6")
+        bad(batch("103", "d", images, [{"tag": T1, "frames": [pc] * 1000}]), 413,
+            "samples[0].frames", what="1,000 frames")
+        bad(batch("103", "d", images, [{"tag": "t" * 201, "frames": stack_a}]), 400,
+            "samples[0].tag", what="tag of 201 bytes")
+        bad(batch("103", "d", images, [{"tag": "t", "frames": [pc]}] * 100001), 413, "samples",
+            gz=True, what="100,001 samples")
+        r = inst.request("POST", "/api/v1/samples", b"\x1f\x8b\x08\x00\x00\x00\x00\x00garbage",
+                         headers={"Content-Type": "application/json", "Content-Encoding": "gzip"},
+                         token=inst.tokens["ingest"])
+        check(r.status == 400 and r.json()["error"]["field"] == "body",
+              f"bad gzip: 400 naming body (got {r.status} {r.body[:200]!r})")
+        bad(None, 400, "", raw=b"{not json", what="malformed JSON")
+        r = inst.request("POST", "/api/v1/samples", b"{}", token=inst.tokens["read"],
+                         headers={"Content-Type": "application/json"})
+        check(r.status == 403, f"read token cannot post samples ({r.status})")
+        after = inst.psql(inst.db_url, "SELECT count(*) FROM sample_batches").strip()
+        check(before == after, f"no bad batch stored ({before} -> {after})")
+    return checks_done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
