@@ -37,9 +37,9 @@ def manifest_fixture(fixtures, name):
 
 
 def norm(name):
-    """The signature's normalization for the plain C/C++ names the fixtures use."""
-    name = name.split("(")[0]
-    return name
+    """The signature's normalization of the fixtures' plain names: C++ loses its argument
+    list, Objective-C is kept as is."""
+    return name if name[:2] in ("-[", "+[") else name.split("(")[0]
 
 
 def whole_functions(bin_path, fx, tmp):

@@ -1,0 +1,252 @@
+#!/usr/bin/env python3
+"""bench_samples.py [--devices N] [--samples N] [--builds N] [--threads N] [--min-rate R]
+
+Privacy-API samples at fleet volume (issue #13), end to end through a real `stacksift serve`
+and Postgres (tests/web_instance.py: its own database in STACKSIFT_TEST_DATABASE_URL's
+cluster, FixtureApp's and FixtureKit's dSYMs uploaded first):
+
+  DEVICES x SAMPLES stack samples per build, BUILDS builds, 5 API tags; each device's samples
+  of a build are one gzip batch (format of docs/report-formats.md "Sample batches"), its own
+  ASLR slide; stacks come from a pool per tag (call paths through the fixture app's real
+  functions, each with variants below the top frames; every later build adds a path), so
+  most stacks repeat. THREADS client threads post the batches (keep-alive).
+
+Measured: samples/s from the first POST until GET /api/v1/callsites shows every call site
+with exactly the expected count (and the totals per tag match); the server's peak RSS.
+Prints one JSON line. Exits 1 when a count is not exact, or the rate is under --min-rate.
+Defaults are the issue's size (100 x 1,000 x 4 builds, 4 threads); the ctest runs it tiny.
+"""
+import argparse
+import gzip
+import http.client
+import json
+import os
+import random
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from web_instance import Instance  # noqa: E402
+
+TAGS = ["CLLocationManager.requestLocation", "UIPasteboard.string",
+        "PHPhotoLibrary.requestAuthorization", "CNContactStore.enumerateContacts",
+        "ASIdentifierManager.advertisingIdentifier"]
+SYS = [("CoreLocation", "/System/Library/Frameworks/CoreLocation.framework/CoreLocation"),
+       ("UIKitCore", "/System/Library/PrivateFrameworks/UIKitCore.framework/UIKitCore"),
+       ("CoreFoundation", "/System/Library/Frameworks/CoreFoundation.framework/CoreFoundation"),
+       ("libdispatch.dylib", "/usr/lib/system/libdispatch.dylib")]
+SYS_SIZE = 0x400000
+
+
+def whole_functions(bin_path, fixtures, fx):
+    """{function: [offsets from __TEXT]} of addresses that map to one plain-named function."""
+    sl = fx["slices"][0]
+    vm, size = int(sl["text_vmaddr"], 16), int(sl["text_vmsize"], 16)
+    addrs = "".join(f"0x{a:x}\n" for a in range(vm, vm + size, 4))
+    out = subprocess.run([bin_path, "lookup", "--json", "-o", os.path.join(fixtures, fx["dwarf"])],
+                         input=addrs, text=True, capture_output=True, check=True,
+                         timeout=120).stdout
+    funcs = {}
+    for line in out.splitlines():
+        j = json.loads(line)
+        fr = j.get("frames") or []
+        if len(fr) != 1 or not fr[0].get("function"):
+            continue
+        fn = fr[0]["function"]
+        if (fn.startswith("_mh_") or fn == "main" or "block_invoke" in fn or "lambda" in fn or
+                "anonymous" in fn or "<" in fn or "operator" in fn or "abort" in fn or
+                "throw" in fn or fn.startswith("(")):
+            continue
+        funcs.setdefault(fn, []).append(int(j["address"], 16) - vm)
+    return {f: o for f, o in funcs.items() if len(o) >= 2}
+
+
+def norm(fn):
+    """The signature's normalization of the fixtures' plain names: C++ loses its argument
+    list, Objective-C is kept as is."""
+    return fn if fn[:2] in ("-[", "+[") else fn.split("(")[0]
+
+
+def plan(args, funcs):
+    """The workload: per build, per device, a list of (tag, path, variant) samples; and the
+    expected count per call site (tag, top-3 normalized names)."""
+    names = sorted(funcs)
+    rnd = random.Random(13)
+    paths = {}   # tag -> list of (first build index, [in-app functions, top first])
+    for t, tag in enumerate(TAGS):
+        ps = []
+        for p in range(6 + args.builds - 1):
+            top = rnd.sample(names, 3)
+            first = 0 if p < 6 else p - 5
+            ps.append((first, top + rnd.sample(names, 2)))
+        paths[tag] = ps
+    expected = {}
+    work = []   # (build, device, [(tag, path index, variant, count)])
+    for b in range(args.builds):
+        for d in range(args.devices):
+            samples = []
+            for _ in range(args.samples):
+                tag = TAGS[rnd.randrange(len(TAGS))]
+                live = [i for i, (first, _) in enumerate(paths[tag]) if first <= b]
+                # most calls come from a few hot paths, as on a real device
+                p = live[min(int(rnd.expovariate(0.6)), len(live) - 1)]
+                count = 1 if rnd.random() < 0.8 else rnd.randrange(2, 4)
+                samples.append((tag, p, rnd.randrange(3), count))
+                top = tuple(norm(f) for f in paths[tag][p][1][:3])
+                expected[(tag, top)] = expected.get((tag, top), 0) + count
+            work.append((b, d, samples))
+    return paths, expected, work
+
+
+def make_batches(args, funcs, app_uuid, paths, work):
+    rnd = random.Random(42)
+    out = []
+    for b, d, samples in work:
+        app_load = 0x100000000 + rnd.randrange(1, 4096) * 0x4000
+        sys_load = [0x180000000 + i * 0x10000000 + rnd.randrange(256) * 0x4000
+                    for i in range(len(SYS))]
+        images = [{"name": "FixtureApp", "uuid": app_uuid, "arch": "arm64",
+                   "load_address": hex(app_load), "size": 0x8000,
+                   "path": "/private/var/containers/Bundle/Application/B/FixtureApp.app/FixtureApp"}]
+        for i, (name, path) in enumerate(SYS):
+            images.append({"name": name, "uuid": "%08X-0000-4000-8000-%012X" % (0xA0 + i, 0x5D + i),
+                           "arch": "arm64", "load_address": hex(sys_load[i]), "size": SYS_SIZE,
+                           "path": path})
+        ret = lambda fn, k=0: hex(app_load + funcs[fn][k % len(funcs[fn])] + 4)   # noqa: E731
+        body = []
+        for tag, p, variant, count in samples:
+            fns = paths[tag][p][1]
+            api = TAGS.index(tag) % len(SYS)
+            frames = [hex(sys_load[api] + 0x1000 + 0x40 * TAGS.index(tag))]
+            frames += [ret(f) for f in fns[:3]]
+            frames += [ret(fns[3 + variant % 2], variant)]           # variants below the top
+            frames += [hex(sys_load[1] + 0x2000 + 0x10 * k + 4) for k in range(6)]
+            frames += [hex(sys_load[2] + 0x3000 + 0x10 * k + 4) for k in range(4)]
+            frames += [hex(sys_load[3] + 0x100 + 4)]
+            s = {"tag": tag, "thread": "main", "frames": frames}
+            if count != 1:
+                s["count"] = count
+            body.append(s)
+        doc = {"format_version": 1, "batch_id": f"b{b}-d{d}",
+               "app": {"name": "FixtureApp", "bundle_id": "com.example.fixture",
+                       "version": "1.%d" % (b // 2), "build": str(100 + b)},
+               "os": {"name": "iOS", "version": "17.4", "build": "21E219"},
+               "device": {"model": "iPhone15,2", "id": "device-%04d" % d}, "arch": "arm64",
+               "images": images, "samples": body}
+        out.append(gzip.compress(json.dumps(doc, separators=(",", ":")).encode(), 6))
+    return out
+
+
+def post_all(inst, batches, threads, errors):
+    token = inst.tokens["ingest"]
+
+    def run(k):
+        conn = http.client.HTTPConnection("127.0.0.1", inst.port, timeout=60)
+        for i in range(k, len(batches), threads):
+            conn.request("POST", "/api/v1/samples", batches[i],
+                         {"Authorization": f"Bearer {token}", "Content-Type": "application/json",
+                          "Content-Encoding": "gzip"})
+            r = conn.getresponse()
+            body = r.read()
+            if r.status != 202:
+                errors.append(f"batch {i}: {r.status} {body[:200]!r}")
+        conn.close()
+
+    ts = [threading.Thread(target=run, args=(k,)) for k in range(threads)]
+    for t in ts:
+        t.start()
+    return ts
+
+
+def counts_now(inst):
+    conn = http.client.HTTPConnection("127.0.0.1", inst.port, timeout=60)
+    conn.request("GET", "/api/v1/callsites?limit=1000",
+                 headers={"Authorization": f"Bearer {inst.tokens['read']}"})
+    r = conn.getresponse()
+    body = r.read()
+    conn.close()
+    if r.status != 200:
+        return None
+    got = {}
+    for c in json.loads(body)["callsites"]:
+        got[(c["tag"], tuple(f["function"] for f in c["frames"]))] = c["count"]
+    return got
+
+
+def rss_peak_mb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--devices", type=int, default=100)
+    ap.add_argument("--samples", type=int, default=1000)
+    ap.add_argument("--builds", type=int, default=4)
+    ap.add_argument("--threads", type=int, default=4)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--min-rate", type=float, default=0)
+    ap.add_argument("--timeout", type=float, default=600)
+    args = ap.parse_args()
+
+    env = {"STACKSIFT_HTTP_THREADS": "4", "STACKSIFT_LOG_LEVEL": "warn"}
+    with Instance("bench_samples", extra_env=env, workers=args.workers) as inst:
+        fixtures = inst.fixtures
+        with open(os.path.join(fixtures, "manifest.json")) as f:
+            man = json.load(f)
+        fx = next(x for x in man["fixtures"] if x["name"] == "arm64-O2")
+        funcs = whole_functions(inst.bin, fixtures, fx)
+        with open(os.path.join(fixtures, fx["dwarf"]), "rb") as f:
+            r = inst.request("POST", "/api/v1/dsyms?name=FixtureApp", f.read(),
+                             token=inst.tokens["upload"], timeout=120)
+        if r.status not in (200, 201):
+            raise SystemExit(f"dSYM upload failed: {r.status} {r.body[:200]!r}")
+        paths, expected, work = plan(args, funcs)
+        batches = make_batches(args, funcs, fx["slices"][0]["uuid"], paths, work)
+        nsamples = args.devices * args.samples * args.builds
+        calls = sum(expected.values())
+
+        errors = []
+        t0 = time.time()
+        ts = post_all(inst, batches, args.threads, errors)
+        for t in ts:
+            t.join()
+        posted = time.time() - t0
+        exact, got = False, {}
+        while time.time() - t0 < args.timeout and not errors:
+            got = counts_now(inst) or {}
+            if got == expected:
+                exact = True
+                break
+            time.sleep(0.05)
+        elapsed = time.time() - t0
+        rss = rss_peak_mb(inst.proc.pid)
+        per_tag_ok = all(sum(v for (t, _), v in got.items() if t == tag) ==
+                         sum(v for (t, _), v in expected.items() if t == tag) for tag in TAGS)
+        rate = nsamples / elapsed if exact else 0.0
+        print(json.dumps({"bench": "samples", "devices": args.devices, "samples": args.samples,
+                          "builds": args.builds, "threads": args.threads, "batches": len(batches),
+                          "samples_total": nsamples, "calls": calls, "callsites": len(expected),
+                          "exact": exact, "per_tag_exact": per_tag_ok, "post_s": round(posted, 2),
+                          "visible_s": round(elapsed, 2), "samples_per_s": round(rate, 1),
+                          "rss_peak_mb": round(rss, 1), "errors": errors[:3]}))
+        if not exact:
+            missing = {k: v for k, v in expected.items() if got.get(k) != v}
+            print(f"bench_samples: counts not exact: {len(missing)} call sites differ, e.g. "
+                  f"{list(missing.items())[:2]} vs {[(k, got.get(k)) for k in list(missing)[:2]]}",
+                  file=sys.stderr)
+            return 1
+        if rate < args.min_rate:
+            print(f"bench_samples: {rate:.0f} samples/s is under {args.min_rate:.0f}",
+                  file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
