@@ -18,34 +18,28 @@
 #define TS_US(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
 #define TS_MS(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
 
-/* Run `sql` with text parameters (NULL = SQL NULL); *out = the result (caller PQclear()s). */
-static err_code exec(PGresult **out, pconn *c, const char *what, const char *sql, int n,
+/* Run the prepared statement `st` with text parameters (NULL = SQL NULL); *out = the result
+ * (caller PQclear()s), or NULL `out` when the result is not needed. */
+static err_code exec(PGresult **out, pconn *c, const store_stmt *st, int n,
                      const char *const *values, err_info *err)
 {
-    PGresult *res = PQexecParams(c->pg, sql, n, NULL, values, NULL, NULL, 0);
-    ExecStatusType st = PQresultStatus(res);
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-        err_code rc = store_translate(res, c, what, err);
-        PQclear(res);
-        if (out)
-            *out = NULL;
-        return rc;
-    }
+    PGresult *res;
+    err_code rc = store_exec(&res, c, st, n, values, NULL, NULL, err);
     if (out)
         *out = res;
     else
         PQclear(res);
-    return ERR_OK;
+    return rc;
 }
 
 /* ---- intake ---------------------------------------------------------------------------- */
 
-static const char SQL_INSERT[] =
+static const store_stmt SQL_INSERT = {"samples_insert",
     "INSERT INTO sample_batches (app, batch_id, sha256, build, device, samples, calls, canonical) "
     "VALUES ($1, $2, $3, $4, $5, $6, $7, $8) "
-    "ON CONFLICT (app, batch_id) WHERE batch_id IS NOT NULL DO NOTHING RETURNING id";
-static const char SQL_EXISTING[] =
-    "SELECT sha256 FROM sample_batches WHERE app = $1 AND batch_id = $2";
+    "ON CONFLICT (app, batch_id) WHERE batch_id IS NOT NULL DO NOTHING RETURNING id"};
+static const store_stmt SQL_EXISTING = {"samples_existing",
+    "SELECT sha256 FROM sample_batches WHERE app = $1 AND batch_id = $2"};
 
 typedef struct {
     const store_sample_batch *b;
@@ -62,7 +56,7 @@ static err_code do_insert(pconn *c, void *vctx, err_info *err)
     const char *values[8] = {b->app, b->batch_id, b->sha256, b->build, b->device, samples, calls,
                              b->canonical};
     PGresult *res;
-    err_code rc = exec(&res, c, "storing sample batch", SQL_INSERT, 8, values, err);
+    err_code rc = exec(&res, c, &SQL_INSERT, 8, values, err);
     if (rc != ERR_OK)
         return rc;
     int stored = PQntuples(res);
@@ -72,7 +66,7 @@ static err_code do_insert(pconn *c, void *vctx, err_info *err)
         return ERR_OK;
     }
     /* batch_id taken: the same content is a retry, other content a client bug */
-    rc = exec(&res, c, "finding sample batch", SQL_EXISTING, 2, values, err);
+    rc = exec(&res, c, &SQL_EXISTING, 2, values, err);
     if (rc != ERR_OK)
         return rc;
     bool same = PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, 0), b->sha256) == 0;
@@ -100,14 +94,14 @@ struct store_sample_work {
     size_t nbatches, npending;
 };
 
-static const char SQL_CLAIM_BATCHES[] =
+static const store_stmt SQL_CLAIM_BATCHES = {"samples_claim_batches",
     "SELECT id::text, canonical, " TS_US("received_at") ", "
     "to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') "
-    "FROM sample_batches WHERE status = 'received' ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED";
-static const char SQL_CLAIM_PENDING[] =
+    "FROM sample_batches WHERE status = 'received' ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED"};
+static const store_stmt SQL_CLAIM_PENDING = {"samples_claim_pending",
     "SELECT id::text, app, build, day::text, version, sample, count::text, "
     "array_to_string(devices, chr(31)), " TS_US("first_seen") ", " TS_US("last_seen") " "
-    "FROM callsite_pending WHERE status = 'ready' ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED";
+    "FROM callsite_pending WHERE status = 'ready' ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED"};
 
 void store_samples_abort(store_sample_work *w)
 {
@@ -147,7 +141,7 @@ err_code store_samples_claim(store_sample_work **out, const store_claimed_batch 
     store_claimed_batch *bs = NULL;
     store_claimed_pending *ps = NULL;
     if (rc == ERR_OK)
-        rc = exec(&res, w->c, "claiming sample batches", SQL_CLAIM_BATCHES, 1, values, err);
+        rc = exec(&res, w->c, &SQL_CLAIM_BATCHES, 1, values, err);
     size_t nb = res ? (size_t)PQntuples(res) : 0;
     if (rc == ERR_OK && nb > 0) {
         bs = arena_alloc_array(a, nb, sizeof *bs, err);
@@ -171,7 +165,7 @@ err_code store_samples_claim(store_sample_work **out, const store_claimed_batch 
     PQclear(res);
     res = NULL;
     if (rc == ERR_OK)
-        rc = exec(&res, w->c, "claiming pending stacks", SQL_CLAIM_PENDING, 1, values, err);
+        rc = exec(&res, w->c, &SQL_CLAIM_PENDING, 1, values, err);
     size_t np = res ? (size_t)PQntuples(res) : 0;
     if (rc == ERR_OK && np > 0) {
         ps = arena_alloc_array(a, np, sizeof *ps, err);
@@ -211,7 +205,7 @@ err_code store_samples_claim(store_sample_work **out, const store_claimed_batch 
 
 /* Call sites first (one row per (app, tag, key): DISTINCT ON, or ON CONFLICT would meet a
  * row twice), then their per-build-and-day rows, joined back by the unique key. */
-static const char SQL_UPSERT_CALLSITES[] =
+static const store_stmt SQL_UPSERT_CALLSITES = {"samples_upsert_callsites",
     "INSERT INTO callsites AS c (app, tag, key, frames, stack, first_build, first_seen, "
     "last_seen, count) "
     "SELECT DISTINCT ON (t.app, t.tag, t.key) t.app, t.tag, t.key, t.frames, t.stack, "
@@ -228,9 +222,9 @@ static const char SQL_UPSERT_CALLSITES[] =
     "last_seen = greatest(c.last_seen, EXCLUDED.last_seen), "
     "first_build = CASE WHEN (version_key(EXCLUDED.first_build), EXCLUDED.first_build) < "
     "(version_key(c.first_build), c.first_build) THEN EXCLUDED.first_build "
-    "ELSE c.first_build END";
+    "ELSE c.first_build END"};
 
-static const char SQL_UPSERT_DAYS[] =
+static const store_stmt SQL_UPSERT_DAYS = {"samples_upsert_days",
     "INSERT INTO callsite_days AS d (callsite_id, build, day, version, count, devices, "
     "first_seen, last_seen) "
     "SELECT c.id, t.build, t.day, t.version, t.n, "
@@ -244,12 +238,12 @@ static const char SQL_UPSERT_DAYS[] =
     "count = d.count + EXCLUDED.count, version = EXCLUDED.version, "
     "devices = ARRAY(SELECT DISTINCT x FROM unnest(d.devices || EXCLUDED.devices) x ORDER BY 1), "
     "first_seen = least(d.first_seen, EXCLUDED.first_seen), "
-    "last_seen = greatest(d.last_seen, EXCLUDED.last_seen)";
+    "last_seen = greatest(d.last_seen, EXCLUDED.last_seen)"};
 
-static const char SQL_DELETE_PENDING[] =
-    "DELETE FROM callsite_pending WHERE id = ANY(string_to_array($1, ',')::bigint[])";
+static const store_stmt SQL_DELETE_PENDING = {"samples_delete_pending",
+    "DELETE FROM callsite_pending WHERE id = ANY(string_to_array($1, ',')::bigint[])"};
 
-static const char SQL_UPSERT_PENDING[] =
+static const store_stmt SQL_UPSERT_PENDING = {"samples_upsert_pending",
     "INSERT INTO callsite_pending AS p (app, stack_key, build, day, version, sample, count, "
     "devices, first_seen, last_seen, missing_uuids) "
     "SELECT t.app, t.stack_key, t.build, t.day, t.version, t.sample, t.n, "
@@ -265,11 +259,11 @@ static const char SQL_UPSERT_PENDING[] =
     "devices = ARRAY(SELECT DISTINCT x FROM unnest(p.devices || EXCLUDED.devices) x ORDER BY 1), "
     "first_seen = least(p.first_seen, EXCLUDED.first_seen), "
     "last_seen = greatest(p.last_seen, EXCLUDED.last_seen), "
-    "missing_uuids = EXCLUDED.missing_uuids, status = 'waiting'";
+    "missing_uuids = EXCLUDED.missing_uuids, status = 'waiting'"};
 
-static const char SQL_MARK_COUNTED[] =
+static const store_stmt SQL_MARK_COUNTED = {"samples_mark_counted",
     "UPDATE sample_batches SET status = 'counted', canonical = NULL, counted_at = now() "
-    "WHERE id = ANY(string_to_array($1, ',')::bigint[])";
+    "WHERE id = ANY(string_to_array($1, ',')::bigint[])"};
 
 static void kv(buf *b, const char *key, const char *value)
 {
@@ -327,16 +321,16 @@ static err_code do_commit(store_sample_work *w, const store_callsite_add *adds, 
         }
         buf_putc(&b, ']');
         values[0] = (const char *)b.data;
-        rc = exec(NULL, w->c, "counting call sites", SQL_UPSERT_CALLSITES, 1, values, err);
+        rc = exec(NULL, w->c, &SQL_UPSERT_CALLSITES, 1, values, err);
         if (rc == ERR_OK)
-            rc = exec(NULL, w->c, "counting call site days", SQL_UPSERT_DAYS, 1, values, err);
+            rc = exec(NULL, w->c, &SQL_UPSERT_DAYS, 1, values, err);
         if (rc != ERR_OK)
             goto done;
     }
     if (w->npending > 0) {
         id_list(&b, w->pending_ids, w->npending);
         values[0] = (const char *)b.data;
-        rc = exec(NULL, w->c, "taking pending stacks", SQL_DELETE_PENDING, 1, values, err);
+        rc = exec(NULL, w->c, &SQL_DELETE_PENDING, 1, values, err);
         if (rc != ERR_OK)
             goto done;
     }
@@ -361,7 +355,7 @@ static err_code do_commit(store_sample_work *w, const store_callsite_add *adds, 
         }
         buf_putc(&b, ']');
         values[0] = (const char *)b.data;
-        rc = exec(NULL, w->c, "keeping stacks that wait for a dSYM", SQL_UPSERT_PENDING, 1, values,
+        rc = exec(NULL, w->c, &SQL_UPSERT_PENDING, 1, values,
                   err);
         if (rc != ERR_OK)
             goto done;
@@ -369,7 +363,7 @@ static err_code do_commit(store_sample_work *w, const store_callsite_add *adds, 
     if (w->nbatches > 0) {
         id_list(&b, w->batch_ids, w->nbatches);
         values[0] = (const char *)b.data;
-        rc = exec(NULL, w->c, "marking sample batches counted", SQL_MARK_COUNTED, 1, values, err);
+        rc = exec(NULL, w->c, &SQL_MARK_COUNTED, 1, values, err);
         if (rc != ERR_OK)
             goto done;
     }
@@ -387,14 +381,14 @@ err_code store_samples_commit(store_sample_work *w, const store_callsite_add *ad
     return rc;
 }
 
-static const char SQL_SWEEP[] =
+static const store_stmt SQL_SWEEP = {"samples_sweep",
     "UPDATE callsite_pending p SET status = 'ready' WHERE p.status = 'waiting' "
-    "AND EXISTS (SELECT 1 FROM dsyms d WHERE d.uuid = ANY(p.missing_uuids))";
+    "AND EXISTS (SELECT 1 FROM dsyms d WHERE d.uuid = ANY(p.missing_uuids))"};
 
 static err_code do_sweep(pconn *c, void *vctx, err_info *err)
 {
     PGresult *res;
-    err_code rc = exec(&res, c, "releasing pending stacks", SQL_SWEEP, 0, NULL, err);
+    err_code rc = exec(&res, c, &SQL_SWEEP, 0, NULL, err);
     if (rc == ERR_OK) {
         *(int64_t *)vctx = strtoll(PQcmdTuples(res), NULL, 10);
         PQclear(res);
@@ -452,31 +446,6 @@ static const char SQL_LIST[] =
     "  FROM callsite_pending p WHERE ($2::text IS NULL OR p.build = $2) "
     "  AND ($3::text IS NULL OR p.version = $3) AND ($10::text IS NULL OR p.app = $10)))::text";
 
-typedef struct {
-    const store_callsite_query *q;
-    const char *cursor_value, *cursor_id;
-    arena *a;
-    const char **json;
-} list_ctx;
-
-static err_code do_list(pconn *c, void *vctx, err_info *err)
-{
-    list_ctx *x = vctx;
-    const store_callsite_query *q = x->q;
-    char limit[16];
-    snprintf(limit, sizeof limit, "%u", q->limit);
-    const char *values[10] = {q->tag, q->build, q->version, q->new_in_build, q->q,
-                              q->sort ? q->sort : "count", x->cursor_value, x->cursor_id, limit,
-                              q->app};
-    PGresult *res;
-    err_code rc = exec(&res, c, "listing call sites", SQL_LIST, 10, values, err);
-    if (rc != ERR_OK)
-        return rc;
-    *x->json = store_dup(x->a, res, 0, 0, err, &rc);
-    PQclear(res);
-    return rc;
-}
-
 err_code store_callsites_list(const char **json, store *s, const store_callsite_query *q,
                               arena *a, err_info *err)
 {
@@ -488,7 +457,7 @@ err_code store_callsites_list(const char **json, store *s, const store_callsite_
                        "\"%.40s\")", sort);
     if (q->limit < 1 || q->limit > 1000)
         return err_set(err, ERR_INVALID, "limit: must be from 1 to 1000");
-    list_ctx x = {q, NULL, NULL, a, json};
+    const char *cursor_value = NULL, *cursor_id = NULL;
     if (q->cursor) {
         /* "<sort value>:<id>", both decimal */
         const char *colon = strchr(q->cursor, ':');
@@ -498,25 +467,29 @@ err_code store_callsites_list(const char **json, store *s, const store_callsite_
                   strspn(colon + 1, "0123456789") == strlen(colon + 1) && strlen(colon + 1) < 20;
         if (!ok)
             return err_set(err, ERR_INVALID, "cursor: not a next_cursor this API gave");
-        x.cursor_value = arena_strndup(a, q->cursor, vlen, err);
-        x.cursor_id = colon + 1;
-        if (x.cursor_value == NULL)
+        cursor_value = arena_strndup(a, q->cursor, vlen, err);
+        cursor_id = colon + 1;
+        if (cursor_value == NULL)
             return ERR_TOO_LARGE;
     }
-    return store_run(s, do_list, &x, err);
+    char limit[16];
+    snprintf(limit, sizeof limit, "%u", q->limit);
+    const char *values[10] = {q->tag, q->build, q->version, q->new_in_build, q->q, sort,
+                              cursor_value, cursor_id, limit, q->app};
+    return store_json_query(json, s, "listing call sites", SQL_LIST, 10, values, false, a, err);
 }
 
-static const char SQL_COUNTS[] =
+static const store_stmt SQL_COUNTS = {"samples_counts",
     "SELECT (SELECT count(*) FROM sample_batches WHERE status = 'received'), "
     "(SELECT count(*) FROM sample_batches WHERE status = 'counted'), "
     "(SELECT count(*) FROM callsite_pending), "
-    "(SELECT coalesce(sum(count), 0) FROM callsite_pending)";
+    "(SELECT coalesce(sum(count), 0) FROM callsite_pending)"};
 
 static err_code do_counts(pconn *c, void *vctx, err_info *err)
 {
     store_samples_stats *out = vctx;
     PGresult *res;
-    err_code rc = exec(&res, c, "counting sample batches", SQL_COUNTS, 0, NULL, err);
+    err_code rc = exec(&res, c, &SQL_COUNTS, 0, NULL, err);
     if (rc != ERR_OK)
         return rc;
     out->received = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
