@@ -16,6 +16,7 @@
 #include "cli/cli.h"
 #include "config/config.h"
 #include "http/http.h"
+#include "ingest/callsites.h"
 #include "ingest/ingest.h"
 #include "ingest/maintain.h"
 #include "ingest/pipeline.h"
@@ -99,10 +100,11 @@ int cli_serve(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     int status = 1;
-    store *s = NULL, *work_store = NULL;
+    store *s = NULL, *work_store = NULL, *count_store = NULL;
     pipeline *pipe = NULL;
     symfiles *files = NULL;
     maintain *node = NULL;
+    callsites *counters = NULL;
     http_server *srv = NULL;
     char symcache_dir[4096], host[64] = "";
     err_info err = {0};
@@ -145,6 +147,12 @@ int cli_serve(int argc, char **argv)
         log_event(LOG_ERROR, "database_unreachable", "message=%s", err.msg);
         goto done;
     }
+    /* The call site workers (issue #13) likewise, as many as the report workers. */
+    if (cfg.workers > 0 && store_open(&count_store, cfg.database_url, cfg.workers,
+                                      cfg.db_timeout_ms, &err) != ERR_OK) {
+        log_event(LOG_ERROR, "database_unreachable", "message=%s", err.msg);
+        goto done;
+    }
     snprintf(symcache_dir, sizeof symcache_dir, "%s/symcaches", cfg.data_dir);
     if (mkdir(cfg.data_dir, 0755) != 0 && errno != EEXIST) {
         log_event(LOG_ERROR, "data_dir_unusable", "path=%s message=%s", cfg.data_dir,
@@ -171,6 +179,16 @@ int cli_serve(int argc, char **argv)
         log_event(LOG_ERROR, "pipeline_failed", "message=%s", err.msg);
         goto done;
     }
+    callsites_options co = {
+        .workers = cfg.workers,
+        .batch = cfg.worker_batch,
+        .signature_frames = cfg.signature_frames,
+        .idle_poll_ms = 50,
+    };
+    if (callsites_new(&counters, count_store, pipe, &co, &err) != ERR_OK) {
+        log_event(LOG_ERROR, "pipeline_failed", "message=%s", err.msg);
+        goto done;
+    }
     maintain_options mo = {
         .node = cfg.node_name,
         .store = s,
@@ -192,7 +210,7 @@ int cli_serve(int argc, char **argv)
         log_event(LOG_ERROR, "listen_failed", "message=%s", err.msg);
         goto done;
     }
-    if (pipeline_start(pipe, &err) != ERR_OK) {
+    if (pipeline_start(pipe, &err) != ERR_OK || callsites_start(counters, &err) != ERR_OK) {
         log_event(LOG_ERROR, "pipeline_failed", "message=%s", err.msg);
         goto done;
     }
@@ -208,13 +226,16 @@ int cli_serve(int argc, char **argv)
     unsigned left = http_server_stop(srv);
     srv = NULL;
     pipeline_stop(pipe);   /* a batch in progress is committed or rolled back */
+    callsites_stop(counters);
     log_event(left ? LOG_WARN : LOG_INFO, "server_stopped", "unfinished_requests=%u", left);
     status = left ? 1 : 0;
 done:
     http_server_stop(srv);
     maintain_stop(node);
+    callsites_free(counters);   /* before the pipeline: its workers use the caches */
     pipeline_free(pipe);
     symfiles_close(files);
+    store_close(count_store);
     store_close(work_store);
     store_close(s);
     config_reset(&cfg);

@@ -96,6 +96,9 @@ enum MHD_Result respond_error(http_request *r, err_code code, const char *messag
 enum MHD_Result respond_err(http_request *r, const err_info *err);
 /* request_arg - the query argument `name`, or NULL when absent or empty. */
 const char *request_arg(http_request *r, const char *name);
+/* request_media_type - header `header` without parameters (";..."), lower case, in the
+ * arena; "" when absent (Content-Type, Content-Encoding). */
+const char *request_media_type(http_request *r, const char *header);
 /* request_limit_arg - ?limit= within [1, max], `def` when absent. Errors ERR_INVALID. */
 err_code request_limit_arg(unsigned *out, http_request *r, unsigned def, unsigned max);
 /* json_str_or_null - json_string(s), or null for NULL. */
@@ -132,6 +135,12 @@ enum MHD_Result handle_issue_patch(http_request *r);    /* PATCH /api/v1/issues/
 /* ---- POST /api/v1/symbolicate (routes_symbolicate.c) ----------------------------------- */
 
 enum MHD_Result handle_symbolicate(http_request *r);
+
+/* ---- privacy-API samples and call sites (routes_samples.c) ---------------------------- */
+
+enum MHD_Result handle_samples_post(http_request *r);   /* POST /api/v1/samples */
+enum MHD_Result handle_callsites_list(http_request *r); /* GET /api/v1/callsites */
+enum MHD_Result handle_callsites_csv(http_request *r);  /* GET /api/v1/callsites.csv */
 
 /* ---- the dashboard (routes_web.c) ------------------------------------------------------ */
 

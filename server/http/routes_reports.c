@@ -13,28 +13,11 @@
 #include "ingest/ingest.h"
 #include "store/store_reports.h"
 
-static const char *media_type(http_request *r, const char *header)
-{
-    const char *v = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, header);
-    if (!v)
-        return "";
-    size_t n = strcspn(v, ";");
-    while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
-        n--;
-    char *out = arena_strndup(r->a, v, n, &r->err);
-    if (!out)
-        return "";
-    for (char *p = out; *p; p++)
-        if (*p >= 'A' && *p <= 'Z')
-            *p = (char)(*p - 'A' + 'a');
-    return out;
-}
-
 enum MHD_Result handle_report_post(http_request *r)
 {
     ingest_report_input in = {
-        .content_type = media_type(r, MHD_HTTP_HEADER_CONTENT_TYPE),
-        .content_encoding = media_type(r, MHD_HTTP_HEADER_CONTENT_ENCODING),
+        .content_type = request_media_type(r, MHD_HTTP_HEADER_CONTENT_TYPE),
+        .content_encoding = request_media_type(r, MHD_HTTP_HEADER_CONTENT_ENCODING),
         .body = r->mem ? r->mem : (const uint8_t *)"",
         .len = (size_t)r->body_bytes,
         .max_report_bytes = r->srv->cfg->max_report_bytes,

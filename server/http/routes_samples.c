@@ -14,35 +14,10 @@
 #include "base/buf.h"
 #include "base/xalloc.h"
 #include "http/http_internal.h"
-#include "http/routes_samples.h"
 #include "ingest/callsites.h"
 #include "store/store_samples.h"
 
 #define CSV_MAX_ROWS 100000
-
-static const char *arg(http_request *r, const char *name)
-{
-    const char *v = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
-    return v && *v ? v : NULL;
-}
-
-/* A header's media type without parameters, lower case, in the arena; "" if absent. */
-static const char *header_token(http_request *r, const char *name)
-{
-    const char *v = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
-    if (v == NULL)
-        return "";
-    size_t n = strcspn(v, ";");
-    while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
-        n--;
-    char *out = arena_strndup(r->a, v, n, &r->err);
-    if (out == NULL)
-        return "";
-    for (char *p = out; *p; p++)
-        if (*p >= 'A' && *p <= 'Z')
-            *p = (char)(*p - 'A' + 'a');
-    return out;
-}
 
 /* The error shape of every route, plus the field the client must fix. */
 static enum MHD_Result respond_field_error(http_request *r, const char *field)
@@ -56,9 +31,9 @@ static enum MHD_Result respond_field_error(http_request *r, const char *field)
 
 enum MHD_Result handle_samples_post(http_request *r)
 {
-    const char *enc = header_token(r, MHD_HTTP_HEADER_CONTENT_ENCODING);
+    const char *enc = request_media_type(r, MHD_HTTP_HEADER_CONTENT_ENCODING);
     callsites_input in = {
-        .content_type = header_token(r, MHD_HTTP_HEADER_CONTENT_TYPE),
+        .content_type = request_media_type(r, MHD_HTTP_HEADER_CONTENT_TYPE),
         .content_encoding = enc[0] ? enc : NULL,
         .body = r->mem ? r->mem : (const uint8_t *)"",
         .len = (size_t)r->body_bytes,
@@ -80,25 +55,15 @@ enum MHD_Result handle_samples_post(http_request *r)
 static err_code callsite_query(store_callsite_query *q, http_request *r)
 {
     memset(q, 0, sizeof *q);
-    q->app = arg(r, "app");
-    q->tag = arg(r, "tag");
-    q->build = arg(r, "build");
-    q->version = arg(r, "version");
-    q->new_in_build = arg(r, "new_in_build");
-    q->q = arg(r, "q");
-    q->sort = arg(r, "sort");
-    q->cursor = arg(r, "cursor");
-    q->limit = 50;
-    const char *limit = arg(r, "limit");
-    if (limit) {
-        char *end;
-        errno = 0;
-        long v = strtol(limit, &end, 10);
-        if (errno || *end || v < 1 || v > 1000)
-            return err_set(&r->err, ERR_INVALID, "limit: must be a whole number from 1 to 1000");
-        q->limit = (unsigned)v;
-    }
-    return ERR_OK;
+    q->app = request_arg(r, "app");
+    q->tag = request_arg(r, "tag");
+    q->build = request_arg(r, "build");
+    q->version = request_arg(r, "version");
+    q->new_in_build = request_arg(r, "new_in_build");
+    q->q = request_arg(r, "q");
+    q->sort = request_arg(r, "sort");
+    q->cursor = request_arg(r, "cursor");
+    return request_limit_arg(&q->limit, r, 50, 1000);
 }
 
 enum MHD_Result handle_callsites_list(http_request *r)
@@ -108,12 +73,7 @@ enum MHD_Result handle_callsites_list(http_request *r)
     if (callsite_query(&q, r) != ERR_OK ||
         store_callsites_list(&json, r->srv->store, &q, r->a, &r->err) != ERR_OK)
         return respond_err(r, &r->err);
-    size_t n = strlen(json);
-    char *body = xmalloc(n + 2);
-    memcpy(body, json, n);
-    body[n] = '\n';
-    body[n + 1] = '\0';
-    return queue_body(r, 200, "application/json", body, n + 1);
+    return respond_json_text(r, 200, json);
 }
 
 /* One RFC 4180 field: quoted when it holds a comma, quote, CR or LF (quotes doubled). */

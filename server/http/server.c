@@ -336,6 +336,23 @@ const char *request_arg(http_request *r, const char *name)
     return v && *v ? v : NULL;
 }
 
+const char *request_media_type(http_request *r, const char *header)
+{
+    const char *v = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, header);
+    if (!v)
+        return "";
+    size_t n = strcspn(v, ";");
+    while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+        n--;
+    char *out = arena_strndup(r->a, v, n, &r->err);
+    if (!out)
+        return "";
+    for (char *p = out; *p; p++)
+        if (*p >= 'A' && *p <= 'Z')
+            *p = (char)(*p - 'A' + 'a');
+    return out;
+}
+
 err_code request_limit_arg(unsigned *out, http_request *r, unsigned def, unsigned max)
 {
     const char *s = request_arg(r, "limit");
@@ -387,6 +404,13 @@ static const route ROUTES[] = {
     /* synchronous symbolication (routes_symbolicate.c) */
     {"POST", "/api/v1/symbolicate", false, "symbolicate", AUTH_SCOPE_READ, BODY_MEMORY,
      handle_symbolicate},
+    /* privacy-API samples and call sites (routes_samples.c) */
+    {"POST", "/api/v1/samples", false, "samples_post", AUTH_SCOPE_INGEST, BODY_MEMORY,
+     handle_samples_post},
+    {"GET", "/api/v1/callsites", false, "callsites_list", AUTH_SCOPE_READ, BODY_NONE,
+     handle_callsites_list},
+    {"GET", "/api/v1/callsites.csv", false, "callsites_csv", AUTH_SCOPE_READ, BODY_NONE,
+     handle_callsites_csv},
     /* the dashboard and its sparklines (routes_web.c) */
     {"GET", "/", false, "dashboard", 0, BODY_NONE, handle_dashboard},
     {"GET", "/ui/", true, "dashboard_file", 0, BODY_NONE, handle_dashboard_asset},
