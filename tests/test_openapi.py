@@ -23,6 +23,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 import traceback
 
 import jsonschema
@@ -309,6 +310,44 @@ def run_cases(inst, c, source):
     call("post", "/api/v1/symbolicate", "/api/v1/symbolicate", 400, token=T["read"], body={"stacks": 1})
     call("post", "/api/v1/symbolicate", "/api/v1/symbolicate", 413, token=T["read"],
          body={"images": [], "stacks": [[]] * 1025})
+
+    # Privacy-API samples: a batch, its retry, a conflicting reuse of its id, refusals; then
+    # the call sites it was counted into, as JSON and CSV.
+    images = [{"uuid": o2["uuid"], "arch": "arm64", "load_address": "0x104000000", "size": 32768,
+               "name": "FixtureApp"},
+              {"uuid": "A1B2C3D4-0000-4000-8000-00000000C01A", "arch": "arm64", "size": 65536,
+               "load_address": "0x1a0000000", "name": "CoreLocation",
+               "path": "/System/Library/Frameworks/CoreLocation.framework/CoreLocation"}]
+    batch = {"format_version": 1, "batch_id": "openapi-1",
+             "app": {"name": "FixtureApp", "version": "1.0", "build": "7"},
+             "device": {"id": "device-1"}, "arch": "arm64", "images": images,
+             "samples": [{"tag": "UIPasteboard.string", "frames": ["0x1a0001000", "0x104004004"],
+                          "count": 2}]}
+    r = call("post", "/api/v1/samples", "/api/v1/samples", 202, token=T["ingest"], body=batch)
+    check(r.status == 202 and r.json() == {"accepted": 1, "calls": 2}, "samples accepted")
+    r = call("post", "/api/v1/samples", "/api/v1/samples", 202, token=T["ingest"], body=batch)
+    check(r.status == 202 and r.json().get("duplicate") is True, "a retried batch is a duplicate")
+    other = dict(batch, samples=[dict(batch["samples"][0], count=3)])
+    call("post", "/api/v1/samples", "/api/v1/samples", 409, token=T["ingest"], body=other)
+    bad = dict(batch, batch_id=None, samples=[dict(batch["samples"][0], count=0)])
+    r = call("post", "/api/v1/samples", "/api/v1/samples", 400, token=T["ingest"], body=bad)
+    check(r.status == 400 and r.json()["error"]["field"] == "samples[0].count", "the field is named")
+    deep = dict(batch, batch_id=None, samples=[dict(batch["samples"][0], frames=["0x104004004"] * 1000)])
+    call("post", "/api/v1/samples", "/api/v1/samples", 413, token=T["ingest"], body=deep)
+    call("post", "/api/v1/samples", "/api/v1/samples", 422, token=T["ingest"], body=b"tag,frames\n",
+         headers={"Content-Type": "text/csv"})
+    sites = []
+    for _ in range(300):
+        r = call("get", "/api/v1/callsites", "/api/v1/callsites?tag=UIPasteboard.string", 200, token=T["read"])
+        sites = r.json()["callsites"] if r.status == 200 else []
+        if sites:
+            break
+        time.sleep(0.1)
+    check(len(sites) == 1 and sites[0]["count"] == 2, f"the batch was counted once: {sites}")
+    call("get", "/api/v1/callsites", "/api/v1/callsites?sort=alphabet", 400, token=T["read"])
+    r = call("get", "/api/v1/callsites.csv", "/api/v1/callsites.csv?new_in_build=7", 200, token=T["read"])
+    check(r.status == 200 and r.body.count(b"\r\n") == 2, "CSV: header and one row")
+    call("get", "/api/v1/callsites.csv", "/api/v1/callsites.csv?limit=0", 400, token=T["read"])
 
     r = call("get", "/metrics", "/metrics", 200)
     check(b'route="dashboard"' in r.body or b"stacksift_reports_queued" in r.body, "metrics text")
