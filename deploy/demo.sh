@@ -4,8 +4,9 @@
 #      FixtureApp-dSYMs.zip (the -O2 app and FixtureKit) and the -O0 app's DWARF file;
 #   2. crash and hang reports of that app made by deploy/demo_reports.py (two versions,
 #      random slides, system frames, devices), grouped into a handful of real issues;
-#   3. every real report in ../shared/corpus/reports/ (refused ones are counted, not hidden).
-# Then it waits until the workers have processed the queue.
+#   3. every real report in ../shared/corpus/reports/ (refused ones are counted, not hidden);
+#   4. privacy-API sample batches of two builds from six test devices (deploy/demo_samples.py).
+# Then it waits until the workers have processed the queue and counted the samples.
 #
 #   deploy/demo.sh                 after deploy/quickstart.sh: URL and tokens from ./.data
 #   STACKSIFT_URL=http://127.0.0.1:8080 UPLOAD_TOKEN=... INGEST_TOKEN=... READ_TOKEN=... deploy/demo.sh
@@ -78,6 +79,17 @@ gen=$accepted
 while IFS= read -r f; do post "$f"; done < <(find "$corpus" -mindepth 2 -type f | sort)
 log "corpus reports: $((accepted - gen)) accepted, $refused refused (not crash reports, or truncated)"
 
+# 4. Privacy-API samples, gzip as a device sends them.
+sample_calls=$(python3 deploy/demo_samples.py "$bin" "$fixtures" "$work/samples")
+for f in "$work"/samples/*.json; do
+  gzip -c "$f" >"$f.gz"
+  code=$(curl -sS -o "$work/post.json" -w '%{http_code}' -H "Authorization: Bearer $INGEST_TOKEN" \
+    -H 'Content-Type: application/json' -H 'Content-Encoding: gzip' --data-binary "@$f.gz" \
+    "$url/api/v1/samples")
+  [ "$code" = 202 ] || die "sample batch $(basename "$f") answered $code: $(cat "$work/post.json")"
+done
+log "sample batches: $(ls "$work"/samples/*.json | wc -l) accepted, $sample_calls calls"
+
 # Wait for the workers.
 deadline=$(( $(date +%s) + ${DEMO_WAIT_S:-120} ))
 while :; do
@@ -86,10 +98,17 @@ while :; do
   [ "$(date +%s)" -lt "$deadline" ] || die "still $queued reports queued after ${DEMO_WAIT_S:-120} s (STACKSIFT_WORKERS=0?)"
   sleep 0.5
 done
+while :; do
+  counted=$(curl -fsS -H "Authorization: Bearer $READ_TOKEN" "$url/api/v1/callsites?limit=1000" \
+    | jq '[.callsites[].count] | add // 0')
+  [ "$counted" -ge "$sample_calls" ] && break
+  [ "$(date +%s)" -lt "$deadline" ] || die "only $counted of $sample_calls sampled calls counted after ${DEMO_WAIT_S:-120} s"
+  sleep 0.5
+done
 issues=$(curl -fsS -H "Authorization: Bearer $READ_TOKEN" "$url/api/v1/issues?limit=200" | jq '.issues | length')
 missing=$(curl -fsS -H "Authorization: Bearer $READ_TOKEN" "$url/api/v1/dsyms/missing" | jq '.missing | length')
 cat <<EOF
-demo loaded: $accepted reports accepted, $refused refused, $issues issues, $missing UUIDs waiting for a dSYM
+demo loaded: $accepted reports accepted, $refused refused, $issues issues, $missing UUIDs waiting for a dSYM, $sample_calls privacy-API calls
 
   Dashboard: $url/   (paste the read token once: $READ_TOKEN)
 EOF

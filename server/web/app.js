@@ -7,6 +7,7 @@
  *   #/issues/ID                                     one issue: sample stack, breakdowns, status
  *   #/reports/UUID                                  raw and symbolicated text side by side
  *   #/dsyms                                         UUIDs that reports wait for
+ *   #/privacy?tag=&build=&new=1&q=                  privacy-API call sites per API and build
  *
  * Every value from the API goes into the page as text (textContent), never as HTML.
  */
@@ -172,6 +173,7 @@
     else if (section === 'issues') issueList(r.params);
     else if (section === 'reports' && r.parts[1]) reportPage(r.parts[1]);
     else if (section === 'dsyms') missingPage();
+    else if (section === 'privacy') privacyPage(r.params);
     else show(h('p.error', 'no such page: ' + location.hash));
   }
   window.addEventListener('hashchange', route);
@@ -237,7 +239,9 @@
       th('Last seen', 'last_seen'), th('Versions'), th('Status'))), tbody);
     var info = h('p.muted#list-info', 'Loading…');
     var more = h('div.more');
-    show([h('h1', 'Issues'), filters, info, table, more]);
+    show([h('div.page-head', h('h1', 'Issues'),
+            h('a#privacy-link', {href: '#/privacy'}, 'Privacy-API call sites →')),
+          filters, info, table, more]);
 
     var shown = 0;
     function load(cursor) {
@@ -555,6 +559,124 @@
         function (e) { raw.textContent = e.message; });
       api('/api/v1/reports/' + enc + '?format=text', {text: true}).then(function (t) { sym.textContent = t; },
         function (e) { sym.textContent = e.message; });
+    }).catch(failed);
+  }
+
+  /* ---- privacy-API call sites -------------------------------------------------------- */
+
+  // Builds compare like app versions: part by part, numerically ("103" > "99").
+  function buildCmp(a, b) {
+    var x = String(a).split('.'), y = String(b).split('.');
+    for (var i = 0; i < Math.max(x.length, y.length); i++) {
+      var d = (parseInt(x[i], 10) || 0) - (parseInt(y[i], 10) || 0);
+      if (d) return d;
+    }
+    return String(a) < String(b) ? -1 : String(a) > String(b) ? 1 : 0;
+  }
+
+  function callsiteStack(c) {
+    return h('table.stack.callsite-stack', h('tbody', (c.stack || []).map(function (f, i) {
+      var loc = f.file ? basename(f.file) + (f.line ? ':' + f.line : '') : '';
+      return h('tr' + (f.in_app ? '.in-app' : '') + (f.inlined ? '.inlined' : ''),
+        h('td.idx', String(i)), h('td.img', f.image || '—'),
+        h('td.fn', f.function || ('+' + hex(f.offset)) + (f.inlined ? ' [inlined]' : '')),
+        h('td.loc', loc));
+    })));
+  }
+
+  function privacyPage(params) {
+    var seq = renderSeq;
+    var shownFor = location.hash;
+    var f = {tag: params.get('tag') || '', build: params.get('build') || '',
+             q: params.get('q') || '', 'new': params.get('new') === '1'};
+    function go(k, v) {
+      f[k] = v;
+      var p = new URLSearchParams();
+      ['tag', 'build', 'q'].forEach(function (n) { if (f[n]) p.set(n, f[n]); });
+      if (f['new'] && f.build) p.set('new', '1');
+      location.hash = '#/privacy' + (p.toString() ? '?' + p.toString() : '');
+    }
+    show(h('p.muted', 'Loading call sites…'));
+    // all call sites once (which APIs and builds exist), then the rows the filters ask for
+    api('/api/v1/callsites?limit=1000').then(function (all) {
+      if (seq !== renderSeq) return null;
+      var tags = {}, builds = {};
+      all.callsites.forEach(function (c) {
+        tags[c.tag] = true;
+        c.builds.forEach(function (b) { builds[b] = true; });
+      });
+      var buildList = Object.keys(builds).sort(buildCmp);
+      var latest = buildList[buildList.length - 1] || '';
+      var q = new URLSearchParams({limit: '1000'});
+      if (f.tag) q.set('tag', f.tag);
+      if (f.q) q.set('q', f.q);
+      if (f.build) q.set(f['new'] ? 'new_in_build' : 'build', f.build);
+      return api('/api/v1/callsites?' + q.toString()).then(function (page) {
+        if (seq !== renderSeq) return;
+        var focus = f.build || latest;   // the build whose new call sites are highlighted
+        function select(k, label, options) {
+          return h('label', label, h('select', {name: k, onchange: function (ev) { go(k, ev.target.value); }},
+            options.map(function (o) { return h('option', {value: o[0], selected: f[k] === o[0]}, o[1]); })));
+        }
+        var search = h('input', {type: 'search', name: 'q', value: f.q, placeholder: 'function or API',
+                                 onkeydown: function (ev) { if (ev.key === 'Enter') go('q', ev.target.value.trim()); }});
+        var filters = h('form.filters#privacy-filters', {onsubmit: function (ev) { ev.preventDefault(); }},
+          select('tag', 'API', [['', 'all']].concat(Object.keys(tags).sort().map(function (t) { return [t, t]; }))),
+          select('build', 'Build', [['', 'all']].concat(buildList.slice().reverse().map(function (b) { return [b, b]; }))),
+          h('label', 'Only new', h('input#only-new', {type: 'checkbox', checked: f['new'], disabled: !f.build,
+            onchange: function (ev) { go('new', ev.target.checked); }})),
+          h('label', 'Search', search));
+        var groups = {};
+        page.callsites.forEach(function (c) { (groups[c.tag] = groups[c.tag] || []).push(c); });
+        var sections = Object.keys(groups).sort().map(function (tag) {
+          var rows = groups[tag];
+          var calls = rows.reduce(function (s, c) { return s + c.count; }, 0);
+          var tbody = h('tbody');
+          rows.forEach(function (c) {
+            var isNew = c.first_seen_build === focus;
+            var detail = h('tr.stack-row', {hidden: true}, h('td', {colspan: '6'}, callsiteStack(c)));
+            var row = h('tr.callsite' + (isNew ? '.new' : ''), {'data-callsite': c.id, title: 'show the stack',
+                onclick: function () { detail.hidden = !detail.hidden; }},
+              h('td', c.frames.length ? c.frames.map(function (fr, i) {
+                var loc = fr.file ? ' (' + basename(fr.file) + (fr.line ? ':' + fr.line : '') + ')' : '';
+                return h('div.mono' + (i ? '.muted' : ''), fr.function + loc);
+              }) : h('span.muted', 'no in-app frame'),
+              isNew ? h('span.tag.new-tag', 'new in ' + focus) : null),
+              h('td.num', String(c.count)), h('td.num', String(c.devices)),
+              h('td.versions', c.builds.map(function (b) { return h('span.tag', b); })),
+              h('td', c.first_seen_build), h('td.when', when(c.last_seen)));
+            tbody.appendChild(row);
+            tbody.appendChild(detail);
+          });
+          return h('section.api', {'data-tag': tag},
+            h('h2', tag, h('span.muted', ' — ' + calls + ' call' + (calls === 1 ? '' : 's') + ', ' +
+                           rows.length + ' call site' + (rows.length === 1 ? '' : 's'))),
+            h('table.list.callsites', h('thead', h('tr', h('th', 'Call site (top in-app frames)'),
+              h('th', 'Calls'), h('th', 'Devices'), h('th', 'Builds'), h('th', 'First build'), h('th', 'Last seen'))),
+              tbody));
+        });
+        var pend = page.pending || {stacks: 0, calls: 0};
+        var info = h('p.muted#privacy-info', {'data-loaded': shownFor},
+          page.callsites.length + ' call site' + (page.callsites.length === 1 ? '' : 's') +
+          (f.build ? (f['new'] ? ' new in build ' : ' in build ') + f.build : '') +
+          (focus && !f['new'] ? '; highlighted: first seen in build ' + focus : '') +
+          (pend.calls ? '; ' + pend.calls + ' calls wait for a dSYM' : ''));
+        show([h('div.page-head', h('h1', 'Privacy APIs'), h('a', {href: '#/issues'}, '← Issues'),
+                h('button#csv-download', {type: 'button', onclick: function () {
+                  // the same rows as CSV, fetched with the token and saved from a blob
+                  api('/api/v1/callsites.csv?' + q.toString().replace(/(^|&)limit=\d+/, ''), {text: true}).then(function (t) {
+                    var a = h('a', {href: URL.createObjectURL(new Blob([t], {type: 'text/csv'})), download: 'callsites.csv'});
+                    document.body.appendChild(a);
+                    a.click();
+                    a.remove();
+                  }, failed);
+                }}, 'Download CSV')),
+              h('p.muted', 'Calls into privacy-sensitive APIs recorded by test devices, per API and call site '
+                + '(the top in-app frames below the API), with the builds and devices that made them. '
+                + 'Click a row for its symbolicated stack.'),
+              filters, info,
+              sections.length ? sections : h('p', 'No call site matches these filters.')]);
+      });
     }).catch(failed);
   }
 

@@ -11,6 +11,9 @@
  *     asked for on 403) changes the status;
  *   - the report page shows raw and symbolicated text side by side;
  *   - the missing-dSYMs page lists the UUID the demo held back;
+ *   - the Privacy APIs view (reached from the issue list's header) shows the API's call sites
+ *     per API tag with their counts and devices, highlights the ones new in the latest build
+ *     (and filters to them), and opens a call site's symbolicated stack with in-app frames;
  *   - no request leaves the server's origin, and the page logs no error.
  * Screenshots go to $ARTIFACT_DIR; their paths are printed. Ends with "N passed, N failed".
  *
@@ -235,6 +238,61 @@ async function main() {
     check(missing.length === apiMissing.missing.length, `missing dSYMs: ${missing.length} rows`);
     check(missing.includes(MISSING_UUID), `the held-back FixtureD5 UUID ${MISSING_UUID} is listed`);
     await shot('missing');
+
+    // ---- privacy-API call sites ------------------------------------------------------------
+    async function privacySettled() {
+      await page.waitForFunction(() => {
+        const i = document.querySelector('#privacy-info');
+        return i && i.getAttribute('data-loaded') === location.hash;
+      }, null, { timeout: STEP_TIMEOUT_MS });
+    }
+    async function shownCallsites() {
+      return page.$$eval('tr.callsite', trs => trs.map(tr => ({
+        id: Number(tr.getAttribute('data-callsite')),
+        tag: tr.closest('section.api').getAttribute('data-tag'),
+        count: Number(tr.children[1].textContent),
+        devices: Number(tr.children[2].textContent),
+        isNew: tr.classList.contains('new'),
+      })));
+    }
+    await page.click('header nav a[data-nav=issues]');
+    await page.waitForSelector('#privacy-link');
+    await page.click('#privacy-link');
+    await page.waitForFunction(() => location.hash === '#/privacy');
+    await privacySettled();
+    const cs = (await api('/api/v1/callsites?limit=1000')).callsites;
+    let shown = await shownCallsites();
+    check(cs.length >= 8 && shown.length === cs.length, `Privacy APIs: ${shown.length} call sites shown, API lists ${cs.length}`);
+    check(cs.every(c => shown.some(r => r.id === c.id && r.tag === c.tag && r.count === c.count && r.devices === c.devices)),
+          'each call site under its API with the API\'s count and devices');
+    const tagsShown = await page.$$eval('section.api', ss => ss.map(s => s.getAttribute('data-tag')));
+    check(tagsShown.includes('CLLocationManager.requestLocation') && tagsShown.includes('UIPasteboard.string'),
+          `one section per API (${tagsShown.join(', ')})`);
+    const latest = cs.flatMap(c => c.builds).sort((a, b) => Number(a) - Number(b)).pop();
+    const fresh = (await api('/api/v1/callsites?limit=1000&new_in_build=' + latest)).callsites;
+    check(fresh.length >= 1, `the demo has call sites new in build ${latest}`);
+    check(JSON.stringify(shown.filter(r => r.isNew).map(r => r.id).sort()) === JSON.stringify(fresh.map(c => c.id).sort()),
+          `exactly the call sites new in ${latest} are highlighted`);
+    await shot('privacy');
+    // a call site's stack: the API frame first, then in-app frames with file:line
+    const first = shown[0];
+    await page.click(`tr.callsite[data-callsite="${first.id}"]`);
+    const stack = await page.$$eval(`tr.callsite[data-callsite="${first.id}"] + tr.stack-row tr`, trs => trs.map(tr => ({
+      inApp: tr.classList.contains('in-app'), img: tr.children[1].textContent,
+      fn: tr.children[2].textContent, loc: tr.children[3].textContent })));
+    check(stack.length >= 2 && !stack[0].inApp, `the stack starts in the API's framework (${stack[0] && stack[0].img})`);
+    check(stack.some(f => f.inApp && f.img === 'FixtureApp' && /:\d+$/.test(f.loc)), 'in-app frames with file:line');
+    // build + only new: the filters in the URL, the rows the API's new_in_build answers
+    await page.selectOption('#privacy-filters select[name=build]', latest);
+    await page.waitForFunction(b => location.hash.includes('build=' + b), latest);
+    await privacySettled();
+    await page.check('#only-new');
+    await page.waitForFunction(() => /new=1/.test(location.hash));
+    await privacySettled();
+    shown = await shownCallsites();
+    check(JSON.stringify(shown.map(r => r.id).sort()) === JSON.stringify(fresh.map(c => c.id).sort()),
+          `only new: the ${fresh.length} call sites new in ${latest}`);
+    await shot('privacy-new');
 
     check(foreign.length === 0, 'no request leaves the server: ' + foreign.slice(0, 3).join(' '));
     check(problems.length === 0, 'no page error or console error: ' + problems.slice(0, 3).join(' | '));
