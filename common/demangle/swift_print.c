@@ -622,12 +622,16 @@ static void print_fsp_kind(printer *p, uint64_t raw)
 /* payload: a mangled name is shown demangled (in the full form, as Swift does) */
 static void print_payload(printer *p, const swift_node *n)
 {
+    static _Thread_local int nesting;   /* payloads may nest: bound the recursion */
     char tmp[2048];
     char name[1024];
-    if (n->text_len < sizeof name) {
+    if (n->text_len < sizeof name && nesting < 4) {
         memcpy(name, n->text, n->text_len);
         name[n->text_len] = '\0';
-        if (swift_demangle_buf(tmp, sizeof tmp, name, n->text_len, false) > 0) {
+        nesting++;
+        size_t k = swift_demangle_buf(tmp, sizeof tmp, name, n->text_len, false);
+        nesting--;
+        if (k > 0) {
             outs(p, tmp);
             return;
         }
