@@ -16,6 +16,14 @@ static const char *norm(const char *name)
     return signature_normalize_symbol(nbuf, sizeof nbuf, name);
 }
 
+/* norm2 - a second buffer, for comparing two normalized names */
+static char nbuf2[SIGNATURE_MAX_NAME];
+
+static const char *norm2(const char *name)
+{
+    return signature_normalize_symbol(nbuf2, sizeof nbuf2, name);
+}
+
 /* ---- normalization: one rule per test ----------------------------------------------------- */
 
 static void normalize_strips_offset_and_args(void)
@@ -134,6 +142,62 @@ static void normalize_swift_closure(void)
     CHECK_EQ_STR(norm("closure #2 in closure #1 in Model.load()"),
                  "closure in closure in Model.load");
     CHECK_EQ_STR(norm("implicit closure #3 in Foo.bar()"), "implicit closure in Foo.bar");
+}
+
+/* ---- Swift (issue 11): wrappers collapse onto the function they wrap ---------------------- */
+
+static void normalize_swift_mangled_demangled(void)
+{
+    /* a raw Swift name groups as its display form (atos's) */
+    CHECK_EQ_STR(norm("$s15iOSCrashingTest14ViewControllerC11viewDidLoadyyF + 52"),
+                 "ViewController.viewDidLoad");
+    CHECK_EQ_STR(norm("_$s15iOSCrashingTest14ViewControllerC11viewDidLoadyyF"),
+                 norm2("ViewController.viewDidLoad()"));
+    CHECK_EQ_STR(norm("_ZN6Widget4drawEv"), "Widget::draw");
+}
+
+static void normalize_swift_objc_thunks(void)
+{
+    CHECK_EQ_STR(norm("@objc ViewController.viewDidLoad()"), "ViewController.viewDidLoad");
+    CHECK_EQ_STR(norm("@nonobjc Gizmo.run(with:)"), "Gizmo.run");
+    CHECK_EQ_STR(norm("$s15iOSCrashingTest14ViewControllerC11viewDidLoadyyFTo"),
+                 norm2("$s15iOSCrashingTest14ViewControllerC11viewDidLoadyyF"));
+}
+
+static void normalize_swift_specializations(void)
+{
+    CHECK_EQ_STR(norm("specialized static CrashClass.pleaseCrash()"), "static CrashClass.pleaseCrash");
+    CHECK_EQ_STR(norm("specialized Stack.push(_:)"), "Stack.push");
+    CHECK_EQ_STR(norm("generic specialization <Swift.Int> of main.Stack.push(A) -> ()"), "main.Stack.push");
+    CHECK_EQ_STR(norm("function signature specialization <Arg[0] = Dead> of main.f(Swift.Int) -> ()"),
+                 "main.f");
+    CHECK_EQ_STR(norm("Stack<Int>.push(_:)"), "Stack<T>.push");
+    CHECK_EQ_STR(norm("$s4main5StackV4pushyyxFSi_Tg5"), norm2("$s4main5StackV4pushyyxF"));
+}
+
+static void normalize_swift_merged_and_partial_apply(void)
+{
+    CHECK_EQ_STR(norm("merged Model.load()"), "Model.load");
+    CHECK_EQ_STR(norm("partial apply for closure #1 in Model.load()"), "closure in Model.load");
+    CHECK_EQ_STR(norm("partial apply for closure #1 in Model.load()"), norm2("closure #1 in Model.load()"));
+    CHECK_EQ_STR(norm("(1) await resume partial function for Model.fetch()"), "Model.fetch");
+    /* a wrapper word alone is a name, not a wrapper */
+    CHECK_EQ_STR(norm("specialized "), "specialized");
+}
+
+static void skip_table_swift_traps(void)
+{
+    const char *skipped[] = {"_assertionFailure(_:_:file:line:flags:)", "fatalError(_:file:line:)",
+                             "swift_unexpectedError", "_swift_stdlib_reportFatalErrorInFile",
+                             "_swift_stdlib_reportFatalError", "swift_deletedMethodError",
+                             "_unimplementedInitializer(className:initName:file:line:column:)",
+                             "$ss17_assertionFailure__4file4line5flagss5NeverOs12StaticStringV_SSAHSus6UInt32VtF"};
+    for (size_t i = 0; i < sizeof skipped / sizeof skipped[0]; i++) {
+        if (!signature_is_skipped(norm(skipped[i])))
+            fprintf(stderr, "not skipped: %s -> %s\n", skipped[i], norm(skipped[i]));
+        CHECK(signature_is_skipped(norm(skipped[i])));
+    }
+    CHECK(!signature_is_skipped(norm("ViewController.fatalErrorButtonTapped()")));
 }
 
 static void normalize_objc_kept_as_is(void)
@@ -528,6 +592,11 @@ int main(void)
     RUN(normalize_drops_cold_and_clone_suffixes);
     RUN(normalize_block_invoke_number);
     RUN(normalize_swift_closure);
+    RUN(normalize_swift_mangled_demangled);
+    RUN(normalize_swift_objc_thunks);
+    RUN(normalize_swift_specializations);
+    RUN(normalize_swift_merged_and_partial_apply);
+    RUN(skip_table_swift_traps);
     RUN(normalize_objc_kept_as_is);
     RUN(skip_table_matches_machinery);
     RUN(sdk_functions_are_not_in_app);

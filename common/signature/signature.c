@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "demangle/demangle.h"
+
 /* ---- the skip table (rule 3) ------------------------------------------------------------ */
 
 typedef enum { MATCH_EXACT, MATCH_PREFIX } match_kind;
@@ -88,8 +90,15 @@ static const skip_entry SIGNATURE_SKIP[] = {
     {"swift::fatalErrorv", MATCH_EXACT},
     {"swift::swift_abortRetainUnowned", MATCH_EXACT},
     {"swift_reportError", MATCH_EXACT},
-    {"_swift_stdlib_reportFatalError", MATCH_EXACT},
-    {"_swift_stdlib_reportFatalErrorInFile", MATCH_EXACT},
+    {"_swift_stdlib_reportFatalError", MATCH_PREFIX},
+    {"_swift_stdlib_reportUnimplementedInitializer", MATCH_PREFIX},
+    {"_unimplementedInitializer", MATCH_EXACT},
+    {"_preconditionFailure", MATCH_EXACT},
+    {"swift_abortRetainOverflow", MATCH_EXACT},
+    {"swift_abortUnownedRetainOverflow", MATCH_EXACT},
+    {"swift_abortWeakRetainOverflow", MATCH_EXACT},
+    {"swift::swift_abortRetainOverflow", MATCH_EXACT},
+    {"swift_unknownObjectRetainUnowned", MATCH_EXACT},
     {"_swift_runtime_on_report", MATCH_EXACT},
     {"swift_dynamicCastFailure", MATCH_EXACT},
     {"swift::swift_dynamicCastFailure", MATCH_EXACT},
@@ -450,6 +459,74 @@ static void collapse_spaces(char *s)
     *w = '\0';
 }
 
+/* Swift wrappers of a function: the same bug whichever of them crashed (rule 6). Removed from
+ * the front, repeatedly: "@objc ", "@nonobjc ", "specialized ", "merged ", "dynamic ",
+ * "partial apply for ", the full form's "generic specialization <...> of " and its kin, and
+ * async continuation fragments "(N) await resume partial function for ". */
+static void swift_unwrap(char *s)
+{
+    static const char *const PLAIN[] = {
+        "@objc ", "@nonobjc ", "specialized ", "merged ", "dynamic ", "partial apply for ",
+        "partial apply forwarder for ", "partial apply ObjC forwarder for ",
+        "distributed thunk ", "back deployment thunk for ", "back deployment fallback for ",
+    };
+    static const char *const ANGLED[] = {
+        "generic specialization <", "generic not re-abstracted specialization <",
+        "generic pre-specialization <", "inlined generic function <",
+        "function signature specialization <", "partial generic specialization <",
+    };
+    for (bool again = true; again;) {
+        again = false;
+        for (size_t i = 0; i < sizeof PLAIN / sizeof PLAIN[0]; i++) {
+            size_t k = strlen(PLAIN[i]);
+            if (strncmp(s, PLAIN[i], k) == 0 && s[k] != '\0') {
+                memmove(s, s + k, strlen(s + k) + 1);
+                again = true;
+            }
+        }
+        for (size_t i = 0; i < sizeof ANGLED / sizeof ANGLED[0]; i++) {
+            size_t k = strlen(ANGLED[i]);
+            if (strncmp(s, ANGLED[i], k) != 0)
+                continue;
+            size_t end = skip_balanced(s, k - 1, '<', '>');
+            if (strncmp(s + end, " of ", 4) == 0 && s[end + 4] != '\0') {
+                memmove(s, s + end + 4, strlen(s + end + 4) + 1);
+                again = true;
+            }
+        }
+        if (s[0] == '(') {
+            /* "(1) await resume partial function for f()" */
+            const char *close = strchr(s, ')');
+            static const char *const ASYNC[] = {") await resume partial function for ",
+                                                ") suspend resume partial function for "};
+            for (size_t i = 0; close != NULL && i < 2; i++) {
+                size_t k = strlen(ASYNC[i]);
+                if (strncmp(close, ASYNC[i], k) == 0 && close[k] != '\0') {
+                    memmove(s, close + k, strlen(close + k) + 1);
+                    again = true;
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/* " -> Ret" after a Swift full-form argument list: not part of the identity */
+static void swift_return_type(char *s)
+{
+    int depth = 0;
+    for (char *p = s; *p; p++) {
+        if (*p == '(' || *p == '<' || *p == '[')
+            depth++;
+        else if ((*p == ')' || *p == '>' || *p == ']') && depth > 0 && !(*p == '>' && p > s && p[-1] == '-'))
+            depth--;
+        else if (depth == 0 && strncmp(p, " -> ", 4) == 0) {
+            *p = '\0';
+            return;
+        }
+    }
+}
+
 const char *signature_normalize_symbol(char *buf, size_t cap, const char *name)
 {
     if (cap == 0)
@@ -476,6 +553,18 @@ const char *signature_normalize_symbol(char *buf, size_t cap, const char *name)
         n = sizeof local - 1;
     memcpy(local, name, n);
     local[n] = '\0';
+    /* A mangled name (a report that names raw Swift or C++ symbols) groups as its display
+     * form, so that it meets the same function symbolicated from a dSYM. */
+    if (demangle_is_swift(local) || demangle_is_cxx(local)) {
+        char shown[SIGNATURE_MAX_NAME];
+        if (demangle_name_buf(shown, sizeof shown, local, DEMANGLE_SIMPLIFIED) > 0) {
+            memcpy(local, shown, sizeof local);
+            n = strlen(local);
+        }
+    }
+    swift_unwrap(local);
+    swift_return_type(local);
+    n = strlen(local);
     local[strip_clone_suffixes(local, n)] = '\0';
     normalize_structure(&o, local);
     collapse_spaces(buf);
