@@ -1193,6 +1193,91 @@ static void cold_node_serves_at_once(void)
     free(dir), free(parent), free(sha), free(part), free(bad);
 }
 
+/* Point build `b`'s row at a copy of its symcache that says format version 0 (what an older
+ * stacksift would have stored); returns that copy's SHA-256 ("" on failure). Caller frees. */
+static char *store_outdated_symcache(int b, const char *sha)
+{
+    char *path = xsprintf("%s/data-a/symcaches/%s.symc", tmp_root, sha);
+    size_t len = 0;
+    char *data = read_file(path, &len);
+    free(path);
+    if (!data || len < 16 || len > (1u << 20))
+        return strdup("");
+    memset(data + 8, 0, 4);   /* the version field (common/symcache/symcache_format.h) */
+    const char *v[2] = {data, builds[b].uuid};
+    int lengths[2] = {(int)len, 0}, formats[2] = {1, 0};
+    PGresult *r = PQexecParams(db,
+        "WITH h AS (SELECT encode(sha256($1::bytea), 'hex') AS s, $1::bytea AS d), "
+        "b AS (INSERT INTO blobs (sha256, bytes, chunks) SELECT s, length(d), 1 FROM h "
+        "ON CONFLICT DO NOTHING), c AS (INSERT INTO blob_chunks (sha256, seq, data) "
+        "SELECT s, 0, d FROM h ON CONFLICT DO NOTHING) "
+        "UPDATE dsyms SET symcache_blob = h.s, sha256 = h.s FROM h WHERE uuid = $2::uuid "
+        "RETURNING h.s", 2, NULL, v, lengths, formats, 0);
+    char *out = strdup(PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1
+                           ? PQgetvalue(r, 0, 0) : "");
+    if (!*out)
+        fprintf(stderr, "storing an outdated symcache: %s", PQerrorMessage(db));
+    PQclear(r);
+    free(data);
+    return out;
+}
+
+static void outdated_symcache_is_rebuilt(void)
+{
+    char *sha = row_symcache_sha(builds[1].uuid);
+    char *old = store_outdated_symcache(1, sha);
+    CHECK(strlen(old) == 64 && strcmp(old, sha) != 0);
+
+    /* `stacksift symcache rebuild`: that row is rebuilt from the stored upload (the same
+     * bytes as at upload time), every other one is unchanged. */
+    char *argv[] = {(char *)e2e.bin, "symcache", "rebuild", NULL};
+    run_result r = run_in(tmp_root, argv, server_env(port, 'a'), 120);
+    CHECK_EQ_INT(r.status, 0);
+    size_t rebuilt = 0, unchanged = 0, lines = 0;
+    for (char *line = r.out, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        json_t *j = json_loads(line, 0, NULL);
+        const char *st = json_string_value(json_object_get(j, "status"));
+        const char *uuid = json_string_value(json_object_get(j, "uuid"));
+        lines++;
+        if (st && uuid && strcmp(uuid, builds[1].uuid) == 0) {
+            CHECK_EQ_STR(st, "rebuilt");
+            CHECK_EQ_STR(json_string_value(json_object_get(j, "sha256")), sha);
+            rebuilt++;
+        } else {
+            unchanged += st && strcmp(st, "unchanged") == 0;
+        }
+        json_decref(j);
+    }
+    run_free(&r);
+    CHECK_EQ_INT(rebuilt, 1);
+    CHECK(lines >= 3);   /* -O0, -O2, the framework */
+    CHECK_EQ_INT(unchanged, lines - 1);
+    char *now = row_symcache_sha(builds[1].uuid);
+    CHECK_EQ_STR(now, sha);
+    free(now);
+
+    /* On demand: a node that meets the outdated symcache rebuilds it itself and answers. */
+    free(store_outdated_symcache(1, sha));
+    int port_d = free_port();
+    pid_t pid = start_server(port_d, 'd');
+    double ms = 0;
+    CHECK(pid > 0);
+    CHECK(symbolicates_all(port_d, 1, &ms));
+    fprintf(stderr, "outdated symcache rebuilt on demand and used in %.0f ms\n", ms);
+    now = row_symcache_sha(builds[1].uuid);
+    CHECK_EQ_STR(now, sha);
+    free(now);
+    if (pid > 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
+    free(sha);
+    free(old);
+}
+
 /* `stacksift retention run --force` with the given settings; its JSON answer (or NULL). */
 static json_t *retention_run(const char *days, const char *aggregate_days, const char *dsym_days)
 {
@@ -1256,6 +1341,9 @@ static void retention_drops_partitions_keeps_aggregates(void)
              "FROM dsyms WHERE uuid = '%s')", kit_uuid);
     CHECK_EQ_INT(sql_int(sql), 1);   /* the zip: shared with the -O2 app's row */
     long long reports_before = sql_int("SELECT count(*) FROM reports");
+    /* blobs nothing points at already (an outdated symcache replaced by a rebuild) go too */
+    long long orphans = sql_int("SELECT count(*) FROM blobs b WHERE NOT EXISTS (SELECT 1 FROM "
+                                "dsyms d WHERE b.sha256 IN (d.symcache_blob, d.original_blob))");
 
     json_t *j = retention_run("30", "400", "180");
     CHECK(j != NULL);
@@ -1264,7 +1352,8 @@ static void retention_drops_partitions_keeps_aggregates(void)
     CHECK_EQ_INT(jint(j, "reports_expired"), 5);
     CHECK_EQ_INT(jint(j, "issues_expired"), 1);
     CHECK_EQ_INT(jint(j, "dsyms_expired"), 1);
-    CHECK_EQ_INT(jint(j, "blobs_deleted"), 1);   /* its symcache; the zip stays (shared) */
+    /* its symcache and the orphans; the zip stays (shared with the -O2 row) */
+    CHECK_EQ_INT(jint(j, "blobs_deleted"), orphans + 1);
     json_decref(j);
 
     /* Reports and raw bodies of that day are gone, with their partition ... */
@@ -1472,6 +1561,7 @@ int main(void)
     RUN(unprocessable_report_fails_without_blocking);
     RUN(node_b_fetched_symcaches_from_postgres);
     RUN(cold_node_serves_at_once);
+    RUN(outdated_symcache_is_rebuilt);
     RUN(retention_drops_partitions_keeps_aggregates);
     RUN(server_stops_cleanly);
     fprintf(stderr, "test_pipeline: %zu generated reports, %.1f s\n", nreports, now_s() - t0);

@@ -106,7 +106,7 @@ int cli_serve(int argc, char **argv)
     maintain *node = NULL;
     callsites *counters = NULL;
     http_server *srv = NULL;
-    char symcache_dir[4096], host[64] = "";
+    char symcache_dir[4096], scratch_dir[4096], host[64] = "";
     err_info err = {0};
     int version = 0, need = store_schema_required();
     if (!cfg.node_name) {
@@ -154,6 +154,7 @@ int cli_serve(int argc, char **argv)
         goto done;
     }
     snprintf(symcache_dir, sizeof symcache_dir, "%s/symcaches", cfg.data_dir);
+    snprintf(scratch_dir, sizeof scratch_dir, "%s/tmp", cfg.data_dir);
     if (mkdir(cfg.data_dir, 0755) != 0 && errno != EEXIST) {
         log_event(LOG_ERROR, "data_dir_unusable", "path=%s message=%s", cfg.data_dir,
                   strerror(errno));
@@ -167,6 +168,7 @@ int cli_serve(int argc, char **argv)
     pipeline_options po = {
         .files = files,
         .symcache_dir = symcache_dir,
+        .scratch_dir = scratch_dir,
         .workers = cfg.workers,
         .batch = cfg.worker_batch,
         .symcache_max_open = cfg.symcache_open_max,

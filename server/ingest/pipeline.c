@@ -12,8 +12,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/xalloc.h"
+#include "ingest/ingest.h"
 #include "log/log.h"
 #include "store/store_queue.h"
 #include "symbolicate/symbolicate.h"
@@ -63,6 +65,7 @@ struct pipeline {
     store *store;
 
     pthread_mutex_t sc_mu;
+    pthread_mutex_t rebuild_mu; /* one on-demand rebuild at a time */
     sc_entry *sc;          /* o.symcache_max_open slots (grows past it while all are in use) */
     size_t nsc;
     uint64_t tick;
@@ -108,6 +111,7 @@ err_code pipeline_new(pipeline **out, store *work_store, const pipeline_options 
     p->nsc = p->o.symcache_max_open;
     p->buckets = xcalloc(STACK_BUCKETS, sizeof *p->buckets);
     pthread_mutex_init(&p->sc_mu, NULL);
+    pthread_mutex_init(&p->rebuild_mu, NULL);
     pthread_mutex_init(&p->st_mu, NULL);
     pthread_mutex_init(&p->run_mu, NULL);
     pthread_cond_init(&p->run_cv, NULL);
@@ -147,6 +151,50 @@ static bool sc_locate(char path[4096], uint64_t *version, pipeline *p, const cha
     return true;
 }
 
+static void log_rebuilt(const ingest_rebuilt *r, void *ctx)
+{
+    (void)ctx;
+    log_event(r->err.code ? LOG_WARN : LOG_INFO, "symcache_rebuilt", "uuid=%s status=%s "
+              "sha256=%s message=%s", r->uuid, r->status, r->sha256, r->err.msg);
+}
+
+/* The stored symcache of `uuid` (version `outdated`) was written by an older stacksift:
+ * re-derive it from the stored upload now (what `stacksift symcache rebuild` does for all),
+ * one rebuild at a time per process. true if the row now names another symcache. */
+static bool rebuild_outdated(pipeline *p, const char *uuid, uint64_t outdated)
+{
+    char path[4096], dir[4200];
+    uint64_t version = 0;
+    bool changed = false;
+    pthread_mutex_lock(&p->rebuild_mu);
+    symfiles_forget(p->o.files, uuid);   /* another thread may have rebuilt it meanwhile */
+    if (sc_locate(path, &version, p, uuid) && version != outdated) {
+        changed = true;
+    } else {
+        snprintf(dir, sizeof dir, "%.4096s/rebuild-XXXXXX", p->o.scratch_dir ? p->o.scratch_dir
+                                                                              : "/tmp");
+        unsigned failed = 0;
+        err_info err = {0};
+        dsym_options opts = {.threads = 1};
+        if (mkdtemp(dir) == NULL) {
+            log_event(LOG_WARN, "symcache_rebuild_failed", "uuid=%s message=%s", uuid,
+                      strerror(errno));
+        } else {
+            err_code rc = ingest_symcache_rebuild(&failed, symfiles_store(p->o.files), uuid, dir,
+                                                  &opts, log_rebuilt, NULL, &err);
+            if (rc != ERR_OK)
+                log_event(LOG_WARN, "symcache_rebuild_failed", "uuid=%s message=%s", uuid,
+                          err.msg);
+            (void)rmdir(dir);   /* ignored: emptied by the rebuild; the next start clears tmp/ */
+            symfiles_forget(p->o.files, uuid);
+            changed = rc == ERR_OK && failed == 0 && sc_locate(path, &version, p, uuid) &&
+                      version != outdated;
+        }
+    }
+    pthread_mutex_unlock(&p->rebuild_mu);
+    return changed;
+}
+
 /* The open symcache for `uuid` with one more reference, or NULL if it has none (yet). Not
  * cached when missing: the dSYM may come any time. */
 static sc_entry *sc_acquire(pipeline *p, const char *uuid)
@@ -176,6 +224,11 @@ static sc_entry *sc_acquire(pipeline *p, const char *uuid)
     symcache *sc = NULL;
     err_info err = {0};
     err_code rc = symcache_open(&sc, path, &err);
+    if (rc == ERR_OUTDATED && p->o.files && rebuild_outdated(p, uuid, version) &&
+        sc_locate(path, &version, p, uuid)) {
+        err_clear(&err);
+        rc = symcache_open(&sc, path, &err);
+    }
     if (rc != ERR_OK) {
         if (rc != ERR_NOT_FOUND)
             log_event(LOG_WARN, "symcache_unreadable", "uuid=%s error=%s message=%s", uuid,
@@ -858,6 +911,7 @@ void pipeline_free(pipeline *p)
     }
     free(p->buckets);
     pthread_mutex_destroy(&p->sc_mu);
+    pthread_mutex_destroy(&p->rebuild_mu);
     pthread_mutex_destroy(&p->st_mu);
     pthread_mutex_destroy(&p->run_mu);
     pthread_cond_destroy(&p->run_cv);

@@ -40,6 +40,7 @@ typedef struct pipeline pipeline;
 typedef struct {
     symfiles *files;              /* where symcaches come from (borrowed); NULL: symcache_dir */
     const char *symcache_dir;     /* without `files`: <UUID>.symc files */
+    const char *scratch_dir;      /* where an outdated symcache is rebuilt (DATA_DIR/tmp) */
     unsigned workers;             /* worker threads; 0 = this process does not process */
     unsigned batch;               /* reports claimed per transaction (1..1024) */
     unsigned symcache_max_open;   /* symcaches kept open */

@@ -410,14 +410,8 @@ err_code symfiles_get(char path[4096], char sha256[65], symfiles *f, const char 
                       uuid, sha, (unsigned long long)bytes, mono_ms() - t0);
         } else {
             atomic_fetch_add(&f->download_failures, 1);
-            if (rc == ERR_NOT_FOUND) {
-                /* the row changed meanwhile (rebuild, expiry): ask again next time */
-                pthread_mutex_lock(&f->mu);
-                row_entry *re = row_find(f, uuid, false);
-                if (re)
-                    re->checked_ms = -1e18;
-                pthread_mutex_unlock(&f->mu);
-            }
+            if (rc == ERR_NOT_FOUND)   /* the row changed meanwhile (rebuild, expiry) */
+                symfiles_forget(f, uuid);
         }
         return rc;
     }
@@ -462,6 +456,20 @@ void symfiles_add(symfiles *f, const char *uuid, const char *sha256, const char 
     re->checked_ms = mono_ms();
     pthread_cond_broadcast(&f->cv);
     pthread_mutex_unlock(&f->mu);
+}
+
+void symfiles_forget(symfiles *f, const char *uuid)
+{
+    pthread_mutex_lock(&f->mu);
+    row_entry *re = row_find(f, uuid, false);
+    if (re)
+        re->checked_ms = -1e18;
+    pthread_mutex_unlock(&f->mu);
+}
+
+store *symfiles_store(symfiles *f)
+{
+    return f->s;
 }
 
 void symfiles_stats_get(symfiles_stats *out, symfiles *f)

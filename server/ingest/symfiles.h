@@ -59,6 +59,12 @@ err_code symfiles_get(char path[4096], char sha256[65], symfiles *f, const char 
  */
 void symfiles_add(symfiles *f, const char *uuid, const char *sha256, const char *path);
 
+/* symfiles_forget - drop what is known about `uuid`'s row: the next get reads it again. */
+void symfiles_forget(symfiles *f, const char *uuid);
+
+/* symfiles_store - the store it fetches through (borrowed). */
+store *symfiles_store(symfiles *f);
+
 typedef struct {
     uint64_t hits;        /* symfiles_get answered from a local file */
     uint64_t misses;      /* ... after downloading it */
