@@ -552,8 +552,22 @@ static err_code stack_symbolicate(rctx *c, EVP_MD_CTX *md, crashreport_thread *t
     return ERR_OK;
 }
 
-err_code pipeline_symbolicate(pipeline *p, crashreport *r, const char ***missing_in_app,
-                              size_t *nmissing, arena *a, err_info *err)
+/* Whether any of the in-app UUIDs a report lacks has a symcache after all, asking Postgres
+ * now rather than trusting a recent "none". */
+static bool recheck_missing(pipeline *p, const char **uuids, size_t n)
+{
+    bool found = false;
+    for (size_t i = 0; i < n; i++) {
+        char path[4096], sha[65];
+        err_info err = {0};
+        found |= symfiles_get(path, sha, p->o.files, uuids[i], true, &err) == ERR_OK;
+    }
+    return found;
+}
+
+/* One symbolication of every frame of `r` (see pipeline_symbolicate). */
+static err_code symbolicate_pass(pipeline *p, crashreport *r, const char ***missing_in_app,
+                                 size_t *nmissing, arena *a, err_info *err)
 {
     size_t ni = r->nimages ? r->nimages : 1;
     rctx c = {p, r, arena_alloc_array(a, ni, sizeof(sc_entry *), err),
@@ -622,6 +636,19 @@ err_code pipeline_symbolicate(pipeline *p, crashreport *r, const char ***missing
     return rc;
 }
 
+err_code pipeline_symbolicate(pipeline *p, crashreport *r, const char ***missing_in_app,
+                              size_t *nmissing, arena *a, err_info *err)
+{
+    err_code rc = symbolicate_pass(p, r, missing_in_app, nmissing, a, err);
+    /* The report is about to wait for an in-app dSYM: ask Postgres rather than trust a recent
+     * "none" of this node's cache, and if one came meanwhile, symbolicate again with it (a
+     * report never waits for a dSYM that is there: no pending/received ping-pong). */
+    if (rc == ERR_OK && missing_in_app && *nmissing > 0 && p->o.files &&
+        recheck_missing(p, *missing_in_app, *nmissing))
+        rc = symbolicate_pass(p, r, missing_in_app, nmissing, a, err);
+    return rc;
+}
+
 err_code pipeline_parse(crashreport **out, pipeline *p, const uint8_t *raw, size_t len, arena *a,
                         err_info *err)
 {
@@ -632,19 +659,6 @@ err_code pipeline_parse(crashreport **out, pipeline *p, const uint8_t *raw, size
 }
 
 /* ---- workers ------------------------------------------------------------------------- */
-
-/* Whether any of the in-app UUIDs a report lacks has a symcache after all, asking Postgres
- * now rather than trusting a recent "none". */
-static bool recheck_missing(pipeline *p, const char **uuids, size_t n)
-{
-    bool found = false;
-    for (size_t i = 0; i < n; i++) {
-        char path[4096], sha[65];
-        err_info err = {0};
-        found |= symfiles_get(path, sha, p->o.files, uuids[i], true, &err) == ERR_OK;
-    }
-    return found;
-}
 
 /* What becomes of one claimed report; everything in `a`. */
 static void process_one(pipeline *p, const store_claimed *row, store_outcome *o, arena *a)
@@ -663,13 +677,6 @@ static void process_one(pipeline *p, const store_claimed *row, store_outcome *o,
     }
     o->kind = crashreport_kind_name(r->kind);
     rc = pipeline_symbolicate(p, r, &missing, &nmissing, a, &err);
-    if (rc == ERR_OK && nmissing > 0 && p->o.files && recheck_missing(p, missing, nmissing)) {
-        /* A dSYM this node had not seen yet: symbolicate a fresh parse with it, rather than
-         * park the report as pending_dsym for a dSYM that is there (no ping-pong). */
-        rc = crashreport_parse(&r, (const char *)row->raw, row->raw_len, a, &err);
-        if (rc == ERR_OK)
-            rc = pipeline_symbolicate(p, r, &missing, &nmissing, a, &err);
-    }
     signature_options so = {p->o.signature_frames};
     if (rc == ERR_OK)
         rc = signature_compute(&sig, r, &so, a, &err);
