@@ -37,6 +37,8 @@ typedef struct row_entry {
     char sha[65];            /* "" = no stored symcache */
     double checked_ms;       /* when the row was read */
     double touched_ms;       /* when last_used_at was last moved by this node */
+    uint64_t gen;            /* bumped by symfiles_forget: a read that began before it is
+                                not remembered (it may predate a commit this node made) */
     struct row_entry *next;
 } row_entry;
 
@@ -294,40 +296,49 @@ static row_entry *row_find(symfiles *f, const char *uuid, bool create)
 static err_code current_sha(char sha[65], symfiles *f, const char *uuid, bool fresh,
                             err_info *err)
 {
-    double now = mono_ms();
-    pthread_mutex_lock(&f->mu);
-    row_entry *re = row_find(f, uuid, false);
-    bool ask = re == NULL || (re->sha[0] ? now - re->checked_ms > SYMFILES_ROW_TTL_MS
-                                         : fresh || now - re->checked_ms > SYMFILES_MISS_TTL_MS);
-    if (!ask)
-        snprintf(sha, 65, "%s", re->sha);
-    pthread_mutex_unlock(&f->mu);
-    if (!ask)
-        return ERR_OK;
+    for (int attempt = 0;; attempt++) {
+        double now = mono_ms();
+        pthread_mutex_lock(&f->mu);
+        row_entry *re = row_find(f, uuid, true);
+        bool ask = re->sha[0] ? now - re->checked_ms > SYMFILES_ROW_TTL_MS
+                              : fresh || now - re->checked_ms > SYMFILES_MISS_TTL_MS;
+        uint64_t gen = re->gen;
+        if (!ask)
+            snprintf(sha, 65, "%s", re->sha);
+        pthread_mutex_unlock(&f->mu);
+        if (!ask)
+            return ERR_OK;
 
-    store_dsym_blobs b;
-    err_code rc = store_dsym_blobs_get(&b, f->s, uuid, err);
-    if (rc == ERR_NOT_FOUND)
-        b.symcache_sha256[0] = '\0';
-    else if (rc != ERR_OK)
-        return rc;
-    bool touch = false;
-    pthread_mutex_lock(&f->mu);
-    re = row_find(f, uuid, true);
-    snprintf(re->sha, sizeof re->sha, "%s", b.symcache_sha256);
-    re->checked_ms = now;
-    if (re->sha[0] && now - re->touched_ms > TOUCH_EVERY_MS) {
-        re->touched_ms = now;
-        touch = true;
+        store_dsym_blobs b;
+        err_code rc = store_dsym_blobs_get(&b, f->s, uuid, err);
+        if (rc == ERR_NOT_FOUND)
+            b.symcache_sha256[0] = '\0';
+        else if (rc != ERR_OK)
+            return rc;
+        bool touch = false, kept = false;
+        pthread_mutex_lock(&f->mu);
+        re = row_find(f, uuid, true);   /* entries are never freed before symfiles_close */
+        if (re->gen == gen || attempt >= 2) {
+            /* No upload on this node committed while it was read: remember it (after two
+             * retries it is still newer than anything remembered before). */
+            snprintf(re->sha, sizeof re->sha, "%s", b.symcache_sha256);
+            re->checked_ms = re->gen == gen ? now : -1e18;
+            if (re->sha[0] && now - re->touched_ms > TOUCH_EVERY_MS) {
+                re->touched_ms = now;
+                touch = true;
+            }
+            snprintf(sha, 65, "%s", b.symcache_sha256);
+            kept = true;
+        }
+        pthread_mutex_unlock(&f->mu);
+        if (touch) {
+            err_info terr = {0};
+            if (store_dsym_touch(f->s, uuid, &terr) != ERR_OK)   /* moves again next hour */
+                log_event(LOG_WARN, "dsym_touch_failed", "uuid=%s message=%s", uuid, terr.msg);
+        }
+        if (kept)
+            return ERR_OK;
     }
-    snprintf(sha, 65, "%s", re->sha);
-    pthread_mutex_unlock(&f->mu);
-    if (touch) {
-        err_info terr = {0};
-        if (store_dsym_touch(f->s, uuid, &terr) != ERR_OK)   /* the clock moves next hour */
-            log_event(LOG_WARN, "dsym_touch_failed", "uuid=%s message=%s", uuid, terr.msg);
-    }
-    return ERR_OK;
 }
 
 /* ---- get ------------------------------------------------------------------------------- */
@@ -421,15 +432,20 @@ void symfiles_add(symfiles *f, const char *uuid, const char *sha256, const char 
 {
     char final[4096], tmp[4096];
     struct stat st;
-    if (f == NULL || stat(path, &st) != 0)
+    if (f == NULL)
         return;
+    if (stat(path, &st) != 0) {
+        symfiles_forget(f, uuid);
+        return;
+    }
     file_path(final, f, sha256);
     snprintf(tmp, sizeof tmp, "%s/" TMP_PREFIX "%s-%ld-%llu", f->dir, sha256, (long)getpid(),
              (unsigned long long)atomic_fetch_add(&f->tmp_seq, 1));
     pthread_mutex_lock(&f->mu);
     file_entry *fe = file_find(f, sha256, true);
-    if (fe->state != F_ABSENT) {
+    if (fe->state != F_ABSENT) {   /* here already (or being fetched) */
         pthread_mutex_unlock(&f->mu);
+        symfiles_forget(f, uuid);
         return;
     }
     fe->state = F_BUSY;
@@ -450,20 +466,21 @@ void symfiles_add(symfiles *f, const char *uuid, const char *sha256, const char 
     } else {
         file_forget(f, fe);
     }
-    /* the uploader's own row answer is fresh: no read needed for the first lookup */
-    row_entry *re = row_find(f, uuid, true);
-    snprintf(re->sha, sizeof re->sha, "%s", sha256);
-    re->checked_ms = mono_ms();
     pthread_cond_broadcast(&f->cv);
     pthread_mutex_unlock(&f->mu);
+    /* Not "the row names sha256 now": a concurrent upload of the same UUID may have committed
+     * after this one (DWARF after a symbol table). The next get reads the row. */
+    symfiles_forget(f, uuid);
 }
 
 void symfiles_forget(symfiles *f, const char *uuid)
 {
     pthread_mutex_lock(&f->mu);
     row_entry *re = row_find(f, uuid, false);
-    if (re)
+    if (re) {
         re->checked_ms = -1e18;
+        re->gen++;
+    }
     pthread_mutex_unlock(&f->mu);
 }
 

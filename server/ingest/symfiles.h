@@ -53,8 +53,10 @@ err_code symfiles_get(char path[4096], char sha256[65], symfiles *f, const char 
                       bool fresh, err_info *err);
 
 /*
- * symfiles_add - put a symcache this node just built (its SHA-256 known) into the cache, by
- * hard link or copy, so that the uploading node's first lookup needs no download.
+ * symfiles_add - put a symcache this node just built and committed (its SHA-256 known) into
+ * the cache by hard link, so that the uploading node's first lookup needs no download, and
+ * forget what was known of `uuid`'s row (the next get reads it: a concurrent upload may have
+ * committed after this one).
  * Best effort: errors are ignored (the file is fetched on first use instead).
  */
 void symfiles_add(symfiles *f, const char *uuid, const char *sha256, const char *path);
