@@ -255,6 +255,77 @@ static void canonical_drops_unused_images(void)
     arena_free(a);
 }
 
+/* The scanner: escapes and UTF-8 decoded, member order free, unknown members skipped, the
+ * last of a repeated member counts; broken JSON refused as malformed (never a crash). */
+static void json_edges(void)
+{
+    arena *a = arena_new(0);
+    char field[SAMPLEBATCH_FIELD_MAX];
+    err_info err = {0};
+    err_code rc;
+    samplebatch *b = parse("{\"samples\":[{\"frames\":[\"0x100000010\",4294971392],\"extra\":{\"x\":[1,"
+                           "{\"y\":null},true,false,-1.5e3,\"\\\"\"]},\"tag\":\"Caf\\u00e9 \\ud83d\\ude00\\/\","
+                           "\"count\":2,\"count\":3}],\"device\":{\"id\":\"d\"},\"images\":[{\"name\":\"App\","
+                           "\"uuid\":\"0123456789abcdef0123456789ABCDEF\",\"load_address\":4294967296,\"size\":65536}],"
+                           " \"app\" : {\"name\":\"A\",\"build\":\"1\"}, \"format_version\" : 1 }\n",
+                           SAMPLEBATCH_SENT, a, field, &err, &rc);
+    CHECK_EQ_INT(rc, ERR_OK);
+    if (b != NULL) {
+        CHECK_EQ_STR(b->samples[0].tag, "Caf\xc3\xa9 \xf0\x9f\x98\x80/");
+        CHECK_EQ_INT(b->samples[0].count, 3);
+        CHECK_EQ_INT(b->samples[0].frames[1].image, 0);
+    } else {
+        fprintf(stderr, "%s\n", err.msg);
+    }
+    static const char *const BROKEN[] = {
+        "{\"format_version\":1} x",             /* more after the document */
+        "{\"format_version\":1,}",              /* trailing comma */
+        "{\"a\":\"\xff\"}",                     /* not UTF-8 */
+        "{\"a\":\"\xc0\xaf\"}",                 /* overlong */
+        "{\"a\":\"\xed\xa0\x80\"}",             /* a surrogate in UTF-8 */
+        "{\"a\":\"\\ud800\"}",                  /* lone high surrogate */
+        "{\"a\":\"\\udc00\"}",                  /* lone low surrogate */
+        "{\"a\":\"\\u0000\"}",                  /* NUL */
+        "{\"a\":\"tab\there\"}",                /* raw control character */
+        "{\"a\":01}",                           /* leading zero */
+        "{\"a\":1.}",
+        "{\"a\":tru}",
+        "{\"a\" 1}",
+        "{\"a\":\"\\x\"}",
+        "{\"a\":\"open",
+        "",
+        "   ",
+    };
+    for (size_t i = 0; i < sizeof BROKEN / sizeof BROKEN[0]; i++) {
+        samplebatch *x = parse(BROKEN[i], SAMPLEBATCH_SENT, a, field, &err, &rc);
+        if (x != NULL || rc != ERR_INVALID || strstr(err.msg, "malformed JSON") == NULL) {
+            fprintf(stderr, "BROKEN[%zu] not refused as malformed: %s\n", i, err.msg);
+            CHECK(0);
+        }
+    }
+    /* nesting: 600 levels inside an unknown member is refused, not a stack overflow */
+    char *deep = malloc(2000);
+    size_t n = 0;
+    n += (size_t)sprintf(deep, "{\"x\":");
+    for (int i = 0; i < 600; i++)
+        deep[n++] = '[';
+    for (int i = 0; i < 600; i++)
+        deep[n++] = ']';
+    deep[n++] = '}';
+    deep[n] = '\0';
+    samplebatch *x = parse(deep, SAMPLEBATCH_SENT, a, field, &err, &rc);
+    CHECK(x == NULL && rc == ERR_INVALID && strstr(err.msg, "nested deeper") != NULL);
+    free(deep);
+    /* a count must be a JSON integer */
+    x = parse(ONE("{\"tag\":\"T\",\"frames\":[\"0x1a0000010\"],\"count\":3.0}"), SAMPLEBATCH_SENT, a,
+              field, &err, &rc);
+    CHECK(x == NULL && strcmp(field, "samples[1].count") == 0);
+    x = parse(ONE("{\"tag\":\"T\",\"frames\":[\"0x1a0000010\"],\"count\":\"3\"}"), SAMPLEBATCH_SENT, a,
+              field, &err, &rc);
+    CHECK(x == NULL && strcmp(field, "samples[1].count") == 0);
+    arena_free(a);
+}
+
 int main(void)
 {
     RUN(parses_a_batch);
@@ -264,5 +335,6 @@ int main(void)
     RUN(pac_bits_are_stripped_for_the_image);
     RUN(canonical_merges_identical_stacks);
     RUN(canonical_drops_unused_images);
+    RUN(json_edges);
     return harness_done();
 }
