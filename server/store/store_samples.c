@@ -385,6 +385,11 @@ static const store_stmt SQL_SWEEP = {"samples_sweep",
     "UPDATE callsite_pending p SET status = 'ready' WHERE p.status = 'waiting' "
     "AND EXISTS (SELECT 1 FROM dsyms d WHERE d.uuid = ANY(p.missing_uuids))"};
 
+/* Counted batches are kept (without their samples) only to recognize a retried batch_id. */
+static const store_stmt SQL_EXPIRE_BATCHES = {"samples_expire_batches",
+    "DELETE FROM sample_batches WHERE status = 'counted' "
+    "AND counted_at < now() - interval '" STORE_SAMPLES_BATCH_ID_DAYS " days'"};
+
 static err_code do_sweep(pconn *c, void *vctx, err_info *err)
 {
     PGresult *res;
@@ -392,6 +397,7 @@ static err_code do_sweep(pconn *c, void *vctx, err_info *err)
     if (rc == ERR_OK) {
         *(int64_t *)vctx = strtoll(PQcmdTuples(res), NULL, 10);
         PQclear(res);
+        rc = exec(NULL, c, &SQL_EXPIRE_BATCHES, 0, NULL, err);
     }
     return rc;
 }

@@ -109,8 +109,12 @@ err_code store_samples_commit(store_sample_work *w, const store_callsite_add *ad
 /* store_samples_abort - roll back and free; NULL is a no-op. */
 void store_samples_abort(store_sample_work *w);
 
+/* How long a counted batch's row is kept to recognize a retry of its batch_id. */
+#define STORE_SAMPLES_BATCH_ID_DAYS "30"
+
 /* store_samples_sweep - mark waiting stacks whose missing UUIDs have a dSYM now 'ready' (the
- * safety net behind the dsyms trigger). *released = how many. */
+ * safety net behind the dsyms trigger), and forget counted batches older than
+ * STORE_SAMPLES_BATCH_ID_DAYS. *released = stacks marked ready. */
 err_code store_samples_sweep(int64_t *released, store *s, err_info *err);
 
 /* ---- the call sites API ---------------------------------------------------------------- */
