@@ -120,6 +120,28 @@ static int parse_seconds(void *field, const char *value, const char **why)
     return 1;
 }
 
+static int parse_connections(void *field, const char *value, const char **why)
+{
+    uint64_t v;
+    if (!parse_u64_range(&v, value, 16, 1000000)) {
+        *why = "must be a whole number from 16 to 1000000";
+        return 0;
+    }
+    *(uint32_t *)field = (uint32_t)v;
+    return 1;
+}
+
+static int parse_connections0(void *field, const char *value, const char **why)
+{
+    uint64_t v;
+    if (!parse_u64_range(&v, value, 0, 1000000)) {
+        *why = "must be a whole number from 0 to 1000000";
+        return 0;
+    }
+    *(uint32_t *)field = (uint32_t)v;
+    return 1;
+}
+
 static int parse_ratio(void *field, const char *value, const char **why)
 {
     uint64_t v;
@@ -232,10 +254,20 @@ static const config_var VARS[] = {
      "connect timeout and longest wait for a pooled connection"},
     {"STACKSIFT_DSYM_THREADS", "1", parse_count, offsetof(config, dsym_threads),
      "DWARF conversion threads per upload"},
-    {"STACKSIFT_SHUTDOWN_TIMEOUT_MS", "30000", parse_ms, offsetof(config, shutdown_timeout_ms),
+    {"STACKSIFT_SHUTDOWN_TIMEOUT_MS", "8000", parse_ms, offsetof(config, shutdown_timeout_ms),
      "on SIGTERM, how long in-flight requests may still run"},
-    {"STACKSIFT_REQUEST_TIMEOUT_S", "120", parse_seconds, offsetof(config, request_timeout_s),
-     "close a connection idle for this long"},
+    {"STACKSIFT_REQUEST_TIMEOUT_S", "60", parse_seconds, offsetof(config, request_timeout_s),
+     "close a connection whose body or answer makes no progress for this long"},
+    {"STACKSIFT_HEADER_TIMEOUT_S", "10", parse_seconds, offsetof(config, header_timeout_s),
+     "close a connection that has not sent complete request headers this long after it "
+     "connected or got its last answer (idle keep-alive included)"},
+    {"STACKSIFT_MAX_CONNECTIONS", "4096", parse_connections, offsetof(config, max_connections),
+     "open HTTP connections in total (more are refused; capped by the open-file limit)"},
+    {"STACKSIFT_MAX_CONNECTIONS_PER_IP", "256", parse_connections0,
+     offsetof(config, max_connections_per_ip),
+     "open HTTP connections from one client address (0: no per-address limit)"},
+    {"STACKSIFT_MIN_BODY_RATE", "1K", parse_size, offsetof(config, min_body_rate),
+     "bytes/s a request body must average once it has taken the header timeout"},
     {"STACKSIFT_LOG_LEVEL", "info", parse_level, offsetof(config, log_level),
      "debug, info, warn or error"},
     {"STACKSIFT_WORKERS", "2", parse_count0, offsetof(config, workers),

@@ -25,7 +25,12 @@ typedef struct {
     uint32_t db_timeout_ms;        /* STACKSIFT_DB_TIMEOUT_MS: connect and pool wait timeout */
     uint32_t dsym_threads;         /* STACKSIFT_DSYM_THREADS: DWARF conversion threads per upload */
     uint32_t shutdown_timeout_ms;  /* STACKSIFT_SHUTDOWN_TIMEOUT_MS: wait for in-flight requests */
-    uint32_t request_timeout_s;    /* STACKSIFT_REQUEST_TIMEOUT_S: idle connection timeout */
+    uint32_t request_timeout_s;    /* STACKSIFT_REQUEST_TIMEOUT_S: no progress in a body or an
+                                      answer for this long closes the connection */
+    uint32_t header_timeout_s;     /* STACKSIFT_HEADER_TIMEOUT_S: complete headers due within */
+    uint32_t max_connections;      /* STACKSIFT_MAX_CONNECTIONS: open connections, in total */
+    uint32_t max_connections_per_ip; /* STACKSIFT_MAX_CONNECTIONS_PER_IP: 0 = no limit */
+    uint64_t min_body_rate;        /* STACKSIFT_MIN_BODY_RATE: bytes/s a body must average */
     int log_level;                 /* STACKSIFT_LOG_LEVEL: debug|info|warn|error (log.h LOG_*) */
     uint32_t workers;              /* STACKSIFT_WORKERS: report processing threads (0 = none) */
     uint32_t worker_batch;         /* STACKSIFT_WORKER_BATCH: reports per worker transaction */

@@ -16,6 +16,7 @@
 #include "base/arena.h"
 #include "base/err.h"
 #include "config/config.h"
+#include "http/conns.h"
 #include "auth/auth.h"
 #include "http/http.h"
 #include "ingest/pipeline.h"
@@ -46,6 +47,7 @@ struct http_server {
     pipeline *pipe;          /* symbolication caches and workers; NULL in tests without */
     maintain *node;          /* heartbeats, retention, node metrics; NULL in tests without */
     char *tmp_dir;
+    conns *conns;            /* every open connection and the reaper (conns.h) */
     atomic_int in_flight;
     atomic_uint next_id;
     unsigned id_seed;
@@ -54,6 +56,7 @@ struct http_server {
 struct http_request {
     http_server *srv;
     struct MHD_Connection *conn;
+    conn_slot *slot;         /* the connection's entry in srv->conns (NULL if unknown) */
     arena *a;
     char id[17];
     double t0_ms;

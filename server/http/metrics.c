@@ -6,6 +6,8 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "http/conns.h"
+
 #define MAX_STATUSES 24
 static const double BUCKETS[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                                  0.25,  0.5,    1,     2.5,  5,     10,   30};
@@ -27,7 +29,8 @@ static unsigned nroutes;
 static route_stats routes[METRICS_MAX_ROUTES];
 static uint64_t reports_accepted, reports_rejected[NERR];
 static uint64_t dsyms_created, dsyms_updated, dsyms_existing, dsym_uploads_failed[NERR];
-static int64_t in_flight;
+static int64_t in_flight, connections;
+static uint64_t connections_closed[CONN_CLOSED_NREASONS];
 
 void metrics_init(const char *const *names, unsigned n)
 {
@@ -103,6 +106,21 @@ void metrics_in_flight(int delta)
     pthread_mutex_unlock(&mu);
 }
 
+void metrics_connections(int delta)
+{
+    pthread_mutex_lock(&mu);
+    connections += delta;
+    pthread_mutex_unlock(&mu);
+}
+
+void metrics_connection_closed(unsigned reason)
+{
+    pthread_mutex_lock(&mu);
+    if (reason < CONN_CLOSED_NREASONS)
+        connections_closed[reason]++;
+    pthread_mutex_unlock(&mu);
+}
+
 void metrics_render(buf *out, const store_pool_stats *pool, int64_t queued)
 {
     pthread_mutex_lock(&mu);
@@ -136,6 +154,16 @@ void metrics_render(buf *out, const store_pool_stats *pool, int64_t queued)
     buf_printf(out, "# HELP stacksift_http_requests_in_flight Requests being served now.\n"
                     "# TYPE stacksift_http_requests_in_flight gauge\n"
                     "stacksift_http_requests_in_flight %lld\n", (long long)in_flight);
+    buf_printf(out, "# HELP stacksift_http_connections Open HTTP connections.\n"
+                    "# TYPE stacksift_http_connections gauge\n"
+                    "stacksift_http_connections %lld\n", (long long)connections);
+    buf_append_str(out, "# HELP stacksift_http_connections_closed_total Connections the server "
+                        "closed because they held a slot without using it, by reason.\n"
+                        "# TYPE stacksift_http_connections_closed_total counter\n");
+    for (unsigned i = 0; i < CONN_CLOSED_NREASONS; i++)
+        buf_printf(out, "stacksift_http_connections_closed_total{reason=\"%s\"} %llu\n",
+                   conns_reason_name((conn_closed_reason)i),
+                   (unsigned long long)connections_closed[i]);
     buf_printf(out, "# HELP stacksift_reports_accepted_total Reports committed and answered 202.\n"
                     "# TYPE stacksift_reports_accepted_total counter\n"
                     "stacksift_reports_accepted_total %llu\n",

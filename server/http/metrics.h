@@ -24,6 +24,8 @@ void metrics_report_rejected(err_code code);
 void metrics_dsym_processed(const char *status);   /* "created", "updated", "exists" */
 void metrics_dsym_failed(err_code code);
 void metrics_in_flight(int delta);
+void metrics_connections(int delta);               /* open HTTP connections */
+void metrics_connection_closed(unsigned reason);   /* conns.h conn_closed_reason */
 
 /* metrics_render - append every metric; `pool` and `queued` (< 0: unknown) are sampled now. */
 void metrics_render(buf *out, const store_pool_stats *pool, int64_t queued);

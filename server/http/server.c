@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -453,6 +454,17 @@ static const route *route_match(const char *method, const char *url, const char 
 
 /* ---- MHD callbacks --------------------------------------------------------------------- */
 
+/* Content-Length, 0 without a body, UINT64_MAX when the length is not declared (chunked). */
+static uint64_t declared_body_bytes(struct MHD_Connection *conn)
+{
+    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl)
+        return strtoull(cl, NULL, 10);
+    return MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                       MHD_HTTP_HEADER_TRANSFER_ENCODING) ? UINT64_MAX : 0;
+}
+
 /* libmicrohttpd's unescaping of the path and the query, except that "%00" decodes to the
  * byte 0xC0, which is never UTF-8: a NUL would cut the value short without anyone noticing;
  * this way url_is_utf8() refuses the request. */
@@ -517,6 +529,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (r == NULL) {
         r = request_new(srv, conn, method, url);
         *con_cls = r;
+        r->slot = conns_slot(conn);
+        conns_request_begin(r->slot, declared_body_bytes(conn));
         if (!url_is_utf8(conn, url))
             return respond_error(r, ERR_INVALID, "the request URL is not UTF-8 once "
                                  "percent-decoded (or it holds %00)");
@@ -545,6 +559,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (*upload_data_size > 0) {
         size_t size = *upload_data_size;
         *upload_data_size = 0;
+        conns_request_body(r->slot, size);
         if (r->status != 0 || r->route->body == BODY_NONE) {   /* answered early, or a GET */
             r->body_bytes += size;   /* discarded */
             return MHD_YES;
@@ -556,6 +571,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             return MHD_NO;
         return MHD_YES;
     }
+    conns_request_handling(r->slot);
     if (r->status != 0)
         return MHD_YES;   /* answered already */
     if (r->failed)
@@ -568,10 +584,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 {
     http_server *srv = cls;
     http_request *r = *con_cls;
-    (void)conn;
     if (!r)
         return;
     *con_cls = NULL;
+    conns_request_end(conns_slot(conn));   /* the header timeout starts again */
     double dur_ms = http_now_ms() - r->t0_ms;
     unsigned status = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? r->status : 0;
     metrics_request(r->route_index, status, dur_ms / 1e3);
@@ -602,6 +618,30 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 }
 
 /* ---- lifecycle ------------------------------------------------------------------------- */
+
+/* Each connection is a descriptor: raise the soft open-file limit to the hard one, and keep
+ * the connection limit under it (with room for Postgres, symcaches and scratch files). */
+static unsigned connection_limit(const config *cfg)
+{
+    enum { RESERVED_FDS = 256 };
+    struct rlimit rl;
+    unsigned want = cfg->max_connections;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return want;
+    if (rl.rlim_cur < rl.rlim_max) {
+        struct rlimit raised = {rl.rlim_max, rl.rlim_max};
+        if (setrlimit(RLIMIT_NOFILE, &raised) == 0)
+            rl.rlim_cur = rl.rlim_max;
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)want + RESERVED_FDS) {
+        unsigned capped = rl.rlim_cur > 2 * RESERVED_FDS ? (unsigned)rl.rlim_cur - RESERVED_FDS
+                                                         : (unsigned)rl.rlim_cur / 2;
+        log_event(LOG_WARN, "connection_limit_capped", "wanted=%u allowed=%u open_files=%llu",
+                  want, capped, (unsigned long long)rl.rlim_cur);
+        want = capped;
+    }
+    return want;
+}
 
 static err_code ensure_dir(const char *path, err_info *err)
 {
@@ -652,6 +692,7 @@ err_code http_server_start(http_server **out, const config *cfg, store *s, pipel
     }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
                      MHD_USE_ERROR_LOG;
+    srv->conns = conns_new(cfg->header_timeout_s * 1000u, cfg->min_body_rate);
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     /* The logger first: libmicrohttpd prints messages about the options that follow it. */
@@ -663,6 +704,9 @@ err_code http_server_start(http_server **out, const config *cfg, store *s, pipel
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->http_threads,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->request_timeout_s,
+        MHD_OPTION_CONNECTION_LIMIT, connection_limit(cfg),
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_connections_per_ip,
+        MHD_OPTION_NOTIFY_CONNECTION, conns_notify, srv->conns,
         MHD_OPTION_LISTENING_ADDRESS_REUSE, 1,
         MHD_OPTION_END);
     int saved = errno;
@@ -675,6 +719,7 @@ err_code http_server_start(http_server **out, const config *cfg, store *s, pipel
     *out = srv;
     return ERR_OK;
 fail:
+    conns_free(srv->conns);
     free(srv->tmp_dir);
     free(srv);
     return rc;
@@ -688,13 +733,19 @@ unsigned http_server_stop(http_server *srv)
     MHD_socket lfd = MHD_quiesce_daemon(srv->daemon);
     if (lfd != MHD_INVALID_SOCKET)
         close(lfd);
+    /* Connections without a request in progress (idle keep-alive, headers not complete) have
+     * nothing to finish: closed now, and again as requests end. */
     double deadline = http_now_ms() + srv->cfg->shutdown_timeout_ms;
+    unsigned closed = conns_close_idle(srv->conns);
     while (atomic_load(&srv->in_flight) > 0 && http_now_ms() < deadline) {
         struct timespec ts = {0, 20 * 1000000L};
         nanosleep(&ts, NULL);
+        closed += conns_close_idle(srv->conns);
     }
     unsigned left = (unsigned)atomic_load(&srv->in_flight);
+    log_event(LOG_INFO, "http_draining_done", "idle_closed=%u unfinished=%u", closed, left);
     MHD_stop_daemon(srv->daemon);
+    conns_free(srv->conns);
     free(srv->tmp_dir);
     free(srv);
     return left;
