@@ -4,6 +4,9 @@ Postgres: POST /api/v1/samples, GET /api/v1/callsites (filters, sorts, pages), t
 new-in-build, a retried batch counted once, a late dSYM, and every bad-input case of the
 issue answered 4xx with the field named and nothing stored.
 
+Exactly once: batches stored by a node without workers are counted by two more nodes at
+once, one killed with SIGKILL mid-way; every call site's count must still be exact.
+
 Stacks are made of real functions of the fixture app: `stacksift lookup --json` maps every
 4th address of FixtureApp (arm64-O2) and FixtureKit; frames are return addresses one
 instruction past a whole (not inlined) address of the function, so the expected call site is
@@ -14,12 +17,14 @@ import gzip
 import io
 import json
 import os
+import random
+import signal
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from web_instance import Instance, check, checks_done  # noqa: E402
+from web_instance import Instance, check, checks_done, free_port  # noqa: E402
 
 CL_UUID = "A1B2C3D4-0000-4000-8000-00000000C01A"   # CoreLocation: a system image, no dSYM
 CL_LOAD = 0x1A0000000
@@ -133,7 +138,80 @@ def find(sites, tag, names):
     return None
 
 
+def start_node(inst, name, workers):
+    """One more `stacksift serve` on the instance's database: its own port and data dir."""
+    env = inst.env()
+    port = free_port()
+    env.update({"STACKSIFT_LISTEN": f"127.0.0.1:{port}", "STACKSIFT_WORKERS": str(workers),
+                "STACKSIFT_WORKER_BATCH": "2", "STACKSIFT_NODE_NAME": name,
+                "STACKSIFT_DATA_DIR": os.path.join(inst.tmp, "data-" + name)})
+    log = open(os.path.join(inst.tmp, f"serve-{name}.log"), "ab")
+    return subprocess.Popen([inst.bin, "serve"], env=env, stdout=log, stderr=log)
+
+
+def exactly_once_across_crashes():
+    """Batches stored by a node without workers are counted by two other nodes at once, one
+    of which is killed (SIGKILL) while it counts: every call is counted exactly once."""
+    with Instance("samples_crash", workers=0) as inst:
+        app = manifest_fixture(inst.fixtures, "arm64-O2")
+        app_uuid = app["slices"][0]["uuid"]
+        funcs = whole_functions(inst.bin, app, inst.tmp)
+        names = sorted(funcs)[:8]
+        with open(os.path.join(inst.fixtures, app["dwarf"]), "rb") as f:
+            r = inst.request("POST", "/api/v1/dsyms?name=FixtureApp", f.read(),
+                             token=inst.tokens["upload"])
+        check(r.status in (200, 201), f"crash test: dSYM upload {r.status}")
+        rnd = random.Random(5)
+        pc = hex(CL_LOAD + 0x40)
+        images = [app_image(app_uuid), CL_IMAGE]
+        expected = {}
+        for n in range(60):
+            samples = []
+            for _ in range(50):
+                top = rnd.sample(names, 3)
+                count = rnd.randrange(1, 5)
+                samples.append({"tag": "T%d" % rnd.randrange(3), "count": count,
+                                "frames": [pc] + [hex(APP_LOAD + funcs[fn][0] + 4) for fn in top]})
+                key = (samples[-1]["tag"], tuple(norm(fn) for fn in top))
+                expected[key] = expected.get(key, 0) + count
+            b = batch(str(200 + n % 3), "device-%02d" % (n % 7), images, samples,
+                      batch_id=f"crash-{n}")
+            r = post(inst, b, gz=True)
+            check(r.status == 202, f"crash test batch {n}: 202 ({r.status})")
+        queued = inst.psql(inst.db_url, "SELECT count(*) FROM sample_batches WHERE status = 'received'")
+        check(queued.strip() == "60", f"60 batches wait: nobody counts on this node ({queued.strip()})")
+        victim = start_node(inst, "victim", 2)
+        survivor = start_node(inst, "survivor", 2)
+        deadline = time.time() + 20
+        while time.time() < deadline:   # kill the victim once counting has begun
+            left = int(inst.psql(inst.db_url, "SELECT count(*) FROM sample_batches "
+                                              "WHERE status = 'received'").strip())
+            if left < 55:
+                break
+            time.sleep(0.02)
+        victim.send_signal(signal.SIGKILL)
+        victim.wait()
+        check(left > 0, f"the victim died while batches were left ({left})")
+        ok = False
+        deadline = time.time() + 60
+        while time.time() < deadline and not ok:
+            ok = inst.psql(inst.db_url, "SELECT count(*) FROM sample_batches "
+                                        "WHERE status = 'received'").strip() == "0"
+            time.sleep(0.1)
+        check(ok, "the survivor counted every batch left")
+        survivor.send_signal(signal.SIGTERM)
+        survivor.wait(timeout=30)
+        got = {}
+        for c in all_callsites(inst)["callsites"]:
+            key = (c["tag"], tuple(f["function"] for f in c["frames"]))
+            got[key] = got.get(key, 0) + c["count"]
+        check(sum(got.values()) == sum(expected.values()),
+              f"every call counted once: {sum(got.values())} of {sum(expected.values())}")
+        check(got == expected, f"each call site exact ({len(got)} of {len(expected)} call sites)")
+
+
 def main():
+    exactly_once_across_crashes()
     with Instance("samples", workers=1) as inst:
         bin_path = inst.bin
         app = manifest_fixture(inst.fixtures, "arm64-O2")
@@ -298,6 +376,9 @@ def main():
         check(got["pending"] == {"stacks": 1, "calls": 10},
               f"one pending stack of 10 calls while FixtureKit has no dSYM ({got['pending']})")
         check(len(got["callsites"]) == 5, "nothing counted for it yet")
+        m = inst.request("GET", "/metrics").body.decode()
+        check("stacksift_callsite_pending_calls 10\n" in m and
+              "stacksift_sample_batches_queued 0\n" in m, "/metrics: 10 pending calls, no batch queued")
         with open(os.path.join(inst.fixtures, kit["dwarf"]), "rb") as f:
             r = inst.request("POST", "/api/v1/dsyms?name=FixtureKit", f.read(),
                              token=inst.tokens["upload"])

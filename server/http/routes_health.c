@@ -7,6 +7,7 @@
 #include "http/http_internal.h"
 #include "http/metrics.h"
 #include "store/store_reports.h"
+#include "store/store_samples.h"
 
 enum MHD_Result handle_healthz(http_request *r)
 {
@@ -42,6 +43,23 @@ enum MHD_Result handle_metrics(http_request *r)
     if (r->srv->pipe)
         pipeline_metrics_render(&out, r->srv->pipe);
     maintain_metrics_render(&out, r->srv->node);   /* NULL: nothing */
+    store_samples_stats ss;
+    if (store_samples_counts(&ss, r->srv->store, &err) == ERR_OK)   /* else left out */
+        buf_printf(&out,
+                   "# HELP stacksift_sample_batches_queued Sample batches accepted and not "
+                   "counted yet.\n"
+                   "# TYPE stacksift_sample_batches_queued gauge\n"
+                   "stacksift_sample_batches_queued %lld\n"
+                   "# HELP stacksift_callsite_pending_calls Sampled calls whose stacks wait for "
+                   "an in-app dSYM.\n"
+                   "# TYPE stacksift_callsite_pending_calls gauge\n"
+                   "stacksift_callsite_pending_calls %lld\n"
+                   "# HELP stacksift_callsite_pending_stacks Distinct stacks (per build and day) "
+                   "waiting for an in-app dSYM.\n"
+                   "# TYPE stacksift_callsite_pending_stacks gauge\n"
+                   "stacksift_callsite_pending_stacks %lld\n",
+                   (long long)ss.received, (long long)ss.pending_calls,
+                   (long long)ss.pending_stacks);
     return queue_body(r, 200, "text/plain; version=0.0.4", (char *)out.data, out.len);
 }
 

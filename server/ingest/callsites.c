@@ -858,27 +858,3 @@ void callsites_stats_get(callsites_stats *out, const callsites *c)
     out->commits = atomic_load(&m->commits);
     out->commit_failures = atomic_load(&m->commit_failures);
 }
-
-void callsites_metrics_render(buf *out, const callsites *c)
-{
-    callsites_stats s;
-    callsites_stats_get(&s, c);
-    buf_printf(out,
-               "# HELP stacksift_sample_batches_counted_total Sample batches counted into "
-               "call sites.\n"
-               "# TYPE stacksift_sample_batches_counted_total counter\n"
-               "stacksift_sample_batches_counted_total %llu\n"
-               "# HELP stacksift_sample_stacks_total Distinct stacks of counted batches.\n"
-               "# TYPE stacksift_sample_stacks_total counter\n"
-               "stacksift_sample_stacks_total %llu\n"
-               "# HELP stacksift_sample_stack_evaluations_total Stacks symbolicated into a call "
-               "site (once per distinct stack and claim).\n"
-               "# TYPE stacksift_sample_stack_evaluations_total counter\n"
-               "stacksift_sample_stack_evaluations_total %llu\n"
-               "# HELP stacksift_sample_count_failures_total Claims that could not be "
-               "committed (their batches went back to the queue).\n"
-               "# TYPE stacksift_sample_count_failures_total counter\n"
-               "stacksift_sample_count_failures_total %llu\n",
-               (unsigned long long)s.batches, (unsigned long long)s.stacks,
-               (unsigned long long)s.stack_evals, (unsigned long long)s.commit_failures);
-}

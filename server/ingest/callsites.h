@@ -87,7 +87,4 @@ typedef struct {
 
 void callsites_stats_get(callsites_stats *out, const callsites *c);
 
-/* callsites_metrics_render - the workers' counters as Prometheus text. */
-void callsites_metrics_render(buf *out, const callsites *c);
-
 #endif

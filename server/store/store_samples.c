@@ -487,7 +487,6 @@ err_code store_callsites_list(const char **json, store *s, const store_callsite_
 
 static const store_stmt SQL_COUNTS = {"samples_counts",
     "SELECT (SELECT count(*) FROM sample_batches WHERE status = 'received'), "
-    "(SELECT count(*) FROM sample_batches WHERE status = 'counted'), "
     "(SELECT count(*) FROM callsite_pending), "
     "(SELECT coalesce(sum(count), 0) FROM callsite_pending)"};
 
@@ -499,9 +498,8 @@ static err_code do_counts(pconn *c, void *vctx, err_info *err)
     if (rc != ERR_OK)
         return rc;
     out->received = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
-    out->counted = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
-    out->pending_stacks = strtoll(PQgetvalue(res, 0, 2), NULL, 10);
-    out->pending_calls = strtoll(PQgetvalue(res, 0, 3), NULL, 10);
+    out->pending_stacks = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+    out->pending_calls = strtoll(PQgetvalue(res, 0, 2), NULL, 10);
     PQclear(res);
     return ERR_OK;
 }

@@ -135,9 +135,10 @@ typedef struct {
 err_code store_callsites_list(const char **json, store *s, const store_callsite_query *q,
                               arena *a, err_info *err);
 
-/* store_samples_counts - batches by status and pending stacks, for tests and /metrics. */
+/* store_samples_counts - batches waiting to be counted and stacks waiting for a dSYM, for
+ * /metrics. */
 typedef struct {
-    int64_t received, counted, pending_stacks, pending_calls;
+    int64_t received, pending_stacks, pending_calls;
 } store_samples_stats;
 err_code store_samples_counts(store_samples_stats *out, store *s, err_info *err);
 
