@@ -336,6 +336,38 @@ static void corpus_every_file_parses_or_is_rejected(void)
 
 /* ---- samples checked by hand ------------------------------------------------------------- */
 
+/* Mangled names a report gives are shown demangled (simplified Swift), the raw name kept. */
+static void mangled_symbols_shown_demangled(void)
+{
+    arena *a;
+    err_info err;
+    crashreport *r = corpus_parse("kscrash-json/sentrycocoa-1.json", &a, &err, NULL);
+    CHECK(r != NULL);
+    if (r == NULL)
+        return;
+    size_t seen = 0;
+    for (size_t t = 0; t < r->nthreads; t++)
+        for (size_t i = 0; i < r->threads[t].nframes; i++) {
+            const crashreport_frame *f = &r->threads[t].frames[i];
+            if (f->symbol_mangled == NULL)
+                continue;
+            seen++;
+            CHECK(f->symbol != NULL && f->symbol[0] != '$');
+            if (strcmp(f->symbol_mangled, "$s9iOS_Swift14ViewControllerC14captureMessageyyypF") == 0)
+                CHECK_EQ_STR(f->symbol, "ViewController.captureMessage(_:)");
+            if (strcmp(f->symbol_mangled, "$s9iOS_Swift14ViewControllerC14captureMessageyyypFTo") == 0)
+                CHECK_EQ_STR(f->symbol, "@objc ViewController.captureMessage(_:)");
+        }
+    CHECK(seen >= 3);
+    buf o;
+    buf_init(&o);
+    crashreport_render_json(&o, r);
+    buf_putc(&o, '\0');
+    CHECK(strstr((const char *)o.data, "\"mangled\":\"$s9iOS_Swift14ViewControllerC14captureMessageyyypF\"") != NULL);
+    buf_reset(&o);
+    arena_free(a);
+}
+
 static void eatfit_by_hand(void)
 {
     arena *a;
@@ -1186,6 +1218,7 @@ int main(void)
                         "tree); every test that needs it fails\n", corpus_dir, strerror(errno));
     RUN(corpus_every_file_parses_or_is_rejected);
     RUN(eatfit_by_hand);
+    RUN(mangled_symbols_shown_demangled);
     RUN(text_variants_by_hand);
     RUN(jailbreak_sections_by_hand);
     RUN(json_formats_by_hand);

@@ -520,9 +520,9 @@ static void inlined_frames_are_expanded(void)
     if (!r)
         return;
     /* As symbolicate_report leaves it: frame 0 is fx_inner inlined into fx_outer. */
-    static const crashreport_symbol f0[2] = {{"fx_inner(int)", "include/fx_inline.h", 7, true, 4},
-                                             {"fx_outer()", "app/calc.c", 30, false, 20}};
-    static const crashreport_symbol f1[1] = {{"main", "app/main.c", 12, false, 8}};
+    static const crashreport_symbol f0[2] = {{"fx_inner(int)", "include/fx_inline.h", 7, true, 4, NULL},
+                                             {"fx_outer()", "app/calc.c", 30, false, 20, NULL}};
+    static const crashreport_symbol f1[1] = {{"main", "app/main.c", 12, false, 8, NULL}};
     r->threads[0].frames[0].sym_status = CRASHREPORT_SYM_OK;
     r->threads[0].frames[0].symbols = f0;
     r->threads[0].frames[0].nsymbols = 2;

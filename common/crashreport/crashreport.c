@@ -2,6 +2,7 @@
  * crashreport.c - format detection, the shared builder, address helpers.
  */
 #include "crashreport/crashreport_internal.h"
+#include "demangle/demangle.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -474,8 +475,67 @@ static size_t utf8_check(const unsigned char *p, size_t len)
     return len;
 }
 
+/* Mangled names a report gives (Swift symbols from the symbol table, C++ from some SDKs)
+ * reach people in their display form: the demangled name replaces the symbol and the raw one
+ * is kept beside it (symbol_mangled / mangled). */
+static err_code display_name(const char **name, const char **mangled, arena *a, err_info *err)
+{
+    if (*name == NULL || !(demangle_is_swift(*name) || demangle_is_cxx(*name)))
+        return ERR_OK;
+    char *shown = demangle_name(*name, DEMANGLE_SIMPLIFIED);
+    if (shown == NULL)
+        return ERR_OK;
+    const char *copy = arena_strdup(a, shown, err);
+    free(shown);
+    if (copy == NULL)
+        return ERR_TOO_LARGE;
+    *mangled = *name;
+    *name = copy;
+    return ERR_OK;
+}
+
+static err_code display_frames(crashreport_frame *fs, size_t n, arena *a, err_info *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        crashreport_frame *f = &fs[i];
+        if (display_name(&f->symbol, &f->symbol_mangled, a, err) != ERR_OK)
+            return ERR_TOO_LARGE;
+        for (uint32_t k = 0; k < f->ngiven_inlines; k++) {
+            crashreport_symbol *s = (crashreport_symbol *)&f->given_inlines[k];
+            if (display_name(&s->function, &s->mangled, a, err) != ERR_OK)
+                return ERR_TOO_LARGE;
+        }
+    }
+    return ERR_OK;
+}
+
+static err_code display_names(crashreport *r, arena *a, err_info *err)
+{
+    if (display_frames(r->leb, r->nleb, a, err) != ERR_OK)
+        return ERR_TOO_LARGE;
+    for (size_t t = 0; t < r->nthreads; t++)
+        if (display_frames(r->threads[t].frames, r->threads[t].nframes, a, err) != ERR_OK)
+            return ERR_TOO_LARGE;
+    return ERR_OK;
+}
+
+static err_code parse_any(crashreport **out, const char *data, size_t len, arena *a, err_info *err);
+
 err_code crashreport_parse(crashreport **out, const char *data, size_t len, arena *a,
                            err_info *err)
+{
+    err_code rc = parse_any(out, data, len, a, err);
+    if (rc == ERR_OK && *out != NULL) {
+        rc = display_names(*out, a, err);
+        if (rc != ERR_OK) {
+            *out = NULL;
+            return err_set(err, ERR_TOO_LARGE, "report too large: demangling its names");
+        }
+    }
+    return rc;
+}
+
+static err_code parse_any(crashreport **out, const char *data, size_t len, arena *a, err_info *err)
 {
     *out = NULL;
     if (len >= 3 && memcmp(data, "\xef\xbb\xbf", 3) == 0)

@@ -58,6 +58,7 @@ typedef struct {
     uint32_t line;        /* 1-based, 0 = unknown */
     bool inlined;         /* true: inlined into the next symbol of the same frame */
     uint64_t offset;      /* bytes from the function's start to the looked-up address */
+    const char *mangled;  /* the linkage name `function` was demangled from, NULL if unknown */
 } crashreport_symbol;
 
 /* One binary image (Mach-O) loaded in the process. */
@@ -88,7 +89,10 @@ typedef struct {
     uint64_t addr;           /* runtime address as given */
     const char *image_name;  /* image name as the frame line gives it (else the image's name),
                                 NULL if unknown */
-    const char *symbol;      /* function as the report gives it, NULL if it gives none */
+    const char *symbol;      /* function as the report gives it, NULL if it gives none; a
+                                mangled Swift or C++ name is given in its display form (Swift
+                                simplified, as atos prints it) and kept in symbol_mangled */
+    const char *symbol_mangled; /* the mangled name the report gave, NULL if it gave none */
     uint64_t symbol_offset;  /* the "+ N" after `symbol` (bytes), valid if has_symbol_offset */
     bool has_symbol_offset;
     const char *file;        /* source file as given, NULL if none */

@@ -47,6 +47,8 @@ static void json_symbols(buf *o, const crashreport_symbol *s, size_t n)
             buf_putc(o, ',');
         buf_putc(o, '{');
         json_kv_str(o, "function", s[i].function, &first);
+        if (s[i].mangled != NULL)
+            json_kv_str(o, "mangled", s[i].mangled, &first);
         json_kv_str(o, "file", s[i].file, &first);
         json_key(o, "line", &first);
         if (s[i].line > 0)
@@ -82,6 +84,8 @@ static void json_frames(buf *o, const crashreport *r, const crashreport_frame *f
         json_key(o, "address", &first);
         json_addr(o, f->addr);
         json_kv_str(o, "symbol", f->symbol, &first);
+        if (f->symbol_mangled != NULL)
+            json_kv_str(o, "mangled", f->symbol_mangled, &first);
         json_key(o, "symbol_offset", &first);
         if (f->has_symbol_offset)
             buf_printf(o, "%" PRIu64, f->symbol_offset);
@@ -347,8 +351,18 @@ static void render_source(buf *o, const crashreport *r)
             i = j - 1;
             continue;
         }
-        if (f->sym_status != CRASHREPORT_SYM_OK || f->nsymbols == 0)
+        if (f->sym_status != CRASHREPORT_SYM_OK || f->nsymbols == 0) {
+            /* a symbolicated report shows a mangled name the report gave in its display
+             * form, in its place (a parsed report renders back byte for byte) */
+            size_t m = r->symbolicated && f->symbol_mangled != NULL ? strlen(f->symbol_mangled) : 0;
+            if (m > 0 && f->src_sym >= pos && f->src_sym + m <= f->src_end &&
+                memcmp(r->text + f->src_sym, f->symbol_mangled, m) == 0) {
+                buf_append(o, r->text + pos, f->src_sym - pos);
+                buf_append_str(o, f->symbol);
+                pos = f->src_sym + m;
+            }
             continue;
+        }
         buf_append(o, r->text + pos, f->src_sym - pos);
         for (uint32_t j = 0; j < f->nsymbols; j++) {
             if (j > 0) {
