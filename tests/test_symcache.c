@@ -291,11 +291,11 @@ static void corrupt_symcaches_are_rejected(void)
     CHECK_EQ_INT(symcache_open_bytes(&sc, copy, len, &err), ERR_OUTDATED);
     CHECK(strstr(err.msg, "outdated") != NULL && strstr(err.msg, "rebuild") != NULL);
     memcpy(copy, good, len);
-    memcpy(copy + 80 + 8, copy + 80, 4); /* block 1 starts where block 0 does */
+    memcpy(copy + 96 + 8, copy + 96, 4); /* block 1 starts where block 0 does */
     CHECK_EQ_INT(symcache_open_bytes(&sc, copy, len, &err), ERR_INVALID);
     CHECK(strstr(err.msg, "out of order") != NULL);
     memcpy(copy, good, len);
-    memcpy(copy + 80 + 12, copy + 80 + 4, 4); /* block 1's records where block 0's are */
+    memcpy(copy + 96 + 12, copy + 96 + 4, 4); /* block 1's records where block 0's are */
     CHECK_EQ_INT(symcache_open_bytes(&sc, copy, len, &err), ERR_INVALID);
     memcpy(copy, good, len);
     copy[76] ^= 1; /* block count that does not match the range count */
@@ -306,7 +306,7 @@ static void corrupt_symcaches_are_rejected(void)
     CHECK_EQ_INT(symcache_open_bytes(&sc, copy, len, &err), ERR_INVALID);
     /* bit flips in the tables: open may pass, lookups must stay in bounds (ASan) */
     int opened = 0;
-    for (size_t i = 80; i < len; i += 13) {
+    for (size_t i = 96; i < len; i += 13) {
         memcpy(copy, good, len);
         copy[i] ^= 0x5a;
         if (symcache_open_bytes(&sc, copy, len, &err) == ERR_OK) {

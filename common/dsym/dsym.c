@@ -21,6 +21,7 @@
 #include "base/xalloc.h"
 #include "debuginfo/debuginfo.h"
 #include "macho/macho.h"
+#include "symcache/symcache.h"
 #include "symcache/symcache_build.h"
 
 #define DEFAULT_MAX_UNPACKED (8ull << 30)
@@ -91,17 +92,18 @@ static err_code write_atomically(const char *path, const buf *b, err_info *err)
     return ERR_OK;
 }
 
-/* true when `path` is a symcache built from DWARF: a symbol-table-only build of the same
- * UUID (the app binary next to its dSYM) must not replace it */
+/* true when `path` is a current-format symcache built from DWARF: a symbol-table-only build
+ * of the same UUID (the app binary next to its dSYM) must not replace it (an outdated or
+ * unreadable one may) */
 static bool existing_has_dwarf(const char *path)
 {
-    uint8_t hdr[16];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    ssize_t n = read(fd, hdr, sizeof hdr);
-    close(fd);
-    return n == (ssize_t)sizeof hdr && memcmp(hdr, "STKSYMC", 8) == 0 && (hdr[12] & 1) != 0;
+    symcache *sc = NULL;
+    err_info err = {0};
+    if (symcache_open(&sc, path, &err) != ERR_OK)
+        return false; /* missing, outdated or corrupt: replace it */
+    bool dwarf = symcache_has_dwarf(sc);
+    symcache_close(sc);
+    return dwarf;
 }
 
 static err_code build_slice(job *j, const uint8_t *data, size_t len, const char *name, err_info *err)

@@ -3,13 +3,25 @@
  */
 #include "symcache/symcache.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zstd.h>
 
 #include "base/bytes.h"
 #include "base/xalloc.h"
 #include "macho/macho.h"
 #include "symcache/symcache_format.h"
+
+#define SYMC_NAME_BLOCK_MAX (64u << 20) /* a name block larger than this is corrupt */
+
+/* One decompressed block of names, kept until symcache_close. */
+typedef struct {
+    uint32_t count;                       /* names in the block */
+    uint32_t offset[SYMC_NAMES_PER_BLOCK]; /* where each starts in text */
+    char text[];                          /* the names, NUL-terminated */
+} name_block;
 
 struct symcache {
     bytes map;              /* owned mapping, or zeroed when opened over caller bytes */
@@ -19,12 +31,24 @@ struct symcache {
     uint8_t uuid[16];
     uint64_t text_vmaddr, base;
     uint32_t nranges, nscopes, strings_size, image_name, nfiles, nblocks;
+    uint32_t nnames, dict_size, names_size, nname_blocks;
+    unsigned w_name, w_parent, w_x, w_y, w_scope; /* scope field widths in bits */
     const uint8_t *blocks;  /* symc_block[nblocks] */
     const uint8_t *files;   /* u32[nfiles] string offsets */
-    const uint8_t *scopes;  /* symc_scope[nscopes], SYMC_SCOPE_SIZE bytes each */
+    const uint8_t *scopes;  /* bit-packed scope records */
+    const uint8_t *name_index; /* u32[nname_blocks + 1] */
+    const uint8_t *dict;
+    const uint8_t *names;   /* compressed name blocks */
     const uint8_t *records; /* block_data */
     size_t records_len;
     const char *strings;
+    /* Name blocks are decompressed on first use, by any thread: a block is published with a
+     * compare-and-swap (a thread that loses frees its copy); the zstd context is shared under
+     * the mutex, which only a first use takes. */
+    _Atomic(name_block *) *name_memo; /* nname_blocks entries, NULL = not yet */
+    pthread_mutex_t zstd_mu;
+    ZSTD_DCtx *dctx;
+    ZSTD_DDict *ddict;
 };
 
 static uint32_t rd32(const uint8_t *p)
@@ -76,15 +100,16 @@ static inline __attribute__((always_inline)) bool next_record(const uint8_t **p,
             return false;
         r->scope1 = scope;
         r->line = line;
+        r->file1 = file;
     } else {
         if (!get_uleb(p, end, &delta) || !get_uleb(p, end, &scope) || !get_uleb(p, end, &file) ||
             !get_uleb(p, end, &line) || delta == 0 || delta > UINT32_MAX - r->start)
             return false;
         r->start += (uint32_t)delta;
         r->scope1 = (uint64_t)((int64_t)r->scope1 + unzigzag(scope));
+        r->file1 = (uint64_t)((int64_t)r->file1 + unzigzag(file));
         r->line = (uint64_t)((int64_t)r->line + unzigzag(line));
     }
-    r->file1 = file;
     return true;
 }
 
@@ -101,6 +126,90 @@ static uint32_t block_records(const symcache *sc, uint32_t b)
 static uint32_t block_count(const symcache *sc, uint32_t b)
 {
     return b + 1 < sc->nblocks ? SYMC_BLOCK_RANGES : sc->nranges - b * SYMC_BLOCK_RANGES;
+}
+
+/* The `width`-bit field (<= 32) at bit `at` of the packed scopes (padded: one 64-bit load). */
+static inline uint32_t get_bits(const uint8_t *p, uint64_t at, unsigned width)
+{
+    return (uint32_t)(rd64(p + at / 8) >> (at % 8) & ((1ull << width) - 1));
+}
+
+static inline symc_scope scope_at(const symcache *sc, uint32_t i)
+{
+    uint64_t at = (uint64_t)i * sc->w_scope;
+    symc_scope s;
+    s.name = get_bits(sc->scopes, at, sc->w_name);
+    uint32_t parent1 = get_bits(sc->scopes, at + sc->w_name, sc->w_parent);
+    uint32_t x = get_bits(sc->scopes, at + sc->w_name + sc->w_parent, sc->w_x);
+    s.d = get_bits(sc->scopes, at + sc->w_name + sc->w_parent + sc->w_x, sc->w_y);
+    s.parent = parent1 == 0 ? SYMC_NONE : parent1 - 1;
+    s.c = parent1 == 0 ? x : (x == 0 ? SYMC_NONE : x - 1);
+    return s;
+}
+
+/* Decompress name block `k` and check it holds exactly its names; NULL if it does not. */
+static name_block *decompress_names(symcache *sc, uint32_t k)
+{
+    uint32_t off = rd32(sc->name_index + (size_t)k * 4), end = rd32(sc->name_index + (size_t)(k + 1) * 4);
+    uint32_t count = k + 1 < sc->nname_blocks ? SYMC_NAMES_PER_BLOCK : sc->nnames - k * SYMC_NAMES_PER_BLOCK;
+    unsigned long long size = ZSTD_getFrameContentSize(sc->names + off, end - off);
+    if (size == ZSTD_CONTENTSIZE_UNKNOWN || size == ZSTD_CONTENTSIZE_ERROR || size == 0 ||
+        size > SYMC_NAME_BLOCK_MAX)
+        return NULL;
+    name_block *nb = xmalloc(sizeof *nb + (size_t)size);
+    size_t got;
+    pthread_mutex_lock(&sc->zstd_mu);
+    if (sc->dctx == NULL)
+        sc->dctx = ZSTD_createDCtx();
+    if (sc->ddict == NULL && sc->dict_size > 0)
+        sc->ddict = ZSTD_createDDict(sc->dict, sc->dict_size);
+    if (sc->dctx == NULL || (sc->dict_size > 0 && sc->ddict == NULL))
+        got = (size_t)-1;
+    else if (sc->ddict != NULL)
+        got = ZSTD_decompress_usingDDict(sc->dctx, nb->text, (size_t)size, sc->names + off, end - off, sc->ddict);
+    else
+        got = ZSTD_decompressDCtx(sc->dctx, nb->text, (size_t)size, sc->names + off, end - off);
+    pthread_mutex_unlock(&sc->zstd_mu);
+    if (ZSTD_isError(got) || got != size || nb->text[size - 1] != '\0') {
+        free(nb);
+        return NULL;
+    }
+    /* exactly `count` NUL-terminated names */
+    uint32_t n = 0;
+    for (size_t at = 0; at < size; n++) {
+        if (n == count) {
+            free(nb);
+            return NULL;
+        }
+        nb->offset[n] = (uint32_t)at;
+        at += strlen(nb->text + at) + 1;
+    }
+    if (n != count) {
+        free(nb);
+        return NULL;
+    }
+    nb->count = count;
+    return nb;
+}
+
+/* Name `id` (< nnames, checked at open), decompressing its block on first use; "??" if the
+ * block is corrupt. Borrowed until symcache_close. */
+static const char *name_at(const symcache *csc, uint32_t id)
+{
+    symcache *sc = (symcache *)csc; /* the memo is the only state a lookup writes */
+    uint32_t k = id / SYMC_NAMES_PER_BLOCK;
+    name_block *nb = atomic_load_explicit(&sc->name_memo[k], memory_order_acquire);
+    if (nb == NULL) {
+        name_block *fresh = decompress_names(sc, k);
+        if (fresh == NULL)
+            return "??";
+        if (atomic_compare_exchange_strong_explicit(&sc->name_memo[k], &nb, fresh, memory_order_acq_rel,
+                                                    memory_order_acquire))
+            nb = fresh;
+        else
+            free(fresh); /* another thread published the same block first */
+    }
+    return nb->text + nb->offset[id % SYMC_NAMES_PER_BLOCK];
 }
 
 static err_code check(symcache *sc, err_info *err)
@@ -129,20 +238,36 @@ static err_code check(symcache *sc, err_info *err)
     sc->image_name = rd32(d + 68);
     sc->nfiles = rd32(d + 72);
     sc->nblocks = rd32(d + 76);
+    sc->nnames = rd32(d + 80);
+    sc->dict_size = rd32(d + 84);
+    sc->names_size = rd32(d + 88);
+    uint32_t widths = rd32(d + 92);
+    sc->w_name = widths & 0xff, sc->w_parent = widths >> 8 & 0xff;
+    sc->w_x = widths >> 16 & 0xff, sc->w_y = widths >> 24;
+    sc->w_scope = sc->w_name + sc->w_parent + sc->w_x + sc->w_y;
+    sc->nname_blocks = (uint32_t)(((uint64_t)sc->nnames + SYMC_NAMES_PER_BLOCK - 1) / SYMC_NAMES_PER_BLOCK);
+    if (sc->w_name == 0 || sc->w_name > 32 || sc->w_parent == 0 || sc->w_parent > 32 || sc->w_x == 0 ||
+        sc->w_x > 32 || sc->w_y == 0 || sc->w_y > 32)
+        return err_set(err, ERR_INVALID, "corrupt symcache: scope field widths 0x%08x", widths);
     if (sc->nranges == 0 || sc->strings_size == 0)
         return err_set(err, ERR_INVALID, "corrupt symcache: no ranges or no strings");
     if (sc->nblocks != (sc->nranges + SYMC_BLOCK_RANGES - 1) / SYMC_BLOCK_RANGES)
         return err_set(err, ERR_INVALID, "corrupt symcache: %u blocks cannot hold %u ranges", sc->nblocks,
                        sc->nranges);
+    uint64_t scopes_bytes = ((uint64_t)sc->nscopes * sc->w_scope + 7) / 8 + SYMC_SCOPE_PAD;
     uint64_t fixed = SYMC_HEADER_SIZE + (uint64_t)sc->nblocks * SYMC_BLOCK_SIZE + (uint64_t)sc->nfiles * 4 +
-                     (uint64_t)sc->nscopes * SYMC_SCOPE_SIZE + sc->strings_size;
+                     scopes_bytes + ((uint64_t)sc->nname_blocks + 1) * 4 + sc->dict_size + sc->names_size +
+                     sc->strings_size;
     if (fixed > sc->len)
         return err_set(err, ERR_INVALID, "corrupt symcache: tables need %llu bytes, file has %zu",
                        (unsigned long long)fixed, sc->len);
     sc->blocks = d + SYMC_HEADER_SIZE;
     sc->files = sc->blocks + (size_t)sc->nblocks * SYMC_BLOCK_SIZE;
     sc->scopes = sc->files + (size_t)sc->nfiles * 4;
-    sc->records = sc->scopes + (size_t)sc->nscopes * SYMC_SCOPE_SIZE;
+    sc->name_index = sc->scopes + scopes_bytes;
+    sc->dict = sc->name_index + ((size_t)sc->nname_blocks + 1) * 4;
+    sc->names = sc->dict + sc->dict_size;
+    sc->records = sc->names + sc->names_size;
     sc->records_len = sc->len - (size_t)fixed;
     sc->strings = (const char *)sc->records + sc->records_len;
     if (sc->strings[sc->strings_size - 1] != '\0')
@@ -173,21 +298,30 @@ static err_code check(symcache *sc, err_info *err)
             return err_set(err, ERR_INVALID, "corrupt symcache: block %u is out of order", b + 1);
     }
     for (uint32_t i = 0; i < sc->nscopes; i++) {
-        const uint8_t *s = sc->scopes + (size_t)i * SYMC_SCOPE_SIZE;
-        uint32_t name = rd32(s), parent = rd32(s + 4), c = rd32(s + 8);
-        bool bad = name >= sc->strings_size || parent == i ||
-                   (parent != SYMC_NONE && parent >= sc->nscopes) ||
-                   (parent != SYMC_NONE ? c != SYMC_NONE && c >= sc->strings_size
-                                        : c != SYMC_KIND_DWARF && c != SYMC_KIND_SYMTAB);
+        symc_scope s = scope_at(sc, i);
+        bool bad = s.name >= sc->nnames || s.parent == i ||
+                   (s.parent != SYMC_NONE && s.parent >= sc->nscopes) ||
+                   (s.parent != SYMC_NONE ? s.c != SYMC_NONE && s.c >= sc->nfiles
+                                          : s.c != SYMC_KIND_DWARF && s.c != SYMC_KIND_SYMTAB);
         if (bad)
             return err_set(err, ERR_INVALID, "corrupt symcache: scope %u points outside its tables", i);
     }
+    /* name blocks in order inside the names section; their contents are checked when a
+     * lookup first decompresses one (a bad block gives "??", never a wild read) */
+    for (uint32_t k = 0; k <= sc->nname_blocks; k++) {
+        uint32_t off = rd32(sc->name_index + (size_t)k * 4);
+        if (off > sc->names_size || (k > 0 && off < rd32(sc->name_index + (size_t)(k - 1) * 4)) ||
+            (k == sc->nname_blocks && off != sc->names_size))
+            return err_set(err, ERR_INVALID, "corrupt symcache: name block %u is out of bounds", k);
+    }
+    sc->name_memo = xcalloc(sc->nname_blocks ? sc->nname_blocks : 1, sizeof *sc->name_memo);
     return ERR_OK;
 }
 
 err_code symcache_open_bytes(symcache **out, const uint8_t *data, size_t len, err_info *err)
 {
     symcache *sc = xcalloc(1, sizeof *sc);
+    pthread_mutex_init(&sc->zstd_mu, NULL);
     *out = NULL;
     sc->data = data;
     sc->len = len;
@@ -203,6 +337,7 @@ err_code symcache_open_bytes(symcache **out, const uint8_t *data, size_t len, er
 err_code symcache_open(symcache **out, const char *path, err_info *err)
 {
     symcache *sc = xcalloc(1, sizeof *sc);
+    pthread_mutex_init(&sc->zstd_mu, NULL);
     err_code rc;
     *out = NULL;
     rc = bytes_map_file(&sc->map, path, err);
@@ -226,6 +361,12 @@ void symcache_close(symcache *sc)
 {
     if (sc == NULL)
         return;
+    for (uint32_t k = 0; sc->name_memo != NULL && k < sc->nname_blocks; k++)
+        free(atomic_load_explicit(&sc->name_memo[k], memory_order_relaxed));
+    free(sc->name_memo);
+    ZSTD_freeDDict(sc->ddict);
+    ZSTD_freeDCtx(sc->dctx);
+    pthread_mutex_destroy(&sc->zstd_mu);
     bytes_unmap(&sc->map);
     free(sc);
 }
@@ -278,10 +419,9 @@ size_t symcache_lookup(symcache_frame *out, size_t cap, const symcache *sc, uint
      * function's entry, written once the walk reaches it. */
     size_t n = 0;
     while (n < cap && n < SYMCACHE_MAX_FRAMES) {
-        const uint8_t *s = sc->scopes + (size_t)scope * SYMC_SCOPE_SIZE;
-        uint32_t parent = rd32(s + 4);
-        const char *name = string_at(sc, rd32(s));
-        out[n].function = name ? name : "??";
+        symc_scope s = scope_at(sc, scope);
+        uint32_t parent = s.parent;
+        out[n].function = name_at(sc, s.name);
         out[n].file = file;
         out[n].line = line;
         out[n].inlined = parent != SYMC_NONE;
@@ -289,15 +429,14 @@ size_t symcache_lookup(symcache_frame *out, size_t cap, const symcache *sc, uint
         out[n].sym_addr = 0;
         n++;
         if (parent == SYMC_NONE) {
-            uint64_t entry = sc->base + rd32(s + 12);
-            out[n - 1].from_symtab = rd32(s + 8) == SYMC_KIND_SYMTAB;
+            uint64_t entry = sc->base + s.d;
+            out[n - 1].from_symtab = s.c == SYMC_KIND_SYMTAB;
             for (size_t k = 0; k < n; k++)
                 out[k].sym_addr = entry;
             break;
         }
-        uint32_t call_file = rd32(s + 8);
-        file = call_file == SYMC_NONE ? NULL : string_at(sc, call_file);
-        line = rd32(s + 12);
+        file = s.c == SYMC_NONE ? NULL : string_at(sc, rd32(sc->files + (size_t)s.c * 4));
+        line = s.d;
         scope = parent;
     }
     return n;

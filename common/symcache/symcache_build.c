@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zdict.h>
+#include <zstd.h>
 
 #include "base/xalloc.h"
 #include "demangle/demangle.h"
@@ -232,7 +234,8 @@ typedef struct {
 
 typedef struct {
     const debuginfo *di;
-    strtab strings;        /* only what the file references, in order of first use */
+    strtab strings;        /* paths and the image name the file references, in order of first use */
+    strtab names;          /* function names, in order of first use (sorted when written) */
     uint32_t *scope_map;   /* debuginfo scope -> output scope (SYMC_NONE = not yet) */
     uint32_t *symbol_map;  /* debuginfo symbol -> output scope */
     symc_scope *scopes;
@@ -246,11 +249,9 @@ typedef struct {
     uint64_t base;
 } builder;
 
-static uint32_t out_string(builder *b, uint32_t id)
+static uint32_t out_name(builder *b, uint32_t id)
 {
-    if (id == STRTAB_NONE)
-        return SYMC_NONE;
-    return strtab_offset(&b->strings, strtab_copy(&b->strings, &b->di->strings, id));
+    return strtab_copy(&b->names, &b->di->strings, id);
 }
 
 /* File-table index of debuginfo string `id` (a source path), adding it on first use. */
@@ -293,6 +294,176 @@ static void put_zigzag(buf *out, int64_t v)
     put_uleb(out, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
 }
 
+/* Bits needed to hold every value 0..max (at least 1). */
+static unsigned bits_for(uint64_t max)
+{
+    unsigned w = 1;
+    while (w < 64 && (max >> w) != 0)
+        w++;
+    return w;
+}
+
+/* OR the low `width` (<= 32) bits of v into the little-endian bit string p at bit `at`. */
+static void put_bits(uint8_t *p, uint64_t at, uint64_t v, unsigned width)
+{
+    v &= width >= 64 ? ~0ull : (1ull << width) - 1;
+    v <<= at % 8;
+    for (size_t i = at / 8; v != 0; i++, v >>= 8)
+        p[i] |= (uint8_t)v;
+}
+
+/* ---- names: sorted, zstd-compressed in blocks with a dictionary trained on them ---------- */
+
+#define NAMES_LEVEL 9                 /* zstd level: tested on the benchmark's names */
+#define NAMES_DICT_MAX (112u * 1024)  /* dictionary bytes at most */
+#define NAMES_SAMPLE_MAX (8u << 20)   /* bytes of name blocks the dictionary is trained on */
+
+typedef struct {
+    const char *s;
+    uint32_t id;
+} name_ref;
+
+static int cmp_name_ref(const void *pa, const void *pb)
+{
+    const name_ref *x = pa, *y = pb;
+    int c = strcmp(x->s, y->s);
+    return c ? c : (x->id > y->id) - (x->id < y->id);
+}
+
+typedef struct {
+    const uint8_t *plain;     /* the names in sorted order, NUL-terminated, back to back */
+    const size_t *bounds;     /* block k is plain[bounds[k] .. bounds[k + 1]) */
+    size_t first, last;       /* blocks [first, last) */
+    const ZSTD_CDict *cdict;  /* NULL: no dictionary */
+    buf out;                  /* compressed blocks back to back */
+    size_t *sizes;            /* compressed size of each of this job's blocks */
+    bool failed;
+} names_job;
+
+static void *compress_names(void *arg)
+{
+    names_job *j = arg;
+    ZSTD_CCtx *cc = ZSTD_createCCtx();
+    if (cc == NULL) {
+        j->failed = true;
+        return NULL;
+    }
+    for (size_t k = j->first; k < j->last; k++) {
+        size_t len = j->bounds[k + 1] - j->bounds[k], cap = ZSTD_compressBound(len);
+        buf_reserve(&j->out, cap);
+        size_t n = j->cdict ? ZSTD_compress_usingCDict(cc, j->out.data + j->out.len, cap,
+                                                       j->plain + j->bounds[k], len, j->cdict)
+                            : ZSTD_compressCCtx(cc, j->out.data + j->out.len, cap,
+                                                j->plain + j->bounds[k], len, NAMES_LEVEL);
+        if (ZSTD_isError(n)) {
+            j->failed = true;
+            break;
+        }
+        j->out.len += n;
+        j->sizes[k - j->first] = n;
+    }
+    ZSTD_freeCCtx(cc);
+    return NULL;
+}
+
+/* Sort `names`, write the block index, dictionary and compressed blocks (layout in
+ * symcache_format.h); *rank_out (owned by the caller) maps a name id to its sorted position.
+ * Blocks are compressed on up to `threads` threads; the bytes do not depend on that number. */
+static err_code write_names(buf *index, buf *dict, buf *data, uint32_t **rank_out, const strtab *names,
+                            unsigned threads, err_info *err)
+{
+    size_t n = names->count, nblk = (n + SYMC_NAMES_PER_BLOCK - 1) / SYMC_NAMES_PER_BLOCK;
+    name_ref *v = xcalloc(n ? n : 1, sizeof *v);
+    uint32_t *rank = xcalloc(n ? n : 1, sizeof *rank);
+    size_t *bounds = xcalloc(nblk + 1, sizeof *bounds), *sizes = xcalloc(nblk ? nblk : 1, sizeof *sizes);
+    err_code rc = ERR_OK;
+    buf plain;
+    buf_init(&plain);
+    for (size_t i = 0; i < n; i++)
+        v[i] = (name_ref){strtab_get(names, (uint32_t)i), (uint32_t)i};
+    qsort(v, n, sizeof *v, cmp_name_ref);
+    buf_reserve(&plain, names->bytes.len);
+    for (size_t i = 0; i < n; i++) {
+        rank[v[i].id] = (uint32_t)i;
+        if (i % SYMC_NAMES_PER_BLOCK == 0)
+            bounds[i / SYMC_NAMES_PER_BLOCK] = plain.len;
+        buf_append(&plain, v[i].s, strtab_len(names, v[i].id) + 1);
+    }
+    bounds[nblk] = plain.len;
+
+    /* A dictionary pays off once there are many blocks; it is trained on evenly spread
+     * blocks (deterministic) so that training time stays bounded on huge images. */
+    ZSTD_CDict *cdict = NULL;
+    if (nblk >= 256) {
+        size_t step = plain.len / NAMES_SAMPLE_MAX + 1, nsamples = 0, at = 0;
+        size_t *ssizes = xcalloc(nblk, sizeof *ssizes);
+        uint8_t *samples = xmalloc(plain.len);
+        for (size_t k = 0; k < nblk; k += step) {
+            size_t len = bounds[k + 1] - bounds[k];
+            memcpy(samples + at, plain.data + bounds[k], len);
+            at += len;
+            ssizes[nsamples++] = len;
+        }
+        buf_reserve(dict, NAMES_DICT_MAX);
+        size_t got = ZDICT_trainFromBuffer(dict->data, NAMES_DICT_MAX, samples, ssizes, (unsigned)nsamples);
+        if (!ZDICT_isError(got)) {
+            dict->len = got;
+            cdict = ZSTD_createCDict(dict->data, dict->len, NAMES_LEVEL);
+        }
+        if (cdict == NULL)
+            dict->len = 0; /* training can fail on odd inputs: compress without one */
+        free(samples);
+        free(ssizes);
+    }
+
+    unsigned nthreads = threads > 1 ? threads : 1;
+    if (nthreads > 16)
+        nthreads = 16;
+    names_job jobs[16];
+    pthread_t tids[16];
+    bool started[16] = {false};
+    for (unsigned t = 0; t < nthreads; t++) {
+        jobs[t] = (names_job){(const uint8_t *)plain.data, bounds, nblk * t / nthreads, nblk * (t + 1) / nthreads,
+                              cdict, {0}, NULL, false};
+        buf_init(&jobs[t].out);
+        jobs[t].sizes = sizes + jobs[t].first;
+        if (t > 0)
+            started[t] = pthread_create(&tids[t], NULL, compress_names, &jobs[t]) == 0;
+    }
+    compress_names(&jobs[0]);
+    for (unsigned t = 1; t < nthreads; t++) {
+        if (started[t])
+            pthread_join(tids[t], NULL);
+        else
+            compress_names(&jobs[t]);
+    }
+    size_t off = 0;
+    for (unsigned t = 0; t < nthreads; t++) {
+        if (jobs[t].failed && rc == ERR_OK)
+            rc = err_set(err, ERR_INTERNAL, "zstd could not compress the function names");
+        buf_append(data, jobs[t].out.data, jobs[t].out.len);
+        buf_reset(&jobs[t].out);
+    }
+    if (rc == ERR_OK && data->len > UINT32_MAX)
+        rc = err_set(err, ERR_UNSUPPORTED, "compressed function names over 4 GiB");
+    for (size_t k = 0; rc == ERR_OK && k <= nblk; k++) {
+        buf_append_u32le(index, (uint32_t)off);
+        if (k < nblk)
+            off += sizes[k];
+    }
+    ZSTD_freeCDict(cdict);
+    buf_reset(&plain);
+    free(bounds);
+    free(sizes);
+    free(v);
+    if (rc != ERR_OK) {
+        free(rank);
+        rank = NULL;
+    }
+    *rank_out = rank;
+    return rc;
+}
+
 static uint32_t new_scope(builder *b, symc_scope s)
 {
     if (b->nscopes == b->cap_scopes) {
@@ -311,12 +482,11 @@ static uint32_t out_scope(builder *b, uint32_t id)
     const debuginfo_scope *s = &b->di->scopes[id];
     symc_scope o = {0};
     /* a caller DWARF names nothing for (rare, corrupt) still needs a printable name */
-    o.name = s->name != STRTAB_NONE ? out_string(b, s->name)
-                                    : strtab_offset(&b->strings, strtab_intern(&b->strings, "??", 2));
+    o.name = s->name != STRTAB_NONE ? out_name(b, s->name) : strtab_intern(&b->names, "??", 2);
     o.parent = SYMC_NONE;
     bool inlinee = s->parent != DEBUGINFO_NONE && s->parent < b->di->nscopes && s->parent != id;
     if (inlinee) {
-        o.c = out_string(b, s->call_file);
+        o.c = s->call_file == STRTAB_NONE ? SYMC_NONE : out_file(b, s->call_file);
         o.d = s->call_line;
     } else {
         o.c = SYMC_KIND_DWARF;
@@ -340,8 +510,7 @@ static uint32_t out_symbol(builder *b, size_t i)
     const char *raw = strtab_get(&b->di->strings, sym->scope);
     char *demangled = demangle_name(raw, DEMANGLE_SIMPLIFIED);
     const char *name = demangled ? demangled : raw;
-    symc_scope o = {strtab_offset(&b->strings, strtab_intern(&b->strings, name, strlen(name))),
-                    SYMC_NONE, SYMC_KIND_SYMTAB,
+    symc_scope o = {strtab_intern(&b->names, name, strlen(name)), SYMC_NONE, SYMC_KIND_SYMTAB,
                     (uint32_t)(sym->start - b->base)};
     free(demangled);
     return b->symbol_map[i] = new_scope(b, o);
@@ -396,6 +565,7 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
 
     b.di = di;
     strtab_init(&b.strings);
+    strtab_init(&b.names);
     b.scope_map = xcalloc(di->nscopes ? di->nscopes : 1, sizeof *b.scope_map);
     memset(b.scope_map, 0xff, (di->nscopes ? di->nscopes : 1) * sizeof *b.scope_map);
     b.symbol_map = xcalloc(di->nsymbols ? di->nsymbols : 1, sizeof *b.symbol_map);
@@ -461,6 +631,41 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
         goto done;
     }
 
+    /* names: sorted (neighbours share most bytes), then compressed in blocks */
+    uint32_t *rank = NULL;
+    buf names_index, names_dict, names_data;
+    buf_init(&names_index);
+    buf_init(&names_dict);
+    buf_init(&names_data);
+    rc = write_names(&names_index, &names_dict, &names_data, &rank, &b.names, threads, err);
+    if (rc != ERR_OK)
+        goto done_names;
+
+    /* scopes, bit-packed with the narrowest widths that hold every value */
+    uint32_t max_y = 0, max_x = 0;
+    for (size_t k = 0; k < b.nscopes; k++) {
+        const symc_scope *sp = &b.scopes[k];
+        uint32_t x = sp->parent == SYMC_NONE ? sp->c : (sp->c == SYMC_NONE ? 0 : sp->c + 1);
+        if (x > max_x)
+            max_x = x;
+        if (sp->d > max_y)
+            max_y = sp->d;
+    }
+    unsigned w_name = bits_for(b.names.count), w_parent = bits_for(b.nscopes + 1),
+             w_x = bits_for(max_x), w_y = bits_for(max_y);
+    unsigned w_scope = w_name + w_parent + w_x + w_y;
+    size_t scopes_bytes = (b.nscopes * (size_t)w_scope + 7) / 8 + SYMC_SCOPE_PAD;
+    uint8_t *packed = xcalloc(scopes_bytes, 1);
+    for (size_t k = 0; k < b.nscopes; k++) {
+        const symc_scope *sp = &b.scopes[k];
+        uint64_t at = k * (uint64_t)w_scope;
+        uint32_t x = sp->parent == SYMC_NONE ? sp->c : (sp->c == SYMC_NONE ? 0 : sp->c + 1);
+        put_bits(packed, at, rank[sp->name], w_name);
+        put_bits(packed, at + w_name, sp->parent == SYMC_NONE ? 0 : sp->parent + 1, w_parent);
+        put_bits(packed, at + w_name + w_parent, x, w_x);
+        put_bits(packed, at + w_name + w_parent + w_x, sp->d, w_y);
+    }
+
     /* range records, block-coded (layout in symcache_format.h) */
     buf data;
     buf_init(&data);
@@ -472,10 +677,8 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
         uint64_t file1 = r->info.file == SYMC_NONE ? 0 : (uint64_t)r->info.file + 1;
         if (k % SYMC_BLOCK_RANGES == 0) {
             if (data.len > UINT32_MAX) {
-                buf_reset(&data);
-                free(block_data);
                 rc = err_set(err, ERR_UNSUPPORTED, "range records over 4 GiB");
-                goto done;
+                break;
             }
             block_data[k / SYMC_BLOCK_RANGES] = (uint32_t)data.len;
             put_uleb(&data, scope1);
@@ -484,12 +687,15 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
         } else {
             const out_range *p = &b.ranges[k - 1];
             uint64_t pscope1 = p->info.scope == SYMC_NONE ? 0 : (uint64_t)p->info.scope + 1;
+            uint64_t pfile1 = p->info.file == SYMC_NONE ? 0 : (uint64_t)p->info.file + 1;
             put_uleb(&data, r->start - p->start);
             put_zigzag(&data, (int64_t)scope1 - (int64_t)pscope1);
-            put_uleb(&data, file1);
+            put_zigzag(&data, (int64_t)file1 - (int64_t)pfile1);
             put_zigzag(&data, (int64_t)r->info.line - (int64_t)p->info.line);
         }
     }
+    if (rc != ERR_OK)
+        goto done_tables;
 
     /* header */
     uint8_t hdr[8] = {0};
@@ -508,26 +714,36 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
     buf_append_u32le(out, name_off);
     buf_append_u32le(out, (uint32_t)b.nfiles);
     buf_append_u32le(out, (uint32_t)nblocks);
+    buf_append_u32le(out, (uint32_t)b.names.count);
+    buf_append_u32le(out, (uint32_t)names_dict.len);
+    buf_append_u32le(out, (uint32_t)names_data.len);
+    buf_append_u32le(out, w_name | w_parent << 8 | w_x << 16 | w_y << 24);
     /* tables */
-    buf_reserve(out, nblocks * SYMC_BLOCK_SIZE + b.nfiles * 4 + b.nscopes * SYMC_SCOPE_SIZE + data.len +
-                         b.strings.bytes.len);
+    buf_reserve(out, nblocks * SYMC_BLOCK_SIZE + b.nfiles * 4 + scopes_bytes + names_index.len +
+                         names_dict.len + names_data.len + data.len + b.strings.bytes.len);
     for (size_t k = 0; k < nblocks; k++) {
         buf_append_u32le(out, (uint32_t)(b.ranges[k * SYMC_BLOCK_RANGES].start - b.base));
         buf_append_u32le(out, block_data[k]);
     }
     for (size_t k = 0; k < b.nfiles; k++)
         buf_append_u32le(out, b.files[k]);
-    for (size_t k = 0; k < b.nscopes; k++) {
-        const symc_scope *s = &b.scopes[k];
-        buf_append_u32le(out, s->name);
-        buf_append_u32le(out, s->parent);
-        buf_append_u32le(out, s->c);
-        buf_append_u32le(out, s->d);
-    }
+    buf_append(out, packed, scopes_bytes);
+    buf_append(out, names_index.data, names_index.len);
+    buf_append(out, names_dict.data, names_dict.len);
+    buf_append(out, names_data.data, names_data.len);
     buf_append(out, data.data, data.len);
     buf_append(out, b.strings.bytes.data, b.strings.bytes.len);
+done_tables:
     buf_reset(&data);
     free(block_data);
+    free(packed);
+done_names:
+    buf_reset(&names_index);
+    buf_reset(&names_dict);
+    buf_reset(&names_data);
+    free(rank);
+    if (rc != ERR_OK)
+        goto done;
     if (stats != NULL) {
         stats->functions = (uint32_t)b.nscopes;
         stats->ranges = (uint32_t)b.nranges;
@@ -543,5 +759,6 @@ done:
     free(b.files);
     free(b.file_of_id);
     strtab_reset(&b.strings);
+    strtab_reset(&b.names);
     return rc;
 }

@@ -11,31 +11,54 @@
  *   32      4     cputype
  *   36      4     cpusubtype
  *   40      8     __TEXT vmaddr of the image
- *   48      8     base address: range starts are offsets from it
+ *   48      8     base address: range starts and function entries are offsets from it
  *   56      4     nranges
  *   60      4     nscopes
- *   64      4     strings_size (bytes; the last byte is NUL)
+ *   64      4     strings_size (bytes; the last byte is NUL): source paths and the image name
  *   68      4     image name (string offset)
  *   72      4     nfiles
  *   76      4     nblocks = ceil(nranges / SYMC_BLOCK_RANGES)
- *   80            block_index  symc_block[nblocks]   first range start of each block, and where
+ *   80      4     nnames: distinct function names
+ *   84      4     dict_size: bytes of the names' zstd dictionary (0 = none)
+ *   88      4     names_size: bytes of the compressed name blocks
+ *   92      4     scope_bits: packed widths, one byte each (low to high): name, parent, x, y
+ *   96            block_index  symc_block[nblocks]   first range start of each block, and where
  *                                                    its records begin in block_data
  *                 files        u32[nfiles]           string offsets of source paths
- *                 scopes       symc_scope[nscopes]   functions and inlinees, 16 bytes each
+ *                 scopes       nscopes bit-packed records (widths from scope_bits), then 8
+ *                              zero bytes so that every field is one unaligned 64-bit load:
+ *                                name     name id
+ *                                parent   scope this was inlined into + 1; 0 = a concrete
+ *                                         function
+ *                                x        inlinee: call file index + 1 (0 = unknown);
+ *                                         function: SYMC_KIND_DWARF or SYMC_KIND_SYMTAB
+ *                                y        inlinee: call line (0 = unknown);
+ *                                         function: entry address as an offset from the base
+ *                 name_index   u32[nname_blocks + 1] offsets of the name blocks in names
+ *                 dict         dict_size bytes (zstd dictionary trained on the names)
+ *                 names        nname_blocks = ceil(nnames / SYMC_NAMES_PER_BLOCK) zstd frames;
+ *                              each decompresses to its names (SYMC_NAMES_PER_BLOCK, fewer in
+ *                              the last), NUL-terminated, back to back
  *                 block_data   the range records, SYMC_BLOCK_RANGES per block (fewer in the
  *                              last), each: start (ULEB delta from the previous record; the
  *                              block's first is the index entry), scope + 1 (0 = none; first
  *                              of a block as ULEB, then zigzag SLEB delta), file index + 1
- *                              (ULEB, 0 = none), line (first of a block as ULEB, then zigzag
- *                              delta)
- *                 strings      NUL-terminated names and paths, each stored once
+ *                              (0 = none; first of a block as ULEB, then zigzag delta), line
+ *                              (first of a block as ULEB, then zigzag delta)
+ *                 strings      NUL-terminated paths and the image name, each stored once
  *
  * A record covers [its start, the next record's start). The last record is a sentinel (no
  * scope, no file) that ends the one before it. A lookup is a binary search over block_index,
- * a decode of at most SYMC_BLOCK_RANGES records, then a walk up scopes[].parent.
+ * a decode of at most SYMC_BLOCK_RANGES records, then a walk up the scopes' parents. Names
+ * are the display form (demangled as llvm-symbolizer --demangle prints them), sorted, so that
+ * neighbours share most of their bytes; a name block is decompressed on first use and kept
+ * for the life of the open symcache.
  *
  * Version history
- *   1  (2026-11) first version.
+ *   1  (2026-11) first version: names and paths in one plain string table, 16-byte scopes.
+ *   2  (2026-11) names zstd-compressed in blocks with a trained dictionary, bit-packed scopes,
+ *                call files as file indexes, file index delta-coded in range records. A
+ *                version-1 file is refused with ERR_OUTDATED (rebuild from the dSYM).
  */
 #ifndef STACKSIFT_SYMCACHE_FORMAT_H
 #define STACKSIFT_SYMCACHE_FORMAT_H
@@ -43,11 +66,13 @@
 #include <stdint.h>
 
 #define SYMC_MAGIC "STKSYMC"
-#define SYMCACHE_VERSION 1u
-#define SYMC_HEADER_SIZE 80u
+#define SYMCACHE_VERSION 2u
+#define SYMC_HEADER_SIZE 96u
 #define SYMC_BLOCK_RANGES 32u
+#define SYMC_NAMES_PER_BLOCK 32u
 #define SYMC_NONE UINT32_MAX
 #define SYMC_FLAG_DWARF 1u
+#define SYMC_SCOPE_PAD 8u
 
 typedef struct {
     uint32_t start;     /* first range start of the block, as an offset from the base */
@@ -56,18 +81,17 @@ typedef struct {
 
 #define SYMC_BLOCK_SIZE 8u
 
-/* A scope is an inlinee (parent != SYMC_NONE) or a concrete function (parent == SYMC_NONE).
- * The last two fields mean different things for the two, which keeps a scope at 16 bytes. */
+/* A scope unpacked: an inlinee (parent != SYMC_NONE) or a concrete function (parent ==
+ * SYMC_NONE). The last two fields mean different things for the two. */
 typedef struct {
-    uint32_t name;   /* string offset of the (demangled) function name */
+    uint32_t name;   /* name id */
     uint32_t parent; /* scope this was inlined into, or SYMC_NONE for a concrete function */
-    uint32_t c;      /* inlinee: call site's file (string offset or SYMC_NONE);
+    uint32_t c;      /* inlinee: call site's file index or SYMC_NONE;
                         function: SYMC_KIND_DWARF or SYMC_KIND_SYMTAB */
     uint32_t d;      /* inlinee: call site's line in the parent (0 = unknown);
                         function: its entry address as an offset from the base address */
 } symc_scope;
 
-#define SYMC_SCOPE_SIZE 16u
 #define SYMC_KIND_DWARF 0u
 #define SYMC_KIND_SYMTAB 1u
 

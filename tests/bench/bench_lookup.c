@@ -1,0 +1,98 @@
+/*
+ * bench_lookup SYMC ADDRS [ROUNDS] - in-process symcache_lookup rate on one core.
+ *
+ * Opens SYMC, reads the file addresses in ADDRS (hex, one per line, in that order), then:
+ *   cold   one pass over them on a freshly opened symcache (name blocks decompressed as they
+ *          are first touched)
+ *   warm   ROUNDS (default 5) more passes; the fastest counts (the machine is shared)
+ * Every pass asks for all frames (inline chain) and reads every frame's function name, so
+ * what a caller would print was really found. Prints one line:
+ *   bench_lookup: N addresses, F frames/pass; cold X lookups/s; warm Y lookups/s (1 thread)
+ * Not a test: tests/bench/symbolication.sh prints it beside llvm-symbolizer's rate.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "symcache/symcache.h"
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* One pass: returns frames found; *sink accumulates name bytes so nothing is optimized out. */
+static size_t pass(const symcache *sc, const uint64_t *addrs, size_t n, size_t *sink)
+{
+    symcache_frame f[SYMCACHE_MAX_FRAMES];
+    size_t frames = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = symcache_lookup(f, SYMCACHE_MAX_FRAMES, sc, addrs[i]);
+        frames += k;
+        for (size_t j = 0; j < k; j++)
+            *sink += (unsigned char)f[j].function[0];
+    }
+    return frames;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3 || argc > 4) {
+        fprintf(stderr, "usage: bench_lookup SYMC ADDRS [ROUNDS]\n");
+        return 2;
+    }
+    int rounds = argc == 4 ? atoi(argv[3]) : 5;
+    FILE *f = fopen(argv[2], "r");
+    if (f == NULL) {
+        fprintf(stderr, "bench_lookup: cannot open %s\n", argv[2]);
+        return 2;
+    }
+    size_t n = 0, cap = 1024;
+    uint64_t *addrs = malloc(cap * sizeof *addrs);
+    char line[128];
+    while (addrs != NULL && fgets(line, sizeof line, f) != NULL) {
+        char *end;
+        uint64_t a = strtoull(line, &end, 16);
+        if (end == line)
+            continue;
+        if (n == cap) {
+            uint64_t *more = realloc(addrs, (cap *= 2) * sizeof *addrs);
+            if (more == NULL)
+                break;
+            addrs = more;
+        }
+        addrs[n++] = a;
+    }
+    fclose(f);
+    if (addrs == NULL || n == 0) {
+        fprintf(stderr, "bench_lookup: no addresses in %s\n", argv[2]);
+        free(addrs);
+        return 2;
+    }
+    symcache *sc = NULL;
+    err_info err = {0};
+    if (symcache_open(&sc, argv[1], &err) != ERR_OK) {
+        fprintf(stderr, "bench_lookup: %s\n", err.msg);
+        free(addrs);
+        return 2;
+    }
+    size_t sink = 0;
+    double t0 = now_s();
+    size_t frames = pass(sc, addrs, n, &sink);
+    double cold = now_s() - t0, warm = 0;
+    for (int r = 0; r < rounds; r++) {
+        t0 = now_s();
+        pass(sc, addrs, n, &sink);
+        double t = now_s() - t0;
+        if (r == 0 || t < warm)
+            warm = t;
+    }
+    printf("bench_lookup: %zu addresses, %zu frames/pass; cold %.0f lookups/s; warm %.0f lookups/s (1 thread)%s\n",
+           n, frames, (double)n / cold, rounds > 0 ? (double)n / warm : 0.0, sink == 0 ? " (no frames)" : "");
+    symcache_close(sc);
+    free(addrs);
+    return frames > 0 ? 0 : 1;
+}

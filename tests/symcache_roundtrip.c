@@ -1,0 +1,150 @@
+/*
+ * symcache_roundtrip MACHO [ADDRS] - every (address -> frames) answer of the current symcache
+ * format equals the version-1 format's (tests/symcache_v1/, the frozen old builder and reader).
+ *
+ * For each slice of MACHO (a dSYM's DWARF file or any Mach-O, thin or fat), builds both
+ * formats from the same debuginfo in memory and compares symcache_lookup's frames (function,
+ * file, line, inlined, from_symtab, sym_addr) at: the file addresses listed in ADDRS (hex, one
+ * per line; the benchmark's sample), else every byte of __TEXT (at most 4 M addresses, evenly
+ * spread beyond that) plus a margin either side. Prints one line per slice with the counts
+ * and the two sizes; exits 1 on the first slice with a difference (printing up to 5), 2 on a
+ * usage or input error.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/bytes.h"
+#include "debuginfo/debuginfo.h"
+#include "macho/macho.h"
+#include "symcache/symcache.h"
+#include "symcache/symcache_build.h"
+#include "symcache_v1/symcache_v1.h"
+
+static bool same_str(const char *a, const char *b)
+{
+    return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+static void print_frames(const char *label, const symcache_frame *f, size_t n)
+{
+    fprintf(stderr, "  %s: %zu frames\n", label, n);
+    for (size_t i = 0; i < n; i++)
+        fprintf(stderr, "    %s %s:%u%s%s sym 0x%llx\n", f[i].function, f[i].file ? f[i].file : "(null)",
+                f[i].line, f[i].inlined ? " inlined" : "", f[i].from_symtab ? " symtab" : "",
+                (unsigned long long)f[i].sym_addr);
+}
+
+/* Compare both answers at addr; true when equal. */
+static bool compare_at(const symcache *sc, const symcache_v1 *old, uint64_t addr, int *reported)
+{
+    symcache_frame a[SYMCACHE_MAX_FRAMES], b[SYMCACHE_MAX_FRAMES];
+    size_t na = symcache_lookup(a, SYMCACHE_MAX_FRAMES, sc, addr);
+    size_t nb = symcache_v1_lookup(b, SYMCACHE_MAX_FRAMES, old, addr);
+    bool same = na == nb;
+    for (size_t i = 0; same && i < na; i++)
+        same = same_str(a[i].function, b[i].function) && same_str(a[i].file, b[i].file) &&
+               a[i].line == b[i].line && a[i].inlined == b[i].inlined &&
+               a[i].from_symtab == b[i].from_symtab && a[i].sym_addr == b[i].sym_addr;
+    if (!same && (*reported)++ < 5) {
+        fprintf(stderr, "symcache_roundtrip: 0x%llx differs\n", (unsigned long long)addr);
+        print_frames("new", a, na);
+        print_frames("v1", b, nb);
+    }
+    return same;
+}
+
+static int check_slice(const uint8_t *data, size_t len, const char *name, FILE *addrs)
+{
+    macho_image *img = calloc(1, sizeof *img);
+    debuginfo di = {0};
+    buf now, v1;
+    buf_init(&now);
+    buf_init(&v1);
+    symcache *sc = NULL;
+    symcache_v1 *old = NULL;
+    err_info err = {0};
+    int status = 2;
+    if (img == NULL || macho_parse(img, data, len, &err) != ERR_OK || debuginfo_load(&di, img, 2, &err) != ERR_OK ||
+        symcache_build(&now, NULL, img, &di, name, 2, &err) != ERR_OK ||
+        symcache_v1_build(&v1, NULL, img, &di, name, 2, &err) != ERR_OK ||
+        symcache_open_bytes(&sc, (const uint8_t *)now.data, now.len, &err) != ERR_OK ||
+        symcache_v1_open_bytes(&old, (const uint8_t *)v1.data, v1.len, &err) != ERR_OK) {
+        fprintf(stderr, "symcache_roundtrip: %s: %s\n", name, err.msg);
+        goto done;
+    }
+    uint64_t checked = 0, covered = 0, differ = 0;
+    int reported = 0;
+    symcache_frame f[1];
+    if (addrs != NULL) {
+        char line[128];
+        rewind(addrs);
+        while (fgets(line, sizeof line, addrs) != NULL) {
+            char *end;
+            uint64_t a = strtoull(line, &end, 16);
+            if (end == line)
+                continue;
+            checked++;
+            covered += symcache_lookup(f, 1, sc, a) > 0;
+            differ += !compare_at(sc, old, a, &reported);
+        }
+    } else {
+        uint64_t lo = img->text_vmaddr, size = img->text_vmsize;
+        uint64_t step = size / (4u << 20) + 1, margin = 64;
+        for (uint64_t a = lo >= margin ? lo - margin : 0; a < lo + size + margin; a += a < lo || a >= lo + size ? 1 : step) {
+            checked++;
+            covered += symcache_lookup(f, 1, sc, a) > 0;
+            differ += !compare_at(sc, old, a, &reported);
+        }
+    }
+    printf("symcache_roundtrip: %s %s: %llu addresses (%llu covered), %llu differ; .symc %zu bytes, v1 %zu "
+           "bytes (%.1f%%)\n",
+           name, macho_arch_name(img->cputype, img->cpusubtype), (unsigned long long)checked,
+           (unsigned long long)covered, (unsigned long long)differ, now.len, v1.len,
+           v1.len ? 100.0 * (double)now.len / (double)v1.len : 0.0);
+    status = differ == 0 && covered > 0 ? 0 : 1;
+    if (covered == 0)
+        fprintf(stderr, "symcache_roundtrip: %s: no address was covered: nothing compared\n", name);
+done:
+    symcache_close(sc);
+    symcache_v1_close(old);
+    buf_reset(&now);
+    buf_reset(&v1);
+    debuginfo_reset(&di);
+    free(img);
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || argc > 3) {
+        fprintf(stderr, "usage: symcache_roundtrip MACHO [ADDRS]\n");
+        return 2;
+    }
+    FILE *addrs = NULL;
+    if (argc == 3 && (addrs = fopen(argv[2], "r")) == NULL) {
+        fprintf(stderr, "symcache_roundtrip: cannot open %s\n", argv[2]);
+        return 2;
+    }
+    bytes b;
+    err_info err = {0};
+    if (bytes_map_file(&b, argv[1], &err) != ERR_OK) {
+        fprintf(stderr, "symcache_roundtrip: %s\n", err.msg);
+        return 2;
+    }
+    macho_slice slices[MACHO_MAX_SLICES];
+    size_t n = 0;
+    int status = 0;
+    if (macho_slices(slices, &n, b.data, b.len, &err) != ERR_OK) {
+        fprintf(stderr, "symcache_roundtrip: %s: %s\n", argv[1], err.msg);
+        status = 2;
+    }
+    const char *name = strrchr(argv[1], '/') ? strrchr(argv[1], '/') + 1 : argv[1];
+    for (size_t i = 0; i < n && status == 0; i++)
+        status = check_slice(b.data + slices[i].offset, (size_t)slices[i].size, name, addrs);
+    bytes_unmap(&b);
+    if (addrs != NULL)
+        fclose(addrs);
+    return status;
+}

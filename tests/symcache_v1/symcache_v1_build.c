@@ -1,0 +1,547 @@
+/*
+ * Flattening: scope ranges nest (an inlinee lies inside its caller), so one sweep with a stack
+ * over ranges sorted by (start, end desc, depth) yields, for every address, the innermost
+ * scope. Line rows become [addr, next addr) segments per sequence. A three-way merge of scope
+ * segments, line segments and symbol-table symbols gives the final table; neighbours that
+ * say the same thing are joined.
+ */
+#include "symcache_v1.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/xalloc.h"
+#include "demangle/demangle.h"
+#include "symcache_v1_format.h"
+
+typedef struct {
+    uint64_t start, end;
+    uint32_t a, b; /* scope segments: a = scope; line segments: a = file, b = line */
+} segment;
+
+typedef struct {
+    segment *v;
+    size_t n, cap;
+} segments;
+
+static void seg_push(segments *s, uint64_t start, uint64_t end, uint32_t a, uint32_t b)
+{
+    if (end <= start)
+        return;
+    if (s->n > 0 && s->v[s->n - 1].end == start && s->v[s->n - 1].a == a && s->v[s->n - 1].b == b) {
+        s->v[s->n - 1].end = end;
+        return;
+    }
+    if (s->n == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 1024;
+        s->v = xreallocarray(s->v, s->cap, sizeof *s->v);
+    }
+    s->v[s->n++] = (segment){start, end, a, b};
+}
+
+static int cmp_scope_range(const void *pa, const void *pb)
+{
+    const debuginfo_range *x = pa, *y = pb;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    if (x->end != y->end)
+        return x->end > y->end ? -1 : 1; /* outer first */
+    if (x->depth != y->depth)
+        return x->depth < y->depth ? -1 : 1;
+    return x->scope < y->scope ? -1 : x->scope > y->scope;
+}
+
+/* LSD radix sort by a 64-bit field, stable: 8 passes of 8 bits, a pass skipped when every
+ * key has the same byte there (the high bytes of addresses in one image). O(n) where qsort
+ * spent most of the build on millions of line segments. */
+#define DEFINE_RADIX_SORT(fn, type, field)                                       \
+    static void fn(type *v, size_t n)                                            \
+    {                                                                            \
+        if (n < 2)                                                               \
+            return;                                                              \
+        type *tmp = xmalloc(n * sizeof *tmp);                                    \
+        type *src = v, *dst = tmp;                                               \
+        for (unsigned shift = 0; shift < 64; shift += 8) {                       \
+            size_t count[256] = {0};                                             \
+            for (size_t i = 0; i < n; i++)                                       \
+                count[(src[i].field >> shift) & 0xff]++;                         \
+            if (count[(src[0].field >> shift) & 0xff] == n)                      \
+                continue;                                                        \
+            size_t pos = 0;                                                      \
+            for (unsigned b = 0; b < 256; b++) {                                 \
+                size_t c = count[b];                                             \
+                count[b] = pos;                                                  \
+                pos += c;                                                        \
+            }                                                                    \
+            for (size_t i = 0; i < n; i++)                                       \
+                dst[count[(src[i].field >> shift) & 0xff]++] = src[i];           \
+            type *t = src;                                                       \
+            src = dst;                                                           \
+            dst = t;                                                             \
+        }                                                                        \
+        if (src != v)                                                            \
+            memcpy(v, src, n * sizeof *v);                                       \
+        free(tmp);                                                               \
+    }
+
+DEFINE_RADIX_SORT(sort_ranges_by_start, debuginfo_range, start)
+
+/* Innermost scope per address. Ranges that overlap without nesting (bad DWARF, folded
+ * functions) are clipped to the range they start in. */
+static void flatten_scopes(segments *out, const debuginfo *di)
+{
+    debuginfo_range *r = xcalloc(di->nranges ? di->nranges : 1, sizeof *r);
+    if (di->nranges > 0)
+        memcpy(r, di->ranges, di->nranges * sizeof *r);
+    /* by start, then each run of equal starts by (end desc, depth, scope): runs are short */
+    sort_ranges_by_start(r, di->nranges);
+    for (size_t i = 0, j; i < di->nranges; i = j) {
+        for (j = i + 1; j < di->nranges && r[j].start == r[i].start; j++)
+            ;
+        if (j - i > 1)
+            qsort(r + i, j - i, sizeof *r, cmp_scope_range);
+    }
+    debuginfo_range *stack = xcalloc(di->nranges ? di->nranges : 1, sizeof *stack);
+    size_t top = 0;
+    uint64_t cur = 0;
+    for (size_t i = 0; i <= di->nranges; i++) {
+        uint64_t next = i < di->nranges ? r[i].start : UINT64_MAX;
+        while (top > 0 && stack[top - 1].end <= next) {
+            debuginfo_range t = stack[--top];
+            seg_push(out, cur, t.end, t.scope, 0);
+            if (t.end > cur)
+                cur = t.end;
+        }
+        if (i == di->nranges)
+            break;
+        if (top > 0)
+            seg_push(out, cur, next, stack[top - 1].scope, 0);
+        cur = next;
+        debuginfo_range nr = r[i];
+        if (top > 0 && nr.end > stack[top - 1].end)
+            nr.end = stack[top - 1].end;
+        if (nr.end > nr.start)
+            stack[top++] = nr;
+    }
+    free(stack);
+    free(r);
+}
+
+
+/* Line rows -> [addr, next addr) segments. For several rows at one address the last wins,
+ * as in llvm's DWARFDebugLine::LineTable::findRowInSeq. */
+typedef struct {
+    uint64_t start;      /* address of its first row */
+    size_t first, last;  /* rows[first .. last], last being the end_sequence row */
+} sequence;
+
+DEFINE_RADIX_SORT(sort_sequences_by_start, sequence, start)
+
+/* Append the [addr, next addr) segments of one sequence's rows; where an earlier sequence
+ * already covers an address (dead code left at a reused address), the earlier one wins. */
+static void emit_sequence(segments *out, const debuginfo *di, const sequence *q)
+{
+    for (size_t i = q->first; i < q->last; i++) {
+        const debuginfo_row *row = &di->rows[i], *next = &di->rows[i + 1];
+        if (next->addr <= row->addr)
+            continue; /* several rows at one address: the last wins */
+        segment s = {row->addr, next->addr, row->file, row->line};
+        if (out->n > 0 && out->v[out->n - 1].end > s.start) {
+            if (out->v[out->n - 1].end >= s.end)
+                continue;
+            s.start = out->v[out->n - 1].end;
+        }
+        seg_push(out, s.start, s.end, s.a, s.b);
+    }
+}
+
+/* Line rows -> [addr, next addr) segments, as llvm's DWARFDebugLine::LineTable::findRowInSeq
+ * reads them. Rows within a sequence increase (DWARF 5 section 6.2.5.1), so sorting the
+ * sequences by their first address, not millions of rows, orders the segments. A sequence
+ * whose rows go backwards (corrupt) is dropped. */
+static void flatten_lines(segments *out, const debuginfo *di)
+{
+    sequence *seq = NULL;
+    size_t nseq = 0, cap = 0, first = 0;
+    for (size_t i = 0; i < di->nrows; i++) {
+        if (i > first && di->rows[i].addr < di->rows[i - 1].addr) {
+            /* out of order: skip to this sequence's end */
+            while (i < di->nrows && di->rows[i].line != DEBUGINFO_END_SEQUENCE)
+                i++;
+            first = i + 1;
+            continue;
+        }
+        if (di->rows[i].line != DEBUGINFO_END_SEQUENCE)
+            continue;
+        if (i > first) {
+            if (nseq == cap) {
+                cap = cap ? cap * 2 : 1024;
+                seq = xreallocarray(seq, cap, sizeof *seq);
+            }
+            seq[nseq++] = (sequence){di->rows[first].addr, first, i};
+        }
+        first = i + 1;
+    }
+    sort_sequences_by_start(seq, nseq); /* stable: merge order breaks ties */
+    for (size_t k = 0; k < nseq; k++)
+        emit_sequence(out, di, &seq[k]);
+    free(seq);
+}
+
+static void clip_segments(segments *s, uint64_t lo, uint64_t hi)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        segment g = s->v[i];
+        if (g.start < lo)
+            g.start = lo;
+        if (g.end > hi)
+            g.end = hi;
+        if (g.end > g.start)
+            s->v[n++] = g;
+    }
+    s->n = n;
+}
+
+typedef struct {
+    segments *out;
+    const debuginfo *di;
+} flatten_job;
+
+static void *flatten_scopes_thread(void *arg)
+{
+    flatten_job *job = arg;
+    flatten_scopes(job->out, job->di);
+    return NULL;
+}
+
+/* ---- output tables ---------------------------------------------------------------------- */
+
+typedef struct {
+    uint32_t scope; /* output scope, or SYMC_NONE */
+    uint32_t file;  /* index into the file table, or SYMC_NONE */
+    uint32_t line;  /* 0 = unknown */
+} range_info;
+
+typedef struct {
+    uint64_t start;
+    range_info info;
+} out_range;
+
+typedef struct {
+    const debuginfo *di;
+    strtab strings;        /* only what the file references, in order of first use */
+    uint32_t *scope_map;   /* debuginfo scope -> output scope (SYMC_NONE = not yet) */
+    uint32_t *symbol_map;  /* debuginfo symbol -> output scope */
+    symc_scope *scopes;
+    size_t nscopes, cap_scopes;
+    out_range *ranges;
+    size_t nranges, cap_ranges;
+    uint32_t *file_of_id;  /* output string id -> file index + 1 (0 = not a file yet) */
+    size_t cap_file_of_id;
+    uint32_t *files;       /* file index -> string offset */
+    size_t nfiles, cap_files;
+    uint64_t base;
+} builder;
+
+static uint32_t out_string(builder *b, uint32_t id)
+{
+    if (id == STRTAB_NONE)
+        return SYMC_NONE;
+    return strtab_offset(&b->strings, strtab_copy(&b->strings, &b->di->strings, id));
+}
+
+/* File-table index of debuginfo string `id` (a source path), adding it on first use. */
+static uint32_t out_file(builder *b, uint32_t id)
+{
+    uint32_t sid = strtab_copy(&b->strings, &b->di->strings, id);
+    if (sid >= b->cap_file_of_id) {
+        size_t cap = b->cap_file_of_id ? b->cap_file_of_id : 1024;
+        while (cap <= sid)
+            cap *= 2;
+        b->file_of_id = xreallocarray(b->file_of_id, cap, sizeof *b->file_of_id);
+        memset(b->file_of_id + b->cap_file_of_id, 0, (cap - b->cap_file_of_id) * sizeof *b->file_of_id);
+        b->cap_file_of_id = cap;
+    }
+    if (b->file_of_id[sid] == 0) {
+        if (b->nfiles == b->cap_files) {
+            b->cap_files = b->cap_files ? b->cap_files * 2 : 256;
+            b->files = xreallocarray(b->files, b->cap_files, sizeof *b->files);
+        }
+        b->files[b->nfiles++] = strtab_offset(&b->strings, sid);
+        b->file_of_id[sid] = (uint32_t)b->nfiles;
+    }
+    return b->file_of_id[sid] - 1;
+}
+
+static void put_uleb(buf *out, uint64_t v)
+{
+    uint8_t tmp[10];
+    size_t n = 0;
+    do {
+        uint8_t byte = v & 0x7f;
+        v >>= 7;
+        tmp[n++] = byte | (v ? 0x80 : 0);
+    } while (v);
+    buf_append(out, tmp, n);
+}
+
+static void put_zigzag(buf *out, int64_t v)
+{
+    put_uleb(out, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
+static uint32_t new_scope(builder *b, symc_scope s)
+{
+    if (b->nscopes == b->cap_scopes) {
+        b->cap_scopes = b->cap_scopes ? b->cap_scopes * 2 : 1024;
+        b->scopes = xreallocarray(b->scopes, b->cap_scopes, sizeof *b->scopes);
+    }
+    b->scopes[b->nscopes] = s;
+    return (uint32_t)b->nscopes++;
+}
+
+/* Output index of debuginfo scope `id`, adding it and its callers on first use. */
+static uint32_t out_scope(builder *b, uint32_t id)
+{
+    if (b->scope_map[id] != SYMC_NONE)
+        return b->scope_map[id];
+    const debuginfo_scope *s = &b->di->scopes[id];
+    symc_scope o = {0};
+    /* a caller DWARF names nothing for (rare, corrupt) still needs a printable name */
+    o.name = s->name != STRTAB_NONE ? out_string(b, s->name)
+                                    : strtab_offset(&b->strings, strtab_intern(&b->strings, "??", 2));
+    o.parent = SYMC_NONE;
+    bool inlinee = s->parent != DEBUGINFO_NONE && s->parent < b->di->nscopes && s->parent != id;
+    if (inlinee) {
+        o.c = out_string(b, s->call_file);
+        o.d = s->call_line;
+    } else {
+        o.c = SYMC_KIND_DWARF;
+        o.d = s->entry >= b->base && s->entry - b->base <= UINT32_MAX ? (uint32_t)(s->entry - b->base) : 0;
+    }
+    uint32_t idx = new_scope(b, o);
+    b->scope_map[id] = idx;
+    if (inlinee) {
+        uint32_t parent = out_scope(b, s->parent);
+        b->scopes[idx].parent = parent;
+    }
+    return idx;
+}
+
+static uint32_t out_symbol(builder *b, size_t i)
+{
+    if (b->symbol_map[i] != SYMC_NONE)
+        return b->symbol_map[i];
+    const debuginfo_range *sym = &b->di->symbols[i];
+    /* symbol names are demangled here, for the few symbols DWARF leaves to them */
+    const char *raw = strtab_get(&b->di->strings, sym->scope);
+    char *demangled = demangle_name(raw, DEMANGLE_SIMPLIFIED);
+    const char *name = demangled ? demangled : raw;
+    symc_scope o = {strtab_offset(&b->strings, strtab_intern(&b->strings, name, strlen(name))),
+                    SYMC_NONE, SYMC_KIND_SYMTAB,
+                    (uint32_t)(sym->start - b->base)};
+    free(demangled);
+    return b->symbol_map[i] = new_scope(b, o);
+}
+
+static void push_out(builder *b, uint64_t start, uint32_t scope, uint32_t file, uint32_t line)
+{
+    if (b->nranges > 0) {
+        out_range *last = &b->ranges[b->nranges - 1];
+        if (last->info.scope == scope && last->info.file == file && last->info.line == line)
+            return;
+        if (last->start == start) { /* zero-length predecessor: replace it */
+            last->info = (range_info){scope, file, line};
+            return;
+        }
+    }
+    if (b->nranges == b->cap_ranges) {
+        b->cap_ranges = b->cap_ranges ? b->cap_ranges * 2 : 1024;
+        b->ranges = xreallocarray(b->ranges, b->cap_ranges, sizeof *b->ranges);
+    }
+    b->ranges[b->nranges++] = (out_range){start, {scope, file, line}};
+}
+
+err_code symcache_v1_build(buf *out, symcache_build_stats *stats, const macho_image *img,
+                        const debuginfo *di, const char *image_name, unsigned threads,
+                        err_info *err)
+{
+    segments scopes = {0}, lines = {0}, syms = {0};
+    builder b = {0};
+    err_code rc = ERR_OK;
+    if (!img->has_uuid)
+        return err_set(err, ERR_INVALID, "Mach-O image has no LC_UUID: cannot be matched to reports");
+    /* the two flattenings are independent: scopes on a second thread, lines here */
+    flatten_job job = {&scopes, di};
+    pthread_t tid;
+    bool threaded = threads > 1 && pthread_create(&tid, NULL, flatten_scopes_thread, &job) == 0;
+    if (!threaded)
+        flatten_scopes(&scopes, di);
+    flatten_lines(&lines, di);
+    if (threaded)
+        pthread_join(tid, NULL);
+    for (size_t i = 0; i < di->nsymbols; i++)
+        seg_push(&syms, di->symbols[i].start, di->symbols[i].end, (uint32_t)i, 0);
+
+    /* Code lives in __TEXT: DWARF that points elsewhere (address 0 for dead-stripped code,
+     * addresses a broken linker left unrelocated) describes nothing a report can hit. */
+    if (img->has_text && img->text_vmsize > 0) {
+        segments *lists[3] = {&scopes, &lines, &syms};
+        for (int k = 0; k < 3; k++)
+            clip_segments(lists[k], img->text_vmaddr, img->text_vmaddr + img->text_vmsize);
+    }
+
+    b.di = di;
+    strtab_init(&b.strings);
+    b.scope_map = xcalloc(di->nscopes ? di->nscopes : 1, sizeof *b.scope_map);
+    memset(b.scope_map, 0xff, (di->nscopes ? di->nscopes : 1) * sizeof *b.scope_map);
+    b.symbol_map = xcalloc(di->nsymbols ? di->nsymbols : 1, sizeof *b.symbol_map);
+    memset(b.symbol_map, 0xff, (di->nsymbols ? di->nsymbols : 1) * sizeof *b.symbol_map);
+    uint32_t name_off = strtab_offset(&b.strings, strtab_intern(&b.strings, image_name ? image_name : "",
+                                                                image_name ? strlen(image_name) : 0));
+
+    uint64_t lo = UINT64_MAX, hi = 0;
+    const segments *all[3] = {&scopes, &lines, &syms};
+    for (int k = 0; k < 3; k++)
+        if (all[k]->n > 0) {
+            if (all[k]->v[0].start < lo)
+                lo = all[k]->v[0].start;
+            if (all[k]->v[all[k]->n - 1].end > hi)
+                hi = all[k]->v[all[k]->n - 1].end;
+        }
+    if (lo == UINT64_MAX)
+        lo = hi = img->has_text ? img->text_vmaddr : 0;
+    if (hi - lo > UINT32_MAX) {
+        rc = err_set(err, ERR_UNSUPPORTED, "code spans %llu bytes; symcaches cover at most 4 GiB",
+                     (unsigned long long)(hi - lo));
+        goto done;
+    }
+    b.base = lo;
+
+    /* three-way merge over the boundaries of all segment lists */
+    size_t i[3] = {0, 0, 0};
+    uint64_t at = lo;
+    while (at < hi) {
+        const segment *act[3] = {NULL, NULL, NULL};
+        uint64_t next = UINT64_MAX;
+        for (int k = 0; k < 3; k++) {
+            while (i[k] < all[k]->n && all[k]->v[i[k]].end <= at)
+                i[k]++;
+            if (i[k] < all[k]->n) {
+                const segment *s = &all[k]->v[i[k]];
+                if (s->start <= at) {
+                    act[k] = s;
+                    if (s->end < next)
+                        next = s->end;
+                } else if (s->start < next) {
+                    next = s->start;
+                }
+            }
+        }
+        if (next == UINT64_MAX)
+            break;
+        uint32_t scope = SYMC_NONE, file = SYMC_NONE, line = 0;
+        if (act[0] != NULL && di->scopes[act[0]->a].name != STRTAB_NONE)
+            scope = out_scope(&b, act[0]->a);
+        else if (act[2] != NULL)
+            scope = out_symbol(&b, act[2]->a);
+        if (act[1] != NULL) {
+            file = act[1]->a == STRTAB_NONE ? SYMC_NONE : out_file(&b, act[1]->a);
+            line = act[1]->b;
+        }
+        push_out(&b, at, scope, file, line);
+        at = next;
+    }
+    push_out(&b, hi, SYMC_NONE, SYMC_NONE, 0); /* sentinel */
+    if (b.nranges >= UINT32_MAX || b.nscopes >= UINT32_MAX) {
+        rc = err_set(err, ERR_UNSUPPORTED, "too many ranges for one symcache_v1");
+        goto done;
+    }
+
+    /* range records, block-coded (layout in symcache_format.h) */
+    buf data;
+    buf_init(&data);
+    size_t nblocks = (b.nranges + SYMC_BLOCK_RANGES - 1) / SYMC_BLOCK_RANGES;
+    uint32_t *block_data = xcalloc(nblocks ? nblocks : 1, sizeof *block_data);
+    for (size_t k = 0; k < b.nranges; k++) {
+        const out_range *r = &b.ranges[k];
+        uint64_t scope1 = r->info.scope == SYMC_NONE ? 0 : (uint64_t)r->info.scope + 1;
+        uint64_t file1 = r->info.file == SYMC_NONE ? 0 : (uint64_t)r->info.file + 1;
+        if (k % SYMC_BLOCK_RANGES == 0) {
+            if (data.len > UINT32_MAX) {
+                buf_reset(&data);
+                free(block_data);
+                rc = err_set(err, ERR_UNSUPPORTED, "range records over 4 GiB");
+                goto done;
+            }
+            block_data[k / SYMC_BLOCK_RANGES] = (uint32_t)data.len;
+            put_uleb(&data, scope1);
+            put_uleb(&data, file1);
+            put_uleb(&data, r->info.line);
+        } else {
+            const out_range *p = &b.ranges[k - 1];
+            uint64_t pscope1 = p->info.scope == SYMC_NONE ? 0 : (uint64_t)p->info.scope + 1;
+            put_uleb(&data, r->start - p->start);
+            put_zigzag(&data, (int64_t)scope1 - (int64_t)pscope1);
+            put_uleb(&data, file1);
+            put_zigzag(&data, (int64_t)r->info.line - (int64_t)p->info.line);
+        }
+    }
+
+    /* header */
+    uint8_t hdr[8] = {0};
+    memcpy(hdr, SYMC_MAGIC, sizeof SYMC_MAGIC);
+    buf_append(out, hdr, 8);
+    buf_append_u32le(out, SYMCACHE_VERSION);
+    buf_append_u32le(out, di->nranges > 0 || di->nrows > 0 ? SYMC_FLAG_DWARF : 0);
+    buf_append(out, img->uuid, 16);
+    buf_append_u32le(out, img->cputype);
+    buf_append_u32le(out, img->cpusubtype);
+    buf_append_u64le(out, img->has_text ? img->text_vmaddr : 0);
+    buf_append_u64le(out, b.base);
+    buf_append_u32le(out, (uint32_t)b.nranges);
+    buf_append_u32le(out, (uint32_t)b.nscopes);
+    buf_append_u32le(out, (uint32_t)b.strings.bytes.len);
+    buf_append_u32le(out, name_off);
+    buf_append_u32le(out, (uint32_t)b.nfiles);
+    buf_append_u32le(out, (uint32_t)nblocks);
+    /* tables */
+    buf_reserve(out, nblocks * SYMC_BLOCK_SIZE + b.nfiles * 4 + b.nscopes * SYMC_SCOPE_SIZE + data.len +
+                         b.strings.bytes.len);
+    for (size_t k = 0; k < nblocks; k++) {
+        buf_append_u32le(out, (uint32_t)(b.ranges[k * SYMC_BLOCK_RANGES].start - b.base));
+        buf_append_u32le(out, block_data[k]);
+    }
+    for (size_t k = 0; k < b.nfiles; k++)
+        buf_append_u32le(out, b.files[k]);
+    for (size_t k = 0; k < b.nscopes; k++) {
+        const symc_scope *s = &b.scopes[k];
+        buf_append_u32le(out, s->name);
+        buf_append_u32le(out, s->parent);
+        buf_append_u32le(out, s->c);
+        buf_append_u32le(out, s->d);
+    }
+    buf_append(out, data.data, data.len);
+    buf_append(out, b.strings.bytes.data, b.strings.bytes.len);
+    buf_reset(&data);
+    free(block_data);
+    if (stats != NULL) {
+        stats->functions = (uint32_t)b.nscopes;
+        stats->ranges = (uint32_t)b.nranges;
+    }
+done:
+    free(scopes.v);
+    free(lines.v);
+    free(syms.v);
+    free(b.scope_map);
+    free(b.symbol_map);
+    free(b.scopes);
+    free(b.ranges);
+    free(b.files);
+    free(b.file_of_id);
+    strtab_reset(&b.strings);
+    return rc;
+}
