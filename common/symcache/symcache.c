@@ -14,7 +14,7 @@
 #include "macho/macho.h"
 #include "symcache/symcache_format.h"
 
-#define SYMC_NAME_BLOCK_MAX (64u << 20) /* a name block larger than this is corrupt */
+#define SYMC_NAME_BLOCK_MAX (4u << 20) /* a name block larger than this is corrupt */
 
 /* One decompressed block of names, kept until symcache_close. */
 typedef struct {
@@ -31,13 +31,12 @@ struct symcache {
     uint8_t uuid[16];
     uint64_t text_vmaddr, base;
     uint32_t nranges, nscopes, strings_size, image_name, nfiles, nblocks;
-    uint32_t nnames, dict_size, names_size, nname_blocks;
+    uint32_t nnames, names_size, nname_blocks;
     unsigned w_name, w_parent, w_x, w_y, w_scope; /* scope field widths in bits */
     const uint8_t *blocks;  /* symc_block[nblocks] */
     const uint8_t *files;   /* u32[nfiles] string offsets */
     const uint8_t *scopes;  /* bit-packed scope records */
     const uint8_t *name_index; /* u32[nname_blocks + 1] */
-    const uint8_t *dict;
     const uint8_t *names;   /* compressed name blocks */
     const uint8_t *records; /* block_data */
     size_t records_len;
@@ -48,7 +47,6 @@ struct symcache {
     _Atomic(name_block *) *name_memo; /* nname_blocks entries, NULL = not yet */
     pthread_mutex_t zstd_mu;
     ZSTD_DCtx *dctx;
-    ZSTD_DDict *ddict;
 };
 
 static uint32_t rd32(const uint8_t *p)
@@ -102,13 +100,17 @@ static inline __attribute__((always_inline)) bool next_record(const uint8_t **p,
         r->line = line;
         r->file1 = file;
     } else {
-        if (!get_uleb(p, end, &delta) || !get_uleb(p, end, &scope) || !get_uleb(p, end, &file) ||
-            !get_uleb(p, end, &line) || delta == 0 || delta > UINT32_MAX - r->start)
+        if (!get_uleb(p, end, &delta) || !get_uleb(p, end, &scope) || !get_uleb(p, end, &line) ||
+            delta == 0 || delta > UINT32_MAX - r->start)
             return false;
+        if (line & 1) { /* the file changed: its delta follows */
+            if (!get_uleb(p, end, &file))
+                return false;
+            r->file1 = (uint64_t)((int64_t)r->file1 + unzigzag(file));
+        }
         r->start += (uint32_t)delta;
         r->scope1 = (uint64_t)((int64_t)r->scope1 + unzigzag(scope));
-        r->file1 = (uint64_t)((int64_t)r->file1 + unzigzag(file));
-        r->line = (uint64_t)((int64_t)r->line + unzigzag(line));
+        r->line = (uint64_t)((int64_t)r->line + unzigzag(line >> 1));
     }
     return true;
 }
@@ -161,14 +163,8 @@ static name_block *decompress_names(symcache *sc, uint32_t k)
     pthread_mutex_lock(&sc->zstd_mu);
     if (sc->dctx == NULL)
         sc->dctx = ZSTD_createDCtx();
-    if (sc->ddict == NULL && sc->dict_size > 0)
-        sc->ddict = ZSTD_createDDict(sc->dict, sc->dict_size);
-    if (sc->dctx == NULL || (sc->dict_size > 0 && sc->ddict == NULL))
-        got = (size_t)-1;
-    else if (sc->ddict != NULL)
-        got = ZSTD_decompress_usingDDict(sc->dctx, nb->text, (size_t)size, sc->names + off, end - off, sc->ddict);
-    else
-        got = ZSTD_decompressDCtx(sc->dctx, nb->text, (size_t)size, sc->names + off, end - off);
+    got = sc->dctx == NULL ? (size_t)-1
+                           : ZSTD_decompressDCtx(sc->dctx, nb->text, (size_t)size, sc->names + off, end - off);
     pthread_mutex_unlock(&sc->zstd_mu);
     if (ZSTD_isError(got) || got != size || nb->text[size - 1] != '\0') {
         free(nb);
@@ -239,7 +235,8 @@ static err_code check(symcache *sc, err_info *err)
     sc->nfiles = rd32(d + 72);
     sc->nblocks = rd32(d + 76);
     sc->nnames = rd32(d + 80);
-    sc->dict_size = rd32(d + 84);
+    if (rd32(d + 84) != 0)
+        return err_set(err, ERR_INVALID, "corrupt symcache: reserved header field is %u", rd32(d + 84));
     sc->names_size = rd32(d + 88);
     uint32_t widths = rd32(d + 92);
     sc->w_name = widths & 0xff, sc->w_parent = widths >> 8 & 0xff;
@@ -256,7 +253,7 @@ static err_code check(symcache *sc, err_info *err)
                        sc->nranges);
     uint64_t scopes_bytes = ((uint64_t)sc->nscopes * sc->w_scope + 7) / 8 + SYMC_SCOPE_PAD;
     uint64_t fixed = SYMC_HEADER_SIZE + (uint64_t)sc->nblocks * SYMC_BLOCK_SIZE + (uint64_t)sc->nfiles * 4 +
-                     scopes_bytes + ((uint64_t)sc->nname_blocks + 1) * 4 + sc->dict_size + sc->names_size +
+                     scopes_bytes + ((uint64_t)sc->nname_blocks + 1) * 4 + sc->names_size +
                      sc->strings_size;
     if (fixed > sc->len)
         return err_set(err, ERR_INVALID, "corrupt symcache: tables need %llu bytes, file has %zu",
@@ -265,8 +262,7 @@ static err_code check(symcache *sc, err_info *err)
     sc->files = sc->blocks + (size_t)sc->nblocks * SYMC_BLOCK_SIZE;
     sc->scopes = sc->files + (size_t)sc->nfiles * 4;
     sc->name_index = sc->scopes + scopes_bytes;
-    sc->dict = sc->name_index + ((size_t)sc->nname_blocks + 1) * 4;
-    sc->names = sc->dict + sc->dict_size;
+    sc->names = sc->name_index + ((size_t)sc->nname_blocks + 1) * 4;
     sc->records = sc->names + sc->names_size;
     sc->records_len = sc->len - (size_t)fixed;
     sc->strings = (const char *)sc->records + sc->records_len;
@@ -364,7 +360,6 @@ void symcache_close(symcache *sc)
     for (uint32_t k = 0; sc->name_memo != NULL && k < sc->nname_blocks; k++)
         free(atomic_load_explicit(&sc->name_memo[k], memory_order_relaxed));
     free(sc->name_memo);
-    ZSTD_freeDDict(sc->ddict);
     ZSTD_freeDCtx(sc->dctx);
     pthread_mutex_destroy(&sc->zstd_mu);
     bytes_unmap(&sc->map);

@@ -11,7 +11,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zdict.h>
 #include <zstd.h>
 
 #include "base/xalloc.h"
@@ -312,11 +311,11 @@ static void put_bits(uint8_t *p, uint64_t at, uint64_t v, unsigned width)
         p[i] |= (uint8_t)v;
 }
 
-/* ---- names: sorted, zstd-compressed in blocks with a dictionary trained on them ---------- */
+/* ---- names: sorted, zstd-compressed in blocks ------------------------------------------- */
 
-#define NAMES_LEVEL 9                 /* zstd level: tested on the benchmark's names */
-#define NAMES_DICT_MAX (112u * 1024)  /* dictionary bytes at most */
-#define NAMES_SAMPLE_MAX (8u << 20)   /* bytes of name blocks the dictionary is trained on */
+/* zstd level. On the benchmark's 39 MB of names (64 a block): level 3 gives 11.4x, level 9
+ * with a dictionary trained on the blocks barely more at several times the build time. */
+#define NAMES_LEVEL 3
 
 typedef struct {
     const char *s;
@@ -334,7 +333,6 @@ typedef struct {
     const uint8_t *plain;     /* the names in sorted order, NUL-terminated, back to back */
     const size_t *bounds;     /* block k is plain[bounds[k] .. bounds[k + 1]) */
     size_t first, last;       /* blocks [first, last) */
-    const ZSTD_CDict *cdict;  /* NULL: no dictionary */
     buf out;                  /* compressed blocks back to back */
     size_t *sizes;            /* compressed size of each of this job's blocks */
     bool failed;
@@ -351,10 +349,8 @@ static void *compress_names(void *arg)
     for (size_t k = j->first; k < j->last; k++) {
         size_t len = j->bounds[k + 1] - j->bounds[k], cap = ZSTD_compressBound(len);
         buf_reserve(&j->out, cap);
-        size_t n = j->cdict ? ZSTD_compress_usingCDict(cc, j->out.data + j->out.len, cap,
-                                                       j->plain + j->bounds[k], len, j->cdict)
-                            : ZSTD_compressCCtx(cc, j->out.data + j->out.len, cap,
-                                                j->plain + j->bounds[k], len, NAMES_LEVEL);
+        size_t n = ZSTD_compressCCtx(cc, j->out.data + j->out.len, cap, j->plain + j->bounds[k], len,
+                                     NAMES_LEVEL);
         if (ZSTD_isError(n)) {
             j->failed = true;
             break;
@@ -366,11 +362,11 @@ static void *compress_names(void *arg)
     return NULL;
 }
 
-/* Sort `names`, write the block index, dictionary and compressed blocks (layout in
+/* Sort `names`, write the block index and the compressed blocks (layout in
  * symcache_format.h); *rank_out (owned by the caller) maps a name id to its sorted position.
  * Blocks are compressed on up to `threads` threads; the bytes do not depend on that number. */
-static err_code write_names(buf *index, buf *dict, buf *data, uint32_t **rank_out, const strtab *names,
-                            unsigned threads, err_info *err)
+static err_code write_names(buf *index, buf *data, uint32_t **rank_out, const strtab *names, unsigned threads,
+                            err_info *err)
 {
     size_t n = names->count, nblk = (n + SYMC_NAMES_PER_BLOCK - 1) / SYMC_NAMES_PER_BLOCK;
     name_ref *v = xcalloc(n ? n : 1, sizeof *v);
@@ -391,31 +387,6 @@ static err_code write_names(buf *index, buf *dict, buf *data, uint32_t **rank_ou
     }
     bounds[nblk] = plain.len;
 
-    /* A dictionary pays off once there are many blocks; it is trained on evenly spread
-     * blocks (deterministic) so that training time stays bounded on huge images. */
-    ZSTD_CDict *cdict = NULL;
-    if (nblk >= 256) {
-        size_t step = plain.len / NAMES_SAMPLE_MAX + 1, nsamples = 0, at = 0;
-        size_t *ssizes = xcalloc(nblk, sizeof *ssizes);
-        uint8_t *samples = xmalloc(plain.len);
-        for (size_t k = 0; k < nblk; k += step) {
-            size_t len = bounds[k + 1] - bounds[k];
-            memcpy(samples + at, plain.data + bounds[k], len);
-            at += len;
-            ssizes[nsamples++] = len;
-        }
-        buf_reserve(dict, NAMES_DICT_MAX);
-        size_t got = ZDICT_trainFromBuffer(dict->data, NAMES_DICT_MAX, samples, ssizes, (unsigned)nsamples);
-        if (!ZDICT_isError(got)) {
-            dict->len = got;
-            cdict = ZSTD_createCDict(dict->data, dict->len, NAMES_LEVEL);
-        }
-        if (cdict == NULL)
-            dict->len = 0; /* training can fail on odd inputs: compress without one */
-        free(samples);
-        free(ssizes);
-    }
-
     unsigned nthreads = threads > 1 ? threads : 1;
     if (nthreads > 16)
         nthreads = 16;
@@ -424,7 +395,7 @@ static err_code write_names(buf *index, buf *dict, buf *data, uint32_t **rank_ou
     bool started[16] = {false};
     for (unsigned t = 0; t < nthreads; t++) {
         jobs[t] = (names_job){(const uint8_t *)plain.data, bounds, nblk * t / nthreads, nblk * (t + 1) / nthreads,
-                              cdict, {0}, NULL, false};
+                              {0}, NULL, false};
         buf_init(&jobs[t].out);
         jobs[t].sizes = sizes + jobs[t].first;
         if (t > 0)
@@ -451,7 +422,6 @@ static err_code write_names(buf *index, buf *dict, buf *data, uint32_t **rank_ou
         if (k < nblk)
             off += sizes[k];
     }
-    ZSTD_freeCDict(cdict);
     buf_reset(&plain);
     free(bounds);
     free(sizes);
@@ -633,11 +603,10 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
 
     /* names: sorted (neighbours share most bytes), then compressed in blocks */
     uint32_t *rank = NULL;
-    buf names_index, names_dict, names_data;
+    buf names_index, names_data;
     buf_init(&names_index);
-    buf_init(&names_dict);
     buf_init(&names_data);
-    rc = write_names(&names_index, &names_dict, &names_data, &rank, &b.names, threads, err);
+    rc = write_names(&names_index, &names_data, &rank, &b.names, threads, err);
     if (rc != ERR_OK)
         goto done_names;
 
@@ -688,10 +657,14 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
             const out_range *p = &b.ranges[k - 1];
             uint64_t pscope1 = p->info.scope == SYMC_NONE ? 0 : (uint64_t)p->info.scope + 1;
             uint64_t pfile1 = p->info.file == SYMC_NONE ? 0 : (uint64_t)p->info.file + 1;
+            /* the file rarely changes between neighbours: one flag bit beside the line delta */
+            int64_t dline = (int64_t)r->info.line - (int64_t)p->info.line;
+            uint64_t zline = ((uint64_t)dline << 1) ^ (uint64_t)(dline >> 63);
             put_uleb(&data, r->start - p->start);
             put_zigzag(&data, (int64_t)scope1 - (int64_t)pscope1);
-            put_zigzag(&data, (int64_t)file1 - (int64_t)pfile1);
-            put_zigzag(&data, (int64_t)r->info.line - (int64_t)p->info.line);
+            put_uleb(&data, zline << 1 | (file1 != pfile1));
+            if (file1 != pfile1)
+                put_zigzag(&data, (int64_t)file1 - (int64_t)pfile1);
         }
     }
     if (rc != ERR_OK)
@@ -715,12 +688,12 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
     buf_append_u32le(out, (uint32_t)b.nfiles);
     buf_append_u32le(out, (uint32_t)nblocks);
     buf_append_u32le(out, (uint32_t)b.names.count);
-    buf_append_u32le(out, (uint32_t)names_dict.len);
+    buf_append_u32le(out, 0); /* reserved */
     buf_append_u32le(out, (uint32_t)names_data.len);
     buf_append_u32le(out, w_name | w_parent << 8 | w_x << 16 | w_y << 24);
     /* tables */
     buf_reserve(out, nblocks * SYMC_BLOCK_SIZE + b.nfiles * 4 + scopes_bytes + names_index.len +
-                         names_dict.len + names_data.len + data.len + b.strings.bytes.len);
+                         names_data.len + data.len + b.strings.bytes.len);
     for (size_t k = 0; k < nblocks; k++) {
         buf_append_u32le(out, (uint32_t)(b.ranges[k * SYMC_BLOCK_RANGES].start - b.base));
         buf_append_u32le(out, block_data[k]);
@@ -729,7 +702,6 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
         buf_append_u32le(out, b.files[k]);
     buf_append(out, packed, scopes_bytes);
     buf_append(out, names_index.data, names_index.len);
-    buf_append(out, names_dict.data, names_dict.len);
     buf_append(out, names_data.data, names_data.len);
     buf_append(out, data.data, data.len);
     buf_append(out, b.strings.bytes.data, b.strings.bytes.len);
@@ -739,7 +711,6 @@ done_tables:
     free(packed);
 done_names:
     buf_reset(&names_index);
-    buf_reset(&names_dict);
     buf_reset(&names_data);
     free(rank);
     if (rc != ERR_OK)

@@ -19,7 +19,7 @@
  *   72      4     nfiles
  *   76      4     nblocks = ceil(nranges / SYMC_BLOCK_RANGES)
  *   80      4     nnames: distinct function names
- *   84      4     dict_size: bytes of the names' zstd dictionary (0 = none)
+ *   84      4     reserved, 0
  *   88      4     names_size: bytes of the compressed name blocks
  *   92      4     scope_bits: packed widths, one byte each (low to high): name, parent, x, y
  *   96            block_index  symc_block[nblocks]   first range start of each block, and where
@@ -35,16 +35,16 @@
  *                                y        inlinee: call line (0 = unknown);
  *                                         function: entry address as an offset from the base
  *                 name_index   u32[nname_blocks + 1] offsets of the name blocks in names
- *                 dict         dict_size bytes (zstd dictionary trained on the names)
  *                 names        nname_blocks = ceil(nnames / SYMC_NAMES_PER_BLOCK) zstd frames;
  *                              each decompresses to its names (SYMC_NAMES_PER_BLOCK, fewer in
  *                              the last), NUL-terminated, back to back
  *                 block_data   the range records, SYMC_BLOCK_RANGES per block (fewer in the
  *                              last), each: start (ULEB delta from the previous record; the
  *                              block's first is the index entry), scope + 1 (0 = none; first
- *                              of a block as ULEB, then zigzag SLEB delta), file index + 1
- *                              (0 = none; first of a block as ULEB, then zigzag delta), line
- *                              (first of a block as ULEB, then zigzag delta)
+ *                              of a block as ULEB, then zigzag delta); the block's first then
+ *                              holds file index + 1 (0 = none) and line as ULEBs, the others
+ *                              (zigzag line delta) << 1 | file changed, and only when the
+ *                              file changed the zigzag delta of file index + 1
  *                 strings      NUL-terminated paths and the image name, each stored once
  *
  * A record covers [its start, the next record's start). The last record is a sentinel (no
@@ -56,7 +56,7 @@
  *
  * Version history
  *   1  (2026-11) first version: names and paths in one plain string table, 16-byte scopes.
- *   2  (2026-11) names zstd-compressed in blocks with a trained dictionary, bit-packed scopes,
+ *   2  (2026-11) names sorted and zstd-compressed in blocks of 64, bit-packed scopes,
  *                call files as file indexes, file index delta-coded in range records. A
  *                version-1 file is refused with ERR_OUTDATED (rebuild from the dSYM).
  */
@@ -69,7 +69,7 @@
 #define SYMCACHE_VERSION 2u
 #define SYMC_HEADER_SIZE 96u
 #define SYMC_BLOCK_RANGES 32u
-#define SYMC_NAMES_PER_BLOCK 32u
+#define SYMC_NAMES_PER_BLOCK 64u
 #define SYMC_NONE UINT32_MAX
 #define SYMC_FLAG_DWARF 1u
 #define SYMC_SCOPE_PAD 8u
