@@ -143,11 +143,14 @@ static const char SQL_UPDATE_REPORTS[] =
     "missing_uuids = coalesce((SELECT array_agg(u::uuid) FROM json_array_elements_text("
     "coalesce(t.missing, '[]'::json)) u), '{}'), "
     "attempts = r.attempts + 1, processed_at = now(), updated_at = now() "
-    "FROM json_to_recordset($1::json) AS t(id uuid, status text, error text, issue_id bigint, "
-    "fingerprint text, kind text, hardware_model text, missing json) "
+    "FROM json_to_recordset($1::json) AS t(id uuid, at timestamptz, status text, error text, "
+    "issue_id bigint, fingerprint text, kind text, hardware_model text, missing json) "
     /* the models travel as plain text parameters, one each: no JSON parsing on the way in */
     "JOIN (VALUES %s) AS v(id, s) ON v.id = t.id "
-    "WHERE r.id = t.id";
+    /* reports is partitioned by day (migration 0006): the batch's receipt times as constants
+     * prune the plan to its days, and (id, received_at) is each partition's primary key */
+    "WHERE r.id = t.id AND r.received_at = t.at "
+    "AND r.received_at BETWEEN $%zu::timestamptz AND $%zu::timestamptz";
 
 /* Reports that left an issue: take them off its counts; drop issues left with none. */
 static const char SQL_LEAVE_DAYS[] =
@@ -167,6 +170,7 @@ static const char SQL_DROP_EMPTY[] =
 static const char SQL_RECHECK_PENDING[] =
     "UPDATE reports r SET status = 'received' "
     "WHERE r.id = ANY(string_to_array($1, ',')::uuid[]) AND r.status = 'pending_dsym' "
+    "AND r.received_at BETWEEN $2::timestamptz AND $3::timestamptz "   /* partition pruning */
     "AND EXISTS (SELECT 1 FROM dsyms d WHERE d.uuid = ANY(r.missing_uuids))";
 
 static void json_kv(buf *b, const char *key, const char *value, bool first)
@@ -341,6 +345,7 @@ static err_code do_commit(store_work *w, const store_outcome *out, unsigned *reg
                         : o->grouped && stays(row, o) ? row->issue_id : 0;
         buf_append_str(&b, i ? ",{" : "{");
         json_kv(&b, "id", row->id, true);
+        json_kv(&b, "at", row->received_at, false);
         json_kv(&b, "status", o->status, false);
         json_kv(&b, "error", o->error, false);
         if (issue)
@@ -353,7 +358,15 @@ static err_code do_commit(store_work *w, const store_outcome *out, unsigned *reg
         any_pending |= strcmp(o->status, "pending_dsym") == 0;
     }
     buf_putc(&b, ']');
-    const char **uvalues = xcalloc(1 + 2 * n, sizeof *uvalues);
+    /* the batch's first and last receipt time (same RFC 3339 form: text order is time order) */
+    const char *at_min = w->rows[0].received_at, *at_max = w->rows[0].received_at;
+    for (size_t i = 1; i < n; i++) {
+        if (strcmp(w->rows[i].received_at, at_min) < 0)
+            at_min = w->rows[i].received_at;
+        if (strcmp(w->rows[i].received_at, at_max) > 0)
+            at_max = w->rows[i].received_at;
+    }
+    const char **uvalues = xcalloc(3 + 2 * n, sizeof *uvalues);
     buf rows;
     buf_init(&rows);
     uvalues[0] = (const char *)b.data;
@@ -362,11 +375,13 @@ static err_code do_commit(store_work *w, const store_outcome *out, unsigned *reg
         uvalues[1 + 2 * i] = w->rows[i].id;
         uvalues[2 + 2 * i] = out[i].symbolicated_json;
     }
+    uvalues[1 + 2 * n] = at_min;
+    uvalues[2 + 2 * n] = at_max;
     char *usql = NULL;
-    if (asprintf(&usql, SQL_UPDATE_REPORTS, (const char *)rows.data) < 0)
+    if (asprintf(&usql, SQL_UPDATE_REPORTS, (const char *)rows.data, 2 + 2 * n, 3 + 2 * n) < 0)
         usql = NULL;
     buf_reset(&rows);
-    rc = usql ? store_exec_sql(&res, w->c, "storing processed reports", usql, (int)(1 + 2 * n),
+    rc = usql ? store_exec_sql(&res, w->c, "storing processed reports", usql, (int)(3 + 2 * n),
                             uvalues, 0, err)
               : err_set(err, ERR_INTERNAL, "storing processed reports: out of memory");
     free(usql);
@@ -402,8 +417,11 @@ static err_code do_commit(store_work *w, const store_outcome *out, unsigned *reg
         for (size_t i = 0; i < n; i++)
             if (strcmp(out[i].status, "pending_dsym") == 0)
                 buf_printf(&b, "%s%s", b.len ? "," : "", w->rows[i].id);
-        rc = exec_batch(w->c, "rechecking pending reports", SQL_RECHECK_PENDING,
-                        (const char *)b.data, err);
+        const char *rvalues[3] = {(const char *)b.data, at_min, at_max};
+        rc = store_exec_sql(&res, w->c, "rechecking pending reports", SQL_RECHECK_PENDING, 3,
+                            rvalues, 0, err);
+        PQclear(res);
+        res = NULL;
         if (rc != ERR_OK)
             goto done;
     }
