@@ -18,10 +18,14 @@ bool demangle_is_swift(const char *name)
 {
     if (strncmp(name, "@__swiftmacro_", 14) == 0)
         return true;
-    if (name[0] == '_')
+    bool underscore = name[0] == '_';
+    if (underscore)
         name++;
-    return strncmp(name, "$s", 2) == 0 || strncmp(name, "$S", 2) == 0 ||
-           strncmp(name, "$e", 2) == 0 || strncmp(name, "T0", 2) == 0;
+    if (strncmp(name, "$s", 2) == 0 || strncmp(name, "$S", 2) == 0 || strncmp(name, "$e", 2) == 0 ||
+        strncmp(name, "T0", 2) == 0)
+        return true;
+    /* Swift 3's "_T" + a global's first operator (entity, thunk, metadata, witness...) */
+    return underscore && name[0] == 'T' && name[1] != '\0' && strchr("FTvIiZMWwPt", name[1]) != NULL;
 }
 
 static char *demangle_cxx(const char *name)

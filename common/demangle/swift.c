@@ -2430,6 +2430,1100 @@ static swift_node *demangle_operator(dm *d)
     return r;
 }
 
+/* ---- Swift 3 mangling ("_T", Mangling.rst's "old mangling") ------------------------------
+ * A recursive-descent grammar (no node stack) over the same node kinds, so one printer serves
+ * both. Recursion depth is bounded by d->depth. */
+
+static swift_node *o_type(dm *d);
+static swift_node *o_type_impl(dm *d);
+static swift_node *o_context(dm *d);
+static swift_node *o_entity(dm *d);
+static swift_node *o_global(dm *d);
+static swift_node *o_protocol_name(dm *d);
+static swift_node *o_generic_signature(dm *d, bool pseudo);
+
+static bool o_index(dm *d, uint64_t *out)
+{
+    if (next_if(d, '_')) {
+        *out = 0;
+        return true;
+    }
+    if (is_digit(peek(d))) {
+        int64_t n = natural(d);
+        if (n < 0 || !next_if(d, '_'))
+            return false;
+        *out = (uint64_t)n + 1;
+        return true;
+    }
+    return false;
+}
+
+static swift_node *o_index_node(dm *d)
+{
+    uint64_t i;
+    return o_index(d, &i) ? mk_index(d, K_Number, i) : NULL;
+}
+
+static swift_node *o_swift_type(dm *d, swift_kind k, const char *name)
+{
+    return with2(d, k, mk_str(d, K_Module, "Swift"), mk_str(d, K_Identifier, name));
+}
+
+static swift_node *o_identifier(dm *d, swift_kind k)
+{
+    bool puny = next_if(d, 'X');
+    bool op = false;
+    if (next_if(d, 'o')) {
+        op = true;
+        if (k != K_Identifier)
+            return NULL;
+        switch (next(d)) {
+        case 'p': k = K_PrefixOperator; break;
+        case 'P': k = K_PostfixOperator; break;
+        case 'i': k = K_InfixOperator; break;
+        default: return NULL;
+        }
+    }
+    int64_t n = natural(d);
+    if (n < 0 || (size_t)n > d->len - d->pos)
+        return NULL;
+    const char *t = d->text + d->pos;
+    size_t tl = (size_t)n;
+    d->pos += (size_t)n;
+    if (puny) {
+        t = puny_decode(d, t, tl, &tl);
+        if (t == NULL)
+            return NULL;
+    }
+    if (tl == 0)
+        return NULL;
+    if (op) {
+        static const char table[] = "& @/= >    <*!|+?%-~   ^ .";
+        char buf[1024];
+        if (tl >= sizeof buf)
+            return NULL;
+        for (size_t i = 0; i < tl; i++) {
+            signed char c = (signed char)t[i];
+            if (c < 0) {
+                buf[i] = (char)c;
+                continue;
+            }
+            if (c < 'a' || c > 'z' || table[c - 'a'] == ' ')
+                return NULL;
+            buf[i] = table[c - 'a'];
+        }
+        return mk_text(d, k, buf, tl);
+    }
+    return mk_text(d, k, t, tl);
+}
+
+static swift_node *o_substitution(dm *d)
+{
+    static const struct { char c; swift_kind k; const char *name; } std[] = {
+        {'a', K_Structure, "Array"}, {'b', K_Structure, "Bool"}, {'c', K_Structure, "UnicodeScalar"},
+        {'d', K_Structure, "Double"}, {'f', K_Structure, "Float"}, {'i', K_Structure, "Int"},
+        {'V', K_Structure, "UnsafeRawPointer"}, {'v', K_Structure, "UnsafeMutableRawPointer"},
+        {'P', K_Structure, "UnsafePointer"}, {'p', K_Structure, "UnsafeMutablePointer"},
+        {'q', K_Enum, "Optional"}, {'Q', K_Enum, "ImplicitlyUnwrappedOptional"},
+        {'R', K_Structure, "UnsafeBufferPointer"}, {'r', K_Structure, "UnsafeMutableBufferPointer"},
+        {'S', K_Structure, "String"}, {'u', K_Structure, "UInt"},
+    };
+    if (next_if(d, 'o'))
+        return mk_str(d, K_Module, "__C");
+    if (next_if(d, 'C'))
+        return mk_str(d, K_Module, "__C_Synthesized");
+    for (size_t i = 0; i < sizeof std / sizeof *std; i++)
+        if (next_if(d, std[i].c))
+            return o_swift_type(d, std[i].k, std[i].name);
+    uint64_t idx;
+    if (!o_index(d, &idx) || idx >= d->nsubst)
+        return NULL;
+    return d->subst[idx];
+}
+
+static swift_node *o_module(dm *d)
+{
+    if (next_if(d, 's'))
+        return mk_str(d, K_Module, "Swift");
+    if (next_if(d, 'S')) {
+        swift_node *m = o_substitution(d);
+        return m != NULL && m->kind == K_Module ? m : NULL;
+    }
+    swift_node *m = o_identifier(d, K_Module);
+    add_subst(d, m);
+    return m;
+}
+
+static swift_node *o_decl_name(dm *d)
+{
+    if (next_if(d, 'L')) {
+        swift_node *disc = o_index_node(d);
+        swift_node *name = o_identifier(d, K_Identifier);
+        return with2(d, K_LocalDeclName, disc, name);
+    }
+    if (next_if(d, 'P')) {
+        swift_node *disc = o_identifier(d, K_Identifier);
+        swift_node *name = o_identifier(d, K_Identifier);
+        return with2(d, K_PrivateDeclName, disc, name);
+    }
+    return o_identifier(d, K_Identifier);
+}
+
+static swift_node *o_declaration(dm *d, swift_kind k)
+{
+    swift_node *ctx = o_context(d);
+    swift_node *name = ctx ? o_decl_name(d) : NULL;
+    swift_node *decl = with2(d, k, ctx, name);
+    add_subst(d, decl);
+    return decl;
+}
+
+static swift_node *o_protocol_given_context(dm *d, swift_node *ctx)
+{
+    swift_node *name = o_decl_name(d);
+    swift_node *p = with2(d, K_Protocol, ctx, name);
+    add_subst(d, p);
+    return p;
+}
+
+static swift_node *o_protocol_name(dm *d)
+{
+    swift_node *p;
+    if (next_if(d, 'S')) {
+        swift_node *sub = o_substitution(d);
+        if (sub == NULL)
+            return NULL;
+        if (sub->kind == K_Protocol)
+            p = sub;
+        else if (sub->kind == K_Module)
+            p = o_protocol_given_context(d, sub);
+        else
+            return NULL;
+    } else if (next_if(d, 's')) {
+        p = o_protocol_given_context(d, mk_str(d, K_Module, "Swift"));
+    } else {
+        p = o_declaration(d, K_Protocol);
+    }
+    return type_of(d, p);
+}
+
+static swift_node *o_nominal_type(dm *d)
+{
+    if (next_if(d, 'S'))
+        return o_substitution(d);
+    if (next_if(d, 'V'))
+        return o_declaration(d, K_Structure);
+    if (next_if(d, 'O'))
+        return o_declaration(d, K_Enum);
+    if (next_if(d, 'C'))
+        return o_declaration(d, K_Class);
+    if (next_if(d, 'P'))
+        return o_declaration(d, K_Protocol);
+    return NULL;
+}
+
+static swift_node *o_bound_generic_args(dm *d, swift_node *nominal)
+{
+    if (nominal == NULL || nominal->nchildren == 0 || ++d->depth > MAX_DEPTH)
+        return NULL;
+    swift_node *parent = nominal->child[0];
+    if (parent->kind != K_Module && parent->kind != K_Function && parent->kind != K_Extension) {
+        parent = o_bound_generic_args(d, parent);
+        if (parent == NULL || nominal->nchildren < 2)
+            return NULL;
+        nominal = with2(d, (swift_kind)nominal->kind, parent, nominal->child[1]);
+        if (nominal == NULL)
+            return NULL;
+    }
+    swift_node *args = mk(d, K_TypeList);
+    while (!next_if(d, '_')) {
+        swift_node *t = o_type(d);
+        if (t == NULL || d->pos >= d->len)
+            return NULL;
+        add(d, args, t);
+    }
+    d->depth--;
+    if (args == NULL || args->nchildren == 0)
+        return nominal;
+    swift_kind k;
+    switch (nominal->kind) {
+    case K_Class: k = K_BoundGenericClass; break;
+    case K_Structure: k = K_BoundGenericStructure; break;
+    case K_Enum: k = K_BoundGenericEnum; break;
+    default: return NULL;
+    }
+    return with2(d, k, type_of(d, nominal), args);
+}
+
+static swift_node *o_bound_generic_type(dm *d)
+{
+    return o_bound_generic_args(d, o_nominal_type(d));
+}
+
+static bool is_entity_start(char c)
+{
+    return c == 'F' || c == 'I' || c == 'v' || c == 'P' || c == 's' || c == 'Z' || c == 'C' || c == 'V' ||
+           c == 'O';
+}
+
+static swift_node *o_context(dm *d)
+{
+    if (d->pos >= d->len || ++d->depth > MAX_DEPTH)
+        return NULL;
+    swift_node *r;
+    if (next_if(d, 'E')) {
+        swift_node *m = o_module(d);
+        swift_node *t = m ? o_context(d) : NULL;
+        r = with2(d, K_Extension, m, t);
+    } else if (next_if(d, 'e')) {
+        swift_node *m = o_module(d);
+        swift_node *sig = m ? o_generic_signature(d, false) : NULL;
+        swift_node *t = sig ? o_context(d) : NULL;
+        r = with3(d, K_Extension, m, t, sig);
+    } else if (next_if(d, 'S')) {
+        r = o_substitution(d);
+    } else if (next_if(d, 's')) {
+        r = mk_str(d, K_Module, "Swift");
+    } else if (next_if(d, 'G')) {
+        r = o_bound_generic_type(d);
+    } else if (is_entity_start(peek(d))) {
+        r = o_entity(d);
+    } else {
+        r = o_module(d);
+    }
+    d->depth--;
+    return r;
+}
+
+static swift_node *o_function_type(dm *d, swift_kind k)
+{
+    bool throws = next_if(d, 'z');
+    bool concurrent = next_if(d, 'y');
+    bool async = next_if(d, 'Z');
+    swift_node *in = o_type(d);
+    swift_node *out = in ? o_type(d) : NULL;
+    if (out == NULL)
+        return NULL;
+    swift_node *f = mk(d, k);
+    if (throws)
+        add(d, f, mk(d, K_ThrowsAnnotation));
+    if (concurrent)
+        add(d, f, mk(d, K_ConcurrentFunctionType));
+    if (async)
+        add(d, f, mk(d, K_AsyncAnnotation));
+    f = add(d, f, with1(d, K_ArgumentTuple, in));
+    return add(d, f, with1(d, K_ReturnType, out));
+}
+
+static swift_node *o_tuple(dm *d, bool variadic)
+{
+    swift_node *tuple = mk(d, K_Tuple);
+    swift_node *el = NULL;
+    while (!next_if(d, '_')) {
+        if (d->pos >= d->len)
+            return NULL;
+        el = mk(d, K_TupleElement);
+        char c = peek(d);
+        if (is_digit(c) || c == 'X' || c == 'o')
+            el = add(d, el, o_identifier(d, K_TupleElementName));
+        el = add(d, el, o_type(d));
+        if (el == NULL)
+            return NULL;
+        add(d, tuple, el);
+    }
+    if (variadic && el != NULL)
+        add(d, el, mk(d, K_VariadicMarker));
+    return tuple;
+}
+
+static swift_node *o_generic_param_index(dm *d)
+{
+    uint64_t depth, index;
+    if (next_if(d, 'd')) {
+        if (!o_index(d, &depth) || !o_index(d, &index))
+            return NULL;
+        depth += 1;
+    } else if (next_if(d, 'x')) {
+        depth = 0;
+        index = 0;
+    } else {
+        if (!o_index(d, &index))
+            return NULL;
+        depth = 0;
+        index += 1;
+    }
+    return dependent_param(d, depth, index);
+}
+
+static swift_node *o_member_type_name(dm *d, swift_node *base)
+{
+    swift_node *assoc;
+    if (next_if(d, 'S')) {
+        assoc = o_substitution(d);
+        if (assoc == NULL || assoc->kind != K_DependentAssociatedTypeRef)
+            return NULL;
+    } else {
+        swift_node *proto = NULL;
+        if (next_if(d, 'P')) {
+            proto = o_protocol_name(d);
+            if (proto == NULL)
+                return NULL;
+        }
+        swift_node *id = o_identifier(d, K_Identifier);
+        if (id == NULL)
+            return NULL;
+        assoc = mk_text(d, K_DependentAssociatedTypeRef, id->text, id->text_len);
+        add_opt(d, assoc, proto);
+        add_subst(d, assoc);
+    }
+    return with2(d, K_DependentMemberType, base, assoc);
+}
+
+static swift_node *o_assoc_simple(dm *d)
+{
+    swift_node *base = o_generic_param_index(d);
+    return base ? o_member_type_name(d, type_of(d, base)) : NULL;
+}
+
+static swift_node *o_assoc_compound(dm *d)
+{
+    swift_node *base = o_generic_param_index(d);
+    while (base != NULL && !next_if(d, '_')) {
+        if (d->pos >= d->len)
+            return NULL;
+        base = o_member_type_name(d, type_of(d, base));
+    }
+    return base;
+}
+
+static swift_node *o_requirement(dm *d)
+{
+    swift_node *ty;
+    if (next_if(d, 'w'))
+        ty = o_assoc_simple(d);
+    else if (next_if(d, 'W'))
+        ty = o_assoc_compound(d);
+    else
+        ty = o_generic_param_index(d);
+    if (ty == NULL)
+        return NULL;
+    if (next_if(d, 'z'))
+        return with2(d, K_DependentGenericSameTypeRequirement, ty, o_type(d));
+    if (next_if(d, 'l')) {
+        char c = next(d);
+        int64_t size = -1, align = -1;
+        switch (c) {
+        case 'U': case 'R': case 'N': case 'T':
+            break;
+        case 'E': case 'M':
+            size = natural(d);
+            if (size < 0 || !next_if(d, '_'))
+                return NULL;
+            align = natural(d);
+            if (align < 0)
+                return NULL;
+            break;
+        case 'e': case 'm':
+            size = natural(d);
+            if (size < 0)
+                return NULL;
+            break;
+        default:
+            return NULL;
+        }
+        char name[2] = {c, 0};
+        swift_node *r = with2(d, K_DependentGenericLayoutRequirement, ty, mk_str(d, K_Identifier, name));
+        if (size >= 0)
+            r = add(d, r, mk_index(d, K_Number, (uint64_t)size));
+        if (align >= 0)
+            r = add(d, r, mk_index(d, K_Number, (uint64_t)align));
+        return r;
+    }
+    swift_node *constraint;
+    char c = peek(d);
+    if (c == 'C') {
+        constraint = o_type(d);
+    } else if (c == 'S') {
+        next(d);
+        swift_node *sub = o_substitution(d);
+        if (sub == NULL)
+            return NULL;
+        swift_node *name;
+        if (sub->kind == K_Protocol || sub->kind == K_Class)
+            name = sub;
+        else if (sub->kind == K_Module)
+            name = o_protocol_given_context(d, sub);
+        else
+            return NULL;
+        constraint = type_of(d, name);
+    } else {
+        constraint = o_protocol_name(d);
+    }
+    return with2(d, K_DependentGenericConformanceRequirement, ty, constraint);
+}
+
+static swift_node *o_generic_signature(dm *d, bool pseudo)
+{
+    swift_node *sig = mk(d, pseudo ? K_DependentPseudogenericSignature : K_DependentGenericSignature);
+    bool any = false;
+    while (peek(d) != 'R' && peek(d) != 'r') {
+        uint64_t count;
+        if (next_if(d, 'z'))
+            count = 0;
+        else if (o_index(d, &count))
+            count += 1;
+        else
+            return NULL;
+        if (count > 10000)
+            return NULL;
+        add(d, sig, mk_index(d, K_DependentGenericParamCount, count));
+        any = true;
+    }
+    if (!any)
+        add(d, sig, mk_index(d, K_DependentGenericParamCount, 1));
+    if (next_if(d, 'r'))
+        return sig;
+    if (!next_if(d, 'R'))
+        return NULL;
+    while (!next_if(d, 'r')) {
+        if (d->pos >= d->len)
+            return NULL;
+        sig = add(d, sig, o_requirement(d));
+        if (sig == NULL)
+            return NULL;
+    }
+    return sig;
+}
+
+static swift_node *o_archetype(dm *d)
+{
+    if (next_if(d, 'Q')) {
+        swift_node *root = o_archetype(d);
+        swift_node *name = root ? o_identifier(d, K_Identifier) : NULL;
+        swift_node *a = with2(d, K_AssociatedTypeRef, root, name);
+        add_subst(d, a);
+        return a;
+    }
+    if (next_if(d, 'S')) {
+        swift_node *sub = o_substitution(d);
+        if (sub == NULL || sub->kind == K_Protocol)
+            return NULL;
+        swift_node *name = o_identifier(d, K_Identifier);
+        swift_node *a = with2(d, K_AssociatedTypeRef, sub, name);
+        add_subst(d, a);
+        return a;
+    }
+    if (next_if(d, 's')) {
+        swift_node *name = o_identifier(d, K_Identifier);
+        swift_node *a = with2(d, K_AssociatedTypeRef, mk_str(d, K_Module, "Swift"), name);
+        add_subst(d, a);
+        return a;
+    }
+    if (next_if(d, 'd')) {
+        uint64_t depth, index;
+        if (!o_index(d, &depth) || !o_index(d, &index))
+            return NULL;
+        return dependent_param(d, depth + 1, index);
+    }
+    uint64_t index;
+    if (!o_index(d, &index))
+        return NULL;
+    return dependent_param(d, 0, index);
+}
+
+static const char *o_convention(dm *d, int ctx)   /* ctx: 0 parameter, 1 result */
+{
+    switch (next(d)) {
+    case 'a': return ctx == 1 ? "@autoreleased" : NULL;
+    case 'd': return "@unowned";
+    case 'D': return ctx == 1 ? "@unowned_inner_pointer" : NULL;
+    case 'g': return ctx == 0 ? "@guaranteed" : NULL;
+    case 'e': return ctx == 0 ? "@deallocating" : NULL;
+    case 'i': return ctx == 0 ? "@in" : "@out";
+    case 'l': return ctx == 0 ? "@inout" : NULL;
+    case 'o': return "@owned";
+    default: return NULL;
+    }
+}
+
+static swift_node *o_impl_param(dm *d, swift_kind k)
+{
+    if (next_if(d, 'z')) {
+        if (k != K_ImplResult)
+            return NULL;
+        k = K_ImplErrorResult;
+    }
+    const char *conv = o_convention(d, k == K_ImplParameter ? 0 : 1);
+    if (conv == NULL)
+        return NULL;
+    swift_node *t = o_type(d);
+    return with2(d, k, mk_str(d, K_ImplConvention, conv), t);
+}
+
+static swift_node *o_impl_function_type(dm *d)
+{
+    swift_node *type = mk(d, K_ImplFunctionType);
+    const char *callee;
+    switch (next(d)) {
+    case 't': callee = "@convention(thin)"; break;
+    case 'o': callee = "@callee_owned"; break;
+    case 'd': callee = "@callee_unowned"; break;
+    case 'g': callee = "@callee_guaranteed"; break;
+    default: return NULL;
+    }
+    add(d, type, mk_str(d, K_ImplConvention, callee));
+    if (next_if(d, 'C')) {
+        const char *conv;
+        switch (next(d)) {
+        case 'b': conv = "@convention(block)"; break;
+        case 'c': conv = "@convention(c)"; break;
+        case 'm': conv = "@convention(method)"; break;
+        case 'O': conv = "@convention(objc_method)"; break;
+        case 'w': conv = "@convention(witness_method)"; break;
+        default: return NULL;
+        }
+        add(d, type, mk_str(d, K_ImplFunctionConvention, conv));
+    }
+    if (next_if(d, 'h'))
+        add(d, type, mk_str(d, K_ImplFunctionAttribute, "@Sendable"));
+    if (next_if(d, 'H'))
+        add(d, type, mk_str(d, K_ImplFunctionAttribute, "@async"));
+    bool pseudo = false;
+    if (next_if(d, 'G') || (pseudo = next_if(d, 'g')))
+        type = add(d, type, o_generic_signature(d, pseudo));
+    if (type == NULL || !next_if(d, '_'))
+        return NULL;
+    while (!next_if(d, '_')) {
+        type = add(d, type, o_impl_param(d, K_ImplParameter));
+        if (type == NULL)
+            return NULL;
+    }
+    while (!next_if(d, '_')) {
+        type = add(d, type, o_impl_param(d, K_ImplResult));
+        if (type == NULL)
+            return NULL;
+    }
+    return type;
+}
+
+static swift_node *o_builtin(dm *d)
+{
+    char buf[64];
+    if (next_if(d, 'b')) return mk_str(d, K_BuiltinTypeName, "Builtin.BridgeObject");
+    if (next_if(d, 'B')) return mk_str(d, K_BuiltinTypeName, "Builtin.UnsafeValueBuffer");
+    if (next_if(d, 'f') || next_if(d, 'i')) {
+        bool fp = d->text[d->pos - 1] == 'f';
+        int64_t size = natural(d);
+        if (size <= 0 || size > 4096 || !next_if(d, '_'))
+            return NULL;
+        snprintf(buf, sizeof buf, "Builtin.%s%lld", fp ? "FPIEEE" : "Int", (long long)size);
+        return mk_str(d, K_BuiltinTypeName, buf);
+    }
+    if (next_if(d, 'v')) {
+        int64_t elts = natural(d);
+        if (elts <= 0 || elts > 4096 || !next_if(d, 'B'))
+            return NULL;
+        if (next_if(d, 'i') || next_if(d, 'f')) {
+            bool fp = d->text[d->pos - 1] == 'f';
+            int64_t size = natural(d);
+            if (size <= 0 || size > 4096 || !next_if(d, '_'))
+                return NULL;
+            snprintf(buf, sizeof buf, "Builtin.Vec%lldx%s%lld", (long long)elts, fp ? "FPIEEE" : "Int",
+                     (long long)size);
+            return mk_str(d, K_BuiltinTypeName, buf);
+        }
+        if (next_if(d, 'p')) {
+            snprintf(buf, sizeof buf, "Builtin.Vec%lldxRawPointer", (long long)elts);
+            return mk_str(d, K_BuiltinTypeName, buf);
+        }
+        return NULL;
+    }
+    if (next_if(d, 'O')) return mk_str(d, K_BuiltinTypeName, "Builtin.UnknownObject");
+    if (next_if(d, 'o')) return mk_str(d, K_BuiltinTypeName, "Builtin.NativeObject");
+    if (next_if(d, 'p')) return mk_str(d, K_BuiltinTypeName, "Builtin.RawPointer");
+    if (next_if(d, 't')) return mk_str(d, K_BuiltinTypeName, "Builtin.SILToken");
+    if (next_if(d, 'w')) return mk_str(d, K_BuiltinTypeName, "Builtin.Word");
+    return NULL;
+}
+
+static swift_node *o_type_impl(dm *d)
+{
+    if (d->pos >= d->len || ++d->depth > MAX_DEPTH)
+        return NULL;
+    swift_node *r = NULL;
+    char c = next(d);
+    switch (c) {
+    case 'B': r = o_builtin(d); break;
+    case 'a': r = o_declaration(d, K_TypeAlias); break;
+    case 'b': r = o_function_type(d, K_ObjCBlock); break;
+    case 'c': r = o_function_type(d, K_CFunctionPointer); break;
+    case 'D': r = with1(d, K_DynamicSelf, o_type(d)); break;
+    case 'E': r = next_if(d, 'R') && next_if(d, 'R') ? mk(d, K_ErrorType) : NULL; break;
+    case 'F': r = o_function_type(d, K_FunctionType); break;
+    case 'f': r = o_function_type(d, K_UncurriedFunctionType); break;
+    case 'G': r = o_bound_generic_type(d); break;
+    case 'X':
+        if (next_if(d, 'b')) r = with1(d, K_SILBoxType, o_type(d));
+        else if (next_if(d, 'o')) r = with1(d, K_Unowned, o_type(d));
+        else if (next_if(d, 'u')) r = with1(d, K_Unmanaged, o_type(d));
+        else if (next_if(d, 'w')) r = with1(d, K_Weak, o_type(d));
+        else if (next_if(d, 'F')) r = o_impl_function_type(d);
+        break;
+    case 'K': r = o_function_type(d, K_AutoClosureType); break;
+    case 'M': r = with1(d, K_Metatype, o_type(d)); break;
+    case 'P':
+        if (next_if(d, 'M')) {
+            r = with1(d, K_ExistentialMetatype, o_type(d));
+        } else {
+            swift_node *tl = mk(d, K_TypeList);
+            while (tl != NULL && !next_if(d, '_')) {
+                if (d->pos >= d->len)
+                    tl = NULL;
+                else
+                    tl = add(d, tl, o_protocol_name(d));
+            }
+            r = with1(d, K_ProtocolList, tl);
+        }
+        break;
+    case 'Q':
+        r = next_if(d, 'u') ? mk(d, K_OpaqueReturnType) : o_archetype(d);
+        break;
+    case 'q': {
+        char p = peek(d);
+        if (p != 'd' && p != '_' && !is_digit(p)) {
+            swift_node *base = o_type(d);
+            r = base ? o_member_type_name(d, base) : NULL;
+        } else {
+            r = o_generic_param_index(d);
+        }
+        break;
+    }
+    case 'x': r = dependent_param(d, 0, 0); break;
+    case 'w': r = o_assoc_simple(d); break;
+    case 'W': r = o_assoc_compound(d); break;
+    case 'R': r = with1(d, K_InOut, o_type_impl(d)); break;
+    case 'k': r = with1(d, K_NoDerivative, o_type_impl(d)); break;
+    case 'S': r = o_substitution(d); break;
+    case 'T': r = o_tuple(d, false); break;
+    case 't': r = o_tuple(d, true); break;
+    case 'u': {
+        swift_node *sig = o_generic_signature(d, false);
+        r = with2(d, K_DependentGenericType, sig, sig ? o_type(d) : NULL);
+        break;
+    }
+    case 'C': r = o_declaration(d, K_Class); break;
+    case 'V': r = o_declaration(d, K_Structure); break;
+    case 'O': r = o_declaration(d, K_Enum); break;
+    default: break;
+    }
+    d->depth--;
+    return r;
+}
+
+static swift_node *o_type(dm *d)
+{
+    return type_of(d, o_type_impl(d));
+}
+
+static swift_node *o_entity(dm *d)
+{
+    if (++d->depth > MAX_DEPTH)
+        return NULL;
+    bool is_static = next_if(d, 'Z');
+    swift_kind basic;
+    if (next_if(d, 'F'))
+        basic = K_Function;
+    else if (next_if(d, 'v'))
+        basic = K_Variable;
+    else if (next_if(d, 'I'))
+        basic = K_Initializer;
+    else if (next_if(d, 'i'))
+        basic = K_Subscript;
+    else {
+        swift_node *n = o_nominal_type(d);
+        d->depth--;
+        return n;
+    }
+    swift_node *ctx = o_context(d);
+    if (ctx == NULL)
+        return NULL;
+    swift_kind k;
+    bool has_type = true, wrap = false;
+    swift_node *name = NULL;
+    if (next_if(d, 'D')) { k = K_Deallocator; has_type = false; }
+    else if (next_if(d, 'd')) { k = K_Destructor; has_type = false; }
+    else if (next_if(d, 'e')) { k = K_IVarInitializer; has_type = false; }
+    else if (next_if(d, 'E')) { k = K_IVarDestroyer; has_type = false; }
+    else if (next_if(d, 'C')) k = K_Allocator;
+    else if (next_if(d, 'c')) k = K_Constructor;
+    else if (next_if(d, 'a') || next_if(d, 'l')) {
+        bool mut = d->text[d->pos - 1] == 'a';
+        wrap = true;
+        switch (next(d)) {
+        case 'O': k = mut ? K_OwningMutableAddressor : K_OwningAddressor; break;
+        case 'o': k = mut ? K_NativeOwningMutableAddressor : K_NativeOwningAddressor; break;
+        case 'p': k = mut ? K_NativePinningMutableAddressor : K_NativePinningAddressor; break;
+        case 'u': k = mut ? K_UnsafeMutableAddressor : K_UnsafeAddressor; break;
+        default: return NULL;
+        }
+        name = o_decl_name(d);
+        if (name == NULL)
+            return NULL;
+    } else if (next_if(d, 'g') || next_if(d, 'G') || next_if(d, 's') || next_if(d, 'm') ||
+               next_if(d, 'w') || next_if(d, 'W')) {
+        char a = d->text[d->pos - 1];
+        wrap = true;
+        k = a == 'g' ? K_Getter : a == 'G' ? K_GlobalGetter : a == 's' ? K_Setter
+          : a == 'm' ? K_MaterializeForSet : a == 'w' ? K_WillSet : K_DidSet;
+        name = o_decl_name(d);
+        if (name == NULL)
+            return NULL;
+    } else if (next_if(d, 'U') || next_if(d, 'u')) {
+        k = d->text[d->pos - 1] == 'U' ? K_ExplicitClosure : K_ImplicitClosure;
+        name = o_index_node(d);
+        if (name == NULL)
+            return NULL;
+    } else if (basic == K_Initializer) {
+        if (next_if(d, 'A')) {
+            k = K_DefaultArgumentInitializer;
+            name = o_index_node(d);
+            if (name == NULL)
+                return NULL;
+        } else if (next_if(d, 'i')) {
+            k = K_Initializer;
+        } else {
+            return NULL;
+        }
+        has_type = false;
+    } else {
+        k = basic;
+        name = o_decl_name(d);
+        if (name == NULL)
+            return NULL;
+    }
+    swift_node *e = mk(d, k);
+    if (wrap) {
+        bool sub = basic == K_Subscript;
+        swift_node *w = with1(d, sub ? K_Subscript : K_Variable, ctx);
+        if (!sub)
+            w = add(d, w, name);
+        if (has_type)
+            w = add(d, w, o_type(d));
+        e = add(d, e, w);
+    } else {
+        e = add(d, e, ctx);
+        if (name != NULL)
+            e = add(d, e, name);
+        if (has_type)
+            e = add(d, e, o_type(d));
+    }
+    if (is_static)
+        e = with1(d, K_Static, e);
+    d->depth--;
+    return e;
+}
+
+static swift_node *o_conformance(dm *d)
+{
+    swift_node *t = o_type(d);
+    swift_node *p = t ? o_protocol_name(d) : NULL;
+    swift_node *c = p ? o_context(d) : NULL;
+    return with3(d, K_ProtocolConformance, t, p, c);
+}
+
+static bool o_fsp_constant(dm *d, swift_node *param)
+{
+    if (next_if(d, 'f')) {
+        if (!next_if(d, 'r'))
+            return false;
+        swift_node *name = o_identifier(d, K_Identifier);
+        if (name == NULL || !next_if(d, '_'))
+            return false;
+        add(d, param, fsp_kind(d, FSP_CONST_FUNCTION));
+        add(d, param, mk_text(d, K_FunctionSignatureSpecializationParamPayload, name->text, name->text_len));
+        return true;
+    }
+    if (next_if(d, 'g')) {
+        swift_node *name = o_identifier(d, K_Identifier);
+        if (name == NULL || !next_if(d, '_'))
+            return false;
+        add(d, param, fsp_kind(d, FSP_CONST_GLOBAL));
+        add(d, param, mk_text(d, K_FunctionSignatureSpecializationParamPayload, name->text, name->text_len));
+        return true;
+    }
+    if (next_if(d, 'i') || (peek(d) == 'f' && d->pos + 1 < d->len && d->text[d->pos + 1] == 'l' && (d->pos += 2))) {
+        bool integer = d->text[d->pos - 1] == 'i';
+        size_t start = d->pos;
+        while (d->pos < d->len && peek(d) != '_')
+            next(d);
+        if (!next_if(d, '_') || d->pos - 1 == start)
+            return false;
+        add(d, param, fsp_kind(d, integer ? FSP_CONST_INT : FSP_CONST_FLOAT));
+        add(d, param, mk_text(d, K_FunctionSignatureSpecializationParamPayload, d->text + start, d->pos - 1 - start));
+        return true;
+    }
+    if (next_if(d, 's')) {
+        if (!next_if(d, 'e'))
+            return false;
+        const char *enc;
+        if (next_if(d, '0'))
+            enc = "u8";
+        else if (next_if(d, '1'))
+            enc = "u16";
+        else
+            return false;
+        swift_node *str = o_identifier(d, K_Identifier);
+        if (str == NULL || !next_if(d, '_'))
+            return false;
+        add(d, param, fsp_kind(d, FSP_CONST_STRING));
+        add(d, param, mk_str(d, K_FunctionSignatureSpecializationParamPayload, enc));
+        add(d, param, mk_text(d, K_FunctionSignatureSpecializationParamPayload, str->text, str->text_len));
+        return true;
+    }
+    return false;
+}
+
+static swift_node *o_specialization(dm *d)
+{
+    bool not_reabstracted = false;
+    if (next_if(d, 'g') || (not_reabstracted = next_if(d, 'r'))) {
+        swift_node *spec = mk(d, not_reabstracted ? K_GenericSpecializationNotReAbstracted : K_GenericSpecialization);
+        if (next_if(d, 'q'))
+            add(d, spec, mk(d, K_IsSerialized));
+        int pass = next(d) - '0';
+        if (pass < 0 || pass > 9)
+            return NULL;
+        add(d, spec, mk_index(d, K_SpecializationPassID, (uint64_t)pass));
+        while (!next_if(d, '_')) {
+            if (d->pos >= d->len)
+                return NULL;
+            swift_node *param = with1(d, K_GenericSpecializationParam, o_type(d));
+            while (param != NULL && !next_if(d, '_')) {
+                if (d->pos >= d->len)
+                    return NULL;
+                param = add(d, param, o_conformance(d));
+            }
+            spec = add(d, spec, param);
+            if (spec == NULL)
+                return NULL;
+        }
+        return spec;
+    }
+    if (next_if(d, 'f')) {
+        swift_node *spec = mk(d, K_FunctionSignatureSpecialization);
+        if (next_if(d, 'q'))
+            add(d, spec, mk(d, K_IsSerialized));
+        int pass = next(d) - '0';
+        if (pass < 0 || pass > 9)
+            return NULL;
+        add(d, spec, mk_index(d, K_SpecializationPassID, (uint64_t)pass));
+        uint64_t count = 0;
+        while (!next_if(d, '_')) {
+            if (d->pos >= d->len || count > 64)
+                return NULL;
+            swift_node *param = mk_index(d, K_FunctionSignatureSpecializationParam, count);
+            if (param == NULL)
+                return NULL;
+            if (next_if(d, 'n')) {
+                if (!next_if(d, '_'))
+                    return NULL;
+            } else if (peek(d) == 'c' && d->pos + 1 < d->len && d->text[d->pos + 1] == 'p') {
+                d->pos += 2;
+                if (!o_fsp_constant(d, param))
+                    return NULL;
+            } else if (peek(d) == 'c' && d->pos + 1 < d->len && d->text[d->pos + 1] == 'l') {
+                d->pos += 2;
+                swift_node *name = o_identifier(d, K_Identifier);
+                if (name == NULL)
+                    return NULL;
+                add(d, param, fsp_kind(d, FSP_CLOSURE));
+                add(d, param, mk_text(d, K_FunctionSignatureSpecializationParamPayload, name->text, name->text_len));
+                swift_node *t;
+                while (peek(d) != '_' && (t = o_type(d)) != NULL)
+                    add(d, param, t);
+                if (!next_if(d, '_'))
+                    return NULL;
+            } else if (next_if(d, 'i')) {
+                if (!next_if(d, '_'))
+                    return NULL;
+                add(d, param, fsp_kind(d, FSP_BOX_TO_VALUE));
+            } else if (next_if(d, 'k')) {
+                if (!next_if(d, '_'))
+                    return NULL;
+                add(d, param, fsp_kind(d, FSP_BOX_TO_STACK));
+            } else if (next_if(d, 'r')) {
+                if (!next_if(d, '_'))
+                    return NULL;
+                add(d, param, fsp_kind(d, FSP_INOUT_TO_OUT));
+            } else {
+                uint64_t v = 0;
+                if (next_if(d, 'd')) v |= FSP_DEAD;
+                if (next_if(d, 'g')) v |= FSP_OWNED_TO_GUARANTEED;
+                if (next_if(d, 'o')) v |= FSP_GUARANTEED_TO_OWNED;
+                if (next_if(d, 's')) v |= FSP_SROA;
+                if (!next_if(d, '_') || v == 0)
+                    return NULL;
+                add(d, param, fsp_kind(d, v));
+            }
+            add(d, spec, param);
+            count++;
+        }
+        return spec;
+    }
+    return NULL;
+}
+
+static bool o_reabstract_signature(dm *d, swift_node *thunk)
+{
+    if (next_if(d, 'G')) {
+        if (add(d, thunk, o_generic_signature(d, false)) == NULL)
+            return false;
+    }
+    swift_node *src = o_type(d);
+    swift_node *dst = src ? o_type(d) : NULL;
+    return dst != NULL && add(d, add(d, thunk, src), dst) != NULL;
+}
+
+static swift_node *o_global(dm *d)
+{
+    if (++d->depth > MAX_DEPTH)
+        return NULL;
+    swift_node *r = NULL;
+    if (next_if(d, 'M')) {
+        swift_kind k = K_TypeMetadata;
+        if (next_if(d, 'P')) k = K_GenericTypeMetadataPattern;
+        else if (next_if(d, 'a')) k = K_TypeMetadataAccessFunction;
+        else if (next_if(d, 'L')) k = K_TypeMetadataLazyCache;
+        else if (next_if(d, 'm')) k = K_Metaclass;
+        else if (next_if(d, 'n')) k = K_NominalTypeDescriptor;
+        else if (next_if(d, 'f')) k = K_FullTypeMetadata;
+        else if (next_if(d, 'p')) k = K_ProtocolDescriptor;
+        r = with1(d, k, k == K_ProtocolDescriptor ? o_protocol_name(d) : o_type(d));
+    } else if (peek(d) == 'P' && d->pos + 1 < d->len && d->text[d->pos + 1] == 'A') {
+        d->pos += 2;
+        swift_kind k = next_if(d, 'o') ? K_PartialApplyObjCForwarder : K_PartialApplyForwarder;
+        r = mk(d, k);
+        if (d->len - d->pos >= 3 && memcmp(d->text + d->pos, "__T", 3) == 0) {
+            d->pos += 3;
+            r = add(d, r, o_global(d));
+        }
+    } else if (next_if(d, 't')) {
+        r = with1(d, K_TypeMangling, o_type(d));
+    } else if (next_if(d, 'w')) {
+        static const char *const names[][2] = {
+            {"al", "allocateBuffer"}, {"ca", "assignWithCopy"}, {"ta", "assignWithTake"},
+            {"de", "deallocateBuffer"}, {"xx", "destroy"}, {"XX", "destroyBuffer"},
+            {"Xx", "destroyArray"}, {"CP", "initializeBufferWithCopyOfBuffer"},
+            {"Cp", "initializeBufferWithCopy"}, {"cp", "initializeWithCopy"},
+            {"Tk", "initializeBufferWithTake"}, {"tk", "initializeWithTake"},
+            {"pr", "projectBuffer"}, {"TK", "initializeBufferWithTakeOfBuffer"},
+            {"Cc", "initializeArrayWithCopy"}, {"Tt", "initializeArrayWithTakeFrontToBack"},
+            {"tT", "initializeArrayWithTakeBackToFront"}, {"xs", "storeExtraInhabitant"},
+            {"xg", "getExtraInhabitantIndex"}, {"ug", "getEnumTag"},
+            {"up", "destructiveProjectEnumData"}, {"ui", "destructiveInjectEnumTag"},
+        };
+        char a = next(d), b = next(d);
+        for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+            if (names[i][0][0] == a && names[i][0][1] == b) {
+                r = with2(d, K_ValueWitness, mk_str(d, K_Identifier, names[i][1]), o_type(d));
+                break;
+            }
+    } else if (next_if(d, 'W')) {
+        char c = next(d);
+        switch (c) {
+        case 'V': r = with1(d, K_ValueWitnessTable, o_type(d)); break;
+        case 'v': {
+            uint64_t dir;
+            if (next_if(d, 'd'))
+                dir = 0;
+            else if (next_if(d, 'i'))
+                dir = 1;
+            else
+                break;
+            r = with2(d, K_FieldOffset, mk_index(d, K_Directness, dir), o_entity(d));
+            break;
+        }
+        case 'P': r = with1(d, K_ProtocolWitnessTable, o_conformance(d)); break;
+        case 'G': r = with1(d, K_GenericProtocolWitnessTable, o_conformance(d)); break;
+        case 'I': r = with1(d, K_GenericProtocolWitnessTableInstantiationFunction, o_conformance(d)); break;
+        case 'l': case 'L': {
+            swift_node *t = o_type(d);
+            r = with2(d, c == 'l' ? K_LazyProtocolWitnessTableAccessor : K_LazyProtocolWitnessTableCacheVariable,
+                      t, t ? o_conformance(d) : NULL);
+            break;
+        }
+        case 'a': r = with1(d, K_ProtocolWitnessTableAccessor, o_conformance(d)); break;
+        case 't': {
+            swift_node *conf = o_conformance(d);
+            r = with2(d, K_AssociatedTypeMetadataAccessor, conf, conf ? o_decl_name(d) : NULL);
+            break;
+        }
+        case 'T': {
+            swift_node *conf = o_conformance(d);
+            swift_node *name = conf ? o_decl_name(d) : NULL;
+            r = with3(d, K_AssociatedTypeWitnessTableAccessor, conf, name, name ? o_protocol_name(d) : NULL);
+            break;
+        }
+        default: break;
+        }
+    } else if (next_if(d, 'T')) {
+        if (next_if(d, 'R') || next_if(d, 'r')) {
+            swift_node *t = mk(d, d->text[d->pos - 1] == 'R' ? K_ReabstractionThunkHelper : K_ReabstractionThunk);
+            r = t != NULL && o_reabstract_signature(d, t) ? t : NULL;
+            if (r != NULL && r->nchildren >= 2) {
+                /* the printer reads (sig?, to, from): Swift 3 mangles from, to */
+                swift_node *x = r->child[r->nchildren - 1];
+                r->child[r->nchildren - 1] = r->child[r->nchildren - 2];
+                r->child[r->nchildren - 2] = x;
+            }
+        } else if (next_if(d, 'W')) {
+            swift_node *conf = o_conformance(d);
+            r = with2(d, K_ProtocolWitness, conf, conf ? o_entity(d) : NULL);
+        }
+    } else {
+        r = o_entity(d);
+    }
+    d->depth--;
+    return r;
+}
+
+static swift_node *demangle_old_symbol(dm *d)
+{
+    d->pos = 2;   /* "_T" */
+    swift_node *top = mk(d, K_Global);
+    if (top == NULL)
+        return NULL;
+    if (d->len - d->pos >= 2 && memcmp(d->text + d->pos, "TS", 2) == 0) {
+        d->pos += 2;
+        do {
+            top = add(d, top, o_specialization(d));
+            if (top == NULL)
+                return NULL;
+            d->nsubst = 0;   /* the specialization header shares no substitutions */
+            if (d->len - d->pos >= 4 && memcmp(d->text + d->pos, "_TTS", 4) == 0)
+                d->pos += 4;
+            else
+                break;
+        } while (1);
+        if (d->len - d->pos < 2 || memcmp(d->text + d->pos, "_T", 2) != 0)
+            return NULL;
+        d->pos += 2;
+    } else if (d->len - d->pos >= 2 && d->text[d->pos] == 'T') {
+        char c = d->text[d->pos + 1];
+        swift_kind k = c == 'o' ? K_ObjCAttribute : c == 'O' ? K_NonObjCAttribute : c == 'D' ? K_DynamicAttribute : K__COUNT;
+        if (k != K__COUNT) {
+            d->pos += 2;
+            add(d, top, mk(d, k));
+        }
+    }
+    top = add(d, top, o_global(d));
+    if (top == NULL || d->failed)
+        return NULL;
+    if (d->pos < d->len)
+        add(d, top, mk_text(d, K_Suffix, d->text + d->pos, d->len - d->pos));
+    return d->failed ? NULL : top;
+}
+
 /* ---- symbols ------------------------------------------------------------------------------ */
 
 /* prefix_len - length of the Swift mangling prefix of `s`, 0 if none */
@@ -2453,8 +3547,11 @@ static swift_node *demangle_symbol(dm *d)
 {
     bool old = false;
     size_t p = prefix_len(d->text, d->len, &old);
-    if (p == 0)
+    if (p == 0) {
+        if (d->len >= 3 && d->text[0] == '_' && d->text[1] == 'T')
+            return demangle_old_symbol(d);
         return NULL;
+    }
     d->old_fn_labels = old;
     bool macro = p == 14;
     d->pos = p;

@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "demangle/demangle.h"
 #include "http/http_internal.h"
+#include "signature/signature.h"
 #include "store/store_issues.h"
 
 /* The {id} of /api/v1/issues/{id}: a positive integer, else there is no such issue. */
@@ -42,6 +44,15 @@ enum MHD_Result handle_issues_list(http_request *r)
         .status = request_arg(r, "status"), .since = request_arg(r, "since"), .until = request_arg(r, "until"),
         .q = request_arg(r, "q"), .sort = request_arg(r, "sort"), .cursor = request_arg(r, "cursor"),
     };
+    /* Titles and culprits hold display names: a mangled Swift or C++ name searches as the
+     * name it normalizes to, so either form finds the issue. */
+    char shown[SIGNATURE_MAX_NAME];
+    if (q.q != NULL && (demangle_is_swift(q.q) || demangle_is_cxx(q.q)) &&
+        signature_normalize_symbol(shown, sizeof shown, q.q)[0] != '\0') {
+        q.q = arena_strdup(r->a, shown, &r->err);
+        if (q.q == NULL)
+            return respond_err(r, &r->err);
+    }
     if (q.kind && !one_of(q.kind, KINDS))
         return respond_error(r, ERR_INVALID, "kind must be crash, hang or sample");
     if (q.status && !one_of(q.status, STATUSES))
