@@ -2040,7 +2040,13 @@ static swift_node *demangle_thunk_or_specialization(dm *d)
         return with1(d, K_ProtocolRequirementsBaseDescriptor, pop_protocol(d));
     case 'n': case 'N': {
         swift_node *req = pop_protocol(d);
-        swift_node *conforming = pop_kind(d, K_Type);
+        swift_node *conforming = mk(d, K_AssocTypePath);
+        bool first;
+        do {
+            first = pop_kind(d, K_FirstElementMarker) != NULL;
+            conforming = add(d, conforming, pop_assoc_type_name(d));
+        } while (conforming != NULL && !first);
+        reverse_children(conforming, 0);
         swift_node *proto = pop_kind(d, K_Type);
         return with3(d, c == 'n' ? K_AssociatedConformanceDescriptor : K_DefaultAssociatedConformanceAccessor,
                      proto, conforming, req);
@@ -3233,9 +3239,8 @@ static swift_node *o_conformance(dm *d)
 
 static bool o_fsp_constant(dm *d, swift_node *param)
 {
-    if (next_if(d, 'f')) {
-        if (!next_if(d, 'r'))
-            return false;
+    if (peek(d) == 'f' && d->pos + 1 < d->len && d->text[d->pos + 1] == 'r') {
+        d->pos += 2;
         swift_node *name = o_identifier(d, K_Identifier);
         if (name == NULL || !next_if(d, '_'))
             return false;
@@ -3470,12 +3475,6 @@ static swift_node *o_global(dm *d)
         if (next_if(d, 'R') || next_if(d, 'r')) {
             swift_node *t = mk(d, d->text[d->pos - 1] == 'R' ? K_ReabstractionThunkHelper : K_ReabstractionThunk);
             r = t != NULL && o_reabstract_signature(d, t) ? t : NULL;
-            if (r != NULL && r->nchildren >= 2) {
-                /* the printer reads (sig?, to, from): Swift 3 mangles from, to */
-                swift_node *x = r->child[r->nchildren - 1];
-                r->child[r->nchildren - 1] = r->child[r->nchildren - 2];
-                r->child[r->nchildren - 2] = x;
-            }
         } else if (next_if(d, 'W')) {
             swift_node *conf = o_conformance(d);
             r = with2(d, K_ProtocolWitness, conf, conf ? o_entity(d) : NULL);

@@ -392,6 +392,9 @@ static void print_entity_type(printer *p, const swift_node *entity, const swift_
                               const swift_node *generic_args)
 {
     const swift_node *labels = child_of_kind(entity, K_LabelList);
+    if (labels != NULL && labels->nchildren == 0 && generic_args == NULL && type->kind != K_FunctionType &&
+        type->kind != K_NoEscapeFunctionType && type->kind != K_DependentGenericType)
+        labels = NULL;   /* e.g. a variable of @convention(c) function type keeps its convention */
     if (labels != NULL || generic_args != NULL) {
         if (generic_args != NULL) {
             outc(p, '<');
@@ -702,7 +705,7 @@ static void print_fsp_param(printer *p, const swift_node *n)
                 if (i < n->nchildren && n->child[i]->has_text)
                     outs(p, ", ");
             }
-            outs(p, "]]");
+            outc(p, ']');   /* sic: swift-demangle leaves the outer '[' open here */
             break;
         default:
             print(p, n->child[i++], false);
@@ -720,6 +723,8 @@ static void print_prefixed(printer *p, const char *what, const swift_node *n)
 static void print_generic_signature(printer *p, const swift_node *n)
 {
     uint32_t depth = 0;
+    if (n->nchildren == 0 || n->child[0]->kind != K_DependentGenericParamCount)
+        outc(p, '<');
     for (; depth < n->nchildren && n->child[depth]->kind == K_DependentGenericParamCount; depth++) {
         outs(p, depth == 0 ? "<" : "><");
         uint64_t count = n->child[depth]->index;
@@ -1131,6 +1136,9 @@ static const swift_node *print(printer *p, const swift_node *n, bool as_prefix)
         outc(p, '<');
         print(p, child(n, 1), false);
         outc(p, '>');
+        break;
+    case K_AssocTypePath:
+        print_children(p, n, ".");
         break;
     case K_ConstrainedExistentialRequirementList:
         print_children(p, n, ", ");
