@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <zlib.h>
 
 #include "base/xalloc.h"
+#include "ingest/ingest.h"
 #include "log/log.h"
 #include "signature/signature.h"
 #include "store/store_samples.h"
@@ -20,56 +20,6 @@
 #define SWEEP_EVERY_S 30
 
 /* ---- intake ---------------------------------------------------------------------------- */
-
-/* Inflate a gzip body into `a`, refusing to produce more than `max` bytes (gzip bombs). */
-static err_code gunzip(uint8_t **out, size_t *out_len, const uint8_t *in, size_t in_len,
-                       uint64_t max, arena *a, err_info *err)
-{
-    z_stream zs;
-    memset(&zs, 0, sizeof zs);
-    if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)
-        return err_set(err, ERR_INTERNAL, "gzip: cannot initialize zlib");
-    size_t cap = in_len * 4 + 4096, len = 0;
-    if (cap > max + 1)
-        cap = (size_t)max + 1;
-    uint8_t *buf = arena_alloc(a, cap, err);
-    err_code rc = buf ? ERR_OK : ERR_TOO_LARGE;
-    zs.next_in = (Bytef *)in;
-    zs.avail_in = (uInt)in_len;
-    while (rc == ERR_OK) {
-        if (len == cap) {
-            if (cap > max)
-                rc = err_set(err, ERR_TOO_LARGE, "body: larger than %llu bytes after gzip "
-                             "decoding", (unsigned long long)max);
-            else {
-                size_t ncap = cap * 2 > max + 1 ? (size_t)max + 1 : cap * 2;
-                buf = arena_grow(a, buf, cap, ncap, err);
-                rc = buf ? ERR_OK : ERR_TOO_LARGE;
-                cap = ncap;
-            }
-            if (rc != ERR_OK)
-                break;
-        }
-        zs.next_out = buf + len;
-        zs.avail_out = (uInt)(cap - len);
-        int zr = inflate(&zs, Z_NO_FLUSH);
-        len = cap - zs.avail_out;
-        if (zr == Z_STREAM_END)
-            break;
-        if (zr == Z_BUF_ERROR && zs.avail_in == 0)
-            rc = err_set(err, ERR_INVALID, "body: gzip data is truncated after %zu bytes", in_len);
-        else if (zr != Z_OK && zr != Z_BUF_ERROR)
-            rc = err_set(err, ERR_INVALID, "body: gzip data is corrupt: %s",
-                         zs.msg ? zs.msg : "inflate failed");
-    }
-    if (rc == ERR_OK && len > max)
-        rc = err_set(err, ERR_TOO_LARGE, "body: larger than %llu bytes after gzip decoding",
-                     (unsigned long long)max);
-    inflateEnd(&zs);
-    *out = buf;
-    *out_len = len;
-    return rc;
-}
 
 static void sha256_hex(char out[65], const void *data, size_t len)
 {
@@ -94,8 +44,10 @@ err_code callsites_accept(callsites_result *out, char field[SAMPLEBATCH_FIELD_MA
     size_t len = in->len;
     if (in->content_encoding && strcmp(in->content_encoding, "gzip") == 0) {
         uint8_t *plain = NULL;
-        err_code rc = gunzip(&plain, &len, in->body, in->len, in->max_bytes, a, err);
+        err_code rc = ingest_gunzip(&plain, &len, in->body, in->len, in->max_bytes,
+                                    "the sample batch", a, err);
         if (rc != ERR_OK) {
+            err_prefix(err, "body");
             snprintf(field, SAMPLEBATCH_FIELD_MAX, "body");
             return rc;
         }

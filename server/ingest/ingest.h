@@ -48,6 +48,13 @@ typedef struct {
 err_code ingest_report_accept(ingest_report_result *out, store *s, const ingest_report_input *in,
                               arena *a, err_info *err);
 
+/* ingest_gunzip - inflate `in_len` bytes of gzip into `a` (*out, *out_len bytes), refusing to
+ * produce more than `max` bytes: a gzip bomb stops at the limit, not at the end of the
+ * stream. `what` names the body in messages ("report"). Errors ERR_INVALID (corrupt or
+ * truncated gzip), ERR_TOO_LARGE (over `max`, or the arena's budget), ERR_INTERNAL (zlib). */
+err_code ingest_gunzip(uint8_t **out, size_t *out_len, const uint8_t *in, size_t in_len,
+                       uint64_t max, const char *what, arena *a, err_info *err);
+
 /* ---- dSYM uploads ---------------------------------------------------------------------- */
 
 /* One debug file of an upload, as answered to the client. */

@@ -18,10 +18,8 @@ typedef struct {
     const char *app, *app_version, *os_version;
 } ingest_parsed;
 
-/* Inflate a gzip body into the arena, refusing to produce more than `max` bytes (gzip bombs
- * stop at the limit, not at the end of the stream). */
-static err_code ingest_gunzip(uint8_t **out, size_t *out_len, const uint8_t *in, size_t in_len,
-                              uint64_t max, arena *a, err_info *err)
+err_code ingest_gunzip(uint8_t **out, size_t *out_len, const uint8_t *in, size_t in_len,
+                       uint64_t max, const char *what, arena *a, err_info *err)
 {
     z_stream zs;
     memset(&zs, 0, sizeof zs);
@@ -41,8 +39,8 @@ static err_code ingest_gunzip(uint8_t **out, size_t *out_len, const uint8_t *in,
     for (;;) {
         if (len == cap) {
             if (cap > max) {
-                rc = err_set(err, ERR_TOO_LARGE, "report is larger than %llu bytes after gzip "
-                             "decoding", (unsigned long long)max);
+                rc = err_set(err, ERR_TOO_LARGE, "%s is larger than %llu bytes after gzip "
+                             "decoding", what, (unsigned long long)max);
                 goto done;
             }
             size_t ncap = cap * 2 > max + 1 ? (size_t)max + 1 : cap * 2;
@@ -70,8 +68,8 @@ static err_code ingest_gunzip(uint8_t **out, size_t *out_len, const uint8_t *in,
         }
     }
     if (len > max) {
-        rc = err_set(err, ERR_TOO_LARGE, "report is larger than %llu bytes after gzip decoding",
-                     (unsigned long long)max);
+        rc = err_set(err, ERR_TOO_LARGE, "%s is larger than %llu bytes after gzip decoding",
+                     what, (unsigned long long)max);
         goto done;
     }
     *out = dst;
@@ -118,7 +116,8 @@ err_code ingest_report_accept(ingest_report_result *out, store *s, const ingest_
     size_t raw_len = in->len;
     if (in->content_encoding && strcmp(in->content_encoding, "gzip") == 0) {
         uint8_t *dec = NULL;
-        err_code rc = ingest_gunzip(&dec, &raw_len, in->body, in->len, in->max_report_bytes, a, err);
+        err_code rc = ingest_gunzip(&dec, &raw_len, in->body, in->len, in->max_report_bytes,
+                                    "report", a, err);
         if (rc != ERR_OK)
             return rc;
         raw = dec;
