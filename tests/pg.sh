@@ -56,8 +56,9 @@ start)
     [ -n "$port" ] || port=$(free_port)
     echo "$port" >"$dir/port"
     # fsync off: test data need not survive a machine crash, and it keeps the tests fast.
+    # PG_FSYNC=on keeps it on (tests/bench/bench_ingest.sh: durable means flushed to disk).
     "${as_owner[@]}" "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
-      -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$dir -c fsync=off -c max_connections=200" \
+      -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$dir -c fsync=${PG_FSYNC:-off} -c max_connections=200" \
       start >/dev/null || { tail -n 20 "$dir/server.log" >&2; exit 1; }
   fi
   echo "postgresql://postgres@127.0.0.1:$port/postgres"

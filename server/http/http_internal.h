@@ -21,6 +21,8 @@
 #include "http/http.h"
 #include "ingest/pipeline.h"
 #include "store/store.h"
+#include "store/store_intake.h"
+#include "store/store_reports.h"
 
 #define MAX_UPLOAD_PARTS 16
 
@@ -46,6 +48,7 @@ struct http_server {
     store *store;
     pipeline *pipe;          /* symbolication caches and workers; NULL in tests without */
     maintain *node;          /* heartbeats, retention, node metrics; NULL in tests without */
+    store_intake *intake;    /* group commit of POSTed reports (owned) */
     char *tmp_dir;
     conns *conns;            /* every open connection and the reaper (conns.h) */
     atomic_int in_flight;
@@ -79,6 +82,12 @@ struct http_request {
     struct MHD_PostProcessor *pp;
     char *parts[MAX_UPLOAD_PARTS];
     size_t nparts;
+    /* POST /api/v1/reports: the connection is suspended while its row waits for the group
+     * commit; the committer fills these and resumes it (routes_reports.c) */
+    enum { INTAKE_NONE, INTAKE_WAITING, INTAKE_DONE } intake;
+    store_report_new intake_row;
+    err_code intake_rc;
+    char intake_id[37];
 };
 
 /* ---- requests and responses (server.c) ------------------------------------------------ */

@@ -1,6 +1,6 @@
 /*
- * routes_reports - /api/v1/reports: POST a report (ingest_report_accept: decode, parse,
- * commit; 202 once durable), GET one by id (JSON with the pipeline's results, or ?format=text
+ * routes_reports - /api/v1/reports: POST a report (ingest_report_prepare: decode, parse;
+ * then store_intake's group commit, the connection suspended meanwhile; 202 once durable), GET one by id (JSON with the pipeline's results, or ?format=text
  * for Apple crash text symbolicated now) and GET its raw bytes. Report ids follow
  * store_report_id_norm (32 or 36 hex-digit forms). Shapes in docs/openapi.yaml.
  */
@@ -13,8 +13,33 @@
 #include "ingest/ingest.h"
 #include "store/store_reports.h"
 
+/* The group commit's verdict, on a committer thread: record it, then hand the connection
+ * back to libmicrohttpd, which calls handle_report_post again to answer. `r` may be gone as
+ * soon as the connection is resumed. */
+static void report_committed(void *ctx, err_code rc, const char *id, const err_info *err)
+{
+    http_request *r = ctx;
+    r->intake_rc = rc;
+    if (rc == ERR_OK)
+        memcpy(r->intake_id, id, sizeof r->intake_id);
+    else
+        r->err = *err;
+    r->intake = INTAKE_DONE;
+    MHD_resume_connection(r->conn);
+}
+
 enum MHD_Result handle_report_post(http_request *r)
 {
+    if (r->intake == INTAKE_DONE) {
+        if (r->intake_rc != ERR_OK) {
+            metrics_report_rejected(r->intake_rc);
+            return respond_err(r, &r->err);
+        }
+        metrics_report_accepted();
+        return respond_json(r, 202, json_pack("{s:s,s:s,s:s}", "id", r->intake_id, "status",
+                                              r->intake_row.status, "format",
+                                              r->intake_row.format));
+    }
     ingest_report_input in = {
         .content_type = request_media_type(r, MHD_HTTP_HEADER_CONTENT_TYPE),
         .content_encoding = request_media_type(r, MHD_HTTP_HEADER_CONTENT_ENCODING),
@@ -24,15 +49,22 @@ enum MHD_Result handle_report_post(http_request *r)
     };
     if (in.content_encoding[0] == '\0')
         in.content_encoding = NULL;
-    ingest_report_result res;
-    err_code rc = ingest_report_accept(&res, r->srv->store, &in, r->a, &r->err);
+    err_code rc = ingest_report_prepare(&r->intake_row, &in, r->a, &r->err);
     if (rc != ERR_OK) {
         metrics_report_rejected(rc);
         return respond_err(r, &r->err);
     }
-    metrics_report_accepted();
-    return respond_json(r, 202, json_pack("{s:s,s:s,s:s}", "id", res.id, "status", res.status,
-                                          "format", res.format));
+    /* Suspended before it is queued: the commit may finish (and resume it) at once. The
+     * 202 goes out only after the commit. */
+    r->intake = INTAKE_WAITING;
+    MHD_suspend_connection(r->conn);
+    rc = store_intake_submit(r->srv->intake, &r->intake_row, report_committed, r, &r->err);
+    if (rc != ERR_OK) {
+        r->intake_rc = rc;
+        r->intake = INTAKE_DONE;
+        MHD_resume_connection(r->conn);
+    }
+    return MHD_YES;
 }
 
 /* The wire format of a report (docs/openapi.yaml, Report). */
@@ -85,6 +117,17 @@ enum MHD_Result handle_report_get(http_request *r)
     store_report rep;
     if (store_report_get(&rep, r->srv->store, r->param, r->a, &r->err) != ERR_OK)
         return respond_err(r, &r->err);
+    if (rep.parsed_json == NULL) {
+        /* Intake stores no model (ingest_report_prepare): rebuild it from the raw bytes. */
+        const uint8_t *raw;
+        size_t len;
+        err_info perr = {0};
+        if (store_report_raw_get(&raw, &len, r->srv->store, r->param, r->a, &r->err) != ERR_OK)
+            return respond_err(r, &r->err);
+        /* A stored report that no longer parses (a parser regression) still has its row. */
+        if (ingest_report_model_json(&rep.parsed_json, raw, len, r->a, &perr) != ERR_OK)
+            rep.parsed_json = NULL;
+    }
     return respond_json(r, 200, report_json(&rep));
 }
 

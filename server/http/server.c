@@ -690,8 +690,16 @@ err_code http_server_start(http_server **out, const config *cfg, store *s, pipel
                      gai_strerror(gai));
         goto fail;
     }
+    store_intake_options io = {0};
+    rc = store_intake_new(&srv->intake, s, &io, err);
+    if (rc != ERR_OK) {
+        freeaddrinfo(ai);
+        goto fail;
+    }
+    /* SUSPEND_RESUME: a POSTed report waits for its group commit without holding an HTTP
+     * thread (routes_reports.c). */
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
-                     MHD_USE_ERROR_LOG;
+                     MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
     srv->conns = conns_new(cfg->header_timeout_s * 1000u, cfg->min_body_rate);
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
@@ -719,6 +727,7 @@ err_code http_server_start(http_server **out, const config *cfg, store *s, pipel
     *out = srv;
     return ERR_OK;
 fail:
+    store_intake_free(srv->intake);
     conns_free(srv->conns);
     free(srv->tmp_dir);
     free(srv);
@@ -744,6 +753,9 @@ unsigned http_server_stop(http_server *srv)
     }
     unsigned left = (unsigned)atomic_load(&srv->in_flight);
     log_event(LOG_INFO, "http_draining_done", "idle_closed=%u unfinished=%u", closed, left);
+    /* Commits what is queued and resumes every suspended connection: libmicrohttpd must not
+     * be stopped with a connection still suspended. */
+    store_intake_free(srv->intake);
     MHD_stop_daemon(srv->daemon);
     conns_free(srv->conns);
     free(srv->tmp_dir);

@@ -16,6 +16,7 @@
 #include "ingest/symfiles.h"
 #include "store/store.h"
 #include "store/store_dsyms.h"
+#include "store/store_reports.h"
 
 /* ---- reports --------------------------------------------------------------------------- */
 
@@ -28,25 +29,25 @@ typedef struct {
     uint64_t max_report_bytes;    /* limit on the decoded report */
 } ingest_report_input;
 
-typedef struct {
-    char id[37];        /* the stored report's id (UUID) */
-    const char *format; /* "apple-text", "ips", "kscrash", "json" (static or in the arena) */
-    const char *status; /* "received" */
-    size_t raw_bytes;   /* decoded size */
-} ingest_report_result;
-
 /*
- * ingest_report_accept - decode (gzip), parse and commit one report. When it returns ERR_OK
- * the report is durable in Postgres with status "received" (workers take it from there).
- * Scratch memory comes from `a`.
+ * ingest_report_prepare - decode (gzip) and parse one report into the row intake commits
+ * (status "received", format and the summary columns; no parsed model: see
+ * ingest_report_model_json). The caller commits `row` through store_intake (group commit);
+ * once that commit succeeded the report is durable and workers take it from there. Strings
+ * and bytes of `row` live in `a` (or borrow in->body).
  * Errors  ERR_UNSUPPORTED (content type or encoding not accepted; a recognized document that
  *         is not an app crash report), ERR_INVALID (corrupt gzip, a report that does not
  *         parse: the message gives the reason and, for text, the line), ERR_TOO_LARGE (over
- *         max_report_bytes after decoding, or the arena budget), ERR_STORE (database down:
- *         nothing was stored, the client should retry).
+ *         max_report_bytes after decoding, or the arena budget).
  */
-err_code ingest_report_accept(ingest_report_result *out, store *s, const ingest_report_input *in,
-                              arena *a, err_info *err);
+err_code ingest_report_prepare(store_report_new *row, const ingest_report_input *in, arena *a,
+                               err_info *err);
+
+/* ingest_report_model_json - the parsed model of stored raw bytes as JSON text
+ * (crashreport_render_json), in `a`: what GET /api/v1/reports/{id} shows as "report" for a
+ * report whose model was not stored. Errors as crashreport_parse, ERR_TOO_LARGE. */
+err_code ingest_report_model_json(const char **json, const uint8_t *raw, size_t len, arena *a,
+                                  err_info *err);
 
 /* ingest_gunzip - inflate `in_len` bytes of gzip into `a` (*out, *out_len bytes), refusing to
  * produce more than `max` bytes: a gzip bomb stops at the limit, not at the end of the

@@ -1,22 +1,14 @@
 /*
  * ingest_report - report intake: decode the body, parse it (ingest_report_parse is the one
- * place that does), commit raw bytes + parsed summary, answer with the id.
+ * place that does) into the row intake commits: raw bytes + summary columns.
  */
 #include <string.h>
 #include <zlib.h>
 
 #include "base/buf.h"
 #include "ingest/ingest.h"
-#include "store/store_reports.h"
 
 #include "crashreport/crashreport.h"
-
-/* What the parser made of a report, for the reports row. Strings in the request arena. */
-typedef struct {
-    const char *format;      /* "apple-text", "ips", "kscrash", "json" */
-    const char *parsed_json; /* the model as JSON, NULL if not parsed here */
-    const char *app, *app_version, *os_version;
-} ingest_parsed;
 
 err_code ingest_gunzip(uint8_t **out, size_t *out_len, const uint8_t *in, size_t in_len,
                        uint64_t max, const char *what, arena *a, err_info *err)
@@ -79,34 +71,18 @@ done:
     return rc;
 }
 
-/* ingest_report_parse - THE one place intake parses a report: crashreport_parse detects the
- * format; the model is kept as JSON and summarized into columns. */
-static err_code ingest_report_parse(ingest_parsed *out, const uint8_t *data, size_t len,
-                                    const char *content_type, arena *a, err_info *err)
+/* ingest_report_parse - THE one place a report is parsed on its way in (and when its model
+ * is rebuilt for reading): crashreport_parse detects the format from the bytes. */
+static err_code ingest_report_parse(crashreport **out, const uint8_t *data, size_t len,
+                                    arena *a, err_info *err)
 {
-    (void)content_type;   /* crashreport_parse detects the format from the bytes */
-    crashreport *r;
-    err_code rc = crashreport_parse(&r, (const char *)data, len, a, err);
-    if (rc != ERR_OK)
-        return rc;
-    buf json;
-    buf_init(&json);
-    crashreport_render_json(&json, r);
-    out->parsed_json = arena_strndup(a, (const char *)json.data, json.len, err);
-    buf_reset(&json);
-    if (!out->parsed_json)
-        return ERR_TOO_LARGE;
-    out->format = crashreport_format_name(r->format);
-    out->app = r->meta.app_name ? r->meta.app_name : r->meta.process;
-    out->app_version = r->meta.app_version;
-    out->os_version = r->meta.os_version;
-    return ERR_OK;
+    return crashreport_parse(out, (const char *)data, len, a, err);
 }
 
-err_code ingest_report_accept(ingest_report_result *out, store *s, const ingest_report_input *in,
-                              arena *a, err_info *err)
+err_code ingest_report_prepare(store_report_new *row, const ingest_report_input *in, arena *a,
+                               err_info *err)
 {
-    memset(out, 0, sizeof *out);
+    memset(row, 0, sizeof *row);
     if (strcmp(in->content_type, "text/plain") != 0 &&
         strcmp(in->content_type, "application/json") != 0)
         return err_set(err, ERR_UNSUPPORTED, "content type '%s' is not accepted for reports: "
@@ -129,27 +105,36 @@ err_code ingest_report_accept(ingest_report_result *out, store *s, const ingest_
         return err_set(err, ERR_TOO_LARGE, "report of %zu bytes is over the limit of %llu bytes",
                        raw_len, (unsigned long long)in->max_report_bytes);
 
-    ingest_parsed p = {0};
-    err_code rc = ingest_report_parse(&p, raw, raw_len, in->content_type, a, err);
+    /* Parsed here so that a bad report gets its 4xx now; only the summary is kept: the model
+     * is rebuilt from the raw bytes when someone reads it (ingest_report_model_json), which
+     * keeps intake's commit to the bytes that cannot be rebuilt. */
+    crashreport *r;
+    err_code rc = ingest_report_parse(&r, raw, raw_len, a, err);
     if (rc != ERR_OK)
         return rc;
-
-    store_report_new row = {
-        .status = "received",
-        .format = p.format,
-        .content_type = in->content_type,
-        .raw = raw,
-        .raw_len = raw_len,
-        .parsed_json = p.parsed_json,
-        .app = p.app,
-        .app_version = p.app_version,
-        .os_version = p.os_version,
-    };
-    rc = store_report_insert(out->id, s, &row, err);
-    if (rc != ERR_OK)
-        return rc;
-    out->format = p.format;
-    out->status = "received";
-    out->raw_bytes = raw_len;
+    row->status = "received";
+    row->format = crashreport_format_name(r->format);
+    row->content_type = in->content_type;
+    row->raw = raw;
+    row->raw_len = raw_len;
+    row->app = r->meta.app_name ? r->meta.app_name : r->meta.process;
+    row->app_version = r->meta.app_version;
+    row->os_version = r->meta.os_version;
     return ERR_OK;
+}
+
+err_code ingest_report_model_json(const char **json, const uint8_t *raw, size_t len, arena *a,
+                                  err_info *err)
+{
+    *json = NULL;
+    crashreport *r;
+    err_code rc = ingest_report_parse(&r, raw, len, a, err);
+    if (rc != ERR_OK)
+        return rc;
+    buf out;
+    buf_init(&out);
+    crashreport_render_json(&out, r);
+    *json = arena_strndup(a, (const char *)out.data, out.len, err);
+    buf_reset(&out);
+    return *json ? ERR_OK : ERR_TOO_LARGE;
 }

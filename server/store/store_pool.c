@@ -75,6 +75,10 @@ static err_code store_connect(pconn **out, store *s, err_info *err)
     /* NOTICEs ("relation already exists, skipping") are not errors and must not reach
      * stderr unstructured. */
     PQsetNoticeProcessor(pg, store_ignore_notice, NULL);
+    /* Values TOASTed on this connection (raw reports, 5-50 KB each) are compressed with lz4,
+     * not pglz: pglz was the largest single cost of intake in Postgres (issue #15). Ignored
+     * where the server has no lz4: values are then compressed with pglz as before. */
+    PQclear(PQexec(pg, "SET default_toast_compression = lz4"));
     pconn *c = xcalloc(1, sizeof *c);
     c->pg = pg;
     *out = c;

@@ -1,0 +1,436 @@
+/*
+ * store_intake - group commit of new reports; see store_intake.h for the contract.
+ *
+ * The queue is a FIFO of entries (one malloc'd entry per report). A committer thread waits
+ * for entries, cuts a batch off the head of the queue under `mu`, commits it without the lock
+ * and calls each entry's done callback. The COPY is binary (no escaping of the raw bytes, no
+ * text parsing of ids and sizes): PostgreSQL docs, "COPY", section "Binary Format".
+ */
+#include <arpa/inet.h>
+#include <assert.h>
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "base/buf.h"
+#include "base/xalloc.h"
+#include "store/store_intake.h"
+#include "store/store_internal.h"
+
+typedef struct intake_entry {
+    const store_report_new *r;
+    store_intake_done_fn done;
+    void *ctx;
+    uint8_t id[16];            /* UUIDv7, set by the committer */
+    err_code rc;
+    err_info err;
+    struct intake_entry *next;
+} intake_entry;
+
+struct store_intake {
+    store *s;
+    unsigned max_batch, nthreads;
+    uint64_t max_batch_bytes;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;           /* an entry was queued, or stop */
+    intake_entry *head, *tail;   /* waiting for a committer */
+    bool stop;
+    pthread_t *threads;
+    unsigned started;
+    store_intake_stats stats;
+};
+
+static const char SQL_COPY[] =
+    "COPY reports (id, status, format, content_type, raw, raw_bytes, parsed, app, app_version, "
+    "os_version) FROM STDIN (FORMAT binary)";
+#define COPY_FIELDS 10
+
+static void *committer_main(void *arg);
+
+err_code store_intake_new(store_intake **out, store *s, const store_intake_options *opts,
+                          err_info *err)
+{
+    store_intake *q = xcalloc(1, sizeof *q);
+    q->s = s;
+    q->max_batch = opts && opts->max_batch ? opts->max_batch : 256;
+    q->nthreads = opts && opts->max_inflight ? opts->max_inflight : 2;
+    q->max_batch_bytes = opts && opts->max_batch_bytes ? opts->max_batch_bytes : 16u << 20;
+    pthread_mutex_init(&q->mu, NULL);
+    pthread_cond_init(&q->cv, NULL);
+    q->threads = xcalloc(q->nthreads, sizeof *q->threads);
+    *out = NULL;
+    for (; q->started < q->nthreads; q->started++)
+        if (pthread_create(&q->threads[q->started], NULL, committer_main, q) != 0) {
+            store_intake_free(q);
+            return err_set(err, ERR_INTERNAL, "starting intake committer threads failed");
+        }
+    *out = q;
+    return ERR_OK;
+}
+
+void store_intake_free(store_intake *q)
+{
+    if (!q)
+        return;
+    pthread_mutex_lock(&q->mu);
+    q->stop = true;
+    pthread_cond_broadcast(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+    for (unsigned i = 0; i < q->started; i++)
+        pthread_join(q->threads[i], NULL);
+    assert(q->head == NULL);   /* the committers drain the queue before they stop */
+    pthread_cond_destroy(&q->cv);
+    pthread_mutex_destroy(&q->mu);
+    free(q->threads);
+    free(q);
+}
+
+void store_intake_stats_get(store_intake_stats *out, store_intake *q)
+{
+    pthread_mutex_lock(&q->mu);
+    *out = q->stats;
+    pthread_mutex_unlock(&q->mu);
+}
+
+/* ---- ids ------------------------------------------------------------------------------- */
+
+/* UUIDv7 (RFC 9562 section 5.7): 48-bit Unix time in ms, version 7, 74 random bits. */
+static void uuid7_fill(intake_entry *batch, size_t n)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+    for (intake_entry *e = batch; n > 0; e = e->next, n--) {
+        uint8_t *u = e->id;
+        size_t got = 0;
+        while (got < 10) {
+            ssize_t k = getrandom(u + 6 + got, 10 - got, 0);
+            if (k > 0)
+                got += (size_t)k;   /* EINTR: try again; getrandom(0) blocks only at boot */
+        }
+        for (int i = 0; i < 6; i++)
+            u[i] = (uint8_t)(ms >> (40 - 8 * i));
+        u[6] = (uint8_t)(0x70 | (u[6] & 0x0f));
+        u[8] = (uint8_t)(0x80 | (u[8] & 0x3f));
+    }
+}
+
+static void uuid_text(char out[37], const uint8_t u[16])
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            out[o++] = '-';
+        out[o++] = hex[u[i] >> 4];
+        out[o++] = hex[u[i] & 15];
+    }
+    out[o] = '\0';
+}
+
+/* ---- the COPY -------------------------------------------------------------------------- */
+
+static void put_i16(buf *b, int16_t v)
+{
+    uint16_t be = htons((uint16_t)v);
+    buf_append(b, &be, 2);
+}
+
+static void put_i32(buf *b, int32_t v)
+{
+    uint32_t be = htonl((uint32_t)v);
+    buf_append(b, &be, 4);
+}
+
+static void put_text(buf *b, const char *s)
+{
+    if (!s) {
+        put_i32(b, -1);
+        return;
+    }
+    size_t n = strlen(s);
+    put_i32(b, (int32_t)n);
+    buf_append(b, s, n);
+}
+
+/* Send what `b` holds as CopyData and empty it. */
+static err_code copy_flush(pconn *c, buf *b, err_info *err)
+{
+    if (b->len == 0)
+        return ERR_OK;
+    int ok = PQputCopyData(c->pg, (const char *)b->data, (int)b->len);
+    b->len = 0;
+    if (ok != 1)
+        return store_translate(NULL, c, "committing reports", err);
+    return ERR_OK;
+}
+
+/* One COPY of `n` entries from `batch`: their own transaction. */
+static err_code copy_batch(pconn *c, intake_entry *batch, size_t n, err_info *err)
+{
+    PGresult *res = PQexec(c->pg, SQL_COPY);
+    if (PQresultStatus(res) != PGRES_COPY_IN) {
+        err_code rc = store_translate(res, c, "committing reports", err);
+        PQclear(res);
+        return rc;
+    }
+    PQclear(res);
+
+    err_code rc = ERR_OK;
+    buf b;
+    buf_init(&b);
+    static const char signature[11] = "PGCOPY\n\377\r\n";   /* the 11th byte is the NUL */
+    buf_append(&b, signature, sizeof signature);
+    put_i32(&b, 0);   /* flags: no OIDs */
+    put_i32(&b, 0);   /* header extension length */
+    for (intake_entry *e = batch; n > 0 && rc == ERR_OK; e = e->next, n--) {
+        const store_report_new *r = e->r;
+        put_i16(&b, COPY_FIELDS);
+        put_i32(&b, 16);
+        buf_append(&b, e->id, 16);
+        put_text(&b, r->status);
+        put_text(&b, r->format);
+        put_text(&b, r->content_type);
+        put_i32(&b, (int32_t)r->raw_len);
+        /* A big body goes as its own CopyData message rather than through `b`. */
+        if (r->raw_len > 65536) {
+            rc = copy_flush(c, &b, err);
+            if (rc == ERR_OK && PQputCopyData(c->pg, (const char *)r->raw, (int)r->raw_len) != 1)
+                rc = store_translate(NULL, c, "committing reports", err);
+        } else {
+            buf_append(&b, r->raw, r->raw_len);
+        }
+        put_i32(&b, 4);
+        put_i32(&b, (int32_t)r->raw_len);
+        if (r->parsed_json) {   /* jsonb's binary form: version 1, then the JSON text */
+            size_t pn = strlen(r->parsed_json);
+            put_i32(&b, (int32_t)pn + 1);
+            buf_putc(&b, 1);
+            buf_append(&b, r->parsed_json, pn);
+        } else {
+            put_i32(&b, -1);
+        }
+        put_text(&b, r->app);
+        put_text(&b, r->app_version);
+        put_text(&b, r->os_version);
+        if (rc == ERR_OK && b.len >= 65536)
+            rc = copy_flush(c, &b, err);
+    }
+    if (rc == ERR_OK) {
+        put_i16(&b, -1);   /* file trailer */
+        rc = copy_flush(c, &b, err);
+    }
+    buf_reset(&b);
+    /* On a failure while sending, end the COPY with an error so the server rolls it back. */
+    if (PQputCopyEnd(c->pg, rc == ERR_OK ? NULL : "client gave up") != 1 && rc == ERR_OK)
+        rc = store_translate(NULL, c, "committing reports", err);
+    while ((res = PQgetResult(c->pg)) != NULL) {
+        if (PQresultStatus(res) != PGRES_COMMAND_OK && rc == ERR_OK)
+            rc = store_translate(res, c, "committing reports", err);
+        PQclear(res);
+    }
+    return rc;
+}
+
+/* After a retried COPY hit a uniqueness conflict: did the first attempt commit every row? */
+static bool batch_present(pconn *c, intake_entry *batch, size_t n)
+{
+    buf ids;
+    buf_init(&ids);
+    buf_putc(&ids, '{');
+    size_t k = n;
+    for (intake_entry *e = batch; k > 0; e = e->next, k--) {
+        char t[37];
+        uuid_text(t, e->id);
+        if (ids.len > 1)
+            buf_putc(&ids, ',');
+        buf_append_str(&ids, t);
+    }
+    buf_putc(&ids, '}');
+    const char *values[1] = {(const char *)ids.data};
+    PGresult *res = PQexecParams(c->pg, "SELECT count(*) FROM reports WHERE id = ANY($1::uuid[])",
+                                 1, NULL, values, NULL, NULL, 0);
+    bool all = PQresultStatus(res) == PGRES_TUPLES_OK &&
+               strtoull(PQgetvalue(res, 0, 0), NULL, 10) == n;
+    PQclear(res);
+    buf_reset(&ids);
+    return all;
+}
+
+/* Commit `n` entries on a pooled connection, retried once on a fresh connection when the
+ * first one turns out to be broken (the database restarted since it was opened). */
+static err_code commit_batch(store_intake *q, intake_entry *batch, size_t n, err_info *err)
+{
+    err_code rc = ERR_OK;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        pconn *c;
+        rc = store_acquire(&c, q->s, err);
+        if (rc != ERR_OK)
+            return rc;
+        rc = copy_batch(c, batch, n, err);
+        if (rc == ERR_CONFLICT && attempt > 0 && batch_present(c, batch, n))
+            rc = ERR_OK;   /* the first attempt committed; only its answer was lost */
+        bool broken = PQstatus(c->pg) != CONNECTION_OK;
+        store_release(q->s, c);
+        if (!(rc == ERR_STORE && broken))
+            break;
+    }
+    return rc;
+}
+
+/* ---- the queue ------------------------------------------------------------------------- */
+
+static uint64_t entry_bytes(const store_report_new *r)
+{
+    return r->raw_len + (r->parsed_json ? strlen(r->parsed_json) : 0);
+}
+
+/* Commit one batch and answer its entries (called without q->mu). */
+static void commit_and_answer(store_intake *q, intake_entry *batch, size_t n)
+{
+    uuid7_fill(batch, n);
+    err_info err = {0};
+    err_code rc = commit_batch(q, batch, n, &err);
+    bool split = rc != ERR_OK && rc != ERR_STORE && n > 1;
+    for (intake_entry *e = batch; e; e = e->next) {
+        if (split) {   /* one refused value must not fail the others: one COPY per report */
+            err_clear(&e->err);
+            e->rc = commit_batch(q, e, 1, &e->err);
+        } else {
+            e->rc = rc;
+            e->err = err;
+        }
+    }
+
+    pthread_mutex_lock(&q->mu);
+    q->stats.splits += split;
+    if (rc == ERR_OK) {
+        q->stats.batches++;
+        if (n > q->stats.largest)
+            q->stats.largest = n;
+    }
+    for (intake_entry *e = batch; e; e = e->next) {
+        if (e->rc == ERR_OK)
+            q->stats.reports++;
+        else
+            q->stats.failures++;
+    }
+    pthread_mutex_unlock(&q->mu);
+
+    for (intake_entry *e = batch; e;) {
+        intake_entry *next = e->next;   /* `e` is freed below; the callback may free e->r */
+        char id[37] = "";
+        if (e->rc == ERR_OK)
+            uuid_text(id, e->id);
+        e->done(e->ctx, e->rc, id, &e->err);
+        free(e);
+        e = next;
+    }
+}
+
+static void *committer_main(void *arg)
+{
+    store_intake *q = arg;
+    pthread_mutex_lock(&q->mu);
+    for (;;) {
+        if (!q->head) {
+            if (q->stop)
+                break;
+            pthread_cond_wait(&q->cv, &q->mu);
+            continue;
+        }
+        /* Everything queued so far, within the batch limits. */
+        intake_entry *batch = q->head, *last = batch;
+        size_t n = 1;
+        uint64_t bytes = entry_bytes(batch->r);
+        while (last->next && n < q->max_batch) {
+            uint64_t more = entry_bytes(last->next->r);
+            if (bytes + more > q->max_batch_bytes)
+                break;
+            bytes += more;
+            last = last->next;
+            n++;
+        }
+        q->head = last->next;
+        if (!q->head)
+            q->tail = NULL;
+        last->next = NULL;
+        pthread_mutex_unlock(&q->mu);
+        commit_and_answer(q, batch, n);
+        pthread_mutex_lock(&q->mu);
+    }
+    pthread_mutex_unlock(&q->mu);
+    return NULL;
+}
+
+err_code store_intake_submit(store_intake *q, const store_report_new *r,
+                             store_intake_done_fn done, void *ctx, err_info *err)
+{
+    assert(r->missing_uuids_json == NULL && r->error == NULL);
+    if (r->raw_len > 0x7fffffff)
+        return err_set(err, ERR_TOO_LARGE, "report of %zu bytes is too large to store", r->raw_len);
+    intake_entry *e = xcalloc(1, sizeof *e);
+    e->r = r;
+    e->done = done;
+    e->ctx = ctx;
+    pthread_mutex_lock(&q->mu);
+    assert(!q->stop);
+    if (q->tail)
+        q->tail->next = e;
+    else
+        q->head = e;
+    q->tail = e;
+    pthread_cond_signal(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+    return ERR_OK;
+}
+
+/* What store_intake_insert waits on. */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+    err_code rc;
+    char *id_out;
+    err_info *err;
+} intake_wait;
+
+static void insert_done(void *ctx, err_code rc, const char *id, const err_info *err)
+{
+    intake_wait *w = ctx;
+    pthread_mutex_lock(&w->mu);
+    w->rc = rc;
+    memcpy(w->id_out, id, strlen(id) + 1);
+    if (rc != ERR_OK && w->err)
+        *w->err = *err;
+    w->done = true;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+err_code store_intake_insert(char id_out[37], store_intake *q, const store_report_new *r,
+                             err_info *err)
+{
+    id_out[0] = '\0';
+    if (r->missing_uuids_json || r->error)
+        return store_report_insert(id_out, q->s, r, err);
+    intake_wait w = {.id_out = id_out, .err = err};
+    pthread_mutex_init(&w.mu, NULL);
+    pthread_cond_init(&w.cv, NULL);
+    err_code rc = store_intake_submit(q, r, insert_done, &w, err);
+    if (rc == ERR_OK) {
+        pthread_mutex_lock(&w.mu);
+        while (!w.done)
+            pthread_cond_wait(&w.cv, &w.mu);
+        rc = w.rc;
+        pthread_mutex_unlock(&w.mu);
+    }
+    pthread_cond_destroy(&w.cv);
+    pthread_mutex_destroy(&w.mu);
+    return rc;
+}

@@ -1,0 +1,81 @@
+/*
+ * store_intake - group commit of new reports (issue #15). Intake requests queue their row and
+ * wait; `max_inflight` committer threads each take every row queued so far (up to `max_batch`
+ * rows / `max_batch_bytes`) and commit them with one COPY on one pooled connection, then
+ * answer each request of the batch. There is no timer: a batch is what queued while the
+ * previous commit ran, so an idle server commits each report at once and a busy one shares
+ * one commit (and its WAL flush) among many reports.
+ *
+ * Durability: the COPY runs outside any transaction block, so it is its own transaction; a
+ * request hears ERR_OK only after Postgres acknowledged that commit (synchronous_commit as the
+ * server has it, on by default: the WAL is flushed). Ids are UUIDv7 made here (time-ordered:
+ * inserts append at the primary key's right edge), so a COPY retried on a fresh connection
+ * after the old one broke can tell "already committed" (every id present) from "lost".
+ *
+ * Errors per report, as store_report_insert: ERR_STORE (database down, pool exhausted: the
+ * whole batch), ERR_INVALID (a value the database refused: the batch is then retried one
+ * report per COPY, so that only the bad report fails), ERR_CONFLICT, ERR_INTERNAL.
+ * Thread-safe.
+ */
+#ifndef STACKSIFT_STORE_STORE_INTAKE_H
+#define STACKSIFT_STORE_STORE_INTAKE_H
+
+#include <stdint.h>
+
+#include "base/err.h"
+#include "store/store.h"
+#include "store/store_reports.h"
+
+typedef struct store_intake store_intake;
+
+typedef struct {
+    unsigned max_batch;       /* most reports per commit; 0 = 256 */
+    unsigned max_inflight;    /* committer threads = commits running at once, one pool
+                                 connection each; 0 = 2 */
+    uint64_t max_batch_bytes; /* raw + parsed bytes per commit (a batch always takes at least
+                                 one report); 0 = 16 MiB */
+} store_intake_options;
+
+/* store_intake_new - the queue and its committer threads, in front of `s` (borrowed: it must
+ * outlive the queue). Owned by the caller: store_intake_free(). Errors ERR_INTERNAL (no
+ * thread). */
+err_code store_intake_new(store_intake **out, store *s, const store_intake_options *opts,
+                          err_info *err);
+
+/* store_intake_free - commit what is queued (every done callback runs), stop the threads.
+ * NULL is a no-op. */
+void store_intake_free(store_intake *q);
+
+/* store_intake_done_fn - the verdict on one submitted report, called once from a committer
+ * thread: rc ERR_OK and `id` (lower-case 8-4-4-4-12) once the row is durable, else rc and
+ * `err`. The report's strings may be freed once this returns. */
+typedef void (*store_intake_done_fn)(void *ctx, err_code rc, const char *id, const err_info *err);
+
+/*
+ * store_intake_submit - queue `r` (status, format, content_type, raw, parsed_json, app,
+ * app_version, os_version are stored; missing_uuids_json and error must be NULL) for the next
+ * commit; `r` and its strings must stay valid until `done` ran. ERR_OK: `done(ctx, ...)` will
+ * be called exactly once. Else `done` is never called: ERR_TOO_LARGE (over 2 GiB).
+ */
+err_code store_intake_submit(store_intake *q, const store_report_new *r,
+                             store_intake_done_fn done, void *ctx, err_info *err);
+
+/*
+ * store_intake_insert - store_intake_submit and wait for the verdict: the blocking form. A
+ * report with missing_uuids_json or error set goes through store_report_insert instead. Writes
+ * the id to id_out; ERR_OK means the row is durable. Errors as above.
+ */
+err_code store_intake_insert(char id_out[37], store_intake *q, const store_report_new *r,
+                             err_info *err);
+
+typedef struct {
+    uint64_t reports;    /* reports committed */
+    uint64_t batches;    /* COPY commits that succeeded */
+    uint64_t largest;    /* most reports in one commit */
+    uint64_t splits;     /* batches retried one report at a time after a refused value */
+    uint64_t failures;   /* reports that got an error */
+} store_intake_stats;
+
+void store_intake_stats_get(store_intake_stats *out, store_intake *q);
+
+#endif
