@@ -688,6 +688,9 @@ static void metrics_count_requests(void)
     CHECK_EQ_INT(r.status, 200);
     CHECK(r.body && strstr(r.body, "stacksift_http_requests_total{route=\"reports_post\",status=\"202\"} 3"));
     CHECK(r.body && strstr(r.body, "stacksift_reports_accepted_total 3"));
+    /* every 202 came out of a group commit */
+    CHECK(r.body && strstr(r.body, "stacksift_intake_reports_total 3\n"));
+    CHECK(r.body && strstr(r.body, "stacksift_intake_failures_total 0\n"));
     CHECK(r.body && strstr(r.body, "stacksift_dsyms_processed_total{status=\"created\"} 4"));
     CHECK(r.body && strstr(r.body, "stacksift_dsyms_processed_total{status=\"updated\"} 1"));
     CHECK(r.body && strstr(r.body, "stacksift_http_request_duration_seconds_bucket{route=\"dsyms_post\",le=\"+Inf\"}"));

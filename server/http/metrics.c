@@ -205,3 +205,22 @@ void metrics_render(buf *out, const store_pool_stats *pool, int64_t queued)
                         "# TYPE stacksift_reports_queued gauge\n"
                         "stacksift_reports_queued %lld\n", (long long)queued);
 }
+
+void metrics_intake_render(buf *out, const store_intake_stats *st)
+{
+    buf_printf(out, "# HELP stacksift_intake_commits_total Group commits of POSTed reports "
+                    "(one COPY each).\n"
+                    "# TYPE stacksift_intake_commits_total counter\n"
+                    "stacksift_intake_commits_total %llu\n"
+                    "# HELP stacksift_intake_reports_total Reports committed by those commits.\n"
+                    "# TYPE stacksift_intake_reports_total counter\n"
+                    "stacksift_intake_reports_total %llu\n"
+                    "# HELP stacksift_intake_largest_commit Most reports one commit held.\n"
+                    "# TYPE stacksift_intake_largest_commit gauge\n"
+                    "stacksift_intake_largest_commit %llu\n"
+                    "# HELP stacksift_intake_failures_total Reports whose commit failed.\n"
+                    "# TYPE stacksift_intake_failures_total counter\n"
+                    "stacksift_intake_failures_total %llu\n",
+               (unsigned long long)st->batches, (unsigned long long)st->reports,
+               (unsigned long long)st->largest, (unsigned long long)st->failures);
+}

@@ -10,6 +10,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "store/store.h"
+#include "store/store_intake.h"
 
 #define METRICS_MAX_ROUTES 32
 
@@ -29,5 +30,8 @@ void metrics_connection_closed(unsigned reason);   /* conns.h conn_closed_reason
 
 /* metrics_render - append every metric; `pool` and `queued` (< 0: unknown) are sampled now. */
 void metrics_render(buf *out, const store_pool_stats *pool, int64_t queued);
+
+/* metrics_intake_render - append the group commit's counters (store_intake_stats). */
+void metrics_intake_render(buf *out, const store_intake_stats *st);
 
 #endif

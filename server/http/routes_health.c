@@ -40,6 +40,9 @@ enum MHD_Result handle_metrics(http_request *r)
     buf out;
     buf_init(&out);
     metrics_render(&out, &pool, queued);
+    store_intake_stats intake;
+    store_intake_stats_get(&intake, r->srv->intake);
+    metrics_intake_render(&out, &intake);
     if (r->srv->pipe)
         pipeline_metrics_render(&out, r->srv->pipe);
     maintain_metrics_render(&out, r->srv->node);   /* NULL: nothing */
