@@ -250,6 +250,8 @@ static const config_var VARS[] = {
      "HTTP worker threads (libmicrohttpd thread pool, epoll)"},
     {"STACKSIFT_DB_POOL_SIZE", "4", parse_count, offsetof(config, db_pool_size),
      "Postgres connections in the pool"},
+    {"STACKSIFT_INTAKE_COMMITS", "2", parse_count, offsetof(config, intake_commits),
+     "group commits of POSTed reports running at once (one pooled connection each)"},
     {"STACKSIFT_DB_TIMEOUT_MS", "3000", parse_ms, offsetof(config, db_timeout_ms),
      "connect timeout and longest wait for a pooled connection"},
     {"STACKSIFT_DSYM_THREADS", "1", parse_count, offsetof(config, dsym_threads),

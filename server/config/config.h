@@ -22,6 +22,7 @@ typedef struct {
     uint32_t max_zip_ratio;        /* STACKSIFT_MAX_ZIP_RATIO: uncompressed/compressed per entry */
     uint32_t http_threads;         /* STACKSIFT_HTTP_THREADS: libmicrohttpd thread pool */
     uint32_t db_pool_size;         /* STACKSIFT_DB_POOL_SIZE: Postgres connections */
+    uint32_t intake_commits;       /* STACKSIFT_INTAKE_COMMITS: group commits at once */
     uint32_t db_timeout_ms;        /* STACKSIFT_DB_TIMEOUT_MS: connect and pool wait timeout */
     uint32_t dsym_threads;         /* STACKSIFT_DSYM_THREADS: DWARF conversion threads per upload */
     uint32_t shutdown_timeout_ms;  /* STACKSIFT_SHUTDOWN_TIMEOUT_MS: wait for in-flight requests */

@@ -690,7 +690,7 @@ err_code http_server_start(http_server **out, const config *cfg, store *s, pipel
                      gai_strerror(gai));
         goto fail;
     }
-    store_intake_options io = {0};
+    store_intake_options io = {.max_inflight = cfg->intake_commits};
     rc = store_intake_new(&srv->intake, s, &io, err);
     if (rc != ERR_OK) {
         freeaddrinfo(ai);

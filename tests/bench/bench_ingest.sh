@@ -129,7 +129,7 @@ peer_p50=$(ms 50% "$work/peer.txt")
 peer_p99=$(ms 99% "$work/peer.txt")
 commits=$(echo "$metrics" | awk '/^stacksift_intake_commits_total/ {print $2}')
 committed=$(echo "$metrics" | awk '/^stacksift_intake_reports_total/ {print $2}')
-per_commit=$(awk -v a="${committed:-0}" -v b="${commits:-0}" 'BEGIN { printf "%.1f", b > 0 ? a / b : 0 }')
+per_commit=$(awk -v a="${committed:-0}" -v b="${commits:-0}" 'BEGIN { printf "%.1f", (b > 0 ? a / b : 0) }')
 e2e=$(python3 -c "print(round($processed / $span, 1) if $span > 0 else 0)")
 non2xx=$(awk '/Non-2xx/ {print $5}' "$work/wrk.txt")
 
