@@ -237,7 +237,9 @@ static err_code copy_batch(pconn *c, intake_entry *batch, size_t n, err_info *er
     return rc;
 }
 
-/* After a retried COPY hit a uniqueness conflict: did the first attempt commit every row? */
+/* Before a COPY is retried on a fresh connection: did the first attempt commit every row
+ * (only its answer was lost)? The primary key is (id, received_at) since reports are
+ * partitioned, so a second COPY would not conflict: it would store each report twice. */
 static bool batch_present(pconn *c, intake_entry *batch, size_t n)
 {
     buf ids;
@@ -272,9 +274,10 @@ static err_code commit_batch(store_intake *q, intake_entry *batch, size_t n, err
         rc = store_acquire(&c, q->s, err);
         if (rc != ERR_OK)
             return rc;
-        rc = copy_batch(c, batch, n, err);
-        if (rc == ERR_CONFLICT && attempt > 0 && batch_present(c, batch, n))
+        if (attempt > 0 && batch_present(c, batch, n))
             rc = ERR_OK;   /* the first attempt committed; only its answer was lost */
+        else
+            rc = copy_batch(c, batch, n, err);
         bool broken = PQstatus(c->pg) != CONNECTION_OK;
         store_release(q->s, c);
         if (!(rc == ERR_STORE && broken))

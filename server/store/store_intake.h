@@ -9,8 +9,9 @@
  * Durability: the COPY runs outside any transaction block, so it is its own transaction; a
  * request hears ERR_OK only after Postgres acknowledged that commit (synchronous_commit as the
  * server has it, on by default: the WAL is flushed). Ids are UUIDv7 made here (time-ordered:
- * inserts append at the primary key's right edge), so a COPY retried on a fresh connection
- * after the old one broke can tell "already committed" (every id present) from "lost".
+ * inserts append at the primary key's right edge), so before a COPY is retried on a fresh
+ * connection after the old one broke, it can tell "already committed" (every id present)
+ * from "lost" and never stores a report twice.
  *
  * Errors per report, as store_report_insert: ERR_STORE (database down, pool exhausted: the
  * whole batch), ERR_INVALID (a value the database refused: the batch is then retried one
