@@ -49,12 +49,12 @@ struct symcache {
     ZSTD_DCtx *dctx;
 };
 
-static uint32_t rd32(const uint8_t *p)
+static inline __attribute__((always_inline)) uint32_t rd32(const uint8_t *p)
 {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static uint64_t rd64(const uint8_t *p)
+static inline __attribute__((always_inline)) uint64_t rd64(const uint8_t *p)
 {
     return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32;
 }
@@ -131,12 +131,12 @@ static uint32_t block_count(const symcache *sc, uint32_t b)
 }
 
 /* The `width`-bit field (<= 32) at bit `at` of the packed scopes (padded: one 64-bit load). */
-static inline uint32_t get_bits(const uint8_t *p, uint64_t at, unsigned width)
+static inline __attribute__((always_inline)) uint32_t get_bits(const uint8_t *p, uint64_t at, unsigned width)
 {
     return (uint32_t)(rd64(p + at / 8) >> (at % 8) & ((1ull << width) - 1));
 }
 
-static inline symc_scope scope_at(const symcache *sc, uint32_t i)
+static inline __attribute__((always_inline)) symc_scope scope_at(const symcache *sc, uint32_t i)
 {
     uint64_t at = (uint64_t)i * sc->w_scope;
     symc_scope s;
@@ -412,11 +412,18 @@ size_t symcache_lookup(symcache_frame *out, size_t cap, const symcache *sc, uint
     /* Indexes were checked at open; a parent cycle in a crafted file ends at the frame cap.
      * The inlinees' entry address is not stored: frames of one chain share the concrete
      * function's entry, written once the walk reaches it. */
+    /* Two passes: the walk up the parents (each scope load waits for the one before), then
+     * the names. The walk starts loading each name's slot in its block (prefetch), so those
+     * cache misses overlap the walk's instead of following it one by one. */
+    uint32_t name_ids[SYMCACHE_MAX_FRAMES];
     size_t n = 0;
     while (n < cap && n < SYMCACHE_MAX_FRAMES) {
         symc_scope s = scope_at(sc, scope);
         uint32_t parent = s.parent;
-        out[n].function = name_at(sc, s.name);
+        name_block *nb = atomic_load_explicit(&sc->name_memo[s.name / SYMC_NAMES_PER_BLOCK], memory_order_acquire);
+        if (nb != NULL)
+            __builtin_prefetch(&nb->offset[s.name % SYMC_NAMES_PER_BLOCK]);
+        name_ids[n] = s.name;
         out[n].file = file;
         out[n].line = line;
         out[n].inlined = parent != SYMC_NONE;
@@ -433,6 +440,10 @@ size_t symcache_lookup(symcache_frame *out, size_t cap, const symcache *sc, uint
         file = s.c == SYMC_NONE ? NULL : string_at(sc, rd32(sc->files + (size_t)s.c * 4));
         line = s.d;
         scope = parent;
+    }
+    for (size_t k = 0; k < n; k++) {
+        out[k].function = name_at(sc, name_ids[k]);
+        __builtin_prefetch(out[k].function); /* the caller reads it next */
     }
     return n;
 }
