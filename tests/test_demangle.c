@@ -123,6 +123,54 @@ static void swift_vectors(void)
            total_simple ? 100.0 * simple / total_simple : 0.0);
     CHECK(total_full > 400);
     CHECK(total_simple > 150);
+    /* Floors against regressions, at what this demangler reaches today. Not the 99% the
+     * issue asks for: the full form misses autodiff, lifetime-dependence and a few exotic
+     * manglings; simplified-manglings.txt is an old revision in Swift 3's simplified style
+     * ("(f(i : Int) -> ()).(closure #1)"), which atos and Xcode no longer print. */
+    CHECK(full * 100 >= total_full * 93);
+    CHECK(simple * 100 >= total_simple * 59);
+}
+
+/* The names of the real Xcode-built app in ../shared/real-xcode, as Apple's own symbolicated
+ * reports print them (Crashes/ *_symbolicated.crash). */
+static void swift_names_as_apple_prints_them(void)
+{
+    static const char *const pairs[][2] = {
+        {"$s15iOSCrashingTest14ViewControllerC11viewDidLoadyyFTo", "@objc ViewController.viewDidLoad()"},
+        {"$s15iOSCrashingTest10CrashClassC06pleaseC0yyFZTf4d_n", "specialized static CrashClass.pleaseCrash()"},
+        {"$s13AnotherTarget13CrashingClassC5crashyyFZTo", "@objc static CrashingClass.crash()"},
+        {"$s13AnotherTarget13CrashingClassC5crashyyFZ", "static CrashingClass.crash()"},
+        {"_$s13AnotherTarget13CrashingClassC5crashyyFZ", "static CrashingClass.crash()"},
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
+        char *d = demangle_name(pairs[i][0], DEMANGLE_SIMPLIFIED);
+        CHECK_EQ_STR(d, pairs[i][1]);
+        free(d);
+    }
+    char *d = demangle_name("$s15iOSCrashingTest14ViewControllerC11viewDidLoadyyFTo", 0);
+    CHECK_EQ_STR(d, "@objc iOSCrashingTest.ViewController.viewDidLoad() -> ()");
+    free(d);
+    CHECK(demangle_name("$s15iOSCrashingTest14ViewControllerC11viewDidLoadyyFTo", DEMANGLE_NO_SWIFT) == NULL);
+}
+
+/* Hostile names: never a crash or a hang, and they come back as not demangled. */
+static void swift_hostile_names(void)
+{
+    char deep[20000];
+    size_t n = 0;
+    n += (size_t)snprintf(deep, sizeof deep, "$s");
+    while (n + 2 < sizeof deep) {
+        deep[n++] = 'S';
+        deep[n++] = 'q';
+    }
+    deep[n] = '\0';
+    CHECK(demangle_name(deep, 0) == NULL);
+    memset(deep + 2, 'G', sizeof deep - 3);
+    CHECK(demangle_name(deep, 0) == NULL);
+    /* a repeat count far beyond any real name */
+    CHECK(demangle_name("$s999999999999Si", 0) == NULL);
+    CHECK(demangle_name("$s", 0) == NULL);
+    CHECK(demangle_name("_T", 0) == NULL);
 }
 
 int main(void)
@@ -131,5 +179,7 @@ int main(void)
     RUN(buffer_variant_cuts_and_terminates);
     RUN(prefixes);
     RUN(swift_vectors);
+    RUN(swift_names_as_apple_prints_them);
+    RUN(swift_hostile_names);
     return harness_done();
 }

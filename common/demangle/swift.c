@@ -2178,6 +2178,17 @@ static swift_node *demangle_metatype(dm *d)
     case 'u': k = K_MethodLookupFunction; break;
     case 'U': k = K_ObjCMetadataUpdateFunction; break;
     case 'V': return with1(d, K_PropertyDescriptor, pop_if(d, is_entity));
+    case 'X':
+        switch (next(d)) {
+        case 'M': return with1(d, K_ModuleDescriptor, pop_module(d));
+        case 'E': return with1(d, K_ExtensionDescriptor, pop_context(d));
+        case 'X': return with1(d, K_AnonymousDescriptor, pop_context(d));
+        case 'Y': {
+            swift_node *disc = pop(d);
+            return with2(d, K_AnonymousDescriptor, pop_context(d), disc);
+        }
+        default: return NULL;
+        }
     default: return NULL;
     }
     return with1(d, k, pop_kind(d, K_Type));

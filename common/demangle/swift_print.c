@@ -1411,6 +1411,14 @@ static const swift_node *print(printer *p, const swift_node *n, bool as_prefix)
     case K_ReflectionMetadataAssocTypeDescriptor: print_prefixed(p, "reflection metadata associated type descriptor ", n); break;
     case K_ReflectionMetadataSuperclassDescriptor: print_prefixed(p, "reflection metadata superclass descriptor ", n); break;
     case K_AssociatedTypeDescriptor: print_prefixed(p, "associated type descriptor for ", n); break;
+    case K_ModuleDescriptor: {
+        /* the module is the whole point here: named even in the simplified form */
+        outs(p, "module descriptor ");
+        text(p, child(n, 0));
+        break;
+    }
+    case K_ExtensionDescriptor: print_prefixed(p, "extension descriptor ", n); break;
+    case K_AnonymousDescriptor: print_prefixed(p, "anonymous descriptor ", n); break;
     case K_EnumCase: print_prefixed(p, "enum case for ", n); break;
     case K_LazyProtocolWitnessTableAccessor: case K_LazyProtocolWitnessTableCacheVariable:
         outs(p, n->kind == K_LazyProtocolWitnessTableAccessor ? "lazy protocol witness table accessor for type "

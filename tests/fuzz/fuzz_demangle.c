@@ -1,6 +1,6 @@
 /*
  * fuzz_demangle - libFuzzer target for common/demangle's Swift demangler (and the C++ path):
- * the input, cut at the first NUL, is a name. Each of the four prefix spellings is tried in
+ * the input, cut at the first NUL, is a name. Each of each prefix spelling (Swift 5, 4.2, 4.0, embedded, Swift 3) is tried in
  * front of it as well, so that the fuzzer spends its time inside the grammar.
  * Checks: never a crash, hang or leak; a result is non-empty, NUL-terminated within
  * DEMANGLE_MAX_OUTPUT, and the buffer variant agrees with the malloc'ing one, also when it is
@@ -34,7 +34,7 @@ static void check(const char *name)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
-    static const char *const prefixes[] = {"", "$s", "_$S", "_T0", "$e"};
+    static const char *const prefixes[] = {"", "$s", "_$S", "_T0", "$e", "_T"};
     char name[4096];
     const uint8_t *nul = memchr(data, 0, len);
     size_t n = nul ? (size_t)(nul - data) : len;
