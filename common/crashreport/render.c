@@ -47,8 +47,7 @@ static void json_symbols(buf *o, const crashreport_symbol *s, size_t n)
             buf_putc(o, ',');
         buf_putc(o, '{');
         json_kv_str(o, "function", s[i].function, &first);
-        if (s[i].mangled != NULL)
-            json_kv_str(o, "mangled", s[i].mangled, &first);
+        json_kv_str(o, "mangled", s[i].mangled, &first);
         json_kv_str(o, "file", s[i].file, &first);
         json_key(o, "line", &first);
         if (s[i].line > 0)
@@ -84,8 +83,7 @@ static void json_frames(buf *o, const crashreport *r, const crashreport_frame *f
         json_key(o, "address", &first);
         json_addr(o, f->addr);
         json_kv_str(o, "symbol", f->symbol, &first);
-        if (f->symbol_mangled != NULL)
-            json_kv_str(o, "mangled", f->symbol_mangled, &first);
+        json_kv_str(o, "mangled", f->symbol_mangled, &first);
         json_key(o, "symbol_offset", &first);
         if (f->has_symbol_offset)
             buf_printf(o, "%" PRIu64, f->symbol_offset);

@@ -456,14 +456,14 @@
           : (isFinite(addr) && isFinite(load) ? (fr.image || '?') + ' + ' + hex(addr - load) : fr.address || '???');
         rows.push(h('tr' + (inApp ? '.in-app' : ''), {title: fr.address || ''},
           h('td.idx', String(fr.index)), h('td.img', fr.image || '???'),
-          h('td.fn' + (fr.symbol ? '' : '.muted'), what), h('td.loc', loc(fr.file, fr.line))));
+          h('td.fn' + (fr.symbol ? '' : '.muted'), {title: fr.mangled}, what), h('td.loc', loc(fr.file, fr.line))));
         return;
       }
       syms.forEach(function (s, k) {
         rows.push(h('tr' + (inApp ? '.in-app' : '') + (s.inlined ? '.inlined' : ''), {title: fr.address || ''},
           h('td.idx', k === 0 ? String(fr.index) : ''),
           h('td.img', k === 0 ? (fr.image || '') : ''),
-          h('td.fn', s.function, s.inlined ? h('span.tag', {title: 'inlined into the frame below'}, 'inlined') : null),
+          h('td.fn', {title: s.mangled}, s.function, s.inlined ? h('span.tag', {title: 'inlined into the frame below'}, 'inlined') : null),
           h('td.loc', loc(s.file, s.line))));
       });
     });
