@@ -110,13 +110,29 @@ static char **server_env(int listen_port, char node)
 static pid_t server_pid = -1, second_pid = -1;
 static int second_port;   /* node B */
 
-/* `stacksift serve` as node `node` on `listen_port` (the same database, its own directory). */
-static pid_t start_server(int listen_port, char node)
+/* `stacksift serve` as node `node` on `listen_port` (the same database, its own directory),
+ * with `extra` ("K=V" or NULL) added to its environment. */
+static pid_t start_server_with(int listen_port, char node, char *extra)
 {
+    char **base = server_env(listen_port, node);
+    char *env[24];
+    size_t n = 0;
+    while (base[n] && n < 20) {
+        env[n] = base[n];
+        n++;
+    }
+    if (extra)
+        env[n++] = extra;
+    env[n] = NULL;
     char *log = xsprintf("%s/serve-%c.log", tmp_root, node);
-    pid_t pid = serve_start(e2e.bin, server_env(listen_port, node), log, listen_port, "/readyz");
+    pid_t pid = serve_start(e2e.bin, env, log, listen_port, "/readyz");
     free(log);
     return pid;
+}
+
+static pid_t start_server(int listen_port, char node)
+{
+    return start_server_with(listen_port, node, NULL);
 }
 
 static long long sql_int(const char *sql)
@@ -1278,6 +1294,38 @@ static void outdated_symcache_is_rebuilt(void)
     free(old);
 }
 
+static void cache_budget_evicts_least_recently_used(void)
+{
+    /* A node whose cache may hold only the symcache in use: each build's lookup evicts the
+     * other's file, and a lookup of an evicted one fetches it again. */
+    int port_e = free_port();
+    pid_t pid = start_server_with(port_e, 'e', "STACKSIFT_SYMCACHE_CACHE_MB=0");
+    CHECK(pid > 0);
+    char *dir = xsprintf("%s/data-e/symcaches", tmp_root);
+    char *sha[2] = {row_symcache_sha(builds[0].uuid), row_symcache_sha(builds[1].uuid)};
+    char *name[2] = {xsprintf("%s.symc", sha[0]), xsprintf("%s.symc", sha[1])};
+    double ms;
+    CHECK(symbolicates_all(port_e, 1, &ms));
+    CHECK(has_name(dir, name[1]));
+    CHECK(symbolicates_all(port_e, 0, &ms));
+    CHECK(has_name(dir, name[0]));
+    CHECK(!has_name(dir, name[1]));   /* least recently used: gone */
+    CHECK(symbolicates_all(port_e, 1, &ms));   /* fetched again */
+    CHECK(has_name(dir, name[1]));
+    CHECK(!has_name(dir, name[0]));
+    http_resp m = http_at(port_e, "GET", "/metrics", NULL, NULL, 0);
+    CHECK(metric_value(m.body, "\nstacksift_symcache_evictions_total ") >= 2);
+    CHECK(metric_value(m.body, "\nstacksift_symcache_downloads_total ") >= 3);
+    resp_free(&m);
+    if (pid > 0) {
+        kill(pid, SIGTERM);
+        waitpid(pid, NULL, 0);
+    }
+    for (int k = 0; k < 2; k++)
+        free(sha[k]), free(name[k]);
+    free(dir);
+}
+
 /* `stacksift retention run --force` with the given settings; its JSON answer (or NULL). */
 static json_t *retention_run(const char *days, const char *aggregate_days, const char *dsym_days)
 {
@@ -1562,6 +1610,7 @@ int main(void)
     RUN(node_b_fetched_symcaches_from_postgres);
     RUN(cold_node_serves_at_once);
     RUN(outdated_symcache_is_rebuilt);
+    RUN(cache_budget_evicts_least_recently_used);
     RUN(retention_drops_partitions_keeps_aggregates);
     RUN(server_stops_cleanly);
     fprintf(stderr, "test_pipeline: %zu generated reports, %.1f s\n", nreports, now_s() - t0);

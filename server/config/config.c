@@ -178,8 +178,8 @@ static int parse_days(void *field, const char *value, const char **why)
 static int parse_megabytes(void *field, const char *value, const char **why)
 {
     uint64_t v;
-    if (!parse_u64_range(&v, value, 1, 1u << 24)) {
-        *why = "must be a whole number of MiB from 1 to 16777216";
+    if (!parse_u64_range(&v, value, 0, 1u << 24)) {
+        *why = "must be a whole number of MiB from 0 to 16777216";
         return 0;
     }
     *(uint64_t *)field = v << 20;
@@ -286,7 +286,8 @@ static const config_var VARS[] = {
      "this node's name in /metrics and the database (default: the host name)"},
     {"STACKSIFT_SYMCACHE_CACHE_MB", "4096", parse_megabytes,
      offsetof(config, symcache_cache_bytes),
-     "local cache of symcaches fetched from Postgres (least recently used evicted)"},
+     "local cache of symcaches fetched from Postgres (least recently used evicted; 0: only "
+     "the one in use)"},
     {"STACKSIFT_RETENTION_DAYS", "90", parse_days, offsetof(config, retention_days),
      "days reports and their raw bodies are kept (daily partitions dropped; 0 = forever)"},
     {"STACKSIFT_AGGREGATE_RETENTION_DAYS", "400", parse_days,
