@@ -3,7 +3,9 @@
  * a dSYM's DWARF (plus the Mach-O symbol table) and read through mmap.
  *
  * A lookup is one binary search over a memory-mapped array plus a walk up the inline chain:
- * O(log n), no allocation, no locks, safe from any number of threads at once.
+ * O(log n), no locks, safe from any number of threads at once. Function names are stored
+ * compressed in blocks; a block is decompressed (one allocation) the first time a lookup needs
+ * one of its names and kept until symcache_close.
  * The file format and its version history are described in symcache_format.h.
  */
 #ifndef STACKSIFT_SYMCACHE_SYMCACHE_H
