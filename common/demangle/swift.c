@@ -310,7 +310,7 @@ static bool is_entity(swift_kind k)
     case K_AccessorAttachedMacroExpansion: case K_MemberAttributeAttachedMacroExpansion:
     case K_ConformanceAttachedMacroExpansion: case K_ExtensionAttachedMacroExpansion:
     case K_BodyAttachedMacroExpansion: case K_PreambleAttachedMacroExpansion:
-    case K_MacroExpansionUniqueName:
+    case K_MacroExpansionUniqueName: case K_AutoDiffFunction: case K_AutoDiffDerivativeVTableThunk:
         return true;
     default:
         return false;
@@ -1564,9 +1564,11 @@ static swift_node *demangle_special_type(dm *d)
     case 'P': {
         /* constrained existential: base type, then same-type requirements */
         swift_node *reqs = mk(d, K_ConstrainedExistentialRequirementList);
-        swift_node *r;
-        while ((r = pop_if(d, is_requirement)) != NULL)
-            add(d, reqs, r);
+        bool first;
+        do {
+            first = pop_kind(d, K_FirstElementMarker) != NULL;
+            reqs = add(d, reqs, pop_if(d, is_requirement));
+        } while (reqs != NULL && !first);
         reverse_children(reqs, 0);
         swift_node *base = pop_kind(d, K_Type);
         return type_of(d, with2(d, K_ConstrainedExistential, base, reqs));
@@ -1947,6 +1949,39 @@ static swift_node *demangle_function_specialization(dm *d)
     return spec;
 }
 
+/* index-subset ::= [SU]+ : which parameters/results (S = selected) */
+static swift_node *index_subset(dm *d)
+{
+    size_t start = d->pos;
+    while (peek(d) == 'S' || peek(d) == 'U')
+        next(d);
+    if (d->pos == start)
+        return NULL;
+    return mk_text(d, K_IndexSubset, d->text + start, d->pos - start);
+}
+
+/* autodiff-function ::= entity generic-signature? 'TJ' kind index-subset 'p' index-subset 'r'
+ * (and 'TJV' for derivative vtable thunks): the operands are all that is on the stack. */
+static swift_node *demangle_autodiff(dm *d, swift_kind k)
+{
+    swift_node *r = mk(d, k);
+    swift_node *n;
+    while (r != NULL && (n = pop(d)) != NULL)
+        add(d, r, n);
+    reverse_children(r, 0);
+    char kind = next(d);
+    if (kind != 'f' && kind != 'r' && kind != 'd' && kind != 'p')
+        return NULL;
+    r = add(d, r, mk_index(d, K_AutoDiffFunctionKind, (uint64_t)(unsigned char)kind));
+    r = add(d, r, index_subset(d));
+    if (!next_if(d, 'p'))
+        return NULL;
+    r = add(d, r, index_subset(d));
+    if (!next_if(d, 'r'))
+        return NULL;
+    return r;
+}
+
 static swift_node *demangle_thunk_or_specialization(dm *d)
 {
     char c = next(d);
@@ -2067,6 +2102,12 @@ static swift_node *demangle_thunk_or_specialization(dm *d)
             return NULL;
         return mk_text(d, K_OutlinedBridgedMethod, d->text + start, d->pos - 1 - start);
     }
+    case 'J':
+        if (next_if(d, 'V'))
+            return demangle_autodiff(d, K_AutoDiffDerivativeVTableThunk);
+        if (peek(d) == 'S' || peek(d) == 'O')
+            return NULL;   /* subset-parameter and self-reordering thunks: not read */
+        return demangle_autodiff(d, K_AutoDiffFunction);
     case 'w':
         switch (next(d)) {
         case 'b': return mk(d, K_BackDeploymentThunk);
@@ -2122,6 +2163,25 @@ static swift_node *demangle_witness(dm *d)
         swift_node *proto = pop_protocol(d);
         swift_node *conf = pop_protocol_conformance(d);
         return with2(d, K_BaseWitnessTableAccessor, conf, proto);
+    }
+    case 'J': {
+        swift_node *sig = pop_kind(d, K_DependentGenericSignature);
+        swift_node *r = mk(d, K_DifferentiabilityWitness);
+        swift_node *n;
+        while (r != NULL && (n = pop(d)) != NULL)
+            add(d, r, n);
+        reverse_children(r, 0);
+        char kind = next(d);
+        if (kind != 'f' && kind != 'r' && kind != 'd' && kind != 'l')
+            return NULL;
+        r = add(d, r, mk_index(d, K_Index, (uint64_t)(unsigned char)kind));
+        r = add(d, r, index_subset(d));
+        if (!next_if(d, 'p'))
+            return NULL;
+        r = add(d, r, index_subset(d));
+        if (!next_if(d, 'r'))
+            return NULL;
+        return add_opt(d, r, sig);
     }
     case 'O': {
         swift_kind k;
@@ -3288,6 +3348,7 @@ static bool o_fsp_constant(dm *d, swift_node *param)
             enc = "u16";
         else
             return false;
+        next_if(d, 'v');   /* a 'v' pads the encoding from the identifier's length */
         swift_node *str = o_identifier(d, K_Identifier);
         if (str == NULL || !next_if(d, '_'))
             return false;

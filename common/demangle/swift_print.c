@@ -1411,6 +1411,80 @@ static const swift_node *print(printer *p, const swift_node *n, bool as_prefix)
     case K_ReflectionMetadataAssocTypeDescriptor: print_prefixed(p, "reflection metadata associated type descriptor ", n); break;
     case K_ReflectionMetadataSuperclassDescriptor: print_prefixed(p, "reflection metadata superclass descriptor ", n); break;
     case K_AssociatedTypeDescriptor: print_prefixed(p, "associated type descriptor for ", n); break;
+    case K_AutoDiffFunction: case K_AutoDiffDerivativeVTableThunk: {
+        uint32_t end = 0;
+        while (end < n->nchildren && n->child[end]->kind != K_AutoDiffFunctionKind)
+            end++;
+        if (end + 2 >= n->nchildren) {
+            p->bad = true;
+            break;
+        }
+        if (n->kind == K_AutoDiffDerivativeVTableThunk)
+            outs(p, "vtable thunk for ");
+        print(p, n->child[end], false);
+        outs(p, " of ");
+        const swift_node *sig = NULL;
+        for (uint32_t i = 0; i < end; i++) {
+            if (i == end - 1 && n->child[i]->kind == K_DependentGenericSignature) {
+                sig = n->child[i];
+                break;
+            }
+            print(p, n->child[i], false);
+        }
+        if (p->o.shorten_thunk)
+            break;
+        outs(p, " with respect to parameters ");
+        print(p, n->child[end + 1], false);
+        outs(p, " and results ");
+        print(p, n->child[end + 2], false);
+        if (sig != NULL && p->o.where_clauses) {
+            outs(p, " with ");
+            print(p, sig, false);
+        }
+        break;
+    }
+    case K_AutoDiffFunctionKind:
+        outs(p, n->index == 'f' ? "forward-mode derivative" : n->index == 'r' ? "reverse-mode derivative"
+              : n->index == 'd' ? "differential" : "pullback");
+        break;
+    case K_IndexSubset: {
+        outc(p, '{');
+        bool any = false;
+        for (uint32_t i = 0; i < n->text_len; i++) {
+            if (n->text[i] != 'S')
+                continue;
+            if (any)
+                outs(p, ", ");
+            outu(p, i);
+            any = true;
+        }
+        outc(p, '}');
+        break;
+    }
+    case K_DifferentiabilityWitness: {
+        bool has_sig = n->nchildren > 0 && n->child[n->nchildren - 1]->kind == K_DependentGenericSignature;
+        uint32_t ki = 0;
+        while (ki < n->nchildren && n->child[ki]->kind != K_Index)
+            ki++;
+        if (ki + 2 >= n->nchildren) {
+            p->bad = true;
+            break;
+        }
+        uint64_t k = n->child[ki]->index;
+        outs(p, k == 'f' ? "forward-mode" : k == 'r' ? "reverse-mode" : k == 'd' ? "normal" : "linear");
+        outs(p, " differentiability witness for ");
+        for (uint32_t i = 0; i < ki; i++)
+            print(p, n->child[i], false);
+        outs(p, " with respect to parameters ");
+        print(p, n->child[ki + 1], false);
+        outs(p, " and results ");
+        print(p, n->child[ki + 2], false);
+        if (has_sig && ki + 3 < n->nchildren) {
+            outs(p, " with ");
+            print(p, n->child[n->nchildren - 1], false);
+        }
+        break;
+    }
     case K_ModuleDescriptor: {
         /* the module is the whole point here: named even in the simplified form */
         outs(p, "module descriptor ");
