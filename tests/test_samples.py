@@ -432,6 +432,23 @@ def main():
         check(r.status == 403, f"read token cannot post samples ({r.status})")
         after = inst.psql(inst.db_url, "SELECT count(*) FROM sample_batches").strip()
         check(before == after, f"no bad batch stored ({before} -> {after})")
+
+        # ---- a stored batch the workers cannot read (a bug) is skipped, not a stall ----
+        inst.psql(inst.db_url, "INSERT INTO sample_batches (app, sha256, build, device, samples, "
+                               "calls, canonical) VALUES ('com.example.fixture', 'x', '1', 'd', 1, 1, "
+                               "'{\"format_version\":1')")
+        r = post(inst, batch("104", "device-0009", images, [{"tag": "After.poison", "frames": stack_a}]))
+        check(r.status == 202, "a batch after the unreadable one: 202")
+        deadline, after_poison = time.time() + 30, []
+        while time.time() < deadline and not after_poison:
+            after_poison = all_callsites(inst, "&tag=After.poison")["callsites"]
+            time.sleep(0.1)
+        check(len(after_poison) == 1 and after_poison[0]["count"] == 1,
+              "the batch behind an unreadable one is counted")
+        left = inst.psql(inst.db_url, "SELECT count(*) FROM sample_batches WHERE status = 'received'")
+        check(left.strip() == "1", f"the unreadable batch stays queued for a fixed server ({left.strip()})")
+        with open(inst.log_path, "rb") as f:
+            check(b"callsites_row_skipped" in f.read(), "and its skip is logged")
     return checks_done()
 
 

@@ -165,6 +165,10 @@ struct callsites {
     pthread_cond_t run_cv;
     bool stopping;
     cs_worker *workers;
+    /* Batches and pending stacks this process could not read or count (a bug, logged once
+     * each): left in the queue for a fixed server, skipped here so the rest goes on. */
+    pthread_mutex_t poison_mu;
+    buf poison_batches, poison_pending;   /* comma-separated ids */
     atomic_uint_fast64_t batches, stacks, stack_evals, pending_stacks, commits, commit_failures;
 };
 
@@ -236,6 +240,7 @@ typedef struct {
     arena *a;
     err_info *err;
     EVP_MD_CTX *md;
+    int64_t culprit;        /* the batch (> 0) or pending stack (< 0) that failed, 0 = none */
     smap evals;         /* stack key (hex) -> index into `ev` */
     stack_eval *ev;
     size_t nev, cap_ev;
@@ -609,30 +614,30 @@ static err_code claim_count(claim *k, store_sample_work *w, const store_claimed_
         samplebatch *b;
         rc = samplebatch_parse(&b, field, bs[i].canonical, bs[i].canonical_len,
                                SAMPLEBATCH_STORED, k->a, k->err);
-        if (rc != ERR_OK) {
-            err_prefix(k->err, "sample batch %lld", (long long)bs[i].id);
-            break;
-        }
-        for (size_t j = 0; j < b->nsamples && rc == ERR_OK; j++)
+        for (size_t j = 0; rc == ERR_OK && j < b->nsamples; j++)
             rc = count_sample(k, b, &b->samples[j], (int64_t)b->samples[j].count, bs[i].day,
                               bs[i].received_at, bs[i].received_at, NULL);
+        if (rc != ERR_OK) {
+            err_prefix(k->err, "sample batch %lld", (long long)bs[i].id);
+            k->culprit = bs[i].id;
+            break;
+        }
         atomic_fetch_add(&c->stacks, b->nsamples);
     }
     for (size_t i = 0; i < np && rc == ERR_OK; i++) {
         samplebatch *b;
         rc = samplebatch_parse(&b, field, ps[i].sample, ps[i].sample_len, SAMPLEBATCH_STORED,
                                k->a, k->err);
+        char *joined = rc == ERR_OK ? arena_strdup(k->a, ps[i].devices, k->err) : NULL;
+        if (rc == ERR_OK && joined == NULL)
+            rc = ERR_TOO_LARGE;
+        if (rc == ERR_OK)
+            rc = count_sample(k, b, &b->samples[0], ps[i].count, ps[i].day, ps[i].first_seen,
+                              ps[i].last_seen, joined);
         if (rc != ERR_OK) {
             err_prefix(k->err, "pending stack %lld", (long long)ps[i].id);
-            break;
+            k->culprit = -ps[i].id;
         }
-        char *joined = arena_strdup(k->a, ps[i].devices, k->err);
-        if (joined == NULL) {
-            rc = ERR_TOO_LARGE;
-            break;
-        }
-        rc = count_sample(k, b, &b->samples[0], ps[i].count, ps[i].day, ps[i].first_seen,
-                          ps[i].last_seen, joined);
     }
     if (rc != ERR_OK) {
         store_samples_abort(w);
@@ -691,7 +696,14 @@ static void *worker_main(void *arg)
         const store_claimed_pending *ps;
         size_t nb = 0, np = 0;
         double t0 = now_ms();
-        err_code rc = store_samples_claim(&w, &bs, &nb, &ps, &np, c->store, c->o.batch, a, &err);
+        pthread_mutex_lock(&c->poison_mu);
+        const char *skip_b = arena_strndup(a, c->poison_batches.len ? (const char *)c->poison_batches.data : "",
+                                           c->poison_batches.len, &err);
+        const char *skip_p = arena_strndup(a, c->poison_pending.len ? (const char *)c->poison_pending.data : "",
+                                           c->poison_pending.len, &err);
+        pthread_mutex_unlock(&c->poison_mu);
+        err_code rc = store_samples_claim(&w, &bs, &nb, &ps, &np, c->store, c->o.batch, skip_b,
+                                          skip_p, a, &err);
         if (rc != ERR_OK || w == NULL) {
             arena_free(a);
             if (rc != ERR_OK) {
@@ -717,6 +729,17 @@ static void *worker_main(void *arg)
             log_event(LOG_DEBUG, "callsites_counted", "worker=%u batches=%zu pending=%zu "
                       "stacks=%zu rows=%zu ms=%.1f", wk->index, nb, np, k.nev, k.nrows,
                       now_ms() - t0);
+        } else if (k.culprit != 0) {
+            /* one row cannot be read or counted: skip it from now on, count the others */
+            atomic_fetch_add(&c->commit_failures, 1);
+            log_event(LOG_ERROR, "callsites_row_skipped", "worker=%u batch=%lld pending_stack=%lld "
+                      "error=%s message=%s", wk->index, (long long)(k.culprit > 0 ? k.culprit : 0),
+                      (long long)(k.culprit < 0 ? -k.culprit : 0), err_name(rc), err.msg);
+            pthread_mutex_lock(&c->poison_mu);
+            buf *list = k.culprit > 0 ? &c->poison_batches : &c->poison_pending;
+            buf_printf(list, "%s%lld", list->len ? "," : "",
+                       (long long)(k.culprit > 0 ? k.culprit : -k.culprit));
+            pthread_mutex_unlock(&c->poison_mu);
         } else {
             atomic_fetch_add(&c->commit_failures, 1);
             log_event(LOG_WARN, "callsites_count_failed", "worker=%u batches=%zu pending=%zu "
@@ -750,6 +773,9 @@ err_code callsites_new(callsites **out, store *work_store, pipeline *pipe,
     c->pipe = pipe;
     pthread_mutex_init(&c->run_mu, NULL);
     pthread_cond_init(&c->run_cv, NULL);
+    pthread_mutex_init(&c->poison_mu, NULL);
+    buf_init(&c->poison_batches);
+    buf_init(&c->poison_pending);
     *out = c;
     return ERR_OK;
 }
@@ -797,6 +823,9 @@ void callsites_free(callsites *c)
     free(c->workers);
     pthread_mutex_destroy(&c->run_mu);
     pthread_cond_destroy(&c->run_cv);
+    pthread_mutex_destroy(&c->poison_mu);
+    buf_reset(&c->poison_batches);
+    buf_reset(&c->poison_pending);
     free(c);
 }
 

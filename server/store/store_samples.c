@@ -97,11 +97,15 @@ struct store_sample_work {
 static const store_stmt SQL_CLAIM_BATCHES = {"samples_claim_batches",
     "SELECT id::text, canonical, " TS_US("received_at") ", "
     "to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') "
-    "FROM sample_batches WHERE status = 'received' ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED"};
+    "FROM sample_batches WHERE status = 'received' "
+    "AND id <> ALL(string_to_array($2, ',')::bigint[]) "
+    "ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED"};
 static const store_stmt SQL_CLAIM_PENDING = {"samples_claim_pending",
     "SELECT id::text, app, build, day::text, version, sample, count::text, "
     "array_to_string(devices, chr(31)), " TS_US("first_seen") ", " TS_US("last_seen") " "
-    "FROM callsite_pending WHERE status = 'ready' ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED"};
+    "FROM callsite_pending WHERE status = 'ready' "
+    "AND id <> ALL(string_to_array($2, ',')::bigint[]) "
+    "ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED"};
 
 void store_samples_abort(store_sample_work *w)
 {
@@ -115,7 +119,8 @@ void store_samples_abort(store_sample_work *w)
 
 err_code store_samples_claim(store_sample_work **out, const store_claimed_batch **batches,
                              size_t *nbatches, const store_claimed_pending **pending,
-                             size_t *npending, store *s, size_t max, arena *a, err_info *err)
+                             size_t *npending, store *s, size_t max, const char *skip_batches,
+                             const char *skip_pending, arena *a, err_info *err)
 {
     *out = NULL;
     *batches = NULL;
@@ -136,12 +141,12 @@ err_code store_samples_claim(store_sample_work **out, const store_claimed_batch 
                            err);
     char limit[24];
     snprintf(limit, sizeof limit, "%zu", max);
-    const char *values[1] = {limit};
+    const char *values[2] = {limit, skip_batches ? skip_batches : ""};
     PGresult *res = NULL;
     store_claimed_batch *bs = NULL;
     store_claimed_pending *ps = NULL;
     if (rc == ERR_OK)
-        rc = exec(&res, w->c, &SQL_CLAIM_BATCHES, 1, values, err);
+        rc = exec(&res, w->c, &SQL_CLAIM_BATCHES, 2, values, err);
     size_t nb = res ? (size_t)PQntuples(res) : 0;
     if (rc == ERR_OK && nb > 0) {
         bs = arena_alloc_array(a, nb, sizeof *bs, err);
@@ -164,8 +169,9 @@ err_code store_samples_claim(store_sample_work **out, const store_claimed_batch 
     }
     PQclear(res);
     res = NULL;
+    values[1] = skip_pending ? skip_pending : "";
     if (rc == ERR_OK)
-        rc = exec(&res, w->c, &SQL_CLAIM_PENDING, 1, values, err);
+        rc = exec(&res, w->c, &SQL_CLAIM_PENDING, 2, values, err);
     size_t np = res ? (size_t)PQntuples(res) : 0;
     if (rc == ERR_OK && np > 0) {
         ps = arena_alloc_array(a, np, sizeof *ps, err);

@@ -71,11 +71,14 @@ typedef struct {
 } store_claimed_pending;
 
 /* store_samples_claim - open a transaction and lock up to `max` received batches (oldest
- * first) and up to `max` ready pending stacks, FOR UPDATE SKIP LOCKED. *out is NULL when
- * there was nothing; otherwise finish with store_samples_commit or store_samples_abort. */
+ * first) and up to `max` ready pending stacks, FOR UPDATE SKIP LOCKED, leaving out the ids
+ * listed in skip_batches / skip_pending (comma-separated decimal, NULL or "" = none). *out is
+ * NULL when there was nothing; otherwise finish with store_samples_commit or
+ * store_samples_abort. */
 err_code store_samples_claim(store_sample_work **out, const store_claimed_batch **batches,
                              size_t *nbatches, const store_claimed_pending **pending,
-                             size_t *npending, store *s, size_t max, arena *a, err_info *err);
+                             size_t *npending, store *s, size_t max, const char *skip_batches,
+                             const char *skip_pending, arena *a, err_info *err);
 
 /* Calls to add to one (call site, build, day); the list handed to commit holds each such
  * key at most once. Strings NUL-terminated. */
