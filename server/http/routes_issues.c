@@ -18,6 +18,7 @@
 static err_code issue_id_param(int64_t *out, http_request *r)
 {
     char *end;
+    *out = 0;   /* set on every path: gcc -O3 cannot see that err_set never returns ERR_OK */
     errno = 0;
     long long v = r->param ? strtoll(r->param, &end, 10) : 0;
     if (r->param == NULL || errno || *end || v < 1 || r->param[0] == '+')
