@@ -93,7 +93,7 @@ log "sample batches: $(ls "$work"/samples/*.json | wc -l) accepted, $sample_call
 # Wait for the workers.
 deadline=$(( $(date +%s) + ${DEMO_WAIT_S:-120} ))
 while :; do
-  queued=$(curl -fsS "$url/metrics" | awk '$1 == "stacksift_reports_queued" {print $2}')
+  queued=$(curl -fsS -H "Authorization: Bearer $READ_TOKEN" "$url/metrics" | awk '$1 == "stacksift_reports_queued" {print $2}')
   [ "${queued:-1}" = 0 ] && break
   [ "$(date +%s)" -lt "$deadline" ] || die "still $queued reports queued after ${DEMO_WAIT_S:-120} s (STACKSIFT_WORKERS=0?)"
   sleep 0.5

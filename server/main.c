@@ -23,7 +23,7 @@ static const subcommand SUBCOMMANDS[] = {
     {"serve", cli_serve, "serve   run the HTTP service (configured by STACKSIFT_* env vars, see serve --help)"},
     {"migrate", cli_migrate, "migrate   apply database migrations (STACKSIFT_DATABASE_URL)"},
     {"retention", cli_retention, "retention run [--force]   expire old reports, aggregates and dSYMs now (STACKSIFT_* env)"},
-    {"token", cli_token, "token create --name NAME --scopes ingest,upload,read[,admin]   new API token"},
+    {"token", cli_token, "token create --name NAME --scopes SCOPES | list | revoke ID   API tokens"},
 };
 
 static void usage(FILE *f)

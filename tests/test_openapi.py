@@ -349,7 +349,9 @@ def run_cases(inst, c, source):
     check(r.status == 200 and r.body.count(b"\r\n") == 2, "CSV: header and one row")
     call("get", "/api/v1/callsites.csv", "/api/v1/callsites.csv?limit=0", 400, token=T["read"])
 
-    r = call("get", "/metrics", "/metrics", 200)
+    call("get", "/metrics", "/metrics", 401)
+    call("get", "/metrics", "/metrics", 403, token=T["ingest"])
+    r = call("get", "/metrics", "/metrics", 200, token=T["read"])
     check(b'route="dashboard"' in r.body or b"stacksift_reports_queued" in r.body, "metrics text")
 
     # Dashboard files, with revalidation.

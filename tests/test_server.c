@@ -684,7 +684,13 @@ static void malformed_uploads_leave_nothing(void)
 
 static void metrics_count_requests(void)
 {
-    http_resp r = http_req(port, "GET", "/metrics", NULL, NULL, 0, false);
+    /* a read-scoped token: /metrics is not public unless STACKSIFT_METRICS_PUBLIC=1 */
+    http_resp anon = http_req(port, "GET", "/metrics", NULL, NULL, 0, false);
+    CHECK_EQ_INT(anon.status, 401);
+    resp_free(&anon);
+    char *auth = xsprintf("Authorization: Bearer %s\r\n", tok_read);
+    http_resp r = http_req(port, "GET", "/metrics", auth, NULL, 0, false);
+    free(auth);
     CHECK_EQ_INT(r.status, 200);
     CHECK(r.body && strstr(r.body, "stacksift_http_requests_total{route=\"reports_post\",status=\"202\"} 3"));
     CHECK(r.body && strstr(r.body, "stacksift_reports_accepted_total 3"));
@@ -715,7 +721,9 @@ static void graceful_shutdown_finishes_in_flight(void)
     /* Wait until the server counts it in flight (the /metrics request itself is one). */
     bool in_flight = false;
     for (double end = now_s() + 15; now_s() < end && !in_flight; sleep_ms(20)) {
-        http_resp m = http_req(port, "GET", "/metrics", NULL, NULL, 0, false);
+        char *auth = xsprintf("Authorization: Bearer %s\r\n", tok_read);
+        http_resp m = http_req(port, "GET", "/metrics", auth, NULL, 0, false);
+        free(auth);
         const char *v = m.body ? strstr(m.body, "\nstacksift_http_requests_in_flight ") : NULL;
         in_flight = v && atoi(v + strlen("\nstacksift_http_requests_in_flight ")) >= 2;
         resp_free(&m);

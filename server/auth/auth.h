@@ -32,15 +32,31 @@ err_code auth_scopes_parse(unsigned *out, const char *csv, err_info *err);
 err_code auth_token_create(char token_out[AUTH_TOKEN_MAX], store *s, const char *name,
                            const char *scopes_csv, err_info *err);
 
+/* auth_tokens - every token that is not revoked, in memory: a request's check never waits
+ * for the database. Reloaded every AUTH_TOKENS_REFRESH_MS on a thread of its own, so a new
+ * or revoked token takes effect within that on every node; while the database is away the
+ * last table stays in force. */
+typedef struct auth_tokens auth_tokens;
+#define AUTH_TOKENS_REFRESH_MS 500
+
+/* auth_tokens_open - load the table now (ERR_STORE if the database does not answer) and start
+ * reloading it. Owned by the caller: auth_tokens_close() (NULL is a no-op). */
+err_code auth_tokens_open(auth_tokens **out, store *s, err_info *err);
+void auth_tokens_close(auth_tokens *t);
+
 /*
- * auth_token_check - authenticate a bearer token: find it by its id, compare SHA-256 in
- * constant time (CRYPTO_memcmp). *scopes = AUTH_SCOPE_* bits (admin implies all).
- * Checked tokens are cached in memory for a few seconds, so a revocation takes effect
- * within AUTH_TOKEN_CACHE_S.
- * Errors  ERR_UNAUTHORIZED (malformed, unknown, revoked or wrong token), ERR_STORE.
+ * auth_token_check - authenticate a bearer token against the table: find it by its id,
+ * compare SHA-256 in constant time (CRYPTO_memcmp); an unknown or revoked id is compared
+ * against a dummy hash, so it costs the same and gets the same message as a wrong secret.
+ * *scopes = AUTH_SCOPE_* bits (admin implies all).
+ * Errors  ERR_UNAUTHORIZED (malformed; or unknown, revoked or wrong: one message).
  */
-#define AUTH_TOKEN_CACHE_S 10
-err_code auth_token_check(unsigned *scopes, store *s, const char *token, err_info *err);
+err_code auth_token_check(unsigned *scopes, auth_tokens *t, const char *token, err_info *err);
+
+/* auth_token_revoke - revoke the token whose id (12 hex digits) is `id_or_token`, or the
+ * whole token given. Errors ERR_INVALID (neither), ERR_NOT_FOUND (no such active token),
+ * ERR_STORE. */
+err_code auth_token_revoke(store *s, const char *id_or_token, err_info *err);
 
 /* auth_scope_name - "ingest", "upload", "read" or "admin" for one AUTH_SCOPE_* bit. */
 const char *auth_scope_name(unsigned scope);
@@ -48,10 +64,10 @@ const char *auth_scope_name(unsigned scope);
 /*
  * auth_check_header - may a request with this Authorization header value (NULL = none) use a
  * route that needs `need_scope` (one AUTH_SCOPE_* bit; 0 = no token needed)?
- * Errors  ERR_UNAUTHORIZED (no, malformed, unknown, revoked or wrong token; the message says
- *         which), ERR_FORBIDDEN (a valid token without the scope), ERR_STORE.
+ * Errors  ERR_UNAUTHORIZED (no, malformed, unknown, revoked or wrong token),
+ *         ERR_FORBIDDEN (a valid token without the scope).
  */
-err_code auth_check_header(store *s, const char *authorization, unsigned need_scope,
+err_code auth_check_header(auth_tokens *t, const char *authorization, unsigned need_scope,
                            err_info *err);
 
 #endif

@@ -153,6 +153,12 @@ int cli_serve(int argc, char **argv)
         log_event(LOG_ERROR, "database_unreachable", "message=%s", err.msg);
         goto done;
     }
+    /* A worker's batch statements may take longer than a request's; they still fail, rather
+     * than hang, when the database does. */
+    if (work_store)
+        store_set_statement_timeout(work_store, 10 * cfg.db_timeout_ms);
+    if (count_store)
+        store_set_statement_timeout(count_store, 10 * cfg.db_timeout_ms);
     snprintf(symcache_dir, sizeof symcache_dir, "%s/symcaches", cfg.data_dir);
     snprintf(scratch_dir, sizeof scratch_dir, "%s/tmp", cfg.data_dir);
     if (mkdir(cfg.data_dir, 0755) != 0 && errno != EEXIST) {

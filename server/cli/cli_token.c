@@ -1,8 +1,14 @@
 /*
  * stacksift token create --name NAME --scopes ingest,upload,read[,admin]
- * Prints the new token once, alone on the last line of stdout; only its hash is stored.
+ *   Prints the new token once, alone on the last line of stdout; only its hash is stored.
+ * stacksift token list
+ *   One line per token: id, scopes, created, revoked (or -), name. Never the secret.
+ * stacksift token revoke ID
+ *   ID is the 12 hex digits `list` shows (or the whole token). Every server stops accepting
+ *   it within AUTH_TOKENS_REFRESH_MS (its token table reloads that often).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -10,17 +16,63 @@
 #include "auth/auth.h"
 #include "log/log.h"
 #include "store/store.h"
+#include "store/store_tokens.h"
 
 static int token_usage(FILE *f)
 {
     fprintf(f, "usage: stacksift token create --name NAME --scopes ingest,upload,read[,admin]\n"
+               "       stacksift token list\n"
+               "       stacksift token revoke ID     (ID as `list` shows it, or the token)\n"
                "  ingest: POST reports  upload: POST dSYMs  read: GET the API  admin: all\n");
     return f == stdout ? 0 : 2;
+}
+
+/* `token list` and `token revoke ID`: one store call each. */
+static int token_admin(const char *verb, const char *id)
+{
+    config cfg;
+    if (config_load_logged(&cfg) != ERR_OK)
+        return 2;
+    log_set_level(cfg.log_level);
+    store *s = NULL;
+    err_info err = {0};
+    int status = 1;
+    if (store_open(&s, cfg.database_url, 1, cfg.db_timeout_ms, &err) != ERR_OK)
+        goto fail;
+    if (strcmp(verb, "revoke") == 0) {
+        if (auth_token_revoke(s, id, &err) != ERR_OK)
+            goto fail;
+        printf("revoked %s (every server refuses it within %d ms)\n", id, AUTH_TOKENS_REFRESH_MS);
+        status = 0;
+        goto done;
+    }
+    store_token_row *rows;
+    size_t n;
+    if (store_tokens_list(&rows, &n, s, false, &err) != ERR_OK)
+        goto fail;
+    printf("%-12s  %-24s  %-24s  %-24s  %s\n", "ID", "SCOPES", "CREATED", "REVOKED", "NAME");
+    for (size_t i = 0; i < n; i++)
+        printf("%-12s  %-24s  %-24s  %-24s  %s\n", rows[i].public_id, rows[i].token.scopes,
+               rows[i].created_at, rows[i].revoked_at[0] ? rows[i].revoked_at : "-",
+               rows[i].token.name);
+    free(rows);
+    status = 0;
+    goto done;
+fail:
+    fprintf(stderr, "stacksift token %s: %s\n", verb, err.msg);
+done:
+    store_close(s);
+    config_reset(&cfg);
+    return status;
 }
 
 int cli_token(int argc, char **argv)
 {
     const char *name = NULL, *scopes = NULL;
+    if (argc == 2 && strcmp(argv[1], "list") == 0)
+        return token_admin("list", NULL);
+    if (argc == 3 && strcmp(argv[1], "revoke") == 0)
+        return token_admin("revoke", argv[2]);
     if (argc < 2 || strcmp(argv[1], "create") != 0)
         return token_usage(argc >= 2 && (strcmp(argv[1], "--help") == 0 ||
                                          strcmp(argv[1], "-h") == 0) ? stdout : stderr);

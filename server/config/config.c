@@ -4,6 +4,7 @@
 #include "config/config.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,6 +232,43 @@ static int parse_listen(void *field, const char *value, const char **why)
     return 1;
 }
 
+static int parse_bool(void *field, const char *value, const char **why)
+{
+    if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0) {
+        *why = "must be 0 or 1";
+        return 0;
+    }
+    *(int *)field = value[0] == '1';
+    return 1;
+}
+
+/* HOST:PORT of a loopback address only: what it serves needs no token. */
+static int parse_metrics_listen(void *field, const char *value, const char **why)
+{
+    config *c = (config *)((char *)field - offsetof(config, metrics_host));
+    const char *colon = strrchr(value, ':');
+    uint64_t port;
+    *why = "must be a loopback HOST:PORT, e.g. 127.0.0.1:9464 or [::1]:9464";
+    if (!colon || colon == value || !parse_u64_range(&port, colon + 1, 1, 65535))
+        return 0;
+    const char *host = value;
+    size_t host_len = (size_t)(colon - value);
+    if (host[0] == '[') {
+        if (host_len < 3 || host[host_len - 1] != ']')
+            return 0;
+        host++;
+        host_len -= 2;
+    }
+    bool loopback = (host_len > 4 && strncmp(host, "127.", 4) == 0) ||
+                    (host_len == 3 && strncmp(host, "::1", 3) == 0) ||
+                    (host_len == 9 && strncmp(host, "localhost", 9) == 0);
+    if (!loopback)
+        return 0;
+    c->metrics_host = xstrndup(host, host_len);
+    c->metrics_port = (uint16_t)port;
+    return 1;
+}
+
 static const config_var VARS[] = {
     {"STACKSIFT_LISTEN", "127.0.0.1:8080", parse_listen, offsetof(config, listen_host),
      "address and port the HTTP server listens on"},
@@ -248,6 +286,13 @@ static const config_var VARS[] = {
      "largest uncompressed/compressed ratio of a zip entry"},
     {"STACKSIFT_HTTP_THREADS", "4", parse_count, offsetof(config, http_threads),
      "HTTP worker threads (libmicrohttpd thread pool, epoll)"},
+    {"STACKSIFT_METRICS_PUBLIC", "0", parse_bool, offsetof(config, metrics_public),
+     "1: GET /metrics needs no token (else a read-scoped one)"},
+    {"STACKSIFT_METRICS_LISTEN", NULL, parse_metrics_listen, offsetof(config, metrics_host),
+     "a loopback HOST:PORT serving GET /metrics without a token (default: none)"},
+    {"STACKSIFT_REQUEST_THREADS", "16", parse_count, offsetof(config, request_threads),
+     "threads that run request handlers (database, symbolication, dSYM conversion), so "
+     "that the HTTP threads never wait"},
     {"STACKSIFT_DB_POOL_SIZE", "4", parse_count, offsetof(config, db_pool_size),
      "Postgres connections in the pool"},
     {"STACKSIFT_INTAKE_COMMITS", "2", parse_count, offsetof(config, intake_commits),
@@ -359,6 +404,7 @@ err_code config_load_logged(config *out)
 void config_reset(config *c)
 {
     free(c->listen_host);
+    free(c->metrics_host);
     free(c->database_url);
     free(c->data_dir);
     free(c->node_name);

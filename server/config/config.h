@@ -21,6 +21,10 @@ typedef struct {
     uint64_t max_unpacked_bytes;   /* STACKSIFT_MAX_UNPACKED_BYTES: zip contents per upload */
     uint32_t max_zip_ratio;        /* STACKSIFT_MAX_ZIP_RATIO: uncompressed/compressed per entry */
     uint32_t http_threads;         /* STACKSIFT_HTTP_THREADS: libmicrohttpd thread pool */
+    uint32_t request_threads;      /* STACKSIFT_REQUEST_THREADS: threads running handlers */
+    int metrics_public;            /* STACKSIFT_METRICS_PUBLIC: /metrics without a token */
+    char *metrics_host;            /* STACKSIFT_METRICS_LISTEN host (loopback); NULL = none */
+    uint16_t metrics_port;         /* STACKSIFT_METRICS_LISTEN port */
     uint32_t db_pool_size;         /* STACKSIFT_DB_POOL_SIZE: Postgres connections */
     uint32_t intake_commits;       /* STACKSIFT_INTAKE_COMMITS: group commits at once */
     uint32_t db_timeout_ms;        /* STACKSIFT_DB_TIMEOUT_MS: connect and pool wait timeout */

@@ -9,15 +9,16 @@
 
 #include <jansson.h>
 #include <microhttpd.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "auth/auth.h"
 #include "base/arena.h"
 #include "base/err.h"
 #include "config/config.h"
 #include "http/conns.h"
-#include "auth/auth.h"
 #include "http/http.h"
 #include "ingest/pipeline.h"
 #include "store/store.h"
@@ -44,6 +45,7 @@ typedef struct {
 
 struct http_server {
     struct MHD_Daemon *daemon;
+    struct MHD_Daemon *metrics_daemon;   /* STACKSIFT_METRICS_LISTEN; NULL = none */
     const config *cfg;
     store *store;
     pipeline *pipe;          /* symbolication caches and workers; NULL in tests without */
@@ -51,6 +53,15 @@ struct http_server {
     store_intake *intake;    /* group commit of POSTed reports (owned) */
     char *tmp_dir;
     conns *conns;            /* every open connection and the reaper (conns.h) */
+    auth_tokens *tokens;     /* the token table (server/auth) */
+    /* handler threads: requests that may wait (database, symbolication, dSYMs) run there,
+     * never on libmicrohttpd's threads (server.c "handler threads") */
+    pthread_mutex_t jobs_mu;
+    pthread_cond_t jobs_cv;
+    http_request *jobs_head, *jobs_tail;
+    unsigned jobs_queued, jobs_running, njob_threads;
+    bool jobs_stop;
+    pthread_t *job_threads;
     atomic_int in_flight;
     atomic_uint next_id;
     unsigned id_seed;
@@ -60,6 +71,11 @@ struct http_request {
     http_server *srv;
     struct MHD_Connection *conn;
     conn_slot *slot;         /* the connection's entry in srv->conns (NULL if unknown) */
+    http_request *job_next;  /* in srv's job queue */
+    bool offloaded;          /* the handler runs on a handler thread: answers are kept in
+                                `pending` until libmicrohttpd resumes the connection */
+    struct MHD_Response *pending;
+    unsigned pending_status;
     arena *a;
     char id[17];
     double t0_ms;

@@ -68,6 +68,14 @@ enum MHD_Result queue_body(http_request *r, unsigned status, const char *content
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, RETRY_AFTER_S);
     if (status == 401)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    if (r->offloaded) {
+        /* on a handler thread: libmicrohttpd queues it when it resumes the connection */
+        if (r->pending)
+            MHD_destroy_response(r->pending);   /* the last answer wins */
+        r->pending = resp;
+        r->pending_status = status;
+        return MHD_YES;
+    }
     enum MHD_Result ok = MHD_queue_response(r->conn, status, resp);
     MHD_destroy_response(resp);
     if (ok == MHD_YES)
@@ -323,10 +331,14 @@ static err_code prepare_body(http_request *r)
 
 static err_code authorize(http_request *r)
 {
-    return auth_check_header(r->srv->store,
+    /* /metrics needs a read token unless the operator made it public */
+    unsigned need = r->route->handler == handle_metrics && r->srv->cfg->metrics_public
+                        ? 0
+                        : r->route->scope;
+    return auth_check_header(r->srv->tokens,
                              MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
                                                          MHD_HTTP_HEADER_AUTHORIZATION),
-                             r->route->scope, &r->err);
+                             need, &r->err);
 }
 
 /* ---- request helpers ------------------------------------------------------------------- */
@@ -376,7 +388,7 @@ static const route ROUTES[] = {
     /* the service itself (routes_health.c) */
     {"GET", "/healthz", false, "healthz", 0, BODY_NONE, handle_healthz},
     {"GET", "/readyz", false, "readyz", 0, BODY_NONE, handle_readyz},
-    {"GET", "/metrics", false, "metrics", 0, BODY_NONE, handle_metrics},
+    {"GET", "/metrics", false, "metrics", AUTH_SCOPE_READ, BODY_NONE, handle_metrics},
     /* reports (routes_reports.c) */
     {"POST", "/api/v1/reports", false, "reports_post", AUTH_SCOPE_INGEST, BODY_MEMORY,
      handle_report_post},
@@ -450,6 +462,123 @@ static const route *route_match(const char *method, const char *url, const char 
         return rt;
     }
     return NULL;
+}
+
+/* ---- handler threads ------------------------------------------------------------------- */
+
+/* A handler that waits (for Postgres, a symbolication, a dSYM conversion) must not hold one of
+ * libmicrohttpd's threads: every other connection of that thread would wait with it, /healthz
+ * included. So the request's connection is suspended and the handler runs on one of
+ * njob_threads handler threads; its answer is kept in r->pending and queued when
+ * libmicrohttpd resumes the connection and calls on_request again. Only the handlers that
+ * never wait run inline. */
+#define JOBS_MAX_QUEUED 1024
+
+static bool runs_inline(const route *rt)
+{
+    /* POST /api/v1/reports suspends itself while store_intake commits it (routes_reports.c) */
+    return rt->handler == handle_healthz || rt->handler == handle_dashboard ||
+           rt->handler == handle_dashboard_asset || rt->handler == handle_report_post;
+}
+
+static void *job_main(void *arg)
+{
+    http_server *srv = arg;
+    pthread_mutex_lock(&srv->jobs_mu);
+    for (;;) {
+        while (!srv->jobs_head && !srv->jobs_stop)
+            pthread_cond_wait(&srv->jobs_cv, &srv->jobs_mu);
+        if (!srv->jobs_head)
+            break;
+        http_request *r = srv->jobs_head;
+        srv->jobs_head = r->job_next;
+        if (!srv->jobs_head)
+            srv->jobs_tail = NULL;
+        srv->jobs_queued--;
+        srv->jobs_running++;
+        pthread_mutex_unlock(&srv->jobs_mu);
+        if (srv->jobs_stop) {
+            respond_error(r, ERR_STORE, "the server is stopping: retry on another node");
+        } else {
+            /* A request's database calls end together within the timeout (503 after), except
+             * where big symcaches move (uploads, symbolication): there each statement is
+             * bounded on its own. */
+            if (r->route->body != BODY_FILE && r->route->handler != handle_symbolicate)
+                store_deadline_begin(srv->cfg->db_timeout_ms);
+            r->route->handler(r);   /* its answer is in r->pending (none: see on_request) */
+            store_deadline_end();
+        }
+        struct MHD_Connection *conn = r->conn;
+        MHD_resume_connection(conn);   /* r may be freed from here on */
+        pthread_mutex_lock(&srv->jobs_mu);
+        srv->jobs_running--;
+        pthread_cond_broadcast(&srv->jobs_cv);
+    }
+    pthread_mutex_unlock(&srv->jobs_mu);
+    return NULL;
+}
+
+/* Suspend r's connection and queue r for a handler thread; false (nothing done) when the
+ * queue is full or stopping. */
+static bool jobs_push(http_server *srv, http_request *r)
+{
+    pthread_mutex_lock(&srv->jobs_mu);
+    bool ok = !srv->jobs_stop && srv->jobs_queued < JOBS_MAX_QUEUED;
+    if (ok) {
+        /* suspended before a handler thread can see it: that thread may resume it at once */
+        MHD_suspend_connection(r->conn);
+        r->offloaded = true;
+        r->job_next = NULL;
+        if (srv->jobs_tail)
+            srv->jobs_tail->job_next = r;
+        else
+            srv->jobs_head = r;
+        srv->jobs_tail = r;
+        srv->jobs_queued++;
+        pthread_cond_signal(&srv->jobs_cv);
+    }
+    pthread_mutex_unlock(&srv->jobs_mu);
+    return ok;
+}
+
+static void jobs_start(http_server *srv, unsigned n)
+{
+    pthread_mutex_init(&srv->jobs_mu, NULL);
+    pthread_cond_init(&srv->jobs_cv, NULL);
+    srv->job_threads = xcalloc(n, sizeof *srv->job_threads);
+    for (unsigned i = 0; i < n; i++) {
+        if (pthread_create(&srv->job_threads[i], NULL, job_main, srv) != 0)
+            break;
+        srv->njob_threads++;
+    }
+    if (srv->njob_threads < n)
+        log_event(LOG_WARN, "handler_threads_short", "wanted=%u started=%u", n,
+                  srv->njob_threads);
+}
+
+/* Stop taking jobs; queued ones are answered 503. Waits until `deadline_ms` (http_now_ms) for
+ * running handlers; true if all ended (the threads are joined then). */
+static bool jobs_stop(http_server *srv, double deadline_ms)
+{
+    pthread_mutex_lock(&srv->jobs_mu);
+    srv->jobs_stop = true;
+    pthread_cond_broadcast(&srv->jobs_cv);
+    while ((srv->jobs_running > 0 || srv->jobs_head) && http_now_ms() < deadline_ms) {
+        pthread_mutex_unlock(&srv->jobs_mu);
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+        pthread_mutex_lock(&srv->jobs_mu);
+    }
+    bool idle = srv->jobs_running == 0 && !srv->jobs_head;
+    pthread_mutex_unlock(&srv->jobs_mu);
+    if (!idle)
+        return false;
+    for (unsigned i = 0; i < srv->njob_threads; i++)
+        pthread_join(srv->job_threads[i], NULL);
+    free(srv->job_threads);
+    srv->job_threads = NULL;
+    srv->njob_threads = 0;
+    return true;
 }
 
 /* ---- MHD callbacks --------------------------------------------------------------------- */
@@ -572,11 +701,27 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     }
     conns_request_handling(r->slot);
+    if (r->offloaded) {   /* resumed: the handler thread is done with r */
+        r->offloaded = false;
+        if (!r->pending)
+            return respond_error(r, ERR_INTERNAL, "the request's handler gave no answer");
+        struct MHD_Response *resp = r->pending;
+        r->pending = NULL;
+        enum MHD_Result ok = MHD_queue_response(conn, r->pending_status, resp);
+        MHD_destroy_response(resp);
+        if (ok == MHD_YES)
+            r->status = r->pending_status;
+        return ok;
+    }
     if (r->status != 0)
         return MHD_YES;   /* answered already */
     if (r->failed)
         return respond_err(r, &r->err);
-    return r->route->handler(r);
+    if (runs_inline(r->route))
+        return r->route->handler(r);
+    if (!jobs_push(srv, r))
+        return respond_error(r, ERR_STORE, "every handler thread is busy: retry shortly");
+    return MHD_YES;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -615,6 +760,77 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
     vsnprintf(line, sizeof line, fmt, ap);
     line[strcspn(line, "\n")] = '\0';
     log_event(LOG_WARN, "mhd", "message=%s", line);
+}
+
+/* ---- the metrics listener (STACKSIFT_METRICS_LISTEN) --------------------------------------- */
+
+/* A loopback-only daemon of one thread for the scraper: GET /metrics without a token, 404 for
+ * anything else. Its store calls are bounded like a request's. */
+static enum MHD_Result on_metrics_request(void *cls, struct MHD_Connection *conn,
+                                          const char *url, const char *method,
+                                          const char *version, const char *upload_data,
+                                          size_t *upload_data_size, void **con_cls)
+{
+    static int started;
+    http_server *srv = cls;
+    (void)version, (void)upload_data;
+    if (*con_cls == NULL) {
+        *con_cls = &started;
+        return MHD_YES;
+    }
+    if (*upload_data_size > 0) {
+        *upload_data_size = 0;   /* a body is not read */
+        return MHD_YES;
+    }
+    http_request *r = xcalloc(1, sizeof *r);
+    r->srv = srv;
+    r->conn = conn;
+    r->fd = -1;
+    r->a = arena_new(1u << 20);
+    snprintf(r->id, sizeof r->id, "%08x%08x", srv->id_seed, atomic_fetch_add(&srv->next_id, 1));
+    enum MHD_Result ok;
+    if (strcmp(method, "GET") == 0 && strcmp(url, "/metrics") == 0) {
+        store_deadline_begin(srv->cfg->db_timeout_ms);
+        ok = handle_metrics(r);
+        store_deadline_end();
+    } else {
+        ok = respond_error(r, ERR_NOT_FOUND, "this listener serves GET /metrics only");
+    }
+    arena_free(r->a);
+    free(r);
+    return ok;
+}
+
+static err_code metrics_listener_start(http_server *srv, err_info *err)
+{
+    const config *cfg = srv->cfg;
+    if (!cfg->metrics_host)
+        return ERR_OK;
+    struct addrinfo hints = {.ai_flags = AI_NUMERICSERV | AI_PASSIVE, .ai_socktype = SOCK_STREAM};
+    struct addrinfo *ai = NULL;
+    char port[8];
+    snprintf(port, sizeof port, "%u", cfg->metrics_port);
+    int gai = getaddrinfo(cfg->metrics_host, port, &hints, &ai);
+    if (gai != 0 || !ai)
+        return err_set(err, ERR_INVALID, "resolving STACKSIFT_METRICS_LISTEN %s: %s",
+                       cfg->metrics_host, gai_strerror(gai));
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
+                     MHD_USE_ERROR_LOG | (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0);
+    srv->metrics_daemon = MHD_start_daemon(
+        flags, cfg->metrics_port, NULL, NULL, on_metrics_request, srv,
+        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
+        MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+        MHD_OPTION_CONNECTION_TIMEOUT, 10u,
+        MHD_OPTION_CONNECTION_LIMIT, 64u,
+        MHD_OPTION_LISTENING_ADDRESS_REUSE, 1,
+        MHD_OPTION_END);
+    int saved = errno;
+    freeaddrinfo(ai);
+    if (!srv->metrics_daemon)
+        return err_set(err, ERR_IO, "cannot listen on STACKSIFT_METRICS_LISTEN %s:%u: %s",
+                       cfg->metrics_host, cfg->metrics_port,
+                       saved ? strerror(saved) : "libmicrohttpd refused");
+    return ERR_OK;
 }
 
 /* ---- lifecycle ------------------------------------------------------------------------- */
@@ -677,8 +893,11 @@ err_code http_server_start(http_server **out, const config *cfg, store *s, pipel
         remove_tree(srv->tmp_dir);   /* scratch left by a process that was killed */
         rc = ensure_dir(srv->tmp_dir, err);
     }
+    if (rc == ERR_OK)
+        rc = auth_tokens_open(&srv->tokens, s, err);
     if (rc != ERR_OK)
         goto fail;
+    jobs_start(srv, cfg->request_threads);
 
     struct addrinfo hints = {.ai_flags = AI_NUMERICSERV | AI_PASSIVE, .ai_socktype = SOCK_STREAM};
     struct addrinfo *ai = NULL;
@@ -697,7 +916,8 @@ err_code http_server_start(http_server **out, const config *cfg, store *s, pipel
         goto fail;
     }
     /* SUSPEND_RESUME: a POSTed report waits for its group commit without holding an HTTP
-     * thread (routes_reports.c). */
+     * thread (routes_reports.c), other handlers run on the handler threads ("handler
+     * threads" above). */
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
                      MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
     srv->conns = conns_new(cfg->header_timeout_s * 1000u, cfg->min_body_rate);
@@ -724,10 +944,18 @@ err_code http_server_start(http_server **out, const config *cfg, store *s, pipel
                      cfg->listen_port, saved ? strerror(saved) : "libmicrohttpd refused");
         goto fail;
     }
+    rc = metrics_listener_start(srv, err);
+    if (rc != ERR_OK) {
+        MHD_stop_daemon(srv->daemon);
+        goto fail;
+    }
     *out = srv;
     return ERR_OK;
 fail:
     store_intake_free(srv->intake);
+    if (srv->job_threads)
+        jobs_stop(srv, http_now_ms());   /* nothing was queued: returns at once */
+    auth_tokens_close(srv->tokens);
     conns_free(srv->conns);
     free(srv->tmp_dir);
     free(srv);
@@ -756,7 +984,18 @@ unsigned http_server_stop(http_server *srv)
     /* Commits what is queued and resumes every suspended connection: libmicrohttpd must not
      * be stopped with a connection still suspended. */
     store_intake_free(srv->intake);
+    /* A handler still running (a long dSYM conversion) holds a suspended connection, which
+     * libmicrohttpd cannot stop under it: past the deadline the process just ends (nothing
+     * acknowledged is lost: an answer is sent only after its commit). */
+    if (!jobs_stop(srv, deadline + 500)) {
+        log_event(LOG_WARN, "server_stopped", "unfinished_requests=%u message=%s", left,
+                  "a handler is still running: exiting without waiting for it");
+        _exit(1);
+    }
     MHD_stop_daemon(srv->daemon);
+    if (srv->metrics_daemon)
+        MHD_stop_daemon(srv->metrics_daemon);
+    auth_tokens_close(srv->tokens);
     conns_free(srv->conns);
     free(srv->tmp_dir);
     free(srv);

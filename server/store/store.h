@@ -36,10 +36,25 @@ typedef struct {
 
 /* store_open - a pool of at most `pool_size` connections to `url` (libpq URI or conninfo).
  * One connection is made now so that a bad URL or a database that is down is reported at
- * once; the others are made on demand. `timeout_ms` bounds connecting and waiting for a
- * pooled connection. Owned by the caller: store_close(). Errors ERR_STORE, ERR_INVALID. */
+ * once; the others are made on demand. `timeout_ms` bounds waiting for a pooled connection
+ * and connecting together, and separately each statement (client-side deadline and the
+ * server's statement_timeout): a hung database gives ERR_STORE after that long, never a hang.
+ * Connections use TCP keepalives and tcp_user_timeout (10 s) against dead peers.
+ * Owned by the caller: store_close(). Errors ERR_STORE, ERR_INVALID. */
 err_code store_open(store **out, const char *url, unsigned pool_size, unsigned timeout_ms,
                     err_info *err);
+
+/* store_set_statement_timeout - change the per-statement bound of connections made from now
+ * on and of every statement run from now on (ms; 0 = none). For background work whose
+ * statements may legitimately take longer than a request's. */
+void store_set_statement_timeout(store *s, unsigned ms);
+
+/* store_deadline_begin / store_deadline_end - bound every store call made by this thread from
+ * now on, together, to `ms` (waiting for a connection, connecting, statements): for a request
+ * handler, so that however many calls it makes it answers within about that long when the
+ * database hangs. Thread-local; _end lifts it. */
+void store_deadline_begin(unsigned ms);
+void store_deadline_end(void);
 
 /* store_close - close every connection; callers must have returned theirs. NULL is a no-op. */
 void store_close(store *s);

@@ -21,7 +21,7 @@ static err_code exec(PGresult **out, pconn *c, const char *what, const char *sql
                      int result_format, err_info *err)
 {
     *out = NULL;
-    PGresult *res = PQexecParams(c->pg, sql, n, NULL, values, lengths, formats, result_format);
+    PGresult *res = store_pq_params(c, sql, n, values, lengths, formats, result_format);
     ExecStatusType st = PQresultStatus(res);
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
         err_code rc = store_translate(res, c, what, err);

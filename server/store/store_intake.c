@@ -27,6 +27,8 @@ typedef struct intake_entry {
     store_intake_done_fn done;
     void *ctx;
     uint8_t id[16];            /* UUIDv7, set by the committer */
+    double t0_ms;              /* when submitted (monotonic): its commit must end by
+                                  t0_ms + the store's timeout (a 503 rather than a hang) */
     err_code rc;
     err_info err;
     struct intake_entry *next;
@@ -163,7 +165,7 @@ static err_code copy_flush(pconn *c, buf *b, err_info *err)
 {
     if (b->len == 0)
         return ERR_OK;
-    int ok = PQputCopyData(c->pg, (const char *)b->data, (int)b->len);
+    int ok = store_pq_put_copy(c, (const char *)b->data, (int)b->len);
     b->len = 0;
     if (ok != 1)
         return store_translate(NULL, c, "committing reports", err);
@@ -173,7 +175,7 @@ static err_code copy_flush(pconn *c, buf *b, err_info *err)
 /* One COPY of `n` entries from `batch`: their own transaction. */
 static err_code copy_batch(pconn *c, intake_entry *batch, size_t n, err_info *err)
 {
-    PGresult *res = PQexec(c->pg, SQL_COPY);
+    PGresult *res = store_pq(c, SQL_COPY);
     if (PQresultStatus(res) != PGRES_COPY_IN) {
         err_code rc = store_translate(res, c, "committing reports", err);
         PQclear(res);
@@ -200,7 +202,7 @@ static err_code copy_batch(pconn *c, intake_entry *batch, size_t n, err_info *er
         /* A big body goes as its own CopyData message rather than through `b`. */
         if (r->raw_len > 65536) {
             rc = copy_flush(c, &b, err);
-            if (rc == ERR_OK && PQputCopyData(c->pg, (const char *)r->raw, (int)r->raw_len) != 1)
+            if (rc == ERR_OK && store_pq_put_copy(c, (const char *)r->raw, (int)r->raw_len) != 1)
                 rc = store_translate(NULL, c, "committing reports", err);
         } else {
             buf_append(&b, r->raw, r->raw_len);
@@ -227,13 +229,15 @@ static err_code copy_batch(pconn *c, intake_entry *batch, size_t n, err_info *er
     }
     buf_reset(&b);
     /* On a failure while sending, end the COPY with an error so the server rolls it back. */
-    if (PQputCopyEnd(c->pg, rc == ERR_OK ? NULL : "client gave up") != 1 && rc == ERR_OK)
-        rc = store_translate(NULL, c, "committing reports", err);
-    while ((res = PQgetResult(c->pg)) != NULL) {
-        if (PQresultStatus(res) != PGRES_COMMAND_OK && rc == ERR_OK)
-            rc = store_translate(res, c, "committing reports", err);
-        PQclear(res);
+    if (store_pq_put_copy_end(c, rc == ERR_OK ? NULL : "client gave up") != 1) {
+        if (rc == ERR_OK)
+            rc = store_translate(NULL, c, "committing reports", err);
+        return rc;   /* the connection is broken or late: released as such */
     }
+    res = store_pq_copy_result(c);
+    if (PQresultStatus(res) != PGRES_COMMAND_OK && rc == ERR_OK)
+        rc = store_translate(res, c, "committing reports", err);
+    PQclear(res);
     return rc;
 }
 
@@ -255,8 +259,8 @@ static bool batch_present(pconn *c, intake_entry *batch, size_t n)
     }
     buf_putc(&ids, '}');
     const char *values[1] = {(const char *)ids.data};
-    PGresult *res = PQexecParams(c->pg, "SELECT count(*) FROM reports WHERE id = ANY($1::uuid[])",
-                                 1, NULL, values, NULL, NULL, 0);
+    PGresult *res = store_pq_params(c, "SELECT count(*) FROM reports WHERE id = ANY($1::uuid[])",
+                                    1, values, NULL, NULL, 0);
     bool all = PQresultStatus(res) == PGRES_TUPLES_OK &&
                strtoull(PQgetvalue(res, 0, 0), NULL, 10) == n;
     PQclear(res);
@@ -278,7 +282,7 @@ static err_code commit_batch(store_intake *q, intake_entry *batch, size_t n, err
             rc = ERR_OK;   /* the first attempt committed; only its answer was lost */
         else
             rc = copy_batch(c, batch, n, err);
-        bool broken = PQstatus(c->pg) != CONNECTION_OK;
+        bool broken = PQstatus(c->pg) != CONNECTION_OK && !c->timed_out;
         store_release(q->s, c);
         if (!(rc == ERR_STORE && broken))
             break;
@@ -294,10 +298,23 @@ static uint64_t entry_bytes(const store_report_new *r)
 }
 
 /* Commit one batch and answer its entries (called without q->mu). */
+static double intake_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 static void commit_and_answer(store_intake *q, intake_entry *batch, size_t n)
 {
     uuid7_fill(batch, n);
     err_info err = {0};
+    /* The oldest report of the batch sets the deadline of all its database work. */
+    double oldest = batch->t0_ms;
+    for (intake_entry *e = batch; e; e = e->next)
+        oldest = e->t0_ms < oldest ? e->t0_ms : oldest;
+    double left = oldest + store_timeout_ms(q->s) - intake_now_ms();
+    store_deadline_begin(left > 1 ? (unsigned)left : 1);
     err_code rc = commit_batch(q, batch, n, &err);
     bool split = rc != ERR_OK && rc != ERR_STORE && n > 1;
     for (intake_entry *e = batch; e; e = e->next) {
@@ -310,6 +327,7 @@ static void commit_and_answer(store_intake *q, intake_entry *batch, size_t n)
         }
     }
 
+    store_deadline_end();
     pthread_mutex_lock(&q->mu);
     q->stats.splits += split;
     if (rc == ERR_OK) {
@@ -381,6 +399,7 @@ err_code store_intake_submit(store_intake *q, const store_report_new *r,
     e->r = r;
     e->done = done;
     e->ctx = ctx;
+    e->t0_ms = intake_now_ms();
     pthread_mutex_lock(&q->mu);
     assert(!q->stop);
     if (q->tail)

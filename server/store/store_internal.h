@@ -43,12 +43,45 @@ typedef struct {
 
 #define STORE_MAX_PREPARED 64 /* per connection; more statements run unprepared */
 
-/* A pooled connection (store_pool.c). */
+/* A pooled connection (store_pool.c). Every statement on it waits for its answer at most the
+ * store's statement timeout (libpq in non-blocking mode, poll(2) on its socket; the server's
+ * statement_timeout is the same), so a hung database fails the call instead of hanging it.
+ * A connection that missed a deadline is `timed_out` and is closed when released. */
 typedef struct {
     PGconn *pg;
     const store_stmt *prepared[STORE_MAX_PREPARED]; /* statements prepared on it */
     unsigned nprepared;
+    unsigned statement_ms;   /* longest wait for one statement's answer; 0 = none */
+    unsigned server_ms;      /* the statement_timeout the server applies on this session */
+    bool timed_out;          /* a statement missed its deadline: the answer may still come */
+    bool discard;            /* session settings changed (store_unbounded): close on release */
 } pconn;
+
+/* store_timeout_ms - the store's timeout (store_open). */
+unsigned store_timeout_ms(const store *s);
+
+/* store_unbounded - lift the statement deadline on `c` for long work (migrations, retention):
+ * no client deadline, statement_timeout 0; the connection is closed when released. */
+err_code store_unbounded(pconn *c, err_info *err);
+
+/* store_pq_params / store_pq / store_pq_prepare / store_pq_prepared - PQexecParams, PQexec,
+ * PQprepare and PQexecPrepared with c's deadline. NULL when the deadline passed (c->timed_out
+ * is set) or the connection failed; store_translate(NULL, c, ...) names which. */
+PGresult *store_pq_params(pconn *c, const char *sql, int n, const char *const *values,
+                          const int *lengths, const int *formats, int result_format);
+PGresult *store_pq(pconn *c, const char *sql);
+PGresult *store_pq_prepare(pconn *c, const char *name, const char *sql);
+PGresult *store_pq_prepared(pconn *c, const char *name, int n, const char *const *values,
+                            const int *lengths, const int *formats, int result_format);
+
+/* store_pq_put_copy / store_pq_put_copy_end / store_pq_copy_result - COPY FROM STDIN on a
+ * non-blocking connection with c's deadline: queue `len` bytes of CopyData (waiting while
+ * libpq's buffer is full), end the copy (`errmsg` non-NULL aborts it) and flush, then the
+ * command's result. 1 / non-NULL on success; -1 / NULL when the deadline passed or the
+ * connection failed (store_translate(NULL, c, ...) says which). */
+int store_pq_put_copy(pconn *c, const char *data, int len);
+int store_pq_put_copy_end(pconn *c, const char *errmsg);
+PGresult *store_pq_copy_result(pconn *c);
 
 typedef err_code (*store_fn)(pconn *c, void *ctx, err_info *err);
 

@@ -15,7 +15,7 @@ static err_code exec(PGresult **out, pconn *c, const char *what, const char *sql
                      const char *const *values, err_info *err)
 {
     *out = NULL;
-    PGresult *res = PQexecParams(c->pg, sql, n, NULL, values, NULL, NULL, 0);
+    PGresult *res = store_pq_params(c, sql, n, values, NULL, NULL, 0);
     ExecStatusType st = PQresultStatus(res);
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
         err_code rc = store_translate(res, c, what, err);
@@ -345,8 +345,12 @@ static err_code do_retention(pconn *c, void *vctx, err_info *err)
     store_retention_result *r = x->r;
     char lock_sql[64];
     int64_t locked;
+    /* dropping partitions and expiring rows may take long: no statement deadline */
+    err_code rc = store_unbounded(c, err);
+    if (rc != ERR_OK)
+        return rc;
     snprintf(lock_sql, sizeof lock_sql, "SELECT pg_try_advisory_lock(%d)::int", STORE_RETENTION_LOCK);
-    err_code rc = exec_int(&locked, c, "locking retention", lock_sql, 0, NULL, err);
+    rc = exec_int(&locked, c, "locking retention", lock_sql, 0, NULL, err);
     if (rc != ERR_OK || !locked)
         return rc;   /* another node is running it */
     char interval[16];
@@ -389,10 +393,10 @@ static err_code do_retention(pconn *c, void *vctx, err_info *err)
     }
     if (PQstatus(c->pg) == CONNECTION_OK) {
         if (PQtransactionStatus(c->pg) != PQTRANS_IDLE)
-            PQclear(PQexec(c->pg, "ROLLBACK"));
+            PQclear(store_pq(c, "ROLLBACK"));
         snprintf(lock_sql, sizeof lock_sql, "SELECT pg_advisory_unlock(%d)", STORE_RETENTION_LOCK);
         /* Ignored: closing the connection releases the lock as well. */
-        PQclear(PQexec(c->pg, lock_sql));
+        PQclear(store_pq(c, lock_sql));
     }
     return rc;
 }

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <libpq-fe.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,7 @@ static const store_stmt ST_SCHEMA_VERSION = {
 struct store {
     char *url;
     unsigned size, timeout_ms;
+    _Atomic unsigned statement_ms;  /* per statement, 0 = none (store_set_statement_timeout) */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     pconn **idle;   /* stack of `n_idle` idle connections */
@@ -54,23 +56,98 @@ static void store_ignore_notice(void *ctx, const char *message)
     (void)ctx, (void)message;
 }
 
-static err_code store_connect(pconn **out, store *s, err_info *err)
+static double mono_ms(void)
 {
-    char timeout_s[16];
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* The calling thread's deadline for all its store calls (monotonic ms; 0 = none). */
+static _Thread_local double thread_deadline;
+
+void store_deadline_begin(unsigned ms)
+{
+    thread_deadline = mono_ms() + ms;
+}
+
+void store_deadline_end(void)
+{
+    thread_deadline = 0;
+}
+
+/* The earlier of `deadline` and the thread's (0 = none for either). */
+static double sooner(double deadline)
+{
+    if (thread_deadline > 0 && (deadline == 0 || thread_deadline < deadline))
+        return thread_deadline;
+    return deadline;
+}
+
+/* Wait for `events` on libpq's socket until `deadline` (monotonic ms; 0 = none).
+ * 1 ready, 0 deadline passed, -1 no socket or poll failed. */
+static int wait_socket(PGconn *pg, short events, double deadline)
+{
+    struct pollfd p = {PQsocket(pg), events, 0};
+    if (p.fd < 0)
+        return -1;
+    for (;;) {
+        int ms = -1;
+        if (deadline > 0) {
+            double left = deadline - mono_ms();
+            if (left <= 0)
+                return 0;
+            ms = (int)left + 1;
+        }
+        int n = poll(&p, 1, ms);
+        if (n > 0)
+            return 1;
+        if (n == 0)
+            continue;   /* re-check the deadline: poll may wake a little early */
+        if (errno != EINTR)
+            return -1;
+    }
+}
+
+static err_code store_connect(pconn **out, store *s, double deadline, err_info *err)
+{
+    char timeout_s[16], options[64];
     unsigned secs = (s->timeout_ms + 999) / 1000;
     snprintf(timeout_s, sizeof timeout_s, "%u", secs < 2 ? 2 : secs);
-    /* With expand_dbname, settings inside the URL override the keywords listed before it. */
-    const char *const keys[] = {"connect_timeout", "application_name", "dbname", NULL};
-    const char *const values[] = {timeout_s, "stacksift", s->url, NULL};
-    PGconn *pg = PQconnectdbParams(keys, values, 1);
+    snprintf(options, sizeof options, "-c statement_timeout=%u", s->statement_ms);
+    /* With expand_dbname, settings inside the URL override the keywords listed before it.
+     * Keepalives and tcp_user_timeout notice a peer that vanished; a server that is there
+     * but does not answer is caught by the deadlines (wait_socket). */
+    const char *const keys[] = {"connect_timeout", "application_name", "keepalives",
+                                "keepalives_idle", "keepalives_interval", "keepalives_count",
+                                "tcp_user_timeout", "options", "dbname", NULL};
+    const char *const values[] = {timeout_s, "stacksift", "1", "10", "5", "3", "10000", options,
+                                  s->url, NULL};
+    PGconn *pg = PQconnectStartParams(keys, values, 1);
     *out = NULL;
     if (pg == NULL)
         return err_set(err, ERR_STORE, "connecting to the database: out of memory");
-    if (PQstatus(pg) != CONNECTION_OK) {
+    PostgresPollingStatusType st = PQstatus(pg) == CONNECTION_BAD ? PGRES_POLLING_FAILED
+                                                                  : PGRES_POLLING_WRITING;
+    while (st != PGRES_POLLING_OK && st != PGRES_POLLING_FAILED) {
+        int w = wait_socket(pg, st == PGRES_POLLING_READING ? POLLIN : POLLOUT, deadline);
+        if (w == 0) {
+            PQfinish(pg);
+            return err_set(err, ERR_STORE, "connecting to the database: no answer within %u ms",
+                           s->timeout_ms);
+        }
+        st = w < 0 ? PGRES_POLLING_FAILED : PQconnectPoll(pg);
+    }
+    if (st == PGRES_POLLING_FAILED || PQstatus(pg) != CONNECTION_OK) {
         char line[200];
         store_first_line(line, sizeof line, PQerrorMessage(pg));
         PQfinish(pg);
         return err_set(err, ERR_STORE, "connecting to the database: %s", line);
+    }
+    /* Non-blocking: sending never waits for the server; await_result does, with a deadline. */
+    if (PQsetnonblocking(pg, 1) != 0) {
+        PQfinish(pg);
+        return err_set(err, ERR_STORE, "connecting to the database: cannot make it non-blocking");
     }
     /* NOTICEs ("relation already exists, skipping") are not errors and must not reach
      * stderr unstructured. */
@@ -81,8 +158,136 @@ static err_code store_connect(pconn **out, store *s, err_info *err)
     PQclear(PQexec(pg, "SET default_toast_compression = lz4"));
     pconn *c = xcalloc(1, sizeof *c);
     c->pg = pg;
+    c->server_ms = s->statement_ms;
     *out = c;
     return ERR_OK;
+}
+
+/* ---- statements with a deadline -------------------------------------------------------- */
+
+/* The answer to what was just sent (`sent`: the PQsend* call's result), as PQexec gives it
+ * (the last result), waiting at most c->statement_ms. NULL: the deadline passed
+ * (c->timed_out) or the connection failed (PQerrorMessage says why). */
+static PGresult *await_result(pconn *c, int sent)
+{
+    if (!sent)
+        return NULL;
+    double deadline = sooner(c->statement_ms ? mono_ms() + c->statement_ms : 0);
+    for (;;) {   /* push the query out */
+        int f = PQflush(c->pg);
+        if (f == 0)
+            break;
+        if (f < 0)
+            return NULL;
+        int w = wait_socket(c->pg, POLLOUT | POLLIN, deadline);
+        if (w == 0)
+            goto timeout;
+        if (w < 0 || PQconsumeInput(c->pg) == 0)
+            return NULL;
+    }
+    PGresult *last = NULL;
+    for (;;) {
+        while (PQisBusy(c->pg)) {
+            int w = wait_socket(c->pg, POLLIN, deadline);
+            if (w == 0) {
+                PQclear(last);
+                goto timeout;
+            }
+            if (w < 0 || PQconsumeInput(c->pg) == 0) {
+                PQclear(last);
+                return NULL;
+            }
+        }
+        PGresult *r = PQgetResult(c->pg);
+        if (r == NULL)
+            break;
+        ExecStatusType st = PQresultStatus(r);
+        PQclear(last);
+        last = r;
+        if (st == PGRES_COPY_IN || st == PGRES_COPY_OUT || st == PGRES_COPY_BOTH)
+            break;   /* no COPY here; never wait for one */
+    }
+    return last;
+timeout:
+    c->timed_out = true;
+    return NULL;
+}
+
+PGresult *store_pq_params(pconn *c, const char *sql, int n, const char *const *values,
+                          const int *lengths, const int *formats, int result_format)
+{
+    return await_result(c, PQsendQueryParams(c->pg, sql, n, NULL, values, lengths, formats,
+                                             result_format));
+}
+
+PGresult *store_pq(pconn *c, const char *sql)
+{
+    return await_result(c, PQsendQuery(c->pg, sql));
+}
+
+PGresult *store_pq_prepare(pconn *c, const char *name, const char *sql)
+{
+    return await_result(c, PQsendPrepare(c->pg, name, sql, 0, NULL));
+}
+
+PGresult *store_pq_prepared(pconn *c, const char *name, int n, const char *const *values,
+                            const int *lengths, const int *formats, int result_format)
+{
+    return await_result(c, PQsendQueryPrepared(c->pg, name, n, values, lengths, formats,
+                                               result_format));
+}
+
+/* Push libpq's output buffer out, waiting until `deadline`. 1 done, -1 failed or too late. */
+static int flush_until(pconn *c, double deadline)
+{
+    for (;;) {
+        int f = PQflush(c->pg);
+        if (f == 0)
+            return 1;
+        if (f < 0)
+            return -1;
+        int w = wait_socket(c->pg, POLLOUT | POLLIN, deadline);
+        if (w == 0)
+            c->timed_out = true;
+        if (w <= 0 || PQconsumeInput(c->pg) == 0)
+            return -1;
+    }
+}
+
+int store_pq_put_copy(pconn *c, const char *data, int len)
+{
+    double deadline = sooner(c->statement_ms ? mono_ms() + c->statement_ms : 0);
+    for (;;) {
+        int r = PQputCopyData(c->pg, data, len);
+        if (r == 1)
+            return 1;
+        if (r < 0 || flush_until(c, deadline) < 0)   /* 0: the buffer is full, make room */
+            return -1;
+    }
+}
+
+int store_pq_put_copy_end(pconn *c, const char *errmsg)
+{
+    double deadline = sooner(c->statement_ms ? mono_ms() + c->statement_ms : 0);
+    for (;;) {
+        int r = PQputCopyEnd(c->pg, errmsg);
+        if (r == 1)
+            return flush_until(c, deadline);
+        if (r < 0 || flush_until(c, deadline) < 0)
+            return -1;
+    }
+}
+
+PGresult *store_pq_copy_result(pconn *c)
+{
+    return await_result(c, 1);
+}
+
+err_code store_unbounded(pconn *c, err_info *err)
+{
+    c->discard = true;
+    c->statement_ms = 0;
+    return store_command(c, "SET statement_timeout = 0", "lifting the statement timeout", err);
 }
 
 static void store_disconnect(pconn *c)
@@ -95,10 +300,13 @@ static void store_disconnect(pconn *c)
 
 err_code store_acquire(pconn **out, store *s, err_info *err)
 {
+    double connect_deadline = sooner(mono_ms() + s->timeout_ms);
+    double wait_ms = connect_deadline - mono_ms();
+    unsigned wait = wait_ms > 0 ? (unsigned)wait_ms : 0;
     struct timespec deadline;
     clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += s->timeout_ms / 1000;
-    deadline.tv_nsec += (long)(s->timeout_ms % 1000) * 1000000L;
+    deadline.tv_sec += wait / 1000;
+    deadline.tv_nsec += (long)(wait % 1000) * 1000000L;
     if (deadline.tv_nsec >= 1000000000L) {
         deadline.tv_sec++;
         deadline.tv_nsec -= 1000000000L;
@@ -116,13 +324,27 @@ err_code store_acquire(pconn **out, store *s, err_info *err)
         }
     }
     if (s->n_idle > 0) {
-        *out = s->idle[--s->n_idle];
+        pconn *c = s->idle[--s->n_idle];
         pthread_mutex_unlock(&s->mu);
+        c->statement_ms = s->statement_ms;
+        if (c->server_ms != c->statement_ms) {   /* store_set_statement_timeout since */
+            char sql[64];
+            snprintf(sql, sizeof sql, "SET statement_timeout = %u", c->statement_ms);
+            err_code rc = store_command(c, sql, "setting the statement timeout", err);
+            if (rc != ERR_OK) {
+                store_release(s, c);
+                return rc;
+            }
+            c->server_ms = c->statement_ms;
+        }
+        *out = c;
         return ERR_OK;
     }
     s->n_open++;   /* reserve the slot, then connect without holding the lock */
     pthread_mutex_unlock(&s->mu);
-    err_code rc = store_connect(out, s, err);
+    err_code rc = store_connect(out, s, connect_deadline, err);
+    if (rc == ERR_OK)
+        (*out)->statement_ms = s->statement_ms;
     if (rc != ERR_OK) {
         pthread_mutex_lock(&s->mu);
         s->n_open--;
@@ -134,10 +356,12 @@ err_code store_acquire(pconn **out, store *s, err_info *err)
 
 void store_release(store *s, pconn *c)
 {
-    /* A connection left inside a transaction by an error is rolled back before reuse. */
-    if (PQstatus(c->pg) == CONNECTION_OK && PQtransactionStatus(c->pg) != PQTRANS_IDLE)
-        PQclear(PQexec(c->pg, "ROLLBACK"));
-    int broken = PQstatus(c->pg) != CONNECTION_OK ||
+    /* A connection left inside a transaction by an error is rolled back before reuse; one
+     * that missed a deadline may still get the old answer and is closed instead. */
+    if (!c->timed_out && !c->discard && PQstatus(c->pg) == CONNECTION_OK &&
+        PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+        PQclear(store_pq(c, "ROLLBACK"));
+    int broken = c->timed_out || c->discard || PQstatus(c->pg) != CONNECTION_OK ||
                  PQtransactionStatus(c->pg) != PQTRANS_IDLE;
     pthread_mutex_lock(&s->mu);
     if (broken) {
@@ -162,6 +386,7 @@ err_code store_open(store **out, const char *url, unsigned pool_size, unsigned t
     s->url = xstrdup(url ? url : "");
     s->size = pool_size;
     s->timeout_ms = timeout_ms ? timeout_ms : 3000;
+    s->statement_ms = s->timeout_ms;
     s->idle = xcalloc(pool_size, sizeof *s->idle);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
@@ -189,6 +414,16 @@ void store_close(store *s)
     free(s);
 }
 
+unsigned store_timeout_ms(const store *s)
+{
+    return s->timeout_ms;
+}
+
+void store_set_statement_timeout(store *s, unsigned ms)
+{
+    s->statement_ms = ms;
+}
+
 void store_pool_stats_get(store_pool_stats *out, store *s)
 {
     pthread_mutex_lock(&s->mu);
@@ -205,6 +440,9 @@ void store_pool_stats_get(store_pool_stats *out, store *s)
 err_code store_translate(PGresult *res, pconn *c, const char *what, err_info *err)
 {
     char line[200];
+    if (res == NULL && c->timed_out)
+        return err_set(err, ERR_STORE, "%s: the database did not answer within %u ms", what,
+                       c->statement_ms);
     const char *msg = res ? PQresultErrorMessage(res) : NULL;
     store_first_line(line, sizeof line, msg && *msg ? msg : PQerrorMessage(c->pg));
     if (PQstatus(c->pg) != CONNECTION_OK)
@@ -254,9 +492,9 @@ err_code store_exec(PGresult **out, pconn *c, const store_stmt *st, int n,
     *out = NULL;
     if (!is_prepared(c, st)) {
         if (c->nprepared == STORE_MAX_PREPARED)   /* never in practice: run it unprepared */
-            return check_result(out, PQexecParams(c->pg, st->sql, n, NULL, values, lengths,
-                                                  formats, 0), c, st->name, err);
-        PGresult *p = PQprepare(c->pg, st->name, st->sql, 0, NULL);
+            return check_result(out, store_pq_params(c, st->sql, n, values, lengths, formats, 0),
+                                c, st->name, err);
+        PGresult *p = store_pq_prepare(c, st->name, st->sql);
         if (PQresultStatus(p) != PGRES_COMMAND_OK) {
             err_code rc = store_translate(p, c, st->name, err);
             PQclear(p);
@@ -265,21 +503,21 @@ err_code store_exec(PGresult **out, pconn *c, const store_stmt *st, int n,
         PQclear(p);
         c->prepared[c->nprepared++] = st;
     }
-    return check_result(out, PQexecPrepared(c->pg, st->name, n, values, lengths, formats, 0), c,
+    return check_result(out, store_pq_prepared(c, st->name, n, values, lengths, formats, 0), c,
                         st->name, err);
 }
 
 err_code store_exec_sql(PGresult **out, pconn *c, const char *what, const char *sql, int n,
                         const char *const *values, int result_format, err_info *err)
 {
-    return check_result(out, PQexecParams(c->pg, sql, n, NULL, values, NULL, NULL,
-                                          result_format), c, what, err);
+    return check_result(out, store_pq_params(c, sql, n, values, NULL, NULL, result_format), c,
+                        what, err);
 }
 
 /* Run a plain SQL command (transaction control, migrations) without parameters. */
 err_code store_command(pconn *c, const char *sql, const char *what, err_info *err)
 {
-    PGresult *res = PQexec(c->pg, sql);
+    PGresult *res = store_pq(c, sql);
     ExecStatusType st = PQresultStatus(res);
     err_code rc = ERR_OK;
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
@@ -299,7 +537,9 @@ err_code store_run(store *s, store_fn fn, void *ctx, err_info *err)
         if (rc != ERR_OK)
             return rc;
         rc = fn(c, ctx, err);
-        int broken = PQstatus(c->pg) != CONNECTION_OK;
+        /* a connection that broke at once is retried; one that hung is not: waiting again
+         * would only double the time before the 503 */
+        int broken = PQstatus(c->pg) != CONNECTION_OK && !c->timed_out;
         store_release(s, c);
         if (!(rc == ERR_STORE && broken))
             break;
@@ -398,16 +638,14 @@ typedef struct {
     void *ctx;
 } migrate_ctx;
 
-static double store_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static err_code do_migrate(pconn *c, void *vctx, err_info *err)
 {
     migrate_ctx *m = vctx;
+    /* Migrations may take long (an index on a big table): no deadline, no statement_timeout. */
+    err_code urc = store_unbounded(c, err);
+    if (urc != ERR_OK)
+        return urc;
     /* A session lock (released below or when the connection closes) serializes concurrent
      * `stacksift migrate` runs; the number is arbitrary but fixed. */
     err_code rc = store_command(c, "SELECT pg_advisory_lock(7215841)", "locking migrations", err);
@@ -424,12 +662,12 @@ static err_code do_migrate(pconn *c, void *vctx, err_info *err)
         snprintf(version, sizeof version, "%d", mig->version);
         snprintf(what, sizeof what, "migration %04d_%s", mig->version, mig->name);
         const char *params[2] = {version, mig->name};
-        double t0 = store_now_ms();
+        double t0 = mono_ms();
         rc = store_command(c, "BEGIN", what, err);
         if (rc != ERR_OK)
             break;
-        PGresult *res = PQexecParams(c->pg, "SELECT 1 FROM schema_migrations WHERE version = $1",
-                                     1, NULL, params, NULL, NULL, 0);
+        PGresult *res = store_pq_params(c, "SELECT 1 FROM schema_migrations WHERE version = $1",
+                                        1, params, NULL, NULL, 0);
         if (PQresultStatus(res) != PGRES_TUPLES_OK) {
             rc = store_translate(res, c, what, err);
             PQclear(res);
@@ -444,8 +682,8 @@ static err_code do_migrate(pconn *c, void *vctx, err_info *err)
         rc = store_command(c, mig->sql, what, err);
         if (rc != ERR_OK)
             break;
-        res = PQexecParams(c->pg, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
-                           2, NULL, params, NULL, NULL, 0);
+        res = store_pq_params(c, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
+                              2, params, NULL, NULL, 0);
         if (PQresultStatus(res) != PGRES_COMMAND_OK)
             rc = store_translate(res, c, what, err);
         PQclear(res);
@@ -455,13 +693,13 @@ static err_code do_migrate(pconn *c, void *vctx, err_info *err)
             break;
         m->applied++;
         if (m->fn)
-            m->fn(mig->version, mig->name, store_now_ms() - t0, m->ctx);
+            m->fn(mig->version, mig->name, mono_ms() - t0, m->ctx);
     }
     if (PQstatus(c->pg) == CONNECTION_OK) {
         if (PQtransactionStatus(c->pg) != PQTRANS_IDLE)
-            PQclear(PQexec(c->pg, "ROLLBACK"));
+            PQclear(store_pq(c, "ROLLBACK"));
         /* The unlock result is ignored: closing the connection would release it as well. */
-        PQclear(PQexec(c->pg, "SELECT pg_advisory_unlock(7215841)"));
+        PQclear(store_pq(c, "SELECT pg_advisory_unlock(7215841)"));
     }
     return rc;
 }

@@ -50,6 +50,20 @@ def cluster_pids(pgdir):
     return pids
 
 
+def freeze(pgdir):
+    """SIGSTOP the postmaster (no new backends from then on), then every backend, scanning
+    until no unstopped one is left; returns the pids for SIGCONT."""
+    master = cluster_pids(pgdir)[0]
+    os.kill(master, signal.SIGSTOP)
+    stopped = {master}
+    while True:
+        new = [p for p in cluster_pids(pgdir) if p not in stopped]
+        if not new:
+            return sorted(stopped)
+        signal_all(new, signal.SIGSTOP)
+        stopped.update(new)
+
+
 def signal_all(pids, sig):
     for pid in pids:
         try:
@@ -137,9 +151,8 @@ def main():
             results = []
             threads = []
             # a wave in flight as the database stops
-            pids = cluster_pids(pgdir)
             threads += wave(inst, results, "at freeze")
-            signal_all(pids, signal.SIGSTOP)
+            pids = freeze(pgdir)
             t_freeze = time.monotonic()
             for at in (1.0, 4.0, 7.5):
                 while time.monotonic() - t_freeze < at:
@@ -210,6 +223,9 @@ def main():
             check(inst.wait_processed(30), "reports are processed again after the freeze")
             poller.stop.set()
             poller.join()
+            if any(resp is None for _, _, resp, _ in results):
+                print("server log (requests without an answer):\n" + inst.tail_log(60),
+                      file=sys.stderr)
     finally:
         if pids:
             signal_all(pids, signal.SIGCONT)
