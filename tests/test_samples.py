@@ -376,7 +376,7 @@ def main():
         check(got["pending"] == {"stacks": 1, "calls": 10},
               f"one pending stack of 10 calls while FixtureKit has no dSYM ({got['pending']})")
         check(len(got["callsites"]) == 5, "nothing counted for it yet")
-        m = inst.request("GET", "/metrics").body.decode()
+        m = inst.request("GET", "/metrics", token=inst.tokens["read"]).body.decode()
         check("stacksift_callsite_pending_calls 10\n" in m and
               "stacksift_sample_batches_queued 0\n" in m, "/metrics: 10 pending calls, no batch queued")
         with open(os.path.join(inst.fixtures, kit["dwarf"]), "rb") as f:

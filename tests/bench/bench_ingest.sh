@@ -103,7 +103,7 @@ for _ in $(seq 1200); do
 done
 drained=$(date +%s.%N)
 rss_kb=$(awk '/VmHWM/ {print $2}' "/proc/$server_pid/status")
-metrics=$(curl -fs "http://127.0.0.1:$port/metrics")
+metrics=$(curl -fs -H "Authorization: Bearer $token" "http://127.0.0.1:$port/metrics")
 ratio=$(echo "$metrics" | awk '/^stacksift_symbol_cache_hit_ratio/ {print $2}')
 stats=$(psql "$url" -AtF' ' -c "
   SELECT count(*),
