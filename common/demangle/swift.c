@@ -2105,8 +2105,25 @@ static swift_node *demangle_thunk_or_specialization(dm *d)
     case 'J':
         if (next_if(d, 'V'))
             return demangle_autodiff(d, K_AutoDiffDerivativeVTableThunk);
-        if (peek(d) == 'S' || peek(d) == 'O')
-            return NULL;   /* subset-parameter and self-reordering thunks: not read */
+        if (next_if(d, 'S')) {
+            /* subset parameters thunk: ... kind params 'p' results 'r' to-params 'P' */
+            swift_node *r = demangle_autodiff(d, K_AutoDiffSubsetParametersThunk);
+            r = add(d, r, index_subset(d));
+            return r != NULL && next_if(d, 'P') ? r : NULL;
+        }
+        if (next_if(d, 'O')) {
+            /* self-reordering reabstraction thunk: from-type to-type sig? 'TJO' kind */
+            swift_node *r = mk(d, K_AutoDiffSelfReorderingReabstractionThunk);
+            swift_node *sig = pop_kind(d, K_DependentGenericSignature);
+            swift_node *to = pop_kind(d, K_Type);
+            swift_node *from = pop_kind(d, K_Type);
+            r = add(d, add(d, r, from), to);
+            add_opt(d, r, sig);
+            char kind = next(d);
+            if (kind != 'f' && kind != 'r' && kind != 'd' && kind != 'p')
+                return NULL;
+            return add(d, r, mk_index(d, K_AutoDiffFunctionKind, (uint64_t)(unsigned char)kind));
+        }
         return demangle_autodiff(d, K_AutoDiffFunction);
     case 'w':
         switch (next(d)) {

@@ -97,7 +97,7 @@
     X(ExtensionAttachedMacroExpansion) X(BodyAttachedMacroExpansion) X(PreambleAttachedMacroExpansion) \
     X(LifetimeDependence) X(TypeSymbolicReference) X(ProtocolSymbolicReference)               \
     X(ObjCAsyncCompletionHandlerImpl) X(PredefinedObjCAsyncCompletionHandlerImpl)             \
-    X(AnyConformance) X(ConformanceRef) X(AssocTypePath) X(ModuleDescriptor) X(ExtensionDescriptor) X(AnonymousDescriptor) X(IndexSubset) X(AutoDiffDerivativeVTableThunk) X(DifferentiabilityWitness)
+    X(AnyConformance) X(ConformanceRef) X(AssocTypePath) X(ModuleDescriptor) X(ExtensionDescriptor) X(AnonymousDescriptor) X(IndexSubset) X(AutoDiffDerivativeVTableThunk) X(DifferentiabilityWitness) X(AutoDiffSubsetParametersThunk) X(AutoDiffSelfReorderingReabstractionThunk)
 
 #define SWIFT_KIND_ENUM(k) K_##k,
 typedef enum { SWIFT_KINDS(SWIFT_KIND_ENUM) K__COUNT } swift_kind;

@@ -1443,6 +1443,51 @@ static const swift_node *print(printer *p, const swift_node *n, bool as_prefix)
         }
         break;
     }
+    case K_AutoDiffSubsetParametersThunk: {
+        /* children: from-function [sig] [type] kind params results to-params */
+        if (n->nchildren < 5) {
+            p->bad = true;
+            break;
+        }
+        uint32_t i = n->nchildren - 4;
+        outs(p, "autodiff subset parameters thunk for ");
+        print(p, n->child[i], false);
+        outs(p, " from ");
+        if (i == 1)
+            print(p, n->child[0], false);
+        else
+            for (uint32_t k = 0; k + 1 < i; k++)
+                print(p, n->child[k], false);
+        outs(p, " with respect to parameters ");
+        print(p, n->child[i + 1], false);
+        outs(p, " and results ");
+        print(p, n->child[i + 2], false);
+        outs(p, " to parameters ");
+        print(p, n->child[i + 3], false);
+        if (i > 1) {
+            outs(p, " of type ");
+            print(p, n->child[i - 1], false);
+        }
+        break;
+    }
+    case K_AutoDiffSelfReorderingReabstractionThunk: {
+        const swift_node *kind = child(n, n->nchildren - 1);
+        outs(p, "autodiff self-reordering reabstraction thunk ");
+        if (kind != NULL && kind->kind == K_AutoDiffFunctionKind) {
+            outs(p, "for ");
+            print(p, kind, false);
+            outc(p, ' ');
+        }
+        outs(p, "from ");
+        print(p, child(n, 0), false);
+        outs(p, " to ");
+        print(p, child(n, 1), false);
+        if (n->nchildren == 4 && p->o.where_clauses) {
+            outs(p, " with ");
+            print(p, child(n, 2), false);
+        }
+        break;
+    }
     case K_AutoDiffFunctionKind:
         outs(p, n->index == 'f' ? "forward-mode derivative" : n->index == 'r' ? "reverse-mode derivative"
               : n->index == 'd' ? "differential" : "pullback");
