@@ -4,6 +4,7 @@
 
 #include "base/arena.h"
 #include "base/buf.h"
+#include "base/jsonw.h"
 #include "base/bytes.h"
 #include "base/err.h"
 #include "base/utf8.h"
@@ -61,6 +62,42 @@ static void json_string_escapes(void)
     buf_reset(&b);
 }
 
+static void jsonw_places_commas_and_nulls(void)
+{
+    buf b;
+    buf_init(&b);
+    jsonw w;
+    jsonw_init(&w, &b);
+    jsonw_object_begin(&w);
+    jsonw_kstr(&w, "id", "a\"b");
+    jsonw_kstr(&w, "none", NULL);
+    jsonw_kint(&w, "n", -3);
+    jsonw_key(&w, "list");
+    jsonw_array_begin(&w);
+    jsonw_uint(&w, 18446744073709551615u);
+    jsonw_hex(&w, 0x1f);
+    jsonw_object_begin(&w);
+    jsonw_object_end(&w);
+    jsonw_array_begin(&w);
+    jsonw_array_end(&w);
+    jsonw_raw(&w, "{\"x\":[1]}");
+    jsonw_raw(&w, NULL);
+    jsonw_array_end(&w);
+    jsonw_kbool(&w, "ok", true);
+    jsonw_knull(&w, "z");
+    jsonw_object_end(&w);
+    CHECK_EQ_STR((const char *)b.data,
+                 "{\"id\":\"a\\\"b\",\"none\":null,\"n\":-3,\"list\":[18446744073709551615,"
+                 "\"0x1f\",{},[],{\"x\":[1]},null],\"ok\":true,\"z\":null}");
+    CHECK_EQ_INT(w.depth, 0);
+    buf_reset(&b);
+    /* a top-level scalar, then a second writer appending to the same buffer */
+    jsonw_init(&w, &b);
+    jsonw_strn(&w, "abc", 2);
+    CHECK_EQ_STR((const char *)b.data, "\"ab\"");
+    buf_reset(&b);
+}
+
 static void err_formats_and_names(void)
 {
     err_info err = {0};
@@ -103,6 +140,7 @@ int main(void)
     RUN(arena_runs_defers_lifo);
     RUN(arena_grow_keeps_contents);
     RUN(json_string_escapes);
+    RUN(jsonw_places_commas_and_nulls);
     RUN(err_formats_and_names);
     RUN(utf8_checks_and_repairs);
     RUN(map_missing_file_is_not_found);

@@ -6,226 +6,171 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/jsonw.h"
 #include "crashreport/crashreport.h"
 
 /* ---- JSON -------------------------------------------------------------------------------------- */
 
-static void json_str_or_null(buf *o, const char *s)
+/* An optional number: null when absent. */
+static void json_opt_uint(jsonw *w, const char *key, bool present, uint64_t v)
 {
-    if (s == NULL)
-        buf_append_str(o, "null");
+    jsonw_key(w, key);
+    if (present)
+        jsonw_uint(w, v);
     else
-        buf_append_json_str(o, s, strlen(s));
+        jsonw_null(w);
 }
 
-static void json_key(buf *o, const char *key, bool *first)
+static void json_symbols(jsonw *w, const crashreport_symbol *s, size_t n)
 {
-    if (!*first)
-        buf_putc(o, ',');
-    *first = false;
-    buf_append_json_str(o, key, strlen(key));
-    buf_putc(o, ':');
-}
-
-static void json_kv_str(buf *o, const char *key, const char *v, bool *first)
-{
-    json_key(o, key, first);
-    json_str_or_null(o, v);
-}
-
-static void json_addr(buf *o, uint64_t a)
-{
-    buf_printf(o, "\"0x%" PRIx64 "\"", a);
-}
-
-static void json_symbols(buf *o, const crashreport_symbol *s, size_t n)
-{
-    buf_putc(o, '[');
+    jsonw_array_begin(w);
     for (size_t i = 0; i < n; i++) {
-        bool first = true;
-        if (i > 0)
-            buf_putc(o, ',');
-        buf_putc(o, '{');
-        json_kv_str(o, "function", s[i].function, &first);
-        json_kv_str(o, "mangled", s[i].mangled, &first);
-        json_kv_str(o, "file", s[i].file, &first);
-        json_key(o, "line", &first);
-        if (s[i].line > 0)
-            buf_printf(o, "%u", s[i].line);
-        else
-            buf_append_str(o, "null");
-        json_key(o, "inlined", &first);
-        buf_append_str(o, s[i].inlined ? "true" : "false");
-        json_key(o, "offset", &first);
-        buf_printf(o, "%" PRIu64, s[i].offset);
-        buf_putc(o, '}');
+        jsonw_object_begin(w);
+        jsonw_kstr(w, "function", s[i].function);
+        jsonw_kstr(w, "mangled", s[i].mangled);
+        jsonw_kstr(w, "file", s[i].file);
+        json_opt_uint(w, "line", s[i].line > 0, s[i].line);
+        jsonw_kbool(w, "inlined", s[i].inlined);
+        jsonw_kuint(w, "offset", s[i].offset);
+        jsonw_object_end(w);
     }
-    buf_putc(o, ']');
+    jsonw_array_end(w);
 }
 
-static void json_frames(buf *o, const crashreport *r, const crashreport_frame *fs, size_t n)
+static void json_frames(jsonw *w, const crashreport *r, const crashreport_frame *fs, size_t n)
 {
-    buf_putc(o, '[');
+    jsonw_array_begin(w);
     for (size_t i = 0; i < n; i++) {
         const crashreport_frame *f = &fs[i];
-        bool first = true;
-        if (i > 0)
-            buf_putc(o, ',');
-        buf_putc(o, '{');
-        json_key(o, "index", &first);
-        buf_printf(o, "%u", f->index);
-        json_kv_str(o, "image", f->image_name, &first);
-        json_key(o, "image_index", &first);
+        jsonw_object_begin(w);
+        jsonw_kuint(w, "index", f->index);
+        jsonw_kstr(w, "image", f->image_name);
+        jsonw_key(w, "image_index");
         if (f->image >= 0)
-            buf_printf(o, "%d", f->image);
+            jsonw_int(w, f->image);
         else
-            buf_append_str(o, "null");
-        json_key(o, "address", &first);
-        json_addr(o, f->addr);
-        json_kv_str(o, "symbol", f->symbol, &first);
-        json_kv_str(o, "mangled", f->symbol_mangled, &first);
-        json_key(o, "symbol_offset", &first);
-        if (f->has_symbol_offset)
-            buf_printf(o, "%" PRIu64, f->symbol_offset);
-        else
-            buf_append_str(o, "null");
-        json_kv_str(o, "file", f->file, &first);
-        json_key(o, "line", &first);
-        if (f->line > 0)
-            buf_printf(o, "%u", f->line);
-        else
-            buf_append_str(o, "null");
+            jsonw_null(w);
+        jsonw_khex(w, "address", f->addr);
+        jsonw_kstr(w, "symbol", f->symbol);
+        jsonw_kstr(w, "mangled", f->symbol_mangled);
+        json_opt_uint(w, "symbol_offset", f->has_symbol_offset, f->symbol_offset);
+        jsonw_kstr(w, "file", f->file);
+        json_opt_uint(w, "line", f->line > 0, f->line);
         if (f->ngiven_inlines > 0) {
-            json_key(o, "report_inlines", &first);
-            json_symbols(o, f->given_inlines, f->ngiven_inlines);
+            jsonw_key(w, "report_inlines");
+            json_symbols(w, f->given_inlines, f->ngiven_inlines);
         }
         if (r->symbolicated) {
-            json_kv_str(o, "symbolicated", crashreport_sym_status_name(f->sym_status), &first);
-            json_key(o, "lookup_address", &first);
+            jsonw_kstr(w, "symbolicated", crashreport_sym_status_name(f->sym_status));
+            jsonw_key(w, "lookup_address");
             if (f->sym_status == CRASHREPORT_SYM_OK || f->sym_status == CRASHREPORT_SYM_NOT_FOUND)
-                json_addr(o, f->lookup_addr);
+                jsonw_hex(w, f->lookup_addr);
             else
-                buf_append_str(o, "null");
-            json_key(o, "symbols", &first);
-            json_symbols(o, f->symbols, f->nsymbols);
+                jsonw_null(w);
+            jsonw_key(w, "symbols");
+            json_symbols(w, f->symbols, f->nsymbols);
         }
-        buf_putc(o, '}');
+        jsonw_object_end(w);
     }
-    buf_putc(o, ']');
+    jsonw_array_end(w);
+}
+
+static void json_strings(jsonw *w, const char *key, const char *const *v, size_t n)
+{
+    jsonw_key(w, key);
+    jsonw_array_begin(w);
+    for (size_t i = 0; i < n; i++)
+        jsonw_str(w, v[i]);
+    jsonw_array_end(w);
 }
 
 void crashreport_render_json(buf *o, const crashreport *r)
 {
     const crashreport_metadata *m = &r->meta;
-    bool first = true;
-    buf_putc(o, '{');
-    json_kv_str(o, "format", crashreport_format_name(r->format), &first);
-    json_kv_str(o, "kind", crashreport_kind_name(r->kind), &first);
-    json_key(o, "metadata", &first);
-    {
-        bool f = true;
-        buf_putc(o, '{');
-        json_kv_str(o, "incident_id", m->incident_id, &f);
-        json_kv_str(o, "process", m->process, &f);
-        json_kv_str(o, "process_path", m->process_path, &f);
-        json_kv_str(o, "app_name", m->app_name, &f);
-        json_kv_str(o, "bundle_id", m->bundle_id, &f);
-        json_kv_str(o, "app_version", m->app_version, &f);
-        json_kv_str(o, "build", m->build, &f);
-        json_kv_str(o, "version_text", m->version_text, &f);
-        json_kv_str(o, "code_type", m->code_type, &f);
-        json_kv_str(o, "arch", m->arch, &f);
-        json_kv_str(o, "os_version", m->os_version, &f);
-        json_kv_str(o, "hardware_model", m->hardware_model, &f);
-        json_kv_str(o, "date", m->date, &f);
-        json_kv_str(o, "report_version", m->report_version, &f);
-        json_kv_str(o, "parent_process", m->parent_process, &f);
-        json_kv_str(o, "exception_type", m->exception_type, &f);
-        json_kv_str(o, "exception_codes", m->exception_codes, &f);
-        json_kv_str(o, "exception_subtype", m->exception_subtype, &f);
-        json_kv_str(o, "exception_reason", m->exception_reason, &f);
-        json_kv_str(o, "signal", m->signal, &f);
-        json_kv_str(o, "termination_reason", m->termination_reason, &f);
-        json_kv_str(o, "app_specific_info", m->app_specific_info, &f);
-        json_key(o, "crashed_thread", &f);
-        if (m->crashed_thread >= 0)
-            buf_printf(o, "%d", m->crashed_thread);
-        else
-            buf_append_str(o, "null");
-        buf_putc(o, '}');
-    }
-    json_key(o, "threads", &first);
-    buf_putc(o, '[');
+    jsonw w;
+    jsonw_init(&w, o);
+    jsonw_object_begin(&w);
+    jsonw_kstr(&w, "format", crashreport_format_name(r->format));
+    jsonw_kstr(&w, "kind", crashreport_kind_name(r->kind));
+    jsonw_key(&w, "metadata");
+    jsonw_object_begin(&w);
+    jsonw_kstr(&w, "incident_id", m->incident_id);
+    jsonw_kstr(&w, "process", m->process);
+    jsonw_kstr(&w, "process_path", m->process_path);
+    jsonw_kstr(&w, "app_name", m->app_name);
+    jsonw_kstr(&w, "bundle_id", m->bundle_id);
+    jsonw_kstr(&w, "app_version", m->app_version);
+    jsonw_kstr(&w, "build", m->build);
+    jsonw_kstr(&w, "version_text", m->version_text);
+    jsonw_kstr(&w, "code_type", m->code_type);
+    jsonw_kstr(&w, "arch", m->arch);
+    jsonw_kstr(&w, "os_version", m->os_version);
+    jsonw_kstr(&w, "hardware_model", m->hardware_model);
+    jsonw_kstr(&w, "date", m->date);
+    jsonw_kstr(&w, "report_version", m->report_version);
+    jsonw_kstr(&w, "parent_process", m->parent_process);
+    jsonw_kstr(&w, "exception_type", m->exception_type);
+    jsonw_kstr(&w, "exception_codes", m->exception_codes);
+    jsonw_kstr(&w, "exception_subtype", m->exception_subtype);
+    jsonw_kstr(&w, "exception_reason", m->exception_reason);
+    jsonw_kstr(&w, "signal", m->signal);
+    jsonw_kstr(&w, "termination_reason", m->termination_reason);
+    jsonw_kstr(&w, "app_specific_info", m->app_specific_info);
+    jsonw_key(&w, "crashed_thread");
+    if (m->crashed_thread >= 0)
+        jsonw_int(&w, m->crashed_thread);
+    else
+        jsonw_null(&w);
+    jsonw_object_end(&w);
+    jsonw_key(&w, "threads");
+    jsonw_array_begin(&w);
     for (size_t i = 0; i < r->nthreads; i++) {
         const crashreport_thread *t = &r->threads[i];
-        bool f = true;
-        if (i > 0)
-            buf_putc(o, ',');
-        buf_putc(o, '{');
-        json_key(o, "index", &f);
-        buf_printf(o, "%u", t->index);
-        json_kv_str(o, "name", t->name, &f);
-        json_kv_str(o, "queue", t->queue, &f);
-        json_key(o, "crashed", &f);
-        buf_append_str(o, t->crashed ? "true" : "false");
-        json_key(o, "frames", &f);
-        json_frames(o, r, t->frames, t->nframes);
-        buf_putc(o, '}');
+        jsonw_object_begin(&w);
+        jsonw_kuint(&w, "index", t->index);
+        jsonw_kstr(&w, "name", t->name);
+        jsonw_kstr(&w, "queue", t->queue);
+        jsonw_kbool(&w, "crashed", t->crashed);
+        jsonw_key(&w, "frames");
+        json_frames(&w, r, t->frames, t->nframes);
+        jsonw_object_end(&w);
     }
-    buf_putc(o, ']');
-    json_key(o, "last_exception_backtrace", &first);
+    jsonw_array_end(&w);
+    jsonw_key(&w, "last_exception_backtrace");
     if (r->has_leb)
-        json_frames(o, r, r->leb, r->nleb);
+        json_frames(&w, r, r->leb, r->nleb);
     else
-        buf_append_str(o, "null");
-    json_key(o, "images", &first);
-    buf_putc(o, '[');
+        jsonw_null(&w);
+    jsonw_key(&w, "images");
+    jsonw_array_begin(&w);
     for (size_t i = 0; i < r->nimages; i++) {
         const crashreport_image *im = &r->images[i];
-        bool f = true;
-        if (i > 0)
-            buf_putc(o, ',');
-        buf_putc(o, '{');
-        json_kv_str(o, "name", im->name, &f);
-        json_kv_str(o, "uuid", im->uuid[0] ? im->uuid : NULL, &f);
-        json_kv_str(o, "arch", im->arch, &f);
-        json_key(o, "load_address", &f);
-        json_addr(o, im->load_addr);
-        json_key(o, "end_address", &f);
+        jsonw_object_begin(&w);
+        jsonw_kstr(&w, "name", im->name);
+        jsonw_kstr(&w, "uuid", im->uuid[0] ? im->uuid : NULL);
+        jsonw_kstr(&w, "arch", im->arch);
+        jsonw_khex(&w, "load_address", im->load_addr);
+        jsonw_key(&w, "end_address");
         if (im->end_addr != 0)
-            json_addr(o, im->end_addr);
+            jsonw_hex(&w, im->end_addr);
         else
-            buf_append_str(o, "null");
-        json_kv_str(o, "path", im->path, &f);
-        json_kv_str(o, "version", im->version, &f);
-        json_key(o, "user", &f);
-        buf_append_str(o, im->user ? "true" : "false");
-        json_key(o, "in_app", &f);
-        buf_append_str(o, im->in_app == CRASHREPORT_IN_APP_YES  ? "true"
-                          : im->in_app == CRASHREPORT_IN_APP_NO ? "false"
-                                                                : "null");
-        buf_putc(o, '}');
+            jsonw_null(&w);
+        jsonw_kstr(&w, "path", im->path);
+        jsonw_kstr(&w, "version", im->version);
+        jsonw_kbool(&w, "user", im->user);
+        jsonw_key(&w, "in_app");
+        if (im->in_app == CRASHREPORT_IN_APP_YES || im->in_app == CRASHREPORT_IN_APP_NO)
+            jsonw_bool(&w, im->in_app == CRASHREPORT_IN_APP_YES);
+        else
+            jsonw_null(&w);
+        jsonw_object_end(&w);
     }
-    buf_putc(o, ']');
-    json_key(o, "errors", &first);
-    buf_putc(o, '[');
-    for (size_t i = 0; i < r->nerrors; i++) {
-        if (i > 0)
-            buf_putc(o, ',');
-        json_str_or_null(o, r->errors[i]);
-    }
-    buf_putc(o, ']');
-    if (r->symbolicated) {
-        json_key(o, "missing_uuids", &first);
-        buf_putc(o, '[');
-        for (size_t i = 0; i < r->nmissing_uuids; i++) {
-            if (i > 0)
-                buf_putc(o, ',');
-            json_str_or_null(o, r->missing_uuids[i]);
-        }
-        buf_putc(o, ']');
-    }
-    buf_putc(o, '}');
+    jsonw_array_end(&w);
+    json_strings(&w, "errors", (const char *const *)r->errors, r->nerrors);
+    if (r->symbolicated)
+        json_strings(&w, "missing_uuids", (const char *const *)r->missing_uuids,
+                     r->nmissing_uuids);
+    jsonw_object_end(&w);
 }
 
 /* ---- text ----------------------------------------------------------------------------------- */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/jsonw.h"
 #include "demangle/demangle.h"
 
 /* ---- the skip table (rule 3) ------------------------------------------------------------ */
@@ -904,32 +905,25 @@ err_code signature_compute(signature *out, const crashreport *r, const signature
     return fingerprint(out, extra, err);
 }
 
-static void json_str_or_null(buf *out, const char *s)
-{
-    if (s == NULL)
-        buf_append_str(out, "null");
-    else
-        buf_append_json_str(out, s, strlen(s));
-}
-
 void signature_render_frames_json(buf *out, const signature *s)
 {
-    buf_putc(out, '[');
+    jsonw w;
+    jsonw_init(&w, out);
+    jsonw_array_begin(&w);
     for (size_t i = 0; i < s->nframes; i++) {
         const signature_frame *f = &s->frames[i];
-        buf_append_str(out, i ? ",{\"function\":" : "{\"function\":");
-        json_str_or_null(out, f->function);
-        buf_append_str(out, ",\"raw\":");
-        json_str_or_null(out, f->raw);
-        buf_append_str(out, ",\"image\":");
-        json_str_or_null(out, f->image);
-        buf_append_str(out, ",\"file\":");
-        json_str_or_null(out, f->file);
+        jsonw_object_begin(&w);
+        jsonw_kstr(&w, "function", f->function);
+        jsonw_kstr(&w, "raw", f->raw);
+        jsonw_kstr(&w, "image", f->image);
+        jsonw_kstr(&w, "file", f->file);
+        jsonw_key(&w, "line");
         if (f->line > 0)
-            buf_printf(out, ",\"line\":%u", f->line);
+            jsonw_uint(&w, f->line);
         else
-            buf_append_str(out, ",\"line\":null");
-        buf_printf(out, ",\"in_app\":%s}", f->in_app ? "true" : "false");
+            jsonw_null(&w);
+        jsonw_kbool(&w, "in_app", f->in_app);
+        jsonw_object_end(&w);
     }
-    buf_putc(out, ']');
+    jsonw_array_end(&w);
 }

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "base/buf.h"
+#include "base/jsonw.h"
 #include "cli/cli.h"
 #include "cli/cli_tmpdir.h"
 #include "config/config.h"
@@ -29,11 +30,22 @@ static void print_built(const dsym_built *b, void *ctx)
     (void)ctx;
     buf out;
     buf_init(&out);
-    buf_printf(&out, "{\"uuid\":\"%s\",\"arch\":\"%s\",\"name\":", b->uuid, b->arch);
-    buf_append_json_str(&out, b->name, strlen(b->name));
-    buf_printf(&out, ",\"functions\":%u,\"ranges\":%u,\"bytes\":%llu,\"dwarf_bytes\":%llu,\"ms\":%.1f}\n",
-               b->functions, b->ranges, (unsigned long long)b->bytes,
-               (unsigned long long)b->dwarf_bytes, b->ms);
+    jsonw w;
+    jsonw_init(&w, &out);
+    jsonw_object_begin(&w);
+    jsonw_kstr(&w, "uuid", b->uuid);
+    jsonw_kstr(&w, "arch", b->arch);
+    jsonw_kstr(&w, "name", b->name);
+    jsonw_kuint(&w, "functions", b->functions);
+    jsonw_kuint(&w, "ranges", b->ranges);
+    jsonw_kuint(&w, "bytes", b->bytes);
+    jsonw_kuint(&w, "dwarf_bytes", b->dwarf_bytes);
+    jsonw_key(&w, "ms");
+    char ms[32];
+    snprintf(ms, sizeof ms, "%.1f", b->ms);
+    jsonw_raw(&w, ms);   /* a number, one decimal */
+    jsonw_object_end(&w);
+    buf_putc(&out, '\n');
     fwrite(out.data, 1, out.len, stdout);
     fflush(stdout);
     buf_reset(&out);
