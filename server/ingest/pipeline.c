@@ -14,7 +14,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/jsonw.h"
 #include "base/xalloc.h"
+#include "ingest/grouping.h"
 #include "ingest/ingest.h"
 #include "log/log.h"
 #include "store/store_queue.h"
@@ -694,13 +696,12 @@ static void process_one(pipeline *p, const store_claimed *row, store_outcome *o,
         json.len = 0;
     }
     if (rc == ERR_OK && nmissing > 0) {
-        buf_putc(&json, '[');
-        for (size_t i = 0; i < nmissing; i++) {
-            if (i)
-                buf_putc(&json, ',');
-            buf_append_json_str(&json, missing[i], strlen(missing[i]));
-        }
-        buf_putc(&json, ']');
+        jsonw j;
+        jsonw_init(&j, &json);
+        jsonw_array_begin(&j);
+        for (size_t i = 0; i < nmissing; i++)
+            jsonw_str(&j, missing[i]);
+        jsonw_array_end(&j);
         o->missing_uuids_json = arena_strndup(a, (const char *)json.data, json.len, &err);
         json.len = 0;
         if (o->missing_uuids_json == NULL)
@@ -828,7 +829,13 @@ static void *worker_main(void *arg)
             store_work_abort(work);
             rc = ERR_TOO_LARGE;
         } else {
-            rc = store_work_commit(work, out, &regressions, &err);
+            store_group *groups = NULL;
+            size_t ngroups = 0;
+            rc = grouping_decide(&groups, &ngroups, out, rows, n, batch_a, &err);
+            if (rc == ERR_OK)
+                rc = store_work_commit(work, out, groups, ngroups, &regressions, &err);
+            else
+                store_work_abort(work);
         }
         if (rc == ERR_OK) {
             atomic_fetch_add(&p->processed, counts[0]);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/jsonw.h"
 #include "base/xalloc.h"
 #include "store/store_internal.h"
 
@@ -173,43 +174,6 @@ static const char SQL_RECHECK_PENDING[] =
     "AND r.received_at BETWEEN $2::timestamptz AND $3::timestamptz "   /* partition pruning */
     "AND EXISTS (SELECT 1 FROM dsyms d WHERE d.uuid = ANY(r.missing_uuids))";
 
-static void json_kv(buf *b, const char *key, const char *value, bool first)
-{
-    if (!first)
-        buf_putc(b, ',');
-    buf_append_json_str(b, key, strlen(key));
-    buf_putc(b, ':');
-    if (value == NULL)
-        buf_append_str(b, "null");
-    else
-        buf_append_json_str(b, value, strlen(value));
-}
-
-static void json_kraw(buf *b, const char *key, const char *raw)
-{
-    buf_putc(b, ',');
-    buf_append_json_str(b, key, strlen(key));
-    buf_putc(b, ':');
-    buf_append_str(b, raw ? raw : "null");
-}
-
-/* A group of the batch's reports that go to one issue. */
-typedef struct {
-    size_t first;      /* index of the first outcome in the group */
-    int64_t id;        /* issue id once upserted */
-} group;
-
-static bool same_issue(const store_outcome *a, const store_outcome *b)
-{
-    return strcmp(a->app, b->app) == 0 && strcmp(a->fingerprint, b->fingerprint) == 0;
-}
-
-static bool stays(const store_claimed *row, const store_outcome *o)
-{
-    return row->issue_id != 0 && row->fingerprint != NULL &&
-           strcmp(row->fingerprint, o->fingerprint) == 0;
-}
-
 /* Run `sql` with one text parameter (a JSON batch or an id list); its result is not needed. */
 static err_code exec_batch(pconn *c, const char *what, const char *sql, const char *param,
                            err_info *err)
@@ -221,114 +185,94 @@ static err_code exec_batch(pconn *c, const char *what, const char *sql, const ch
     return rc;
 }
 
-/* Append one per-day count change {"issue_id":N,"day":"YYYY-MM-DD","n":1} to the JSON array
- * being built in `b` (which holds at least its '['). */
-static void append_day(buf *b, int64_t issue_id, const char *day)
+/* One per-day count change {"issue_id":N,"day":"YYYY-MM-DD","n":1} of an array. */
+static void day_json(jsonw *j, int64_t issue_id, const char *day)
 {
-    buf_printf(b, "%s{\"issue_id\":%lld,\"day\":\"%s\",\"n\":1}", b->len > 1 ? "," : "",
-               (long long)issue_id, day);
+    jsonw_object_begin(j);
+    jsonw_kint(j, "issue_id", issue_id);
+    jsonw_kstr(j, "day", day);
+    jsonw_kint(j, "n", 1);
+    jsonw_object_end(j);
 }
 
-static err_code do_commit(store_work *w, const store_outcome *out, unsigned *regressions,
-                          err_info *err)
+/* Upsert the groups: ids[g] = the issue of groups[g]. */
+static err_code upsert_groups(int64_t *ids, store_work *w, const store_group *groups,
+                              size_t ngroups, unsigned *regressions, err_info *err)
 {
-    size_t n = w->n;
-    group *groups = xcalloc(n ? n : 1, sizeof *groups);
-    size_t *group_of = xcalloc(n ? n : 1, sizeof *group_of);
-    size_t ngroups = 0;
     buf b;
     buf_init(&b);
+    jsonw j;
+    jsonw_init(&j, &b);
+    jsonw_array_begin(&j);
+    for (size_t g = 0; g < ngroups; g++) {
+        const store_group *o = &groups[g];
+        jsonw_object_begin(&j);
+        jsonw_kstr(&j, "app", o->app);
+        jsonw_kstr(&j, "kind", o->kind);
+        jsonw_kstr(&j, "fingerprint", o->fingerprint);
+        jsonw_kstr(&j, "title", o->title);
+        jsonw_kstr(&j, "culprit", o->culprit);
+        jsonw_kstr(&j, "exception", o->exception);
+        jsonw_kstr(&j, "basis", o->basis);
+        jsonw_kbool(&j, "provisional", o->provisional);
+        jsonw_kraw(&j, "frames", o->frames_json ? o->frames_json : "[]");
+        jsonw_kstr(&j, "first_seen", o->first_seen);
+        jsonw_kstr(&j, "last_seen", o->last_seen);
+        jsonw_kint(&j, "n", o->count);
+        jsonw_key(&j, "versions");
+        jsonw_array_begin(&j);
+        for (size_t v = 0; v < o->nversions; v++)
+            jsonw_str(&j, o->versions[v]);
+        jsonw_array_end(&j);
+        jsonw_kstr(&j, "last_report", o->last_report);
+        jsonw_object_end(&j);
+    }
+    jsonw_array_end(&j);
+    PGresult *res = NULL;
+    const char *values[1] = {(const char *)b.data};
+    err_code rc = store_exec_sql(&res, w->c, "upserting issues", SQL_UPSERT_ISSUES, 1, values, 0,
+                                 err);
+    buf_reset(&b);
+    if (rc != ERR_OK)
+        return rc;
+    for (int r = 0; r < PQntuples(res); r++) {
+        const char *app = PQgetvalue(res, r, 1), *fp = PQgetvalue(res, r, 2);
+        for (size_t g = 0; g < ngroups; g++)
+            if (strcmp(groups[g].app, app) == 0 && strcmp(groups[g].fingerprint, fp) == 0)
+                ids[g] = strtoll(PQgetvalue(res, r, 0), NULL, 10);
+        *regressions += PQgetvalue(res, r, 3)[0] == 't';
+    }
+    PQclear(res);
+    for (size_t g = 0; g < ngroups; g++)
+        if (ids[g] == 0)
+            return err_set(err, ERR_INTERNAL, "upserting issues: no id for fingerprint %s",
+                           groups[g].fingerprint);
+    return ERR_OK;
+}
+
+static err_code do_commit(store_work *w, const store_outcome *out, const store_group *groups,
+                          size_t ngroups, unsigned *regressions, err_info *err)
+{
+    size_t n = w->n;
+    int64_t *ids = xcalloc(ngroups ? ngroups : 1, sizeof *ids);
+    buf b;
+    buf_init(&b);
+    jsonw j;
     PGresult *res = NULL;
     err_code rc = ERR_OK;
 
-    /* 1. issues: one row per (app, fingerprint) of the reports that join an issue */
-    buf_putc(&b, '[');
-    for (size_t i = 0; i < n; i++) {
-        group_of[i] = SIZE_MAX;
-        if (!out[i].grouped || stays(&w->rows[i], &out[i]))
-            continue;
-        size_t g = 0;
-        while (g < ngroups && !same_issue(&out[groups[g].first], &out[i]))
-            g++;
-        group_of[i] = g;
-        if (g == ngroups)
-            groups[ngroups++].first = i;
-    }
-    for (size_t g = 0; g < ngroups; g++) {
-        const store_outcome *o = &out[groups[g].first];
-        const char *first_seen = NULL, *last_seen = NULL, *last_report = NULL;
-        long long count = 0;
-        buf versions;
-        buf_init(&versions);
-        buf_putc(&versions, '[');
-        for (size_t i = 0; i < n; i++) {
-            if (group_of[i] != g)
-                continue;
-            const store_claimed *row = &w->rows[i];
-            count++;
-            if (first_seen == NULL || strcmp(row->received_at, first_seen) < 0)
-                first_seen = row->received_at;
-            if (last_seen == NULL || strcmp(row->received_at, last_seen) >= 0) {
-                last_seen = row->received_at;
-                last_report = row->id;
-            }
-            if (out[i].app_version != NULL) {
-                if (versions.len > 1)
-                    buf_putc(&versions, ',');
-                buf_append_json_str(&versions, out[i].app_version, strlen(out[i].app_version));
-            }
-        }
-        buf_putc(&versions, ']');
-        buf_append_str(&b, g ? ",{" : "{");
-        json_kv(&b, "app", o->app, true);
-        json_kv(&b, "kind", o->kind, false);
-        json_kv(&b, "fingerprint", o->fingerprint, false);
-        json_kv(&b, "title", o->title, false);
-        json_kv(&b, "culprit", o->culprit, false);
-        json_kv(&b, "exception", o->exception, false);
-        json_kv(&b, "basis", o->basis, false);
-        json_kraw(&b, "provisional", o->provisional ? "true" : "false");
-        json_kraw(&b, "frames", o->frames_json ? o->frames_json : "[]");
-        json_kv(&b, "first_seen", first_seen, false);
-        json_kv(&b, "last_seen", last_seen, false);
-        buf_printf(&b, ",\"n\":%lld", count);
-        json_kraw(&b, "versions", (const char *)versions.data);
-        json_kv(&b, "last_report", last_report, false);
-        buf_putc(&b, '}');
-        buf_reset(&versions);
-    }
-    buf_putc(&b, ']');
+    /* 1. issues, 2. their per-day counts */
     *regressions = 0;
     if (ngroups > 0) {
-        const char *values[1] = {(const char *)b.data};
-        rc = store_exec_sql(&res, w->c, "upserting issues", SQL_UPSERT_ISSUES, 1, values, 0, err);
+        rc = upsert_groups(ids, w, groups, ngroups, regressions, err);
         if (rc != ERR_OK)
             goto done;
-        for (int r = 0; r < PQntuples(res); r++) {
-            const char *app = PQgetvalue(res, r, 1), *fp = PQgetvalue(res, r, 2);
-            for (size_t g = 0; g < ngroups; g++) {
-                const store_outcome *o = &out[groups[g].first];
-                if (strcmp(o->app, app) == 0 && strcmp(o->fingerprint, fp) == 0)
-                    groups[g].id = strtoll(PQgetvalue(res, r, 0), NULL, 10);
-            }
-            *regressions += PQgetvalue(res, r, 3)[0] == 't';
-        }
-        PQclear(res);
-        res = NULL;
-        for (size_t g = 0; g < ngroups; g++)
-            if (groups[g].id == 0) {
-                rc = err_set(err, ERR_INTERNAL, "upserting issues: no id for fingerprint %s",
-                             out[groups[g].first].fingerprint);
-                goto done;
-            }
-
-        /* 2. per-day counts */
-        b.len = 0;
-        buf_putc(&b, '[');
+        jsonw_init(&j, &b);
+        jsonw_array_begin(&j);
         for (size_t i = 0; i < n; i++)
-            if (group_of[i] != SIZE_MAX)
-                append_day(&b, groups[group_of[i]].id, w->rows[i].day);
-        buf_putc(&b, ']');
+            if (out[i].group != STORE_NO_GROUP)
+                day_json(&j, ids[out[i].group], w->rows[i].day);
+        jsonw_array_end(&j);
         rc = exec_batch(w->c, "counting issue days", SQL_ISSUE_DAYS, (const char *)b.data, err);
         if (rc != ERR_OK)
             goto done;
@@ -336,28 +280,27 @@ static err_code do_commit(store_work *w, const store_outcome *out, unsigned *reg
 
     /* 3. the reports */
     b.len = 0;
-    buf_putc(&b, '[');
+    jsonw_init(&j, &b);
+    jsonw_array_begin(&j);
     bool any_pending = false;
     for (size_t i = 0; i < n; i++) {
         const store_outcome *o = &out[i];
-        const store_claimed *row = &w->rows[i];
-        int64_t issue = group_of[i] != SIZE_MAX ? groups[group_of[i]].id
-                        : o->grouped && stays(row, o) ? row->issue_id : 0;
-        buf_append_str(&b, i ? ",{" : "{");
-        json_kv(&b, "id", row->id, true);
-        json_kv(&b, "at", row->received_at, false);
-        json_kv(&b, "status", o->status, false);
-        json_kv(&b, "error", o->error, false);
+        int64_t issue = o->group != STORE_NO_GROUP ? ids[o->group] : o->issue_id;
+        jsonw_object_begin(&j);
+        jsonw_kstr(&j, "id", w->rows[i].id);
+        jsonw_kstr(&j, "at", w->rows[i].received_at);
+        jsonw_kstr(&j, "status", o->status);
+        jsonw_kstr(&j, "error", o->error);
         if (issue)
-            buf_printf(&b, ",\"issue_id\":%lld", (long long)issue);
-        json_kv(&b, "fingerprint", o->grouped ? o->fingerprint : NULL, false);
-        json_kv(&b, "kind", o->kind, false);
-        json_kv(&b, "hardware_model", o->hardware_model, false);
-        json_kraw(&b, "missing", o->missing_uuids_json);
-        buf_putc(&b, '}');
+            jsonw_kint(&j, "issue_id", issue);
+        jsonw_kstr(&j, "fingerprint", o->grouped ? o->fingerprint : NULL);
+        jsonw_kstr(&j, "kind", o->kind);
+        jsonw_kstr(&j, "hardware_model", o->hardware_model);
+        jsonw_kraw(&j, "missing", o->missing_uuids_json);
+        jsonw_object_end(&j);
         any_pending |= strcmp(o->status, "pending_dsym") == 0;
     }
-    buf_putc(&b, ']');
+    jsonw_array_end(&j);
     /* the batch's first and last receipt time (same RFC 3339 form: text order is time order) */
     const char *at_min = w->rows[0].received_at, *at_max = w->rows[0].received_at;
     for (size_t i = 1; i < n; i++) {
@@ -382,7 +325,7 @@ static err_code do_commit(store_work *w, const store_outcome *out, unsigned *reg
         usql = NULL;
     buf_reset(&rows);
     rc = usql ? store_exec_sql(&res, w->c, "storing processed reports", usql, (int)(3 + 2 * n),
-                            uvalues, 0, err)
+                               uvalues, 0, err)
               : err_set(err, ERR_INTERNAL, "storing processed reports: out of memory");
     free(usql);
     free(uvalues);
@@ -393,14 +336,15 @@ static err_code do_commit(store_work *w, const store_outcome *out, unsigned *reg
 
     /* 4. reports that moved out of an issue (regrouped after their dSYM arrived) */
     b.len = 0;
-    buf_putc(&b, '[');
-    for (size_t i = 0; i < n; i++) {
-        const store_claimed *row = &w->rows[i];
-        if (row->issue_id != 0 && !(out[i].grouped && stays(row, &out[i])))
-            append_day(&b, row->issue_id, row->day);
-    }
-    bool any_left = b.len > 1;
-    buf_putc(&b, ']');
+    jsonw_init(&j, &b);
+    jsonw_array_begin(&j);
+    bool any_left = false;
+    for (size_t i = 0; i < n; i++)
+        if (out[i].leaves) {
+            day_json(&j, w->rows[i].issue_id, w->rows[i].day);
+            any_left = true;
+        }
+    jsonw_array_end(&j);
     if (any_left) {
         const char *left = (const char *)b.data;
         rc = exec_batch(w->c, "regrouping reports", SQL_LEAVE_DAYS, left, err);
@@ -412,6 +356,7 @@ static err_code do_commit(store_work *w, const store_outcome *out, unsigned *reg
             goto done;
     }
 
+    /* 5. a dSYM that arrived while these were processed */
     if (any_pending) {
         b.len = 0;
         for (size_t i = 0; i < n; i++)
@@ -429,16 +374,16 @@ static err_code do_commit(store_work *w, const store_outcome *out, unsigned *reg
 done:
     PQclear(res);
     buf_reset(&b);
-    free(groups);
-    free(group_of);
+    free(ids);
     return rc;
 }
 
-err_code store_work_commit(store_work *w, const store_outcome *outcomes, unsigned *regressions,
-                           err_info *err)
+err_code store_work_commit(store_work *w, const store_outcome *outcomes, const store_group *groups,
+                           size_t ngroups, unsigned *regressions, err_info *err)
 {
     unsigned ignored;
-    err_code rc = do_commit(w, outcomes, regressions ? regressions : &ignored, err);
+    err_code rc = do_commit(w, outcomes, groups, ngroups, regressions ? regressions : &ignored,
+                            err);
     store_work_abort(w);   /* releases the connection; rolls back if COMMIT did not happen */
     return rc;
 }

@@ -46,7 +46,29 @@ typedef struct {
     const char *title, *culprit, *exception, *basis;
     bool provisional;
     const char *frames_json;        /* JSON array of the signature frames */
+    /* where it goes, as grouping decided (ingest/grouping.c); the store only persists it */
+    size_t group;                   /* joins the batch's groups[group]; STORE_NO_GROUP: none */
+    int64_t issue_id;               /* with STORE_NO_GROUP: stays in this issue, 0 = none */
+    bool leaves;                    /* leaves the issue it was in (its store_claimed.issue_id):
+                                       that issue's counts drop by one on its day */
 } store_outcome;
+
+#define STORE_NO_GROUP SIZE_MAX
+
+/* One issue a batch adds reports to, keyed by (app, fingerprint): created, or counted in if
+ * it exists. Strings NUL-terminated, from one of its reports' outcomes. */
+typedef struct {
+    const char *app, *kind, *fingerprint;
+    const char *title, *culprit, *exception, *basis; /* used when the issue is created */
+    bool provisional;
+    const char *frames_json;        /* JSON array of the signature frames */
+    int64_t count;                  /* reports of the batch that join it */
+    const char *first_seen;         /* earliest received_at among them (RFC 3339) */
+    const char *last_seen;          /* latest received_at among them */
+    const char *last_report;        /* id of the report received last */
+    const char *const *versions;    /* their distinct app versions (any order) */
+    size_t nversions;
+} store_group;
 
 /* store_work_claim - open a transaction on a connection of `s` and lock up to `max` reports
  * with status 'received', oldest first, FOR UPDATE SKIP LOCKED (other workers and other
@@ -55,14 +77,16 @@ typedef struct {
 err_code store_work_claim(store_work **out, const store_claimed **rows, size_t *n, store *s,
                           size_t max, arena *a, err_info *err);
 
-/* store_work_commit - for each claimed row i, store outcomes[i]: the report row, the issue
- * upsert (count, first/last seen, versions, regression), issue_days, and, for a report that
- * moves from another issue (reprocessing), that issue's counts (an issue left with no
- * reports is deleted); then COMMIT. Frees the batch whatever happens (on error the
+/* store_work_commit - persist a batch as grouping decided it, in one transaction: upsert
+ * groups[0..ngroups) (count, first/last seen, versions; a resolved issue seen again in its
+ * fixed version or later reopens: a regression), add issue_days, store each outcomes[i] on
+ * claimed row i (status, model, issue), take reports that leave an issue off its counts
+ * (an issue left with no reports is deleted), send pending_dsym reports whose dSYM arrived
+ * meanwhile back to the queue; then COMMIT. Frees the batch whatever happens (on error the
  * transaction is rolled back and the reports go back to the queue).
  * *regressions = issues reopened by this batch. */
-err_code store_work_commit(store_work *w, const store_outcome *outcomes, unsigned *regressions,
-                           err_info *err);
+err_code store_work_commit(store_work *w, const store_outcome *outcomes, const store_group *groups,
+                           size_t ngroups, unsigned *regressions, err_info *err);
 
 /* store_work_abort - roll back and free; NULL is a no-op. */
 void store_work_abort(store_work *w);
