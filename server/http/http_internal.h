@@ -7,7 +7,6 @@
 #ifndef STACKSIFT_HTTP_HTTP_INTERNAL_H
 #define STACKSIFT_HTTP_HTTP_INTERNAL_H
 
-#include <jansson.h>
 #include <microhttpd.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -16,7 +15,9 @@
 
 #include "auth/auth.h"
 #include "base/arena.h"
+#include "base/buf.h"
 #include "base/err.h"
+#include "base/jsonw.h"
 #include "config/config.h"
 #include "http/conns.h"
 #include "http/http.h"
@@ -114,11 +115,12 @@ double http_now_ms(void);
 /* queue_body - send `body` (malloc'd, `len` bytes; freed by libmicrohttpd) with `status`. */
 enum MHD_Result queue_body(http_request *r, unsigned status, const char *content_type,
                            char *body, size_t len);
-/* respond_json - send `body` (a new reference, stolen) as JSON with `status`. */
-enum MHD_Result respond_json(http_request *r, unsigned status, json_t *body);
-/* respond_json_text - send JSON text made elsewhere (copied: libmicrohttpd frees what it
- * sends) with `status`. */
-enum MHD_Result respond_json_text(http_request *r, unsigned status, const char *json);
+/* json_body_begin - an empty response body and a JSON writer on it (base/jsonw.h: the one
+ * way answers are written; server/README.md, "JSON"). */
+void json_body_begin(buf *body, jsonw *w);
+/* respond_json - send the JSON in `body` (one value, as written by jsonw) with `status`;
+ * takes body's memory (*body is empty afterwards). */
+enum MHD_Result respond_json(http_request *r, unsigned status, buf *body);
 /* respond_error / respond_err - the one error shape {"error":{"code","message"}}. */
 enum MHD_Result respond_error(http_request *r, err_code code, const char *message);
 enum MHD_Result respond_err(http_request *r, const err_info *err);
@@ -129,10 +131,6 @@ const char *request_arg(http_request *r, const char *name);
 const char *request_media_type(http_request *r, const char *header);
 /* request_limit_arg - ?limit= within [1, max], `def` when absent. Errors ERR_INVALID. */
 err_code request_limit_arg(unsigned *out, http_request *r, unsigned def, unsigned max);
-/* json_str_or_null - json_string(s), or null for NULL. */
-json_t *json_str_or_null(const char *s);
-/* json_from_text - parsed JSON text, or null (NULL or unparsable text). */
-json_t *json_from_text(const char *text);
 
 /* ---- GET /healthz, /readyz, /metrics (routes_health.c) --------------------------------- */
 

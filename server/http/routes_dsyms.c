@@ -14,16 +14,23 @@
 #include "log/log.h"
 #include "store/store_dsyms.h"
 
-static json_t *dsym_json(const store_dsym *d, const char *status)
+/* The wire format of a debug file (docs/openapi.yaml, Dsym); `status` only in upload
+ * answers (NULL: left out). */
+static void dsym_json(jsonw *w, const store_dsym *d, const char *status)
 {
-    json_t *o = json_pack("{s:s,s:s,s:s,s:b,s:I,s:I,s:i,s:s,s:s}", "uuid", d->uuid, "arch",
-                          d->arch, "name", d->name, "has_dwarf", d->has_dwarf, "dwarf_bytes",
-                          (json_int_t)d->dwarf_bytes, "symcache_bytes",
-                          (json_int_t)d->symcache_bytes, "functions", (int)d->functions,
-                          "sha256", d->sha256, "uploaded_at", d->uploaded_at);
-    if (o && status)
-        json_object_set_new(o, "status", json_string(status));
-    return o;
+    jsonw_object_begin(w);
+    jsonw_kstr(w, "uuid", d->uuid);
+    jsonw_kstr(w, "arch", d->arch);
+    jsonw_kstr(w, "name", d->name);
+    jsonw_kbool(w, "has_dwarf", d->has_dwarf);
+    jsonw_kint(w, "dwarf_bytes", d->dwarf_bytes);
+    jsonw_kint(w, "symcache_bytes", d->symcache_bytes);
+    jsonw_kint(w, "functions", d->functions);
+    jsonw_kstr(w, "sha256", d->sha256);
+    jsonw_kstr(w, "uploaded_at", d->uploaded_at);
+    if (status)
+        jsonw_kstr(w, "status", status);
+    jsonw_object_end(w);
 }
 
 enum MHD_Result handle_dsym_post(http_request *r)
@@ -62,10 +69,15 @@ enum MHD_Result handle_dsym_post(http_request *r)
         metrics_dsym_failed(rc);
         return respond_err(r, &r->err);
     }
-    json_t *list = json_array();
+    buf body;
+    jsonw w;
+    json_body_begin(&body, &w);
+    jsonw_object_begin(&w);
+    jsonw_key(&w, "files");
+    jsonw_array_begin(&w);
     unsigned created = 0;
     for (size_t i = 0; i < n; i++) {
-        json_array_append_new(list, dsym_json(&files[i].row, files[i].status));
+        dsym_json(&w, &files[i].row, files[i].status);
         metrics_dsym_processed(files[i].status);
         created += strcmp(files[i].status, "exists") != 0;
         log_event(LOG_INFO, "dsym_stored", "req=%s uuid=%s arch=%s name=%s status=%s "
@@ -76,7 +88,9 @@ enum MHD_Result handle_dsym_post(http_request *r)
     log_event(LOG_INFO, "dsym_upload_done", "req=%s files=%zu created=%u body_bytes=%llu "
               "build_ms=%.1f", r->id, n, created, (unsigned long long)r->body_bytes,
               http_now_ms() - t0);
-    return respond_json(r, created ? 201 : 200, json_pack("{s:o}", "files", list));
+    jsonw_array_end(&w);
+    jsonw_object_end(&w);
+    return respond_json(r, created ? 201 : 200, &body);
 }
 
 enum MHD_Result handle_dsym_list(http_request *r)
@@ -96,10 +110,17 @@ enum MHD_Result handle_dsym_list(http_request *r)
     if (store_dsyms_list(&rows, &n, r->srv->store, uuid, name, (size_t)limit, r->a, &r->err) !=
         ERR_OK)
         return respond_err(r, &r->err);
-    json_t *list = json_array();
+    buf body;
+    jsonw w;
+    json_body_begin(&body, &w);
+    jsonw_object_begin(&w);
+    jsonw_key(&w, "dsyms");
+    jsonw_array_begin(&w);
     for (size_t i = 0; i < n; i++)
-        json_array_append_new(list, dsym_json(&rows[i], NULL));
-    return respond_json(r, 200, json_pack("{s:o}", "dsyms", list));
+        dsym_json(&w, &rows[i], NULL);
+    jsonw_array_end(&w);
+    jsonw_object_end(&w);
+    return respond_json(r, 200, &body);
 }
 
 enum MHD_Result handle_dsym_get(http_request *r)
@@ -107,15 +128,38 @@ enum MHD_Result handle_dsym_get(http_request *r)
     store_dsym d;
     if (store_dsym_get(&d, r->srv->store, r->param, &r->err) != ERR_OK)
         return respond_err(r, &r->err);
-    return respond_json(r, 200, dsym_json(&d, NULL));
+    buf body;
+    jsonw w;
+    json_body_begin(&body, &w);
+    dsym_json(&w, &d, NULL);
+    return respond_json(r, 200, &body);
 }
 
+/* GET /api/v1/dsyms/missing (docs/openapi.yaml, MissingDsyms). */
 enum MHD_Result handle_dsyms_missing(http_request *r)
 {
     unsigned limit;
-    const char *json;
+    store_dsym_missing *rows;
+    size_t n;
     if (request_limit_arg(&limit, r, 100, 1000) != ERR_OK ||
-        store_dsyms_missing(&json, r->srv->store, limit, r->a, &r->err) != ERR_OK)
+        store_dsyms_missing(&rows, &n, r->srv->store, limit, r->a, &r->err) != ERR_OK)
         return respond_err(r, &r->err);
-    return respond_json_text(r, 200, json);
+    buf body;
+    jsonw w;
+    json_body_begin(&body, &w);
+    jsonw_object_begin(&w);
+    jsonw_key(&w, "missing");
+    jsonw_array_begin(&w);
+    for (size_t i = 0; i < n; i++) {
+        jsonw_object_begin(&w);
+        jsonw_kstr(&w, "uuid", rows[i].uuid);
+        jsonw_kstr(&w, "name", rows[i].name);
+        jsonw_kint(&w, "reports", rows[i].reports);
+        jsonw_kstr(&w, "first_received", rows[i].first_received);
+        jsonw_kstr(&w, "last_received", rows[i].last_received);
+        jsonw_object_end(&w);
+    }
+    jsonw_array_end(&w);
+    jsonw_object_end(&w);
+    return respond_json(r, 200, &body);
 }

@@ -11,7 +11,13 @@
 
 enum MHD_Result handle_healthz(http_request *r)
 {
-    return respond_json(r, 200, json_pack("{s:s}", "status", "ok"));
+    buf body;
+    jsonw w;
+    json_body_begin(&body, &w);
+    jsonw_object_begin(&w);
+    jsonw_kstr(&w, "status", "ok");
+    jsonw_object_end(&w);
+    return respond_json(r, 200, &body);
 }
 
 enum MHD_Result handle_readyz(http_request *r)
@@ -26,7 +32,14 @@ enum MHD_Result handle_readyz(http_request *r)
                                  ? "database schema is older than this server: run "
                                    "`stacksift migrate`"
                                  : "database schema is newer than this server");
-    return respond_json(r, 200, json_pack("{s:s,s:i}", "status", "ready", "schema", version));
+    buf body;
+    jsonw w;
+    json_body_begin(&body, &w);
+    jsonw_object_begin(&w);
+    jsonw_kstr(&w, "status", "ready");
+    jsonw_kint(&w, "schema", version);
+    jsonw_object_end(&w);
+    return respond_json(r, 200, &body);
 }
 
 enum MHD_Result handle_metrics(http_request *r)

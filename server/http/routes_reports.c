@@ -36,9 +36,15 @@ enum MHD_Result handle_report_post(http_request *r)
             return respond_err(r, &r->err);
         }
         metrics_report_accepted();
-        return respond_json(r, 202, json_pack("{s:s,s:s,s:s}", "id", r->intake_id, "status",
-                                              r->intake_row.status, "format",
-                                              r->intake_row.format));
+        buf body;
+        jsonw w;
+        json_body_begin(&body, &w);
+        jsonw_object_begin(&w);
+        jsonw_kstr(&w, "id", r->intake_id);
+        jsonw_kstr(&w, "status", r->intake_row.status);
+        jsonw_kstr(&w, "format", r->intake_row.format);
+        jsonw_object_end(&w);
+        return respond_json(r, 202, &body);
     }
     ingest_report_input in = {
         .content_type = request_media_type(r, MHD_HTTP_HEADER_CONTENT_TYPE),
@@ -67,27 +73,35 @@ enum MHD_Result handle_report_post(http_request *r)
     return MHD_YES;
 }
 
-/* The wire format of a report (docs/openapi.yaml, Report). */
-static json_t *report_json(const store_report *rep)
+/* The wire format of a report (docs/openapi.yaml, Report). The stored JSON (the parsed and
+ * the symbolicated model, missing UUIDs) was written by jsonw or Postgres: copied as it is. */
+static void report_json(jsonw *w, const store_report *rep)
 {
-    json_t *body = json_pack(
-        "{s:s,s:o,s:o,s:o,s:o,s:o,s:I,s:o,s:o,s:o,s:o,s:o,s:o}", "id", rep->id,
-        "status", json_str_or_null(rep->status), "format", json_str_or_null(rep->format),
-        "content_type", json_str_or_null(rep->content_type),
-        "received_at", json_str_or_null(rep->received_at),
-        "updated_at", json_str_or_null(rep->updated_at), "raw_bytes", (json_int_t)rep->raw_bytes,
-        "app", json_str_or_null(rep->app), "app_version", json_str_or_null(rep->app_version),
-        "os_version", json_str_or_null(rep->os_version),
-        "missing_uuids", json_from_text(rep->missing_uuids_json),
-        "error", json_str_or_null(rep->error), "report", json_from_text(rep->parsed_json));
-    json_object_set_new(body, "issue_id", rep->issue_id ? json_integer(rep->issue_id)
-                                                         : json_null());
-    json_object_set_new(body, "fingerprint", json_str_or_null(rep->fingerprint));
-    json_object_set_new(body, "kind", json_str_or_null(rep->kind));
-    json_object_set_new(body, "hardware_model", json_str_or_null(rep->hardware_model));
-    json_object_set_new(body, "processed_at", json_str_or_null(rep->processed_at));
-    json_object_set_new(body, "symbolicated", json_from_text(rep->symbolicated_json));
-    return body;
+    jsonw_object_begin(w);
+    jsonw_kstr(w, "id", rep->id);
+    jsonw_kstr(w, "status", rep->status);
+    jsonw_kstr(w, "format", rep->format);
+    jsonw_kstr(w, "content_type", rep->content_type);
+    jsonw_kstr(w, "received_at", rep->received_at);
+    jsonw_kstr(w, "updated_at", rep->updated_at);
+    jsonw_kint(w, "raw_bytes", rep->raw_bytes);
+    jsonw_kstr(w, "app", rep->app);
+    jsonw_kstr(w, "app_version", rep->app_version);
+    jsonw_kstr(w, "os_version", rep->os_version);
+    jsonw_kraw(w, "missing_uuids", rep->missing_uuids_json);
+    jsonw_kstr(w, "error", rep->error);
+    jsonw_kraw(w, "report", rep->parsed_json);
+    jsonw_key(w, "issue_id");
+    if (rep->issue_id)
+        jsonw_int(w, rep->issue_id);
+    else
+        jsonw_null(w);
+    jsonw_kstr(w, "fingerprint", rep->fingerprint);
+    jsonw_kstr(w, "kind", rep->kind);
+    jsonw_kstr(w, "hardware_model", rep->hardware_model);
+    jsonw_kstr(w, "processed_at", rep->processed_at);
+    jsonw_kraw(w, "symbolicated", rep->symbolicated_json);
+    jsonw_object_end(w);
 }
 
 /* ?format=text: the symbolicated report as Apple crash text. */
@@ -128,7 +142,11 @@ enum MHD_Result handle_report_get(http_request *r)
         if (ingest_report_model_json(&rep.parsed_json, raw, len, r->a, &perr) != ERR_OK)
             rep.parsed_json = NULL;
     }
-    return respond_json(r, 200, report_json(&rep));
+    buf body;
+    jsonw w;
+    json_body_begin(&body, &w);
+    report_json(&w, &rep);
+    return respond_json(r, 200, &body);
 }
 
 /* The report's bytes as received (after gzip decoding), beside its symbolicated text. */

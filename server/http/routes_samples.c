@@ -24,9 +24,18 @@ static enum MHD_Result respond_field_error(http_request *r, const char *field)
 {
     if (field == NULL || field[0] == '\0')
         return respond_err(r, &r->err);
-    json_t *body = json_pack("{s:{s:s,s:s,s:s}}", "error", "code", err_name(r->err.code),
-                             "message", r->err.msg, "field", field);
-    return respond_json(r, http_status_for(r->err.code), body);
+    buf body;
+    jsonw w;
+    json_body_begin(&body, &w);
+    jsonw_object_begin(&w);
+    jsonw_key(&w, "error");
+    jsonw_object_begin(&w);
+    jsonw_kstr(&w, "code", err_name(r->err.code));
+    jsonw_kstr(&w, "message", r->err.msg);
+    jsonw_kstr(&w, "field", field);
+    jsonw_object_end(&w);
+    jsonw_object_end(&w);
+    return respond_json(r, http_status_for(r->err.code), &body);
 }
 
 enum MHD_Result handle_samples_post(http_request *r)
@@ -44,11 +53,16 @@ enum MHD_Result handle_samples_post(http_request *r)
     char field[SAMPLEBATCH_FIELD_MAX];
     if (callsites_accept(&res, field, r->srv->store, &in, r->a, &r->err) != ERR_OK)
         return respond_field_error(r, field);
-    json_t *body = json_pack("{s:I,s:I}", "accepted", (json_int_t)res.samples, "calls",
-                             (json_int_t)res.calls);
+    buf body;
+    jsonw w;
+    json_body_begin(&body, &w);
+    jsonw_object_begin(&w);
+    jsonw_kint(&w, "accepted", (int64_t)res.samples);
+    jsonw_kint(&w, "calls", (int64_t)res.calls);
     if (res.retry)
-        json_object_set_new(body, "duplicate", json_true());
-    return respond_json(r, 202, body);
+        jsonw_kbool(&w, "duplicate", true);
+    jsonw_object_end(&w);
+    return respond_json(r, 202, &body);
 }
 
 /* The query both call site routes read. */
@@ -66,14 +80,47 @@ static err_code callsite_query(store_callsite_query *q, http_request *r)
     return request_limit_arg(&q->limit, r, 50, 1000);
 }
 
+/* The wire format of a page (docs/openapi.yaml, CallSites): {"callsites":[{id,app,tag,
+ * frames,stack,count,devices,builds,first_seen_build,first_seen,last_seen}],
+ * "next_cursor":"..."|null,"pending":{"stacks","calls"}}. */
 enum MHD_Result handle_callsites_list(http_request *r)
 {
     store_callsite_query q;
-    const char *json;
+    store_callsite_page page;
     if (callsite_query(&q, r) != ERR_OK ||
-        store_callsites_list(&json, r->srv->store, &q, r->a, &r->err) != ERR_OK)
+        store_callsites_list(&page, r->srv->store, &q, r->a, &r->err) != ERR_OK)
         return respond_err(r, &r->err);
-    return respond_json_text(r, 200, json);
+    buf body;
+    jsonw w;
+    json_body_begin(&body, &w);
+    jsonw_object_begin(&w);
+    jsonw_key(&w, "callsites");
+    jsonw_array_begin(&w);
+    for (size_t i = 0; i < page.n; i++) {
+        const store_callsite *c = &page.callsites[i];
+        jsonw_object_begin(&w);
+        jsonw_kint(&w, "id", c->id);
+        jsonw_kstr(&w, "app", c->app);
+        jsonw_kstr(&w, "tag", c->tag);
+        jsonw_kraw(&w, "frames", c->frames_json);
+        jsonw_kraw(&w, "stack", c->stack_json);
+        jsonw_kint(&w, "count", c->count);
+        jsonw_kint(&w, "devices", c->devices);
+        jsonw_kraw(&w, "builds", c->builds_json);
+        jsonw_kstr(&w, "first_seen_build", c->first_seen_build);
+        jsonw_kstr(&w, "first_seen", c->first_seen);
+        jsonw_kstr(&w, "last_seen", c->last_seen);
+        jsonw_object_end(&w);
+    }
+    jsonw_array_end(&w);
+    jsonw_kstr(&w, "next_cursor", page.next_cursor);
+    jsonw_key(&w, "pending");
+    jsonw_object_begin(&w);
+    jsonw_kint(&w, "stacks", page.pending_stacks);
+    jsonw_kint(&w, "calls", page.pending_calls);
+    jsonw_object_end(&w);
+    jsonw_object_end(&w);
+    return respond_json(r, 200, &body);
 }
 
 /* One RFC 4180 field: quoted when it holds a comma, quote, CR or LF (quotes doubled). */
@@ -92,11 +139,6 @@ static void csv_field(buf *out, const char *s, bool last)
         buf_append_str(out, s);
     }
     buf_append_str(out, last ? "\r\n" : ",");
-}
-
-static void csv_int(buf *out, const json_t *v)
-{
-    buf_printf(out, "%" JSON_INTEGER_FORMAT ",", json_integer_value(v));
 }
 
 /* "function (file:line)" of a call site frame, in `tmp`. */
@@ -119,27 +161,28 @@ static const char *frame_text(buf *tmp, const json_t *f)
     return (const char *)tmp->data;
 }
 
-static void csv_row(buf *out, buf *tmp, const json_t *c)
+static void csv_row(buf *out, buf *tmp, const store_callsite *c)
 {
-    csv_int(out, json_object_get(c, "id"));
-    csv_field(out, json_string_value(json_object_get(c, "app")), false);
-    csv_field(out, json_string_value(json_object_get(c, "tag")), false);
-    const json_t *frames = json_object_get(c, "frames");
+    buf_printf(out, "%lld,", (long long)c->id);
+    csv_field(out, c->app, false);
+    csv_field(out, c->tag, false);
+    json_t *frames = c->frames_json ? json_loads(c->frames_json, 0, NULL) : NULL;
     for (size_t i = 0; i < 3; i++) {
         const json_t *f = json_array_get(frames, i);
         csv_field(out, f ? frame_text(tmp, f) : "", false);
     }
-    csv_int(out, json_object_get(c, "count"));
-    csv_int(out, json_object_get(c, "devices"));
+    json_decref(frames);
+    buf_printf(out, "%lld,%lld,", (long long)c->count, (long long)c->devices);
     tmp->len = 0;
-    const json_t *builds = json_object_get(c, "builds");
+    json_t *builds = c->builds_json ? json_loads(c->builds_json, 0, NULL) : NULL;
     for (size_t i = 0; i < json_array_size(builds); i++)
         buf_printf(tmp, "%s%s", i ? " " : "", json_string_value(json_array_get(builds, i)));
+    json_decref(builds);
     buf_putc(tmp, '\0');
     csv_field(out, (const char *)tmp->data, false);
-    csv_field(out, json_string_value(json_object_get(c, "first_seen_build")), false);
-    csv_field(out, json_string_value(json_object_get(c, "first_seen")), false);
-    csv_field(out, json_string_value(json_object_get(c, "last_seen")), true);
+    csv_field(out, c->first_seen_build, false);
+    csv_field(out, c->first_seen, false);
+    csv_field(out, c->last_seen, true);
 }
 
 enum MHD_Result handle_callsites_csv(http_request *r)
@@ -157,21 +200,17 @@ enum MHD_Result handle_callsites_csv(http_request *r)
     char *cursor = NULL;
     err_code rc = ERR_OK;
     do {
-        const char *json;
+        store_callsite_page page;
         q.cursor = cursor;
-        rc = store_callsites_list(&json, r->srv->store, &q, r->a, &r->err);
+        rc = store_callsites_list(&page, r->srv->store, &q, r->a, &r->err);
         free(cursor);
         cursor = NULL;
         if (rc != ERR_OK)
             break;
-        json_t *page = json_loads(json, 0, NULL);
-        const json_t *list = json_object_get(page, "callsites");
-        for (size_t i = 0; i < json_array_size(list); i++)
-            csv_row(&out, &tmp, json_array_get(list, i));
-        rows += json_array_size(list);
-        const char *next = json_string_value(json_object_get(page, "next_cursor"));
-        cursor = next && rows < CSV_MAX_ROWS ? xstrdup(next) : NULL;
-        json_decref(page);
+        for (size_t i = 0; i < page.n; i++)
+            csv_row(&out, &tmp, &page.callsites[i]);
+        rows += page.n;
+        cursor = page.next_cursor && rows < CSV_MAX_ROWS ? xstrdup(page.next_cursor) : NULL;
     } while (cursor != NULL);
     buf_reset(&tmp);
     if (rc != ERR_OK) {

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,13 +131,6 @@ static err_code build_report(crashreport **out, http_request *r, const json_t *b
     return ERR_OK;
 }
 
-static json_t *hex_json(uint64_t v)
-{
-    char s[24];
-    snprintf(s, sizeof s, "0x%" PRIx64, v);
-    return json_string(s);
-}
-
 enum MHD_Result handle_symbolicate(http_request *r)
 {
     if (r->srv->pipe == NULL)
@@ -156,37 +150,51 @@ enum MHD_Result handle_symbolicate(http_request *r)
         rc = pipeline_symbolicate(r->srv->pipe, rep, NULL, NULL, r->a, &r->err);
     if (rc != ERR_OK)
         return respond_err(r, &r->err);
-    json_t *stacks = json_array();
+    buf out;
+    jsonw w;
+    json_body_begin(&out, &w);
+    jsonw_object_begin(&w);
+    jsonw_key(&w, "stacks");
+    jsonw_array_begin(&w);
     for (size_t t = 0; t < rep->nthreads; t++) {
-        json_t *frames = json_array();
+        jsonw_array_begin(&w);
         for (size_t i = 0; i < rep->threads[t].nframes; i++) {
             const crashreport_frame *f = &rep->threads[t].frames[i];
             const crashreport_image *im = f->image >= 0 ? &rep->images[f->image] : NULL;
-            json_t *o = json_pack("{s:o,s:o,s:o,s:s}", "address", hex_json(f->addr),
-                                  "image", json_str_or_null(im ? im->name : NULL),
-                                  "uuid", json_str_or_null(im ? im->uuid : NULL),
-                                  "status", crashreport_sym_status_name(f->sym_status));
+            jsonw_object_begin(&w);
+            jsonw_khex(&w, "address", f->addr);
+            jsonw_kstr(&w, "image", im ? im->name : NULL);
+            jsonw_kstr(&w, "uuid", im ? im->uuid : NULL);
+            jsonw_kstr(&w, "status", crashreport_sym_status_name(f->sym_status));
             if (im)
-                json_object_set_new(o, "offset",
-                                    hex_json(crashreport_strip_pac(f->addr, im->arch) -
-                                             im->load_addr));
-            json_t *syms = json_array();
+                jsonw_khex(&w, "offset", crashreport_strip_pac(f->addr, im->arch) - im->load_addr);
+            jsonw_key(&w, "symbols");
+            jsonw_array_begin(&w);
             for (uint32_t k = 0; k < f->nsymbols; k++) {
                 const crashreport_symbol *s = &f->symbols[k];
-                json_array_append_new(
-                    syms, json_pack("{s:s,s:o,s:o,s:b,s:I}", "function", s->function, "file",
-                                    json_str_or_null(s->file), "line",
-                                    s->line ? json_integer(s->line) : json_null(), "inlined",
-                                    s->inlined, "offset", (json_int_t)s->offset));
+                jsonw_object_begin(&w);
+                jsonw_kstr(&w, "function", s->function);
+                jsonw_kstr(&w, "file", s->file);
+                jsonw_key(&w, "line");
+                if (s->line)
+                    jsonw_uint(&w, s->line);
+                else
+                    jsonw_null(&w);
+                jsonw_kbool(&w, "inlined", s->inlined);
+                jsonw_kuint(&w, "offset", s->offset);
+                jsonw_object_end(&w);
             }
-            json_object_set_new(o, "symbols", syms);
-            json_array_append_new(frames, o);
+            jsonw_array_end(&w);
+            jsonw_object_end(&w);
         }
-        json_array_append_new(stacks, frames);
+        jsonw_array_end(&w);
     }
-    json_t *missing = json_array();
+    jsonw_array_end(&w);
+    jsonw_key(&w, "missing_uuids");
+    jsonw_array_begin(&w);
     for (size_t i = 0; i < rep->nmissing_uuids; i++)
-        json_array_append_new(missing, json_string(rep->missing_uuids[i]));
-    return respond_json(r, 200, json_pack("{s:o,s:o}", "stacks", stacks, "missing_uuids",
-                                          missing));
+        jsonw_str(&w, rep->missing_uuids[i]);
+    jsonw_array_end(&w);
+    jsonw_object_end(&w);
+    return respond_json(r, 200, &out);
 }

@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <microhttpd.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,9 +137,31 @@ enum MHD_Result handle_daily(http_request *r)
         if (errno || *end || end == days_s || days < 1 || days > DAILY_MAX_DAYS)
             return respond_error(r, ERR_INVALID, "days must be a whole number from 1 to 90");
     }
-    const char *json;
-    if (store_issues_daily(&json, r->srv->store, ids, n, (unsigned)days, r->a, &r->err) !=
-        ERR_OK)
+    store_daily d;
+    if (store_issues_daily(&d, r->srv->store, ids, n, (unsigned)days, r->a, &r->err) != ERR_OK)
         return respond_err(r, &r->err);
-    return respond_json_text(r, 200, json);
+    /* {"days":["YYYY-MM-DD",...],"issues":{"<id>":[count,...]}} (docs/openapi.yaml, Daily) */
+    buf body;
+    jsonw w;
+    json_body_begin(&body, &w);
+    jsonw_object_begin(&w);
+    jsonw_key(&w, "days");
+    jsonw_array_begin(&w);
+    for (size_t k = 0; k < d.ndays; k++)
+        jsonw_str(&w, d.days[k]);
+    jsonw_array_end(&w);
+    jsonw_key(&w, "issues");
+    jsonw_object_begin(&w);
+    for (size_t i = 0; i < d.nissues; i++) {
+        char key[24];
+        snprintf(key, sizeof key, "%lld", (long long)d.issues[i].id);
+        jsonw_key(&w, key);
+        jsonw_array_begin(&w);
+        for (size_t k = 0; k < d.ndays; k++)
+            jsonw_int(&w, d.issues[i].counts[k]);
+        jsonw_array_end(&w);
+    }
+    jsonw_object_end(&w);
+    jsonw_object_end(&w);
+    return respond_json(r, 200, &body);
 }

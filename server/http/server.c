@@ -30,6 +30,7 @@
 
 #include "base/arena.h"
 #include "base/buf.h"
+#include "base/jsonw.h"
 #include "base/utf8.h"
 #include "base/xalloc.h"
 #include "http/http.h"
@@ -52,7 +53,7 @@ double http_now_ms(void)
 enum MHD_Result queue_body(http_request *r, unsigned status, const char *content_type,
                                   char *body, size_t len)
 {
-    /* MUST_FREE: MHD free()s `body` once it has been sent (jansson and buf use malloc). */
+    /* MUST_FREE: MHD free()s `body` once it has been sent (buf uses malloc). */
     struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
     if (!resp) {
         free(body);
@@ -83,26 +84,20 @@ enum MHD_Result queue_body(http_request *r, unsigned status, const char *content
     return ok;
 }
 
-/* Send `body` (a new reference, stolen) as JSON with `status`. A NULL body (json_pack
- * refuses strings that are not UTF-8) is answered as a 500 error, never by a dropped
- * connection. */
-enum MHD_Result respond_json(http_request *r, unsigned status, json_t *body)
+void json_body_begin(buf *body, jsonw *w)
 {
-    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-    json_decref(body);
-    if (!text) {
-        static const char FALLBACK[] =
-            "{\"error\":{\"code\":\"internal\",\"message\":\"the answer could not be "
-            "encoded as JSON\"}}\n";
-        err_set(&r->err, ERR_INTERNAL, "the answer could not be encoded as JSON");
-        return queue_body(r, 500, "application/json", xstrdup(FALLBACK), sizeof FALLBACK - 1);
-    }
-    size_t len = strlen(text);
-    text[len] = '\0';
-    char *with_nl = xrealloc(text, len + 2);
-    with_nl[len] = '\n';
-    with_nl[len + 1] = '\0';
-    return queue_body(r, status, "application/json", with_nl, len + 1);
+    buf_init(body);
+    jsonw_init(w, body);
+}
+
+enum MHD_Result respond_json(http_request *r, unsigned status, buf *body)
+{
+    buf_putc(body, '\n');
+    char *text = (char *)body->data;   /* malloc'd by buf: libmicrohttpd frees it */
+    size_t len = body->len;
+    body->data = NULL;
+    body->len = body->cap = 0;
+    return queue_body(r, status, "application/json", text, len);
 }
 
 /* The one error shape: {"error":{"code":"...","message":"..."}} with http_status_for(code).
@@ -113,8 +108,17 @@ enum MHD_Result respond_error(http_request *r, err_code code, const char *messag
     char clean[sizeof r->err.msg];
     utf8_repair(clean, sizeof clean, message);
     err_set(&r->err, code, "%s", clean);
-    json_t *body = json_pack("{s:{s:s,s:s}}", "error", "code", err_name(code), "message", clean);
-    return respond_json(r, http_status_for(code), body);
+    buf body;
+    jsonw w;
+    json_body_begin(&body, &w);
+    jsonw_object_begin(&w);
+    jsonw_key(&w, "error");
+    jsonw_object_begin(&w);
+    jsonw_kstr(&w, "code", err_name(code));
+    jsonw_kstr(&w, "message", clean);
+    jsonw_object_end(&w);
+    jsonw_object_end(&w);
+    return respond_json(r, http_status_for(code), &body);
 }
 
 enum MHD_Result respond_err(http_request *r, const err_info *err)
@@ -123,28 +127,6 @@ enum MHD_Result respond_err(http_request *r, const err_info *err)
         r->err = *err;
     return respond_error(r, r->err.code, r->err.msg);
 }
-
-enum MHD_Result respond_json_text(http_request *r, unsigned status, const char *json)
-{
-    size_t n = strlen(json);
-    char *body = xmalloc(n + 2);
-    memcpy(body, json, n);
-    body[n] = '\n';
-    body[n + 1] = '\0';
-    return queue_body(r, status, "application/json", body, n + 1);
-}
-
-json_t *json_str_or_null(const char *s)
-{
-    return s ? json_string(s) : json_null();
-}
-
-json_t *json_from_text(const char *text)
-{
-    json_t *v = text ? json_loads(text, JSON_DECODE_ANY, NULL) : NULL;
-    return v ? v : json_null();
-}
-
 
 /* ---- scratch files --------------------------------------------------------------------- */
 
@@ -877,7 +859,8 @@ err_code http_server_start(http_server **out, const config *cfg, store *s, pipel
     names[NROUTES] = "unmatched";
     metrics_init(names, NROUTES + 1);
 
-    /* jansson allocates through xalloc too: out of memory aborts with one line (STYLE §6). */
+    /* jansson (request bodies) allocates through xalloc too: out of memory aborts with one
+     * line (STYLE §6). */
     json_set_alloc_funcs(xmalloc, free);
     http_server *srv = xcalloc(1, sizeof *srv);
     srv->cfg = cfg;

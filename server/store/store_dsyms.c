@@ -133,27 +133,62 @@ err_code store_dsyms_list(store_dsym **out, size_t *n, store *s, const char *uui
 }
 
 /* The image name comes from one waiting report's model. */
-static const char SQL_MISSING[] =
+static const store_stmt ST_DSYMS_MISSING = {
+    "dsyms_missing",
     "WITH m AS (SELECT u, count(*) AS n, min(r.received_at) AS first_r, "
     "max(r.received_at) AS last_r, (array_agg(r.id))[1] AS sample "
     "FROM reports r, unnest(r.missing_uuids) u "
     "WHERE r.status = 'pending_dsym' GROUP BY u ORDER BY n DESC, u "
     "LIMIT $1::int) "
-    "SELECT json_build_object('missing', coalesce(json_agg(json_build_object("
-    "'uuid', upper(m.u::text), 'name', (SELECT img->>'name' FROM reports r, "
+    "SELECT upper(m.u::text), (SELECT img->>'name' FROM reports r, "
     "json_array_elements(r.symbolicated::json->'images') img WHERE r.id = m.sample "
-    "AND upper(img->>'uuid') = upper(m.u::text) LIMIT 1), 'reports', m.n, "
-    "'first_received', " STORE_TS("m.first_r") ", 'last_received', "
-    STORE_TS("m.last_r") ") ORDER BY m.n DESC, m.u), '[]'))::text FROM m";
+    "AND upper(img->>'uuid') = upper(m.u::text) LIMIT 1), m.n, "
+    STORE_TS("m.first_r") ", " STORE_TS("m.last_r") " FROM m ORDER BY m.n DESC, m.u"};
 
-err_code store_dsyms_missing(const char **json, store *s, unsigned limit, arena *a,
-                             err_info *err)
+typedef struct {
+    const char *limit;
+    arena *a;
+    store_dsym_missing **out;
+    size_t *n;
+} missing_ctx;
+
+static err_code do_dsyms_missing(pconn *c, void *vctx, err_info *err)
+{
+    missing_ctx *m = vctx;
+    const char *values[1] = {m->limit};
+    PGresult *res;
+    err_code rc = store_exec(&res, c, &ST_DSYMS_MISSING, 1, values, NULL, NULL, err);
+    if (rc != ERR_OK)
+        return rc;
+    size_t n = (size_t)PQntuples(res);
+    store_dsym_missing *rows = arena_alloc_array(m->a, n ? n : 1, sizeof *rows, err);
+    if (rows == NULL)
+        rc = ERR_TOO_LARGE;
+    for (size_t i = 0; rc == ERR_OK && i < n; i++) {
+        int row = (int)i;
+        rows[i].uuid = store_dup(m->a, res, row, 0, err, &rc);
+        rows[i].name = store_dup(m->a, res, row, 1, err, &rc);
+        rows[i].reports = strtoll(PQgetvalue(res, row, 2), NULL, 10);
+        rows[i].first_received = store_dup(m->a, res, row, 3, err, &rc);
+        rows[i].last_received = store_dup(m->a, res, row, 4, err, &rc);
+    }
+    PQclear(res);
+    if (rc == ERR_OK) {
+        *m->out = rows;
+        *m->n = n;
+    }
+    return rc;
+}
+
+err_code store_dsyms_missing(store_dsym_missing **out, size_t *n, store *s, unsigned limit,
+                             arena *a, err_info *err)
 {
     char limit_s[16];
     snprintf(limit_s, sizeof limit_s, "%u", limit);
-    const char *values[1] = {limit_s};
-    return store_json_query(json, s, "listing missing dSYMs", SQL_MISSING, 1, values, false, a,
-                            err);
+    missing_ctx m = {limit_s, a, out, n};
+    *out = NULL;
+    *n = 0;
+    return store_run(s, do_dsyms_missing, &m, err);
 }
 
 /* ---- rows with their stored symcaches (issue #14) ----------------------------------------------------------- */

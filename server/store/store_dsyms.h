@@ -42,10 +42,19 @@ err_code store_dsym_get(store_dsym *out, store *s, const char *uuid, err_info *e
 err_code store_dsyms_list(store_dsym **out, size_t *n, store *s, const char *uuid,
                           const char *name, size_t limit, arena *a, err_info *err);
 
-/* store_dsyms_missing - {"missing":[{uuid,name,reports,first_received,last_received}]}: the
- * UUIDs pending_dsym reports wait for, most reports first. Errors ERR_STORE. */
-err_code store_dsyms_missing(const char **json, store *s, unsigned limit, arena *a,
-                             err_info *err);
+/* A UUID that pending_dsym reports wait for; strings in the caller's arena. */
+typedef struct {
+    const char *uuid;            /* upper case with dashes */
+    const char *name;            /* the image's name in one waiting report, NULL = unknown */
+    int64_t reports;             /* how many reports wait for it */
+    const char *first_received;  /* RFC 3339 UTC: the earliest of them */
+    const char *last_received;   /* the latest */
+} store_dsym_missing;
+
+/* store_dsyms_missing - the UUIDs pending_dsym reports wait for, most reports first, at most
+ * `limit`; *out in `a`. Errors ERR_STORE, ERR_TOO_LARGE. */
+err_code store_dsyms_missing(store_dsym_missing **out, size_t *n, store *s, unsigned limit,
+                             arena *a, err_info *err);
 
 /* The current stored symcache of a debug file: what a node needs to fetch and check it. */
 typedef struct {

@@ -110,11 +110,6 @@ err_code store_exec(PGresult **out, pconn *c, const store_stmt *st, int n,
 err_code store_exec_sql(PGresult **out, pconn *c, const char *what, const char *sql, int n,
                         const char *const *values, int result_format, err_info *err);
 
-/* store_json_query - run `sql` (n text parameters) whose answer is one row with one JSON text
- * column, copied into `a`. No row or NULL: ERR_NOT_FOUND if `not_found`, else ERR_INTERNAL. */
-err_code store_json_query(const char **json, store *s, const char *what, const char *sql, int n,
-                          const char *const *values, bool not_found, arena *a, err_info *err);
-
 /* store_command - run parameterless SQL (BEGIN, COMMIT, ...). */
 err_code store_command(pconn *c, const char *sql, const char *what, err_info *err);
 

@@ -1,7 +1,8 @@
 /*
  * store_issues - the issues table and its per-day counts, read side (see store_issues.h):
  * lists, one issue with its breakdowns, an issue's reports, status changes, per-day counts of
- * many issues. The work queue writes them (store_queue.c).
+ * many issues. Rows come back as C records; the JSON is written by server/http. The work
+ * queue writes these tables (store_queue.c).
  */
 #include "store/store_issues.h"
 
@@ -13,23 +14,62 @@
 #include "base/buf.h"
 #include "store/store_internal.h"
 
-#define ISSUE_JSON                                                                          \
-    "json_build_object('id', i.id, 'title', i.title, 'culprit', i.culprit, 'kind', i.kind,"  \
-    " 'count', i.count, 'first_seen', " STORE_TS("i.first_seen") ", 'last_seen', "                \
-    STORE_TS("i.last_seen") ", 'status', i.status, 'versions', i.versions, 'app', i.app,"         \
-    " 'regressed', i.regressed, 'provisional', i.provisional, 'resolved_in', i.resolved_in)"
+/* Every column of store_issue, in read_issue's order. */
+#define ISSUE_COLUMNS                                                                        \
+    "i.id, i.app, i.kind, i.fingerprint, i.title, i.culprit, i.exception, i.basis, "         \
+    "i.provisional, i.frames::text, i.count, " STORE_TS("i.first_seen") ", "                 \
+    STORE_TS("i.last_seen") ", i.status, i.resolved_in, " STORE_TS("i.resolved_at") ", "     \
+    "i.regressed, " STORE_TS("i.regressed_at") ", array_to_json(i.versions)::text"
+#define ISSUE_NCOLUMNS 19
+
+static bool is_true(PGresult *res, int row, int col)
+{
+    return PQgetvalue(res, row, col)[0] == 't';
+}
+
+static void read_issue(store_issue *o, PGresult *res, int row, arena *a, err_info *err,
+                       err_code *rc)
+{
+    o->id = strtoll(PQgetvalue(res, row, 0), NULL, 10);
+    o->app = store_dup(a, res, row, 1, err, rc);
+    o->kind = store_dup(a, res, row, 2, err, rc);
+    o->fingerprint = store_dup(a, res, row, 3, err, rc);
+    o->title = store_dup(a, res, row, 4, err, rc);
+    o->culprit = store_dup(a, res, row, 5, err, rc);
+    o->exception = store_dup(a, res, row, 6, err, rc);
+    o->basis = store_dup(a, res, row, 7, err, rc);
+    o->provisional = is_true(res, row, 8);
+    o->frames_json = store_dup(a, res, row, 9, err, rc);
+    o->count = strtoll(PQgetvalue(res, row, 10), NULL, 10);
+    o->first_seen = store_dup(a, res, row, 11, err, rc);
+    o->last_seen = store_dup(a, res, row, 12, err, rc);
+    o->status = store_dup(a, res, row, 13, err, rc);
+    o->resolved_in = store_dup(a, res, row, 14, err, rc);
+    o->resolved_at = store_dup(a, res, row, 15, err, rc);
+    o->regressed = is_true(res, row, 16);
+    o->regressed_at = store_dup(a, res, row, 17, err, rc);
+    o->versions_json = store_dup(a, res, row, 18, err, rc);
+}
+
+/* ---- lists ------------------------------------------------------------------------------ */
 
 /* Sort keys as integers (microseconds since the epoch for times), so that a cursor is
  * "<key>_<id>" and compares exactly. */
 static const struct {
-    const char *name, *key, *order;
+    const char *name, *key, *order, *after;
 } SORTS[] = {
     {"last_seen", "(extract(epoch FROM i.last_seen) * 1000000)::bigint",
-     "i.last_seen DESC, i.id DESC"},
+     "i.last_seen DESC, i.id DESC",
+     "(i.last_seen, i.id) < ('epoch'::timestamptz + $9::bigint * interval '1 microsecond', "
+     "$10::bigint)"},
     {"first_seen", "(extract(epoch FROM i.first_seen) * 1000000)::bigint",
-     "i.first_seen DESC, i.id DESC"},
-    {"count", "i.count", "i.count DESC, i.id DESC"},
+     "i.first_seen DESC, i.id DESC",
+     "(i.first_seen, i.id) < ('epoch'::timestamptz + $9::bigint * interval '1 microsecond', "
+     "$10::bigint)"},
+    {"count", "i.count", "i.count DESC, i.id DESC",
+     "(i.count, i.id) < ($9::bigint, $10::bigint)"},
 };
+#define NSORTS (sizeof SORTS / sizeof SORTS[0])
 
 static bool parse_cursor(const char *cursor, long long *key, long long *id)
 {
@@ -44,15 +84,58 @@ static bool parse_cursor(const char *cursor, long long *key, long long *id)
     return end != p && *end == '\0' && *id > 0;
 }
 
-err_code store_issues_list(const char **json, store *s, const store_issue_query *q, arena *a,
-                           err_info *err)
+typedef struct {
+    const char *sql;
+    const char *const *values;
+    int nvalues;
+    unsigned limit;
+    store_issue **out;
+    size_t *n;
+    const char **next_cursor;
+    arena *a;
+} list_ctx;
+
+/* The page query returns limit + 1 rows at most, the sort key last: one more row than the
+ * page means there is a next page, which starts after the page's last row. */
+static err_code do_issues_list(pconn *c, void *vctx, err_info *err)
 {
-    *json = NULL;
+    list_ctx *q = vctx;
+    PGresult *res;
+    err_code rc = store_exec_sql(&res, c, "listing issues", q->sql, q->nvalues, q->values, 0,
+                                 err);
+    if (rc != ERR_OK)
+        return rc;
+    size_t got = (size_t)PQntuples(res), n = got > q->limit ? q->limit : got;
+    store_issue *rows = arena_alloc_array(q->a, n ? n : 1, sizeof *rows, err);
+    if (rows == NULL)
+        rc = ERR_TOO_LARGE;
+    for (size_t i = 0; rc == ERR_OK && i < n; i++)
+        read_issue(&rows[i], res, (int)i, q->a, err, &rc);
+    if (rc == ERR_OK && got > n)
+        *q->next_cursor = arena_sprintf(q->a, err, "%s_%" PRId64,
+                                        PQgetvalue(res, (int)n - 1, ISSUE_NCOLUMNS),
+                                        rows[n - 1].id);
+    if (rc == ERR_OK && got > n && *q->next_cursor == NULL)
+        rc = ERR_TOO_LARGE;
+    PQclear(res);
+    if (rc == ERR_OK) {
+        *q->out = rows;
+        *q->n = n;
+    }
+    return rc;
+}
+
+err_code store_issues_list(store_issue **out, size_t *n, const char **next_cursor, store *s,
+                           const store_issue_query *q, arena *a, err_info *err)
+{
+    *out = NULL;
+    *n = 0;
+    *next_cursor = NULL;
     size_t sort = 0;
     if (q->sort != NULL) {
-        while (sort < 3 && strcmp(SORTS[sort].name, q->sort) != 0)
+        while (sort < NSORTS && strcmp(SORTS[sort].name, q->sort) != 0)
             sort++;
-        if (sort == 3)
+        if (sort == NSORTS)
             return err_set(err, ERR_INVALID,
                            "sort must be last_seen, first_seen or count, not '%.40s'", q->sort);
     }
@@ -63,16 +146,9 @@ err_code store_issues_list(const char **json, store *s, const store_issue_query 
     snprintf(key_s, sizeof key_s, "%lld", ckey);
     snprintf(id_s, sizeof id_s, "%lld", cid);
     snprintf(limit_s, sizeof limit_s, "%u", q->limit);
-    /* Where the sort key is a time, compare the row value (index order) exactly. */
     char *sql = NULL;
-    const char *after =
-        sort == 2 ? "(i.count, i.id) < ($9::bigint, $10::bigint)"
-        : sort == 1 ? "(i.first_seen, i.id) < ('epoch'::timestamptz + $9::bigint * "
-                      "interval '1 microsecond', $10::bigint)"
-                    : "(i.last_seen, i.id) < ('epoch'::timestamptz + $9::bigint * "
-                      "interval '1 microsecond', $10::bigint)";
     if (asprintf(&sql,
-                 "WITH page AS (SELECT i.*, %s AS sort_key FROM issues i "
+                 "SELECT " ISSUE_COLUMNS ", %s FROM issues i "
                  "WHERE ($1::text IS NULL OR i.app = $1) AND ($2::text IS NULL OR i.kind = $2) "
                  "AND ($3::text IS NULL OR i.versions @> ARRAY[$3::text]) "
                  "AND ($4::text IS NULL OR i.status = $4) "
@@ -81,81 +157,212 @@ err_code store_issues_list(const char **json, store *s, const store_issue_query 
                  "AND ($7::text IS NULL OR strpos(lower(i.title), lower($7)) > 0 "
                  "OR strpos(lower(i.culprit), lower($7)) > 0) "
                  "AND (NOT $8::boolean OR %s) "
-                 "ORDER BY %s LIMIT $11::int + 1), "
-                 "numbered AS (SELECT p.*, row_number() OVER () AS rn FROM page p) "
-                 "SELECT json_build_object('issues', coalesce((SELECT json_agg(" ISSUE_JSON
-                 " ORDER BY i.rn) FROM numbered i WHERE i.rn <= $11::int), '[]'), "
-                 "'next_cursor', (SELECT i.sort_key || '_' || i.id FROM numbered i "
-                 "WHERE i.rn = $11::int AND EXISTS (SELECT 1 FROM numbered x "
-                 "WHERE x.rn = $11::int + 1)))::text",
-                 SORTS[sort].key, after, SORTS[sort].order) < 0)
+                 "ORDER BY %s LIMIT $11::int + 1",
+                 SORTS[sort].key, SORTS[sort].after, SORTS[sort].order) < 0)
         return err_set(err, ERR_INTERNAL, "listing issues: out of memory");
     const char *values[11] = {q->app, q->kind, q->version, q->status, q->since, q->until, q->q,
                               q->cursor ? "t" : "f", key_s, id_s, limit_s};
-    err_code rc = store_json_query(json, s, "listing issues", sql, 11, values, false, a, err);
+    list_ctx ctx = {sql, values, 11, q->limit, out, n, next_cursor, a};
+    err_code rc = store_run(s, do_issues_list, &ctx, err);
     free(sql);
     return rc;
 }
 
-static const char SQL_ISSUE_GET[] =
-    "SELECT json_build_object('id', i.id, 'app', i.app, 'kind', i.kind, "
-    "'fingerprint', i.fingerprint, 'title', i.title, 'culprit', i.culprit, "
-    "'exception', i.exception, 'basis', i.basis, 'provisional', i.provisional, "
-    "'frames', i.frames, 'count', i.count, 'first_seen', " STORE_TS("i.first_seen") ", "
-    "'last_seen', " STORE_TS("i.last_seen") ", 'status', i.status, 'resolved_in', i.resolved_in, "
-    "'resolved_at', " STORE_TS("i.resolved_at") ", 'regressed', i.regressed, "
-    "'regressed_at', " STORE_TS("i.regressed_at") ", 'versions', i.versions, "
-    "'breakdowns', json_build_object("
-    "'app_version', (SELECT coalesce(json_agg(json_build_object('value', v, 'count', n) "
-    "ORDER BY n DESC, v), '[]') FROM (SELECT app_version AS v, count(*) AS n FROM reports "
-    "WHERE issue_id = i.id GROUP BY 1) b), "
-    "'os_version', (SELECT coalesce(json_agg(json_build_object('value', v, 'count', n) "
-    "ORDER BY n DESC, v), '[]') FROM (SELECT os_version AS v, count(*) AS n FROM reports "
-    "WHERE issue_id = i.id GROUP BY 1) b), "
-    "'hardware_model', (SELECT coalesce(json_agg(json_build_object('value', v, 'count', n) "
-    "ORDER BY n DESC, v), '[]') FROM (SELECT hardware_model AS v, count(*) AS n FROM reports "
-    "WHERE issue_id = i.id GROUP BY 1) b)), "
-    "'daily', (SELECT json_agg(json_build_object('day', to_char(d, 'YYYY-MM-DD'), "
-    "'count', coalesce(x.count, 0)) ORDER BY d) "
+/* ---- one issue ------------------------------------------------------------------------ */
+
+static const store_stmt ST_ISSUE_GET = {
+    "issue_get", "SELECT " ISSUE_COLUMNS " FROM issues i WHERE i.id = $1::bigint"};
+/* dimension (0 app_version, 1 os_version, 2 hardware_model), value, count */
+static const store_stmt ST_ISSUE_BREAKDOWNS = {
+    "issue_breakdowns",
+    "SELECT d, v, n FROM ("
+    "SELECT 0 AS d, app_version AS v, count(*) AS n FROM reports WHERE issue_id = $1::bigint "
+    "GROUP BY 2 UNION ALL "
+    "SELECT 1, os_version, count(*) FROM reports WHERE issue_id = $1::bigint GROUP BY 2 "
+    "UNION ALL "
+    "SELECT 2, hardware_model, count(*) FROM reports WHERE issue_id = $1::bigint GROUP BY 2"
+    ") b ORDER BY d, n DESC, v"};
+static const store_stmt ST_ISSUE_DAILY = {
+    "issue_daily",
+    "SELECT to_char(d, 'YYYY-MM-DD'), coalesce(x.count, 0) "
     "FROM generate_series((now() AT TIME ZONE 'UTC')::date - 29, "
     "(now() AT TIME ZONE 'UTC')::date, interval '1 day') d "
-    "LEFT JOIN issue_days x ON x.issue_id = i.id AND x.day = d::date), "
-    "'latest_sample', (SELECT json_build_object('id', r.id, 'received_at', "
-    STORE_TS("r.received_at") ", 'app_version', r.app_version, 'os_version', r.os_version, "
-    "'hardware_model', r.hardware_model, 'report', r.symbolicated::json) "
-    "FROM reports r WHERE r.id = i.last_report))::text "
-    "FROM issues i WHERE i.id = $1::bigint";
+    "LEFT JOIN issue_days x ON x.issue_id = $1::bigint AND x.day = d::date ORDER BY d"};
+static const store_stmt ST_ISSUE_SAMPLE = {
+    "issue_sample",
+    "SELECT r.id::text, " STORE_TS("r.received_at") ", r.app_version, r.os_version, "
+    "r.hardware_model, r.symbolicated FROM issues i JOIN reports r ON r.id = i.last_report "
+    "WHERE i.id = $1::bigint"};
 
-err_code store_issue_get(const char **json, store *s, int64_t id, arena *a, err_info *err)
+typedef struct {
+    const char *id;
+    store_issue_detail *out;
+    arena *a;
+} detail_ctx;
+
+static err_code read_breakdowns(detail_ctx *q, PGresult *res, err_info *err)
 {
-    char id_s[24];
-    snprintf(id_s, sizeof id_s, "%lld", (long long)id);
-    const char *values[1] = {id_s};
-    err_code rc = store_json_query(json, s, "reading an issue", SQL_ISSUE_GET, 1, values, true, a, err);
-    if (rc == ERR_NOT_FOUND)
-        rc = err_set(err, ERR_NOT_FOUND, "no issue with id %lld", (long long)id);
+    size_t n = (size_t)PQntuples(res), count[3] = {0, 0, 0};
+    for (size_t i = 0; i < n; i++) {
+        int d = atoi(PQgetvalue(res, (int)i, 0));
+        if (d >= 0 && d < 3)
+            count[d]++;
+    }
+    store_count *lists[3];
+    for (int d = 0; d < 3; d++) {
+        lists[d] = arena_alloc_array(q->a, count[d] ? count[d] : 1, sizeof *lists[d], err);
+        if (lists[d] == NULL)
+            return ERR_TOO_LARGE;
+        count[d] = 0;
+    }
+    err_code rc = ERR_OK;
+    for (size_t i = 0; rc == ERR_OK && i < n; i++) {
+        int d = atoi(PQgetvalue(res, (int)i, 0));
+        if (d < 0 || d >= 3)
+            continue;
+        store_count *sc = &lists[d][count[d]++];
+        sc->value = store_dup(q->a, res, (int)i, 1, err, &rc);
+        sc->count = strtoll(PQgetvalue(res, (int)i, 2), NULL, 10);
+    }
+    store_issue_detail *o = q->out;
+    o->by_app_version = lists[0], o->n_app_version = count[0];
+    o->by_os_version = lists[1], o->n_os_version = count[1];
+    o->by_hardware_model = lists[2], o->n_hardware_model = count[2];
     return rc;
 }
 
-static const char SQL_ISSUE_REPORTS[] =
-    "WITH page AS (SELECT r.id, r.received_at, r.status, r.app_version, r.os_version, "
-    "r.hardware_model, (extract(epoch FROM r.received_at) * 1000000)::bigint AS k "
+static err_code do_issue_get(pconn *c, void *vctx, err_info *err)
+{
+    detail_ctx *q = vctx;
+    store_issue_detail *o = q->out;
+    const char *values[1] = {q->id};
+    PGresult *res = NULL;
+    /* one snapshot for the four reads, as one statement would see */
+    err_code rc = store_command(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+                                "reading an issue", err);
+    if (rc == ERR_OK)
+        rc = store_exec(&res, c, &ST_ISSUE_GET, 1, values, NULL, NULL, err);
+    if (rc != ERR_OK)
+        return rc;   /* store_release rolls back a transaction left open */
+    if (PQntuples(res) == 0)
+        rc = err_set(err, ERR_NOT_FOUND, "no issue with id %s", q->id);
+    else
+        read_issue(&o->issue, res, 0, q->a, err, &rc);
+    PQclear(res);
+    if (rc == ERR_OK)
+        rc = store_exec(&res, c, &ST_ISSUE_BREAKDOWNS, 1, values, NULL, NULL, err);
+    if (rc != ERR_OK)
+        return rc;
+    rc = read_breakdowns(q, res, err);
+    PQclear(res);
+    if (rc == ERR_OK)
+        rc = store_exec(&res, c, &ST_ISSUE_DAILY, 1, values, NULL, NULL, err);
+    if (rc != ERR_OK)
+        return rc;
+    for (int i = 0; rc == ERR_OK && i < PQntuples(res) && i < 30; i++) {
+        o->daily[i].day = store_dup(q->a, res, i, 0, err, &rc);
+        o->daily[i].count = strtoll(PQgetvalue(res, i, 1), NULL, 10);
+    }
+    PQclear(res);
+    if (rc == ERR_OK)
+        rc = store_exec(&res, c, &ST_ISSUE_SAMPLE, 1, values, NULL, NULL, err);
+    if (rc != ERR_OK)
+        return rc;
+    o->has_sample = PQntuples(res) > 0;
+    if (o->has_sample) {
+        o->sample.id = store_dup(q->a, res, 0, 0, err, &rc);
+        o->sample.received_at = store_dup(q->a, res, 0, 1, err, &rc);
+        o->sample.app_version = store_dup(q->a, res, 0, 2, err, &rc);
+        o->sample.os_version = store_dup(q->a, res, 0, 3, err, &rc);
+        o->sample.hardware_model = store_dup(q->a, res, 0, 4, err, &rc);
+        o->sample.report_json = store_dup(q->a, res, 0, 5, err, &rc);
+    }
+    PQclear(res);
+    if (rc == ERR_OK)
+        rc = store_command(c, "COMMIT", "reading an issue", err);
+    return rc;
+}
+
+err_code store_issue_get(store_issue_detail *out, store *s, int64_t id, arena *a, err_info *err)
+{
+    char id_s[24];
+    snprintf(id_s, sizeof id_s, "%lld", (long long)id);
+    memset(out, 0, sizeof *out);
+    detail_ctx q = {id_s, out, a};
+    return store_run(s, do_issue_get, &q, err);
+}
+
+/* ---- an issue's reports ------------------------------------------------------------------ */
+
+static const store_stmt ST_ISSUE_REPORTS = {
+    "issue_reports",
+    "SELECT r.id::text, " STORE_TS("r.received_at") ", r.status, r.app_version, "
+    "r.os_version, r.hardware_model, (extract(epoch FROM r.received_at) * 1000000)::bigint "
     "FROM reports r WHERE r.issue_id = $1::bigint AND (NOT $2::boolean OR "
     "(r.received_at, r.id) < ('epoch'::timestamptz + $3::bigint * interval '1 microsecond', "
-    "$4::uuid)) ORDER BY r.received_at DESC, r.id DESC LIMIT $5::int + 1), "
-    "numbered AS (SELECT p.*, row_number() OVER () AS rn FROM page p) "
-    "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM issues WHERE id = $1::bigint) THEN NULL ELSE "
-    "json_build_object('reports', coalesce((SELECT json_agg(json_build_object('id', n.id, "
-    "'received_at', " STORE_TS("n.received_at") ", 'status', n.status, 'app_version', "
-    "n.app_version, 'os_version', n.os_version, 'hardware_model', n.hardware_model) "
-    "ORDER BY n.rn) FROM numbered n WHERE n.rn <= $5::int), '[]'), "
-    "'next_cursor', (SELECT n.k || '_' || n.id FROM numbered n WHERE n.rn = $5::int AND "
-    "EXISTS (SELECT 1 FROM numbered x WHERE x.rn = $5::int + 1)))::text END";
+    "$4::uuid)) ORDER BY r.received_at DESC, r.id DESC LIMIT $5::int + 1"};
+static const store_stmt ST_ISSUE_EXISTS = {
+    "issue_exists", "SELECT 1 FROM issues WHERE id = $1::bigint"};
 
-err_code store_issue_reports(const char **json, store *s, int64_t id, unsigned limit,
-                             const char *cursor, arena *a, err_info *err)
+typedef struct {
+    const char *const *values;   /* id, has cursor, key, report id, limit */
+    unsigned limit;
+    store_issue_report **out;
+    size_t *n;
+    const char **next_cursor;
+    arena *a;
+} reports_ctx;
+
+static err_code do_issue_reports(pconn *c, void *vctx, err_info *err)
+{
+    reports_ctx *q = vctx;
+    PGresult *res;
+    err_code rc = store_exec(&res, c, &ST_ISSUE_REPORTS, 5, q->values, NULL, NULL, err);
+    if (rc != ERR_OK)
+        return rc;
+    size_t got = (size_t)PQntuples(res), n = got > q->limit ? q->limit : got;
+    if (got == 0) {   /* an empty page, or no such issue */
+        PQclear(res);
+        rc = store_exec(&res, c, &ST_ISSUE_EXISTS, 1, q->values, NULL, NULL, err);
+        if (rc != ERR_OK)
+            return rc;
+        if (PQntuples(res) == 0)
+            rc = err_set(err, ERR_NOT_FOUND, "no issue with id %s", q->values[0]);
+    }
+    store_issue_report *rows = arena_alloc_array(q->a, n ? n : 1, sizeof *rows, err);
+    if (rc == ERR_OK && rows == NULL)
+        rc = ERR_TOO_LARGE;
+    for (size_t i = 0; rc == ERR_OK && i < n; i++) {
+        int row = (int)i;
+        rows[i].id = store_dup(q->a, res, row, 0, err, &rc);
+        rows[i].received_at = store_dup(q->a, res, row, 1, err, &rc);
+        rows[i].status = store_dup(q->a, res, row, 2, err, &rc);
+        rows[i].app_version = store_dup(q->a, res, row, 3, err, &rc);
+        rows[i].os_version = store_dup(q->a, res, row, 4, err, &rc);
+        rows[i].hardware_model = store_dup(q->a, res, row, 5, err, &rc);
+    }
+    if (rc == ERR_OK && got > n) {
+        *q->next_cursor = arena_sprintf(q->a, err, "%s_%s", PQgetvalue(res, (int)n - 1, 6),
+                                        rows[n - 1].id);
+        if (*q->next_cursor == NULL)
+            rc = ERR_TOO_LARGE;
+    }
+    PQclear(res);
+    if (rc == ERR_OK) {
+        *q->out = rows;
+        *q->n = n;
+    }
+    return rc;
+}
+
+err_code store_issue_reports(store_issue_report **out, size_t *n, const char **next_cursor,
+                             store *s, int64_t id, unsigned limit, const char *cursor, arena *a,
+                             err_info *err)
 {
     char id_s[24], key_s[24] = "0", limit_s[16], rid[40] = "00000000-0000-0000-0000-000000000000";
+    *out = NULL;
+    *n = 0;
+    *next_cursor = NULL;
     snprintf(id_s, sizeof id_s, "%lld", (long long)id);
     snprintf(limit_s, sizeof limit_s, "%u", limit);
     if (cursor != NULL) {
@@ -168,16 +375,44 @@ err_code store_issue_reports(const char **json, store *s, int64_t id, unsigned l
         snprintf(rid, sizeof rid, "%s", us + 1);
     }
     const char *values[5] = {id_s, cursor ? "t" : "f", key_s, rid, limit_s};
-    err_code rc = store_json_query(json, s, "listing an issue's reports", SQL_ISSUE_REPORTS, 5, values,
-                           true, a, err);
-    if (rc == ERR_NOT_FOUND)
-        rc = err_set(err, ERR_NOT_FOUND, "no issue with id %lld", (long long)id);
+    reports_ctx q = {values, limit, out, n, next_cursor, a};
+    return store_run(s, do_issue_reports, &q, err);
+}
+
+/* ---- status changes ------------------------------------------------------------------- */
+
+static const store_stmt ST_ISSUE_SET_STATUS = {
+    "issue_set_status",
+    "UPDATE issues i SET status = $2, "
+    "resolved_in = CASE WHEN $2 = 'resolved' THEN $3 END, "
+    "resolved_at = CASE WHEN $2 = 'resolved' THEN now() END, "
+    "regressed = false WHERE i.id = $1::bigint RETURNING " ISSUE_COLUMNS};
+
+typedef struct {
+    const char *const *values;   /* id, status, resolved_in */
+    store_issue *out;
+    arena *a;
+} status_ctx;
+
+static err_code do_issue_set_status(pconn *c, void *vctx, err_info *err)
+{
+    status_ctx *q = vctx;
+    PGresult *res;
+    err_code rc = store_exec(&res, c, &ST_ISSUE_SET_STATUS, 3, q->values, NULL, NULL, err);
+    if (rc != ERR_OK)
+        return rc;
+    if (PQntuples(res) == 0)
+        rc = err_set(err, ERR_NOT_FOUND, "no issue with id %s", q->values[0]);
+    else
+        read_issue(q->out, res, 0, q->a, err, &rc);
+    PQclear(res);
     return rc;
 }
 
-err_code store_issue_set_status(const char **json, store *s, int64_t id, const char *status,
+err_code store_issue_set_status(store_issue *out, store *s, int64_t id, const char *status,
                                 const char *resolved_in, arena *a, err_info *err)
 {
+    memset(out, 0, sizeof *out);
     if (strcmp(status, "open") != 0 && strcmp(status, "resolved") != 0 &&
         strcmp(status, "ignored") != 0)
         return err_set(err, ERR_INVALID, "status must be open, resolved or ignored, not '%.40s'",
@@ -185,35 +420,76 @@ err_code store_issue_set_status(const char **json, store *s, int64_t id, const c
     char id_s[24];
     snprintf(id_s, sizeof id_s, "%lld", (long long)id);
     const char *values[3] = {id_s, status, resolved_in};
-    err_code rc = store_json_query(json, s, "changing an issue's status",
-                           "UPDATE issues i SET status = $2, "
-                           "resolved_in = CASE WHEN $2 = 'resolved' THEN $3 END, "
-                           "resolved_at = CASE WHEN $2 = 'resolved' THEN now() END, "
-                           "regressed = false WHERE i.id = $1::bigint "
-                           "RETURNING " ISSUE_JSON "::text",
-                           3, values, true, a, err);
-    if (rc == ERR_NOT_FOUND)
-        rc = err_set(err, ERR_NOT_FOUND, "no issue with id %lld", (long long)id);
-    return rc;
+    status_ctx q = {values, out, a};
+    return store_run(s, do_issue_set_status, &q, err);
 }
 
 /* ---- per-day counts of many issues (the dashboard's sparklines) ---------------------- */
 
-/* $1 bigint[] of issue ids, $2 number of days. Days are UTC, as issue_days counts them. */
-static const char SQL_DAILY[] =
+/* $1 bigint[] of issue ids, $2 number of days. Days are UTC, as issue_days counts them.
+ * One row per (issue, day), issues in id order, days oldest first; when no id names an
+ * issue, one row per day with a NULL issue. */
+static const store_stmt ST_DAILY = {
+    "issues_daily",
     "WITH d AS (SELECT g::date AS day FROM generate_series("
     "(now() AT TIME ZONE 'UTC')::date - ($2::int - 1), (now() AT TIME ZONE 'UTC')::date, "
     "interval '1 day') g) "
-    "SELECT json_build_object("
-    "'days', (SELECT json_agg(to_char(d.day, 'YYYY-MM-DD') ORDER BY d.day) FROM d), "
-    "'issues', coalesce((SELECT json_object_agg(i.id, (SELECT json_agg(coalesce(c.count, 0) "
-    "ORDER BY d.day) FROM d LEFT JOIN issue_days c ON c.issue_id = i.id AND c.day = d.day)) "
-    "FROM issues i WHERE i.id = ANY($1::bigint[])), '{}'))::text";
+    "SELECT to_char(d.day, 'YYYY-MM-DD'), i.id, coalesce(c.count, 0) "
+    "FROM d LEFT JOIN issues i ON i.id = ANY($1::bigint[]) "
+    "LEFT JOIN issue_days c ON c.issue_id = i.id AND c.day = d.day ORDER BY i.id, d.day"};
 
-err_code store_issues_daily(const char **json, store *s, const int64_t *ids, size_t n,
+typedef struct {
+    const char *const *values;
+    size_t ndays;
+    store_daily *out;
+    arena *a;
+} daily_ctx;
+
+static err_code do_daily(pconn *c, void *vctx, err_info *err)
+{
+    daily_ctx *q = vctx;
+    store_daily *o = q->out;
+    size_t ndays = q->ndays;
+    PGresult *res;
+    err_code rc = store_exec(&res, c, &ST_DAILY, 2, q->values, NULL, NULL, err);
+    if (rc != ERR_OK)
+        return rc;
+    size_t rows = (size_t)PQntuples(res);
+    size_t nissues = rows > 0 && !PQgetisnull(res, 0, 1) ? rows / ndays : 0;
+    o->days = arena_alloc_array(q->a, ndays, sizeof *o->days, err);
+    o->issues = arena_alloc_array(q->a, nissues ? nissues : 1, sizeof *o->issues, err);
+    if (o->days == NULL || o->issues == NULL)
+        rc = ERR_TOO_LARGE;
+    else if (rows != (nissues ? nissues : 1) * ndays)
+        rc = err_set(err, ERR_INTERNAL, "reading daily counts: %zu rows for %zu days", rows,
+                     ndays);
+    for (size_t k = 0; rc == ERR_OK && k < ndays; k++)
+        o->days[k] = store_dup(q->a, res, (int)k, 0, err, &rc);
+    for (size_t i = 0; rc == ERR_OK && i < nissues; i++) {
+        store_issue_days *d = &o->issues[i];
+        d->id = strtoll(PQgetvalue(res, (int)(i * ndays), 1), NULL, 10);
+        d->counts = arena_alloc_array(q->a, ndays, sizeof *d->counts, err);
+        if (d->counts == NULL) {
+            rc = ERR_TOO_LARGE;
+            break;
+        }
+        for (size_t k = 0; k < ndays; k++)
+            d->counts[k] = strtoll(PQgetvalue(res, (int)(i * ndays + k), 2), NULL, 10);
+    }
+    PQclear(res);
+    if (rc == ERR_OK) {
+        o->ndays = ndays;
+        o->nissues = nissues;
+    }
+    return rc;
+}
+
+err_code store_issues_daily(store_daily *out, store *s, const int64_t *ids, size_t n,
                             unsigned days, arena *a, err_info *err)
 {
-    *json = NULL;
+    memset(out, 0, sizeof *out);
+    if (days == 0)
+        return err_set(err, ERR_INVALID, "days must be at least 1");
     buf arr;   /* Postgres array literal: {1,2,3} */
     buf_init(&arr);
     buf_append_str(&arr, "{");
@@ -223,8 +499,8 @@ err_code store_issues_daily(const char **json, store *s, const int64_t *ids, siz
     char days_s[16];
     snprintf(days_s, sizeof days_s, "%u", days);
     const char *values[2] = {(const char *)arr.data, days_s};
-    err_code rc = store_json_query(json, s, "reading daily counts", SQL_DAILY, 2, values, false,
-                                   a, err);
+    daily_ctx q = {values, days, out, a};
+    err_code rc = store_run(s, do_daily, &q, err);
     buf_reset(&arr);
     return rc;
 }

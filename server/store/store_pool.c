@@ -564,41 +564,6 @@ void store_copy(char *out, size_t cap, PGresult *res, int row, int col)
     snprintf(out, cap, "%s", PQgetisnull(res, row, col) ? "" : PQgetvalue(res, row, col));
 }
 
-/* One row, one text column, copied into `a`: the usual shape of a JSON answer. */
-typedef struct {
-    const char *what, *sql;
-    int n;
-    const char *const *values;
-    arena *a;
-    const char **json;
-    bool missing_is_not_found;
-} json_query;
-
-static err_code do_json_query(pconn *c, void *vctx, err_info *err)
-{
-    json_query *q = vctx;
-    PGresult *res;
-    err_code rc = store_exec_sql(&res, c, q->what, q->sql, q->n, q->values, 0, err);
-    if (rc != ERR_OK)
-        return rc;
-    if (PQntuples(res) == 0 || PQgetisnull(res, 0, 0)) {
-        PQclear(res);
-        return q->missing_is_not_found ? err_set(err, ERR_NOT_FOUND, "%s: not found", q->what)
-                                       : err_set(err, ERR_INTERNAL, "%s: no answer", q->what);
-    }
-    *q->json = store_dup(q->a, res, 0, 0, err, &rc);
-    PQclear(res);
-    return rc;
-}
-
-err_code store_json_query(const char **json, store *s, const char *what, const char *sql, int n,
-                          const char *const *values, bool not_found, arena *a, err_info *err)
-{
-    json_query q = {what, sql, n, values, a, json, not_found};
-    *json = NULL;
-    return store_run(s, do_json_query, &q, err);
-}
-
 /* ---- schema ---------------------------------------------------------------------------- */
 
 int store_schema_required(void)

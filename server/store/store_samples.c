@@ -15,8 +15,6 @@
 #include "base/xalloc.h"
 #include "store/store_internal.h"
 
-#define TS_US(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
-#define TS_MS(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
 
 /* Run the prepared statement `st` with text parameters (NULL = SQL NULL); *out = the result
  * (caller PQclear()s), or NULL `out` when the result is not needed. */
@@ -95,14 +93,14 @@ struct store_sample_work {
 };
 
 static const store_stmt SQL_CLAIM_BATCHES = {"samples_claim_batches",
-    "SELECT id::text, canonical, " TS_US("received_at") ", "
+    "SELECT id::text, canonical, " STORE_TS_US("received_at") ", "
     "to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') "
     "FROM sample_batches WHERE status = 'received' "
     "AND id <> ALL(string_to_array($2, ',')::bigint[]) "
     "ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED"};
 static const store_stmt SQL_CLAIM_PENDING = {"samples_claim_pending",
     "SELECT id::text, app, build, day::text, version, sample, count::text, "
-    "array_to_string(devices, chr(31)), " TS_US("first_seen") ", " TS_US("last_seen") " "
+    "array_to_string(devices, chr(31)), " STORE_TS_US("first_seen") ", " STORE_TS_US("last_seen") " "
     "FROM callsite_pending WHERE status = 'ready' "
     "AND id <> ALL(string_to_array($2, ',')::bigint[]) "
     "ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED"};
@@ -442,26 +440,77 @@ static const char SQL_LIST[] =
     " SELECT h.*, c.app, c.tag, c.frames, c.stack, c.first_build "
     " FROM h JOIN callsites c ON c.id = h.id "
     " WHERE $7::numeric IS NULL OR (h.sk, h.id) < ($7::numeric, $8::bigint) "
-    " ORDER BY h.sk DESC, h.id DESC LIMIT $9::int + 1), "
-    "numbered AS (SELECT page.*, row_number() OVER (ORDER BY sk DESC, id DESC) AS rn FROM page) "
-    "SELECT json_build_object("
-    " 'callsites', coalesce((SELECT json_agg(json_build_object("
-    "  'id', id, 'app', app, 'tag', tag, 'frames', frames, 'stack', stack, 'count', n, "
-    "  'devices', devices, "
-    "  'builds', ARRAY(SELECT b FROM unnest(builds) b ORDER BY version_key(b), b), "
-    "  'first_seen_build', first_build, "
-    "  'first_seen', " TS_MS("fs") ", 'last_seen', " TS_MS("ls") ") ORDER BY rn) "
-    "  FROM numbered WHERE rn <= $9::int), '[]'::json), "
-    " 'next_cursor', (SELECT sk::text || ':' || id::text FROM numbered WHERE rn = $9::int "
-    "  AND EXISTS (SELECT 1 FROM numbered WHERE rn > $9::int)), "
-    " 'pending', (SELECT json_build_object('stacks', count(*), 'calls', coalesce(sum(count), 0)) "
-    "  FROM callsite_pending p WHERE ($2::text IS NULL OR p.build = $2) "
-    "  AND ($3::text IS NULL OR p.version = $3) AND ($10::text IS NULL OR p.app = $10)))::text";
+    " ORDER BY h.sk DESC, h.id DESC LIMIT $9::int + 1) "
+    "SELECT id, app, tag, frames::text, stack::text, n, devices, "
+    " array_to_json(ARRAY(SELECT b FROM unnest(builds) b ORDER BY version_key(b), b))::text, "
+    " first_build, " STORE_TS("fs") ", " STORE_TS("ls") ", sk::text "
+    "FROM page ORDER BY sk DESC, id DESC";
+/* $1 build, $2 version, $3 app: what the filters leave waiting for a dSYM */
+static const char SQL_PENDING[] =
+    "SELECT count(*), coalesce(sum(count), 0) FROM callsite_pending p "
+    "WHERE ($1::text IS NULL OR p.build = $1) AND ($2::text IS NULL OR p.version = $2) "
+    "AND ($3::text IS NULL OR p.app = $3)";
 
-err_code store_callsites_list(const char **json, store *s, const store_callsite_query *q,
+typedef struct {
+    const char *const *values;   /* SQL_LIST's */
+    unsigned limit;
+    store_callsite_page *out;
+    arena *a;
+} list_ctx;
+
+static err_code do_callsites_list(pconn *c, void *vctx, err_info *err)
+{
+    list_ctx *q = vctx;
+    store_callsite_page *o = q->out;
+    PGresult *res;
+    err_code rc = store_exec_sql(&res, c, "listing call sites", SQL_LIST, 10, q->values, 0, err);
+    if (rc != ERR_OK)
+        return rc;
+    size_t got = (size_t)PQntuples(res), n = got > q->limit ? q->limit : got;
+    store_callsite *rows = arena_alloc_array(q->a, n ? n : 1, sizeof *rows, err);
+    if (rows == NULL)
+        rc = ERR_TOO_LARGE;
+    for (size_t i = 0; rc == ERR_OK && i < n; i++) {
+        int r = (int)i;
+        store_callsite *cs = &rows[i];
+        cs->id = strtoll(PQgetvalue(res, r, 0), NULL, 10);
+        cs->app = store_dup(q->a, res, r, 1, err, &rc);
+        cs->tag = store_dup(q->a, res, r, 2, err, &rc);
+        cs->frames_json = store_dup(q->a, res, r, 3, err, &rc);
+        cs->stack_json = store_dup(q->a, res, r, 4, err, &rc);
+        cs->count = strtoll(PQgetvalue(res, r, 5), NULL, 10);
+        cs->devices = strtoll(PQgetvalue(res, r, 6), NULL, 10);
+        cs->builds_json = store_dup(q->a, res, r, 7, err, &rc);
+        cs->first_seen_build = store_dup(q->a, res, r, 8, err, &rc);
+        cs->first_seen = store_dup(q->a, res, r, 9, err, &rc);
+        cs->last_seen = store_dup(q->a, res, r, 10, err, &rc);
+    }
+    if (rc == ERR_OK && got > n) {
+        o->next_cursor = arena_sprintf(q->a, err, "%s:%lld", PQgetvalue(res, (int)n - 1, 11),
+                                       (long long)rows[n - 1].id);
+        if (o->next_cursor == NULL)
+            rc = ERR_TOO_LARGE;
+    }
+    PQclear(res);
+    if (rc != ERR_OK)
+        return rc;
+    o->callsites = rows;
+    o->n = n;
+    /* build, version, app */
+    const char *pvalues[3] = {q->values[1], q->values[2], q->values[9]};
+    rc = store_exec_sql(&res, c, "counting pending stacks", SQL_PENDING, 3, pvalues, 0, err);
+    if (rc != ERR_OK)
+        return rc;
+    o->pending_stacks = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    o->pending_calls = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+    PQclear(res);
+    return ERR_OK;
+}
+
+err_code store_callsites_list(store_callsite_page *out, store *s, const store_callsite_query *q,
                               arena *a, err_info *err)
 {
-    *json = NULL;
+    memset(out, 0, sizeof *out);
     const char *sort = q->sort ? q->sort : "count";
     if (strcmp(sort, "count") != 0 && strcmp(sort, "first_seen") != 0 &&
         strcmp(sort, "devices") != 0)
@@ -488,7 +537,8 @@ err_code store_callsites_list(const char **json, store *s, const store_callsite_
     snprintf(limit, sizeof limit, "%u", q->limit);
     const char *values[10] = {q->tag, q->build, q->version, q->new_in_build, q->q, sort,
                               cursor_value, cursor_id, limit, q->app};
-    return store_json_query(json, s, "listing call sites", SQL_LIST, 10, values, false, a, err);
+    list_ctx ctx = {values, q->limit, out, a};
+    return store_run(s, do_callsites_list, &ctx, err);
 }
 
 static const store_stmt SQL_COUNTS = {"samples_counts",

@@ -131,11 +131,30 @@ typedef struct {
     const char *cursor;        /* next_cursor of the previous page, or NULL */
 } store_callsite_query;
 
-/* store_callsites_list - one page: *json = {"callsites":[{id,app,tag,frames,stack,count,
- * devices,builds,first_seen_build,first_seen,last_seen}],"next_cursor":"..."|null,
- * "pending":{"stacks","calls"}}. count, devices, builds, first/last_seen cover the rows the
- * build and version filters select. Errors ERR_INVALID (sort, cursor), ERR_STORE. */
-err_code store_callsites_list(const char **json, store *s, const store_callsite_query *q,
+/* A call site and its counts over the rows the build and version filters select; strings
+ * in the caller's arena. */
+typedef struct {
+    int64_t id;
+    const char *app, *tag;
+    const char *frames_json;       /* [{function, file, line, image}], top first */
+    const char *stack_json;        /* one symbolicated stack */
+    int64_t count, devices;
+    const char *builds_json;       /* the builds it was seen in, a JSON array, version order */
+    const char *first_seen_build;
+    const char *first_seen, *last_seen;   /* RFC 3339 UTC */
+} store_callsite;
+
+/* One page of call sites. */
+typedef struct {
+    store_callsite *callsites;
+    size_t n;
+    const char *next_cursor;       /* NULL on the last page */
+    int64_t pending_stacks, pending_calls; /* waiting for a dSYM, under the same filters */
+} store_callsite_page;
+
+/* store_callsites_list - one page, its wire format in server/http/routes_samples.c.
+ * Errors ERR_INVALID (sort, cursor), ERR_STORE, ERR_TOO_LARGE. */
+err_code store_callsites_list(store_callsite_page *out, store *s, const store_callsite_query *q,
                               arena *a, err_info *err);
 
 /* store_samples_counts - batches waiting to be counted and stacks waiting for a dSYM, for
