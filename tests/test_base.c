@@ -85,10 +85,13 @@ static void jsonw_places_commas_and_nulls(void)
     jsonw_array_end(&w);
     jsonw_kbool(&w, "ok", true);
     jsonw_knull(&w, "z");
+    jsonw_kint(&w, "k\"q", INT64_MIN);
+    jsonw_kuint(&w, "zero", 0);
     jsonw_object_end(&w);
     CHECK_EQ_STR((const char *)b.data,
                  "{\"id\":\"a\\\"b\",\"none\":null,\"n\":-3,\"list\":[18446744073709551615,"
-                 "\"0x1f\",{},[],{\"x\":[1]},null],\"ok\":true,\"z\":null}");
+                 "\"0x1f\",{},[],{\"x\":[1]},null],\"ok\":true,\"z\":null,"
+                 "\"k\\\"q\":-9223372036854775808,\"zero\":0}");
     CHECK_EQ_INT(w.depth, 0);
     buf_reset(&b);
     /* a top-level scalar, then a second writer appending to the same buffer */

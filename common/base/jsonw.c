@@ -1,17 +1,44 @@
 /*
  * jsonw - see jsonw.h. Two bit sets track, per open container, whether it is an object and
- * whether it has a member already; that is all the state a comma needs.
+ * whether it has a member already; that is all the state a comma needs. Keys and numbers are
+ * written straight into the buffer (no printf): a report's model is mostly keys and numbers,
+ * and it is written once per report on the ingest path.
  */
 #include "base/jsonw.h"
 
 #include <assert.h>
-#include <inttypes.h>
 #include <string.h>
 
 void jsonw_init(jsonw *w, buf *out)
 {
     memset(w, 0, sizeof *w);
     w->out = out;
+}
+
+/* Room for `n` more bytes; returns where they go. Callers advance b->len and keep the NUL. */
+static char *room(buf *b, size_t n)
+{
+    buf_reserve(b, n);
+    return (char *)b->data + b->len;
+}
+
+static void put(buf *b, const char *p, size_t n)
+{
+    char *d = room(b, n);
+    memcpy(d, p, n);
+    b->len += n;
+    b->data[b->len] = 0;
+}
+
+/* Key bytes that can be copied without escaping (keys are names from the code). */
+static bool plain_key(const char *k, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)k[i];
+        if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\')
+            return false;
+    }
+    return true;
 }
 
 /* Before any value: the comma between array elements (members get theirs in jsonw_key). */
@@ -25,7 +52,7 @@ static void before_value(jsonw *w)
     if (w->depth > 0) {
         uint64_t bit = UINT64_C(1) << (w->depth - 1);
         if (w->has_items & bit)
-            buf_putc(w->out, ',');
+            put(w->out, ",", 1);
         w->has_items |= bit;
     }
 }
@@ -41,7 +68,7 @@ static void open_container(jsonw *w, char c, bool object)
     else
         w->is_object &= ~bit;
     w->depth++;
-    buf_putc(w->out, c);
+    put(w->out, &c, 1);
 }
 
 static void close_container(jsonw *w, char c, bool object)
@@ -50,7 +77,7 @@ static void close_container(jsonw *w, char c, bool object)
     assert(((w->is_object >> (w->depth - 1)) & 1) == (uint64_t)object);
     (void)object;
     w->depth--;
-    buf_putc(w->out, c);
+    put(w->out, &c, 1);
 }
 
 void jsonw_object_begin(jsonw *w) { open_container(w, '{', true); }
@@ -62,12 +89,28 @@ void jsonw_key(jsonw *w, const char *key)
 {
     assert(w->depth > 0 && (w->is_object >> (w->depth - 1) & 1) && !w->after_key);
     uint64_t bit = UINT64_C(1) << (w->depth - 1);
-    if (w->has_items & bit)
-        buf_putc(w->out, ',');
+    bool comma = (w->has_items & bit) != 0;
     w->has_items |= bit;
-    buf_append_json_str(w->out, key, strlen(key));
-    buf_putc(w->out, ':');
     w->after_key = true;
+    size_t n = strlen(key);
+    if (!plain_key(key, n)) {
+        if (comma)
+            put(w->out, ",", 1);
+        buf_append_json_str(w->out, key, n);
+        put(w->out, ":", 1);
+        return;
+    }
+    buf *b = w->out;
+    char *d = room(b, n + 4), *p = d;   /* ,"key": */
+    if (comma)
+        *p++ = ',';
+    *p++ = '"';
+    memcpy(p, key, n);
+    p += n;
+    *p++ = '"';
+    *p++ = ':';
+    b->len += (size_t)(p - d);
+    b->data[b->len] = 0;
 }
 
 void jsonw_str(jsonw *w, const char *s)
@@ -85,34 +128,64 @@ void jsonw_strn(jsonw *w, const char *s, size_t n)
     buf_append_json_str(w->out, s, n);
 }
 
+/* Decimal digits of v, written backwards from the end of `end`; returns the first. */
+static char *digits_u64(char *end, uint64_t v)
+{
+    do {
+        *--end = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    return end;
+}
+
 void jsonw_int(jsonw *w, int64_t v)
 {
+    char tmp[24], *end = tmp + sizeof tmp;
+    /* the magnitude as unsigned: -INT64_MIN does not fit an int64_t */
+    char *p = digits_u64(end, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v);
+    if (v < 0)
+        *--p = '-';
     before_value(w);
-    buf_printf(w->out, "%" PRId64, v);
+    put(w->out, p, (size_t)(end - p));
 }
 
 void jsonw_uint(jsonw *w, uint64_t v)
 {
+    char tmp[24], *end = tmp + sizeof tmp;
+    char *p = digits_u64(end, v);
     before_value(w);
-    buf_printf(w->out, "%" PRIu64, v);
+    put(w->out, p, (size_t)(end - p));
 }
 
 void jsonw_bool(jsonw *w, bool v)
 {
     before_value(w);
-    buf_append_str(w->out, v ? "true" : "false");
+    if (v)
+        put(w->out, "true", 4);
+    else
+        put(w->out, "false", 5);
 }
 
 void jsonw_null(jsonw *w)
 {
     before_value(w);
-    buf_append_str(w->out, "null");
+    put(w->out, "null", 4);
 }
 
 void jsonw_hex(jsonw *w, uint64_t v)
 {
+    static const char hex[] = "0123456789abcdef";
+    char tmp[24], *end = tmp + sizeof tmp, *p = end;
+    *--p = '"';
+    do {
+        *--p = hex[v & 15];
+        v >>= 4;
+    } while (v);
+    *--p = 'x';
+    *--p = '0';
+    *--p = '"';
     before_value(w);
-    buf_printf(w->out, "\"0x%" PRIx64 "\"", v);
+    put(w->out, p, (size_t)(end - p));
 }
 
 void jsonw_raw(jsonw *w, const char *json)
