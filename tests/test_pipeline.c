@@ -1046,18 +1046,34 @@ static void post_three_and_drain(int on_port)
     CHECK(drain(30));
 }
 
-/* Each process of the two on the shared queue works alone in turn: the other one is stopped
- * (SIGSTOP) with the queue empty, so it holds no claimed report and only the running one's
- * workers can take what is posted. Each posts the same three reports twice: the second round
- * is served by that process's stack cache. */
+/* Stop node `name` (SIGSTOP) and wait until none of its database sessions is running a
+ * statement: a claim it sent just before it stopped has then finished (on an empty queue,
+ * locking nothing), and a stopped process sends no new one. Checked twice, 100 ms apart. */
+static void pause_node(pid_t pid, const char *name)
+{
+    kill(pid, SIGSTOP);
+    char *sql = xsprintf("SELECT count(*) FROM pg_stat_activity WHERE application_name = '%s' "
+                         "AND state = 'active'", name);
+    int quiet = 0;
+    for (double end = now_s() + 30; quiet < 2 && now_s() < end; sleep_ms(100))
+        quiet = sql_int(sql) == 0 ? quiet + 1 : 0;
+    CHECK(quiet == 2);
+    free(sql);
+}
+
+/* Each process of the two on the shared queue works alone in turn: the other one is paused
+ * with the queue empty, so it holds no claimed report and only the running one's workers can
+ * take what is posted. Each posts the same three reports twice: the second round is served by
+ * that process's stack cache. */
 static void metrics_show_cache_hit_rate(void)
 {
     CHECK(drain(30));
     int ports[2] = {port, second_port};
     pid_t pids[2] = {server_pid, second_pid};
+    const char *names[2] = {"node-a", "node-b"};
     for (int k = 0; k < 2; k++) {
         pid_t other = pids[1 - k];
-        kill(other, SIGSTOP);
+        pause_node(other, names[1 - k]);
         http_resp before = metrics_of(ports[k]);
         post_three_and_drain(ports[k]);
         http_resp middle = metrics_of(ports[k]);
