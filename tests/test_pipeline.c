@@ -1078,11 +1078,17 @@ static void metrics_show_cache_hit_rate(void)
         post_three_and_drain(ports[k]);
         http_resp middle = metrics_of(ports[k]);
         post_three_and_drain(ports[k]);   /* the same stacks again */
-        http_resp after = metrics_of(ports[k]);
+        /* A worker counts a batch just after its COMMIT, which drain() sees: wait for it. */
+        http_resp after = {0};
+        long long processed = 0;
+        for (double end = now_s() + 10; processed < 6 && now_s() < end; sleep_ms(50)) {
+            resp_free(&after);
+            after = metrics_of(ports[k]);
+            processed = metric_value(after.body, PROCESSED_KEY) -
+                        metric_value(before.body, PROCESSED_KEY);
+        }
         kill(other, SIGCONT);
         CHECK_EQ_INT(after.status, 200);
-        long long processed = metric_value(after.body, PROCESSED_KEY) -
-                              metric_value(before.body, PROCESSED_KEY);
         long long hits = metric_value(after.body, FRAME_HITS_KEY) -
                          metric_value(middle.body, FRAME_HITS_KEY);
         fprintf(stderr, "server %d alone: processed %lld, frame cache hits in round 2: %lld\n",
