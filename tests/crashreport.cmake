@@ -1,4 +1,4 @@
-# Crash and stack reports (issue #3): parsers, renderers, report symbolication, CLI.
+# Crash and stack reports: parsers, renderers, report symbolication, CLI.
 
 stacksift_unit_test(test_crashreport SOURCES test_crashreport.c LIBS crashreport PkgConfig::JANSSON)
 set_tests_properties(test_crashreport PROPERTIES TIMEOUT 300)

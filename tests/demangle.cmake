@@ -1,4 +1,4 @@
-# Symbol names (issue #11): C++ through the system's demangler, Swift through ours.
+# Symbol names: C++ through the system's demangler, Swift through ours.
 stacksift_unit_test(test_demangle SOURCES test_demangle.c LIBS demangle)
 
 # tests/bench/bench_demangle: names/s (not a test; run tests/bench/demangle.sh).

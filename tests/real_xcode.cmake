@@ -1,4 +1,4 @@
-# Real Xcode-built artifacts (issue #12), read from ../shared/real-xcode/ (never copied here).
+# Real Xcode-built artifacts, read from ../shared/real-xcode/ (never copied here).
 # real_xcode_dwarf: every byte of __text of every real dSYM slice looks up as
 # llvm-symbolizer-14 --inlines says (Swift modules, types, @objc thunks with inlinees).
 find_program(STACKSIFT_PYTHON3 python3 REQUIRED)

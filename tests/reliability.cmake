@@ -1,4 +1,4 @@
-# Issue 16: hostile requests, the upload race, slow clients and a frozen database against a
+# Hostile requests, the upload race, slow clients and a frozen database against a
 # real `stacksift serve` (tests/reliability/, Python 3 standard library, loopback only).
 # Run by both CI runs (plain and ASan+UBSan); each test is bounded to well under a minute.
 # The two timing tests (slow clients, frozen database) run alone: their bounds (1 s, 100 ms)

@@ -1,4 +1,4 @@
-# Privacy-API sample batches (issue #13): the batch parser and its canonical form.
+# Privacy-API sample batches: the batch parser and its canonical form.
 stacksift_unit_test(test_samplebatch SOURCES test_samplebatch.c LIBS samplebatch base)
 # The feature through the real server and Postgres (API, CSV, new-in-build, retries, late
 # dSYM, bad input); web_instance.py starts the instance.

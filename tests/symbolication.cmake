@@ -1,4 +1,4 @@
-# Symbolication core: Mach-O reader and symcache (issue #2). Fixture-based tests need
+# Symbolication core: Mach-O reader and symcache. Fixture-based tests need
 # tests/fixtures/build.sh to have run (tests/run.sh does it first).
 stacksift_unit_test(test_macho SOURCES test_macho.c LIBS macho PkgConfig::JANSSON LABELS "unit;fixtures")
 stacksift_unit_test(test_symcache SOURCES test_symcache.c LIBS symcache dsym PkgConfig::JANSSON Threads::Threads LABELS "unit;fixtures")

@@ -1,4 +1,4 @@
-# Issue #6: the API document against the real server, the Grafana queries on the real schema,
+# The HTTP API document against the real server, the Grafana queries on the real schema,
 # and the dashboard in headless Chromium.
 # Both start a real `stacksift serve` on a database of their own in the tests' Postgres
 # (STACKSIFT_TEST_DATABASE_URL, tests/run.sh) and use Debian's python3 with python3-yaml and

@@ -3,9 +3,9 @@
  * tree (concrete functions and their inlinees with address ranges and call sites), the line
  * tables, and the symbol table as a fallback.
  *
- * DWARF is read with libdwarf (dwarf_object_init_b over our own Mach-O section reader, so thin
- * and fat files both work), one libdwarf instance per thread, compile units spread over the
- * threads. Only the DIEs symbolication needs are visited: the compile unit, namespaces and
+ * DWARF is read by our own DIE reader (dieread.c, over the slice's __DWARF sections as
+ * common/macho maps them, so thin and fat files both work), compile units spread over the
+ * threads; libdwarf is only the test oracle (tests/test_debuginfo.c, README.md). Only the DIEs symbolication needs are visited: the compile unit, namespaces and
  * modules, aggregate types (Swift and C++ nest methods there), subprograms with code, lexical
  * blocks and inlined subroutines, at any nesting; everything else is skipped as a subtree. Names follow DW_AT_abstract_origin / DW_AT_specification (DWARF 5
  * sections 3.3.8.1, 2.13.2) the way llvm-symbolizer --functions=linkage does: the linkage name
@@ -71,7 +71,7 @@ typedef struct {
 /* debuginfo_load - read DWARF and symbol table of `img` into *out with `threads` threads
  * (0 = all CPUs). An image with no DWARF yields just the symbol table.
  * out     owned by the caller: debuginfo_reset().
- * Errors  ERR_INVALID (corrupt DWARF that libdwarf rejects, with its message). */
+ * Errors  ERR_INVALID (corrupt DWARF: the message names the unit and what is wrong). */
 err_code debuginfo_load(debuginfo *out, const macho_image *img, unsigned threads, err_info *err);
 
 /* debuginfo_reset - free everything in `d`; a zeroed struct is a no-op. */
