@@ -28,6 +28,10 @@ static void report_committed(void *ctx, err_code rc, const char *id, const err_i
     MHD_resume_connection(r->conn);
 }
 
+/* POST /api/v1/reports. Runs on a libmicrohttpd thread and never waits there: after the parse
+ * it suspends its own connection until the group commit answers (report_committed), then is
+ * called again to send the 202. A transport that runs handlers on threads of its own, its
+ * connection already suspended, must call it inline or commit with store_intake_insert. */
 enum MHD_Result handle_report_post(http_request *r)
 {
     if (r->intake == INTAKE_DONE) {

@@ -81,6 +81,15 @@ for _ in $(seq 300); do
 done
 psql "$url" -qc "TRUNCATE issues CASCADE; DELETE FROM reports" >/dev/null
 
+# The server's own view of POST latency (first callback to answer sent): its histogram before
+# and after the run; the difference gives this run's requests only.
+post_hist() {
+  curl -fs -H "Authorization: Bearer $token" "http://127.0.0.1:$port/metrics" |
+    awk -F'le="' '/^stacksift_http_request_duration_seconds_bucket\{route="reports_post"/ {
+      split($2, a, "\""); split($2, b, "} "); print a[1], b[2] }'
+}
+hist0=$(post_hist)
+
 # The peer: the same connections on the cheapest route.
 wrk -t2 -c"$conns" -d"$((secs / 4 + 1))s" --latency "http://127.0.0.1:$port/healthz" >"$work/peer.txt"
 
@@ -103,6 +112,7 @@ for _ in $(seq 1200); do
 done
 drained=$(date +%s.%N)
 rss_kb=$(awk '/VmHWM/ {print $2}' "/proc/$server_pid/status")
+hist1=$(post_hist)
 metrics=$(curl -fs -H "Authorization: Bearer $token" "http://127.0.0.1:$port/metrics")
 ratio=$(echo "$metrics" | awk '/^stacksift_symbol_cache_hit_ratio/ {print $2}')
 stats=$(psql "$url" -AtF' ' -c "
@@ -130,6 +140,25 @@ peer_p99=$(ms 99% "$work/peer.txt")
 commits=$(echo "$metrics" | awk '/^stacksift_intake_commits_total/ {print $2}')
 committed=$(echo "$metrics" | awk '/^stacksift_intake_reports_total/ {print $2}')
 per_commit=$(awk -v a="${committed:-0}" -v b="${commits:-0}" 'BEGIN { printf "%.1f", (b > 0 ? a / b : 0) }')
+# percentile of the histogram difference, linear within a bucket (ms)
+read -r srv_p50 srv_p99 < <(python3 - "$hist0" "$hist1" <<'PY'
+import sys
+def parse(t):
+    return {le: int(n) for le, n in (l.split() for l in t.splitlines() if l.strip())}
+h0, h1 = parse(sys.argv[1]), parse(sys.argv[2])
+les = sorted((float(k), k) for k in h1 if k != "+Inf")
+total = h1.get("+Inf", 0) - h0.get("+Inf", 0)
+def pct(q):
+    want, lo, prev = q * total, 0.0, 0
+    for le, k in les:
+        c = h1[k] - h0.get(k, 0)
+        if c >= want and c > prev:
+            return 1000 * (lo + (le - lo) * (want - prev) / (c - prev))
+        lo, prev = le, c
+    return 1000 * les[-1][0]
+print("%.2f %.2f" % (pct(0.5), pct(0.99)) if total else "0 0")
+PY
+)
 e2e=$(python3 -c "print(round($processed / $span, 1) if $span > 0 else 0)")
 non2xx=$(awk '/Non-2xx/ {print $5}' "$work/wrk.txt")
 
@@ -141,11 +170,13 @@ printf '"lag_p50_s":%.3f,"lag_p99_s":%.3f,"lag_max_s":%.3f,"drain_after_post_s":
   "$lag50" "$lag99" "$lagmax" "$(awk -v a="$drained" -v b="$posted_end" 'BEGIN { print a - b }')"
 printf '"rss_peak_mb":%.1f,"stack_cache_hit_ratio":%s,"reports_per_commit":%s,' \
   "$(awk -v k="$rss_kb" 'BEGIN { print k / 1024 }')" "${ratio:-0}" "$per_commit"
+printf '"server_p50_ms":%s,"server_p99_ms":%s,' "$srv_p50" "$srv_p99"
 printf '"pg_fsync":"%s","peer_healthz_rps":%s,"peer_p50_ms":%s,"peer_p99_ms":%s,' \
   "${PG_FSYNC:-off}" "$peer_rps" "$peer_p50" "$peer_p99"
 printf '"post_vs_healthz":%.3f,"non_2xx":%s}\n' \
   "$(awk -v a="$rps" -v b="$peer_rps" 'BEGIN { print a / b }')" "${non2xx:-0}"
 echo "POST: $rps reports/s, p50 ${p50} ms, p99 ${p99} ms, $per_commit reports per commit (target >= 5000/s, p99 < 25 ms)"
+echo "server side (first callback -> answer sent): p50 ${srv_p50} ms, p99 ${srv_p99} ms"
 echo "peer GET /healthz: $peer_rps req/s, p50 ${peer_p50} ms, p99 ${peer_p99} ms; POST/peer $(awk -v a="$rps" -v b="$peer_rps" 'BEGIN { printf "%.3f", a / b }')"
 echo "end to end: $e2e reports/s processed; receipt -> processed p50 ${lag50}s p99 ${lag99}s"
 echo "server peak RSS: $((rss_kb / 1024)) MiB (target < 150); stack cache hit ratio ${ratio:-0}"
