@@ -7,3 +7,15 @@ add_test(NAME real_xcode_dwarf
   WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
 set_tests_properties(real_xcode_dwarf PROPERTIES LABELS fixtures TIMEOUT 120
   ENVIRONMENT "${STACKSIFT_TEST_ENV}")
+
+# Call-tree report formats (sample, spindump, MetricKit): model, bad input, bounds, goldens.
+stacksift_unit_test(test_crashreport_tree SOURCES test_crashreport_tree.c LIBS crashreport PkgConfig::JANSSON)
+set_tests_properties(test_crashreport_tree PROPERTIES TIMEOUT 300)
+
+# real_xcode_reports: every crash and sample report of ../shared/real-xcode/ symbolicates as
+# Apple's symbolicated copy says (function, file:line; return-address lookups counted apart).
+add_test(NAME real_xcode_reports
+  COMMAND ${STACKSIFT_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/real_xcode_reports.py
+  WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
+set_tests_properties(real_xcode_reports PROPERTIES LABELS fixtures TIMEOUT 300
+  ENVIRONMENT "${STACKSIFT_TEST_ENV}")

@@ -191,8 +191,7 @@ static const corpus_row CORPUS[] = {
         "instead)"),
     REJ("other/pycrashreport-panic-1.ips", ERR_UNSUPPORTED,
         "kernel panic report (bug_type 151) is not an app crash report"),
-    REJ("other/sentrycocoa-metrickit-1.json", ERR_UNSUPPORTED,
-        "MetricKit call-stack tree JSON is not a supported report format"),
+    OK("other/sentrycocoa-metrickit-1.json", "metrickit", 16, 92, 11, -1, 0, 0),
     REJ("other/symbolic-crashprobe-1.json", ERR_UNSUPPORTED,
         "Sentry event JSON is not a supported report format (send the raw crash report "
         "instead)"),

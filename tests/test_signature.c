@@ -561,6 +561,38 @@ static void hang_uses_thread_zero(void)
     CHECK_EQ_STR(s.kind, "hang");
 }
 
+/* A sample (call tree): the heaviest path of the main thread, the callee with the most
+ * samples at each level, innermost first; the other branches and threads do not count. */
+static void sample_uses_heaviest_path_of_main_thread(void)
+{
+    static const char SAMPLE[] =
+        "Analysis of sampling FixtureApp (pid 1) every 1 millisecond\n"
+        "Process:         FixtureApp [1]\n"
+        "Path:            /Applications/FixtureApp.app/Contents/MacOS/FixtureApp\n"
+        "Code Type:       X86-64\n\n"
+        "Call graph:\n"
+        "    50 Thread_7   DispatchQueue_9: worker  (serial)\n"
+        "    + 50 busy_worker  (in FixtureApp) + 4  [0x100000104]\n"
+        "    40 Thread_1   DispatchQueue_1: com.apple.main-thread  (serial)\n"
+        "    + 40 main  (in FixtureApp) + 4  [0x100000204]\n"
+        "    +   12 light_branch  (in FixtureApp) + 8  [0x100000308]\n"
+        "    +   28 heavy_branch  (in FixtureApp) + 8  [0x100000408]\n"
+        "    +     20 heavy_leaf  (in FixtureApp) + 8  [0x100000508]\n"
+        "    +     8 other_leaf  (in FixtureApp) + 8  [0x100000608]\n"
+        "\nBinary Images:\n"
+        "       0x100000000 -        0x100003fff +FixtureApp (1.0) <11111111-2222-3333-4444-555555555555> "
+        "/Applications/FixtureApp.app/Contents/MacOS/FixtureApp\n";
+    signature s = sig_of(SAMPLE, 3);
+    CHECK_EQ_STR(s.kind, "hang");
+    CHECK_EQ_INT(s.thread, 0); /* the main thread comes first */
+    CHECK_EQ_INT(s.nframes, 3);
+    if (s.nframes == 3) {
+        CHECK_EQ_STR(s.frames[0].function, "heavy_leaf");
+        CHECK_EQ_STR(s.frames[1].function, "heavy_branch");
+        CHECK_EQ_STR(s.frames[2].function, "main");
+    }
+}
+
 static void frames_render_as_json(void)
 {
     signature s = sig_of(HEADER "Exception Type:  EXC_BAD_ACCESS (SIGSEGV)\n\nThread 0 Crashed:\n"
@@ -607,6 +639,7 @@ int main(void)
     RUN(recursion_is_collapsed);
     RUN(same_crash_other_addresses_same_fingerprint);
     RUN(exception_class_is_in_fingerprint);
+    RUN(sample_uses_heaviest_path_of_main_thread);
     RUN(last_exception_backtrace_is_used);
     RUN(crashed_thread_is_used);
     RUN(sdk_frames_are_skipped);

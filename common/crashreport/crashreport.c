@@ -17,6 +17,8 @@ const char *crashreport_format_name(crashreport_format f)
     case CRASHREPORT_FORMAT_IPS:        return "ips";
     case CRASHREPORT_FORMAT_KSCRASH:    return "kscrash";
     case CRASHREPORT_FORMAT_JSON:       return "json";
+    case CRASHREPORT_FORMAT_SAMPLE:     return "sample";
+    case CRASHREPORT_FORMAT_METRICKIT:  return "metrickit";
     }
     return "unknown";
 }
@@ -90,6 +92,7 @@ crashreport_thread *cr_add_thread(cr_builder *b)
 static void frame_init(crashreport_frame *f)
 {
     f->image = -1;
+    f->parent = -1;
 }
 
 crashreport_frame *cr_add_frame(cr_builder *b, crashreport_thread *t)
@@ -521,6 +524,42 @@ static err_code display_names(crashreport *r, arena *a, err_info *err)
 
 static err_code parse_any(crashreport **out, const char *data, size_t len, arena *a, err_info *err);
 
+err_code crashreport_parse_all(crashreport ***out, size_t *n, const char *data, size_t len, arena *a,
+                               err_info *err)
+{
+    *out = NULL;
+    *n = 0;
+    if (len >= 3 && memcmp(data, "\xef\xbb\xbf", 3) == 0)
+        data += 3, len -= 3;
+    size_t i = 0;
+    while (i < len && isspace((unsigned char)data[i]))
+        i++;
+    if (i < len && (data[i] == '{' || data[i] == '[') && utf8_check((const unsigned char *)data, len) == len) {
+        crashreport **list = NULL;
+        size_t count = 0;
+        err_code rc = cr_parse_json_all(&list, &count, data + i, len - i, a, err);
+        for (size_t k = 0; rc == ERR_OK && k < count; k++)
+            if (display_names(list[k], a, err) != ERR_OK)
+                return err_set(err, ERR_TOO_LARGE, "report too large: demangling its names");
+        if (rc == ERR_OK) {
+            *out = list;
+            *n = count;
+        }
+        return rc;
+    }
+    crashreport *one;
+    err_code rc = crashreport_parse(&one, data, len, a, err);
+    if (rc != ERR_OK)
+        return rc;
+    crashreport **list = arena_alloc_array(a, 1, sizeof *list, err);
+    if (list == NULL)
+        return ERR_TOO_LARGE;
+    list[0] = one;
+    *out = list;
+    *n = 1;
+    return ERR_OK;
+}
+
 err_code crashreport_parse(crashreport **out, const char *data, size_t len, arena *a,
                            err_info *err)
 {
@@ -556,5 +595,7 @@ static err_code parse_any(crashreport **out, const char *data, size_t len, arena
         /* A JSON document, or a one-line .ips JSON header followed by a text body. */
         return cr_parse_json(out, data + i, len - i, a, err);
     }
+    if (cr_looks_like_sample(data + i, len - i))
+        return cr_parse_sample(out, data + i, len - i, a, err);
     return cr_parse_apple_text(out, data, len, a, err);
 }

@@ -13,6 +13,12 @@
  *               exception, termination, lastExceptionBacktrace, asi.
  *   kscrash     KSCrash / SentryCrash / Bugsnag-KSCrash JSON (report, crash, binary_images).
  *   json        stacksift's own JSON stack format for crashes, hangs and samples.
+ *   sample      macOS `sample` text ("Analysis of sampling ...", "Call graph:" tree of
+ *               "COUNT FUNCTION (in IMAGE) + OFF [ADDR]" lines, Binary Images) and spindump
+ *               text ("COUNT FUNCTION + OFF (IMAGE + OFF) [ADDR]" per thread): a call tree.
+ *   metrickit   MetricKit MXDiagnosticPayload JSON (crash, hang, CPU and disk-write exception
+ *               diagnostics with a callStackTree), or one diagnostic or a bare callStackTree:
+ *               a call tree per call stack; crashreport_parse_metrickit gives every diagnostic.
  *
  * Everything a parser produces lives in the caller's arena and stays valid until
  * arena_free(). Addresses are runtime addresses exactly as the report gives them
@@ -34,6 +40,8 @@ typedef enum {
     CRASHREPORT_FORMAT_IPS,        /* "ips" */
     CRASHREPORT_FORMAT_KSCRASH,    /* "kscrash" */
     CRASHREPORT_FORMAT_JSON,       /* "json": stacksift's own stack format */
+    CRASHREPORT_FORMAT_SAMPLE,     /* "sample": macOS sample / spindump text (a call tree) */
+    CRASHREPORT_FORMAT_METRICKIT,  /* "metrickit": one MetricKit diagnostic (a call tree) */
 } crashreport_format;
 
 typedef enum {
@@ -111,6 +119,12 @@ typedef struct {
     uint64_t lookup_addr;    /* the image file address that was looked up (0 if none) */
     const crashreport_symbol *symbols;
     uint32_t nsymbols;
+    /* Call trees (crashreport.tree): the thread's frames are the tree's nodes in pre-order,
+     * a caller before its callees. Stacks leave parent -1, depth 0, sample_count 0. */
+    int32_t parent;          /* index of the calling frame in the same thread, -1 for a root */
+    uint32_t depth;          /* 0 for a root */
+    uint64_t sample_count;   /* samples whose stack passed through this frame */
+    bool leaf;               /* no callees: the sampled instruction, not a return address */
 } crashreport_frame;
 
 typedef struct {
@@ -118,8 +132,9 @@ typedef struct {
     const char *name;          /* thread name, NULL if none */
     const char *queue;         /* dispatch queue, NULL if none */
     bool crashed;              /* the crashed (triggered / faulting) thread */
-    crashreport_frame *frames; /* innermost first */
+    crashreport_frame *frames; /* innermost first; call trees: pre-order (see frame.parent) */
     size_t nframes;
+    uint64_t sample_count;     /* call trees: samples of this thread (0 if not given) */
 } crashreport_thread;
 
 /* Report metadata; every string is as the report gives it, NULL if absent. */
@@ -147,6 +162,13 @@ typedef struct {
     const char *termination_reason; /* "SIGNAL 6 Abort trap: 6", "Namespace SIGNAL, Code 6" */
     const char *app_specific_info;  /* "Application Specific Information" / asi, lines joined */
     int32_t crashed_thread;         /* thread number of the crashed thread, -1 if unknown */
+    uint64_t hang_duration_ms;      /* hangs: how long the app was unresponsive (ms) as the
+                                       report gives it (spindump "Duration:", MetricKit
+                                       hangDuration, sample's sampling time); 0 = not given */
+    const char *diagnostic;         /* metrickit: "crash", "hang", "cpu_exception",
+                                       "disk_write_exception"; NULL otherwise */
+    const char *exception_detail;   /* metrickit: the diagnostic's own measurements, as JSON
+                                       text ({"totalCPUTime":"20 sec",...}); NULL if none */
 } crashreport_metadata;
 
 typedef struct {
@@ -155,6 +177,10 @@ typedef struct {
     crashreport_metadata meta;
     crashreport_thread *threads;
     size_t nthreads;
+    bool tree;                     /* threads hold call trees (sample, metrickit) */
+    bool partial;                  /* the tree could not be read completely (truncated,
+                                      counts or indentation that do not add up); errors
+                                      says what. The frames read so far are kept. */
     bool has_leb;                  /* a Last Exception Backtrace is present */
     crashreport_frame *leb;        /* its frames, innermost (the throw) first */
     size_t nleb;
@@ -174,6 +200,7 @@ typedef struct {
 /* Upper bounds that keep a hostile report from costing more than its size suggests. */
 #define CRASHREPORT_MAX_LINE 65536     /* text lines longer than this are not interpreted */
 #define CRASHREPORT_MAX_ERRORS 100     /* further non-fatal errors are counted, not listed */
+#define CRASHREPORT_MAX_TREE_FRAMES 200000 /* frames of one call-tree report; more: partial */
 
 /*
  * crashreport_parse - detect the format of `len` bytes of report and parse it.
@@ -190,6 +217,16 @@ typedef struct {
  */
 err_code crashreport_parse(crashreport **out, const char *data, size_t len, arena *a,
                            err_info *err);
+
+/*
+ * crashreport_parse_all - as crashreport_parse, for documents that hold several reports: a
+ * MetricKit payload gives one report per diagnostic (crash, hang, CPU and disk-write
+ * exception, in that order); every other format gives one.
+ * out     an array of *n (>= 1) reports, all in `a`, valid until arena_free(a).
+ * Errors  as crashreport_parse; ERR_TOO_LARGE also for more than 1,000 diagnostics.
+ */
+err_code crashreport_parse_all(crashreport ***out, size_t *n, const char *data, size_t len, arena *a,
+                               err_info *err);
 
 /* crashreport_format_name / crashreport_kind_name / crashreport_sym_status_name - the
  * stable strings above ("apple-text", "crash", "ok", ...). Static strings. */

@@ -64,6 +64,30 @@ err_code cr_parse_apple_text(crashreport **out, const char *data, size_t len, ar
 err_code cr_parse_json(crashreport **out, const char *data, size_t len, arena *a,
                        err_info *err);
 
+/* cr_text_image_line - add the image of one Apple "Binary Images:" line
+ * ("0x1000 - 0x1fff +Name (1.0) <UUID> /path", any variant crash reports print); false if
+ * the line is not one. Shared by the crash text and sample parsers. */
+bool cr_text_image_line(cr_builder *b, const char *s, size_t n);
+
+/* cr_parse_sample - macOS sample / spindump text (parse_sample.c). */
+err_code cr_parse_sample(crashreport **out, const char *data, size_t len, arena *a,
+                         err_info *err);
+
+/* cr_looks_like_sample - whether text (the first bytes of a report) is sample/spindump. */
+bool cr_looks_like_sample(const char *data, size_t len);
+
+/* cr_is_metrickit - whether a parsed JSON document (json_t *) is a MetricKit payload, one
+ * diagnostic or a bare call-stack tree. */
+bool cr_is_metrickit(const void *root);
+
+/* cr_parse_metrickit - every diagnostic of a MetricKit document (json_t *) as one report each
+ * (parse_metrickit.c); *out is an arena array of *n reports. */
+err_code cr_parse_metrickit(crashreport ***out, size_t *n, const void *root, arena *a, err_info *err);
+
+/* cr_parse_json_all - a JSON document: one report, or one per MetricKit diagnostic. */
+err_code cr_parse_json_all(crashreport ***out, size_t *n, const char *data, size_t len, arena *a,
+                           err_info *err);
+
 /* cr_parse_ips_header_into - fill empty metadata of `b->r` from a one-line .ips JSON header
  * (apple-text with a JSON header line). Malformed headers are noted, not fatal. */
 void cr_parse_ips_header_into(cr_builder *b, const char *line, size_t len);

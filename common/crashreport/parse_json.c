@@ -710,10 +710,6 @@ static err_code classify(crashreport **out, const json_t *root, arena *a, err_in
         return parse_stack_json(out, root, a, err);
     if (json_object_get(root, "usedImages") != NULL || json_object_get(root, "bug_type"))
         return parse_ips(out, NULL, root, a, err);
-    if (json_object_get(root, "callStacks") != NULL ||
-        json_object_get(root, "callStackTree") != NULL)
-        return err_set(err, ERR_UNSUPPORTED,
-                       "MetricKit call-stack tree JSON is not a supported report format");
     if (json_object_get(root, "debug_meta") != NULL || json_object_get(root, "sdk") != NULL ||
         json_object_get(root, "event_id") != NULL)
         return err_set(err, ERR_UNSUPPORTED,
@@ -727,8 +723,51 @@ static err_code classify(crashreport **out, const json_t *root, arena *a, err_in
                    "unrecognized JSON document: not an .ips, KSCrash or stacksift report");
 }
 
+static err_code parse_json_one(crashreport **out, crashreport ***all, size_t *nall, const char *data,
+                               size_t len, arena *a, err_info *err);
+
 err_code cr_parse_json(crashreport **out, const char *data, size_t len, arena *a,
                        err_info *err)
+{
+    crashreport **all = NULL;
+    size_t n = 0;
+    *out = NULL;
+    err_code rc = cr_parse_json_all(&all, &n, data, len, a, err);
+    if (rc != ERR_OK)
+        return rc;
+    *out = all[0];
+    if (n > 1) {
+        /* crashreport_parse gives one report: say that the payload holds more */
+        cr_builder b = {.r = all[0], .a = a, .err = err};
+        cr_note(&b, "MetricKit payload holds %zu diagnostics; this is the first "
+                "(crashreport_parse_all reads every one)", n);
+        if (b.failed)
+            return ERR_TOO_LARGE;
+    }
+    return ERR_OK;
+}
+
+err_code cr_parse_json_all(crashreport ***out, size_t *n, const char *data, size_t len, arena *a,
+                           err_info *err)
+{
+    *out = NULL;
+    *n = 0;
+    crashreport *one = NULL;
+    err_code rc1 = parse_json_one(&one, out, n, data, len, a, err);
+    if (rc1 != ERR_OK || *out != NULL)
+        return rc1;
+    crashreport **list = arena_alloc_array(a, 1, sizeof *list, err);
+    if (list == NULL)
+        return ERR_TOO_LARGE;
+    list[0] = one;
+    *out = list;
+    *n = 1;
+    return ERR_OK;
+}
+
+/* One JSON document: a report into *one, or (MetricKit) every diagnostic into *all / *n. */
+static err_code parse_json_one(crashreport **out, crashreport ***all, size_t *nall, const char *data,
+                               size_t len, arena *a, err_info *err)
 {
     json_error_t e;
     size_t used = 0;
@@ -742,8 +781,11 @@ err_code cr_parse_json(crashreport **out, const char *data, size_t len, arena *a
     while (rest < len && (data[rest] == ' ' || data[rest] == '\t' || data[rest] == '\r' ||
                           data[rest] == '\n'))
         rest++;
-    if (rest == len)
+    if (rest == len) {
+        if (cr_is_metrickit(first))
+            return cr_parse_metrickit(all, nall, first, a, err);
         return classify(out, first, a, err);
+    }
     if (!json_is_object(first))
         return err_set(err, ERR_INVALID, "unrecognized report: text after a JSON array");
     if (data[rest] != '{') {

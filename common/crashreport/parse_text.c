@@ -523,6 +523,22 @@ static bool image_line(cr_builder *b, pcre2_match_data *md, const char *s, size_
     return true;
 }
 
+bool cr_text_image_line(cr_builder *b, const char *s, size_t n)
+{
+    pthread_once(&patterns_once, compile_patterns);
+    image_fields fl = {0};
+    if (image_fields_fast(&fl, s, n))
+        return image_line(b, NULL, s, n);
+    if (!patterns_ok)
+        return false;
+    pcre2_match_data *md = pcre2_match_data_create(8, NULL);
+    if (md == NULL)
+        return false;
+    bool ok = image_line(b, md, s, n);
+    pcre2_match_data_free(md);
+    return ok;
+}
+
 /* ---- header keys ----------------------------------------------------------------------------- */
 
 typedef enum {

@@ -56,6 +56,15 @@ static void json_frames(jsonw *w, const crashreport *r, const crashreport_frame 
         json_opt_uint(w, "symbol_offset", f->has_symbol_offset, f->symbol_offset);
         jsonw_kstr(w, "file", f->file);
         json_opt_uint(w, "line", f->line > 0, f->line);
+        if (r->tree) {
+            jsonw_key(w, "parent");
+            if (f->parent >= 0)
+                jsonw_int(w, f->parent);
+            else
+                jsonw_null(w);
+            jsonw_kuint(w, "depth", f->depth);
+            jsonw_kuint(w, "sample_count", f->sample_count);
+        }
         if (f->ngiven_inlines > 0) {
             jsonw_key(w, "report_inlines");
             json_symbols(w, f->given_inlines, f->ngiven_inlines);
@@ -92,6 +101,10 @@ void crashreport_render_json(buf *o, const crashreport *r)
     jsonw_object_begin(&w);
     jsonw_kstr(&w, "format", crashreport_format_name(r->format));
     jsonw_kstr(&w, "kind", crashreport_kind_name(r->kind));
+    if (r->tree) {
+        jsonw_kbool(&w, "tree", true);
+        jsonw_kbool(&w, "partial", r->partial);
+    }
     jsonw_key(&w, "metadata");
     jsonw_object_begin(&w);
     jsonw_kstr(&w, "incident_id", m->incident_id);
@@ -121,6 +134,13 @@ void crashreport_render_json(buf *o, const crashreport *r)
         jsonw_int(&w, m->crashed_thread);
     else
         jsonw_null(&w);
+    /* keys only hangs and MetricKit reports have: present only when known */
+    if (m->hang_duration_ms > 0)
+        jsonw_kuint(&w, "hang_duration_ms", m->hang_duration_ms);
+    if (m->diagnostic != NULL)
+        jsonw_kstr(&w, "diagnostic", m->diagnostic);
+    if (m->exception_detail != NULL)
+        jsonw_kraw(&w, "exception_detail", m->exception_detail); /* JSON made by the parser */
     jsonw_object_end(&w);
     jsonw_key(&w, "threads");
     jsonw_array_begin(&w);
@@ -131,6 +151,8 @@ void crashreport_render_json(buf *o, const crashreport *r)
         jsonw_kstr(&w, "name", t->name);
         jsonw_kstr(&w, "queue", t->queue);
         jsonw_kbool(&w, "crashed", t->crashed);
+        if (r->tree)
+            jsonw_kuint(&w, "sample_count", t->sample_count);
         jsonw_key(&w, "frames");
         json_frames(&w, r, t->frames, t->nframes);
         jsonw_object_end(&w);
@@ -245,6 +267,61 @@ static void frame_lines(buf *o, const crashreport *r, const crashreport_frame *f
     buf_putc(o, '\n');
 }
 
+/* A call-tree frame as Apple's symbolicated sample files print it (atos without -i: the
+ * concrete function with its own file:line), "FUNC (in IMAGE) (FILE:LINE) [0xADDR]"; a frame
+ * nobody symbolicated keeps what the report gave. */
+static void sample_frame_text(buf *o, const crashreport *r, const crashreport_frame *f)
+{
+    const char *image = f->image_name;
+    if (image == NULL && f->image >= 0)
+        image = r->images[f->image].name;
+    if (f->sym_status == CRASHREPORT_SYM_OK && f->nsymbols > 0) {
+        const crashreport_symbol *s = &f->symbols[f->nsymbols - 1]; /* the concrete function */
+        buf_printf(o, "%s (in %s)", s->function, image ? image : "???");
+        if (s->file != NULL) {
+            buf_printf(o, " (%s", base_name(s->file));
+            if (s->line > 0)
+                buf_printf(o, ":%u", s->line);
+            buf_putc(o, ')');
+        } else {
+            buf_printf(o, " + %" PRIu64, s->offset);
+        }
+    } else {
+        buf_printf(o, "%s  (in %s)", f->symbol ? f->symbol : "???", image ? image : "???");
+        if (f->has_symbol_offset)
+            buf_printf(o, " + %" PRIu64, f->symbol_offset);
+        else if (f->image >= 0 && f->addr >= r->images[f->image].load_addr)
+            buf_printf(o, "  load address 0x%" PRIx64 " + 0x%" PRIx64, r->images[f->image].load_addr,
+                       f->addr - r->images[f->image].load_addr);
+    }
+    buf_printf(o, " [0x%" PRIx64 "]", f->addr);
+}
+
+/* A call tree without source text (MetricKit): sample's "Call graph:" layout. */
+static void render_tree_synth(buf *o, const crashreport *r)
+{
+    buf_append_str(o, "Call graph:\n");
+    for (size_t t = 0; t < r->nthreads; t++) {
+        const crashreport_thread *th = &r->threads[t];
+        buf_printf(o, "    %" PRIu64 " Thread_%u", th->sample_count, th->index);
+        if (th->crashed)
+            buf_append_str(o, "   (attributed)");
+        if (th->queue != NULL)
+            buf_printf(o, "   DispatchQueue_1: %s", th->queue);
+        buf_putc(o, '\n');
+        for (size_t i = 0; i < th->nframes; i++) {
+            const crashreport_frame *f = &th->frames[i];
+            buf_append_str(o, "    ");
+            for (uint32_t d = 0; d <= f->depth && d < 4096; d++)
+                buf_append_str(o, d == 0 ? "+ " : "  ");
+            buf_printf(o, "%" PRIu64 " ", f->sample_count);
+            sample_frame_text(o, r, f);
+            buf_putc(o, '\n');
+        }
+    }
+    buf_putc(o, '\n');
+}
+
 typedef struct {
     const crashreport_frame *f;
     size_t order;
@@ -307,6 +384,11 @@ static void render_source(buf *o, const crashreport *r)
             continue;
         }
         buf_append(o, r->text + pos, f->src_sym - pos);
+        if (r->format == CRASHREPORT_FORMAT_SAMPLE) {
+            sample_frame_text(o, r, f);
+            pos = f->src_end;
+            continue;
+        }
         for (uint32_t j = 0; j < f->nsymbols; j++) {
             if (j > 0) {
                 buf_putc(o, '\n');
@@ -326,7 +408,7 @@ static void header_line(buf *o, const char *key, const char *v)
         buf_printf(o, "%-20s %s\n", key, v);
 }
 
-static void render_synth(buf *o, const crashreport *r)
+static void render_synth_header(buf *o, const crashreport *r)
 {
     const crashreport_metadata *m = &r->meta;
     header_line(o, "Incident Identifier:", m->incident_id);
@@ -358,8 +440,23 @@ static void render_synth(buf *o, const crashreport *r)
     if (m->crashed_thread >= 0)
         buf_printf(o, "%-20s %d\n", "Triggered by Thread:", m->crashed_thread);
     buf_putc(o, '\n');
+    if (m->hang_duration_ms > 0)
+        buf_printf(o, "%-20s %" PRIu64 " ms\n", "Hang Duration:", m->hang_duration_ms);
+    if (m->diagnostic != NULL)
+        header_line(o, "MetricKit:", m->diagnostic);
+    if (m->exception_detail != NULL)
+        header_line(o, "Diagnostic Data:", m->exception_detail);
+    if (m->hang_duration_ms > 0 || m->diagnostic != NULL)
+        buf_putc(o, '\n');
     if (m->app_specific_info != NULL)
         buf_printf(o, "Application Specific Information:\n%s\n\n", m->app_specific_info);
+}
+
+static void render_images(buf *o, const crashreport *r);
+
+static void render_synth(buf *o, const crashreport *r)
+{
+    render_synth_header(o, r);
     if (r->has_leb) {
         buf_append_str(o, "Last Exception Backtrace:\n");
         for (size_t i = 0; i < r->nleb; i++)
@@ -377,6 +474,11 @@ static void render_synth(buf *o, const crashreport *r)
             frame_lines(o, r, &th->frames[i]);
         buf_putc(o, '\n');
     }
+    render_images(o, r);
+}
+
+static void render_images(buf *o, const crashreport *r)
+{
     buf_append_str(o, "Binary Images:\n");
     for (size_t i = 0; i < r->nimages; i++) {
         const crashreport_image *im = &r->images[i];
@@ -392,8 +494,14 @@ static void render_synth(buf *o, const crashreport *r)
 
 void crashreport_render_text(buf *o, const crashreport *r)
 {
-    if (r->format == CRASHREPORT_FORMAT_APPLE_TEXT && r->text != NULL)
+    if ((r->format == CRASHREPORT_FORMAT_APPLE_TEXT || r->format == CRASHREPORT_FORMAT_SAMPLE) &&
+        r->text != NULL) {
         render_source(o, r);
-    else
+    } else if (r->tree) {
+        render_synth_header(o, r);
+        render_tree_synth(o, r);
+        render_images(o, r);
+    } else {
         render_synth(o, r);
+    }
 }

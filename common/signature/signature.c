@@ -608,8 +608,61 @@ const char *signature_basis_name(signature_basis b)
     return "in_app";
 }
 
+/* Rule 1 for call trees (sample, MetricKit): the heaviest path of the thread, the callee
+ * with the most samples at each level (the first on a tie), innermost first, copied into
+ * the arena. */
+static const crashreport_frame *heaviest_path(const crashreport_thread *t, size_t *n, arena *a,
+                                              err_info *err)
+{
+    *n = 0;
+    if (t->nframes == 0)
+        return NULL;
+    size_t cap = 0;
+    for (size_t i = 0; i < t->nframes; i++)
+        if (t->frames[i].depth + 1 > cap)
+            cap = t->frames[i].depth + 1;
+    crashreport_frame *path = arena_alloc_array(a, cap, sizeof *path, err);
+    if (path == NULL)
+        return NULL;
+    /* Frames are in pre-order, each subtree contiguous: end[i] is one past frame i's subtree,
+     * so a frame's callees are i+1, end[i+1], ... (linear in the frames, any shape). */
+    size_t *end = arena_alloc_array(a, t->nframes, sizeof *end, err);
+    if (end == NULL)
+        return NULL;
+    for (size_t i = 0; i < t->nframes; i++)
+        end[i] = i + 1;
+    for (size_t i = t->nframes; i > 0; i--) {
+        int32_t p = t->frames[i - 1].parent;
+        if (p >= 0 && (size_t)p < i - 1 && end[p] < end[i - 1])
+            end[p] = end[i - 1];
+    }
+    int32_t parent = -1;
+    size_t depth = 0;
+    for (;;) {
+        int32_t best = -1;
+        size_t stop = parent < 0 ? t->nframes : end[parent];
+        for (size_t i = parent < 0 ? 0 : (size_t)parent + 1; i < stop && i < t->nframes; i = end[i]) {
+            const crashreport_frame *f = &t->frames[i];
+            if (best < 0 || f->sample_count > t->frames[best].sample_count)
+                best = (int32_t)i;
+        }
+        if (best < 0 || depth == cap)
+            break;
+        path[depth++] = t->frames[best];
+        parent = best;
+    }
+    for (size_t i = 0; i < depth / 2; i++) {
+        crashreport_frame tmp = path[i];
+        path[i] = path[depth - 1 - i];
+        path[depth - 1 - i] = tmp;
+    }
+    *n = depth;
+    return path;
+}
+
 /* Rule 1: which stack the signature is taken from. */
-static const crashreport_frame *pick_stack(const crashreport *r, size_t *n, int32_t *thread)
+static const crashreport_frame *pick_stack(const crashreport *r, size_t *n, int32_t *thread, arena *a,
+                                           err_info *err)
 {
     *n = 0;
     *thread = -1;
@@ -634,8 +687,10 @@ static const crashreport_frame *pick_stack(const crashreport *r, size_t *n, int3
         t = &r->threads[0];
     if (t == NULL)
         return NULL;
-    *n = t->nframes;
     *thread = (int32_t)t->index;
+    if (r->tree)
+        return heaviest_path(t, n, a, err);
+    *n = t->nframes;
     return t->frames;
 }
 
@@ -827,7 +882,9 @@ err_code signature_compute(signature *out, const crashreport *r, const signature
         c.image_in_app[i] = signature_image_in_app(r, i);
 
     size_t n;
-    const crashreport_frame *stack = pick_stack(r, &n, &out->thread);
+    const crashreport_frame *stack = pick_stack(r, &n, &out->thread, a, err);
+    if (r->tree && stack == NULL && n == 0 && err != NULL && err->code == ERR_TOO_LARGE)
+        return ERR_TOO_LARGE;
     rc = expand(&c, stack, n);
     if (rc != ERR_OK)
         return rc;

@@ -6,7 +6,9 @@
  * tests/test_signature.c):
  *   1. Stack: the Last Exception Backtrace of an uncaught exception, else the crashed thread
  *      (crashed flag, else meta.crashed_thread), else thread 0; thread 0 for hangs; the only
- *      stack of a sample.
+ *      stack of a sample. A call tree (sample/spindump, MetricKit; the parsers put the main
+ *      or attributed thread first) gives its heaviest path: from the roots, the callee with
+ *      the most samples at each level (the first on a tie), read innermost first.
  *   2. Inlined frames are expanded (a frame with symbols A inlined into B gives A, then B).
  *   3. Error-raising machinery (objc_exception_throw, __cxa_throw, abort, pthread_kill, Swift
  *      assertion and runtime-failure traps, ...) is dropped: SIGNATURE_SKIP in signature.c is

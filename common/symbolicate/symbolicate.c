@@ -104,7 +104,9 @@ static err_code frame_symbolicate(sym_ctx *c, crashreport_frame *f, bool caller)
 static err_code frames_symbolicate(sym_ctx *c, crashreport_frame *fs, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        err_code rc = frame_symbolicate(c, &fs[i], i > 0);
+        /* a stack: every frame but the first returns; a call tree: every frame with callees */
+        bool caller = c->r->tree ? !fs[i].leaf : i > 0;
+        err_code rc = frame_symbolicate(c, &fs[i], caller);
         if (rc != ERR_OK)
             return rc;
     }

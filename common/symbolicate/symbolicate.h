@@ -5,7 +5,8 @@
  * Which address is looked up (docs/report-formats.md, "Symbolication"):
  *   1. PAC bits are stripped (crashreport_strip_pac: arm64 user space ends below 2^47).
  *   2. Frame 0 of every thread, and frame 0 of the Last Exception Backtrace, is the address
- *      the CPU was executing (or the throw site) and is looked up as is. Every other frame
+ *      the CPU was executing (or the throw site) and is looked up as is; in a call tree
+ *      (sample, MetricKit) that is every leaf, the frames with callees being callers. Every other frame
  *      holds a return address, the instruction after a call; the call itself is looked up:
  *        arm64, arm64e, arm64_32   (addr & ~3) - 4   (fixed 4-byte instructions)
  *        x86_64, i386              addr - 1          (variable length: any byte of the call)

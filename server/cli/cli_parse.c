@@ -46,7 +46,9 @@ err_code cli_report_load(cli_report_input *in, const char *cmd, const char *path
     }
     if (rc == ERR_OK) {
         in->arena = arena_new(CLI_ARENA_BUDGET);
-        rc = crashreport_parse(&in->report, in->data, in->len, in->arena, &err);
+        rc = crashreport_parse_all(&in->reports, &in->nreports, in->data, in->len, in->arena, &err);
+        if (rc == ERR_OK)
+            in->report = in->reports[0];
     }
     if (rc != ERR_OK)
         fprintf(stderr, "stacksift %s: %s: %s\n", cmd, path, err.msg);
@@ -96,6 +98,11 @@ static void print_summary(buf *o, const crashreport *r)
     summary_line(o, "exception:", m->exception_type);
     summary_line(o, "signal:", m->signal);
     summary_line(o, "termination:", m->termination_reason);
+    summary_line(o, "diagnostic:", m->diagnostic);
+    if (m->hang_duration_ms > 0)
+        buf_printf(o, "%-19s %llu ms\n", "hang duration:", (unsigned long long)m->hang_duration_ms);
+    if (r->partial)
+        buf_printf(o, "%-19s %s\n", "partial:", "yes (see parse errors)");
     if (m->crashed_thread >= 0)
         buf_printf(o, "%-19s %d\n", "crashed thread:", m->crashed_thread);
     buf_printf(o, "%-19s %zu threads, %zu frames, %zu images", "contents:", r->nthreads, frames,
@@ -143,11 +150,16 @@ int cli_parse(int argc, char **argv)
     buf_init(&o);
     if (cli_report_load(&in, "parse", path) != ERR_OK)
         goto done;
-    if (json) {
-        crashreport_render_json(&o, in.report);
-        buf_putc(&o, '\n');
-    } else {
-        print_summary(&o, in.report);
+    for (size_t i = 0; i < in.nreports; i++) {
+        /* a MetricKit payload: one line (--json) or one summary per diagnostic */
+        if (json) {
+            crashreport_render_json(&o, in.reports[i]);
+            buf_putc(&o, '\n');
+        } else {
+            if (i > 0)
+                buf_putc(&o, '\n');
+            print_summary(&o, in.reports[i]);
+        }
     }
     status = cli_report_write(&o, "parse");
 done:

@@ -21,11 +21,14 @@ typedef struct {
     uint8_t *heap;        /* or stdin read into memory */
     arena *arena;         /* the model's memory */
     crashreport *report;  /* the parsed model (in arena); NULL until loaded */
+    crashreport **reports; /* every report of the document (a MetricKit payload holds one per
+                              diagnostic); reports[0] == report */
+    size_t nreports;
 } cli_report_input;
 
 /*
- * cli_report_load - map FILE (or read all of stdin for "-") and crashreport_parse it into
- * in->report. On failure prints "stacksift CMD: PATH: why" on stderr and returns the error
+ * cli_report_load - map FILE (or read all of stdin for "-") and crashreport_parse_all it
+ * into in->reports (in->report is the first). On failure prints "stacksift CMD: PATH: why" on stderr and returns the error
  * (as bytes_map_file / bytes_read_fd / crashreport_parse). Release with cli_report_release
  * either way.
  */

@@ -1,7 +1,7 @@
 /*
  * stacksift symbolicate --dsym PATH [--dsym PATH...] [--symcache-dir DIR] [--json] FILE|-
  *
- * Parses one report, symbolicates every frame whose image has a symcache, and prints the
+ * Parses one report (a MetricKit payload: each of its diagnostics), symbolicates every frame whose image has a symcache, and prints the
  * report as Apple crash-report text (symbolicatecrash style, crashreport_render_text) or,
  * with --json, the symbolicated model. Symcaches come from
  *   --dsym PATH         a dSYM bundle, a directory or zip of bundles, or a Mach-O; converted
@@ -76,6 +76,34 @@ static void usage(FILE *f)
                "[--json] FILE|-\n");
 }
 
+/* Symbolicate one report and render it into o; 0, or 1 after printing why. */
+static int symbolicate_one(buf *o, crashreport *r, resolver *rs, arena *a, bool json, const char *path)
+{
+    err_info err = {0};
+    if (symbolicate_report(r, resolve, rs, a, &err) != ERR_OK) {
+        fprintf(stderr, "stacksift symbolicate: %s: %s\n", path, err.msg);
+        return 1;
+    }
+    if (rs->failed) {
+        fprintf(stderr, "stacksift symbolicate: %s\n", rs->err.msg);
+        return 1;
+    }
+    if (json) {
+        crashreport_render_json(o, r);
+        buf_putc(o, '\n');
+        return 0;
+    }
+    crashreport_render_text(o, r);
+    for (size_t i = 0; i < r->nmissing_uuids; i++) {
+        const char *name = "";
+        for (size_t k = 0; k < r->nimages; k++)
+            if (strcmp(r->images[k].uuid, r->missing_uuids[i]) == 0 && r->images[k].name)
+                name = r->images[k].name;
+        fprintf(stderr, "missing: %s %s\n", r->missing_uuids[i], name);
+    }
+    return 0;
+}
+
 int cli_symbolicate(int argc, char **argv)
 {
     const char *dsyms[MAX_DIRS], *symdirs[MAX_DIRS];
@@ -117,7 +145,6 @@ int cli_symbolicate(int argc, char **argv)
 
     err_info err = {0};
     cli_report_input in;
-    crashreport *r = NULL;
     resolver rs = {0};
     char tmp[4096] = "";
     bool have_tmp = false;
@@ -126,7 +153,6 @@ int cli_symbolicate(int argc, char **argv)
     buf_init(&o);
     if (cli_report_load(&in, "symbolicate", path) != ERR_OK)
         goto done;
-    r = in.report;
     if (ndsyms > 0) {
         if (cli_tmpdir_make(tmp, sizeof tmp, "symbolicate") != 0) {
             fprintf(stderr, "stacksift symbolicate: creating a temporary directory failed: %s\n",
@@ -144,26 +170,12 @@ int cli_symbolicate(int argc, char **argv)
     }
     for (size_t i = 0; i < nsymdirs; i++)
         rs.dirs[rs.ndirs++] = symdirs[i];
-    if (symbolicate_report(r, resolve, &rs, in.arena, &err) != ERR_OK) {
-        fprintf(stderr, "stacksift symbolicate: %s: %s\n", path, err.msg);
-        goto done;
-    }
-    if (rs.failed) {
-        fprintf(stderr, "stacksift symbolicate: %s\n", rs.err.msg);
-        goto done;
-    }
-    if (json) {
-        crashreport_render_json(&o, r);
-        buf_putc(&o, '\n');
-    } else {
-        crashreport_render_text(&o, r);
-        for (size_t i = 0; i < r->nmissing_uuids; i++) {
-            const char *name = "";
-            for (size_t k = 0; k < r->nimages; k++)
-                if (strcmp(r->images[k].uuid, r->missing_uuids[i]) == 0 && r->images[k].name)
-                    name = r->images[k].name;
-            fprintf(stderr, "missing: %s %s\n", r->missing_uuids[i], name);
-        }
+    for (size_t i = 0; i < in.nreports; i++) {
+        /* a MetricKit payload holds one report per diagnostic: each is printed in turn */
+        if (!json && i > 0)
+            buf_putc(&o, '\n');
+        if (symbolicate_one(&o, in.reports[i], &rs, in.arena, json, path) != 0)
+            goto done;
     }
     status = cli_report_write(&o, "symbolicate");
 done:

@@ -29,7 +29,42 @@ static void check_frames(const crashreport *r, const crashreport_frame *fs, size
     }
 }
 
-/* Parse `len` bytes of `data` (with an optional fixed prefix) and check the result. */
+/* Call trees: every parent precedes its callee, depths follow, leaves have no callee. */
+static void check_tree(const crashreport_thread *t)
+{
+    for (size_t i = 0; i < t->nframes; i++) {
+        const crashreport_frame *f = &t->frames[i];
+        bool has_child = i + 1 < t->nframes && t->frames[i + 1].parent == (int32_t)i;
+        REQUIRE(f->leaf == !has_child);
+        REQUIRE(f->parent >= -1 && f->parent < (int32_t)i);
+        REQUIRE(f->parent < 0 ? f->depth == 0 : f->depth == t->frames[f->parent].depth + 1);
+    }
+}
+
+static void check_report(const crashreport *r)
+{
+    for (size_t t = 0; t < r->nthreads; t++) {
+        check_frames(r, r->threads[t].frames, r->threads[t].nframes);
+        if (r->tree)
+            check_tree(&r->threads[t]);
+    }
+    check_frames(r, r->leb, r->nleb);
+    REQUIRE(r->nerrors <= CRASHREPORT_MAX_ERRORS);
+    buf o;
+    buf_init(&o);
+    crashreport_render_json(&o, r);
+    json_error_t e;
+    json_t *j = json_loadb((const char *)o.data, o.len, 0, &e);
+    REQUIRE(j != NULL);
+    json_decref(j);
+    buf_reset(&o);
+    buf_init(&o);
+    crashreport_render_text(&o, r);
+    buf_reset(&o);
+}
+
+/* Parse `len` bytes of `data` (with an optional fixed prefix) and check the result: every
+ * report of the document (crashreport_parse_all: a MetricKit payload holds several). */
 static void fuzz_crashreport_one(const char *prefix, const uint8_t *data, size_t len)
 {
     size_t plen = prefix ? strlen(prefix) : 0;
@@ -41,28 +76,14 @@ static void fuzz_crashreport_one(const char *prefix, const uint8_t *data, size_t
         memcpy(input + plen, data, len);
     arena *a = arena_new((size_t)64 << 20);
     err_info err = {0};
-    crashreport *r = NULL;
-    err_code rc = crashreport_parse(&r, input, plen + len, a, &err);
-    REQUIRE((rc == ERR_OK) == (r != NULL));
+    crashreport **rs = NULL;
+    size_t n = 0;
+    err_code rc = crashreport_parse_all(&rs, &n, input, plen + len, a, &err);
+    REQUIRE((rc == ERR_OK) == (rs != NULL && n > 0));
     REQUIRE(rc == ERR_OK || rc == ERR_INVALID || rc == ERR_UNSUPPORTED || rc == ERR_TOO_LARGE);
     REQUIRE(rc == ERR_OK || err.msg[0] != '\0');
-    if (r != NULL) {
-        for (size_t t = 0; t < r->nthreads; t++)
-            check_frames(r, r->threads[t].frames, r->threads[t].nframes);
-        check_frames(r, r->leb, r->nleb);
-        REQUIRE(r->nerrors <= CRASHREPORT_MAX_ERRORS);
-        buf o;
-        buf_init(&o);
-        crashreport_render_json(&o, r);
-        json_error_t e;
-        json_t *j = json_loadb((const char *)o.data, o.len, 0, &e);
-        REQUIRE(j != NULL);
-        json_decref(j);
-        buf_reset(&o);
-        buf_init(&o);
-        crashreport_render_text(&o, r);
-        buf_reset(&o);
-    }
+    for (size_t i = 0; rc == ERR_OK && i < n; i++)
+        check_report(rs[i]);
     arena_free(a);
     free(input);
 }
