@@ -1514,6 +1514,78 @@ static void corpus_reports_are_processed_or_cleanly_failed(void)
     CHECK_EQ_INT(grouped + failed, nids);
 }
 
+/* Issue #12: a real macOS `sample` report and our MetricKit payload (4 diagnostics) through
+ * the real server into issues: the payload is stored as one report per diagnostic, the sample
+ * becomes a hang issue, the payload's diagnostics crash / hang / sample issues, and with the
+ * real iOS app's dSYM uploaded the crash diagnostic's frames carry Apple's Swift names. */
+static void hangs_and_metrickit_flow_into_issues(void)
+{
+    const char *real = "../shared/real-xcode/macsymbolicator-2021-03";
+    char *dsym = xsprintf("%s/%s/dSYMs/iOSCrashingTest.app.dSYM/Contents/Resources/DWARF/iOSCrashingTest",
+                          e2e.source_dir, real);
+    http_resp up = upload(dsym, "iOSCrashingTest");
+    CHECK(up.status == 201 || up.status == 200);
+    resp_free(&up);
+    free(dsym);
+    char *paths[2] = {xsprintf("%s/%s/Samples/multithread-sample.txt", e2e.source_dir, real),
+                      xsprintf("%s/tests/golden/crashreport/metrickit-payload.json", e2e.source_dir)};
+    char ids[5][40];
+    const char *want_kind[5] = {"hang", "crash", "hang", "sample", "sample"};
+    size_t nids = 0;
+    for (int p = 0; p < 2; p++) {
+        size_t len;
+        char *data = read_file(paths[p], &len);
+        CHECK(data != NULL);
+        http_resp r = http("POST", "/api/v1/reports", p ? "application/json" : "text/plain", data ? data : "",
+                           data ? len : 0);
+        CHECK_EQ_INT(r.status, 202);
+        const char *format = r.json ? json_string_value(json_object_get(r.json, "format")) : NULL;
+        CHECK_EQ_STR(format, p ? "metrickit" : "sample");
+        json_t *list = r.json ? json_object_get(r.json, "reports") : NULL;
+        if (p == 0) {
+            CHECK(list == NULL); /* one report: no list */
+            if (r.json)
+                snprintf(ids[nids++], 40, "%s", json_string_value(json_object_get(r.json, "id")));
+        } else {
+            CHECK_EQ_INT(json_array_size(list), 4);
+            for (size_t i = 0; i < json_array_size(list) && nids < 5; i++)
+                snprintf(ids[nids++], 40, "%s",
+                         json_string_value(json_object_get(json_array_get(list, i), "id")));
+        }
+        resp_free(&r);
+        free(data);
+        free(paths[p]);
+    }
+    CHECK_EQ_INT(nids, 5);
+    CHECK(drain(60));
+    long long issues[5] = {0};
+    for (size_t i = 0; i < nids; i++) {
+        char st[16] = "";
+        issues[i] = report_issue(ids[i], st);
+        CHECK(strcmp(st, "processed") == 0 || strcmp(st, "pending_dsym") == 0);
+        CHECK(issues[i] > 0);
+        char *url = xsprintf("/api/v1/issues/%lld", issues[i]);
+        http_resp r = get(url);
+        const char *kind = r.json ? json_string_value(json_object_get(r.json, "kind")) : NULL;
+        CHECK_EQ_STR(kind, want_kind[i]);
+        resp_free(&r);
+        free(url);
+    }
+    /* five diagnostics of different kinds and stacks: five issues */
+    for (size_t i = 0; i < nids; i++)
+        for (size_t k = i + 1; k < nids; k++)
+            CHECK(issues[i] != issues[k]);
+    /* the crash diagnostic, symbolicated with the real dSYM: Apple's Swift names */
+    char *url = xsprintf("/api/v1/reports/%s", ids[1]);
+    http_resp r = get(url);
+    char *text = r.json ? json_dumps(json_object_get(r.json, "symbolicated"), JSON_COMPACT) : NULL;
+    CHECK(text != NULL && strstr(text, "ViewController.viewDidLoad()") != NULL);
+    CHECK(text != NULL && strstr(text, "\"tree\":true") != NULL);
+    free(text);
+    resp_free(&r);
+    free(url);
+}
+
 static void unprocessable_report_fails_without_blocking(void)
 {
     /* Rows as intake would have stored them, but one is not a report any more (say, a parser
@@ -1629,6 +1701,7 @@ int main(void)
     RUN(metrics_show_cache_hit_rate);
     RUN(corpus_reports_are_processed_or_cleanly_failed);
     RUN(unprocessable_report_fails_without_blocking);
+    RUN(hangs_and_metrickit_flow_into_issues);
     RUN(node_b_fetched_symcaches_from_postgres);
     RUN(cold_node_serves_at_once);
     RUN(outdated_symcache_is_rebuilt);

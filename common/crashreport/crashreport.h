@@ -228,6 +228,17 @@ err_code crashreport_parse(crashreport **out, const char *data, size_t len, aren
 err_code crashreport_parse_all(crashreport ***out, size_t *n, const char *data, size_t len, arena *a,
                                err_info *err);
 
+/*
+ * crashreport_split - a MetricKit payload of two or more diagnostics as one standalone
+ * payload per diagnostic (the payload's timestamps and that one diagnostic, compact JSON), in
+ * the order crashreport_parse_all gives them; what a server stores as one report each.
+ * out     *n documents in `a` (docs[i] of lens[i] bytes, NUL-terminated); *n = 0 when `data`
+ *         is anything else (the caller stores it as it is).
+ * Errors  ERR_TOO_LARGE (arena budget, or more than 1,000 diagnostics).
+ */
+err_code crashreport_split(const char ***docs, size_t **lens, size_t *n, const char *data, size_t len,
+                           arena *a, err_info *err);
+
 /* crashreport_format_name / crashreport_kind_name / crashreport_sym_status_name - the
  * stable strings above ("apple-text", "crash", "ok", ...). Static strings. */
 const char *crashreport_format_name(crashreport_format f);

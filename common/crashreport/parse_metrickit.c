@@ -396,6 +396,7 @@ static void set_meta_json(cr_builder *b, const json_t *md, const char *kind)
     m->os_version = jdup(b, md, "osVersion");
     m->hardware_model = jdup(b, md, "deviceType");
     m->bundle_id = jdup(b, md, "bundleIdentifier");
+    m->app_name = m->bundle_id; /* MetricKit names no process: the bundle id names the app */
     const char *arch = jdup(b, md, "platformArchitecture");
     if (arch != NULL) {
         m->code_type = arch;
@@ -603,4 +604,68 @@ err_code cr_parse_metrickit(crashreport ***out, size_t *n, const void *root_v, a
     }
     *out = list;
     return ERR_OK;
+}
+
+err_code crashreport_split(const char ***docs, size_t **lens, size_t *n, const char *data, size_t len,
+                           arena *a, err_info *err)
+{
+    *docs = NULL;
+    *lens = NULL;
+    *n = 0;
+    size_t i = 0;
+    while (i < len && (data[i] == ' ' || data[i] == '\t' || data[i] == '\r' || data[i] == '\n'))
+        i++;
+    if (i == len || data[i] != '{')
+        return ERR_OK;
+    json_t *root = json_loadb(data + i, len - i, 0, NULL);
+    if (root == NULL)
+        return ERR_OK; /* not JSON (or not valid): the parser says why, later */
+    size_t total = 0;
+    for (size_t k = 0; k < sizeof DIAGNOSTICS / sizeof DIAGNOSTICS[0]; k++)
+        total += json_array_size(json_object_get(root, DIAGNOSTICS[k].key));
+    err_code rc = ERR_OK;
+    if (total < 2)
+        goto done;
+    if (total > MAX_DIAGNOSTICS) {
+        rc = err_set(err, ERR_TOO_LARGE, "MetricKit payload holds %zu diagnostics (at most %d)", total,
+                     MAX_DIAGNOSTICS);
+        goto done;
+    }
+    const char **d = arena_alloc_array(a, total, sizeof *d, err);
+    size_t *l = arena_alloc_array(a, total, sizeof *l, err);
+    if (d == NULL || l == NULL) {
+        rc = ERR_TOO_LARGE;
+        goto done;
+    }
+    static const char *const STAMPS[] = {"timeStampBegin", "timeStampEnd"};
+    for (size_t k = 0; k < sizeof DIAGNOSTICS / sizeof DIAGNOSTICS[0] && rc == ERR_OK; k++) {
+        json_t *arr = json_object_get(root, DIAGNOSTICS[k].key);
+        for (size_t j = 0; j < json_array_size(arr) && rc == ERR_OK; j++) {
+            json_t *one = json_object();
+            for (size_t s = 0; s < 2; s++)
+                if (json_object_get(root, STAMPS[s]) != NULL)
+                    json_object_set(one, STAMPS[s], json_object_get(root, STAMPS[s]));
+            json_object_set_new(one, DIAGNOSTICS[k].key, json_pack("[O]", json_array_get(arr, j)));
+            char *text = json_dumps(one, JSON_COMPACT);
+            json_decref(one);
+            char *copy = text != NULL ? arena_strdup(a, text, err) : NULL;
+            free(text);
+            if (copy == NULL) {
+                rc = ERR_TOO_LARGE;
+                break;
+            }
+            d[*n] = copy;
+            l[*n] = strlen(copy);
+            (*n)++;
+        }
+    }
+    if (rc == ERR_OK) {
+        *docs = d;
+        *lens = l;
+    } else {
+        *n = 0;
+    }
+done:
+    json_decref(root);
+    return rc;
 }

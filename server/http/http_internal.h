@@ -99,12 +99,16 @@ struct http_request {
     struct MHD_PostProcessor *pp;
     char *parts[MAX_UPLOAD_PARTS];
     size_t nparts;
-    /* POST /api/v1/reports: the connection is suspended while its row waits for the group
-     * commit; the committer fills these and resumes it (routes_reports.c) */
+    /* POST /api/v1/reports: the connection is suspended while its rows (one, or one per
+     * MetricKit diagnostic) wait for the group commit; the committers fill these and the last
+     * one resumes it (routes_reports.c) */
     enum { INTAKE_NONE, INTAKE_WAITING, INTAKE_DONE } intake;
-    store_report_new intake_row;
+    store_report_new *intake_rows; /* nintake rows, in the request arena */
+    size_t nintake;
+    char (*intake_ids)[37];        /* the stored ids, one per row */
+    atomic_size_t intake_pending;  /* rows not committed yet */
+    atomic_int intake_failed;      /* the first failure owns intake_rc and err */
     err_code intake_rc;
-    char intake_id[37];
 };
 
 /* ---- requests and responses (server.c) ------------------------------------------------ */

@@ -1,6 +1,7 @@
 /*
- * routes_reports - /api/v1/reports: POST a report (ingest_report_prepare: decode, parse;
- * then store_intake's group commit, the connection suspended meanwhile; 202 once durable), GET one by id (JSON with the pipeline's results, or ?format=text
+ * routes_reports - /api/v1/reports: POST a report (ingest_report_prepare: decode, parse, a
+ * MetricKit payload split into one report per diagnostic; then store_intake's group commit,
+ * the connection suspended meanwhile; 202 once every row is durable), GET one by id (JSON with the pipeline's results, or ?format=text
  * for Apple crash text symbolicated now) and GET its raw bytes. Report ids follow
  * store_report_id_norm (32 or 36 hex-digit forms). Shapes in docs/openapi.yaml.
  */
@@ -13,19 +14,58 @@
 #include "ingest/ingest.h"
 #include "store/store_reports.h"
 
-/* The group commit's verdict, on a committer thread: record it, then hand the connection
- * back to libmicrohttpd, which calls handle_report_post again to answer. `r` may be gone as
- * soon as the connection is resumed. */
+/* One row's place in the request, the context of its commit callback. */
+typedef struct {
+    http_request *r;
+    size_t i;
+} intake_slot;
+
+/* The group commit's verdict on one row, on a committer thread: record it; the last row's
+ * verdict hands the connection back to libmicrohttpd, which calls handle_report_post again to
+ * answer. `r` may be gone as soon as the connection is resumed. */
 static void report_committed(void *ctx, err_code rc, const char *id, const err_info *err)
 {
-    http_request *r = ctx;
-    r->intake_rc = rc;
-    if (rc == ERR_OK)
-        memcpy(r->intake_id, id, sizeof r->intake_id);
-    else
-        r->err = *err;
-    r->intake = INTAKE_DONE;
-    MHD_resume_connection(r->conn);
+    intake_slot *slot = ctx;
+    http_request *r = slot->r;
+    if (rc == ERR_OK) {
+        memcpy(r->intake_ids[slot->i], id, sizeof r->intake_ids[0]);
+    } else {
+        int expected = 0;
+        if (atomic_compare_exchange_strong(&r->intake_failed, &expected, 1)) {
+            r->intake_rc = rc;
+            r->err = *err;
+        }
+    }
+    if (atomic_fetch_sub(&r->intake_pending, 1) == 1) {
+        r->intake = INTAKE_DONE;
+        MHD_resume_connection(r->conn);
+    }
+}
+
+/* 202 {"id","status","format"}, and for a MetricKit payload of several diagnostics
+ * "reports": [{"id","format"}...], one per stored report (id is the first). */
+static enum MHD_Result report_accepted(http_request *r)
+{
+    buf body;
+    jsonw w;
+    json_body_begin(&body, &w);
+    jsonw_object_begin(&w);
+    jsonw_kstr(&w, "id", r->intake_ids[0]);
+    jsonw_kstr(&w, "status", r->intake_rows[0].status);
+    jsonw_kstr(&w, "format", r->intake_rows[0].format);
+    if (r->nintake > 1) {
+        jsonw_key(&w, "reports");
+        jsonw_array_begin(&w);
+        for (size_t i = 0; i < r->nintake; i++) {
+            jsonw_object_begin(&w);
+            jsonw_kstr(&w, "id", r->intake_ids[i]);
+            jsonw_kstr(&w, "format", r->intake_rows[i].format);
+            jsonw_object_end(&w);
+        }
+        jsonw_array_end(&w);
+    }
+    jsonw_object_end(&w);
+    return respond_json(r, 202, &body);
 }
 
 /* POST /api/v1/reports. Runs on a libmicrohttpd thread and never waits there: after the parse
@@ -39,16 +79,9 @@ enum MHD_Result handle_report_post(http_request *r)
             metrics_report_rejected(r->intake_rc);
             return respond_err(r, &r->err);
         }
-        metrics_report_accepted();
-        buf body;
-        jsonw w;
-        json_body_begin(&body, &w);
-        jsonw_object_begin(&w);
-        jsonw_kstr(&w, "id", r->intake_id);
-        jsonw_kstr(&w, "status", r->intake_row.status);
-        jsonw_kstr(&w, "format", r->intake_row.format);
-        jsonw_object_end(&w);
-        return respond_json(r, 202, &body);
+        for (size_t i = 0; i < r->nintake; i++)
+            metrics_report_accepted();
+        return report_accepted(r);
     }
     ingest_report_input in = {
         .content_type = request_media_type(r, MHD_HTTP_HEADER_CONTENT_TYPE),
@@ -59,20 +92,35 @@ enum MHD_Result handle_report_post(http_request *r)
     };
     if (in.content_encoding[0] == '\0')
         in.content_encoding = NULL;
-    err_code rc = ingest_report_prepare(&r->intake_row, &in, r->a, &r->err);
+    err_code rc = ingest_report_prepare(&r->intake_rows, &r->nintake, &in, r->a, &r->err);
+    intake_slot *slots = NULL;
+    if (rc == ERR_OK) {
+        r->intake_ids = arena_alloc_array(r->a, r->nintake, sizeof r->intake_ids[0], &r->err);
+        slots = arena_alloc_array(r->a, r->nintake, sizeof *slots, &r->err);
+        if (r->intake_ids == NULL || slots == NULL)
+            rc = ERR_TOO_LARGE;
+    }
     if (rc != ERR_OK) {
         metrics_report_rejected(rc);
         return respond_err(r, &r->err);
     }
-    /* Suspended before it is queued: the commit may finish (and resume it) at once. The
-     * 202 goes out only after the commit. */
+    /* Suspended before the rows are queued: the commits may finish (and resume it) at once.
+     * The 202 goes out only after every row's commit. */
+    r->intake_rc = ERR_OK;
+    atomic_store(&r->intake_failed, 0);
+    atomic_store(&r->intake_pending, r->nintake);
     r->intake = INTAKE_WAITING;
     MHD_suspend_connection(r->conn);
-    rc = store_intake_submit(r->srv->intake, &r->intake_row, report_committed, r, &r->err);
-    if (rc != ERR_OK) {
-        r->intake_rc = rc;
-        r->intake = INTAKE_DONE;
-        MHD_resume_connection(r->conn);
+    /* r may be resumed and gone once the last row is queued: nothing of it is read after */
+    size_t n = r->nintake;
+    store_intake *q = r->srv->intake;
+    for (size_t i = 0; i < n; i++)
+        slots[i] = (intake_slot){r, i};
+    for (size_t i = 0; i < n; i++) {
+        err_info err = {0};
+        rc = store_intake_submit(q, &r->intake_rows[i], report_committed, &slots[i], &err);
+        if (rc != ERR_OK) /* not queued: its verdict now, the others' when they come */
+            report_committed(&slots[i], rc, NULL, &err);
     }
     return MHD_YES;
 }

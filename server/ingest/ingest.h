@@ -32,7 +32,9 @@ typedef struct {
 /*
  * ingest_report_prepare - decode (gzip) and parse one report into the row intake commits
  * (status "received", format and the summary columns; no parsed model: see
- * ingest_report_model_json). The caller commits `row` through store_intake (group commit);
+ * ingest_report_model_json); a MetricKit payload of several diagnostics gives one row per
+ * diagnostic (crashreport_split), *rows an arena array of *nrows (>= 1). The caller commits
+ * the rows through store_intake (group commit);
  * once that commit succeeded the report is durable and workers take it from there. Strings
  * and bytes of `row` live in `a` (or borrow in->body).
  * Errors  ERR_UNSUPPORTED (content type or encoding not accepted; a recognized document that
@@ -40,8 +42,8 @@ typedef struct {
  *         parse: the message gives the reason and, for text, the line), ERR_TOO_LARGE (over
  *         max_report_bytes after decoding, or the arena budget).
  */
-err_code ingest_report_prepare(store_report_new *row, const ingest_report_input *in, arena *a,
-                               err_info *err);
+err_code ingest_report_prepare(store_report_new **rows, size_t *nrows, const ingest_report_input *in,
+                               arena *a, err_info *err);
 
 /* ingest_report_model_json - the parsed model of stored raw bytes as JSON text
  * (crashreport_render_json), in `a`: what GET /api/v1/reports/{id} shows as "report" for a

@@ -2,6 +2,7 @@
  * ingest_report - report intake: decode the body, parse it (ingest_report_parse is the one
  * place that does) into the row intake commits: raw bytes + summary columns.
  */
+#include <stdio.h>
 #include <string.h>
 #include <zlib.h>
 
@@ -79,10 +80,34 @@ static err_code ingest_report_parse(crashreport **out, const uint8_t *data, size
     return crashreport_parse(out, (const char *)data, len, a, err);
 }
 
-err_code ingest_report_prepare(store_report_new *row, const ingest_report_input *in, arena *a,
-                               err_info *err)
+/* One decoded report (raw_len bytes at raw) into row: parsed for its 4xx and its summary. */
+static err_code prepare_row(store_report_new *row, const char *content_type, const uint8_t *raw,
+                            size_t raw_len, arena *a, err_info *err)
 {
     memset(row, 0, sizeof *row);
+    /* Parsed here so that a bad report gets its 4xx now; only the summary is kept: the model
+     * is rebuilt from the raw bytes when someone reads it (ingest_report_model_json), which
+     * keeps intake's commit to the bytes that cannot be rebuilt. */
+    crashreport *r;
+    err_code rc = ingest_report_parse(&r, raw, raw_len, a, err);
+    if (rc != ERR_OK)
+        return rc;
+    row->status = "received";
+    row->format = crashreport_format_name(r->format);
+    row->content_type = content_type;
+    row->raw = raw;
+    row->raw_len = raw_len;
+    row->app = r->meta.app_name ? r->meta.app_name : r->meta.process;
+    row->app_version = r->meta.app_version;
+    row->os_version = r->meta.os_version;
+    return ERR_OK;
+}
+
+err_code ingest_report_prepare(store_report_new **rows, size_t *nrows, const ingest_report_input *in,
+                               arena *a, err_info *err)
+{
+    *rows = NULL;
+    *nrows = 0;
     if (strcmp(in->content_type, "text/plain") != 0 &&
         strcmp(in->content_type, "application/json") != 0)
         return err_set(err, ERR_UNSUPPORTED, "content type '%s' is not accepted for reports: "
@@ -105,21 +130,32 @@ err_code ingest_report_prepare(store_report_new *row, const ingest_report_input 
         return err_set(err, ERR_TOO_LARGE, "report of %zu bytes is over the limit of %llu bytes",
                        raw_len, (unsigned long long)in->max_report_bytes);
 
-    /* Parsed here so that a bad report gets its 4xx now; only the summary is kept: the model
-     * is rebuilt from the raw bytes when someone reads it (ingest_report_model_json), which
-     * keeps intake's commit to the bytes that cannot be rebuilt. */
-    crashreport *r;
-    err_code rc = ingest_report_parse(&r, raw, raw_len, a, err);
+    /* A MetricKit payload of several diagnostics is stored as one report per diagnostic
+     * (each a standalone payload of that diagnostic): each is grouped on its own. */
+    const char **docs;
+    size_t *lens, ndocs;
+    err_code rc = crashreport_split(&docs, &lens, &ndocs, (const char *)raw, raw_len, a, err);
     if (rc != ERR_OK)
         return rc;
-    row->status = "received";
-    row->format = crashreport_format_name(r->format);
-    row->content_type = in->content_type;
-    row->raw = raw;
-    row->raw_len = raw_len;
-    row->app = r->meta.app_name ? r->meta.app_name : r->meta.process;
-    row->app_version = r->meta.app_version;
-    row->os_version = r->meta.os_version;
+    size_t n = ndocs > 0 ? ndocs : 1;
+    store_report_new *out = arena_alloc_array(a, n, sizeof *out, err);
+    if (out == NULL)
+        return ERR_TOO_LARGE;
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *doc = ndocs > 0 ? (const uint8_t *)docs[i] : raw;
+        size_t dlen = ndocs > 0 ? lens[i] : raw_len;
+        rc = prepare_row(&out[i], in->content_type, doc, dlen, a, err);
+        if (rc != ERR_OK) {
+            if (ndocs > 0) {
+                char msg[sizeof err->msg];
+                snprintf(msg, sizeof msg, "%s", err->msg);
+                err_set(err, rc, "MetricKit diagnostic %zu of %zu: %s", i + 1, n, msg);
+            }
+            return rc;
+        }
+    }
+    *rows = out;
+    *nrows = n;
     return ERR_OK;
 }
 
