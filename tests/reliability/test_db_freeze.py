@@ -50,18 +50,32 @@ def cluster_pids(pgdir):
     return pids
 
 
+def is_stopped(pid):
+    """True once the kernel has really stopped `pid` (state T), or it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return True
+    return stat[stat.rindex(")") + 2] in "Tt"
+
+
 def freeze(pgdir):
     """SIGSTOP the postmaster (no new backends from then on), then every backend, scanning
-    until no unstopped one is left; returns the pids for SIGCONT."""
+    until no unstopped one is left; returns the pids for SIGCONT. kill() returns before the
+    target stops, so a busy postmaster can still fork a backend after a scan: each round
+    waits until every pid it signalled is in state T before it scans again."""
     master = cluster_pids(pgdir)[0]
-    os.kill(master, signal.SIGSTOP)
-    stopped = {master}
-    while True:
-        new = [p for p in cluster_pids(pgdir) if p not in stopped]
-        if not new:
-            return sorted(stopped)
+    stopped = set()
+    new = [master]
+    while new:
         signal_all(new, signal.SIGSTOP)
         stopped.update(new)
+        deadline = time.monotonic() + 5
+        while not all(is_stopped(p) for p in stopped) and time.monotonic() < deadline:
+            time.sleep(0.001)
+        new = [p for p in cluster_pids(pgdir) if p not in stopped]
+    return sorted(stopped)
 
 
 def signal_all(pids, sig):
