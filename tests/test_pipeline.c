@@ -1348,6 +1348,48 @@ static void cache_budget_evicts_least_recently_used(void)
     free(dir);
 }
 
+static void legacy_symcache_file_is_backfilled(void)
+{
+    /* A row recorded before symcaches lived in Postgres (symcache_blob NULL) and a node that
+     * has its file where it used to be, <UUID>.symc: at start the node stores it and moves
+     * it into its cache under its hash. */
+    char *sha = row_symcache_sha(builds[0].uuid);
+    char *dir = xsprintf("%s/data-f/symcaches", tmp_root);
+    char *parent = xsprintf("%s/data-f", tmp_root);
+    char *src = xsprintf("%s/data-a/symcaches/%s.symc", tmp_root, sha);
+    char *legacy = xsprintf("%s/%s.symc", dir, builds[0].uuid);
+    mkdir(parent, 0700);
+    mkdir(dir, 0700);
+    size_t len = 0;
+    char *data = read_file(src, &len);
+    CHECK(data != NULL && len > 0);
+    FILE *f = fopen(legacy, "wb");
+    if (f && data)
+        fwrite(data, 1, len, f);
+    if (f)
+        fclose(f);
+    char sql[512];
+    snprintf(sql, sizeof sql, "UPDATE dsyms SET symcache_blob = NULL WHERE uuid = '%s' "
+             "RETURNING 1", builds[0].uuid);
+    CHECK_EQ_INT(sql_int(sql), 1);
+    int port_f = free_port();
+    pid_t pid = start_server(port_f, 'f');
+    CHECK(pid > 0);
+    char *now = row_symcache_sha(builds[0].uuid);
+    CHECK_EQ_STR(now, sha);   /* attached again, to the same content */
+    char *name = xsprintf("%s.symc", sha);
+    CHECK(has_name(dir, name));
+    struct stat st;
+    CHECK(stat(legacy, &st) != 0);
+    double ms;
+    CHECK(symbolicates_all(port_f, 0, &ms));
+    if (pid > 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
+    free(sha), free(dir), free(parent), free(src), free(legacy), free(data), free(now), free(name);
+}
+
 /* `stacksift retention run --force` with the given settings; its JSON answer (or NULL). */
 static json_t *retention_run(const char *days, const char *aggregate_days, const char *dsym_days)
 {
@@ -1706,6 +1748,7 @@ int main(void)
     RUN(cold_node_serves_at_once);
     RUN(outdated_symcache_is_rebuilt);
     RUN(cache_budget_evicts_least_recently_used);
+    RUN(legacy_symcache_file_is_backfilled);
     RUN(retention_drops_partitions_keeps_aggregates);
     RUN(server_stops_cleanly);
     fprintf(stderr, "test_pipeline: %zu generated reports, %.1f s\n", nreports, now_s() - t0);
