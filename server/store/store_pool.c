@@ -155,10 +155,20 @@ static err_code store_connect(pconn **out, store *s, double deadline, err_info *
     /* Values TOASTed on this connection (raw reports, 5-50 KB each) are compressed with lz4,
      * not pglz: pglz was the largest single cost of intake in Postgres (issue #15). Ignored
      * where the server has no lz4: values are then compressed with pglz as before. */
-    PQclear(PQexec(pg, "SET default_toast_compression = lz4"));
     pconn *c = xcalloc(1, sizeof *c);
     c->pg = pg;
     c->server_ms = s->statement_ms;
+    /* With a deadline like every statement: PQexec would block on a non-blocking connection
+     * to a hung server (reliability_db_freeze saw a request wait 30 s on a new connection). */
+    c->statement_ms = s->statement_ms ? s->statement_ms : s->timeout_ms;
+    PGresult *lz4 = store_pq(c, "SET default_toast_compression = lz4");
+    if (lz4 == NULL && c->timed_out) {
+        PQfinish(pg);
+        free(c);
+        return err_set(err, ERR_STORE, "connecting to the database: no answer within %u ms",
+                       s->timeout_ms);
+    }
+    PQclear(lz4);
     *out = c;
     return ERR_OK;
 }
