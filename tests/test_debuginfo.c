@@ -456,9 +456,29 @@ static void damaged_dwarf_is_an_error_not_a_crash(void)
     bytes_unmap(&b);
 }
 
+/* A table that would pass 4 GiB adds nothing and says so (the loader turns that into
+ * ERR_TOO_LARGE) instead of aborting the server. The count is faked: 4 GiB of names is more
+ * than a test may allocate; add_new checks it before touching memory. */
+static void strtab_over_4gib_is_flagged_not_fatal(void)
+{
+    strtab t;
+    strtab_init(&t);
+    CHECK_EQ_INT(strtab_add(&t, "main", 4), 0);
+    CHECK(!t.full);
+    size_t real = t.count;
+    t.count = UINT32_MAX - 1;
+    CHECK(strtab_add(&t, "more", 4) == STRTAB_NONE);
+    CHECK(t.full);
+    CHECK_EQ_STR(strtab_get(&t, STRTAB_NONE), "");
+    t.count = real;
+    CHECK_EQ_STR(strtab_get(&t, 0), "main");
+    strtab_reset(&t);
+}
+
 int main(void)
 {
     RUN(agrees_with_libdwarf_on_every_fixture);
     RUN(damaged_dwarf_is_an_error_not_a_crash);
+    RUN(strtab_over_4gib_is_flagged_not_fatal);
     return harness_done();
 }

@@ -218,6 +218,8 @@ static uint32_t intern_linkage(worker *w, const char *linkage, const char *short
     /* The same linkage name comes back in every unit that instantiates a template or
      * includes an inline function: demangle each distinct one once per worker. */
     uint32_t mangled = strtab_intern(&w->mangled, linkage, strlen(linkage));
+    if (mangled == STRTAB_NONE)   /* the table is full: the load fails with ERR_TOO_LARGE */
+        return STRTAB_NONE;
     if (mangled < w->ndemangled && w->demangled[mangled] != DEMANGLE_UNKNOWN) {
         if (w->demangled[mangled] != DEMANGLE_FAILED)
             return w->demangled[mangled];
@@ -717,8 +719,12 @@ err_code debuginfo_load(debuginfo *out, const macho_image *img, unsigned threads
                 if (err != NULL)
                     *err = ws[i].err;
             }
+            if (rc == ERR_OK && (ws[i].strings.full || ws[i].mangled.full))
+                rc = err_set(err, ERR_TOO_LARGE, "debug info names of one thread over 4 GiB");
             if (rc == ERR_OK)
                 merge_worker(out, &ws[i]);
+            if (rc == ERR_OK && out->strings.full)
+                rc = err_set(err, ERR_TOO_LARGE, "debug info names over 4 GiB");
             worker_reset(&ws[i]);
         }
         free(ws);
@@ -728,6 +734,8 @@ err_code debuginfo_load(debuginfo *out, const macho_image *img, unsigned threads
     free(units);
     if (rc == ERR_OK)
         load_symbols(out, img);
+    if (rc == ERR_OK && out->strings.full)
+        rc = err_set(err, ERR_TOO_LARGE, "debug info and symbol names over 4 GiB");
     if (rc != ERR_OK)
         debuginfo_reset(out);
     return rc;

@@ -64,8 +64,8 @@ static void grow(strtab *t)
 static uint32_t add_new(strtab *t, const char *s, size_t len, uint32_t hash)
 {
     if (t->bytes.len + len + 2 >= UINT32_MAX || t->count >= UINT32_MAX - 1) {
-        fprintf(stderr, "stacksift: string table over 4 GiB\n");
-        abort();
+        t->full = true;
+        return STRTAB_NONE;
     }
     if (t->count == t->cap) {
         t->cap = t->cap ? t->cap * 2 : 1024;
@@ -87,6 +87,8 @@ uint32_t strtab_intern(strtab *t, const char *s, size_t len)
 
 uint32_t strtab_copy(strtab *t, const strtab *from, uint32_t id)
 {
+    if (id >= from->count)
+        return STRTAB_NONE;
     return strtab_intern_hashed(t, strtab_get(from, id), strtab_len(from, id), from->hashes[id]);
 }
 
@@ -106,7 +108,8 @@ uint32_t strtab_intern_hashed(strtab *t, const char *s, size_t len, uint32_t h)
         j = (j + 1) & (t->nslots - 1);
     }
     uint32_t id = add_new(t, s, len, h);
-    t->slots[j] = id + 1;
+    if (id != STRTAB_NONE)
+        t->slots[j] = id + 1;
     return id;
 }
 
@@ -118,8 +121,8 @@ uint32_t strtab_add(strtab *t, const char *s, size_t len)
 uint32_t strtab_append(strtab *t, const strtab *from)
 {
     if (t->bytes.len + from->bytes.len >= UINT32_MAX || t->count + from->count >= UINT32_MAX - 1) {
-        fprintf(stderr, "stacksift: string table over 4 GiB\n");
-        abort();
+        t->full = true;
+        return STRTAB_NONE;
     }
     uint32_t base = (uint32_t)t->count, shift = (uint32_t)t->bytes.len;
     if (t->count + from->count > t->cap) {
@@ -138,16 +141,22 @@ uint32_t strtab_append(strtab *t, const strtab *from)
 
 const char *strtab_get(const strtab *t, uint32_t id)
 {
+    if (id >= t->count)   /* STRTAB_NONE from a full table: "" until the caller sees t->full */
+        return "";
     return (const char *)t->bytes.data + t->offsets[id];
 }
 
 size_t strtab_len(const strtab *t, uint32_t id)
 {
+    if (id >= t->count)
+        return 0;
     uint32_t end = id + 1 < t->count ? t->offsets[id + 1] : (uint32_t)t->bytes.len;
     return end - t->offsets[id] - 1;
 }
 
 uint32_t strtab_offset(const strtab *t, uint32_t id)
 {
+    if (id >= t->count)
+        return 0;
     return t->offsets[id];
 }

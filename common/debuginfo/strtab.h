@@ -6,6 +6,7 @@
 #ifndef STACKSIFT_DEBUGINFO_STRTAB_H
 #define STACKSIFT_DEBUGINFO_STRTAB_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,12 +21,15 @@ typedef struct {
     size_t count, cap; /* strings interned; room in offsets/hashes */
     uint32_t *slots;   /* open-addressing hash set of ids + 1 (0 = empty) */
     size_t nslots;     /* power of two */
+    bool full;         /* an add would have passed 4 GiB: it returned STRTAB_NONE and added
+                          nothing; the caller reports ERR_TOO_LARGE (checked once, at the end) */
 } strtab;
 
 void strtab_init(strtab *t);
 void strtab_reset(strtab *t);
-/* strtab_intern - id of `s` (`len` bytes, no NUL inside), adding it if new. Aborts (xalloc)
- * if the table would exceed 4 GiB. */
+/* strtab_intern - id of `s` (`len` bytes, no NUL inside), adding it if new. A table that would
+ * pass 4 GiB (ids and offsets are 32-bit) adds nothing, returns STRTAB_NONE and sets t->full;
+ * so do strtab_add and strtab_append. */
 uint32_t strtab_intern(strtab *t, const char *s, size_t len);
 /* strtab_copy - intern string `id` of `from` into `t` (reusing its hash); returns its id in t. */
 uint32_t strtab_copy(strtab *t, const strtab *from, uint32_t id);

@@ -600,6 +600,10 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
         rc = err_set(err, ERR_UNSUPPORTED, "too many ranges for one symcache");
         goto done;
     }
+    if (b.strings.full || b.names.full) {
+        rc = err_set(err, ERR_TOO_LARGE, "symcache strings over 4 GiB");
+        goto done;
+    }
 
     /* names: sorted (neighbours share most bytes), then compressed in blocks */
     uint32_t *rank = NULL;
