@@ -1610,6 +1610,24 @@ static void hangs_and_metrickit_flow_into_issues(void)
         http_resp r = get(url);
         const char *kind = r.json ? json_string_value(json_object_get(r.json, "kind")) : NULL;
         CHECK_EQ_STR(kind, want_kind[i]);
+        /* the issue's hang duration over its one report: that report's own value */
+        json_t *hd = r.json ? json_object_get(r.json, "hang_duration_ms") : NULL;
+        char *rurl = xsprintf("/api/v1/reports/%s", ids[i]);
+        http_resp rr = get(rurl);
+        json_t *meta = rr.json ? json_object_get(json_object_get(rr.json, "symbolicated"), "metadata")
+                               : NULL;
+        json_int_t want = json_integer_value(json_object_get(meta, "hang_duration_ms"));
+        if (strcmp(want_kind[i], "hang") == 0) {
+            CHECK(want == (i == 0 ? 3000 : 3500)); /* "for 3 seconds"; "3.5 sec" */
+            CHECK(json_is_object(hd));
+            CHECK_EQ_INT(json_integer_value(json_object_get(hd, "median")), want);
+            CHECK_EQ_INT(json_integer_value(json_object_get(hd, "p90")), want);
+            CHECK_EQ_INT(json_integer_value(json_object_get(hd, "max")), want);
+        } else if (strcmp(want_kind[i], "crash") == 0) {
+            CHECK(json_is_null(hd));
+        }
+        resp_free(&rr);
+        free(rurl);
         resp_free(&r);
         free(url);
     }

@@ -111,6 +111,16 @@ static void issue_detail_json(jsonw *w, const store_issue_detail *d)
         jsonw_object_end(w);
     }
     jsonw_array_end(w);
+    jsonw_key(w, "hang_duration_ms");
+    if (d->has_hang_duration) {
+        jsonw_object_begin(w);
+        jsonw_kint(w, "median", d->hang_median_ms);
+        jsonw_kint(w, "p90", d->hang_p90_ms);
+        jsonw_kint(w, "max", d->hang_max_ms);
+        jsonw_object_end(w);
+    } else {
+        jsonw_null(w);
+    }
     jsonw_key(w, "latest_sample");
     if (d->has_sample) {
         jsonw_object_begin(w);

@@ -188,6 +188,17 @@ static const store_stmt ST_ISSUE_DAILY = {
     "FROM generate_series((now() AT TIME ZONE 'UTC')::date - 29, "
     "(now() AT TIME ZONE 'UTC')::date, interval '1 day') d "
     "LEFT JOIN issue_days x ON x.issue_id = $1::bigint AND x.day = d::date ORDER BY d"};
+/* Hang duration over the issue's reports that give one (metadata.hang_duration_ms of the
+ * symbolicated model, present only for hangs): crash reports are skipped without reading
+ * their models, and only models that name the key are parsed. No row = none gives it. */
+static const store_stmt ST_ISSUE_HANG = {
+    "issue_hang",
+    "SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY h))::bigint, "
+    "round(percentile_cont(0.9) WITHIN GROUP (ORDER BY h))::bigint, max(h)::bigint "
+    "FROM (SELECT (symbolicated::jsonb #>> '{metadata,hang_duration_ms}')::numeric AS h "
+    "FROM reports WHERE issue_id = $1::bigint AND kind IS DISTINCT FROM 'crash' "
+    "AND strpos(symbolicated, '\"hang_duration_ms\"') > 0) x WHERE h IS NOT NULL "
+    "HAVING count(*) > 0"};
 static const store_stmt ST_ISSUE_SAMPLE = {
     "issue_sample",
     "SELECT r.id::text, " STORE_TS("r.received_at") ", r.app_version, r.os_version, "
@@ -262,6 +273,17 @@ static err_code do_issue_get(pconn *c, void *vctx, err_info *err)
     for (int i = 0; rc == ERR_OK && i < PQntuples(res) && i < 30; i++) {
         o->daily[i].day = store_dup(q->a, res, i, 0, err, &rc);
         o->daily[i].count = strtoll(PQgetvalue(res, i, 1), NULL, 10);
+    }
+    PQclear(res);
+    if (rc == ERR_OK)
+        rc = store_exec(&res, c, &ST_ISSUE_HANG, 1, values, NULL, NULL, err);
+    if (rc != ERR_OK)
+        return rc;
+    o->has_hang_duration = PQntuples(res) > 0;
+    if (o->has_hang_duration) {
+        o->hang_median_ms = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+        o->hang_p90_ms = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+        o->hang_max_ms = strtoll(PQgetvalue(res, 0, 2), NULL, 10);
     }
     PQclear(res);
     if (rc == ERR_OK)

@@ -65,6 +65,8 @@ typedef struct {
     store_count *by_app_version, *by_os_version, *by_hardware_model; /* most reports first */
     size_t n_app_version, n_os_version, n_hardware_model;
     store_day daily[30];             /* the last 30 UTC days, oldest first */
+    bool has_hang_duration;          /* some report of the issue gives its hang duration */
+    int64_t hang_median_ms, hang_p90_ms, hang_max_ms; /* over those reports, rounded to ms */
     bool has_sample;                 /* the issue's newest report is still there */
     struct {
         const char *id, *received_at, *app_version, *os_version, *hardware_model;
