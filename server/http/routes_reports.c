@@ -27,7 +27,7 @@ static void report_committed(void *ctx, err_code rc, const char *id, const err_i
 {
     intake_slot *slot = ctx;
     http_request *r = slot->r;
-    if (rc == ERR_OK) {
+    if (rc == ERR_OK && id != NULL) { /* a row that was never queued has no id */
         memcpy(r->intake_ids[slot->i], id, sizeof r->intake_ids[0]);
     } else {
         int expected = 0;
