@@ -348,6 +348,9 @@
           fact('Exception', it.exception || '—'),
           fact('Versions', (it.versions || []).join(', ') || '—'),
           fact('Grouped by', it.basis || '—'),
+          it.hang_duration_ms ? fact('Hang duration', h('span#hang-duration',
+            'median ' + it.hang_duration_ms.median + ' ms · p90 ' + it.hang_duration_ms.p90 +
+            ' ms · max ' + it.hang_duration_ms.max + ' ms')) : null,
           fact('Fingerprint', h('span.mono', {title: it.fingerprint}, (it.fingerprint || '').slice(0, 16)))),
         h('h2', 'Last 30 days'),
         daily.length ? spark(daily.map(function (d) { return d.count; }),
@@ -362,6 +365,7 @@
           sample ? h('span.muted', ' — report ', h('a', {href: '#/reports/' + sample.id}, sample.id.slice(0, 8)),
                      ', ' + [sample.app_version, sample.os_version, sample.hardware_model].filter(Boolean).join(' · ')) : null),
         sample && sample.report ? sampleStack(sample.report) : h('p.muted', 'No processed sample yet.'),
+        sample && sample.report && sample.report.tree ? callGraph(sample.report) : null,
         h('h2', 'Reports'),
         h('table.list#issue-reports', h('thead', h('tr', h('th', 'Report'), h('th', 'Received'),
           h('th', 'Status'), h('th', 'Version'), h('th', 'OS'), h('th', 'Device'))), reportsBody),
@@ -385,6 +389,48 @@
       }
       loadReports(null);
     }).catch(failed);
+  }
+
+  // A call tree report (sample, MetricKit): the main thread's call graph (thread 0, else the
+  // first), each frame with its sample count, callees indented under their caller, the
+  // heaviest callee first at every level (so the heaviest path is the top rows). Frames are
+  // in pre-order with parent indexes; walked without recursion (trees can be deep), at most
+  // MAX rows.
+  function callGraph(rep) {
+    var MAX = 400;
+    var threads = rep.threads || [];
+    var t = threads.filter(function (x) { return x.index === 0; })[0] || threads[0];
+    if (!t || !(t.frames || []).length) return null;
+    var frames = t.frames, images = rep.images || [];
+    var kids = frames.map(function () { return []; }), roots = [];
+    frames.forEach(function (f, i) {
+      var p = f.parent;
+      (p !== null && p !== undefined && p >= 0 && p < i ? kids[p] : roots).push(i);
+    });
+    var heavier = function (a, b) { return (frames[b].sample_count || 0) - (frames[a].sample_count || 0) || a - b; };
+    var rows = [], stack = roots.slice().sort(heavier).reverse().map(function (i) { return [i, 0]; });
+    while (stack.length && rows.length < MAX) {
+      var top = stack.pop(), i = top[0], level = top[1], f = frames[i];
+      var sym = (f.symbols || [])[0];
+      var img = f.image_index !== null && f.image_index !== undefined ? images[f.image_index] : null;
+      var addr = f.address ? parseInt(f.address, 16) : NaN;
+      var load = img && img.load_address ? parseInt(img.load_address, 16) : NaN;
+      var name = sym ? sym.function : f.symbol ? f.symbol
+        : isFinite(addr) && isFinite(load) ? (f.image || '?') + ' + ' + hex(addr - load) : (f.address || '???');
+      var fn = h('td.fn', {title: f.address || ''}, name,
+        h('span.muted', ' (in ' + (f.image || '???') + ')'),
+        sym && sym.file ? h('span.muted', ' ' + basename(sym.file) + (sym.line ? ':' + sym.line : '')) : null);
+      fn.style.paddingLeft = (8 + 14 * level) + 'px';   // CSSOM: the CSP forbids style attributes
+      rows.push(h('tr' + (inAppImage(img) ? '.in-app' : ''), {'data-depth': String(level)},
+        h('td.idx', String(f.sample_count || 0)), fn));
+      kids[i].slice().sort(heavier).reverse().forEach(function (k) { stack.push([k, level + 1]); });
+    }
+    return h('div#call-graph',
+      h('h2', 'Main thread call graph',
+        h('span.muted', ' — thread ' + t.index + (t.name ? ' ' + t.name : '') +
+          (t.sample_count ? ', ' + t.sample_count + ' samples' : '') +
+          (frames.length > rows.length ? ', first ' + rows.length + ' of ' + frames.length + ' frames' : ''))),
+      h('table.stack.callgraph', h('tbody', rows)));
   }
 
   function fact(label, value) {

@@ -17,10 +17,11 @@
  *   - no request leaves the server's origin, and the page logs no error.
  * Screenshots go to $ARTIFACT_DIR; their paths are printed. Ends with "N passed, N failed".
  *
- * Env: STACKSIFT_URL, READ_TOKEN, ADMIN_TOKEN, ARTIFACT_DIR, MISSING_UUID.
+ * Env: STACKSIFT_URL, READ_TOKEN, ADMIN_TOKEN, INGEST_TOKEN, ARTIFACT_DIR, MISSING_UUID, SAMPLE_REPORT.
  */
 'use strict';
 const { chromium } = require('playwright-core');
+const fs = require('fs');
 const path = require('path');
 
 const BASE = process.env.STACKSIFT_URL;
@@ -28,6 +29,7 @@ const READ = process.env.READ_TOKEN;
 const ADMIN = process.env.ADMIN_TOKEN;
 const ARTIFACTS = process.env.ARTIFACT_DIR;
 const MISSING_UUID = process.env.MISSING_UUID;
+const SAMPLE_REPORT = process.env.SAMPLE_REPORT;   // a real macOS `sample` report (a hang)
 const STEP_TIMEOUT_MS = 15000;
 
 let passed = 0;
@@ -293,6 +295,37 @@ async function main() {
     check(JSON.stringify(shown.map(r => r.id).sort()) === JSON.stringify(fresh.map(c => c.id).sort()),
           `only new: the ${fresh.length} call sites new in ${latest}`);
     await shot('privacy-new');
+
+    // ---- a hang (real macOS `sample` report): hang duration, main thread call graph --------
+    if (SAMPLE_REPORT) {
+      const posted = await fetch(BASE + '/api/v1/reports', { method: 'POST',
+        headers: { Authorization: 'Bearer ' + process.env.INGEST_TOKEN, 'Content-Type': 'text/plain' },
+        body: fs.readFileSync(SAMPLE_REPORT) });
+      check(posted.status === 202, `sample report accepted (${posted.status})`);
+      const rid = (await posted.json()).id;
+      let rep = null;
+      for (let t0 = Date.now(); Date.now() - t0 < STEP_TIMEOUT_MS; await new Promise(r => setTimeout(r, 200))) {
+        rep = await api('/api/v1/reports/' + rid);
+        if (rep.issue_id) break;
+      }
+      check(!!(rep && rep.issue_id), 'the sample report is grouped into an issue');
+      const hang = await api('/api/v1/issues/' + rep.issue_id);
+      await page.evaluate(id => { location.hash = '#/issues/' + id; }, rep.issue_id);
+      await page.waitForSelector('#call-graph tr');
+      const graph = await page.$$eval('#call-graph tr', trs => trs.map(tr => ({
+        depth: Number(tr.getAttribute('data-depth')), count: Number(tr.children[0].textContent) })));
+      check(graph.length >= 3 && graph[0].depth === 0, `call graph rows (${graph.length})`);
+      check(graph.every((r, i) => i === 0 || r.depth <= graph[i - 1].depth + 1), 'callees indented under their caller');
+      // heaviest path first: the first rows descend one level each, each the heaviest callee
+      let k = 0;
+      while (k + 1 < graph.length && graph[k + 1].depth === graph[k].depth + 1) k++;
+      check(k >= 2 && graph.slice(0, k + 1).every((r, i) => i === 0 || r.count <= graph[i - 1].count),
+            `heaviest path first (${k + 1} levels)`);
+      const hd = hang.hang_duration_ms;
+      check(hd && hd.max === 3000 && (await page.textContent('#hang-duration')).includes('max 3000 ms'),
+            'hang duration shown');
+      await shot('hang', { fullPage: true });
+    }
 
     check(foreign.length === 0, 'no request leaves the server: ' + foreign.slice(0, 3).join(' '));
     check(problems.length === 0, 'no page error or console error: ' + problems.slice(0, 3).join(' | '));

@@ -69,7 +69,9 @@ def main():
             return 1
         print(f"deploy/demo.sh: {time.time() - t0:.1f} s")
         env.update(NODE_PATH=os.path.join(node_dir, "node_modules"), ARTIFACT_DIR=artifacts,
-                   MISSING_UUID=d5)
+                   MISSING_UUID=d5,
+                   SAMPLE_REPORT=os.path.join(source, "../shared/real-xcode/macsymbolicator-2021-03/"
+                                              "Samples/multithread-sample.txt"))
         t0 = time.time()
         test = subprocess.run(["node", os.path.join(HERE, "dashboard.test.js")], env=env, timeout=300)
         print(f"dashboard.test.js: {time.time() - t0:.1f} s")
