@@ -168,8 +168,9 @@ fi
 # --- report ---------------------------------------------------------------------------------
 python3 - <<EOF
 dw = $dwarf_bytes / 1e6
-sb, gb = $stacksift_build_s, $gsymutil_s
-sl, ll = $stacksift_lookup_s, $symbolizer_s
+# /usr/bin/time has 10 ms steps: a tiny input (the ctest) can time at 0.00 s
+sb, gb = max(0.01, $stacksift_build_s), max(0.01, $gsymutil_s)
+sl, ll = max(0.01, $stacksift_lookup_s), max(0.01, $symbolizer_s)
 symc, gsym = $symc_bytes, $gsym_bytes
 cold, warm, srt = $cold_rate, $warm_rate, $sorted_rate
 n = $nlookups
