@@ -312,20 +312,17 @@ typedef struct {
     const char *bytes, *functions;
 } replace_ctx;
 
-static err_code do_replace(pconn *c, void *vctx, err_info *err)
+/* One transaction: `sql` points the row at x->file's blob only if the row is still what the
+ * caller saw (one row updated), then the blob is written; *x->done says whether it was. */
+static err_code swap_symcache(pconn *c, replace_ctx *x, const char *what, const char *sql,
+                              int nparams, const char *const *values, err_info *err)
 {
-    replace_ctx *x = vctx;
     *x->done = false;
-    err_code rc = store_command(c, "BEGIN", "replacing a symcache", err);
+    err_code rc = store_command(c, "BEGIN", what, err);
     if (rc != ERR_OK)
         return rc;
     PGresult *res;
-    const char *values[5] = {x->uuid, x->expect, x->file->sha256, x->bytes, x->functions};
-    rc = store_exec_sql(&res, c, "replacing a symcache",
-              "UPDATE dsyms SET sha256 = $3, symcache_blob = $3, symcache_bytes = $4, "
-              "functions = $5 WHERE uuid = $1::uuid AND symcache_blob IS NOT DISTINCT FROM "
-              "nullif($2, '')",
-              5, values, 0, err);
+    rc = store_exec_sql(&res, c, what, sql, nparams, values, 0, err);
     if (rc != ERR_OK)
         return rc;
     bool updated = strcmp(PQcmdTuples(res), "1") == 0;
@@ -333,10 +330,21 @@ static err_code do_replace(pconn *c, void *vctx, err_info *err)
     if (updated)
         rc = store_blob_put(c, x->file, err);
     if (rc == ERR_OK)
-        rc = store_command(c, "COMMIT", "replacing a symcache", err);
+        rc = store_command(c, "COMMIT", what, err);
     if (rc == ERR_OK)
         *x->done = updated;
     return rc;
+}
+
+static err_code do_replace(pconn *c, void *vctx, err_info *err)
+{
+    replace_ctx *x = vctx;
+    const char *values[5] = {x->uuid, x->expect, x->file->sha256, x->bytes, x->functions};
+    return swap_symcache(c, x, "replacing a symcache",
+              "UPDATE dsyms SET sha256 = $3, symcache_blob = $3, symcache_bytes = $4, "
+              "functions = $5 WHERE uuid = $1::uuid AND symcache_blob IS NOT DISTINCT FROM "
+              "nullif($2, '')",
+              5, values, err);
 }
 
 err_code store_dsym_symcache_replace(bool *replaced, store *s, const char *uuid,
@@ -353,27 +361,11 @@ err_code store_dsym_symcache_replace(bool *replaced, store *s, const char *uuid,
 static err_code do_backfill(pconn *c, void *vctx, err_info *err)
 {
     replace_ctx *x = vctx;
-    *x->done = false;
-    err_code rc = store_command(c, "BEGIN", "backfilling a symcache", err);
-    if (rc != ERR_OK)
-        return rc;
-    PGresult *res;
     const char *values[2] = {x->uuid, x->file->sha256};
-    rc = store_exec_sql(&res, c, "backfilling a symcache",
+    return swap_symcache(c, x, "backfilling a symcache",
               "UPDATE dsyms SET symcache_blob = $2 WHERE uuid = $1::uuid "
               "AND symcache_blob IS NULL AND sha256 = $2",
-              2, values, 0, err);
-    if (rc != ERR_OK)
-        return rc;
-    bool updated = strcmp(PQcmdTuples(res), "1") == 0;
-    PQclear(res);
-    if (updated)
-        rc = store_blob_put(c, x->file, err);
-    if (rc == ERR_OK)
-        rc = store_command(c, "COMMIT", "backfilling a symcache", err);
-    if (rc == ERR_OK)
-        *x->done = updated;
-    return rc;
+              2, values, err);
 }
 
 err_code store_dsym_symcache_backfill(bool *attached, store *s, const char *uuid,
