@@ -80,6 +80,25 @@ for _ in $(seq 300); do
   [ "$q" = 0 ] && break; sleep 0.1
 done
 psql "$url" -qc "TRUNCATE issues CASCADE; DELETE FROM reports" >/dev/null
+psql "$url" -qc "CHECKPOINT" >/dev/null
+# WAL written during the run (pg_stat_wal): bytes and full-page images per report, and how
+# many times it was flushed (wal_sync: one per group of commits that waited on the disk).
+wal_stats() {
+  psql "$url" -AtF' ' -c "SELECT wal_bytes, wal_fpi, wal_sync FROM pg_stat_wal"
+}
+read -r wal_bytes0 wal_fpi0 wal_sync0 < <(wal_stats)
+# CPU time (ms) of the server process and of every Postgres process (the postmaster's
+# children: backends, WAL writer, checkpointer), from /proc.
+cpu_ms() {
+  local tck pids
+  tck=$(getconf CLK_TCK)
+  pids="$1"
+  [ "$2" = pg ] && pids=$(pgrep -P "$(head -1 "$pgdir/data/postmaster.pid")" | tr '\n' ' ')
+  for p in $pids; do cat "/proc/$p/stat" 2>/dev/null; done |
+    awk -v t="$tck" '{ sub(/^.*\) /, ""); s += $12 + $13 } END { printf "%.0f", s * 1000 / t }'
+}
+srv_cpu0=$(cpu_ms "$server_pid" srv)
+pg_cpu0=$(cpu_ms "" pg)
 
 # The server's own view of POST latency (first callback to answer sent): its histogram before
 # and after the run; the difference gives this run's requests only.
@@ -111,6 +130,9 @@ for _ in $(seq 1200); do
   [ "$q" = 0 ] && break; sleep 0.1
 done
 drained=$(date +%s.%N)
+read -r wal_bytes1 wal_fpi1 wal_sync1 < <(wal_stats)
+srv_cpu1=$(cpu_ms "$server_pid" srv)
+pg_cpu1=$(cpu_ms "" pg)
 rss_kb=$(awk '/VmHWM/ {print $2}' "/proc/$server_pid/status")
 hist1=$(post_hist)
 metrics=$(curl -fs -H "Authorization: Bearer $token" "http://127.0.0.1:$port/metrics")
@@ -171,6 +193,14 @@ printf '"lag_p50_s":%.3f,"lag_p99_s":%.3f,"lag_max_s":%.3f,"drain_after_post_s":
 printf '"rss_peak_mb":%.1f,"stack_cache_hit_ratio":%s,"reports_per_commit":%s,' \
   "$(awk -v k="$rss_kb" 'BEGIN { print k / 1024 }')" "${ratio:-0}" "$per_commit"
 printf '"server_p50_ms":%s,"server_p99_ms":%s,' "$srv_p50" "$srv_p99"
+wal_per_report=$(awk -v a="$wal_bytes0" -v b="$wal_bytes1" -v n="$total" 'BEGIN { printf "%.0f", (n > 0 ? (b - a) / n : 0) }')
+fpi_per_report=$(awk -v a="$wal_fpi0" -v b="$wal_fpi1" -v n="$total" 'BEGIN { printf "%.3f", (n > 0 ? (b - a) / n : 0) }')
+wal_flushes=$((wal_sync1 - wal_sync0))
+srv_cpu_us=$(awk -v a="$srv_cpu0" -v b="$srv_cpu1" -v n="$total" 'BEGIN { printf "%.0f", (n > 0 ? (b - a) * 1000 / n : 0) }')
+pg_cpu_us=$(awk -v a="$pg_cpu0" -v b="$pg_cpu1" -v n="$total" 'BEGIN { printf "%.0f", (n > 0 ? (b - a) * 1000 / n : 0) }')
+printf '"server_cpu_us_per_report":%s,"pg_cpu_us_per_report":%s,' "$srv_cpu_us" "$pg_cpu_us"
+printf '"wal_bytes_per_report":%s,"wal_fpi_per_report":%s,"wal_flushes":%s,' \
+  "$wal_per_report" "$fpi_per_report" "$wal_flushes"
 printf '"pg_fsync":"%s","peer_healthz_rps":%s,"peer_p50_ms":%s,"peer_p99_ms":%s,' \
   "${PG_FSYNC:-off}" "$peer_rps" "$peer_p50" "$peer_p99"
 printf '"post_vs_healthz":%.3f,"non_2xx":%s}\n' \
@@ -179,4 +209,6 @@ echo "POST: $rps reports/s, p50 ${p50} ms, p99 ${p99} ms, $per_commit reports pe
 echo "server side (first callback -> answer sent): p50 ${srv_p50} ms, p99 ${srv_p99} ms"
 echo "peer GET /healthz: $peer_rps req/s, p50 ${peer_p50} ms, p99 ${peer_p99} ms; POST/peer $(awk -v a="$rps" -v b="$peer_rps" 'BEGIN { printf "%.3f", a / b }')"
 echo "end to end: $e2e reports/s processed; receipt -> processed p50 ${lag50}s p99 ${lag99}s"
+echo "CPU per report (posted and processed): server $srv_cpu_us us, Postgres $pg_cpu_us us"
+echo "WAL: $wal_per_report bytes and $fpi_per_report full-page images per report; $wal_flushes flushes (posting and processing)"
 echo "server peak RSS: $((rss_kb / 1024)) MiB (target < 150); stack cache hit ratio ${ratio:-0}"
