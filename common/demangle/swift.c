@@ -40,6 +40,7 @@ typedef struct {
     int depth;
     bool failed;
     bool old_fn_labels;   /* _T0: argument labels live in the parameter tuple */
+    bool swift3;          /* Swift 3's "_T" mangling (simplified: printed in that era's style) */
 } dm;
 
 /* ---- memory ------------------------------------------------------------------------- */
@@ -3526,6 +3527,7 @@ static swift_node *o_global(dm *d)
         char c = next(d);
         switch (c) {
         case 'V': r = with1(d, K_ValueWitnessTable, o_type(d)); break;
+        case 'o': r = with1(d, K_WitnessTableOffset, o_entity(d)); break;
         case 'v': {
             uint64_t dir;
             if (next_if(d, 'd'))
@@ -3578,6 +3580,7 @@ static swift_node *o_global(dm *d)
 static swift_node *demangle_old_symbol(dm *d)
 {
     d->pos = 2;   /* "_T" */
+    d->swift3 = true;
     swift_node *top = mk(d, K_Global);
     if (top == NULL)
         return NULL;
@@ -3682,7 +3685,7 @@ size_t swift_demangle_buf(char *buf, size_t cap, const char *name, size_t len, b
     swift_node *root = demangle_symbol(&d);
     size_t n = 0;
     if (root != NULL)
-        n = swift_print(buf, cap, root, simplified);
+        n = simplified && d.swift3 ? swift_print_swift3(buf, cap, root) : swift_print(buf, cap, root, simplified);
     dm_free(&d);
     return n;
 }

@@ -97,7 +97,8 @@
     X(ExtensionAttachedMacroExpansion) X(BodyAttachedMacroExpansion) X(PreambleAttachedMacroExpansion) \
     X(LifetimeDependence) X(TypeSymbolicReference) X(ProtocolSymbolicReference)               \
     X(ObjCAsyncCompletionHandlerImpl) X(PredefinedObjCAsyncCompletionHandlerImpl)             \
-    X(AnyConformance) X(ConformanceRef) X(AssocTypePath) X(ModuleDescriptor) X(ExtensionDescriptor) X(AnonymousDescriptor) X(IndexSubset) X(AutoDiffDerivativeVTableThunk) X(DifferentiabilityWitness) X(AutoDiffSubsetParametersThunk) X(AutoDiffSelfReorderingReabstractionThunk)
+    X(AnyConformance) X(ConformanceRef) X(AssocTypePath) X(ModuleDescriptor) X(ExtensionDescriptor) X(AnonymousDescriptor) X(IndexSubset) X(AutoDiffDerivativeVTableThunk) X(DifferentiabilityWitness) X(AutoDiffSubsetParametersThunk) X(AutoDiffSelfReorderingReabstractionThunk) \
+    X(WitnessTableOffset)
 
 #define SWIFT_KIND_ENUM(k) K_##k,
 typedef enum { SWIFT_KINDS(SWIFT_KIND_ENUM) K__COUNT } swift_kind;
@@ -117,6 +118,11 @@ struct swift_node {
  * or simplified (`swift demangle --simplified`, atos) form. Returns the length, or 0 when the
  * tree cannot be printed (malformed, too deep, or longer than cap - 1). */
 size_t swift_print(char *buf, size_t cap, const swift_node *root, bool simplified);
+
+/* swift_print_swift3 - like swift_print(simplified) in the style Swift 3-era tools printed
+ * the names of Swift 3's "_T" mangling ("bar.bas(zim : zim) -> ()", "(f() -> ()).(closure #1)",
+ * "thunk"), as the Swift project's simplified-manglings.txt records it. */
+size_t swift_print_swift3(char *buf, size_t cap, const swift_node *root);
 
 /* swift_demangle_buf - demangle `name` (a Swift symbol with its prefix) into buf; 0 when it
  * is not a Swift name we can read. */

@@ -6,7 +6,8 @@
  *               no modules, argument labels instead of types (`bar.bas(zim:)`), `specialized`,
  *               `thunk for`, `partial apply for`, `closure #1 in f()`.
  * The forms differ only in the options below (Swift's DemangleOptions and its
- * SimplifiedUIDemangleOptions()); the output is cut off at the caller's capacity, which
+ * SimplifiedUIDemangleOptions()), plus the Swift 3-era simplified style for Swift 3's "_T"
+ * names (print3, swift_print_swift3); the output is cut off at the caller's capacity, which
  * counts as failure, and recursion is bounded.
  */
 #include "demangle/swift_internal.h"
@@ -28,6 +29,7 @@ typedef struct {
     bool shorten_partial_apply, shorten_thunk, shorten_value_witness;
     bool private_discriminators;
     bool async_resume_partial;
+    bool swift3;                /* Swift 3-era simplified style (print3) */
 } options;
 
 typedef struct {
@@ -747,6 +749,8 @@ static void print_generic_signature(printer *p, const swift_node *n)
                 outu(p, depth);
         }
     }
+    if (depth != n->nchildren && !p->o.where_clauses && p->o.swift3)
+        outs(p, " where ...");
     if (depth != n->nchildren && p->o.where_clauses) {
         outs(p, " where ");
         for (uint32_t i = depth; i < n->nchildren; i++) {
@@ -779,6 +783,262 @@ static bool is_class_type(const swift_node *n)
     return n != NULL && n->kind == K_Class;
 }
 
+/* ---- Swift 3 simplified style -------------------------------------------------------------
+ * Only Swift 3 compilers emitted the "_T" mangling (not "_T0"), and the tools of that era
+ * (`swift-demangle --simplified`, Xcode 8's atos and crash reports) printed such names in a
+ * style of their own: entity types kept but no modules ("bar.bas(zim : zim) -> ()"), a context
+ * that has a type in parentheses before the entity ("(f(i : Int) -> ()).(closure #1)"),
+ * "thunk", one "specialized " per specialization pass, "<A where ...>". That style is what a
+ * reader of a Swift 3-era report expects, and what the Swift project's simplified-manglings.txt
+ * records; print3 prints it for the node kinds whose spelling differs and leaves every other kind
+ * to print(), which comes back here for their children. */
+
+static bool print3(printer *p, const swift_node *n, bool as_context, bool suppress_type);
+
+/* print3_node - one node in the Swift 3 style, with the context/type flags print() lacks */
+static void print3_node(printer *p, const swift_node *n, bool as_context, bool suppress_type)
+{
+    if (n == NULL || p->bad) {
+        p->bad = true;
+        return;
+    }
+    if (++p->depth > MAX_PRINT_DEPTH) {
+        p->bad = true;
+        return;
+    }
+    bool done = print3(p, n, as_context, suppress_type);
+    p->depth--;
+    if (!done)
+        print(p, n, false);
+}
+
+static bool is_function_type(const swift_node *t)
+{
+    t = skip_type(t);
+    while (t != NULL && t->kind == K_DependentGenericType)
+        t = skip_type(child(t, 1));
+    return t != NULL && (t->kind == K_FunctionType || t->kind == K_UncurriedFunctionType ||
+                         t->kind == K_CFunctionPointer || t->kind == K_ThinFunctionType);
+}
+
+/* s3_colon_type - the entity's type would follow a " : " (not shown in the simplified style)
+ * rather than its name (a function's signature) */
+static bool s3_colon_type(swift_kind entity, const swift_node *type)
+{
+    switch (entity) {
+    case K_Subscript: case K_Function: case K_ExplicitClosure: case K_ImplicitClosure:
+    case K_Allocator: case K_Constructor: case K_Destructor: case K_Deallocator: case K_IVarDestroyer:
+        return !is_function_type(type);
+    default:
+        return true;
+    }
+}
+
+/* s3_entity - context, '(' when a typed entity is itself a context, name, extra, type, ')' */
+static void s3_entity(printer *p, const swift_node *entity, swift_kind rule, bool as_context,
+                      bool suppress_type, bool has_name, bool has_type, const char *extra)
+{
+    const swift_node *ctx = child(entity, 0);
+    if (ctx == NULL) {
+        p->bad = true;
+        return;
+    }
+    print3_node(p, ctx, true, false);
+    if (skip_type(ctx) == NULL || skip_type(ctx)->kind != K_Module || p->o.module_names)
+        outc(p, '.');
+    bool print_type = has_type && !suppress_type;
+    bool parens = print_type && as_context;
+    if (parens)
+        outc(p, '(');
+    if (has_name)
+        print3_node(p, child(entity, 1), false, false);
+    outs(p, extra);
+    if (print_type) {
+        const swift_node *type = child_of_kind(entity, K_Type);
+        if (type == NULL) {
+            p->bad = true;
+            return;
+        }
+        if (!s3_colon_type(rule, type))
+            print3_node(p, type, false, false);
+    }
+    if (parens)
+        outc(p, ')');
+}
+
+static void s3_accessor(printer *p, const swift_node *n, bool as_context, bool suppress_type, const char *what)
+{
+    const swift_node *storage = child(n, 0);
+    if (storage == NULL || (storage->kind != K_Variable && storage->kind != K_Subscript)) {
+        p->bad = true;
+        return;
+    }
+    char extra[64];
+    bool named = storage->nchildren > 1 && child(storage, 1)->kind != K_Type;
+    snprintf(extra, sizeof extra, "%s.%s", named ? "" : "subscript", what);
+    s3_entity(p, storage, (swift_kind)n->kind, as_context, suppress_type, named, true, extra);
+}
+
+static void s3_function_type(printer *p, const swift_node *fn)
+{
+    const swift_node *args = child_of_kind(fn, K_ArgumentTuple);
+    const swift_node *result = child_of_kind(fn, K_ReturnType);
+    if (args == NULL || result == NULL) {
+        p->bad = true;
+        return;
+    }
+    print3_node(p, args, false, false);
+    if (child_of_kind(fn, K_ThrowsAnnotation) != NULL)
+        outs(p, " throws");
+    print3_node(p, result, false, false);
+}
+
+static bool print3(printer *p, const swift_node *n, bool as_context, bool suppress_type)
+{
+    char extra[64];
+    switch ((swift_kind)n->kind) {
+    case K_Global:
+        for (uint32_t i = 0; i < n->nchildren; i++)
+            print3_node(p, n->child[i], false, false);
+        return true;
+    case K_Type:
+        print3_node(p, child(n, 0), as_context, false);
+        return true;
+    case K_Static:
+        outs(p, "static ");
+        print3_node(p, child(n, 0), as_context, suppress_type);
+        return true;
+    case K_Extension:
+        print3_node(p, child(n, 1), as_context, false);
+        if (n->nchildren == 3)
+            print3_node(p, child(n, 2), true, false);
+        return true;
+    case K_Function: case K_Variable:
+        s3_entity(p, n, (swift_kind)n->kind, as_context, suppress_type, true, true, "");
+        return true;
+    case K_Subscript: {
+        bool named = n->nchildren > 1 && child(n, 1)->kind != K_Type;
+        s3_entity(p, n, K_Subscript, as_context, suppress_type, named, true, named ? "" : "subscript");
+        return true;
+    }
+    case K_ExplicitClosure: case K_ImplicitClosure:
+        snprintf(extra, sizeof extra, "(%sclosure #%llu)", n->kind == K_ImplicitClosure ? "implicit " : "",
+                 (unsigned long long)(child(n, 1) ? child(n, 1)->index + 1 : 0));
+        s3_entity(p, n, (swift_kind)n->kind, as_context, suppress_type, false, false, extra);
+        return true;
+    case K_Initializer:
+        s3_entity(p, n, K_Initializer, as_context, suppress_type, false, false,
+                  "(variable initialization expression)");
+        return true;
+    case K_DefaultArgumentInitializer:
+        snprintf(extra, sizeof extra, "(default argument %llu)",
+                 (unsigned long long)(child(n, 1) ? child(n, 1)->index : 0));
+        s3_entity(p, n, K_DefaultArgumentInitializer, as_context, suppress_type, false, false, extra);
+        return true;
+    case K_Class: case K_Structure: case K_Enum: case K_Protocol: case K_TypeAlias:
+        s3_entity(p, n, (swift_kind)n->kind, as_context, suppress_type, true, false, "");
+        return true;
+    case K_Allocator: case K_Constructor:
+        s3_entity(p, n, (swift_kind)n->kind, as_context, suppress_type, false, true,
+                  n->kind == K_Allocator && is_class_type(child(n, 0)) ? "__allocating_init" : "init");
+        return true;
+    case K_Destructor: case K_Deallocator: case K_IVarInitializer: case K_IVarDestroyer:
+        s3_entity(p, n, (swift_kind)n->kind, as_context, suppress_type, false, false,
+                  n->kind == K_Destructor ? "deinit"
+                  : n->kind == K_Deallocator ? (is_class_type(child(n, 0)) ? "__deallocating_deinit" : "deinit")
+                  : n->kind == K_IVarInitializer ? "__ivar_initializer" : "__ivar_destroyer");
+        return true;
+    case K_Getter: case K_GlobalGetter: s3_accessor(p, n, as_context, suppress_type, "getter"); return true;
+    case K_Setter: s3_accessor(p, n, as_context, suppress_type, "setter"); return true;
+    case K_MaterializeForSet: s3_accessor(p, n, as_context, suppress_type, "materializeForSet"); return true;
+    case K_WillSet: s3_accessor(p, n, as_context, suppress_type, "willset"); return true;
+    case K_DidSet: s3_accessor(p, n, as_context, suppress_type, "didset"); return true;
+    case K_UnsafeAddressor: s3_accessor(p, n, as_context, suppress_type, "unsafeAddressor"); return true;
+    case K_UnsafeMutableAddressor: s3_accessor(p, n, as_context, suppress_type, "unsafeMutableAddressor"); return true;
+    case K_OwningAddressor: s3_accessor(p, n, as_context, suppress_type, "owningAddressor"); return true;
+    case K_OwningMutableAddressor: s3_accessor(p, n, as_context, suppress_type, "owningMutableAddressor"); return true;
+    case K_NativeOwningAddressor: s3_accessor(p, n, as_context, suppress_type, "nativeOwningAddressor"); return true;
+    case K_NativeOwningMutableAddressor: s3_accessor(p, n, as_context, suppress_type, "nativeOwningMutableAddressor"); return true;
+    case K_NativePinningAddressor: s3_accessor(p, n, as_context, suppress_type, "nativePinningAddressor"); return true;
+    case K_NativePinningMutableAddressor: s3_accessor(p, n, as_context, suppress_type, "nativePinningMutableAddressor"); return true;
+    case K_LocalDeclName:
+        outc(p, '(');
+        print3_node(p, child(n, 1), false, false);
+        outs(p, " #");
+        outu(p, (child(n, 0) ? child(n, 0)->index : 0) + 1);
+        outc(p, ')');
+        return true;
+    case K_PrivateDeclName:
+        if (n->nchildren < 2) {
+            p->bad = true;
+            return true;
+        }
+        outc(p, '(');
+        print3_node(p, child(n, 1), false, false);
+        outs(p, " in ");
+        text(p, child(n, 0));
+        outc(p, ')');
+        return true;
+    case K_FunctionType: case K_UncurriedFunctionType:
+        s3_function_type(p, n);
+        return true;
+    case K_AutoClosureType: case K_ThinFunctionType: case K_CFunctionPointer: case K_ObjCBlock:
+        outs(p, n->kind == K_AutoClosureType ? "@autoclosure " : n->kind == K_ThinFunctionType ? "@convention(thin) "
+              : n->kind == K_CFunctionPointer ? "@convention(c) " : "@convention(block) ");
+        s3_function_type(p, n);
+        return true;
+    case K_ArgumentTuple: {
+        const swift_node *t = skip_type(child(n, 0));
+        bool parens = t == NULL || t->kind != K_Tuple;
+        if (parens)
+            outc(p, '(');
+        print3_node(p, child(n, 0), false, false);
+        if (parens)
+            outc(p, ')');
+        return true;
+    }
+    case K_Tuple:
+        outc(p, '(');
+        for (uint32_t i = 0; i < n->nchildren; i++) {
+            if (i > 0)
+                outs(p, ", ");
+            print3_node(p, n->child[i], false, false);
+        }
+        outc(p, ')');
+        return true;
+    case K_TupleElement: {
+        const swift_node *label = child_of_kind(n, K_TupleElementName);
+        if (label != NULL) {
+            text(p, label);
+            outs(p, " : ");
+        }
+        print3_node(p, child_of_kind(n, K_Type), false, false);
+        if (child_of_kind(n, K_VariadicMarker) != NULL)
+            outs(p, "...");
+        return true;
+    }
+    case K_ReturnType:
+        outs(p, " -> ");
+        for (uint32_t i = 0; i < n->nchildren; i++)
+            print3_node(p, n->child[i], false, false);
+        return true;
+    case K_DependentGenericType:
+        print3_node(p, child(n, 0), false, false);
+        outc(p, ' ');
+        print3_node(p, child(n, 1), false, false);
+        return true;
+    case K_GenericSpecialization: case K_GenericSpecializationNotReAbstracted:
+    case K_FunctionSignatureSpecialization:
+        outs(p, "specialized ");
+        return true;
+    case K_ReabstractionThunk: case K_ReabstractionThunkHelper:
+        outs(p, "thunk");
+        return true;
+    default:
+        return false;
+    }
+}
+
 /* print - one node; returns the context left to print in suffix form ("in ...") when asked to
  * print as a prefix context and the entity cannot be printed that way. */
 static const swift_node *print(printer *p, const swift_node *n, bool as_prefix)
@@ -789,6 +1049,10 @@ static const swift_node *print(printer *p, const swift_node *n, bool as_prefix)
     }
     if (++p->depth > MAX_PRINT_DEPTH) {
         p->bad = true;
+        return NULL;
+    }
+    if (p->o.swift3 && print3(p, n, as_prefix, false)) {
+        p->depth--;
         return NULL;
     }
     const swift_node *r = NULL;
@@ -1398,6 +1662,7 @@ static const swift_node *print(printer *p, const swift_node *n, bool as_prefix)
     case K_ClassMetadataBaseOffset: print_prefixed(p, "class metadata base offset for ", n); break;
     case K_PropertyDescriptor: print_prefixed(p, "property descriptor for ", n); break;
     case K_ValueWitnessTable: print_prefixed(p, "value witness table for ", n); break;
+    case K_WitnessTableOffset: print_prefixed(p, "witness table offset for ", n); break;
     case K_ProtocolWitnessTable: print_prefixed(p, "protocol witness table for ", n); break;
     case K_ProtocolWitnessTablePattern: print_prefixed(p, "protocol witness table pattern for ", n); break;
     case K_GenericProtocolWitnessTable: print_prefixed(p, "generic protocol witness table for ", n); break;
@@ -1608,7 +1873,7 @@ static const swift_node *print(printer *p, const swift_node *n, bool as_prefix)
     return r;
 }
 
-size_t swift_print(char *buf, size_t cap, const swift_node *root, bool simplified)
+static size_t print_root(char *buf, size_t cap, const swift_node *root, bool simplified, bool swift3)
 {
     if (cap == 0)
         return 0;
@@ -1630,6 +1895,7 @@ size_t swift_print(char *buf, size_t cap, const swift_node *root, bool simplifie
     p.o.shorten_value_witness = simplified;
     p.o.private_discriminators = full;
     p.o.async_resume_partial = full;
+    p.o.swift3 = swift3;
     print(&p, root, false);
     if (p.bad || p.len == 0) {
         buf[0] = '\0';
@@ -1637,4 +1903,14 @@ size_t swift_print(char *buf, size_t cap, const swift_node *root, bool simplifie
     }
     buf[p.len] = '\0';
     return p.len;
+}
+
+size_t swift_print(char *buf, size_t cap, const swift_node *root, bool simplified)
+{
+    return print_root(buf, cap, root, simplified, false);
+}
+
+size_t swift_print_swift3(char *buf, size_t cap, const swift_node *root)
+{
+    return print_root(buf, cap, root, true, true);
 }
