@@ -268,6 +268,7 @@ static void swift_hostile_names(void)
     deep[n] = '\0';
     CHECK(demangle_name(deep, 0) == NULL);
     memset(deep + 2, 'G', sizeof deep - 3);
+    deep[sizeof deep - 1] = '\0';
     CHECK(demangle_name(deep, 0) == NULL);
     /* a repeat count far beyond any real name */
     CHECK(demangle_name("$s999999999999Si", 0) == NULL);
