@@ -866,8 +866,28 @@ static void s3_entity(printer *p, const swift_node *entity, swift_kind rule, boo
         outc(p, ')');
 }
 
-static void s3_accessor(printer *p, const swift_node *n, bool as_context, bool suppress_type, const char *what)
+static const char *s3_accessor_name(swift_kind k)
 {
+    static const struct { swift_kind k; const char *name; } names[] = {
+        {K_Getter, "getter"}, {K_GlobalGetter, "getter"}, {K_Setter, "setter"},
+        {K_MaterializeForSet, "materializeForSet"}, {K_WillSet, "willset"}, {K_DidSet, "didset"},
+        {K_UnsafeAddressor, "unsafeAddressor"}, {K_UnsafeMutableAddressor, "unsafeMutableAddressor"},
+        {K_OwningAddressor, "owningAddressor"}, {K_OwningMutableAddressor, "owningMutableAddressor"},
+        {K_NativeOwningAddressor, "nativeOwningAddressor"},
+        {K_NativeOwningMutableAddressor, "nativeOwningMutableAddressor"},
+        {K_NativePinningAddressor, "nativePinningAddressor"},
+        {K_NativePinningMutableAddressor, "nativePinningMutableAddressor"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (names[i].k == k)
+            return names[i].name;
+    return "";
+}
+
+/* s3_accessor - "ctx.name.getter": the accessor wraps its Variable (or Subscript) */
+static void s3_accessor(printer *p, const swift_node *n, bool as_context, bool suppress_type)
+{
+    const char *what = s3_accessor_name((swift_kind)n->kind);
     const swift_node *storage = child(n, 0);
     if (storage == NULL || (storage->kind != K_Variable && storage->kind != K_Subscript)) {
         p->bad = true;
@@ -948,19 +968,12 @@ static bool print3(printer *p, const swift_node *n, bool as_context, bool suppre
                   : n->kind == K_Deallocator ? (is_class_type(child(n, 0)) ? "__deallocating_deinit" : "deinit")
                   : n->kind == K_IVarInitializer ? "__ivar_initializer" : "__ivar_destroyer");
         return true;
-    case K_Getter: case K_GlobalGetter: s3_accessor(p, n, as_context, suppress_type, "getter"); return true;
-    case K_Setter: s3_accessor(p, n, as_context, suppress_type, "setter"); return true;
-    case K_MaterializeForSet: s3_accessor(p, n, as_context, suppress_type, "materializeForSet"); return true;
-    case K_WillSet: s3_accessor(p, n, as_context, suppress_type, "willset"); return true;
-    case K_DidSet: s3_accessor(p, n, as_context, suppress_type, "didset"); return true;
-    case K_UnsafeAddressor: s3_accessor(p, n, as_context, suppress_type, "unsafeAddressor"); return true;
-    case K_UnsafeMutableAddressor: s3_accessor(p, n, as_context, suppress_type, "unsafeMutableAddressor"); return true;
-    case K_OwningAddressor: s3_accessor(p, n, as_context, suppress_type, "owningAddressor"); return true;
-    case K_OwningMutableAddressor: s3_accessor(p, n, as_context, suppress_type, "owningMutableAddressor"); return true;
-    case K_NativeOwningAddressor: s3_accessor(p, n, as_context, suppress_type, "nativeOwningAddressor"); return true;
-    case K_NativeOwningMutableAddressor: s3_accessor(p, n, as_context, suppress_type, "nativeOwningMutableAddressor"); return true;
-    case K_NativePinningAddressor: s3_accessor(p, n, as_context, suppress_type, "nativePinningAddressor"); return true;
-    case K_NativePinningMutableAddressor: s3_accessor(p, n, as_context, suppress_type, "nativePinningMutableAddressor"); return true;
+    case K_Getter: case K_GlobalGetter: case K_Setter: case K_MaterializeForSet: case K_WillSet:
+    case K_DidSet: case K_UnsafeAddressor: case K_UnsafeMutableAddressor: case K_OwningAddressor:
+    case K_OwningMutableAddressor: case K_NativeOwningAddressor: case K_NativeOwningMutableAddressor:
+    case K_NativePinningAddressor: case K_NativePinningMutableAddressor:
+        s3_accessor(p, n, as_context, suppress_type);
+        return true;
     case K_LocalDeclName:
         outc(p, '(');
         print3_node(p, child(n, 1), false, false);
