@@ -898,6 +898,84 @@ static void report_has_symbolicated_model_and_text(void)
     free(url);
 }
 
+/* Migration 0007: a processed report's symbolicated model is stored lz4-compressed (it was
+ * three quarters of a report's WAL uncompressed, and every durable intake commit waits for
+ * the WAL before it to reach the disk), and a day's partition made from now on keeps lz4 for
+ * the model and the raw bytes. Read back as JSON and as text above all the same. */
+static void stored_models_are_lz4_compressed(void)
+{
+    const gen_report *g = &reports[0];
+    char *sql = xsprintf("SELECT count(*) FROM reports WHERE id = '%s' AND status = 'processed' "
+                         "AND pg_column_compression(symbolicated) = 'lz4'", g->id);
+    CHECK_EQ_INT(sql_int(sql), 1);
+    free(sql);
+    CHECK_EQ_INT(sql_int("SELECT count(*) FROM reports WHERE symbolicated IS NOT NULL AND "
+                         "pg_column_compression(symbolicated) IS DISTINCT FROM 'lz4'"), 0);
+    CHECK_EQ_INT(sql_int("SELECT stacksift_reports_partition_create('2999-01-01')::int"), 1);
+    CHECK_EQ_INT(sql_int("SELECT count(*) FROM pg_attribute WHERE attrelid = "
+                         "'reports_p29990101'::regclass AND attname IN ('raw', 'symbolicated') "
+                         "AND attcompression = 'l' AND attstorage = 'x'"), 2);
+    PQclear(PQexec(db, "DROP TABLE reports_p29990101"));
+}
+
+/* The report workers run STACKSIFT_WORKER_NICE (default 10) below the HTTP threads, so a busy
+ * CPU serves the requests first (/proc/PID/task/TID: comm and field 19 of stat, the nice). */
+static void workers_yield_the_cpu_to_requests(void)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "/proc/%d/task", (int)server_pid);
+    DIR *d = opendir(dir);
+    CHECK(d != NULL);
+    if (!d)
+        return;
+    int workers = 0, workers_nice10 = 0, http = 0, http_nice0 = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[384], comm[32] = "", stat[1024] = "";
+        snprintf(path, sizeof path, "%s/%s/comm", dir, e->d_name);
+        FILE *f = fopen(path, "r");
+        if (f) {
+            if (!fgets(comm, sizeof comm, f))
+                comm[0] = '\0';
+            fclose(f);
+        }
+        comm[strcspn(comm, "\n")] = '\0';
+        snprintf(path, sizeof path, "%s/%s/stat", dir, e->d_name);
+        f = fopen(path, "r");
+        if (f) {
+            if (!fgets(stat, sizeof stat, f))
+                stat[0] = '\0';
+            fclose(f);
+        }
+        const char *p = strrchr(stat, ')');   /* the fields after "(comm)" start at 3 */
+        int nice = -100;
+        if (p) {
+            p += 2;
+            for (int field = 3; field < 19 && p; field++) {
+                p = strchr(p, ' ');
+                if (p)
+                    p++;
+            }
+            if (p)
+                nice = atoi(p);
+        }
+        if (strcmp(comm, "report-worker") == 0) {
+            workers++;
+            workers_nice10 += nice == 10;
+        } else if (strcmp(comm, "MHD-worker") == 0) {
+            http++;
+            http_nice0 += nice == 0;
+        }
+    }
+    closedir(d);
+    CHECK_EQ_INT(workers, 2);           /* STACKSIFT_WORKERS=2 */
+    CHECK_EQ_INT(workers_nice10, 2);
+    CHECK(http >= 4);                   /* STACKSIFT_HTTP_THREADS=4 */
+    CHECK_EQ_INT(http_nice0, http);
+}
+
 /* A report id as its 32 hex digits (no dashes, upper case) names the same report as the
  * dashed form everywhere: the JSON with its issue and symbolicated model, ?format=text and
  * /raw. */
@@ -1755,6 +1833,8 @@ int main(void)
     RUN(issue_detail_has_breakdowns_daily_and_sample);
     RUN(issue_reports_page_newest_first);
     RUN(report_has_symbolicated_model_and_text);
+    RUN(stored_models_are_lz4_compressed);
+    RUN(workers_yield_the_cpu_to_requests);
     RUN(report_by_32_hex_digit_id);
     RUN(resolved_issue_regresses_in_newer_version);
     RUN(symbolicate_endpoint_stores_nothing);

@@ -182,6 +182,7 @@ int cli_serve(int argc, char **argv)
         .signature_frames = cfg.signature_frames,
         .max_report_bytes = cfg.max_report_bytes,
         .idle_poll_ms = 50,
+        .nice = cfg.worker_nice,
     };
     if (pipeline_new(&pipe, work_store, &po, &err) != ERR_OK) {
         log_event(LOG_ERROR, "pipeline_failed", "message=%s", err.msg);
@@ -192,6 +193,7 @@ int cli_serve(int argc, char **argv)
         .batch = cfg.worker_batch,
         .signature_frames = cfg.signature_frames,
         .idle_poll_ms = 50,
+        .nice = cfg.worker_nice,
     };
     if (callsites_new(&counters, count_store, pipe, &co, &err) != ERR_OK) {
         log_event(LOG_ERROR, "pipeline_failed", "message=%s", err.msg);

@@ -88,6 +88,17 @@ static int parse_count0(void *field, const char *value, const char **why)
     return 1;
 }
 
+static int parse_nice(void *field, const char *value, const char **why)
+{
+    uint64_t v;
+    if (!parse_u64_range(&v, value, 0, 19)) {
+        *why = "must be a whole number from 0 to 19";
+        return 0;
+    }
+    *(uint32_t *)field = (uint32_t)v;
+    return 1;
+}
+
 static int parse_frames(void *field, const char *value, const char **why)
 {
     uint64_t v;
@@ -321,6 +332,9 @@ static const config_var VARS[] = {
      "report processing threads (0: this process only serves HTTP)"},
     {"STACKSIFT_WORKER_BATCH", "64", parse_count, offsetof(config, worker_batch),
      "reports a worker claims and commits in one transaction"},
+    {"STACKSIFT_WORKER_NICE", "10", parse_nice, offsetof(config, worker_nice),
+     "nice value added to the report and call-site processing threads (0..19): they yield "
+     "the CPUs to the HTTP threads and the intake, so POST latency holds under load"},
     {"STACKSIFT_SYMCACHE_OPEN_MAX", "64", parse_count, offsetof(config, symcache_open_max),
      "symcaches kept memory-mapped (least recently used closed first)"},
     {"STACKSIFT_STACK_CACHE_BYTES", "64M", parse_size, offsetof(config, stack_cache_bytes),

@@ -675,6 +675,7 @@ static void *worker_main(void *arg)
     callsites *c = wk->c;
     unsigned idle_ms = c->o.idle_poll_ms, store_errors = 0;
     double next_sweep = now_ms() + SWEEP_EVERY_S * 1000.0;
+    pipeline_worker_thread_init("callsite-worker", c->o.nice);
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     if (md == NULL) {
         log_event(LOG_ERROR, "callsites_worker_failed", "worker=%u message=%s", wk->index,

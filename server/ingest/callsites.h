@@ -65,6 +65,7 @@ typedef struct {
     unsigned batch;            /* batches claimed per transaction (1..1024) */
     unsigned signature_frames; /* in-app frames in a call site (signature_options) */
     unsigned idle_poll_ms;     /* how often an idle worker looks at the queue */
+    unsigned nice;             /* the worker threads' nice value (pipeline_worker_thread_init) */
 } callsites_options;
 
 /* callsites_new - stopped workers that symbolicate through `pipe`'s caches and use

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -768,10 +769,23 @@ static void idle_wait(pipeline *p, unsigned ms)
     pthread_mutex_unlock(&p->run_mu);
 }
 
+void pipeline_worker_thread_init(const char *name, unsigned nice)
+{
+    pthread_setname_np(pthread_self(), name);
+    if (nice == 0)
+        return;
+    errno = 0;
+    int now = getpriority(PRIO_PROCESS, (id_t)gettid());
+    if (errno == 0 && setpriority(PRIO_PROCESS, (id_t)gettid(), now + (int)nice) != 0)
+        log_event(LOG_WARN, "worker_nice_failed", "thread=%s nice=%u message=%s", name, nice,
+                  strerror(errno));
+}
+
 static void *worker_main(void *arg)
 {
     worker *w = arg;
     pipeline *p = w->p;
+    pipeline_worker_thread_init("report-worker", p->o.nice);
     unsigned solo = 0;       /* > 0: claim one report at a time, after a batch was refused */
     unsigned store_errors = 0;
     unsigned idle_ms = p->o.idle_poll_ms; /* doubles while the queue stays empty, up to 4x */

@@ -48,6 +48,7 @@ typedef struct {
     unsigned signature_frames;    /* frames in a fingerprint (signature_options) */
     uint64_t max_report_bytes;    /* per-report arena budget is derived from it */
     unsigned idle_poll_ms;        /* how often an idle worker looks at the queue */
+    unsigned nice;                /* the worker threads' nice value (0: as the process) */
 } pipeline_options;
 
 /* pipeline_new - caches and (stopped) workers; the workers use `work_store`, which should
@@ -55,6 +56,15 @@ typedef struct {
  * Owned by the caller: pipeline_free(). Errors none so far (ERR_OK). */
 err_code pipeline_new(pipeline **out, store *work_store, const pipeline_options *opts,
                       err_info *err);
+
+/* pipeline_worker_thread_init - on a worker thread (report or call-site processing): name it
+ * `name` (at most 15 characters: top -H, /proc/PID/task/TID/comm) and add `nice` (0..19) to its
+ * nice value (Linux: setpriority(2) on a thread id sets that thread's value only; lowering
+ * one's priority needs no privilege). The queued work is durable already and nobody waits on
+ * it, so when the CPUs are busy it yields them to the HTTP threads and the intake, whose
+ * clients are waiting; the workers catch up with whatever CPU time is left over. A failure
+ * is logged, not fatal. */
+void pipeline_worker_thread_init(const char *name, unsigned nice);
 
 /* pipeline_start - start opts->workers threads. Errors ERR_INTERNAL (no thread). */
 err_code pipeline_start(pipeline *p, err_info *err);

@@ -86,6 +86,12 @@ psql "$url" -qc "CHECKPOINT" >/dev/null
 wal_stats() {
   psql "$url" -AtF' ' -c "SELECT wal_bytes, wal_fpi, wal_sync FROM pg_stat_wal"
 }
+# Checkpoints (each one's writes and fsyncs compete with the WAL flushes the 202s wait for).
+checkpoints() {
+  psql "$url" -Atc "SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter" 2>/dev/null ||
+    psql "$url" -Atc "SELECT num_timed + num_requested FROM pg_stat_checkpointer"
+}
+ckpt0=$(checkpoints)
 read -r wal_bytes0 wal_fpi0 wal_sync0 < <(wal_stats)
 # CPU time (ms) of the server process and of every Postgres process (the postmaster's
 # children: backends, WAL writer, checkpointer), from /proc.
@@ -131,6 +137,7 @@ for _ in $(seq 1200); do
 done
 drained=$(date +%s.%N)
 read -r wal_bytes1 wal_fpi1 wal_sync1 < <(wal_stats)
+ckpts=$(($(checkpoints) - ckpt0))
 srv_cpu1=$(cpu_ms "$server_pid" srv)
 pg_cpu1=$(cpu_ms "" pg)
 rss_kb=$(awk '/VmHWM/ {print $2}' "/proc/$server_pid/status")
@@ -199,8 +206,8 @@ wal_flushes=$((wal_sync1 - wal_sync0))
 srv_cpu_us=$(awk -v a="$srv_cpu0" -v b="$srv_cpu1" -v n="$total" 'BEGIN { printf "%.0f", (n > 0 ? (b - a) * 1000 / n : 0) }')
 pg_cpu_us=$(awk -v a="$pg_cpu0" -v b="$pg_cpu1" -v n="$total" 'BEGIN { printf "%.0f", (n > 0 ? (b - a) * 1000 / n : 0) }')
 printf '"server_cpu_us_per_report":%s,"pg_cpu_us_per_report":%s,' "$srv_cpu_us" "$pg_cpu_us"
-printf '"wal_bytes_per_report":%s,"wal_fpi_per_report":%s,"wal_flushes":%s,' \
-  "$wal_per_report" "$fpi_per_report" "$wal_flushes"
+printf '"wal_bytes_per_report":%s,"wal_fpi_per_report":%s,"wal_flushes":%s,"checkpoints":%s,' \
+  "$wal_per_report" "$fpi_per_report" "$wal_flushes" "$ckpts"
 printf '"pg_fsync":"%s","peer_healthz_rps":%s,"peer_p50_ms":%s,"peer_p99_ms":%s,' \
   "${PG_FSYNC:-off}" "$peer_rps" "$peer_p50" "$peer_p99"
 printf '"post_vs_healthz":%.3f,"non_2xx":%s}\n' \
@@ -210,5 +217,5 @@ echo "server side (first callback -> answer sent): p50 ${srv_p50} ms, p99 ${srv_
 echo "peer GET /healthz: $peer_rps req/s, p50 ${peer_p50} ms, p99 ${peer_p99} ms; POST/peer $(awk -v a="$rps" -v b="$peer_rps" 'BEGIN { printf "%.3f", a / b }')"
 echo "end to end: $e2e reports/s processed; receipt -> processed p50 ${lag50}s p99 ${lag99}s"
 echo "CPU per report (posted and processed): server $srv_cpu_us us, Postgres $pg_cpu_us us"
-echo "WAL: $wal_per_report bytes and $fpi_per_report full-page images per report; $wal_flushes flushes (posting and processing)"
+echo "WAL: $wal_per_report bytes and $fpi_per_report full-page images per report; $wal_flushes flushes (posting and processing); $ckpts checkpoints"
 echo "server peak RSS: $((rss_kb / 1024)) MiB (target < 150); stack cache hit ratio ${ratio:-0}"
