@@ -174,52 +174,6 @@ static size_t format_u64(char *out, uint64_t v)
     return n;
 }
 
-/* What --json needs to know of a name: its length and whether it can be copied into a JSON
- * string as it is (no quote, backslash, control or non-ASCII byte). Names are borrowed from the
- * symcache and stay put until it is closed, so a name is known by its address: a batch of
- * 100,000 C++ frames names a few thousand functions, each scanned once instead of per frame. */
-typedef struct {
-    const char *name;
-    uint32_t len;
-    bool plain;
-} name_info;
-
-typedef struct {
-    name_info *slot;
-    size_t mask, used;
-} name_memo;
-
-static name_info *memo_find(name_memo *m, const char *name)
-{
-    if (m->used * 2 >= m->mask) { /* keep it at most half full: grow (power of two) */
-        name_memo g = {xcalloc((m->mask + 1) * 2, sizeof *g.slot), (m->mask + 1) * 2 - 1, m->used};
-        for (size_t i = 0; m->slot != NULL && i <= m->mask; i++) {
-            if (m->slot[i].name == NULL)
-                continue;
-            size_t h = ((uintptr_t)m->slot[i].name * 0x9E3779B97F4A7C15ull) >> 20 & g.mask;
-            while (g.slot[h].name != NULL)
-                h = (h + 1) & g.mask;
-            g.slot[h] = m->slot[i];
-        }
-        free(m->slot);
-        *m = g;
-    }
-    size_t h = ((uintptr_t)name * 0x9E3779B97F4A7C15ull) >> 20 & m->mask;
-    while (m->slot[h].name != NULL && m->slot[h].name != name)
-        h = (h + 1) & m->mask;
-    name_info *e = &m->slot[h];
-    if (e->name == NULL) {
-        size_t n = strlen(name);
-        const unsigned char *p = (const unsigned char *)name;
-        bool plain = n <= UINT32_MAX;
-        for (size_t i = 0; plain && i < n; i++)
-            plain = p[i] >= 0x20 && p[i] < 0x80 && p[i] != '"' && p[i] != '\\';
-        *e = (name_info){name, plain ? (uint32_t)n : 0, plain};
-        m->used++;
-    }
-    return e;
-}
-
 /* The answers of a batch (tens of MB for 100,000 --json -i addresses): one anonymous mapping
  * with transparent huge pages where the kernel offers them (a 4 KiB page fault per 4 KiB of
  * output cost more than the lookups), grown with mremap. */
@@ -261,7 +215,6 @@ typedef struct {
     bool has_load, inlines, json;
     uint64_t load;
     arena out;
-    name_memo names;
     int status;
 } lookup_ctx;
 
@@ -269,20 +222,23 @@ typedef struct {
  * shared escaper (control characters and invalid UTF-8 as \u00XX). */
 static void put_json_name(lookup_ctx *c, const char *s)
 {
-    name_info *e = memo_find(&c->names, s);
-    if (e->plain) {
-        if (c->out.cap - c->out.len < (size_t)e->len + 2)
-            arena_grow(&c->out, (size_t)e->len + 2);
-        char *d = c->out.data + c->out.len;
-        d[0] = '"';
-        memcpy(d + 1, s, e->len);
-        d[e->len + 1] = '"';
-        c->out.len += (size_t)e->len + 2;
+    size_t n = strlen(s);
+    if (c->out.cap - c->out.len < n + 2)
+        arena_grow(&c->out, n + 2);
+    unsigned char *d = (unsigned char *)c->out.data + c->out.len;
+    d[0] = '"';
+    memcpy(d + 1, s, n);
+    d[n + 1] = '"';
+    unsigned bad = 0; /* any byte that JSON needs escaped (a loop the compiler vectorizes) */
+    for (size_t i = 1; i <= n; i++)
+        bad |= (d[i] < 0x20) | (d[i] >= 0x80) | (d[i] == '"') | (d[i] == '\\');
+    if (!bad) {
+        c->out.len += n + 2;
         return;
     }
-    buf b;
+    buf b; /* rare: the shared escaper (control characters, invalid UTF-8 as \u00XX) */
     buf_init(&b);
-    buf_append_json_str(&b, s, strlen(s));
+    buf_append_json_str(&b, s, n);
     put(&c->out, b.data, b.len);
     buf_reset(&b);
 }
@@ -541,7 +497,6 @@ int cli_lookup(int argc, char **argv)
     free(q);
     if (c.out.data != NULL)
         munmap(c.out.data, c.out.cap);
-    free(c.names.slot);
     symcache_close(sc);
     return c.status;
 }
