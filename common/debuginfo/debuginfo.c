@@ -13,10 +13,13 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "base/phase.h"
 #include "base/xalloc.h"
 #include "demangle/demangle.h"
 #include "debuginfo/dieread_internal.h"
@@ -70,6 +73,7 @@ static uint64_t load_sections(die_sections *out, const macho_image *img)
 
 typedef struct {
     uint64_t key;   /* DIE offset + 1; 0 = empty */
+    uint32_t gen;   /* unit generation the entry belongs to (older = empty) */
     uint32_t name;  /* resolved string id */
     bool linkage;   /* the name came from a linkage name */
 } name_slot;
@@ -91,6 +95,7 @@ typedef struct {
     debuginfo_row *rows;
     size_t nrows, cap_rows;
     uint32_t cus;
+    double cpu_ms;              /* CPU time the worker spent (STACKSIFT_PHASES) */
     err_code rc;
     err_info err;
     /* private state */
@@ -108,8 +113,9 @@ typedef struct {
     strtab mangled;             /* linkage names seen, and for each the id of its */
     uint32_t *demangled;        /* demangled form in strings (DEMANGLE_* if none yet) */
     size_t ndemangled, cap_demangled;
-    name_slot *names;           /* DIE offset -> resolved name cache */
+    name_slot *names;           /* DIE offset -> resolved name cache, for the current unit */
     size_t nnames, cap_names;   /* cap is a power of two */
+    uint32_t name_gen;          /* the current unit's generation in `names` (from 1) */
 } worker;
 
 static void die_fail(worker *w, uint64_t offset, const char *what)
@@ -176,13 +182,20 @@ static const die_unit *unit_for(worker *w, uint64_t off)
 
 /* ---- names ------------------------------------------------------------------------------ */
 
+/* The name cache holds the DIEs of one unit (references rarely leave their unit): it stays
+ * small enough for the cache, and a new unit empties it by bumping the generation. */
+static bool name_slot_live(const worker *w, const name_slot *s)
+{
+    return s->key != 0 && s->gen == w->name_gen;
+}
+
 static name_slot *name_cache_find(worker *w, uint64_t off)
 {
     if (w->cap_names == 0)
         return NULL;
     uint64_t key = off + 1;
     size_t j = (size_t)(key * 0x9E3779B97F4A7C15ull >> 20) & (w->cap_names - 1);
-    while (w->names[j].key != 0) {
+    while (name_slot_live(w, &w->names[j])) {
         if (w->names[j].key == key)
             return &w->names[j];
         j = (j + 1) & (w->cap_names - 1);
@@ -200,17 +213,28 @@ static void name_cache_put(worker *w, uint64_t off, uint32_t name, bool linkage)
         w->cap_names = cap;
         w->nnames = 0;
         for (size_t i = 0; i < old_cap; i++)
-            if (old[i].key != 0)
+            if (name_slot_live(w, &old[i]))
                 name_cache_put(w, old[i].key - 1, old[i].name, old[i].linkage);
         free(old);
     }
     uint64_t key = off + 1;
     size_t j = (size_t)(key * 0x9E3779B97F4A7C15ull >> 20) & (w->cap_names - 1);
-    while (w->names[j].key != 0 && w->names[j].key != key)
+    while (name_slot_live(w, &w->names[j]) && w->names[j].key != key)
         j = (j + 1) & (w->cap_names - 1);
-    if (w->names[j].key == 0)
+    if (!name_slot_live(w, &w->names[j]))
         w->nnames++;
-    w->names[j] = (name_slot){key, name, linkage};
+    w->names[j] = (name_slot){key, w->name_gen, name, linkage};
+}
+
+/* A new unit: the name cache starts empty. */
+static void name_cache_clear(worker *w)
+{
+    w->nnames = 0;
+    if (++w->name_gen == 0) { /* wrapped: old generations could look live again */
+        if (w->cap_names > 0)
+            memset(w->names, 0, w->cap_names * sizeof *w->names);
+        w->name_gen = 1;
+    }
 }
 
 static uint32_t intern_linkage(worker *w, const char *linkage, const char *short_name)
@@ -514,6 +538,7 @@ static void process_unit(worker *w, size_t index)
         return; /* type units and skeletons describe no code of their own */
     w->unit = u;
     w->cus++;
+    name_cache_clear(w);
     w->nfiles = 0;
     if (u->has_stmt_list) {
         die_line_sink sink = {w, on_file, on_row};
@@ -537,14 +562,23 @@ static void process_unit(worker *w, size_t index)
     w->unit = NULL;
 }
 
+static double thread_cpu_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 static void *worker_run(void *arg)
 {
     worker *w = arg;
+    w->cpu_ms = -thread_cpu_ms();
     w->my_units = xcalloc(w->nunits ? w->nunits : 1, sizeof *w->my_units);
     w->unit_ready = xcalloc(w->nunits ? w->nunits : 1, sizeof *w->unit_ready);
     buf_init(&w->scratch);
     for (size_t i = w->tid; i < w->nunits && w->rc == ERR_OK; i += w->nthreads)
         process_unit(w, i);
+    w->cpu_ms += thread_cpu_ms();
     return NULL;
 }
 
@@ -617,14 +651,34 @@ static uint32_t rebase(uint32_t base, uint32_t id)
     return id == STRTAB_NONE ? STRTAB_NONE : base + id;
 }
 
-/* Append worker `w`'s tables to `d`. Strings are appended wholesale, not re-interned: a name
- * two workers both met is then stored twice here, and the symcache builder, which interns
- * only what it writes, stores it once. */
-static void merge_worker(debuginfo *d, worker *w)
+/* Append worker `w`'s tables to `d`, which has room for `room` more scopes, ranges and rows
+ * (the totals of all workers). The first worker's tables become `d`'s (grown in place, not
+ * copied: they are the biggest allocations of the load). Strings are appended wholesale, not
+ * re-interned: a name two workers both met is then stored twice here, and the symcache
+ * builder, which interns only what it writes, stores it once. */
+static void merge_worker(debuginfo *d, worker *w, const size_t room[3])
 {
+    if (d->nscopes == 0 && d->nranges == 0 && d->nrows == 0 && d->strings.count == 0) {
+        strtab_reset(&d->strings);
+        d->strings = w->strings;
+        memset(&w->strings, 0, sizeof w->strings);
+        free(d->scopes);
+        free(d->ranges);
+        free(d->rows);
+        d->scopes = xreallocarray(w->scopes, room[0] + 1, sizeof *d->scopes);
+        d->ranges = xreallocarray(w->ranges, room[1] + 1, sizeof *d->ranges);
+        d->rows = xreallocarray(w->rows, room[2] + 1, sizeof *d->rows);
+        w->scopes = NULL;
+        w->ranges = NULL;
+        w->rows = NULL;
+        d->nscopes = (uint32_t)w->nscopes;
+        d->nranges = w->nranges;
+        d->nrows = w->nrows;
+        d->compile_units += w->cus;
+        return;
+    }
     uint32_t sbase = strtab_append(&d->strings, &w->strings);
     uint32_t base = d->nscopes;
-    d->scopes = xreallocarray(d->scopes, d->nscopes + w->nscopes + 1, sizeof *d->scopes);
     for (size_t i = 0; i < w->nscopes; i++) {
         debuginfo_scope s = w->scopes[i];
         s.name = rebase(sbase, s.name);
@@ -633,13 +687,11 @@ static void merge_worker(debuginfo *d, worker *w)
             s.parent += base;
         d->scopes[d->nscopes++] = s;
     }
-    d->ranges = xreallocarray(d->ranges, d->nranges + w->nranges + 1, sizeof *d->ranges);
     for (size_t i = 0; i < w->nranges; i++) {
         debuginfo_range r = w->ranges[i];
         r.scope += base;
         d->ranges[d->nranges++] = r;
     }
-    d->rows = xreallocarray(d->rows, d->nrows + w->nrows + 1, sizeof *d->rows);
     for (size_t i = 0; i < w->nrows; i++) {
         debuginfo_row r = w->rows[i];
         r.file = rebase(sbase, r.file);
@@ -669,6 +721,8 @@ static void worker_reset(worker *w)
 
 err_code debuginfo_load(debuginfo *out, const macho_image *img, unsigned threads, err_info *err)
 {
+    phase_clock clock;
+    phase_start(&clock);
     memset(out, 0, sizeof *out);
     strtab_init(&out->strings);
     die_sections secs;
@@ -713,6 +767,15 @@ err_code debuginfo_load(debuginfo *out, const macho_image *img, unsigned threads
                 pthread_join(tids[i], NULL);
             else
                 worker_run(&ws[i]); /* no thread to be had: do its share here */
+        phase_mark(&clock, "debuginfo.units");
+        for (unsigned i = 0; clock.on && i < threads; i++)
+            fprintf(stderr, "  worker %u: %u units, %.1f ms cpu\n", i, ws[i].cus, ws[i].cpu_ms);
+        size_t room[3] = {0, 0, 0};
+        for (unsigned i = 0; i < threads; i++) {
+            room[0] += ws[i].nscopes;
+            room[1] += ws[i].nranges;
+            room[2] += ws[i].nrows;
+        }
         for (unsigned i = 0; i < threads; i++) {
             if (ws[i].rc != ERR_OK && rc == ERR_OK) {
                 rc = ws[i].rc;
@@ -722,7 +785,7 @@ err_code debuginfo_load(debuginfo *out, const macho_image *img, unsigned threads
             if (rc == ERR_OK && (ws[i].strings.full || ws[i].mangled.full))
                 rc = err_set(err, ERR_TOO_LARGE, "debug info names of one thread over 4 GiB");
             if (rc == ERR_OK)
-                merge_worker(out, &ws[i]);
+                merge_worker(out, &ws[i], room);
             if (rc == ERR_OK && out->strings.full)
                 rc = err_set(err, ERR_TOO_LARGE, "debug info names over 4 GiB");
             worker_reset(&ws[i]);
@@ -730,10 +793,16 @@ err_code debuginfo_load(debuginfo *out, const macho_image *img, unsigned threads
         free(ws);
         free(tids);
         free(started);
+        phase_mark(&clock, "debuginfo.merge");
     }
     free(units);
     if (rc == ERR_OK)
         load_symbols(out, img);
+    phase_mark(&clock, "debuginfo.symbols");
+    if (clock.on)
+        fprintf(stderr, "debuginfo: %u units, %u scopes, %zu ranges, %zu rows, %zu strings (%zu bytes), %zu symbols\n",
+                out->compile_units, out->nscopes, out->nranges, out->nrows, out->strings.count,
+                out->strings.bytes.len, out->nsymbols);
     if (rc == ERR_OK && out->strings.full)
         rc = err_set(err, ERR_TOO_LARGE, "debug info and symbol names over 4 GiB");
     if (rc != ERR_OK)

@@ -23,6 +23,7 @@
 #include "macho/macho.h"
 #include "symcache/symcache.h"
 #include "symcache/symcache_build.h"
+#include "base/phase.h"
 
 #define DEFAULT_MAX_UNPACKED (8ull << 30)
 #define DEFAULT_MAX_RATIO 200u
@@ -109,6 +110,8 @@ static bool existing_has_dwarf(const char *path)
 static err_code build_slice(job *j, const uint8_t *data, size_t len, const char *name, err_info *err)
 {
     double t0 = now_ms();
+    phase_clock clock;
+    phase_start(&clock);
     macho_image *img = xmalloc(sizeof *img);
     debuginfo di = {0};
     buf out;
@@ -121,6 +124,7 @@ static err_code build_slice(job *j, const uint8_t *data, size_t len, const char 
                      macho_arch_name(img->cputype, img->cpusubtype));
         goto done;
     }
+    phase_mark(&clock, "macho");
     rc = debuginfo_load(&di, img, j->opts.threads, err);
     if (rc != ERR_OK)
         goto done;
@@ -133,6 +137,8 @@ static err_code build_slice(job *j, const uint8_t *data, size_t len, const char 
     rc = symcache_build(&out, &stats, img, &di, name, threads, err);
     if (rc != ERR_OK)
         goto done;
+    phase_clock wclock;
+    phase_start(&wclock);
     dsym_built b;
     memset(&b, 0, sizeof b);
     macho_uuid_format(b.uuid, img->uuid);
@@ -150,6 +156,7 @@ static err_code build_slice(job *j, const uint8_t *data, size_t len, const char 
     rc = write_atomically(b.path, &out, err);
     if (rc != ERR_OK)
         goto done;
+    phase_mark(&wclock, "write_file");
     b.functions = stats.functions;
     b.ranges = stats.ranges;
     b.bytes = out.len;
@@ -159,9 +166,11 @@ static err_code build_slice(job *j, const uint8_t *data, size_t len, const char 
     if (j->fn != NULL)
         j->fn(&b, j->ctx);
 done:
+    phase_start(&clock);
     buf_reset(&out);
     debuginfo_reset(&di);
     free(img);
+    phase_mark(&clock, "free");
     return rc;
 }
 

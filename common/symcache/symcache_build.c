@@ -13,6 +13,7 @@
 #include <string.h>
 #include <zstd.h>
 
+#include "base/phase.h"
 #include "base/xalloc.h"
 #include "demangle/demangle.h"
 #include "symcache/symcache_format.h"
@@ -140,32 +141,32 @@ typedef struct {
 
 DEFINE_RADIX_SORT(sort_sequences_by_start, sequence, start)
 
-/* Append the [addr, next addr) segments of one sequence's rows; where an earlier sequence
- * already covers an address (dead code left at a reused address), the earlier one wins. */
-static void emit_sequence(segments *out, const debuginfo *di, const sequence *q)
-{
-    for (size_t i = q->first; i < q->last; i++) {
-        const debuginfo_row *row = &di->rows[i], *next = &di->rows[i + 1];
-        if (next->addr <= row->addr)
-            continue; /* several rows at one address: the last wins */
-        segment s = {row->addr, next->addr, row->file, row->line};
-        if (out->n > 0 && out->v[out->n - 1].end > s.start) {
-            if (out->v[out->n - 1].end >= s.end)
-                continue;
-            s.start = out->v[out->n - 1].end;
-        }
-        seg_push(out, s.start, s.end, s.a, s.b);
-    }
-}
-
 /* Line rows -> [addr, next addr) segments, as llvm's DWARFDebugLine::LineTable::findRowInSeq
- * reads them. Rows within a sequence increase (DWARF 5 section 6.2.5.1), so sorting the
- * sequences by their first address, not millions of rows, orders the segments. A sequence
- * whose rows go backwards (corrupt) is dropped. */
-static void flatten_lines(segments *out, const debuginfo *di)
+ * reads them, produced one at a time (millions of them: never stored). Rows within a sequence
+ * increase (DWARF 5 section 6.2.5.1), so sorting the sequences by their first address, not
+ * the rows, orders the segments. A sequence whose rows go backwards (corrupt) is dropped.
+ * Where an earlier sequence already covers an address (dead code left at a reused address),
+ * the earlier one wins. Neighbours at the same file and line are joined, then each segment
+ * is clipped to [clip_lo, clip_hi). */
+typedef struct {
+    const debuginfo *di;
+    sequence *seq;        /* sorted by start */
+    size_t nseq, k;       /* the sequence being read */
+    size_t row;           /* its next row */
+    bool covered;         /* a segment was produced: `covered_end` is its end */
+    uint64_t covered_end;
+    bool has_pending;     /* the joined segment being grown */
+    segment pending;
+    uint64_t clip_lo, clip_hi;
+} line_cursor;
+
+static void line_cursor_init(line_cursor *c, const debuginfo *di, uint64_t clip_lo, uint64_t clip_hi)
 {
-    sequence *seq = NULL;
-    size_t nseq = 0, cap = 0, first = 0;
+    memset(c, 0, sizeof *c);
+    c->di = di;
+    c->clip_lo = clip_lo;
+    c->clip_hi = clip_hi;
+    size_t cap = 0, first = 0;
     for (size_t i = 0; i < di->nrows; i++) {
         if (i > first && di->rows[i].addr < di->rows[i - 1].addr) {
             /* out of order: skip to this sequence's end */
@@ -177,18 +178,80 @@ static void flatten_lines(segments *out, const debuginfo *di)
         if (di->rows[i].line != DEBUGINFO_END_SEQUENCE)
             continue;
         if (i > first) {
-            if (nseq == cap) {
+            if (c->nseq == cap) {
                 cap = cap ? cap * 2 : 1024;
-                seq = xreallocarray(seq, cap, sizeof *seq);
+                c->seq = xreallocarray(c->seq, cap, sizeof *c->seq);
             }
-            seq[nseq++] = (sequence){di->rows[first].addr, first, i};
+            c->seq[c->nseq++] = (sequence){di->rows[first].addr, first, i};
         }
         first = i + 1;
     }
-    sort_sequences_by_start(seq, nseq); /* stable: merge order breaks ties */
-    for (size_t k = 0; k < nseq; k++)
-        emit_sequence(out, di, &seq[k]);
-    free(seq);
+    sort_sequences_by_start(c->seq, c->nseq); /* stable: merge order breaks ties */
+    if (c->nseq > 0)
+        c->row = c->seq[0].first;
+}
+
+/* The next segment of the sorted sequences' rows, before joining. */
+static bool line_raw_next(line_cursor *c, segment *out)
+{
+    while (c->k < c->nseq) {
+        const sequence *q = &c->seq[c->k];
+        if (c->row >= q->last) {
+            if (++c->k < c->nseq)
+                c->row = c->seq[c->k].first;
+            continue;
+        }
+        const debuginfo_row *row = &c->di->rows[c->row], *next = row + 1;
+        c->row++;
+        if (next->addr <= row->addr)
+            continue; /* several rows at one address: the last wins */
+        segment s = {row->addr, next->addr, row->file, row->line};
+        if (c->covered && c->covered_end > s.start) {
+            if (c->covered_end >= s.end)
+                continue;
+            s.start = c->covered_end;
+        }
+        c->covered = true;
+        c->covered_end = s.end;
+        *out = s;
+        return true;
+    }
+    return false;
+}
+
+/* The next line segment, joined and clipped; false when there are no more. */
+static bool line_next(line_cursor *c, segment *out)
+{
+    for (;;) {
+        segment s;
+        bool more = line_raw_next(c, &s);
+        if (more && c->has_pending && c->pending.end == s.start && c->pending.a == s.a &&
+            c->pending.b == s.b) {
+            c->pending.end = s.end;
+            continue;
+        }
+        if (!c->has_pending && !more)
+            return false;
+        segment done = c->pending;
+        bool had = c->has_pending;
+        c->pending = s;
+        c->has_pending = more;
+        if (!had)
+            continue;
+        if (done.start < c->clip_lo)
+            done.start = c->clip_lo;
+        if (done.end > c->clip_hi)
+            done.end = c->clip_hi;
+        if (done.end > done.start) {
+            *out = done;
+            return true;
+        }
+    }
+}
+
+static void line_cursor_free(line_cursor *c)
+{
+    free(c->seq);
 }
 
 static void clip_segments(segments *s, uint64_t lo, uint64_t hi)
@@ -237,6 +300,8 @@ typedef struct {
     strtab names;          /* function names, in order of first use (sorted when written) */
     uint32_t *scope_map;   /* debuginfo scope -> output scope (SYMC_NONE = not yet) */
     uint32_t *symbol_map;  /* debuginfo symbol -> output scope */
+    uint32_t *name_map;    /* debuginfo string id -> output name id (SYMC_NONE = not yet) */
+    uint32_t *file_map;    /* debuginfo string id -> file index (SYMC_NONE = not yet) */
     symc_scope *scopes;
     size_t nscopes, cap_scopes;
     out_range *ranges;
@@ -248,13 +313,31 @@ typedef struct {
     uint64_t base;
 } builder;
 
+/* Output name of debuginfo string `id`. Each debuginfo id is interned once: the merged
+ * debuginfo strings hold a name once per reader thread, and interning compares whole names. */
 static uint32_t out_name(builder *b, uint32_t id)
 {
-    return strtab_copy(&b->names, &b->di->strings, id);
+    if (id >= b->di->strings.count)
+        return strtab_copy(&b->names, &b->di->strings, id);
+    if (b->name_map[id] == SYMC_NONE)
+        b->name_map[id] = strtab_copy(&b->names, &b->di->strings, id);
+    return b->name_map[id];
 }
 
-/* File-table index of debuginfo string `id` (a source path), adding it on first use. */
+static uint32_t out_file_slow(builder *b, uint32_t id);
+
+/* File-table index of debuginfo string `id` (a source path), adding it on first use; called
+ * for every range, so memoized per debuginfo id. */
 static uint32_t out_file(builder *b, uint32_t id)
+{
+    if (id >= b->di->strings.count)
+        return out_file_slow(b, id);
+    if (b->file_map[id] == SYMC_NONE)
+        b->file_map[id] = out_file_slow(b, id);
+    return b->file_map[id];
+}
+
+static uint32_t out_file_slow(builder *b, uint32_t id)
 {
     uint32_t sid = strtab_copy(&b->strings, &b->di->strings, id);
     if (sid >= b->cap_file_of_id) {
@@ -508,30 +591,34 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
                         const debuginfo *di, const char *image_name, unsigned threads,
                         err_info *err)
 {
-    segments scopes = {0}, lines = {0}, syms = {0};
+    segments scopes = {0}, syms = {0};
+    line_cursor lines;
+    memset(&lines, 0, sizeof lines);
     builder b = {0};
     err_code rc = ERR_OK;
     if (!img->has_uuid)
         return err_set(err, ERR_INVALID, "Mach-O image has no LC_UUID: cannot be matched to reports");
+    phase_clock clock;
+    phase_start(&clock);
     /* the two flattenings are independent: scopes on a second thread, lines here */
     flatten_job job = {&scopes, di};
     pthread_t tid;
     bool threaded = threads > 1 && pthread_create(&tid, NULL, flatten_scopes_thread, &job) == 0;
     if (!threaded)
         flatten_scopes(&scopes, di);
-    flatten_lines(&lines, di);
-    if (threaded)
-        pthread_join(tid, NULL);
-    for (size_t i = 0; i < di->nsymbols; i++)
-        seg_push(&syms, di->symbols[i].start, di->symbols[i].end, (uint32_t)i, 0);
-
     /* Code lives in __TEXT: DWARF that points elsewhere (address 0 for dead-stripped code,
      * addresses a broken linker left unrelocated) describes nothing a report can hit. */
-    if (img->has_text && img->text_vmsize > 0) {
-        segments *lists[3] = {&scopes, &lines, &syms};
-        for (int k = 0; k < 3; k++)
-            clip_segments(lists[k], img->text_vmaddr, img->text_vmaddr + img->text_vmsize);
-    }
+    bool clip = img->has_text && img->text_vmsize > 0;
+    line_cursor_init(&lines, di, clip ? img->text_vmaddr : 0, clip ? img->text_vmaddr + img->text_vmsize : UINT64_MAX);
+    for (size_t i = 0; i < di->nsymbols; i++)
+        seg_push(&syms, di->symbols[i].start, di->symbols[i].end, (uint32_t)i, 0);
+    if (clip)
+        clip_segments(&syms, img->text_vmaddr, img->text_vmaddr + img->text_vmsize);
+    if (threaded)
+        pthread_join(tid, NULL);
+    if (clip)
+        clip_segments(&scopes, img->text_vmaddr, img->text_vmaddr + img->text_vmsize);
+    phase_mark(&clock, "build.flatten");
 
     b.di = di;
     strtab_init(&b.strings);
@@ -540,40 +627,54 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
     memset(b.scope_map, 0xff, (di->nscopes ? di->nscopes : 1) * sizeof *b.scope_map);
     b.symbol_map = xcalloc(di->nsymbols ? di->nsymbols : 1, sizeof *b.symbol_map);
     memset(b.symbol_map, 0xff, (di->nsymbols ? di->nsymbols : 1) * sizeof *b.symbol_map);
+    b.name_map = xmalloc((di->strings.count ? di->strings.count : 1) * sizeof *b.name_map);
+    memset(b.name_map, 0xff, (di->strings.count ? di->strings.count : 1) * sizeof *b.name_map);
+    b.file_map = xmalloc((di->strings.count ? di->strings.count : 1) * sizeof *b.file_map);
+    memset(b.file_map, 0xff, (di->strings.count ? di->strings.count : 1) * sizeof *b.file_map);
     uint32_t name_off = strtab_offset(&b.strings, strtab_intern(&b.strings, image_name ? image_name : "",
                                                                 image_name ? strlen(image_name) : 0));
 
-    uint64_t lo = UINT64_MAX, hi = 0;
-    const segments *all[3] = {&scopes, &lines, &syms};
-    for (int k = 0; k < 3; k++)
-        if (all[k]->n > 0) {
-            if (all[k]->v[0].start < lo)
-                lo = all[k]->v[0].start;
-            if (all[k]->v[all[k]->n - 1].end > hi)
-                hi = all[k]->v[all[k]->n - 1].end;
+    /* The table spans [lo, hi): from the first segment's start to the last one's end. Scope
+     * and symbol segments are arrays; line segments come from their cursor, whose first
+     * segment is read here and whose last end is known once it runs out. */
+    segment line;
+    bool has_line = line_next(&lines, &line);
+    uint64_t lo = UINT64_MAX, hi = 0, line_end = 0;
+    const segments *arr[2] = {&scopes, &syms};
+    for (int k = 0; k < 2; k++)
+        if (arr[k]->n > 0) {
+            if (arr[k]->v[0].start < lo)
+                lo = arr[k]->v[0].start;
+            if (arr[k]->v[arr[k]->n - 1].end > hi)
+                hi = arr[k]->v[arr[k]->n - 1].end;
         }
+    if (has_line && line.start < lo)
+        lo = line.start;
     if (lo == UINT64_MAX)
         lo = hi = img->has_text ? img->text_vmaddr : 0;
-    if (hi - lo > UINT32_MAX) {
-        rc = err_set(err, ERR_UNSUPPORTED, "code spans %llu bytes; symcaches cover at most 4 GiB",
-                     (unsigned long long)(hi - lo));
-        goto done;
-    }
     b.base = lo;
 
-    /* three-way merge over the boundaries of all segment lists */
-    size_t i[3] = {0, 0, 0};
+    /* three-way merge over the boundaries of the scope, line and symbol segments; it runs to
+     * the last end of any of them (line segments are sorted and disjoint: while one is left,
+     * the end is not reached) */
+    size_t i[2] = {0, 0};
     uint64_t at = lo;
-    while (at < hi) {
+    for (;;) {
+        while (has_line && line.end <= at) {
+            line_end = line.end;
+            has_line = line_next(&lines, &line);
+        }
+        if (!(at < hi || has_line))
+            break;
         const segment *act[3] = {NULL, NULL, NULL};
         uint64_t next = UINT64_MAX;
-        for (int k = 0; k < 3; k++) {
-            while (i[k] < all[k]->n && all[k]->v[i[k]].end <= at)
+        for (int k = 0; k < 2; k++) {
+            while (i[k] < arr[k]->n && arr[k]->v[i[k]].end <= at)
                 i[k]++;
-            if (i[k] < all[k]->n) {
-                const segment *s = &all[k]->v[i[k]];
+            if (i[k] < arr[k]->n) {
+                const segment *s = &arr[k]->v[i[k]];
                 if (s->start <= at) {
-                    act[k] = s;
+                    act[k == 0 ? 0 : 2] = s;
                     if (s->end < next)
                         next = s->end;
                 } else if (s->start < next) {
@@ -581,21 +682,38 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
                 }
             }
         }
+        if (has_line) {
+            if (line.start <= at) {
+                act[1] = &line;
+                if (line.end < next)
+                    next = line.end;
+            } else if (line.start < next) {
+                next = line.start;
+            }
+        }
         if (next == UINT64_MAX)
             break;
-        uint32_t scope = SYMC_NONE, file = SYMC_NONE, line = 0;
+        uint32_t scope = SYMC_NONE, file = SYMC_NONE, line_no = 0;
         if (act[0] != NULL && di->scopes[act[0]->a].name != STRTAB_NONE)
             scope = out_scope(&b, act[0]->a);
         else if (act[2] != NULL)
             scope = out_symbol(&b, act[2]->a);
         if (act[1] != NULL) {
             file = act[1]->a == STRTAB_NONE ? SYMC_NONE : out_file(&b, act[1]->a);
-            line = act[1]->b;
+            line_no = act[1]->b;
         }
-        push_out(&b, at, scope, file, line);
+        push_out(&b, at, scope, file, line_no);
         at = next;
     }
+    if (line_end > hi)
+        hi = line_end;
+    if (hi - lo > UINT32_MAX) {
+        rc = err_set(err, ERR_UNSUPPORTED, "code spans %llu bytes; symcaches cover at most 4 GiB",
+                     (unsigned long long)(hi - lo));
+        goto done;
+    }
     push_out(&b, hi, SYMC_NONE, SYMC_NONE, 0); /* sentinel */
+    phase_mark(&clock, "build.merge");
     if (b.nranges >= UINT32_MAX || b.nscopes >= UINT32_MAX) {
         rc = err_set(err, ERR_UNSUPPORTED, "too many ranges for one symcache");
         goto done;
@@ -613,6 +731,7 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
     rc = write_names(&names_index, &names_data, &rank, &b.names, threads, err);
     if (rc != ERR_OK)
         goto done_names;
+    phase_mark(&clock, "build.names");
 
     /* scopes, bit-packed with the narrowest widths that hold every value */
     uint32_t max_y = 0, max_x = 0;
@@ -639,6 +758,7 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
         put_bits(packed, at + w_name + w_parent + w_x, sp->d, w_y);
     }
 
+    phase_mark(&clock, "build.scopes");
     /* range records, block-coded (layout in symcache_format.h) */
     buf data;
     buf_init(&data);
@@ -673,6 +793,7 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
     }
     if (rc != ERR_OK)
         goto done_tables;
+    phase_mark(&clock, "build.ranges");
 
     /* header */
     uint8_t hdr[8] = {0};
@@ -725,15 +846,18 @@ done_names:
     }
 done:
     free(scopes.v);
-    free(lines.v);
+    line_cursor_free(&lines);
     free(syms.v);
     free(b.scope_map);
     free(b.symbol_map);
+    free(b.name_map);
+    free(b.file_map);
     free(b.scopes);
     free(b.ranges);
     free(b.files);
     free(b.file_of_id);
     strtab_reset(&b.strings);
     strtab_reset(&b.names);
+    phase_mark(&clock, "build.write");
     return rc;
 }
