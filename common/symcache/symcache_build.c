@@ -359,23 +359,6 @@ static uint32_t out_file_slow(builder *b, uint32_t id)
     return b->file_of_id[sid] - 1;
 }
 
-static void put_uleb(buf *out, uint64_t v)
-{
-    uint8_t tmp[10];
-    size_t n = 0;
-    do {
-        uint8_t byte = v & 0x7f;
-        v >>= 7;
-        tmp[n++] = byte | (v ? 0x80 : 0);
-    } while (v);
-    buf_append(out, tmp, n);
-}
-
-static void put_zigzag(buf *out, int64_t v)
-{
-    put_uleb(out, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
-}
-
 /* Bits needed to hold every value 0..max (at least 1). */
 static unsigned bits_for(uint64_t max)
 {
@@ -410,6 +393,43 @@ static int cmp_name_ref(const void *pa, const void *pb)
     const name_ref *x = pa, *y = pb;
     int c = strcmp(x->s, y->s);
     return c ? c : (x->id > y->id) - (x->id < y->id);
+}
+
+typedef struct {
+    name_ref *v;
+    size_t n;
+} sort_job;
+
+static void *sort_names_thread(void *arg)
+{
+    sort_job *j = arg;
+    qsort(j->v, j->n, sizeof *j->v, cmp_name_ref);
+    return NULL;
+}
+
+/* Sort v[0..n) by (name, id): with two threads or more, each half on its own thread, then
+ * one merge. The order is total (ids are unique), so the result is the same either way. */
+static void sort_names(name_ref *v, size_t n, unsigned threads)
+{
+    size_t half = n / 2;
+    sort_job job = {v + half, n - half};
+    pthread_t tid;
+    if (threads < 2 || n < 4096 || pthread_create(&tid, NULL, sort_names_thread, &job) != 0) {
+        qsort(v, n, sizeof *v, cmp_name_ref);
+        return;
+    }
+    qsort(v, half, sizeof *v, cmp_name_ref);
+    pthread_join(tid, NULL);
+    name_ref *merged = xmalloc(n * sizeof *merged);
+    size_t i = 0, j = half, k = 0;
+    while (i < half && j < n)
+        merged[k++] = cmp_name_ref(&v[j], &v[i]) < 0 ? v[j++] : v[i++];
+    while (i < half)
+        merged[k++] = v[i++];
+    while (j < n)
+        merged[k++] = v[j++];
+    memcpy(v, merged, n * sizeof *v);
+    free(merged);
 }
 
 typedef struct {
@@ -460,7 +480,7 @@ static err_code write_names(buf *index, buf *data, uint32_t **rank_out, const st
     buf_init(&plain);
     for (size_t i = 0; i < n; i++)
         v[i] = (name_ref){strtab_get(names, (uint32_t)i), (uint32_t)i};
-    qsort(v, n, sizeof *v, cmp_name_ref);
+    sort_names(v, n, threads);
     buf_reserve(&plain, names->bytes.len);
     for (size_t i = 0; i < n; i++) {
         rank[v[i].id] = (uint32_t)i;
@@ -585,6 +605,71 @@ static void push_out(builder *b, uint64_t start, uint32_t scope, uint32_t file, 
         b->ranges = xreallocarray(b->ranges, b->cap_ranges, sizeof *b->ranges);
     }
     b->ranges[b->nranges++] = (out_range){start, {scope, file, line}};
+}
+
+/* Range records, block-coded (layout in symcache_format.h). */
+typedef struct {
+    const out_range *ranges;
+    size_t nranges;
+    buf data;              /* out: the records */
+    uint32_t *block_data;  /* out: offset in data of each block's first record */
+    size_t nblocks;
+    err_code rc;           /* ERR_UNSUPPORTED: over 4 GiB */
+} ranges_job;
+
+static uint8_t *put_uleb_raw(uint8_t *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    return p;
+}
+
+static uint64_t zigzag(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static void *encode_ranges_thread(void *arg)
+{
+    ranges_job *j = arg;
+    buf *data = &j->data;
+    buf_init(data);
+    j->nblocks = (j->nranges + SYMC_BLOCK_RANGES - 1) / SYMC_BLOCK_RANGES;
+    j->block_data = xcalloc(j->nblocks ? j->nblocks : 1, sizeof *j->block_data);
+    for (size_t k = 0; k < j->nranges; k++) {
+        const out_range *r = &j->ranges[k];
+        uint64_t scope1 = r->info.scope == SYMC_NONE ? 0 : (uint64_t)r->info.scope + 1;
+        uint64_t file1 = r->info.file == SYMC_NONE ? 0 : (uint64_t)r->info.file + 1;
+        buf_reserve(data, 4 * 10 + 1); /* four varints at most */
+        uint8_t *p = data->data + data->len;
+        if (k % SYMC_BLOCK_RANGES == 0) {
+            if (data->len > UINT32_MAX) {
+                j->rc = ERR_UNSUPPORTED;
+                break;
+            }
+            j->block_data[k / SYMC_BLOCK_RANGES] = (uint32_t)data->len;
+            p = put_uleb_raw(p, scope1);
+            p = put_uleb_raw(p, file1);
+            p = put_uleb_raw(p, r->info.line);
+        } else {
+            const out_range *q = &j->ranges[k - 1];
+            uint64_t pscope1 = q->info.scope == SYMC_NONE ? 0 : (uint64_t)q->info.scope + 1;
+            uint64_t pfile1 = q->info.file == SYMC_NONE ? 0 : (uint64_t)q->info.file + 1;
+            /* the file rarely changes between neighbours: one flag bit beside the line delta */
+            uint64_t zline = zigzag((int64_t)r->info.line - (int64_t)q->info.line);
+            p = put_uleb_raw(p, r->start - q->start);
+            p = put_uleb_raw(p, zigzag((int64_t)scope1 - (int64_t)pscope1));
+            p = put_uleb_raw(p, zline << 1 | (file1 != pfile1));
+            if (file1 != pfile1)
+                p = put_uleb_raw(p, zigzag((int64_t)file1 - (int64_t)pfile1));
+        }
+        data->len = (size_t)(p - data->data);
+    }
+    data->data[data->len] = 0; /* buf keeps a NUL after its bytes */
+    return NULL;
 }
 
 err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image *img,
@@ -723,15 +808,27 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
         goto done;
     }
 
+    /* range records (they do not depend on the names' order) on a thread of their own, while
+     * the names are sorted and compressed */
+    ranges_job rj = {b.ranges, b.nranges, {0}, NULL, 0, ERR_OK};
+    pthread_t ranges_tid;
+    bool ranges_threaded = threads > 1 && pthread_create(&ranges_tid, NULL, encode_ranges_thread, &rj) == 0;
+
     /* names: sorted (neighbours share most bytes), then compressed in blocks */
     uint32_t *rank = NULL;
     buf names_index, names_data;
     buf_init(&names_index);
     buf_init(&names_data);
     rc = write_names(&names_index, &names_data, &rank, &b.names, threads, err);
+    if (ranges_threaded)
+        pthread_join(ranges_tid, NULL);
+    else
+        encode_ranges_thread(&rj);
+    if (rc == ERR_OK && rj.rc != ERR_OK)
+        rc = err_set(err, rj.rc, "range records over 4 GiB");
     if (rc != ERR_OK)
         goto done_names;
-    phase_mark(&clock, "build.names");
+    phase_mark(&clock, "build.names+ranges");
 
     /* scopes, bit-packed with the narrowest widths that hold every value */
     uint32_t max_y = 0, max_x = 0;
@@ -759,41 +856,6 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
     }
 
     phase_mark(&clock, "build.scopes");
-    /* range records, block-coded (layout in symcache_format.h) */
-    buf data;
-    buf_init(&data);
-    size_t nblocks = (b.nranges + SYMC_BLOCK_RANGES - 1) / SYMC_BLOCK_RANGES;
-    uint32_t *block_data = xcalloc(nblocks ? nblocks : 1, sizeof *block_data);
-    for (size_t k = 0; k < b.nranges; k++) {
-        const out_range *r = &b.ranges[k];
-        uint64_t scope1 = r->info.scope == SYMC_NONE ? 0 : (uint64_t)r->info.scope + 1;
-        uint64_t file1 = r->info.file == SYMC_NONE ? 0 : (uint64_t)r->info.file + 1;
-        if (k % SYMC_BLOCK_RANGES == 0) {
-            if (data.len > UINT32_MAX) {
-                rc = err_set(err, ERR_UNSUPPORTED, "range records over 4 GiB");
-                break;
-            }
-            block_data[k / SYMC_BLOCK_RANGES] = (uint32_t)data.len;
-            put_uleb(&data, scope1);
-            put_uleb(&data, file1);
-            put_uleb(&data, r->info.line);
-        } else {
-            const out_range *p = &b.ranges[k - 1];
-            uint64_t pscope1 = p->info.scope == SYMC_NONE ? 0 : (uint64_t)p->info.scope + 1;
-            uint64_t pfile1 = p->info.file == SYMC_NONE ? 0 : (uint64_t)p->info.file + 1;
-            /* the file rarely changes between neighbours: one flag bit beside the line delta */
-            int64_t dline = (int64_t)r->info.line - (int64_t)p->info.line;
-            uint64_t zline = ((uint64_t)dline << 1) ^ (uint64_t)(dline >> 63);
-            put_uleb(&data, r->start - p->start);
-            put_zigzag(&data, (int64_t)scope1 - (int64_t)pscope1);
-            put_uleb(&data, zline << 1 | (file1 != pfile1));
-            if (file1 != pfile1)
-                put_zigzag(&data, (int64_t)file1 - (int64_t)pfile1);
-        }
-    }
-    if (rc != ERR_OK)
-        goto done_tables;
-    phase_mark(&clock, "build.ranges");
 
     /* header */
     uint8_t hdr[8] = {0};
@@ -811,30 +873,29 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
     buf_append_u32le(out, (uint32_t)b.strings.bytes.len);
     buf_append_u32le(out, name_off);
     buf_append_u32le(out, (uint32_t)b.nfiles);
-    buf_append_u32le(out, (uint32_t)nblocks);
+    buf_append_u32le(out, (uint32_t)rj.nblocks);
     buf_append_u32le(out, (uint32_t)b.names.count);
     buf_append_u32le(out, 0); /* reserved */
     buf_append_u32le(out, (uint32_t)names_data.len);
     buf_append_u32le(out, w_name | w_parent << 8 | w_x << 16 | w_y << 24);
     /* tables */
-    buf_reserve(out, nblocks * SYMC_BLOCK_SIZE + b.nfiles * 4 + scopes_bytes + names_index.len +
-                         names_data.len + data.len + b.strings.bytes.len);
-    for (size_t k = 0; k < nblocks; k++) {
+    buf_reserve(out, rj.nblocks * SYMC_BLOCK_SIZE + b.nfiles * 4 + scopes_bytes + names_index.len +
+                         names_data.len + rj.data.len + b.strings.bytes.len);
+    for (size_t k = 0; k < rj.nblocks; k++) {
         buf_append_u32le(out, (uint32_t)(b.ranges[k * SYMC_BLOCK_RANGES].start - b.base));
-        buf_append_u32le(out, block_data[k]);
+        buf_append_u32le(out, rj.block_data[k]);
     }
     for (size_t k = 0; k < b.nfiles; k++)
         buf_append_u32le(out, b.files[k]);
     buf_append(out, packed, scopes_bytes);
     buf_append(out, names_index.data, names_index.len);
     buf_append(out, names_data.data, names_data.len);
-    buf_append(out, data.data, data.len);
+    buf_append(out, rj.data.data, rj.data.len);
     buf_append(out, b.strings.bytes.data, b.strings.bytes.len);
-done_tables:
-    buf_reset(&data);
-    free(block_data);
     free(packed);
 done_names:
+    buf_reset(&rj.data);
+    free(rj.block_data);
     buf_reset(&names_index);
     buf_reset(&names_data);
     free(rank);
