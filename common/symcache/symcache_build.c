@@ -9,6 +9,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
@@ -90,6 +91,18 @@ static int cmp_scope_range(const void *pa, const void *pb)
 
 DEFINE_RADIX_SORT(sort_ranges_by_start, debuginfo_range, start)
 
+/* Room for `count` elements of `size` bytes up front, where `count` is an upper bound far
+ * above what is usually used: a large allocation is mapped, not touched, so only the pages
+ * written cost anything, and the array never moves while it grows (where doubling with
+ * realloc copied it several times over). NULL if the system refuses (strict overcommit):
+ * the caller then grows the array as it goes. */
+static void *reserve(size_t count, size_t size)
+{
+    if (count == 0 || count > SIZE_MAX / size)
+        return NULL;
+    return malloc(count * size);
+}
+
 /* Innermost scope per address. Ranges that overlap without nesting (bad DWARF, folded
  * functions) are clipped to the range they start in. */
 static void flatten_scopes(segments *out, const debuginfo *di)
@@ -105,6 +118,9 @@ static void flatten_scopes(segments *out, const debuginfo *di)
         if (j - i > 1)
             qsort(r + i, j - i, sizeof *r, cmp_scope_range);
     }
+    /* every range adds at most two segments (before and after a nested one) */
+    if (out->cap == 0 && (out->v = reserve(2 * di->nranges + 2, sizeof *out->v)) != NULL)
+        out->cap = 2 * di->nranges + 2;
     debuginfo_range *stack = xcalloc(di->nranges ? di->nranges : 1, sizeof *stack);
     size_t top = 0;
     uint64_t cur = 0;
@@ -708,6 +724,14 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
     b.di = di;
     strtab_init(&b.strings);
     strtab_init(&b.names);
+    /* Upper bounds: a scope per DWARF scope or symbol; a range per boundary of the scope,
+     * line and symbol segments (each row at most one line segment). */
+    size_t max_scopes = (size_t)di->nscopes + di->nsymbols + 1;
+    size_t max_ranges = 2 * (2 * di->nranges + di->nrows + di->nsymbols) + 2;
+    if ((b.scopes = reserve(max_scopes, sizeof *b.scopes)) != NULL)
+        b.cap_scopes = max_scopes;
+    if ((b.ranges = reserve(max_ranges, sizeof *b.ranges)) != NULL)
+        b.cap_ranges = max_ranges;
     b.scope_map = xcalloc(di->nscopes ? di->nscopes : 1, sizeof *b.scope_map);
     memset(b.scope_map, 0xff, (di->nscopes ? di->nscopes : 1) * sizeof *b.scope_map);
     b.symbol_map = xcalloc(di->nsymbols ? di->nsymbols : 1, sizeof *b.symbol_map);
