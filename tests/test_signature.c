@@ -137,11 +137,16 @@ static void normalize_block_invoke_number(void)
 
 static void normalize_swift_closure(void)
 {
+    /* issue 11: a closure keeps its "closure #N in" context; each closure is its own function */
     CHECK_EQ_STR(norm("closure #1 in ViewController.viewDidLoad()"),
-                 "closure in ViewController.viewDidLoad");
+                 "closure #1 in ViewController.viewDidLoad");
     CHECK_EQ_STR(norm("closure #2 in closure #1 in Model.load()"),
-                 "closure in closure in Model.load");
-    CHECK_EQ_STR(norm("implicit closure #3 in Foo.bar()"), "implicit closure in Foo.bar");
+                 "closure #2 in closure #1 in Model.load");
+    CHECK_EQ_STR(norm("implicit closure #3 in Foo.bar()"), "implicit closure #3 in Foo.bar");
+    CHECK(strcmp(norm("closure #1 in Model.load()"), norm2("closure #2 in Model.load()")) != 0);
+    CHECK(strcmp(norm("closure #1 in Model.load()"), norm2("Model.load()")) != 0);
+    /* a raw Swift closure symbol (closure #1 in main.Model.load()) groups as its display form */
+    CHECK_EQ_STR(norm("$s4main5ModelC4loadyyFyycfU_"), "closure #1 in Model.load");
 }
 
 /* ---- Swift (issue 11): wrappers collapse onto the function they wrap ---------------------- */
@@ -178,7 +183,7 @@ static void normalize_swift_specializations(void)
 static void normalize_swift_merged_and_partial_apply(void)
 {
     CHECK_EQ_STR(norm("merged Model.load()"), "Model.load");
-    CHECK_EQ_STR(norm("partial apply for closure #1 in Model.load()"), "closure in Model.load");
+    CHECK_EQ_STR(norm("partial apply for closure #1 in Model.load()"), "closure #1 in Model.load");
     CHECK_EQ_STR(norm("partial apply for closure #1 in Model.load()"), norm2("closure #1 in Model.load()"));
     CHECK_EQ_STR(norm("(1) await resume partial function for Model.fetch()"), "Model.fetch");
     /* a wrapper word alone is a name, not a wrapper */
@@ -410,6 +415,29 @@ static void same_crash_other_addresses_same_fingerprint(void)
     CHECK_EQ_STR(a.fingerprint, b.fingerprint);
 }
 
+/* issue 11: two closures of one function are two issues, and so are a closure and the function
+ * that encloses it; the same closure in another build (other address, offset) is one. */
+static void swift_closures_keep_their_number_in_the_fingerprint(void)
+{
+#define CLOSURE_CRASH(frame0)                                                                   \
+    HEADER "Exception Type:  EXC_BREAKPOINT (SIGTRAP)\n\nThread 0 Crashed:\n"                    \
+           "0   FixtureApp  \t0x0000000100001234 " frame0 "\n"                                    \
+           "1   FixtureApp  \t0x0000000100002234 @objc ViewController.viewDidLoad() + 20\n" IMAGES
+    signature c1 = sig_of(CLOSURE_CRASH("closure #1 in ViewController.viewDidLoad() + 20"), 3);
+    signature c1b = sig_of(CLOSURE_CRASH("closure #1 in ViewController.viewDidLoad() + 96"), 3);
+    signature c2 = sig_of(CLOSURE_CRASH("closure #2 in ViewController.viewDidLoad() + 20"), 3);
+    signature f = sig_of(CLOSURE_CRASH("ViewController.viewDidLoad() + 20"), 3);
+#undef CLOSURE_CRASH
+    CHECK_EQ_INT(strlen(c1.fingerprint), 64);
+    CHECK_EQ_STR(c1.fingerprint, c1b.fingerprint);
+    CHECK(strcmp(c1.fingerprint, c2.fingerprint) != 0);
+    CHECK(strcmp(c1.fingerprint, f.fingerprint) != 0);
+    CHECK(strcmp(c2.fingerprint, f.fingerprint) != 0);
+    if (c2.nframes > 0)
+        CHECK_EQ_STR(c2.frames[0].function, "closure #2 in ViewController.viewDidLoad");
+    CHECK_EQ_STR(c2.title, "EXC_BREAKPOINT: closure #2 in ViewController.viewDidLoad");
+}
+
 static void exception_class_is_in_fingerprint(void)
 {
     const char *frames = "\nThread 0 Crashed:\n"
@@ -639,6 +667,7 @@ int main(void)
     RUN(recursion_is_collapsed);
     RUN(same_crash_other_addresses_same_fingerprint);
     RUN(exception_class_is_in_fingerprint);
+    RUN(swift_closures_keep_their_number_in_the_fingerprint);
     RUN(sample_uses_heaviest_path_of_main_thread);
     RUN(last_exception_backtrace_is_used);
     RUN(crashed_thread_is_used);

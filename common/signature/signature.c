@@ -410,24 +410,6 @@ static void strip_return_type(char *s)
         memmove(s, last + 1, strlen(last + 1) + 1);
 }
 
-/* Replace every "closure #N" (Swift) by "closure". */
-static void swift_closures(char *s)
-{
-    char *p = s;
-    while ((p = strstr(p, "closure #")) != NULL) {
-        char *num = p + strlen("closure #");
-        char *end = num;
-        while (isdigit((unsigned char)*end))
-            end++;
-        if (end == num) {
-            p = num;
-            continue;
-        }
-        memmove(p + strlen("closure"), end, strlen(end) + 1);
-        p += strlen("closure");
-    }
-}
-
 /* "..._block_invoke_2" -> "..._block_invoke" (also inside a longer name). */
 static void block_invoke_numbers(char *s)
 {
@@ -570,7 +552,6 @@ const char *signature_normalize_symbol(char *buf, size_t cap, const char *name)
     normalize_structure(&o, local);
     collapse_spaces(buf);
     strip_return_type(buf);
-    swift_closures(buf);
     block_invoke_numbers(buf);
     collapse_spaces(buf);
     return buf;

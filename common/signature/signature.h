@@ -109,7 +109,8 @@ bool signature_function_in_app(const char *normalized);
  * clang lambdas "$_N" and "'lambda'(...)", gcc "{lambda(...)#N}" -> "lambda";
  * "(anonymous namespace)" spelled one way (also for "`anonymous namespace'", "{anonymous}");
  * ".cold.N", ".llvm.N", ".constprop.N", ".isra.N", ".part.N", " [clone ...]" dropped;
- * "block_invoke_N" -> "block_invoke"; Swift "closure #N in X" -> "closure in X";
+ * "block_invoke_N" -> "block_invoke"; Swift "closure #N in X" kept (each closure is its own
+ * function, issue 11);
  * libc++ ABI tags "[abi:...]" dropped; Objective-C "-[Class sel:]" kept as is. A bare address
  * ("0x1234") or a placeholder ("<deduplicated_symbol>", "<redacted>") becomes "".
  */
