@@ -827,17 +827,26 @@ static bool demangle_bound_generics(dm *d, swift_node **lists, size_t *nlists, s
 static swift_node *bound_generic_args(dm *d, swift_node *nominal, swift_node **lists, size_t nlists,
                                       size_t idx)
 {
-    if (nominal == NULL || idx >= nlists || ++d->depth > MAX_DEPTH)
+    /* a context without children (a module) has no generic arguments to take: more type
+     * lists than generic levels is malformed */
+    if (nominal == NULL || idx >= nlists || nominal->nchildren == 0 || ++d->depth > MAX_DEPTH)
         return NULL;
-    swift_node *ctx = nominal->nchildren > 0 ? nominal->child[0] : NULL;
-    bool consumes = !(nominal->kind == K_Variable || nominal->kind == K_ExplicitClosure ||
-                      nominal->kind == K_Subscript);
+    swift_node *ctx = nominal->child[0];
+    bool consumes;
+    switch (nominal->kind) {
+    case K_Variable: case K_Subscript: case K_ImplicitClosure: case K_ExplicitClosure:
+    case K_DefaultArgumentInitializer: case K_Initializer: case K_PropertyWrapperBackingInitializer:
+    case K_PropertyWrapperInitFromProjectedValue: case K_Static:
+        consumes = false;   /* these take the generic arguments of their context */
+        break;
+    default:
+        consumes = true;
+        break;
+    }
     swift_node *args = lists[idx];
     if (consumes)
         idx++;
     if (idx < nlists) {
-        if (ctx == NULL)
-            return NULL;
         swift_node *parent;
         if (ctx->kind == K_Extension) {
             if (ctx->nchildren < 2)
@@ -920,6 +929,7 @@ static swift_node *pop_function_params(dm *d, swift_kind k)
 static swift_node *pop_function_type(dm *d, swift_kind k)
 {
     swift_node *f = mk(d, k);
+    add_opt(d, f, pop_kind(d, K_SelfLifetimeDependence));
     add_opt(d, f, pop_kind(d, K_SendingResultFunctionType));
     add_opt(d, f, pop_kind(d, K_IsolatedAnyFunctionType));
     add_opt(d, f, pop_kind(d, K_GlobalActorFunctionType));
@@ -943,7 +953,7 @@ static uint32_t fn_first_param_child(const swift_node *fn)
         case K_GlobalActorFunctionType: case K_IsolatedAnyFunctionType:
         case K_SendingResultFunctionType: case K_DifferentiableFunctionType:
         case K_ThrowsAnnotation: case K_TypedThrowsAnnotation: case K_ConcurrentFunctionType:
-        case K_AsyncAnnotation:
+        case K_AsyncAnnotation: case K_SelfLifetimeDependence:
             i++;
             continue;
         default:
@@ -1531,6 +1541,36 @@ static swift_node *demangle_builtin_type(dm *d)
     }
 }
 
+/* SIL box types: `type-list 'Xx'` (fields) and `type-list type-list generic-signature 'XX'`
+ * (fields, generic arguments, signature); a field mangled inout ('z') is a `var`, else a `let` */
+static swift_node *sil_box_with_layout(dm *d, bool generic)
+{
+    swift_node *sig = NULL, *args = NULL;
+    if (generic) {
+        sig = pop_kind(d, K_DependentGenericSignature);
+        args = sig ? pop_type_list(d) : NULL;
+        if (args == NULL)
+            return NULL;
+    }
+    swift_node *fields = pop_type_list(d);
+    if (fields == NULL)
+        return NULL;
+    swift_node *layout = mk(d, K_SILBoxLayout);
+    for (uint32_t i = 0; layout != NULL && i < fields->nchildren; i++) {
+        swift_node *ty = fields->child[i];
+        bool var = ty->nchildren == 1 && ty->child[0]->kind == K_InOut && ty->child[0]->nchildren == 1;
+        if (var)
+            ty = type_of(d, ty->child[0]->child[0]);
+        layout = add(d, layout, with1(d, var ? K_SILBoxMutableField : K_SILBoxImmutableField, ty));
+    }
+    swift_node *box = with1(d, K_SILBoxTypeWithLayout, layout);
+    if (generic) {
+        box = add(d, box, sig);
+        box = add(d, box, args);
+    }
+    return type_of(d, box);
+}
+
 static swift_node *demangle_special_type(dm *d)
 {
     char c = next(d);
@@ -1607,9 +1647,33 @@ static swift_node *demangle_special_type(dm *d)
     }
     case 'e':
         return type_of(d, mk(d, K_ErrorType));
+    case 'x': return sil_box_with_layout(d, false);
+    case 'X': return sil_box_with_layout(d, true);
     default:
         return NULL;
     }
+}
+
+/* lifetime dependence (Swift 6.0's ~Escapable prototype, in the vectors of that time): 'Yl' KIND
+ * marks a parameter type, 'YL' KIND the function (the dependence of its result on `self`);
+ * KIND 's' scope, 'i' inherit */
+static swift_node *lifetime_dependence(dm *d, bool self)
+{
+    const char *kind;
+    switch (next(d)) {
+    case 's': kind = "scope"; break;
+    case 'i': kind = "inherit"; break;
+    default: return NULL;
+    }
+    if (self)
+        return mk_str(d, K_SelfLifetimeDependence, kind);
+    swift_node *n = with1(d, K_LifetimeDependence, pop_type_and_get_child(d));
+    if (n == NULL)
+        return NULL;
+    n->text = kind;
+    n->text_len = (uint32_t)strlen(kind);
+    n->has_text = true;
+    return type_of(d, n);
 }
 
 static swift_node *demangle_type_annotation(dm *d)
@@ -1633,6 +1697,8 @@ static swift_node *demangle_type_annotation(dm *d)
     }
     case 'k': return type_of(d, with1(d, K_NoDerivative, pop_type_and_get_child(d)));
     case 'K': return with1(d, K_TypedThrowsAnnotation, pop_type_and_get_child(d));
+    case 'l': return lifetime_dependence(d, false);
+    case 'L': return lifetime_dependence(d, true);
     case 't': return type_of(d, with1(d, K_CompileTimeConst, pop_type_and_get_child(d)));
     case 'T': return mk(d, K_SendingResultFunctionType);
     case 'u': return type_of(d, with1(d, K_Sending, pop_type_and_get_child(d)));

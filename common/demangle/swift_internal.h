@@ -95,7 +95,8 @@
     X(PeerAttachedMacroExpansion) X(MemberAttachedMacroExpansion) X(AccessorAttachedMacroExpansion) \
     X(MemberAttributeAttachedMacroExpansion) X(ConformanceAttachedMacroExpansion)             \
     X(ExtensionAttachedMacroExpansion) X(BodyAttachedMacroExpansion) X(PreambleAttachedMacroExpansion) \
-    X(LifetimeDependence) X(TypeSymbolicReference) X(ProtocolSymbolicReference)               \
+    X(LifetimeDependence) X(SelfLifetimeDependence) X(SILBoxTypeWithLayout) X(SILBoxLayout)      \
+    X(SILBoxMutableField) X(SILBoxImmutableField) X(TypeSymbolicReference) X(ProtocolSymbolicReference)               \
     X(ObjCAsyncCompletionHandlerImpl) X(PredefinedObjCAsyncCompletionHandlerImpl)             \
     X(AnyConformance) X(ConformanceRef) X(AssocTypePath) X(ModuleDescriptor) X(ExtensionDescriptor) X(AnonymousDescriptor) X(IndexSubset) X(AutoDiffDerivativeVTableThunk) X(DifferentiabilityWitness) X(AutoDiffSubsetParametersThunk) X(AutoDiffSelfReorderingReabstractionThunk) \
     X(WitnessTableOffset)

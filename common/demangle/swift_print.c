@@ -268,10 +268,12 @@ static void print_function_type(printer *p, const swift_node *labels, const swif
 {
     uint32_t i = 0;
     bool sendable = false, async = false, sending_result = false;
-    const swift_node *diff = NULL, *thrown = NULL;
+    const swift_node *diff = NULL, *thrown = NULL, *self_dependence = NULL;
     for (; i < fn->nchildren; i++) {
         const swift_node *c = fn->child[i];
-        if (c->kind == K_SendingResultFunctionType)
+        if (c->kind == K_SelfLifetimeDependence)
+            self_dependence = c;
+        else if (c->kind == K_SendingResultFunctionType)
             sending_result = true;
         else if (c->kind == K_IsolatedAnyFunctionType || c->kind == K_GlobalActorFunctionType)
             print(p, c, false);
@@ -290,6 +292,11 @@ static void print_function_type(printer *p, const swift_node *labels, const swif
         text(p, diff);
     if (sendable)
         outs(p, "@Sendable ");
+    if (self_dependence != NULL) {
+        outs(p, "(self lifetime dependence: ");
+        text(p, self_dependence);
+        outs(p, ") ");
+    }
     print_function_parameters(p, labels, child(fn, i), p->o.function_arg_types);
     if (!p->o.function_arg_types)
         return;
@@ -1455,10 +1462,40 @@ static const swift_node *print(printer *p, const swift_node *n, bool as_prefix)
     case K_CompileTimeConst: print_prefixed(p, "_const ", n); break;
     case K_NoDerivative: print_prefixed(p, "@noDerivative ", n); break;
     case K_Sending: print_prefixed(p, "transferring ", n); break;
+    case K_LifetimeDependence:
+        outs(p, "lifetime dependence: ");
+        text(p, n);
+        print_prefixed(p, " ", n);
+        break;
     case K_Weak: print_prefixed(p, "weak ", n); break;
     case K_Unowned: print_prefixed(p, "unowned ", n); break;
     case K_Unmanaged: print_prefixed(p, "unowned(unsafe) ", n); break;
     case K_SILBoxType: print_prefixed(p, "@box ", n); break;
+    case K_SILBoxTypeWithLayout:
+        /* "<A> { var A } <Builtin.Int32>": signature, layout, generic arguments */
+        if (n->nchildren == 3) {
+            print(p, child(n, 1), false);
+            outc(p, ' ');
+        }
+        print(p, child(n, 0), false);
+        if (n->nchildren == 3) {
+            outs(p, " <");
+            print_children(p, child(n, 2), ", ");
+            outc(p, '>');
+        }
+        break;
+    case K_SILBoxLayout:
+        outc(p, '{');
+        for (uint32_t i = 0; i < n->nchildren; i++) {
+            if (i > 0)
+                outc(p, ',');
+            outc(p, ' ');
+            print(p, n->child[i], false);
+        }
+        outs(p, " }");
+        break;
+    case K_SILBoxMutableField: print_prefixed(p, "var ", n); break;
+    case K_SILBoxImmutableField: print_prefixed(p, "let ", n); break;
     case K_DynamicSelf: outs(p, "Self"); break;
     case K_ErrorType: outs(p, "<ERROR TYPE>"); break;
     case K_AsyncAnnotation: outs(p, " async"); break;
