@@ -726,6 +726,19 @@ static swift_node *pop_assoc_type_name(dm *d)
     return at;
 }
 
+/* assoc-type-list ::= assoc-type-name '_' assoc-type-name* (popped last name first) */
+static swift_node *pop_assoc_type_path(dm *d)
+{
+    swift_node *path = mk(d, K_AssocTypePath);
+    bool first;
+    do {
+        first = pop_kind(d, K_FirstElementMarker) != NULL;
+        path = add(d, path, pop_assoc_type_name(d));
+    } while (path != NULL && !first);
+    reverse_children(path, 0);
+    return path;
+}
+
 static swift_node *assoc_simple(dm *d, swift_node *param)
 {
     swift_node *name = pop_assoc_type_name(d);
@@ -1647,6 +1660,13 @@ static swift_node *demangle_special_type(dm *d)
     }
     case 'e':
         return type_of(d, mk(d, K_ErrorType));
+    case 'Z': {
+        /* context ::= entity identifier type-list 'XZ' (an unknown runtime context) */
+        swift_node *types = pop_type_list(d);
+        swift_node *name = pop_kind(d, K_Identifier);
+        swift_node *parent = pop_context(d);
+        return with3(d, K_AnonymousContext, name, parent, types);
+    }
     case 'x': return sil_box_with_layout(d, false);
     case 'X': return sil_box_with_layout(d, true);
     default:
@@ -2142,13 +2162,7 @@ static swift_node *demangle_thunk_or_specialization(dm *d)
         return with1(d, K_ProtocolRequirementsBaseDescriptor, pop_protocol(d));
     case 'n': case 'N': {
         swift_node *req = pop_protocol(d);
-        swift_node *conforming = mk(d, K_AssocTypePath);
-        bool first;
-        do {
-            first = pop_kind(d, K_FirstElementMarker) != NULL;
-            conforming = add(d, conforming, pop_assoc_type_name(d));
-        } while (conforming != NULL && !first);
-        reverse_children(conforming, 0);
+        swift_node *conforming = pop_assoc_type_path(d);
         swift_node *proto = pop_kind(d, K_Type);
         return with3(d, c == 'n' ? K_AssociatedConformanceDescriptor : K_DefaultAssociatedConformanceAccessor,
                      proto, conforming, req);
@@ -2238,8 +2252,9 @@ static swift_node *demangle_witness(dm *d)
         return with2(d, K_AssociatedTypeMetadataAccessor, conf, name);
     }
     case 'T': {
+        /* protocol-conformance assoc-type-list protocol 'WT' */
         swift_node *proto = pop_kind(d, K_Type);
-        swift_node *conforming = pop_kind(d, K_Type);
+        swift_node *conforming = pop_assoc_type_path(d);
         swift_node *conf = pop_protocol_conformance(d);
         return with3(d, K_AssociatedTypeWitnessTableAccessor, conf, conforming, proto);
     }
@@ -3028,15 +3043,22 @@ static swift_node *o_generic_signature(dm *d, bool pseudo)
     swift_node *sig = mk(d, pseudo ? K_DependentPseudogenericSignature : K_DependentGenericSignature);
     bool any = false;
     while (peek(d) != 'R' && peek(d) != 'r') {
-        uint64_t count;
-        if (next_if(d, 'z'))
+        uint64_t count = 0;
+        if (next_if(d, 'z')) {
             count = 0;
-        else if (o_index(d, &count))
-            count += 1;
-        else
+        } else if (next_if(d, '_')) {
+            count = 1;
+        } else if (is_digit(peek(d))) {
+            /* Swift 3's demangler reads the count as an unsigned 64-bit number that wraps; the
+             * printer names at most 128 parameters, so a huge count costs nothing */
+            while (is_digit(peek(d)))
+                count = count * 10 + (uint64_t)(next(d) - '0');
+            if (!next_if(d, '_'))
+                return NULL;
+            count += 2;
+        } else {
             return NULL;
-        if (count > 10000)
-            return NULL;
+        }
         add(d, sig, mk_index(d, K_DependentGenericParamCount, count));
         any = true;
     }

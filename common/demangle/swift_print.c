@@ -1211,6 +1211,20 @@ static const swift_node *print(printer *p, const swift_node *n, bool as_prefix)
         outs(p, "static ");
         print(p, child(n, 0), false);
         break;
+    case K_AnonymousContext:
+        /* "M.(unknown context at $10016c2d8)<Args>"; nothing in the simplified form */
+        if (p->o.extension_contexts) {
+            print(p, child(n, 1), true);
+            outs(p, ".(unknown context at ");
+            print(p, child(n, 0), false);
+            outc(p, ')');
+            if (child(n, 2) != NULL && child(n, 2)->nchildren > 0) {
+                outc(p, '<');
+                print(p, child(n, 2), false);
+                outc(p, '>');
+            }
+        }
+        break;
     case K_Extension:
         if (p->o.extension_contexts) {
             outs(p, "(extension in ");
