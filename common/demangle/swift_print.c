@@ -1214,7 +1214,7 @@ static const swift_node *print(printer *p, const swift_node *n, bool as_prefix)
     case K_AnonymousContext:
         /* "M.(unknown context at $10016c2d8)<Args>"; nothing in the simplified form */
         if (p->o.extension_contexts) {
-            print(p, child(n, 1), true);
+            print(p, child(n, 1), false);
             outs(p, ".(unknown context at ");
             print(p, child(n, 0), false);
             outc(p, ')');
