@@ -7,8 +7,8 @@
  *   warm   ROUNDS (default 5) more passes; the fastest counts (the machine is shared)
  *   sorted the same addresses in address order, as `stacksift lookup` answers a batch (and as
  *          a crash report's frames cluster): neighbouring lookups share cache lines
- * Every pass asks for all frames (inline chain) and reads every frame's function name, so
- * what a caller would print was really found. Prints one line:
+ * Every pass asks for all frames (inline chain) and reads every frame's function name and
+ * source path, so what a caller would print was really found. Prints one line:
  *   bench_lookup: N addresses, F frames/pass; cold X lookups/s; warm Y lookups/s; sorted Z lookups/s (1 thread)
  * where a second is a second of this thread's CPU time.
  * Not a test: tests/bench/symbolication.sh prints it beside llvm-symbolizer's rate.
@@ -35,7 +35,8 @@ static int cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* One pass: returns frames found; *sink accumulates name bytes so nothing is optimized out. */
+/* One pass: returns frames found; *sink accumulates name and path bytes so nothing is optimized
+ * out. */
 static size_t pass(const symcache *sc, const uint64_t *addrs, size_t n, size_t *sink)
 {
     symcache_frame f[SYMCACHE_MAX_FRAMES];
@@ -44,7 +45,7 @@ static size_t pass(const symcache *sc, const uint64_t *addrs, size_t n, size_t *
         size_t k = symcache_lookup(f, SYMCACHE_MAX_FRAMES, sc, addrs[i]);
         frames += k;
         for (size_t j = 0; j < k; j++)
-            *sink += (unsigned char)f[j].function[0];
+            *sink += (unsigned char)f[j].function[0] + (f[j].file != NULL ? (unsigned char)f[j].file[0] : 0u);
     }
     return frames;
 }
