@@ -6,7 +6,8 @@
  * formats from the same debuginfo in memory and compares symcache_lookup's frames (function,
  * file, line, inlined, from_symtab, sym_addr) at: the file addresses listed in ADDRS (hex, one
  * per line; the benchmark's sample), else every byte of __TEXT (at most 4 M addresses, evenly
- * spread beyond that) plus a margin either side. Prints one line per slice with the counts
+ * spread beyond that) plus a margin either side; then that symcache_lookup_many over the same
+ * addresses gives exactly symcache_lookup's frames. Prints one line per slice with the counts
  * and the two sizes; exits 1 on the first slice with a difference (printing up to 5), 2 on a
  * usage or input error.
  */
@@ -36,23 +37,65 @@ static void print_frames(const char *label, const symcache_frame *f, size_t n)
                 (unsigned long long)f[i].sym_addr);
 }
 
+static bool same_frames(const symcache_frame *a, size_t na, const symcache_frame *b, size_t nb)
+{
+    bool same = na == nb;
+    for (size_t i = 0; same && i < na; i++)
+        same = same_str(a[i].function, b[i].function) && same_str(a[i].file, b[i].file) &&
+               a[i].line == b[i].line && a[i].inlined == b[i].inlined &&
+               a[i].from_symtab == b[i].from_symtab && a[i].sym_addr == b[i].sym_addr;
+    return same;
+}
+
 /* Compare both answers at addr; true when equal. */
 static bool compare_at(const symcache *sc, const symcache_v1 *old, uint64_t addr, int *reported)
 {
     symcache_frame a[SYMCACHE_MAX_FRAMES], b[SYMCACHE_MAX_FRAMES];
     size_t na = symcache_lookup(a, SYMCACHE_MAX_FRAMES, sc, addr);
     size_t nb = symcache_v1_lookup(b, SYMCACHE_MAX_FRAMES, old, addr);
-    bool same = na == nb;
-    for (size_t i = 0; same && i < na; i++)
-        same = same_str(a[i].function, b[i].function) && same_str(a[i].file, b[i].file) &&
-               a[i].line == b[i].line && a[i].inlined == b[i].inlined &&
-               a[i].from_symtab == b[i].from_symtab && a[i].sym_addr == b[i].sym_addr;
+    bool same = same_frames(a, na, b, nb);
     if (!same && (*reported)++ < 5) {
         fprintf(stderr, "symcache_roundtrip: 0x%llx differs\n", (unsigned long long)addr);
         print_frames("new", a, na);
         print_frames("v1", b, nb);
     }
     return same;
+}
+
+/* symcache_lookup_many over all of `addrs` equals one symcache_lookup per address. Small,
+ * odd-sized calls (MANY_ADDRS addresses into MANY_FRAMES frames) so that windows end part-way
+ * and calls stop early for room; returns the addresses that differ. */
+#define MANY_ADDRS 45
+#define MANY_FRAMES 71
+
+static uint64_t check_many(const symcache *sc, const uint64_t *addrs, size_t n, int *reported)
+{
+    symcache_frame many[MANY_FRAMES], one[SYMCACHE_MAX_FRAMES];
+    size_t ends[MANY_ADDRS];
+    uint64_t differ = 0;
+    for (size_t i = 0; i < n;) {
+        size_t m = n - i < MANY_ADDRS ? n - i : MANY_ADDRS;
+        size_t got = symcache_lookup_many(many, MANY_FRAMES, ends, sc, addrs + i, m);
+        if (got == 0) { /* room for fewer frames than one address has: a bug (71 > any chain here) */
+            fprintf(stderr, "symcache_roundtrip: lookup_many answered nothing at 0x%llx\n", (unsigned long long)addrs[i]);
+            return differ + 1;
+        }
+        for (size_t k = 0; k < got; k++) {
+            size_t from = k ? ends[k - 1] : 0;
+            size_t no = symcache_lookup(one, SYMCACHE_MAX_FRAMES, sc, addrs[i + k]);
+            if (!same_frames(many + from, ends[k] - from, one, no)) {
+                differ++;
+                if ((*reported)++ < 5) {
+                    fprintf(stderr, "symcache_roundtrip: lookup_many differs at 0x%llx\n",
+                            (unsigned long long)addrs[i + k]);
+                    print_frames("lookup_many", many + from, ends[k] - from);
+                    print_frames("lookup", one, no);
+                }
+            }
+        }
+        i += got;
+    }
+    return differ;
 }
 
 static int check_slice(const uint8_t *data, size_t len, const char *name, FILE *addrs)
@@ -76,6 +119,8 @@ static int check_slice(const uint8_t *data, size_t len, const char *name, FILE *
     }
     uint64_t checked = 0, covered = 0, differ = 0;
     int reported = 0;
+    buf seen; /* every address checked, for check_many */
+    buf_init(&seen);
     symcache_frame f[1];
     if (addrs != NULL) {
         char line[128];
@@ -86,6 +131,7 @@ static int check_slice(const uint8_t *data, size_t len, const char *name, FILE *
             if (end == line)
                 continue;
             checked++;
+            buf_append(&seen, &a, sizeof a);
             covered += symcache_lookup(f, 1, sc, a) > 0;
             differ += !compare_at(sc, old, a, &reported);
         }
@@ -94,14 +140,18 @@ static int check_slice(const uint8_t *data, size_t len, const char *name, FILE *
         uint64_t step = size / (4u << 20) + 1, margin = 64;
         for (uint64_t a = lo >= margin ? lo - margin : 0; a < lo + size + margin; a += a < lo || a >= lo + size ? 1 : step) {
             checked++;
+            buf_append(&seen, &a, sizeof a);
             covered += symcache_lookup(f, 1, sc, a) > 0;
             differ += !compare_at(sc, old, a, &reported);
         }
     }
-    printf("symcache_roundtrip: %s %s: %llu addresses (%llu covered), %llu differ; .symc %zu bytes, v1 %zu "
+    uint64_t many_differ = check_many(sc, (const uint64_t *)(const void *)seen.data, seen.len / sizeof(uint64_t), &reported);
+    buf_reset(&seen);
+    differ += many_differ;
+    printf("symcache_roundtrip: %s %s: %llu addresses (%llu covered), %llu differ (%llu in lookup_many); .symc %zu bytes, v1 %zu "
            "bytes (%.1f%%)\n",
            name, macho_arch_name(img->cputype, img->cpusubtype), (unsigned long long)checked,
-           (unsigned long long)covered, (unsigned long long)differ, now.len, v1.len,
+           (unsigned long long)covered, (unsigned long long)differ, (unsigned long long)many_differ, now.len, v1.len,
            v1.len ? 100.0 * (double)now.len / (double)v1.len : 0.0);
     status = differ == 0 && covered > 0 ? 0 : 1;
     if (covered == 0)

@@ -466,17 +466,14 @@ static inline __attribute__((always_inline)) const uint8_t *next_record_checked(
     return p;
 }
 
-/* The record covering `rel` (an offset from the base) into *hit; false if rel lies before
- * the first range. Reads two page entries, binary-searches the resume points between them
- * (about one on a real image), then decodes at most SYMC_RESUME_RANGES - 1 records. */
-static inline __attribute__((always_inline)) bool find_range(const symcache *sc, uint32_t rel, record *hit)
+/* The last resume point starting at or before `rel` (>= the first one's start): two page
+ * entries, then a binary search between them (about one point on a real image). */
+static inline __attribute__((always_inline)) uint32_t find_resume(const symcache *sc, uint32_t rel)
 {
-    if (rel < sc->resume[0].start)
-        return false;
     uint32_t g = rel >> sc->page_shift;
     if (g >= sc->npages)
         g = sc->npages - 1;
-    /* the last resume point at or before rel lies in [page[g], page[g + 1]] */
+    /* it lies in [page[g], page[g + 1]] */
     uint32_t lo = sc->page[g], hi = g + 1 < sc->npages ? sc->page[g + 1] : sc->nresume - 1;
     while (lo < hi) {
         uint32_t mid = hi - (hi - lo) / 2;
@@ -485,11 +482,17 @@ static inline __attribute__((always_inline)) bool find_range(const symcache *sc,
         else
             hi = mid - 1;
     }
-    const resume_point *rp = &sc->resume[lo];
+    return lo;
+}
+
+/* The record covering `rel` into *hit, decoding from resume point `at` (find_resume): at most
+ * SYMC_RESUME_RANGES - 1 records, the ones before the next resume point. They never span two
+ * blocks (SYMC_RESUME_RANGES divides SYMC_BLOCK_RANGES). */
+static inline __attribute__((always_inline)) void decode_from(const symcache *sc, uint32_t at, uint32_t rel, record *hit)
+{
+    const resume_point *rp = &sc->resume[at];
     record r = {rp->start, rp->scope1, rp->file1, rp->line};
-    /* the records after this one up to the next resume point; a block's records never span
-     * two resume points' groups (SYMC_RESUME_RANGES divides SYMC_BLOCK_RANGES) */
-    uint32_t first = lo * SYMC_RESUME_RANGES;
+    uint32_t first = at * SYMC_RESUME_RANGES;
     uint32_t more = sc->nranges - 1 - first < SYMC_RESUME_RANGES - 1 ? sc->nranges - 1 - first : SYMC_RESUME_RANGES - 1;
     const uint8_t *p = sc->records + rp->next;
     *hit = r;
@@ -499,40 +502,55 @@ static inline __attribute__((always_inline)) bool find_range(const symcache *sc,
             break;
         *hit = r;
     }
+}
+
+/* The record covering `rel` (an offset from the base) into *hit; false if rel lies before the
+ * first range. */
+static inline __attribute__((always_inline)) bool find_range(const symcache *sc, uint32_t rel, record *hit)
+{
+    if (rel < sc->resume[0].start)
+        return false;
+    decode_from(sc, find_resume(sc, rel), rel, hit);
     return true;
 }
 
-size_t symcache_lookup(symcache_frame *out, size_t cap, const symcache *sc, uint64_t file_addr)
+/* Start loading name `id`'s slot in its block when the block is already decompressed (a
+ * hint: the misses of a chain's names then overlap the walk's). Name side, with name_at. */
+static inline __attribute__((always_inline)) void name_prefetch(const symcache *sc, uint32_t id)
 {
-    if (cap == 0 || file_addr < sc->base || file_addr - sc->base > UINT32_MAX)
-        return 0;
-    uint32_t rel = (uint32_t)(file_addr - sc->base);
-    record hit;
-    if (!find_range(sc, rel, &hit))
-        return 0;
-    uint32_t scope = hit.scope1 == 0 ? SYMC_NONE : (uint32_t)(hit.scope1 - 1);
-    const char *file = hit.file1 == 0 ? NULL : string_at(sc, rd32(sc->files + (size_t)(hit.file1 - 1) * 4));
-    uint32_t line = (uint32_t)hit.line;
-    if (scope == SYMC_NONE && file == NULL)
+    name_block *nb = atomic_load_explicit(&sc->name_memo[id / SYMC_NAMES_PER_BLOCK], memory_order_acquire);
+    if (nb != NULL)
+        __builtin_prefetch(&nb->offset[id % SYMC_NAMES_PER_BLOCK]);
+}
+
+/* Where a frame's function name comes from: a name id, or none ("??": the line table covers an
+ * address no function or symbol does). */
+#define NAME_UNKNOWN UINT32_MAX
+
+/* The frames of the record `hit` found for file_addr: its scope, then each parent up to the
+ * concrete function (a walk up checked indexes: a parent cycle in a crafted file ends at the
+ * frame cap). Writes at most `cap` frames (cap <= SYMCACHE_MAX_FRAMES) with their functions
+ * unset: name_ids[k] says which name frame k gets (resolve_names). Returns how many. */
+static inline __attribute__((always_inline)) size_t walk_chain(symcache_frame *out, uint32_t *name_ids, size_t cap,
+                                                               const symcache *sc, const record *hit, uint64_t file_addr)
+{
+    uint32_t scope = hit->scope1 == 0 ? SYMC_NONE : (uint32_t)(hit->scope1 - 1);
+    const char *file = hit->file1 == 0 ? NULL : string_at(sc, rd32(sc->files + (size_t)(hit->file1 - 1) * 4));
+    uint32_t line = (uint32_t)hit->line;
+    if (cap == 0 || (scope == SYMC_NONE && file == NULL))
         return 0;
     if (scope == SYMC_NONE) {
-        out[0] = (symcache_frame){"??", file, line, false, false, file_addr};
+        out[0] = (symcache_frame){NULL, file, line, false, false, file_addr};
+        name_ids[0] = NAME_UNKNOWN;
         return 1;
     }
-    /* Indexes were checked at open; a parent cycle in a crafted file ends at the frame cap.
-     * The inlinees' entry address is not stored: frames of one chain share the concrete
+    /* The inlinees' entry address is not stored: frames of one chain share the concrete
      * function's entry, written once the walk reaches it. */
-    /* Two passes: the walk up the parents (each scope load waits for the one before), then
-     * the names. The walk starts loading each name's slot in its block (prefetch), so those
-     * cache misses overlap the walk's instead of following it one by one. */
-    uint32_t name_ids[SYMCACHE_MAX_FRAMES];
     size_t n = 0;
-    while (n < cap && n < SYMCACHE_MAX_FRAMES) {
+    while (n < cap) {
         symc_scope s = scope_at(sc, scope);
         uint32_t parent = s.parent;
-        name_block *nb = atomic_load_explicit(&sc->name_memo[s.name / SYMC_NAMES_PER_BLOCK], memory_order_acquire);
-        if (nb != NULL)
-            __builtin_prefetch(&nb->offset[s.name % SYMC_NAMES_PER_BLOCK]);
+        name_prefetch(sc, s.name);
         name_ids[n] = s.name;
         out[n].file = file;
         out[n].line = line;
@@ -551,11 +569,95 @@ size_t symcache_lookup(symcache_frame *out, size_t cap, const symcache *sc, uint
         line = s.d;
         scope = parent;
     }
+    return n;
+}
+
+/* Each frame's function from its name id (walk_chain). */
+static inline __attribute__((always_inline)) void resolve_names(symcache_frame *out, const uint32_t *name_ids, size_t n,
+                                                                const symcache *sc)
+{
     for (size_t k = 0; k < n; k++) {
-        out[k].function = name_at(sc, name_ids[k]);
+        out[k].function = name_ids[k] == NAME_UNKNOWN ? "??" : name_at(sc, name_ids[k]);
         __builtin_prefetch(out[k].function); /* the caller reads it next */
     }
+}
+
+size_t symcache_lookup(symcache_frame *out, size_t cap, const symcache *sc, uint64_t file_addr)
+{
+    record hit;
+    if (cap == 0 || file_addr < sc->base || file_addr - sc->base > UINT32_MAX ||
+        !find_range(sc, (uint32_t)(file_addr - sc->base), &hit))
+        return 0;
+    /* Two passes: the walk up the parents (each scope load waits for the one before), then the
+     * names; the walk starts loading each name's slot, so those misses overlap the walk's. */
+    uint32_t name_ids[SYMCACHE_MAX_FRAMES];
+    size_t n = walk_chain(out, name_ids, cap < SYMCACHE_MAX_FRAMES ? cap : SYMCACHE_MAX_FRAMES, sc, &hit, file_addr);
+    resolve_names(out, name_ids, n, sc);
     return n;
+}
+
+/* Addresses symcache_lookup_many works on at once: enough independent cache misses in flight
+ * to cover the memory latency, few enough that the lines stay in L1 between the stages. */
+#define SYMC_BATCH 16u
+
+size_t symcache_lookup_many(symcache_frame *out, size_t cap, size_t *ends, const symcache *sc, const uint64_t *addrs,
+                            size_t n)
+{
+    /* Per address of a window: in the table's range, its offset, and then its page, resume
+     * point and record. Each stage starts the next stage's cache miss for every address of
+     * the window (prefetch) before any of them waits for one. */
+    bool in[SYMC_BATCH];
+    uint32_t rel[SYMC_BATCH], at[SYMC_BATCH];
+    record hit[SYMC_BATCH];
+    uint32_t name_ids[SYMCACHE_MAX_FRAMES * SYMC_BATCH];
+    size_t used = 0, done = 0;
+    while (done < n) {
+        size_t w = n - done < SYMC_BATCH ? n - done : SYMC_BATCH;
+        const uint64_t *a = addrs + done;
+        for (size_t j = 0; j < w; j++) {
+            in[j] = a[j] >= sc->base && a[j] - sc->base <= UINT32_MAX;
+            rel[j] = in[j] ? (uint32_t)(a[j] - sc->base) : 0;
+            in[j] = in[j] && rel[j] >= sc->resume[0].start;
+            uint32_t g = rel[j] >> sc->page_shift;
+            at[j] = g < sc->npages ? g : sc->npages - 1;
+            __builtin_prefetch(&sc->page[at[j]]);
+        }
+        for (size_t j = 0; j < w; j++)
+            if (in[j])
+                __builtin_prefetch(&sc->resume[sc->page[at[j]]]);
+        for (size_t j = 0; j < w; j++)
+            if (in[j]) {
+                at[j] = find_resume(sc, rel[j]);
+                __builtin_prefetch(sc->records + sc->resume[at[j]].next);
+            }
+        for (size_t j = 0; j < w; j++)
+            if (in[j]) {
+                decode_from(sc, at[j], rel[j], &hit[j]);
+                if (hit[j].scope1 != 0)
+                    __builtin_prefetch(sc->scopes + (hit[j].scope1 - 1) * sc->w_scope / 8);
+            }
+        /* the walks, in input order, into out */
+        size_t first = used, j = 0;
+        for (; j < w; j++) {
+            size_t room = cap - used, k = 0;
+            if (in[j] && (hit[j].scope1 != 0 || hit[j].file1 != 0)) { /* at least one frame */
+                size_t limit = room < SYMCACHE_MAX_FRAMES ? room : SYMCACHE_MAX_FRAMES;
+                if (limit == 0)
+                    break;
+                k = walk_chain(out + used, name_ids + (used - first), limit, sc, &hit[j], a[j]);
+                /* cut short by the room left (not by the frame cap): answer it in the next call */
+                if (k == limit && limit < SYMCACHE_MAX_FRAMES && out[used + k - 1].inlined)
+                    break;
+            }
+            used += k;
+            ends[done + j] = used;
+        }
+        resolve_names(out + first, name_ids, used - first, sc);
+        done += j;
+        if (j < w)
+            break;
+    }
+    return done;
 }
 
 const uint8_t *symcache_uuid(const symcache *sc)

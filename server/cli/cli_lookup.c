@@ -268,11 +268,9 @@ static void emit_plain(lookup_ctx *c, const symcache_frame *f, uint64_t file_add
     }
 }
 
-/* Look up one address and append its answer to c->out. */
-static void lookup_one(lookup_ctx *c, uint64_t addr, uint64_t file_addr)
+/* Append the answer for one address (its `n` frames) to c->out. */
+static void answer_one(lookup_ctx *c, uint64_t addr, uint64_t file_addr, const symcache_frame *frames, size_t n)
 {
-    symcache_frame frames[SYMCACHE_MAX_FRAMES];
-    size_t n = symcache_lookup(frames, SYMCACHE_MAX_FRAMES, c->sc, file_addr);
     if (c->json) {
         /* hand-formatted: this loop is what a 100,000-address batch spends its time in */
         char num[32];
@@ -388,11 +386,25 @@ static void lookup_all(lookup_ctx *c, query *q, size_t n)
     }
     sort_keys(order, n);
     arena_grow(&c->out, n * 512); /* a --json -i answer of a C++ app is ~400 bytes */
-    for (size_t i = 0; i < n; i++) {
-        query *x = &q[order[i].index];
-        x->out_start = c->out.len;
-        lookup_one(c, x->addr, x->file_addr);
-        x->out_len = c->out.len - x->out_start;
+    /* symcache_lookup_many, LOOKUP_CHUNK addresses a call: their cache misses overlap */
+    enum { LOOKUP_CHUNK = 256 };
+    static symcache_frame frames[LOOKUP_CHUNK * 8];
+    uint64_t addrs[LOOKUP_CHUNK];
+    size_t ends[LOOKUP_CHUNK];
+    for (size_t i = 0; i < n;) {
+        size_t m = n - i < LOOKUP_CHUNK ? n - i : LOOKUP_CHUNK;
+        for (size_t k = 0; k < m; k++)
+            addrs[k] = order[i + k].file_addr;
+        /* > 0: the frames array holds any one address's SYMCACHE_MAX_FRAMES */
+        size_t got = symcache_lookup_many(frames, sizeof frames / sizeof frames[0], ends, c->sc, addrs, m);
+        for (size_t k = 0; k < got; k++) {
+            query *x = &q[order[i + k].index];
+            size_t from = k ? ends[k - 1] : 0;
+            x->out_start = c->out.len;
+            answer_one(c, x->addr, x->file_addr, frames + from, ends[k] - from);
+            x->out_len = c->out.len - x->out_start;
+        }
+        i += got;
     }
     free(order);
     struct iovec iov[IOV_MAX];

@@ -72,15 +72,37 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     (void)symcache_function_count(sc);
 
     uint64_t base = symcache_text_vmaddr(sc);
-    lookup_at(sc, 0);
-    lookup_at(sc, UINT64_MAX);
-    lookup_at(sc, base);
+    uint64_t addrs[3 + 32];
+    size_t naddrs = 0;
+    addrs[naddrs++] = 0;
+    addrs[naddrs++] = UINT64_MAX;
+    addrs[naddrs++] = base;
     /* Offsets taken from the input's last bytes: the fuzzer steers them into the table. */
     for (size_t i = 0; i + 4 <= size && i < 64; i += 4) {
         uint32_t off;
         memcpy(&off, data + size - 4 - i, 4);
-        lookup_at(sc, base + off);
-        lookup_at(sc, base + (off & 0xffff));
+        addrs[naddrs++] = base + off;
+        addrs[naddrs++] = base + (off & 0xffff);
+    }
+    for (size_t i = 0; i < naddrs; i++)
+        lookup_at(sc, addrs[i]);
+    /* the batch gives the same frames, address by address, and stops only for room */
+    symcache_frame many[2 * SYMCACHE_MAX_FRAMES], one[SYMCACHE_MAX_FRAMES];
+    size_t ends[3 + 32];
+    for (size_t i = 0; i < naddrs;) {
+        size_t got = symcache_lookup_many(many, sizeof many / sizeof many[0], ends, sc, addrs + i, naddrs - i);
+        REQUIRE(got > 0 && got <= naddrs - i);
+        for (size_t k = 0; k < got; k++) {
+            size_t from = k ? ends[k - 1] : 0;
+            REQUIRE(ends[k] >= from && ends[k] <= sizeof many / sizeof many[0]);
+            size_t n = symcache_lookup(one, SYMCACHE_MAX_FRAMES, sc, addrs[i + k]);
+            REQUIRE(n == ends[k] - from);
+            for (size_t j = 0; j < n; j++)
+                REQUIRE(many[from + j].function == one[j].function && many[from + j].file == one[j].file &&
+                        many[from + j].line == one[j].line && many[from + j].sym_addr == one[j].sym_addr &&
+                        many[from + j].inlined == one[j].inlined && many[from + j].from_symtab == one[j].from_symtab);
+        }
+        i += got;
     }
     symcache_close(sc);
     return 0;
