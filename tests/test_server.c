@@ -700,7 +700,7 @@ static void metrics_count_requests(void)
     CHECK(r.body && strstr(r.body, "stacksift_dsyms_processed_total{status=\"created\"} 4"));
     CHECK(r.body && strstr(r.body, "stacksift_dsyms_processed_total{status=\"updated\"} 1"));
     CHECK(r.body && strstr(r.body, "stacksift_http_request_duration_seconds_bucket{route=\"dsyms_post\",le=\"+Inf\"}"));
-    CHECK(r.body && strstr(r.body, "stacksift_db_pool_size 4"));
+    CHECK(r.body && strstr(r.body, "stacksift_db_pool_size 8"));   /* the default */
     CHECK(r.body && strstr(r.body, "stacksift_reports_queued 3"));
     resp_free(&r);
 }

@@ -304,10 +304,11 @@ static const config_var VARS[] = {
     {"STACKSIFT_REQUEST_THREADS", "16", parse_count, offsetof(config, request_threads),
      "threads that run request handlers (database, symbolication, dSYM conversion), so "
      "that the HTTP threads never wait"},
-    {"STACKSIFT_DB_POOL_SIZE", "4", parse_count, offsetof(config, db_pool_size),
-     "Postgres connections in the pool"},
-    {"STACKSIFT_INTAKE_COMMITS", "2", parse_count, offsetof(config, intake_commits),
-     "group commits of POSTed reports running at once (one pooled connection each)"},
+    {"STACKSIFT_DB_POOL_SIZE", "8", parse_count, offsetof(config, db_pool_size),
+     "Postgres connections in the pool (the intake commits and the request handlers)"},
+    {"STACKSIFT_INTAKE_COMMITS", "4", parse_count, offsetof(config, intake_commits),
+     "group commits of POSTed reports running at once (one pooled connection each): "
+     "Postgres flushes the WAL of commits that wait together once"},
     {"STACKSIFT_DB_TIMEOUT_MS", "3000", parse_ms, offsetof(config, db_timeout_ms),
      "connect timeout and longest wait for a pooled connection"},
     {"STACKSIFT_DSYM_THREADS", "1", parse_count, offsetof(config, dsym_threads),
