@@ -16,9 +16,9 @@ typedef struct {
 static const subcommand SUBCOMMANDS[] = {
     {"symcache", cli_symcache, "symcache build INPUT -o OUTDIR   build .symc files from a dSYM, zip or Mach-O\n"
                                "  symcache rebuild [--uuid UUID]   re-derive stored symcaches from the stored uploads"},
-    {"lookup", cli_lookup, "lookup -o INPUT [--arch A] [-l LOAD] [-i] [--json] ADDR...   atos-compatible lookup"},
+    {"lookup", cli_lookup, "lookup -o INPUT [--arch A] [-l LOAD] [-i] [--json] [--mangled] ADDR...   atos-compatible lookup"},
     {"parse", cli_parse, "parse [--json] FILE|-   parse a crash/stack report (any format) and print the model"},
-    {"symbolicate", cli_symbolicate, "symbolicate --dsym PATH [--dsym PATH...] [--symcache-dir DIR] [--json] FILE|-   symbolicate a report"},
+    {"symbolicate", cli_symbolicate, "symbolicate --dsym PATH [--dsym PATH...] [--symcache-dir DIR] [--json] [--mangled] FILE|-   symbolicate a report"},
     {"demangle", cli_demangle, "demangle [--simplified] [--no-swift|--no-cxx] [NAME...]   Swift/C++ names (or filter stdin)"},
     {"serve", cli_serve, "serve   run the HTTP service (configured by STACKSIFT_* env vars, see serve --help)"},
     {"migrate", cli_migrate, "migrate   apply database migrations (STACKSIFT_DATABASE_URL)"},

@@ -38,6 +38,10 @@ The only differences tolerated, each applied the same way to both sides and coun
               where llvm-symbolizer still names the file of the line-table row.
   header      an address in __TEXT before __text (the Mach-O header and load commands, no
               code) may get no frames where llvm-symbolizer names __mh_execute_header.
+Raw names: each stacksift frame's raw linkage name ("mangled", else "function" when the
+name does not demangle) must equal llvm-symbolizer's --no-demangle name byte for byte, with no
+tolerance: symcaches store raw names since format 3 and demangle them at lookup ("raw-exact"
+counts the frames whose raw name differs from their display name).
 Where no DWARF covers an address llvm-symbolizer answers from the dSYM's symbol table (nearest
 preceding symbol, file "??", line 0), and so must stacksift (file null, line 0): counted as
 "symtab" (nodebug.c's functions have no DWARF at all, x86_64 has padding between functions).
@@ -248,6 +252,7 @@ class Stats:
         self.rules = {}
         self.modes = {}
         self.llvm_spelling_differs = 0
+        self.raw_exact = 0  # frames whose raw name ("mangled") matched llvm's --no-demangle name
 
     def rule(self, name):
         self.rules[name] = self.rules.get(name, 0) + 1
@@ -260,6 +265,11 @@ def frame_matches(exp, got, inlined, st):
     fn, file, line = exp
     if canon(got.get("function") or "") != canon(fn):
         return False
+    raw = got.get("mangled") or got.get("function")
+    if fn and raw != fn:
+        return False  # the raw name must be llvm-symbolizer's --no-demangle name exactly
+    if fn and got.get("mangled") is not None:
+        st.raw_exact += 1
     if got.get("line") != line or bool(got.get("inlined")) != inlined:
         return False
     gfile = got.get("file")
@@ -392,6 +402,8 @@ def main():
     print(f"lookup_oracle: {st.addresses} lookups compared ({', '.join(f'{k} {v}' for k, v in st.modes.items())}),"
           f" {st.frames} frames")
     print(f"lookup_oracle: tolerated: {', '.join(f'{k} {v}' for k, v in sorted(st.rules.items())) or 'none'}")
+    print(f"lookup_oracle: raw names: {st.raw_exact} frames with a \"mangled\" name other than their "
+          f"display name, all equal to llvm-symbolizer --no-demangle")
     print(f"lookup_oracle: {len(st.mismatches)} mismatches")
     for m in st.mismatches[:args.show]:
         print("  " + m)

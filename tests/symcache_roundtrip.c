@@ -10,6 +10,12 @@
  * addresses gives exactly symcache_lookup's frames. Prints one line per slice with the counts
  * and the two sizes; exits 1 on the first slice with a difference (printing up to 5), 2 on a
  * usage or input error.
+ *
+ * Since format 3 the symcache stores raw linkage names and demangles at lookup, while the
+ * version-1 builder stored what debuginfo gave it then: names demangled while reading. The v1
+ * side is built from a copy of the debuginfo whose function names are demangled up front
+ * (display_copy), so display names are compared as before; each new frame's raw name must
+ * also demangle to its display name, or be it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +24,7 @@
 #include "base/buf.h"
 #include "base/bytes.h"
 #include "debuginfo/debuginfo.h"
+#include "demangle/demangle.h"
 #include "macho/macho.h"
 #include "symcache/symcache.h"
 #include "symcache/symcache_build.h"
@@ -28,11 +35,12 @@ static bool same_str(const char *a, const char *b)
     return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
 }
 
-static void print_frames(const char *label, const symcache_frame *f, size_t n)
+static void print_frames(const char *label, const symcache_frame *f, size_t n, bool raw)
 {
     fprintf(stderr, "  %s: %zu frames\n", label, n);
     for (size_t i = 0; i < n; i++)
-        fprintf(stderr, "    %s %s:%u%s%s sym 0x%llx\n", f[i].function, f[i].file ? f[i].file : "(null)",
+        fprintf(stderr, "    %s [%s] %s:%u%s%s sym 0x%llx\n", f[i].function, raw && f[i].mangled ? f[i].mangled : "-",
+                f[i].file ? f[i].file : "(null)",
                 f[i].line, f[i].inlined ? " inlined" : "", f[i].from_symtab ? " symtab" : "",
                 (unsigned long long)f[i].sym_addr);
 }
@@ -47,6 +55,44 @@ static bool same_frames(const symcache_frame *a, size_t na, const symcache_frame
     return same;
 }
 
+/* *dv = `di` with every function name in its display form, as debuginfo gave names before
+ * format 3; the ids of all other strings are kept. Free with display_copy_free. */
+static void display_copy(debuginfo *dv, const debuginfo *di)
+{
+    *dv = *di; /* borrows every array but the two replaced here */
+    strtab_init(&dv->strings);
+    strtab_append(&dv->strings, &di->strings);
+    dv->scopes = malloc((di->nscopes ? di->nscopes : 1) * sizeof *dv->scopes);
+    if (dv->scopes == NULL)
+        abort();
+    for (uint32_t i = 0; i < di->nscopes; i++) {
+        dv->scopes[i] = di->scopes[i];
+        if (di->scopes[i].name == STRTAB_NONE)
+            continue;
+        char *shown = demangle_name(strtab_get(&di->strings, di->scopes[i].name), DEMANGLE_SIMPLIFIED);
+        if (shown != NULL)
+            dv->scopes[i].name = strtab_add(&dv->strings, shown, strlen(shown));
+        free(shown);
+    }
+}
+
+static void display_copy_free(debuginfo *dv)
+{
+    strtab_reset(&dv->strings);
+    free(dv->scopes);
+}
+
+/* A frame's raw name reads as its display name: demangled, or unchanged. */
+static bool raw_matches(const symcache_frame *f)
+{
+    if (f->mangled == NULL)
+        return strcmp(f->function, "??") == 0;
+    char *shown = demangle_name(f->mangled, DEMANGLE_SIMPLIFIED);
+    bool ok = strcmp(shown ? shown : f->mangled, f->function) == 0;
+    free(shown);
+    return ok;
+}
+
 /* Compare both answers at addr; true when equal. */
 static bool compare_at(const symcache *sc, const symcache_v1 *old, uint64_t addr, int *reported)
 {
@@ -54,10 +100,12 @@ static bool compare_at(const symcache *sc, const symcache_v1 *old, uint64_t addr
     size_t na = symcache_lookup(a, SYMCACHE_MAX_FRAMES, sc, addr);
     size_t nb = symcache_v1_lookup(b, SYMCACHE_MAX_FRAMES, old, addr);
     bool same = same_frames(a, na, b, nb);
+    for (size_t i = 0; same && i < na; i++)
+        same = raw_matches(&a[i]);
     if (!same && (*reported)++ < 5) {
         fprintf(stderr, "symcache_roundtrip: 0x%llx differs\n", (unsigned long long)addr);
-        print_frames("new", a, na);
-        print_frames("v1", b, nb);
+        print_frames("new", a, na, true);
+        print_frames("v1", b, nb, false); /* v1 has no raw names */
     }
     return same;
 }
@@ -83,13 +131,16 @@ static uint64_t check_many(const symcache *sc, const uint64_t *addrs, size_t n, 
         for (size_t k = 0; k < got; k++) {
             size_t from = k ? ends[k - 1] : 0;
             size_t no = symcache_lookup(one, SYMCACHE_MAX_FRAMES, sc, addrs[i + k]);
-            if (!same_frames(many + from, ends[k] - from, one, no)) {
+            bool same = same_frames(many + from, ends[k] - from, one, no);
+            for (size_t f = 0; same && f < no; f++)
+                same = same_str(many[from + f].mangled, one[f].mangled);
+            if (!same) {
                 differ++;
                 if ((*reported)++ < 5) {
                     fprintf(stderr, "symcache_roundtrip: lookup_many differs at 0x%llx\n",
                             (unsigned long long)addrs[i + k]);
-                    print_frames("lookup_many", many + from, ends[k] - from);
-                    print_frames("lookup", one, no);
+                    print_frames("lookup_many", many + from, ends[k] - from, true);
+                    print_frames("lookup", one, no, true);
                 }
             }
         }
@@ -101,7 +152,8 @@ static uint64_t check_many(const symcache *sc, const uint64_t *addrs, size_t n, 
 static int check_slice(const uint8_t *data, size_t len, const char *name, FILE *addrs)
 {
     macho_image *img = calloc(1, sizeof *img);
-    debuginfo di = {0};
+    debuginfo di = {0}, dv = {0};
+    bool have_dv = false;
     buf now, v1;
     buf_init(&now);
     buf_init(&v1);
@@ -111,7 +163,7 @@ static int check_slice(const uint8_t *data, size_t len, const char *name, FILE *
     int status = 2;
     if (img == NULL || macho_parse(img, data, len, &err) != ERR_OK || debuginfo_load(&di, img, 2, &err) != ERR_OK ||
         symcache_build(&now, NULL, img, &di, name, 2, &err) != ERR_OK ||
-        symcache_v1_build(&v1, NULL, img, &di, name, 2, &err) != ERR_OK ||
+        (display_copy(&dv, &di), have_dv = true, symcache_v1_build(&v1, NULL, img, &dv, name, 2, &err) != ERR_OK) ||
         symcache_open_bytes(&sc, (const uint8_t *)now.data, now.len, &err) != ERR_OK ||
         symcache_v1_open_bytes(&old, (const uint8_t *)v1.data, v1.len, &err) != ERR_OK) {
         fprintf(stderr, "symcache_roundtrip: %s: %s\n", name, err.msg);
@@ -161,6 +213,8 @@ done:
     symcache_v1_close(old);
     buf_reset(&now);
     buf_reset(&v1);
+    if (have_dv)
+        display_copy_free(&dv);
     debuginfo_reset(&di);
     free(img);
     return status;

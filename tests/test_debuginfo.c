@@ -3,7 +3,8 @@
  * implementation, libdwarf (opened with dwarf_object_init_b over each Mach-O slice's
  * __DWARF sections, so thin and fat files both work), on every fixture slice:
  *   - every DW_TAG_subprogram with code: same entry address and same name
- *     (linkage name demangled, else DW_AT_name, following abstract_origin/specification);
+ *     (linkage name as written, else DW_AT_name, following abstract_origin/specification:
+ *     debuginfo keeps names raw, the symcache demangles them at lookup);
  *   - every DW_TAG_inlined_subroutine: same entry address, call line and depth;
  *   - every line-table row: same address and line.
  * Plus hostile DWARF: truncated and bit-flipped __debug_info/__debug_line must give an
@@ -17,7 +18,6 @@
 
 #include "base/bytes.h"
 #include "debuginfo/debuginfo.h"
-#include "demangle/demangle.h"
 #include "harness.h"
 #include "macho/macho.h"
 
@@ -245,7 +245,6 @@ static void walk(walk_state *w, Dwarf_Die parent, uint64_t cu_base, int depth, b
             if (die_entry(w->dbg, child, cu_base, &entry)) {
                 bool linkage = false;
                 const char *raw = die_name(w->dbg, child, 0, &linkage);
-                char *dm = linkage && raw ? demangle_name(raw, DEMANGLE_SIMPLIFIED) : NULL;
                 Dwarf_Unsigned line = 0;
                 Dwarf_Attribute a;
                 if (tag == DW_TAG_inlined_subroutine && dwarf_attr(child, DW_AT_call_line, &a, &e) == DW_DLV_OK) {
@@ -253,8 +252,7 @@ static void walk(walk_state *w, Dwarf_Die parent, uint64_t cu_base, int depth, b
                     dwarf_dealloc_attribute(a);
                 }
                 int d = tag == DW_TAG_subprogram ? 0 : depth + 1;
-                add(w, entry, dm ? dm : raw, (uint32_t)d, (uint32_t)line);
-                free(dm);
+                add(w, entry, raw, (uint32_t)d, (uint32_t)line);
                 walk(w, child, cu_base, d, true);
             }
         } else if (tag == DW_TAG_lexical_block && in_function) {

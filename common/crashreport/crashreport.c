@@ -512,6 +512,32 @@ static err_code display_frames(crashreport_frame *fs, size_t n, arena *a, err_in
     return ERR_OK;
 }
 
+static void raw_frames(crashreport_frame *fs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        crashreport_frame *f = &fs[i];
+        if (f->symbol_mangled != NULL)
+            f->symbol = f->symbol_mangled;
+        for (uint32_t k = 0; k < f->ngiven_inlines; k++) {
+            crashreport_symbol *s = (crashreport_symbol *)&f->given_inlines[k];
+            if (s->mangled != NULL)
+                s->function = s->mangled;
+        }
+        for (uint32_t k = 0; k < f->nsymbols; k++) {
+            crashreport_symbol *s = (crashreport_symbol *)&f->symbols[k];
+            if (s->mangled != NULL)
+                s->function = s->mangled;
+        }
+    }
+}
+
+void crashreport_use_raw_names(crashreport *r)
+{
+    raw_frames(r->leb, r->nleb);
+    for (size_t t = 0; t < r->nthreads; t++)
+        raw_frames(r->threads[t].frames, r->threads[t].nframes);
+}
+
 static err_code display_names(crashreport *r, arena *a, err_info *err)
 {
     if (display_frames(r->leb, r->nleb, a, err) != ERR_OK)

@@ -262,6 +262,12 @@ uint64_t crashreport_strip_pac(uint64_t addr, const char *arch);
  * to the next image's load address, at most 4 GiB. */
 int32_t crashreport_image_at(const crashreport *r, uint64_t addr);
 
+/* crashreport_use_raw_names - make every frame of `r` show its raw linkage name where it has
+ * one: `symbol` takes `symbol_mangled`, each symbolicated and given inline symbol's
+ * `function` takes its `mangled` (the `--mangled` output of `stacksift symbolicate`). The
+ * `mangled` fields stay as they were; frames without a raw name are unchanged. */
+void crashreport_use_raw_names(crashreport *r);
+
 /*
  * crashreport_render_json - append the model as one JSON object (no newline) to `out`:
  *   {"format","kind","metadata":{...},"threads":[{"index","name","queue","crashed",

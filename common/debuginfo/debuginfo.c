@@ -21,11 +21,8 @@
 
 #include "base/phase.h"
 #include "base/xalloc.h"
-#include "demangle/demangle.h"
 #include "debuginfo/dieread_internal.h"
 
-#define DEMANGLE_UNKNOWN UINT32_MAX       /* not demangled yet */
-#define DEMANGLE_FAILED (UINT32_MAX - 1) /* not a C++ name, or the demangler refused it */
 #define MAX_NAME_HOPS 16   /* abstract_origin/specification chain length we follow */
 #define MAX_SCOPE_DEPTH 256 /* nesting of inlinees and lexical blocks we descend into */
 
@@ -110,9 +107,6 @@ typedef struct {
     size_t cap_files;
     pc_range *tmp;              /* scratch for one DIE's ranges */
     size_t ntmp, cap_tmp;
-    strtab mangled;             /* linkage names seen, and for each the id of its */
-    uint32_t *demangled;        /* demangled form in strings (DEMANGLE_* if none yet) */
-    size_t ndemangled, cap_demangled;
     name_slot *names;           /* DIE offset -> resolved name cache, for the current unit */
     size_t nnames, cap_names;   /* cap is a power of two */
     uint32_t name_gen;          /* the current unit's generation in `names` (from 1) */
@@ -237,51 +231,22 @@ static void name_cache_clear(worker *w)
     }
 }
 
-static uint32_t intern_linkage(worker *w, const char *linkage, const char *short_name)
+/* Linkage names are kept raw (`_Z...`, `$s...`): the symcache stores them so, and lookups
+ * derive the display form (common/demangle), so nothing is demangled while reading. */
+static uint32_t intern_linkage(worker *w, const char *linkage)
 {
-    /* The same linkage name comes back in every unit that instantiates a template or
-     * includes an inline function: demangle each distinct one once per worker. */
-    uint32_t mangled = strtab_intern(&w->mangled, linkage, strlen(linkage));
-    if (mangled == STRTAB_NONE)   /* the table is full: the load fails with ERR_TOO_LARGE */
-        return STRTAB_NONE;
-    if (mangled < w->ndemangled && w->demangled[mangled] != DEMANGLE_UNKNOWN) {
-        if (w->demangled[mangled] != DEMANGLE_FAILED)
-            return w->demangled[mangled];
-    } else {
-        if (mangled >= w->cap_demangled) {
-            size_t cap = w->cap_demangled ? w->cap_demangled * 2 : 1024;
-            while (cap <= mangled)
-                cap *= 2;
-            w->demangled = xreallocarray(w->demangled, cap, sizeof *w->demangled);
-            w->cap_demangled = cap;
-        }
-        for (size_t i = w->ndemangled; i <= mangled; i++)
-            w->demangled[i] = DEMANGLE_UNKNOWN;
-        if (mangled >= w->ndemangled)
-            w->ndemangled = mangled + 1;
-        char *demangled = demangle_name(linkage, DEMANGLE_SIMPLIFIED);
-        if (demangled != NULL) {
-            uint32_t id = strtab_intern(&w->strings, demangled, strlen(demangled));
-            free(demangled);
-            w->demangled[mangled] = id;
-            return id;
-        }
-        w->demangled[mangled] = DEMANGLE_FAILED;
-    }
-    /* a raw Swift name is unreadable: a DW_AT_name along the chain reads better */
-    if (short_name != NULL && demangle_is_swift(linkage))
-        return strtab_intern(&w->strings, short_name, strlen(short_name));
     return strtab_intern(&w->strings, linkage, strlen(linkage));
 }
 
 static bool resolve_offset(worker *w, uint64_t off, int hops, uint32_t *name, bool *linkage);
 
 /* The name llvm-symbolizer --functions=linkage gives DIE `d`: a linkage name anywhere along
- * its abstract_origin/specification chain (demangled), else the first DW_AT_name on it. */
+ * its abstract_origin/specification chain (raw, as --no-demangle prints it), else the first
+ * DW_AT_name on it. */
 static bool resolve_die(worker *w, const die_info *d, int hops, uint32_t *name, bool *linkage)
 {
     if (d->linkage != NULL) {
-        *name = intern_linkage(w, d->linkage, d->name);
+        *name = intern_linkage(w, d->linkage);
         *linkage = true;
         return true;
     }
@@ -709,8 +674,6 @@ static void worker_reset(worker *w)
     free(w->unit_ready);
     buf_reset(&w->scratch);
     strtab_reset(&w->strings);
-    strtab_reset(&w->mangled);
-    free(w->demangled);
     free(w->scopes);
     free(w->ranges);
     free(w->rows);
@@ -757,7 +720,6 @@ err_code debuginfo_load(debuginfo *out, const macho_image *img, unsigned threads
             ws[i].tid = i;
             ws[i].nthreads = threads;
             strtab_init(&ws[i].strings);
-            strtab_init(&ws[i].mangled);
         }
         for (unsigned i = 1; i < threads; i++)
             started[i] = pthread_create(&tids[i], NULL, worker_run, &ws[i]) == 0;
@@ -782,7 +744,7 @@ err_code debuginfo_load(debuginfo *out, const macho_image *img, unsigned threads
                 if (err != NULL)
                     *err = ws[i].err;
             }
-            if (rc == ERR_OK && (ws[i].strings.full || ws[i].mangled.full))
+            if (rc == ERR_OK && ws[i].strings.full)
                 rc = err_set(err, ERR_TOO_LARGE, "debug info names of one thread over 4 GiB");
             if (rc == ERR_OK)
                 merge_worker(out, &ws[i], room);

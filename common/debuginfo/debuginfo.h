@@ -9,7 +9,8 @@
  * modules, aggregate types (Swift and C++ nest methods there), subprograms with code, lexical
  * blocks and inlined subroutines, at any nesting; everything else is skipped as a subtree. Names follow DW_AT_abstract_origin / DW_AT_specification (DWARF 5
  * sections 3.3.8.1, 2.13.2) the way llvm-symbolizer --functions=linkage does: the linkage name
- * found anywhere along that chain, demangled, else the first DW_AT_name along it.
+ * found anywhere along that chain, raw (as `--no-demangle` prints it: the symcache stores raw
+ * names and lookups demangle them), else the first DW_AT_name along it.
  * Sources: DWARF 2-5 (dwarfstd.org), Apple <mach-o/loader.h>, <mach-o/nlist.h>.
  */
 #ifndef STACKSIFT_DEBUGINFO_DEBUGINFO_H
@@ -25,7 +26,7 @@
 
 /* A function or inlinee. Addresses are file addresses (the image's vm space). */
 typedef struct {
-    uint32_t name;      /* string id: demangled linkage name or DW_AT_name */
+    uint32_t name;      /* string id: raw linkage name (`_Z...`, `$s...`) or DW_AT_name */
     uint32_t parent;    /* scope this was inlined into; DEBUGINFO_NONE for a concrete function */
     uint32_t call_file; /* string id of DW_AT_call_file's path, or STRTAB_NONE */
     uint32_t call_line; /* DW_AT_call_line, 0 = unknown */

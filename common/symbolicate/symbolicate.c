@@ -88,6 +88,10 @@ static err_code frame_symbolicate(sym_ctx *c, crashreport_frame *f, bool caller)
     bool failed = false;
     for (size_t i = 0; i < n; i++) {
         syms[i].function = copy(c, out[i].function, &failed);
+        /* the raw linkage name beside it, when it reads differently */
+        syms[i].mangled = out[i].mangled != NULL && strcmp(out[i].mangled, out[i].function) != 0
+                              ? copy(c, out[i].mangled, &failed)
+                              : NULL;
         syms[i].file = copy(c, out[i].file, &failed);
         syms[i].line = out[i].line;
         syms[i].inlined = out[i].inlined;

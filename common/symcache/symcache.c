@@ -11,16 +11,27 @@
 
 #include "base/bytes.h"
 #include "base/xalloc.h"
+#include "demangle/demangle.h"
 #include "macho/macho.h"
 #include "symcache/symcache_format.h"
 
 #define SYMC_NAME_BLOCK_MAX (4u << 20) /* a name block larger than this is corrupt */
 
-/* One decompressed block of names, kept until symcache_close. */
+/* One name of a decompressed block: the raw name and, once a lookup asked for it, its
+ * display form (one cache line holds both for four names). */
 typedef struct {
-    uint32_t count;                       /* names in the block */
-    uint32_t offset[SYMC_NAMES_PER_BLOCK]; /* where each starts in text */
-    char text[];                          /* the names, NUL-terminated */
+    const char *raw;                /* into the block's text */
+    _Atomic(const char *) display;  /* NULL = not derived yet; `raw` itself when it does not
+                                       demangle, else a malloc'd string. Published with a
+                                       compare-and-swap like the block: a thread that loses
+                                       frees its copy. */
+} name_entry;
+
+/* One decompressed block of raw names, kept until symcache_close. */
+typedef struct {
+    uint32_t count;                        /* names in the block */
+    name_entry name[SYMC_NAMES_PER_BLOCK]; /* the names in id order */
+    char text[];                           /* the raw names, NUL-terminated */
 } name_block;
 
 /* Where decoding can resume inside a block: a record's decoded state and where the next
@@ -181,6 +192,8 @@ static name_block *decompress_names(symcache *sc, uint32_t k)
         size > SYMC_NAME_BLOCK_MAX)
         return NULL;
     name_block *nb = xmalloc(sizeof *nb + (size_t)size);
+    for (uint32_t i = 0; i < SYMC_NAMES_PER_BLOCK; i++)
+        atomic_init(&nb->name[i].display, NULL);
     size_t got;
     pthread_mutex_lock(&sc->zstd_mu);
     if (sc->dctx == NULL)
@@ -199,7 +212,7 @@ static name_block *decompress_names(symcache *sc, uint32_t k)
             free(nb);
             return NULL;
         }
-        nb->offset[n] = (uint32_t)at;
+        nb->name[n].raw = nb->text + at;
         at += strlen(nb->text + at) + 1;
     }
     if (n != count) {
@@ -210,9 +223,9 @@ static name_block *decompress_names(symcache *sc, uint32_t k)
     return nb;
 }
 
-/* Name `id` (< nnames, checked at open), decompressing its block on first use; "??" if the
- * block is corrupt. Borrowed until symcache_close. */
-static const char *name_at(const symcache *csc, uint32_t id)
+/* The block holding name `id` (< nnames, checked at open), decompressed on first use; NULL
+ * if it is corrupt. Kept until symcache_close. */
+static name_block *name_block_at(const symcache *csc, uint32_t id)
 {
     symcache *sc = (symcache *)csc; /* the memo is the only state a lookup writes */
     uint32_t k = id / SYMC_NAMES_PER_BLOCK;
@@ -220,14 +233,31 @@ static const char *name_at(const symcache *csc, uint32_t id)
     if (nb == NULL) {
         name_block *fresh = decompress_names(sc, k);
         if (fresh == NULL)
-            return "??";
+            return NULL;
         if (atomic_compare_exchange_strong_explicit(&sc->name_memo[k], &nb, fresh, memory_order_acq_rel,
                                                     memory_order_acquire))
             nb = fresh;
         else
             free(fresh); /* another thread published the same block first */
     }
-    return nb->text + nb->offset[id % SYMC_NAMES_PER_BLOCK];
+    return nb;
+}
+
+/* The display form of raw name `i` of block `nb`: demangled (common/demangle, the simplified
+ * Swift form, C++ as llvm-symbolizer prints it) the first time, then the memo's copy. */
+static const char *display_at(name_block *nb, uint32_t i)
+{
+    const char *shown = atomic_load_explicit(&nb->name[i].display, memory_order_acquire);
+    if (shown != NULL)
+        return shown;
+    const char *raw = nb->name[i].raw;
+    char *demangled = demangle_name(raw, DEMANGLE_SIMPLIFIED);
+    const char *fresh = demangled != NULL ? demangled : raw;
+    if (atomic_compare_exchange_strong_explicit(&nb->name[i].display, &shown, fresh, memory_order_acq_rel,
+                                                memory_order_acquire))
+        return fresh;
+    free(demangled); /* another thread published it first */
+    return shown;
 }
 
 /* The page table over the resume points (ascending, checked): granules of 2^page_shift bytes,
@@ -408,8 +438,15 @@ void symcache_close(symcache *sc)
 {
     if (sc == NULL)
         return;
-    for (uint32_t k = 0; sc->name_memo != NULL && k < sc->nname_blocks; k++)
-        free(atomic_load_explicit(&sc->name_memo[k], memory_order_relaxed));
+    for (uint32_t k = 0; sc->name_memo != NULL && k < sc->nname_blocks; k++) {
+        name_block *nb = atomic_load_explicit(&sc->name_memo[k], memory_order_relaxed);
+        for (uint32_t i = 0; nb != NULL && i < nb->count; i++) {
+            const char *shown = atomic_load_explicit(&nb->name[i].display, memory_order_relaxed);
+            if (shown != NULL && shown != nb->name[i].raw)
+                free((char *)shown);
+        }
+        free(nb);
+    }
     free(sc->name_memo);
     free(sc->resume);
     free(sc->page);
@@ -515,12 +552,12 @@ static inline __attribute__((always_inline)) bool find_range(const symcache *sc,
 }
 
 /* Start loading name `id`'s slot in its block when the block is already decompressed (a
- * hint: the misses of a chain's names then overlap the walk's). Name side, with name_at. */
+ * hint: the misses of a chain's names then overlap the walk's). Name side, with resolve_names. */
 static inline __attribute__((always_inline)) void name_prefetch(const symcache *sc, uint32_t id)
 {
     name_block *nb = atomic_load_explicit(&sc->name_memo[id / SYMC_NAMES_PER_BLOCK], memory_order_acquire);
     if (nb != NULL)
-        __builtin_prefetch(&nb->offset[id % SYMC_NAMES_PER_BLOCK]);
+        __builtin_prefetch(&nb->name[id % SYMC_NAMES_PER_BLOCK]);
 }
 
 /* Where a frame's function name comes from: a name id, or none ("??": the line table covers an
@@ -540,7 +577,7 @@ static inline __attribute__((always_inline)) size_t walk_chain(symcache_frame *o
     if (cap == 0 || (scope == SYMC_NONE && file == NULL))
         return 0;
     if (scope == SYMC_NONE) {
-        out[0] = (symcache_frame){NULL, file, line, false, false, file_addr};
+        out[0] = (symcache_frame){NULL, file, line, false, false, file_addr, NULL};
         name_ids[0] = NAME_UNKNOWN;
         return 1;
     }
@@ -572,12 +609,26 @@ static inline __attribute__((always_inline)) size_t walk_chain(symcache_frame *o
     return n;
 }
 
-/* Each frame's function from its name id (walk_chain). */
+/* Each frame's names from its name id (walk_chain): the raw name into `mangled`, its display
+ * form into `function` ("??" for both when the name block is corrupt; "??" and NULL when the
+ * frame has no name). */
 static inline __attribute__((always_inline)) void resolve_names(symcache_frame *out, const uint32_t *name_ids, size_t n,
                                                                 const symcache *sc)
 {
     for (size_t k = 0; k < n; k++) {
-        out[k].function = name_ids[k] == NAME_UNKNOWN ? "??" : name_at(sc, name_ids[k]);
+        if (name_ids[k] == NAME_UNKNOWN) {
+            out[k].function = "??";
+            out[k].mangled = NULL;
+            continue;
+        }
+        name_block *nb = name_block_at(sc, name_ids[k]);
+        if (nb == NULL) {
+            out[k].function = out[k].mangled = "??";
+            continue;
+        }
+        uint32_t i = name_ids[k] % SYMC_NAMES_PER_BLOCK;
+        out[k].mangled = nb->name[i].raw;
+        out[k].function = display_at(nb, i);
         __builtin_prefetch(out[k].function); /* the caller reads it next */
     }
 }

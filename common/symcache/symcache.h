@@ -3,9 +3,11 @@
  * a dSYM's DWARF (plus the Mach-O symbol table) and read through mmap.
  *
  * A lookup is a page-table load and a short decode in a memory-mapped array (through an index
- * built at open) plus a walk up the inline chain: no locks, safe from any number of threads. Function names are stored
- * compressed in blocks; a block is decompressed (one allocation) the first time a lookup needs
- * one of its names and kept until symcache_close.
+ * built at open) plus a walk up the inline chain: no locks, safe from any number of threads.
+ * Function names are stored raw (linkage names), compressed in blocks; a block is
+ * decompressed (one allocation) the first time a lookup needs one of its names, and a name's
+ * display form is demangled the first time a lookup returns it; both are kept until
+ * symcache_close.
  * The file format and its version history are described in symcache_format.h.
  */
 #ifndef STACKSIFT_SYMCACHE_SYMCACHE_H
@@ -21,14 +23,18 @@ typedef struct symcache symcache; /* opaque; an open, mapped .symc file */
 
 /* One symbolicated frame. Strings are borrowed from the symcache: valid until symcache_close. */
 typedef struct {
-    const char *function; /* demangled name; "??" only when the line table covers an address
-                             that no function or symbol does */
+    const char *function; /* display name (demangled: Swift in the simplified atos form, C++
+                             as llvm-symbolizer prints it; else the raw name); "??" only when
+                             the line table covers an address that no function or symbol does */
     const char *file;     /* source path, directory joined as DWARF gives it; NULL if unknown */
     uint32_t line;        /* 1-based; 0 = unknown */
     bool inlined;         /* true: this frame was inlined into the next one in the array */
     bool from_symtab;     /* true: name from the Mach-O symbol table, no DWARF here */
     uint64_t sym_addr;    /* file address where the concrete function starts (same for all
                              frames of a chain; 0 if `cap` cut the chain before it) */
+    const char *mangled;  /* raw name: DW_AT_linkage_name (`_ZN...`, `$s...`), the symbol-table
+                             name without Mach-O's leading underscore, or DW_AT_name when there
+                             is no linkage name (then equal to `function`); NULL with "??" */
 } symcache_frame;
 
 #define SYMCACHE_MAX_FRAMES 64 /* inline depth we return at most; deeper chains are cut */

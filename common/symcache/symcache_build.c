@@ -16,7 +16,6 @@
 
 #include "base/phase.h"
 #include "base/xalloc.h"
-#include "demangle/demangle.h"
 #include "symcache/symcache_format.h"
 
 typedef struct {
@@ -595,13 +594,9 @@ static uint32_t out_symbol(builder *b, size_t i)
     if (b->symbol_map[i] != SYMC_NONE)
         return b->symbol_map[i];
     const debuginfo_range *sym = &b->di->symbols[i];
-    /* symbol names are demangled here, for the few symbols DWARF leaves to them */
-    const char *raw = strtab_get(&b->di->strings, sym->scope);
-    char *demangled = demangle_name(raw, DEMANGLE_SIMPLIFIED);
-    const char *name = demangled ? demangled : raw;
-    symc_scope o = {strtab_intern(&b->names, name, strlen(name)), SYMC_NONE, SYMC_KIND_SYMTAB,
+    /* the raw name (one Mach-O underscore removed), like DWARF's linkage names */
+    symc_scope o = {strtab_copy(&b->names, &b->di->strings, sym->scope), SYMC_NONE, SYMC_KIND_SYMTAB,
                     (uint32_t)(sym->start - b->base)};
-    free(demangled);
     return b->symbol_map[i] = new_scope(b, o);
 }
 

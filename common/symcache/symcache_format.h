@@ -36,8 +36,8 @@
  *                                         function: entry address as an offset from the base
  *                 name_index   u32[nname_blocks + 1] offsets of the name blocks in names
  *                 names        nname_blocks = ceil(nnames / SYMC_NAMES_PER_BLOCK) zstd frames;
- *                              each decompresses to its names (SYMC_NAMES_PER_BLOCK, fewer in
- *                              the last), NUL-terminated, back to back
+ *                              each decompresses to its raw names (SYMC_NAMES_PER_BLOCK, fewer
+ *                              in the last), NUL-terminated, back to back
  *                 block_data   the range records, SYMC_BLOCK_RANGES per block (fewer in the
  *                              last), each: start (ULEB delta from the previous record; the
  *                              block's first is the index entry), scope + 1 (0 = none; first
@@ -50,15 +50,21 @@
  * A record covers [its start, the next record's start). The last record is a sentinel (no
  * scope, no file) that ends the one before it. A lookup is a binary search over block_index,
  * a decode of at most SYMC_BLOCK_RANGES records, then a walk up the scopes' parents. Names
- * are the display form (demangled as llvm-symbolizer --demangle prints them), sorted, so that
- * neighbours share most of their bytes; a name block is decompressed on first use and kept
- * for the life of the open symcache.
+ * are raw: DW_AT_linkage_name as the compiler wrote it (`_ZN...`, `$s...`), the symbol-table
+ * name without Mach-O's one leading underscore, else DW_AT_name (`main`, `-[Foo bar:]`);
+ * sorted, so that neighbours share most of their bytes. A name block is decompressed on first
+ * use, and each name's display form demangled (common/demangle) the first time a lookup
+ * returns it; both are kept for the life of the open symcache.
  *
  * Version history
  *   1  (2026-11) first version: names and paths in one plain string table, 16-byte scopes.
  *   2  (2026-11) names sorted and zstd-compressed in blocks of 64, bit-packed scopes,
  *                call files as file indexes, file index delta-coded in range records. A
  *                version-1 file is refused with ERR_OUTDATED (rebuild from the dSYM).
+ *   3  (2026-11) names stored raw (linkage names) instead of demangled: lookups return both
+ *                forms (`--mangled`), the build demangles nothing, and the sorted raw names
+ *                compress smaller. Same layout as 2; a version-2 file is refused with
+ *                ERR_OUTDATED (its names are display names: read as raw they would be wrong).
  */
 #ifndef STACKSIFT_SYMCACHE_FORMAT_H
 #define STACKSIFT_SYMCACHE_FORMAT_H
@@ -66,7 +72,7 @@
 #include <stdint.h>
 
 #define SYMC_MAGIC "STKSYMC"
-#define SYMCACHE_VERSION 2u
+#define SYMCACHE_VERSION 3u
 #define SYMC_HEADER_SIZE 96u
 #define SYMC_BLOCK_RANGES 32u
 #define SYMC_NAMES_PER_BLOCK 64u

@@ -1,5 +1,5 @@
 /*
- * stacksift lookup -o INPUT [--arch ARCH] [-l LOAD_ADDRESS] [-i] [--json] ADDRESS...
+ * stacksift lookup -o INPUT [--arch ARCH] [-l LOAD_ADDRESS] [-i] [--json] [--mangled] ADDRESS...
  *
  * atos-compatible. INPUT is a .symc, a dSYM bundle, a zip of bundles or a Mach-O; anything but
  * a .symc is converted into a temp directory first. With -l the addresses are runtime
@@ -12,7 +12,9 @@
  *   function (in Image) + offset         only the symbol table does
  *   0x1000                               nothing covers the address
  * Without -i only the concrete function is named (with the innermost line); -i prints every
- * inlined frame, innermost first. --json prints one object per address with all frames.
+ * inlined frame, innermost first. --json prints one object per address with all frames, each
+ * with "mangled" (the raw linkage name) when that differs from "function". --mangled prints
+ * raw names (`_ZN...`, `$s...`) where function names go.
  */
 #include <errno.h>
 #include <limits.h>
@@ -212,7 +214,7 @@ static inline void put(arena *a, const void *p, size_t n)
 
 typedef struct {
     const symcache *sc;
-    bool has_load, inlines, json;
+    bool has_load, inlines, json, mangled;
     uint64_t load;
     arena out;
     int status;
@@ -248,10 +250,22 @@ static void put_str(arena *a, const char *s)
     put(a, s, strlen(s));
 }
 
+/* The name a frame is shown by: display form, or raw with --mangled. */
+static const char *shown_name(const lookup_ctx *c, const symcache_frame *f)
+{
+    return c->mangled && f->mangled != NULL ? f->mangled : f->function;
+}
+
+/* True when frame f has a raw name other than its display name. */
+static bool has_raw(const symcache_frame *f)
+{
+    return f->mangled != NULL && f->mangled != f->function && strcmp(f->mangled, f->function) != 0;
+}
+
 static void emit_plain(lookup_ctx *c, const symcache_frame *f, uint64_t file_addr, const symcache_frame *loc)
 {
     char num[24];
-    put_str(&c->out, f->function);
+    put_str(&c->out, shown_name(c, f));
     PUT_LIT(&c->out, " (in ");
     put_str(&c->out, symcache_image_name(c->sc));
     if (loc->file != NULL && !f->from_symtab) {
@@ -281,7 +295,11 @@ static void answer_one(lookup_ctx *c, uint64_t addr, uint64_t file_addr, const s
             if (i)
                 PUT_LIT(&c->out, ",");
             PUT_LIT(&c->out, "{\"function\":");
-            put_json_name(c, frames[i].function);
+            put_json_name(c, shown_name(c, &frames[i]));
+            if (has_raw(&frames[i])) {
+                PUT_LIT(&c->out, ",\"mangled\":");
+                put_json_name(c, frames[i].mangled);
+            }
             PUT_LIT(&c->out, ",\"file\":");
             if (frames[i].file)
                 put_json_name(c, frames[i].file);
@@ -464,6 +482,8 @@ int cli_lookup(int argc, char **argv)
             c.inlines = true;
         else if (strcmp(argv[i], "--json") == 0)
             c.json = true;
+        else if (strcmp(argv[i], "--mangled") == 0)
+            c.mangled = true;
         else if (argv[i][0] == '-' && argv[i][1] != '\0' && !(argv[i][1] >= '0' && argv[i][1] <= '9')) {
             fprintf(stderr, "stacksift lookup: unknown option '%s'\n", argv[i]);
             return 2;
@@ -473,7 +493,7 @@ int cli_lookup(int argc, char **argv)
         }
     }
     if (input == NULL) {
-        fprintf(stderr, "usage: stacksift lookup -o INPUT [--arch ARCH] [-l LOAD_ADDRESS] [-i] [--json] ADDRESS...\n");
+        fprintf(stderr, "usage: stacksift lookup -o INPUT [--arch ARCH] [-l LOAD_ADDRESS] [-i] [--json] [--mangled] ADDRESS...\n");
         return 2;
     }
     symcache *sc = NULL;

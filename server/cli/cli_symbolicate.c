@@ -1,5 +1,5 @@
 /*
- * stacksift symbolicate --dsym PATH [--dsym PATH...] [--symcache-dir DIR] [--json] FILE|-
+ * stacksift symbolicate --dsym PATH [--dsym PATH...] [--symcache-dir DIR] [--json] [--mangled] FILE|-
  *
  * Parses one report (a MetricKit payload: each of its diagnostics), symbolicates every frame whose image has a symcache, and prints the
  * report as Apple crash-report text (symbolicatecrash style, crashreport_render_text) or,
@@ -7,7 +7,8 @@
  *   --dsym PATH         a dSYM bundle, a directory or zip of bundles, or a Mach-O; converted
  *                       with dsym_build_symcaches into a temporary directory removed at exit
  *   --symcache-dir DIR  DIR/<UUID>.symc files (what `stacksift symcache build` writes)
- * looked up by image UUID (--dsym ones first). Images without a symcache keep the report's
+ * looked up by image UUID (--dsym ones first). --mangled prints raw linkage names (`_ZN...`,
+ * `$s...`) where function names go, text and JSON (crashreport_use_raw_names). Images without a symcache keep the report's
  * symbols and are listed under "missing_uuids" (--json) or on stderr ("missing: UUID name").
  * Exit 0 on success, 1 when the report or a dSYM cannot be read, 2 on usage errors.
  */
@@ -73,11 +74,12 @@ static const symcache *resolve(void *ctx, const char *uuid, const char *arch)
 static void usage(FILE *f)
 {
     fprintf(f, "usage: stacksift symbolicate --dsym PATH [--dsym PATH...] [--symcache-dir DIR] "
-               "[--json] FILE|-\n");
+               "[--json] [--mangled] FILE|-\n");
 }
 
 /* Symbolicate one report and render it into o; 0, or 1 after printing why. */
-static int symbolicate_one(buf *o, crashreport *r, resolver *rs, arena *a, bool json, const char *path)
+static int symbolicate_one(buf *o, crashreport *r, resolver *rs, arena *a, bool json, bool mangled,
+                           const char *path)
 {
     err_info err = {0};
     if (symbolicate_report(r, resolve, rs, a, &err) != ERR_OK) {
@@ -88,6 +90,8 @@ static int symbolicate_one(buf *o, crashreport *r, resolver *rs, arena *a, bool 
         fprintf(stderr, "stacksift symbolicate: %s\n", rs->err.msg);
         return 1;
     }
+    if (mangled)
+        crashreport_use_raw_names(r);
     if (json) {
         crashreport_render_json(o, r);
         buf_putc(o, '\n');
@@ -108,7 +112,7 @@ int cli_symbolicate(int argc, char **argv)
 {
     const char *dsyms[MAX_DIRS], *symdirs[MAX_DIRS];
     size_t ndsyms = 0, nsymdirs = 0;
-    bool json = false;
+    bool json = false, mangled = false;
     const char *path = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -124,6 +128,8 @@ int cli_symbolicate(int argc, char **argv)
                 symdirs[nsymdirs++] = argv[++i];
         } else if (strcmp(a, "--json") == 0) {
             json = true;
+        } else if (strcmp(a, "--mangled") == 0) {
+            mangled = true;
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             usage(stdout);
             return 0;
@@ -174,7 +180,7 @@ int cli_symbolicate(int argc, char **argv)
         /* a MetricKit payload holds one report per diagnostic: each is printed in turn */
         if (!json && i > 0)
             buf_putc(&o, '\n');
-        if (symbolicate_one(&o, in.reports[i], &rs, in.arena, json, path) != 0)
+        if (symbolicate_one(&o, in.reports[i], &rs, in.arena, json, mangled, path) != 0)
             goto done;
     }
     status = cli_report_write(&o, "symbolicate");
