@@ -69,6 +69,31 @@ for a in $(llvm-nm-14 --defined-only "$fx/arm64-O2/FixtureApp.app/FixtureApp" | 
 done
 check "an inlined address exists at -O2" test "$found" -eq 1
 
+# raw names: a C++ function's linkage name from the symbol table (llvm-nm-14, Mach-O's extra
+# underscore removed) is what --mangled prints and what "mangled" holds; "function" is its
+# demangling by c++filt (the same system demangler); a C name has no "mangled"
+o0nm=$(llvm-nm-14 --defined-only "$o0bin" | awk '$3 ~ /^__ZN/ && $3 !~ /C[12]E/ {print $1, $3; exit}')
+cxx_addr=0x${o0nm%% *} cxx_raw=${o0nm#* _}
+check "a C++ function in the fixture" grep -q '^_ZN' <<<"$cxx_raw"
+line=$("$bin" lookup -o "$o0" --mangled "$cxx_addr")
+check "--mangled prints the raw name (atos line)" grep -Eq "^${cxx_raw} \(in FixtureApp\) \([a-z_]+\.cpp:[0-9]+\)$" <<<"$line"
+line=$("$bin" lookup -o "$o0" "$cxx_addr")
+check "without --mangled the demangled name" test "${line%% (in *}" = "$(c++filt "$cxx_raw")"
+json=$("$bin" lookup -o "$o0" --json "$cxx_addr")
+check "--json: mangled beside function" python3 -c "
+import json, sys; f = json.loads(sys.stdin.read())['frames'][-1]
+assert f['mangled'] == sys.argv[1] and f['function'] == sys.argv[2], f" "$cxx_raw" "$(c++filt "$cxx_raw")" <<<"$json"
+json=$("$bin" lookup -o "$o0" --json --mangled "$cxx_addr")
+check "--json --mangled: function is the raw name" python3 -c "
+import json, sys; f = json.loads(sys.stdin.read())['frames'][-1]
+assert f['function'] == sys.argv[1] == f['mangled'], f" "$cxx_raw" <<<"$json"
+json=$("$bin" lookup -o "$o0" --json "$main")
+check "--json: a C name has no mangled" python3 -c "
+import json, sys; f = json.loads(sys.stdin.read())['frames'][-1]
+assert f['function'] == 'main' and 'mangled' not in f, f" <<<"$json"
+line=$("$bin" lookup -o "$o0bin" --mangled "$(printf '0x%x' $((cxx_addr + 4)))")
+check "--mangled from the symbol table only" test "$line" = "$cxx_raw (in FixtureApp) + 4"
+
 # fat input: arm64 chosen without --arch; --arch picks the slice; a missing arch is an error
 fat=$fx/fat/FixtureApp.app.dSYM
 x86main=$(sym_addr "$fx/fat/FixtureApp.app/FixtureApp" x86_64 _main)

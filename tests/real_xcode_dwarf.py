@@ -21,7 +21,8 @@ lookup_oracle.py does); a Swift linkage name ($s..., _T0...) is compared in the 
 form `stacksift demangle --simplified` gives it (Apple's names are checked against Apple's own
 symbolicated reports by test_real_xcode_names), else accepted as the linkage name itself or as
 the DW_AT_name llvm-symbolizer reports for the same frame (--functions=short); each such frame
-is counted ("swift-short").
+is counted ("swift-short"). Raw names: every frame's "mangled" (else its "function") must be
+llvm-symbolizer's --no-demangle name exactly ("swift-raw" counts the Swift ones).
 """
 import argparse
 import json
@@ -101,6 +102,7 @@ def name_matches(got, linkage, short, counts):
         return True
     if linkage.startswith(SWIFT_PREFIXES) and got == swift_display(linkage):
         counts["swift-demangled"] = counts.get("swift-demangled", 0) + 1
+        counts["swift-raw"] = counts.get("swift-raw", 0) + 1  # compare() checked got's raw name
         return True
     if linkage.startswith(SWIFT_PREFIXES) and got in (linkage, short):
         counts["swift-short"] = counts.get("swift-short", 0) + 1
@@ -116,7 +118,8 @@ def compare(label, addrs, exp, shorts, got, counts, mismatches):
             if not ok:
                 break
             gf = g[i]
-            ok = (name_matches(gf.get("function") or "", fn, shorts[a][i], counts)
+            raw = gf.get("mangled") or gf.get("function") or ""
+            ok = (raw == fn and name_matches(gf.get("function") or "", fn, shorts[a][i], counts)
                   and gf.get("line") == line and (gf.get("file") or "") == file
                   and bool(gf.get("inlined")) == (i < len(frames) - 1))
         if ok:
@@ -168,7 +171,7 @@ def main():
           f"{looked} lookups, {counts.get('frames', 0)} frames; "
           f"{counts.get('inlined addresses', 0)} lookups with inlined frames")
     print(f"real_xcode_dwarf: agreement with llvm-symbolizer-14: {agree}/{looked} "
-          f"({100.0 * agree / looked:.2f}%); Swift names demangled: {counts.get('swift-demangled', 0)}, "
+          f"({100.0 * agree / looked:.2f}%); Swift names demangled: {counts.get('swift-demangled', 0)} (raw $s... names equal to llvm-symbolizer --no-demangle: {counts.get('swift-raw', 0)}), "
           f"as linkage or DW_AT_name: {counts.get('swift-short', 0)}")
     for m in mismatches[:args.show]:
         print("  " + m)

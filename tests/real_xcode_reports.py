@@ -25,6 +25,12 @@ frame of the same thread position (crash) or call-graph line (sample) in stacksi
              address itself, the frame must match `stacksift lookup` at that address instead;
              exactly that one difference is accepted and counted ("return-address").
 
+  raw name  the symbol's "mangled" (else its "function") is llvm-symbolizer's --no-demangle
+             linkage name at the looked-up address, and `stacksift symbolicate --mangled
+             --json` prints exactly that as the function; for Swift ($s...) frames whose
+             display name is Apple's, this shows the raw name demangles to what Apple prints
+             ("swift-raw").
+
 A frame whose image has no dSYM in the folder (the samples were recorded from another build:
 their UUID is not among the dSYMs) cannot be compared: it must stay unsymbolicated ("missing")
 and is counted apart. The agreement figure is printed; any other difference fails the test.
@@ -105,7 +111,7 @@ def identifiers(name):
 
 class Stats:
     def __init__(self):
-        self.compared = self.exact = self.structure = self.ra = self.missing = 0
+        self.compared = self.exact = self.structure = self.ra = self.missing = self.swift_raw = 0
         self.mismatches = []
 
 
@@ -167,6 +173,13 @@ def main():
             continue
         model = json.loads(p.stdout.splitlines()[0])
         by_addr = model_frames(model)
+        p = subprocess.run([binpath, "symbolicate", *dsym_args, "--json", "--mangled", orig],
+                           capture_output=True, text=True, timeout=300)
+        if p.returncode != 0:
+            st.mismatches.append(f"{name}: stacksift symbolicate --mangled exited {p.returncode}: "
+                                 f"{p.stderr.strip()}")
+            continue
+        by_addr_raw = model_frames(json.loads(p.stdout.splitlines()[0]))
         used = {}
         for lineno, addr, fn, file, line in apple_frames(orig, sym):
             k = used.get(addr, 0)
@@ -191,7 +204,14 @@ def main():
             bundle, dwarf, arch = dsym_by_uuid[img["uuid"]]
             lookup = int(f["lookup_address"], 16)
             counts = []
-            ok = (name_agrees(o["function"], fn, linkage_name(dwarf, arch, lookup), counts)
+            link = linkage_name(dwarf, arch, lookup)
+            raw = o.get("mangled") or o["function"]
+            o_raw = outer(by_addr_raw.get(addr, [])[k]) if k < len(by_addr_raw.get(addr, [])) else None
+            if raw != link or o_raw is None or o_raw["function"] != link:
+                st.mismatches.append(f"{where}: raw name {raw!r}, --mangled "
+                                     f"{o_raw and o_raw['function']!r}, llvm-symbolizer {link!r}")
+                continue
+            ok = (name_agrees(o["function"], fn, link, counts)
                   and (os.path.basename(o["file"] or "") == (file or "")) and (o["line"] or 0) == line)
             ra = False
             if not ok:
@@ -210,6 +230,7 @@ def main():
                 continue
             st.ra += ra
             st.exact += counts == ["exact"]
+            st.swift_raw += counts == ["exact"] and not ra and link.startswith(rx.SWIFT_PREFIXES)
             st.structure += counts == ["structure"]
             if args.verbose:
                 print(f"  {where}: {counts[0]}{' return-address' if ra else ''}: {fn} ({file}:{line})")
@@ -219,7 +240,8 @@ def main():
           f"symbolicated copies: {agree}/{st.compared} agree ({st.exact} exact names, "
           f"{st.structure} Swift names by structure; {st.ra} only at the return address itself, "
           f"as Apple's atos looked them up); {st.missing} frames without a dSYM of their UUID "
-          f"(left unsymbolicated, as they must be)")
+          f"(left unsymbolicated, as they must be); raw names: every compared frame's equals "
+          f"llvm-symbolizer --no-demangle, {st.swift_raw} Swift ones demangling to Apple's name")
     for m in st.mismatches:
         print("  " + m)
     return 1 if st.mismatches else 0

@@ -167,11 +167,13 @@ typedef struct {
     /* address -> single function name, for addresses that are not inlined */
     uint64_t *addr;
     char **func;
+    char **mangled;            /* its raw linkage name ("mangled" in lookup --json), or NULL */
     size_t n;
 } build;
 
 typedef struct {
     char function[256];        /* as the symcache names it */
+    char mangled[256];         /* its raw linkage name when that differs, else "" */
     char norm[256];
     uint64_t off[2][8];        /* per build: offsets from __TEXT of whole addresses */
     size_t noff[2];
@@ -218,6 +220,7 @@ static bool map_build(build *b, int index)
     size_t cap = b->text_vmsize / 4 + 1;
     b->addr = calloc(cap, sizeof *b->addr);
     b->func = calloc(cap, sizeof *b->func);
+    b->mangled = calloc(cap, sizeof *b->mangled);
     for (char *line = text, *next; line && *line; line = next) {
         next = strchr(line, '\n');
         if (next)
@@ -229,6 +232,8 @@ static bool map_build(build *b, int index)
             b->addr[b->n] = strtoull(json_string_value(json_object_get(j, "address")), NULL, 16);
             b->func[b->n] = strdup(json_string_value(
                 json_object_get(json_array_get(frames, 0), "function")));
+            const char *raw = json_string_value(json_object_get(json_array_get(frames, 0), "mangled"));
+            b->mangled[b->n] = raw ? strdup(raw) : NULL;
             b->n++;
         }
         json_decref(j);
@@ -275,6 +280,11 @@ static void pick_sites(void)
         if (s->noff[0] == 0 || s->noff[1] == 0)
             continue;
         snprintf(s->function, sizeof s->function, "%s", fn);
+        for (size_t k = 0; k < builds[1].n; k++)
+            if (strcmp(builds[1].func[k], fn) == 0 && builds[1].mangled[k] != NULL) {
+                snprintf(s->mangled, sizeof s->mangled, "%s", builds[1].mangled[k]);
+                break;
+            }
         snprintf(s->norm, sizeof s->norm, "%.200s", nbuf);
         s->style = (int)(nsites % 3);
         nsites++;
@@ -1097,6 +1107,68 @@ static void symbolicate_endpoint_stores_nothing(void)
     CHECK_STATUS(http("POST", "/api/v1/symbolicate", "application/json", "{\"images\":3}", 12), 400);
 }
 
+/* The symbol named `function` anywhere in a report model's threads, or NULL. */
+static json_t *model_symbol(json_t *model, const char *function)
+{
+    json_t *threads = json_object_get(model, "threads");
+    for (size_t t = 0; t < json_array_size(threads); t++) {
+        json_t *frames = json_object_get(json_array_get(threads, t), "frames");
+        for (size_t i = 0; i < json_array_size(frames); i++) {
+            json_t *syms = json_object_get(json_array_get(frames, i), "symbols");
+            for (size_t k = 0; k < json_array_size(syms); k++) {
+                const char *fn = json_string_value(json_object_get(json_array_get(syms, k), "function"));
+                if (fn != NULL && strcmp(fn, function) == 0)
+                    return json_array_get(syms, k);
+            }
+        }
+    }
+    return NULL;
+}
+
+/* Issue #11: every JSON frame a server answer gives for a C++ function carries its raw
+ * linkage name ("mangled", what `stacksift lookup --json` gives for it): POST
+ * /api/v1/symbolicate, the issue's signature frames and the stored model of its sample. */
+static void server_json_carries_mangled(void)
+{
+    size_t s = nsites;
+    for (size_t k = 0; k < nsites && s == nsites; k++)
+        if (sites[k].mangled[0] != '\0')
+            s = k;
+    CHECK(s < nsites); /* the fixture has C++ functions */
+    if (s == nsites)
+        return;
+    const site *si = &sites[s];
+    CHECK(strncmp(si->mangled, "_Z", 2) == 0 && strcmp(si->mangled, si->function) != 0);
+    uint64_t load = 0x104000000ull;
+    char *body = xsprintf("{\"images\":[{\"uuid\":\"%s\",\"arch\":\"arm64\",\"load_address\":"
+                          "\"0x%llx\",\"name\":\"FixtureApp\"}],\"stacks\":[[\"0x%llx\"]]}",
+                          builds[1].uuid, (unsigned long long)load, (unsigned long long)(load + si->off[1][0]));
+    http_resp r = http("POST", "/api/v1/symbolicate", "application/json", body, strlen(body));
+    free(body);
+    CHECK_EQ_INT(r.status, 200);
+    json_t *sym0 = json_array_get(json_object_get(json_array_get(json_array_get(
+                                      r.json ? json_object_get(r.json, "stacks") : NULL, 0), 0), "symbols"), 0);
+    CHECK_EQ_STR(json_string_value(json_object_get(sym0, "function")), si->function);
+    CHECK_EQ_STR(json_string_value(json_object_get(sym0, "mangled")), si->mangled);
+    resp_free(&r);
+
+    char *url = xsprintf("/api/v1/issues/%lld", site_issue[s]);
+    r = get(url);
+    free(url);
+    CHECK_EQ_INT(r.status, 200);
+    json_t *top = json_array_get(r.json ? json_object_get(r.json, "frames") : NULL, 0);
+    CHECK_EQ_STR(json_string_value(json_object_get(top, "raw")), si->function);
+    CHECK_EQ_STR(json_string_value(json_object_get(top, "mangled")), si->mangled);
+    /* the sample's model (or the report row holding it as "symbolicated") */
+    json_t *report = json_object_get(r.json ? json_object_get(r.json, "latest_sample") : NULL, "report");
+    json_t *sym = model_symbol(report, si->function);
+    if (sym == NULL)
+        sym = model_symbol(json_object_get(report, "symbolicated"), si->function);
+    CHECK(sym != NULL);
+    CHECK_EQ_STR(json_string_value(json_object_get(sym, "mangled")), si->mangled);
+    resp_free(&r);
+}
+
 /* A counter's value in a /metrics body (0 when absent). */
 static long long metric_value(const char *body, const char *key)
 {
@@ -1846,6 +1918,7 @@ int main(void)
     RUN(report_by_32_hex_digit_id);
     RUN(resolved_issue_regresses_in_newer_version);
     RUN(symbolicate_endpoint_stores_nothing);
+    RUN(server_json_carries_mangled);
     RUN(metrics_show_cache_hit_rate);
     RUN(corpus_reports_are_processed_or_cleanly_failed);
     RUN(unprocessable_report_fails_without_blocking);

@@ -629,8 +629,26 @@ static void frames_render_as_json(void)
     buf_init(&b);
     signature_render_frames_json(&b, &s);
     CHECK_EQ_STR((const char *)b.data, "[{\"function\":\"say\",\"raw\":\"say(\\\"hi\\\")\","
-                                       "\"image\":\"FixtureApp\",\"file\":\"a.c\",\"line\":4,"
+                                       "\"mangled\":null,\"image\":\"FixtureApp\",\"file\":\"a.c\",\"line\":4,"
                                        "\"in_app\":true}]");
+    buf_reset(&b);
+}
+
+/* A mangled name the report gives is shown (and grouped) in its display form; the signature
+ * frame keeps the raw linkage name beside it ("mangled"), a plain name has none. */
+static void frames_keep_the_mangled_name(void)
+{
+    signature s = sig_of(HEADER "Exception Type:  EXC_BAD_ACCESS (SIGSEGV)\n\nThread 0 Crashed:\n"
+                         "0   FixtureApp  \t0x0000000100001234 $s15iOSCrashingTest14ViewControllerC11viewDidLoadyyF + 52\n"
+                         "1   FixtureApp  \t0x0000000100001200 main + 8\n" IMAGES, 3);
+    CHECK(s.nframes >= 2);
+    CHECK_EQ_STR(s.frames[0].mangled, "$s15iOSCrashingTest14ViewControllerC11viewDidLoadyyF");
+    CHECK(s.frames[0].raw != NULL && strstr(s.frames[0].raw, "ViewController.viewDidLoad()") != NULL);
+    CHECK(s.nframes >= 2 && s.frames[1].mangled == NULL);
+    buf b;
+    buf_init(&b);
+    signature_render_frames_json(&b, &s);
+    CHECK(strstr((const char *)b.data, "\"mangled\":\"$s15iOSCrashingTest14ViewControllerC11viewDidLoadyyF\"") != NULL);
     buf_reset(&b);
 }
 
@@ -678,6 +696,7 @@ int main(void)
     RUN(inlined_frames_are_expanded);
     RUN(hang_uses_thread_zero);
     RUN(frames_render_as_json);
+    RUN(frames_keep_the_mangled_name);
     arena_free(A);
     return harness_done();
 }

@@ -562,6 +562,7 @@ const char *signature_normalize_symbol(char *buf, size_t cap, const char *name)
 /* One frame after inlined frames are expanded. */
 typedef struct {
     const char *raw;  /* function as symbolicated or given, NULL if none */
+    const char *mangled; /* its raw linkage name when that differs, else NULL */
     const char *name; /* normalized; NULL if none (or it normalized to "") */
     const char *file;
     uint32_t line;
@@ -676,7 +677,7 @@ static const crashreport_frame *pick_stack(const crashreport *r, size_t *n, int3
 }
 
 static err_code add_xframe(sig_ctx *c, const crashreport_frame *f, const char *raw,
-                           const char *file, uint32_t line)
+                           const char *mangled, const char *file, uint32_t line)
 {
     if (c->nx == c->cap) {
         size_t ncap = c->cap ? c->cap * 2 : 64;
@@ -688,6 +689,7 @@ static err_code add_xframe(sig_ctx *c, const crashreport_frame *f, const char *r
     xframe *x = &c->x[c->nx++];
     memset(x, 0, sizeof *x);
     x->raw = raw;
+    x->mangled = mangled;
     x->file = file;
     x->line = line;
     x->frame = f;
@@ -713,15 +715,15 @@ static err_code expand(sig_ctx *c, const crashreport_frame *fs, size_t n)
         const crashreport_frame *f = &fs[i];
         if (f->sym_status == CRASHREPORT_SYM_OK && f->nsymbols > 0) {
             for (uint32_t k = 0; k < f->nsymbols && rc == ERR_OK; k++)
-                rc = add_xframe(c, f, f->symbols[k].function, f->symbols[k].file,
+                rc = add_xframe(c, f, f->symbols[k].function, f->symbols[k].mangled, f->symbols[k].file,
                                 f->symbols[k].line);
             continue;
         }
         for (uint32_t k = 0; k < f->ngiven_inlines && rc == ERR_OK; k++)
-            rc = add_xframe(c, f, f->given_inlines[k].function, f->given_inlines[k].file,
-                            f->given_inlines[k].line);
+            rc = add_xframe(c, f, f->given_inlines[k].function, f->given_inlines[k].mangled,
+                            f->given_inlines[k].file, f->given_inlines[k].line);
         if (rc == ERR_OK)
-            rc = add_xframe(c, f, f->symbol, f->file, f->line);
+            rc = add_xframe(c, f, f->symbol, f->symbol_mangled, f->file, f->line);
     }
     return rc;
 }
@@ -827,7 +829,7 @@ static err_code fingerprint(signature *s, const char *extra, err_info *err)
 static signature_frame to_sig_frame(sig_ctx *c, const xframe *x)
 {
     signature_frame f = {x->name, x->raw, frame_image_name(c->r, x->frame), x->file, x->line,
-                         x->in_app};
+                         x->in_app, x->mangled};
     return f;
 }
 
@@ -953,6 +955,7 @@ void signature_render_frames_json(buf *out, const signature *s)
         jsonw_object_begin(&w);
         jsonw_kstr(&w, "function", f->function);
         jsonw_kstr(&w, "raw", f->raw);
+        jsonw_kstr(&w, "mangled", f->mangled);
         jsonw_kstr(&w, "image", f->image);
         jsonw_kstr(&w, "file", f->file);
         jsonw_key(&w, "line");

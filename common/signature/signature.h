@@ -55,6 +55,8 @@ typedef struct {
     const char *file;     /* source file as the symcache or the report gives it, or NULL */
     uint32_t line;        /* 0 = unknown */
     bool in_app;
+    const char *mangled;  /* raw linkage name of `raw` (`_ZN...`, `$s...`) when it differs
+                             from `raw`, else NULL */
 } signature_frame;
 
 typedef struct {
