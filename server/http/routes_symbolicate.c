@@ -174,6 +174,7 @@ enum MHD_Result handle_symbolicate(http_request *r)
                 const crashreport_symbol *s = &f->symbols[k];
                 jsonw_object_begin(&w);
                 jsonw_kstr(&w, "function", s->function);
+                jsonw_kstr(&w, "mangled", s->mangled);
                 jsonw_kstr(&w, "file", s->file);
                 jsonw_key(&w, "line");
                 if (s->line)
