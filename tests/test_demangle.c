@@ -254,6 +254,32 @@ static void simplified_style_follows_the_mangling_era(void)
     }
 }
 
+/* Manglings that the vectors check only in the full form read well in the simplified one too:
+ * no lifetime-dependence or unknown-context clutter in a name a person reads. */
+static void simplified_form_of_rarer_manglings(void)
+{
+    static const char *const cases[][2] = {
+        {"$s28implicit_lifetime_dependence7WrapperV8getView1AA10BufferViewVyYLsF", "Wrapper.getView1()"},
+        {"$s28implicit_lifetime_dependence10BufferViewVyA2ChYlscfC", "BufferView.init(_:)"},
+        {"$s13__lldb_expr_110$10016c2d8yXZ1B10$10016c2e0LLC", "B"},
+        {"_T04main5innerys5Int32Vz_yADctF25closure_with_box_argumentxz_Bi32__lXXTf1nc_n",
+         "specialized inner(_:_:)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *s = demangle_name(cases[i][0], DEMANGLE_SIMPLIFIED);
+        CHECK_EQ_STR(s, cases[i][1]);
+        free(s);
+    }
+    /* a generic parameter count of any size prints at most 128 names, then "..." */
+    char *s = demangle_name("_Ttu99999999999999999999999999999999999999_rx", 0);
+    CHECK(s != NULL && strlen(s) < 1024 && strstr(s, ", ...>") != NULL);
+    free(s);
+    /* a generic SIL box without its signature, or a bound generic type with more type lists
+     * than generic levels, is not a name */
+    CHECK(demangle_name("$sxz_Bi32__XX", 0) == NULL);
+    CHECK(demangle_name("$sSD5IndexVy__GD", 0) == NULL);
+}
+
 /* Hostile names: never a crash or a hang, and they come back as not demangled. */
 static void swift_hostile_names(void)
 {
@@ -284,6 +310,7 @@ int main(void)
     RUN(swift_vectors);
     RUN(swift_names_as_apple_prints_them);
     RUN(simplified_style_follows_the_mangling_era);
+    RUN(simplified_form_of_rarer_manglings);
     RUN(swift_hostile_names);
     return harness_done();
 }

@@ -292,7 +292,7 @@ static void print_function_type(printer *p, const swift_node *labels, const swif
         text(p, diff);
     if (sendable)
         outs(p, "@Sendable ");
-    if (self_dependence != NULL) {
+    if (self_dependence != NULL && p->o.function_arg_types) {
         outs(p, "(self lifetime dependence: ");
         text(p, self_dependence);
         outs(p, ") ");
