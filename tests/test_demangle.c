@@ -280,6 +280,18 @@ static void simplified_form_of_rarer_manglings(void)
     CHECK(demangle_name("$sSD5IndexVy__GD", 0) == NULL);
 }
 
+/* SIL box layouts beyond the one the vectors hold: a non-generic box ('Xx'), its mutable
+ * ('z', var) and immutable (let) fields, and an empty one. */
+static void sil_box_layouts(void)
+{
+    char *s = demangle_name("$sSiz_SSXxD", 0);
+    CHECK_EQ_STR(s, "{ var Swift.Int, let Swift.String }");
+    free(s);
+    s = demangle_name("$syXxD", 0);
+    CHECK_EQ_STR(s, "{ }");
+    free(s);
+}
+
 /* Hostile names: never a crash or a hang, and they come back as not demangled. */
 static void swift_hostile_names(void)
 {
@@ -311,6 +323,7 @@ int main(void)
     RUN(swift_names_as_apple_prints_them);
     RUN(simplified_style_follows_the_mangling_era);
     RUN(simplified_form_of_rarer_manglings);
+    RUN(sil_box_layouts);
     RUN(swift_hostile_names);
     return harness_done();
 }
