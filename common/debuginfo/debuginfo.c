@@ -91,6 +91,7 @@ typedef struct {
     size_t nranges, cap_ranges;
     debuginfo_row *rows;
     size_t nrows, cap_rows;
+    uint64_t last_addr;         /* address of the last row the line program gave (on_row) */
     uint32_t cus;
     double cpu_ms;              /* CPU time the worker spent (STACKSIFT_PHASES) */
     err_code rc;
@@ -485,13 +486,32 @@ static void on_file(void *ctx, uint64_t index, const char *name, const char *dir
         w->nfiles = index + 1;
 }
 
+/* Rows that cannot change what the symcache says are not stored (clang emits several rows
+ * per line: columns, is_stmt, prologue_end). The builder reads rows as [addr, next addr)
+ * segments, a row followed by one at the same address covering nothing, and joins
+ * neighbouring segments at the same file and line; so a row at the address of the row
+ * before it replaces that row, and a row at a higher address with the same file and line
+ * as the row before it is dropped. The builder discards a sequence whose addresses go down:
+ * when one does after a dropped row, that row is stored again first so the fall shows. */
 static void on_row(void *ctx, uint64_t addr, uint64_t file, uint64_t line, bool end)
 {
     worker *w = ctx;
-    if (end)
-        push_row(w, addr, STRTAB_NONE, DEBUGINFO_END_SEQUENCE);
-    else
-        push_row(w, addr, file_id(w, file), line >= DEBUGINFO_END_SEQUENCE ? 0 : (uint32_t)line);
+    uint32_t f = end ? STRTAB_NONE : file_id(w, file);
+    uint32_t l = end ? DEBUGINFO_END_SEQUENCE : line >= DEBUGINFO_END_SEQUENCE ? 0 : (uint32_t)line;
+    debuginfo_row *p = w->nrows > 0 ? &w->rows[w->nrows - 1] : NULL;
+    if (p == NULL || p->line == DEBUGINFO_END_SEQUENCE) {
+        push_row(w, addr, f, l); /* a sequence starts */
+    } else if (addr < w->last_addr) {
+        if (p->addr != w->last_addr)
+            push_row(w, w->last_addr, p->file, p->line);
+        push_row(w, addr, f, l);
+    } else if (!end && addr == p->addr) {
+        p->file = f;
+        p->line = l;
+    } else if (end || f != p->file || l != p->line) {
+        push_row(w, addr, f, l);
+    }
+    w->last_addr = addr;
 }
 
 static void process_unit(worker *w, size_t index)
