@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "base/phase.h"
+#include "base/radix.h"
 #include "base/xalloc.h"
 #include "debuginfo/dieread_internal.h"
 
@@ -64,6 +65,38 @@ static uint64_t load_sections(die_sections *out, const macho_image *img)
             }
     }
     return total;
+}
+
+/* ---- range order ------------------------------------------------------------------------ */
+
+int debuginfo_range_order(const debuginfo_range *x, const debuginfo_range *y)
+{
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    if (x->end != y->end)
+        return x->end > y->end ? -1 : 1; /* outer first */
+    if (x->depth != y->depth)
+        return x->depth < y->depth ? -1 : 1;
+    return x->scope < y->scope ? -1 : x->scope > y->scope;
+}
+
+static int cmp_range_order(const void *a, const void *b)
+{
+    return debuginfo_range_order(a, b);
+}
+
+DEFINE_RADIX_SORT(sort_ranges_by_start, debuginfo_range, start)
+
+void debuginfo_sort_ranges(debuginfo_range *r, size_t n)
+{
+    /* by start, then each run of equal starts by the rest: runs are short */
+    sort_ranges_by_start(r, n);
+    for (size_t i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && r[j].start == r[i].start; j++)
+            ;
+        if (j - i > 1)
+            qsort(r + i, j - i, sizeof *r, cmp_range_order);
+    }
 }
 
 /* ---- per-thread worker ------------------------------------------------------------------ */
@@ -337,6 +370,13 @@ static uint32_t file_id(worker *w, uint64_t index)
     return index < w->nfiles ? w->files[index] : STRTAB_NONE;
 }
 
+/* The DIEs the walk reads in full; of every other one it needs only the way past it. */
+#define TAG_BIT(t) (1ull << (t))
+static const uint64_t WALK_TAGS = TAG_BIT(DW_TAG_subprogram) | TAG_BIT(DW_TAG_inlined_subroutine) |
+    TAG_BIT(DW_TAG_lexical_block) | TAG_BIT(DW_TAG_namespace) | TAG_BIT(DW_TAG_module) |
+    TAG_BIT(DW_TAG_structure_type) | TAG_BIT(DW_TAG_class_type) | TAG_BIT(DW_TAG_union_type) |
+    TAG_BIT(DW_TAG_enumeration_type) | TAG_BIT(DW_TAG_interface_type);
+
 /* Walk the children starting at `pos` (a sibling list ended by a null entry); *end gets the
  * offset after that null entry. `scope` is the enclosing function or inlinee (NONE at
  * unit or namespace level). */
@@ -345,7 +385,7 @@ static void walk(worker *w, uint64_t pos, uint32_t scope, uint32_t depth, unsign
     const die_unit *u = w->unit;
     while (w->rc == ERR_OK) {
         die_info d;
-        const char *msg = die_read(&d, w->secs, u, pos);
+        const char *msg = die_read_tags(&d, w->secs, u, pos, WALK_TAGS);
         if (msg != NULL) {
             die_fail(w, pos, msg);
             return;
@@ -563,6 +603,8 @@ static void *worker_run(void *arg)
     buf_init(&w->scratch);
     for (size_t i = w->tid; i < w->nunits && w->rc == ERR_OK; i += w->nthreads)
         process_unit(w, i);
+    /* sorted here, in parallel; debuginfo_load merges the sorted runs */
+    debuginfo_sort_ranges(w->ranges, w->nranges);
     w->cpu_ms += thread_cpu_ms();
     return NULL;
 }
@@ -672,11 +714,19 @@ static void merge_worker(debuginfo *d, worker *w, const size_t room[3])
             s.parent += base;
         d->scopes[d->nscopes++] = s;
     }
-    for (size_t i = 0; i < w->nranges; i++) {
-        debuginfo_range r = w->ranges[i];
+    /* both sorted: merged from the back, in place (rebasing keeps w's order) */
+    size_t i = d->nranges, j = w->nranges, k = d->nranges + w->nranges;
+    while (j > 0) {
+        debuginfo_range r = w->ranges[j - 1];
         r.scope += base;
-        d->ranges[d->nranges++] = r;
+        if (i > 0 && debuginfo_range_order(&d->ranges[i - 1], &r) > 0) {
+            d->ranges[--k] = d->ranges[--i];
+        } else {
+            d->ranges[--k] = r;
+            j--;
+        }
     }
+    d->nranges += w->nranges;
     for (size_t i = 0; i < w->nrows; i++) {
         debuginfo_row r = w->rows[i];
         r.file = rebase(sbase, r.file);

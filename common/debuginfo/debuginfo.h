@@ -16,6 +16,7 @@
 #ifndef STACKSIFT_DEBUGINFO_DEBUGINFO_H
 #define STACKSIFT_DEBUGINFO_DEBUGINFO_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "base/err.h"
@@ -58,7 +59,8 @@ typedef struct {
     strtab strings;           /* every name and path */
     debuginfo_scope *scopes;  /* nscopes entries */
     uint32_t nscopes;
-    debuginfo_range *ranges;  /* nranges entries, unsorted (concrete and inlined) */
+    debuginfo_range *ranges;  /* nranges entries (concrete and inlined), sorted by
+                                 debuginfo_range_order */
     size_t nranges;
     debuginfo_row *rows;      /* nrows entries; each sequence in order, sequences unsorted */
     size_t nrows;
@@ -74,6 +76,14 @@ typedef struct {
  * out     owned by the caller: debuginfo_reset().
  * Errors  ERR_INVALID (corrupt DWARF: the message names the unit and what is wrong). */
 err_code debuginfo_load(debuginfo *out, const macho_image *img, unsigned threads, err_info *err);
+
+/* debuginfo_range_order - the order of scope ranges: by start, then end descending (outer
+ * before inner), depth, scope. Negative, 0 or positive, like strcmp. */
+int debuginfo_range_order(const debuginfo_range *a, const debuginfo_range *b);
+
+/* debuginfo_sort_ranges - sort r[0..n) by debuginfo_range_order (radix by start, then each
+ * run of equal starts). */
+void debuginfo_sort_ranges(debuginfo_range *r, size_t n);
 
 /* debuginfo_reset - free everything in `d`; a zeroed struct is a no-op. */
 void debuginfo_reset(debuginfo *d);

@@ -346,6 +346,109 @@ static void read_value(cursor *c, const die_unit *u, uint16_t form, int64_t impl
     }
 }
 
+/* Skip one value of `form` at c without decoding it (DW_FORM_indirect resolved). */
+static void skip_value(cursor *c, const die_unit *u, uint16_t form)
+{
+    switch (form) {
+    case DW_FORM_flag_present:
+    case DW_FORM_implicit_const:
+        return;
+    case DW_FORM_data1:
+    case DW_FORM_ref1:
+    case DW_FORM_flag:
+    case DW_FORM_strx1:
+    case DW_FORM_addrx1:
+        skip(c, 1);
+        return;
+    case DW_FORM_data2:
+    case DW_FORM_ref2:
+    case DW_FORM_strx2:
+    case DW_FORM_addrx2:
+        skip(c, 2);
+        return;
+    case DW_FORM_strx3:
+    case DW_FORM_addrx3:
+        skip(c, 3);
+        return;
+    case DW_FORM_data4:
+    case DW_FORM_ref4:
+    case DW_FORM_strx4:
+    case DW_FORM_addrx4:
+    case DW_FORM_ref_sup4:
+        skip(c, 4);
+        return;
+    case DW_FORM_data8:
+    case DW_FORM_ref8:
+    case DW_FORM_ref_sig8:
+    case DW_FORM_ref_sup8:
+        skip(c, 8);
+        return;
+    case DW_FORM_data16:
+        skip(c, 16);
+        return;
+    case DW_FORM_addr:
+        skip(c, u->addr_size);
+        return;
+    case DW_FORM_strp:
+    case DW_FORM_sec_offset:
+    case DW_FORM_line_strp:
+    case DW_FORM_strp_sup:
+    case DW_FORM_GNU_ref_alt:
+    case DW_FORM_GNU_strp_alt:
+        skip(c, u->offset_size);
+        return;
+    case DW_FORM_ref_addr:
+        skip(c, u->version <= 2 ? u->addr_size : u->offset_size);
+        return;
+    case DW_FORM_sdata:
+    case DW_FORM_udata:
+    case DW_FORM_ref_udata:
+    case DW_FORM_strx:
+    case DW_FORM_addrx:
+    case DW_FORM_loclistx:
+    case DW_FORM_rnglistx:
+    case DW_FORM_GNU_addr_index:
+    case DW_FORM_GNU_str_index:
+        /* a LEB128 number: bytes up to the first without the high bit */
+        while (!c->bad) {
+            if (c->p >= c->end) {
+                c->bad = true;
+                break;
+            }
+            if ((*c->p++ & 0x80) == 0)
+                break;
+        }
+        return;
+    case DW_FORM_string:
+        skip_cstr(c);
+        return;
+    case DW_FORM_block:
+    case DW_FORM_exprloc:
+        skip(c, uleb(c));
+        return;
+    case DW_FORM_block1:
+        skip(c, rd(c, 1));
+        return;
+    case DW_FORM_block2:
+        skip(c, rd(c, 2));
+        return;
+    case DW_FORM_block4:
+        skip(c, rd(c, 4));
+        return;
+    case DW_FORM_indirect: {
+        uint64_t f = uleb(c);
+        if (f == DW_FORM_indirect || f == DW_FORM_implicit_const || f > 0xffff)
+            c->bad = true;
+        else
+            skip_value(c, u, (uint16_t)f);
+        return;
+    }
+    default:
+        c->bad = true; /* an unknown form has an unknown size: nothing after it can be read */
+        return;
+    }
+}
+
 static const char *value_string(const die_sections *s, const die_unit *u, const value *v)
 {
     switch (v->form) {
@@ -439,6 +542,12 @@ static bool value_is_constant(uint16_t form)
 
 const char *die_read(die_info *d, const die_sections *s, const die_unit *u, uint64_t offset)
 {
+    return die_read_tags(d, s, u, offset, ~0ull);
+}
+
+const char *die_read_tags(die_info *d, const die_sections *s, const die_unit *u, uint64_t offset,
+                          uint64_t full_tags)
+{
     memset(d, 0, sizeof *d);
     d->offset = offset;
     cursor c = at(&s->info, offset, u->end);
@@ -456,6 +565,21 @@ const char *die_read(die_info *d, const die_sections *s, const die_unit *u, uint
     d->children = a->children;
     const die_attr_spec *spec = u->abbrevs->specs + a->first;
     value v;
+    if (!(full_tags == ~0ull || (a->tag < 64 && (full_tags >> a->tag & 1)))) {
+        /* a DIE the caller only steps over: its sibling link, every other value skipped */
+        for (uint32_t i = 0; i < a->count; i++) {
+            if (spec[i].name == DW_AT_sibling) {
+                read_value(&c, u, spec[i].form, spec[i].implicit, &v);
+                d->has_sibling = !c.bad && value_ref(u, &v, &d->sibling);
+            } else {
+                skip_value(&c, u, spec[i].form);
+            }
+            if (c.bad)
+                return "DIE attribute runs past the end of its unit";
+        }
+        d->next = (uint64_t)(c.p - s->info.data);
+        return NULL;
+    }
     for (uint32_t i = 0; i < a->count; i++) {
         read_value(&c, u, spec[i].form, spec[i].implicit, &v);
         if (c.bad)
@@ -514,7 +638,6 @@ const char *die_skip_children(uint64_t *out, const die_sections *s, const die_un
 {
     cursor c = at(&s->info, offset, u->end);
     unsigned depth = 1;
-    value v;
     while (!c.bad) {
         uint64_t code = uleb(&c);
         if (c.bad)
@@ -531,7 +654,7 @@ const char *die_skip_children(uint64_t *out, const die_sections *s, const die_un
         const die_abbrev *a = &u->abbrevs->by_code[code];
         const die_attr_spec *spec = u->abbrevs->specs + a->first;
         for (uint32_t i = 0; i < a->count && !c.bad; i++)
-            read_value(&c, u, spec[i].form, spec[i].implicit, &v);
+            skip_value(&c, u, spec[i].form);
         if (a->children && ++depth > 4096)
             return "DIE tree is nested too deeply";
     }

@@ -94,6 +94,12 @@ const char *die_unit_bases(die_unit *u, const die_sections *s);
 /* die_read - decode the DIE at global `offset` of unit `u` (or the null entry there). */
 const char *die_read(die_info *out, const die_sections *s, const die_unit *u, uint64_t offset);
 
+/* die_read_tags - die_read that decodes every attribute only of DIEs whose tag is below 64
+ * with bit `tag` set in `full_tags` (~0 = every DIE); of any other DIE it reads tag,
+ * children, next and DW_AT_sibling, skipping the other values by form (no strings looked up). */
+const char *die_read_tags(die_info *out, const die_sections *s, const die_unit *u, uint64_t offset,
+                          uint64_t full_tags);
+
 /* die_skip_children - offset just past the children of a DIE whose children start at
  * `offset` (its `next`), found by walking the subtree without decoding values. */
 const char *die_skip_children(uint64_t *out, const die_sections *s, const die_unit *u,

@@ -48,12 +48,12 @@ static void grow(strtab *t)
     size_t n = t->nslots * 2;
     while ((t->count + 1) * 2 > n)
         n *= 2;
-    uint32_t *slots = xcalloc(n, sizeof *slots);
+    uint64_t *slots = xcalloc(n, sizeof *slots);
     for (size_t id = 0; id < t->count; id++) {
         size_t j = t->hashes[id] & (n - 1);
         while (slots[j] != 0)
             j = (j + 1) & (n - 1);
-        slots[j] = (uint32_t)id + 1;
+        slots[j] = (uint64_t)t->hashes[id] << 32 | ((uint32_t)id + 1);
     }
     free(t->slots);
     t->slots = slots;
@@ -98,18 +98,18 @@ uint32_t strtab_intern_hashed(strtab *t, const char *s, size_t len, uint32_t h)
         grow(t);
     size_t j = h & (t->nslots - 1);
     for (;;) {
-        uint32_t v = t->slots[j];
+        uint64_t v = t->slots[j];
         if (v == 0)
             break;
-        uint32_t id = v - 1;
-        if (t->hashes[id] == h && strtab_len(t, id) == len &&
+        uint32_t id = (uint32_t)v - 1;
+        if ((uint32_t)(v >> 32) == h && strtab_len(t, id) == len &&
             memcmp(t->bytes.data + t->offsets[id], s, len) == 0)
             return id;
         j = (j + 1) & (t->nslots - 1);
     }
     uint32_t id = add_new(t, s, len, h);
     if (id != STRTAB_NONE)
-        t->slots[j] = id + 1;
+        t->slots[j] = (uint64_t)h << 32 | (id + 1);
     return id;
 }
 

@@ -19,7 +19,8 @@ typedef struct {
     uint32_t *offsets; /* offsets[id] = start of string id in bytes; count entries */
     uint32_t *hashes;  /* hashes[id], to skip most comparisons */
     size_t count, cap; /* strings interned; room in offsets/hashes */
-    uint32_t *slots;   /* open-addressing hash set of ids + 1 (0 = empty) */
+    uint64_t *slots;   /* open-addressing hash set: hash << 32 | (id + 1), 0 = empty (the hash
+                          beside the id spares a probe a second cache miss) */
     size_t nslots;     /* power of two */
     bool full;         /* an add would have passed 4 GiB: it returned STRTAB_NONE and added
                           nothing; the caller reports ERR_TOO_LARGE (checked once, at the end) */

@@ -15,6 +15,7 @@
 #include <zstd.h>
 
 #include "base/phase.h"
+#include "base/radix.h"
 #include "base/xalloc.h"
 #include "symcache/symcache_format.h"
 
@@ -43,53 +44,6 @@ static void seg_push(segments *s, uint64_t start, uint64_t end, uint32_t a, uint
     s->v[s->n++] = (segment){start, end, a, b};
 }
 
-static int cmp_scope_range(const void *pa, const void *pb)
-{
-    const debuginfo_range *x = pa, *y = pb;
-    if (x->start != y->start)
-        return x->start < y->start ? -1 : 1;
-    if (x->end != y->end)
-        return x->end > y->end ? -1 : 1; /* outer first */
-    if (x->depth != y->depth)
-        return x->depth < y->depth ? -1 : 1;
-    return x->scope < y->scope ? -1 : x->scope > y->scope;
-}
-
-/* LSD radix sort by a 64-bit field, stable: 8 passes of 8 bits, a pass skipped when every
- * key has the same byte there (the high bytes of addresses in one image). O(n) where qsort
- * spent most of the build on millions of line segments. */
-#define DEFINE_RADIX_SORT(fn, type, field)                                       \
-    static void fn(type *v, size_t n)                                            \
-    {                                                                            \
-        if (n < 2)                                                               \
-            return;                                                              \
-        type *tmp = xmalloc(n * sizeof *tmp);                                    \
-        type *src = v, *dst = tmp;                                               \
-        for (unsigned shift = 0; shift < 64; shift += 8) {                       \
-            size_t count[256] = {0};                                             \
-            for (size_t i = 0; i < n; i++)                                       \
-                count[(src[i].field >> shift) & 0xff]++;                         \
-            if (count[(src[0].field >> shift) & 0xff] == n)                      \
-                continue;                                                        \
-            size_t pos = 0;                                                      \
-            for (unsigned b = 0; b < 256; b++) {                                 \
-                size_t c = count[b];                                             \
-                count[b] = pos;                                                  \
-                pos += c;                                                        \
-            }                                                                    \
-            for (size_t i = 0; i < n; i++)                                       \
-                dst[count[(src[i].field >> shift) & 0xff]++] = src[i];           \
-            type *t = src;                                                       \
-            src = dst;                                                           \
-            dst = t;                                                             \
-        }                                                                        \
-        if (src != v)                                                            \
-            memcpy(v, src, n * sizeof *v);                                       \
-        free(tmp);                                                               \
-    }
-
-DEFINE_RADIX_SORT(sort_ranges_by_start, debuginfo_range, start)
-
 /* Room for `count` elements of `size` bytes up front, where `count` is an upper bound far
  * above what is usually used: a large allocation is mapped, not touched, so only the pages
  * written cost anything, and the array never moves while it grows (where doubling with
@@ -106,17 +60,17 @@ static void *reserve(size_t count, size_t size)
  * functions) are clipped to the range they start in. */
 static void flatten_scopes(segments *out, const debuginfo *di)
 {
-    debuginfo_range *r = xcalloc(di->nranges ? di->nranges : 1, sizeof *r);
-    if (di->nranges > 0)
-        memcpy(r, di->ranges, di->nranges * sizeof *r);
-    /* by start, then each run of equal starts by (end desc, depth, scope): runs are short */
-    sort_ranges_by_start(r, di->nranges);
-    for (size_t i = 0, j; i < di->nranges; i = j) {
-        for (j = i + 1; j < di->nranges && r[j].start == r[i].start; j++)
-            ;
-        if (j - i > 1)
-            qsort(r + i, j - i, sizeof *r, cmp_scope_range);
-    }
+    /* debuginfo_load sorts the ranges (in its threads); anything else is sorted here */
+    const debuginfo_range *r = di->ranges;
+    debuginfo_range *copy = NULL;
+    for (size_t i = 1; i < di->nranges; i++)
+        if (debuginfo_range_order(&di->ranges[i - 1], &di->ranges[i]) > 0) {
+            copy = xmalloc(di->nranges * sizeof *copy);
+            memcpy(copy, di->ranges, di->nranges * sizeof *copy);
+            debuginfo_sort_ranges(copy, di->nranges);
+            r = copy;
+            break;
+        }
     /* every range adds at most two segments (before and after a nested one) */
     if (out->cap == 0 && (out->v = reserve(2 * di->nranges + 2, sizeof *out->v)) != NULL)
         out->cap = 2 * di->nranges + 2;
@@ -143,7 +97,7 @@ static void flatten_scopes(segments *out, const debuginfo *di)
             stack[top++] = nr;
     }
     free(stack);
-    free(r);
+    free(copy);
 }
 
 
