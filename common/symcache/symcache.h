@@ -40,8 +40,8 @@ typedef struct {
 #define SYMCACHE_MAX_FRAMES 64 /* inline depth we return at most; deeper chains are cut */
 
 /* symcache_open - map `path` read-only, check every table once (header, bounds, each record,
- * scope and name reference) and build the in-memory lookup index (about 2.5 bytes per range:
- * 6.6 MB for 2.6 M ranges). O(ranges).
+ * scope and name reference) and build the in-memory lookup index (about 2.8 bytes per range:
+ * 7.4 MB for 2.6 M ranges). O(ranges).
  * out     owned by the caller: symcache_close().
  * Errors  ERR_NOT_FOUND (no file), ERR_IO, ERR_INVALID (not a symcache, corrupt tables),
  *         ERR_OUTDATED (an older format version: rebuild it from the dSYM),

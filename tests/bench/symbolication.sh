@@ -9,8 +9,8 @@
 #   lookups     `stacksift lookup -o X.symc --json -i` vs `llvm-symbolizer-14 --inlines
 #               --functions=linkage --demangle --output-style=JSON`, the same BENCH_LOOKUPS
 #               addresses on stdin, process start included                   target >= 20x
-#   in-process  tests/bench/bench_lookup: symcache_lookup on one thread, every frame's name
-#               read                                                         target >= 5 M/s
+#   in-process  tests/bench/bench_lookup: symcache_lookup on one thread, and symcache_lookup_many
+#               in batches of 256, every frame's name and path read          target >= 5 M/s
 # and checks the answers: the first BENCH_CHECK sampled addresses against llvm-symbolizer-14
 # (the lookup_oracle rules, tests/bench/check_answers.py) and against the version-1 format
 # (tests/symcache_roundtrip), 0 mismatches allowed.
@@ -150,7 +150,9 @@ answered=$(grep -c '"frames":\[{' "$bench/stacksift_lookup.out" || true)
 inproc=$("$tools/bench_lookup" "$symc" "$bench/addrs.txt" "$((repeat + 2))")
 cold_rate=$(echo "$inproc" | sed -n 's/.*cold \([0-9]*\) lookups.*/\1/p')
 warm_rate=$(echo "$inproc" | sed -n 's/.*warm \([0-9]*\) lookups.*/\1/p')
-sorted_rate=$(echo "$inproc" | sed -n 's/.*sorted \([0-9]*\) lookups.*/\1/p')
+sorted_rate=$(echo "$inproc" | sed -n 's/.*; sorted \([0-9]*\) lookups.*/\1/p')
+many_rate=$(echo "$inproc" | sed -n 's/.*lookup_many random \([0-9]*\) lookups.*/\1/p')
+many_sorted_rate=$(echo "$inproc" | sed -n 's/.*lookup_many random [0-9]* lookups\/s, address order \([0-9]*\) lookups.*/\1/p')
 
 # --- answers --------------------------------------------------------------------------------
 checks="answers: not checked (BENCH_CHECK=0)"
@@ -173,6 +175,7 @@ sb, gb = max(0.01, $stacksift_build_s), max(0.01, $gsymutil_s)
 sl, ll = max(0.01, $stacksift_lookup_s), max(0.01, $symbolizer_s)
 symc, gsym = $symc_bytes, $gsym_bytes
 cold, warm, srt = $cold_rate, $warm_rate, $sorted_rate
+many, many_srt = $many_rate, $many_sorted_rate
 n = $nlookups
 ok = lambda c: "ok" if c else "MISSED"
 print(f"input: {dw:.1f} MB of DWARF; {$threads} threads; best of $repeat runs per command")
@@ -187,6 +190,9 @@ print(f"| {n} lookups, CLI --json -i | {sl:.2f} s ({n / sl:.0f}/s) "
 print(f"| lookups in-process, 1 thread (CPU s) | {warm / 1e6:.2f} M/s random order ({cold / 1e6:.2f} M/s cold), "
       f"{srt / 1e6:.2f} M/s address order | llvm-symbolizer-14 {n / ll / 1e6:.3f} M/s | {warm / (n / ll):.0f}x "
       f"| >= 5 M/s {ok(warm >= 5e6)} (address order {ok(srt >= 5e6)}) |")
+print(f"| lookups in-process, batches of 256 (symcache_lookup_many, CPU s) | {many / 1e6:.2f} M/s random order, "
+      f"{many_srt / 1e6:.2f} M/s address order | llvm-symbolizer-14 {n / ll / 1e6:.3f} M/s | {many / (n / ll):.0f}x "
+      f"| >= 5 M/s {ok(many >= 5e6)} (address order {ok(many_srt >= 5e6)}) |")
 load = open("/proc/loadavg").read().split()[0]
 print(f"CPU seconds (user + system, least of $repeat; the machine is shared, load average {load}): "
       f"build {$stacksift_build_cpu:.2f} vs gsymutil {$gsymutil_cpu:.2f} ({$gsymutil_cpu / max(0.01, $stacksift_build_cpu):.2f}x), "
