@@ -170,6 +170,69 @@ static void inline_chains_at_O2(void)
     symcache_close(sc);
 }
 
+/* symcache_lookup_many: answers in input order equal to symcache_lookup's, addresses nothing
+ * covers answered with no frames, and a call stops (answering fewer) when the next address's
+ * frames do not fit. */
+static void lookup_many_matches_lookup(void)
+{
+    built b;
+    CHECK_EQ_INT(build(&b, "arm64-O2/FixtureApp.app.dSYM", "many", 2), ERR_OK);
+    symcache *sc = NULL;
+    err_info err = {0};
+    CHECK_EQ_INT(symcache_open(&sc, b.path[0], &err), ERR_OK);
+    if (sc == NULL)
+        return;
+    /* every 4th byte of the text, backwards (input order is not address order), plus
+     * addresses below, inside a gap of and above the image */
+    enum { N = 0x1000 + 3 };
+    uint64_t *addrs = calloc(N, sizeof *addrs);
+    size_t n = 0;
+    for (uint64_t a = 0x100008000ull; a > 0x100004000ull; a -= 4)
+        addrs[n++] = a - 4;
+    addrs[n++] = 0x1000;
+    addrs[n++] = 0x200000000ull;
+    addrs[n++] = UINT64_MAX;
+    CHECK_EQ_INT(n, N);
+    symcache_frame *many = calloc((size_t)N * 8, sizeof *many), one[SYMCACHE_MAX_FRAMES];
+    size_t *ends = calloc(N, sizeof *ends);
+    CHECK_EQ_INT(symcache_lookup_many(many, (size_t)N * 8, ends, sc, addrs, 0), 0);
+    CHECK_EQ_INT(symcache_lookup_many(many, (size_t)N * 8, ends, sc, addrs, N), N);
+    size_t chains = 0, empty = 0, mismatches = 0;
+    for (size_t i = 0; i < N; i++) {
+        size_t from = i ? ends[i - 1] : 0, k = ends[i] - from;
+        size_t m = symcache_lookup(one, SYMCACHE_MAX_FRAMES, sc, addrs[i]);
+        chains += m >= 2;
+        empty += m == 0;
+        bool same = k == m;
+        for (size_t j = 0; same && j < m; j++)
+            same = many[from + j].function == one[j].function && many[from + j].mangled == one[j].mangled &&
+                   many[from + j].file == one[j].file && many[from + j].line == one[j].line &&
+                   many[from + j].inlined == one[j].inlined && many[from + j].sym_addr == one[j].sym_addr;
+        mismatches += !same;
+    }
+    CHECK_EQ_INT(mismatches, 0);
+    CHECK(chains > 10);
+    CHECK(empty >= 3);
+    /* room for fewer frames than the first chain of 3 or more has: it is not answered, the
+     * address before it (no frames) is; with room for exactly its frames, it is */
+    size_t deep = 0;
+    while (deep < N - 3 && symcache_lookup(one, SYMCACHE_MAX_FRAMES, sc, addrs[deep]) < 3)
+        deep++;
+    CHECK(deep < N - 3);
+    uint64_t probe[3] = {0x1000, addrs[deep], 0x1000};
+    CHECK_EQ_INT(symcache_lookup_many(many, 1, ends, sc, probe, 3), 1);
+    CHECK_EQ_INT(ends[0], 0);
+    size_t depth = symcache_lookup(one, SYMCACHE_MAX_FRAMES, sc, addrs[deep]);
+    CHECK_EQ_INT(symcache_lookup_many(many, depth - 1, ends, sc, probe + 1, 2), 0);
+    CHECK_EQ_INT(symcache_lookup_many(many, depth, ends, sc, probe + 1, 2), 2);
+    CHECK_EQ_INT(ends[0], depth);
+    CHECK_EQ_INT(ends[1], depth);
+    free(addrs);
+    free(many);
+    free(ends);
+    symcache_close(sc);
+}
+
 static bool same_file(const char *a, const char *b)
 {
     bytes x, y;
@@ -385,6 +448,7 @@ int main(void)
         return 1;
     RUN(main_symbolicates_at_O0);
     RUN(inline_chains_at_O2);
+    RUN(lookup_many_matches_lookup);
     RUN(output_does_not_depend_on_threads);
     RUN(fat_zip_and_symtab_only_inputs);
     RUN(bad_inputs_are_errors);
