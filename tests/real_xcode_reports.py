@@ -180,6 +180,11 @@ def main():
                                  f"{p.stderr.strip()}")
             continue
         by_addr_raw = model_frames(json.loads(p.stdout.splitlines()[0]))
+        p = subprocess.run([binpath, "symbolicate", *dsym_args, "--mangled", orig],
+                           capture_output=True, text=True, timeout=300)
+        raw_text = p.stdout if p.returncode == 0 else ""
+        if p.returncode != 0:
+            st.mismatches.append(f"{name}: stacksift symbolicate --mangled exited {p.returncode}")
         used = {}
         for lineno, addr, fn, file, line in apple_frames(orig, sym):
             k = used.get(addr, 0)
@@ -231,6 +236,8 @@ def main():
             st.ra += ra
             st.exact += counts == ["exact"]
             st.swift_raw += counts == ["exact"] and not ra and link.startswith(rx.SWIFT_PREFIXES)
+            if link != o["function"] and link not in raw_text:  # the text form prints it too
+                st.mismatches.append(f"{where}: symbolicate --mangled (text) does not print {link}")
             st.structure += counts == ["structure"]
             if args.verbose:
                 print(f"  {where}: {counts[0]}{' return-address' if ra else ''}: {fn} ({file}:{line})")
