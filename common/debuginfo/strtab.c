@@ -25,6 +25,11 @@ static uint32_t hash_bytes(const char *s, size_t len)
     return (uint32_t)h;
 }
 
+uint32_t strtab_hash(const char *s, size_t len)
+{
+    return hash_bytes(s, len);
+}
+
 void strtab_init(strtab *t)
 {
     memset(t, 0, sizeof *t);

@@ -34,6 +34,8 @@ void strtab_reset(strtab *t);
 uint32_t strtab_intern(strtab *t, const char *s, size_t len);
 /* strtab_copy - intern string `id` of `from` into `t` (reusing its hash); returns its id in t. */
 uint32_t strtab_copy(strtab *t, const strtab *from, uint32_t id);
+/* strtab_hash - the hash strtab keeps for `s` (`len` bytes): what t->hashes[id] holds. */
+uint32_t strtab_hash(const char *s, size_t len);
 /* strtab_intern_hashed - strtab_intern with the hash already known (internal to strtab users
  * that move strings between tables). */
 uint32_t strtab_intern_hashed(strtab *t, const char *s, size_t len, uint32_t hash);

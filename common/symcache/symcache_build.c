@@ -263,10 +263,114 @@ typedef struct {
     range_info info;
 } out_range;
 
+/* The output's function names: each distinct name once, numbered in order of first use.
+ * Names stay where the debuginfo strings hold them (nothing is copied): the table is a hash
+ * set of references over their contents (the debuginfo strings hold a name once per reader
+ * thread, so equal contents under two ids are one name). */
+#define NAME_UNKNOWN UINT32_MAX /* the "??" of a scope DWARF names nothing for */
+
+typedef struct {
+    const strtab *src;  /* the debuginfo strings */
+    uint32_t *ids;      /* name -> debuginfo string id, or NAME_UNKNOWN */
+    size_t count, cap;
+    uint64_t *slots;    /* hash << 32 | (name + 1), 0 = empty */
+    size_t nslots;      /* power of two, at least twice count */
+    size_t bytes;       /* total length of the names, a NUL each included */
+} name_table;
+
+static const char *name_str(const name_table *t, uint32_t name, size_t *len)
+{
+    uint32_t id = t->ids[name];
+    if (id == NAME_UNKNOWN) {
+        *len = 2;
+        return "??";
+    }
+    *len = strtab_len(t->src, id);
+    return strtab_get(t->src, id);
+}
+
+/* Room for `expect` names (an upper bound saves rehashing; more are still taken). */
+static void name_table_init(name_table *t, const strtab *src, size_t expect)
+{
+    memset(t, 0, sizeof *t);
+    t->src = src;
+    t->nslots = 1024;
+    while (t->nslots < 2 * expect)
+        t->nslots *= 2;
+    t->slots = xcalloc(t->nslots, sizeof *t->slots);
+    if ((t->ids = reserve(expect, sizeof *t->ids)) != NULL)
+        t->cap = expect;
+}
+
+static void name_table_free(name_table *t)
+{
+    free(t->ids);
+    free(t->slots);
+}
+
+static void name_table_grow(name_table *t)
+{
+    size_t n = t->nslots * 2;
+    uint64_t *slots = xcalloc(n, sizeof *slots);
+    for (size_t i = 0; i < t->nslots; i++)
+        if (t->slots[i] != 0) {
+            size_t j = (t->slots[i] >> 32) & (n - 1);
+            while (slots[j] != 0)
+                j = (j + 1) & (n - 1);
+            slots[j] = t->slots[i];
+        }
+    free(t->slots);
+    t->slots = slots;
+    t->nslots = n;
+}
+
+/* The name with the contents of debuginfo string `id` (NAME_UNKNOWN: "??"), added on first use. */
+static uint32_t name_intern(name_table *t, uint32_t id)
+{
+    if (id != NAME_UNKNOWN && id >= t->src->count)
+        id = NAME_UNKNOWN;
+    size_t len;
+    const char *s;
+    uint32_t h;
+    if (id == NAME_UNKNOWN) {
+        s = "??";
+        len = 2;
+        h = strtab_hash(s, len);
+    } else {
+        s = strtab_get(t->src, id);
+        len = strtab_len(t->src, id);
+        h = t->src->hashes[id];
+    }
+    if ((t->count + 1) * 2 > t->nslots)
+        name_table_grow(t);
+    size_t j = h & (t->nslots - 1);
+    for (;; j = (j + 1) & (t->nslots - 1)) {
+        uint64_t v = t->slots[j];
+        if (v == 0)
+            break;
+        size_t other_len;
+        uint32_t name = (uint32_t)v - 1;
+        if ((uint32_t)(v >> 32) == h) {
+            const char *other = name_str(t, name, &other_len);
+            if (other_len == len && memcmp(other, s, len) == 0)
+                return name;
+        }
+    }
+    if (t->count == t->cap) {
+        t->cap = t->cap ? t->cap * 2 : 1024;
+        t->ids = xreallocarray(t->ids, t->cap, sizeof *t->ids);
+    }
+    uint32_t name = (uint32_t)t->count++;
+    t->ids[name] = id;
+    t->bytes += len + 1;
+    t->slots[j] = (uint64_t)h << 32 | (name + 1);
+    return name;
+}
+
 typedef struct {
     const debuginfo *di;
     strtab strings;        /* paths and the image name the file references, in order of first use */
-    strtab names;          /* function names, in order of first use (sorted when written) */
+    name_table names;      /* function names, in order of first use (sorted when written) */
     uint32_t *scope_map;   /* debuginfo scope -> output scope (SYMC_NONE = not yet) */
     uint32_t *symbol_map;  /* debuginfo symbol -> output scope */
     uint32_t *name_map;    /* debuginfo string id -> output name id (SYMC_NONE = not yet) */
@@ -287,9 +391,9 @@ typedef struct {
 static uint32_t out_name(builder *b, uint32_t id)
 {
     if (id >= b->di->strings.count)
-        return strtab_copy(&b->names, &b->di->strings, id);
+        return name_intern(&b->names, NAME_UNKNOWN);
     if (b->name_map[id] == SYMC_NONE)
-        b->name_map[id] = strtab_copy(&b->names, &b->di->strings, id);
+        b->name_map[id] = name_intern(&b->names, id);
     return b->name_map[id];
 }
 
@@ -437,7 +541,7 @@ static void *compress_names(void *arg)
 /* Sort `names`, write the block index and the compressed blocks (layout in
  * symcache_format.h); *rank_out (owned by the caller) maps a name id to its sorted position.
  * Blocks are compressed on up to `threads` threads; the bytes do not depend on that number. */
-static err_code write_names(buf *index, buf *data, uint32_t **rank_out, const strtab *names, unsigned threads,
+static err_code write_names(buf *index, buf *data, uint32_t **rank_out, const name_table *names, unsigned threads,
                             err_info *err)
 {
     size_t n = names->count, nblk = (n + SYMC_NAMES_PER_BLOCK - 1) / SYMC_NAMES_PER_BLOCK;
@@ -447,15 +551,19 @@ static err_code write_names(buf *index, buf *data, uint32_t **rank_out, const st
     err_code rc = ERR_OK;
     buf plain;
     buf_init(&plain);
-    for (size_t i = 0; i < n; i++)
-        v[i] = (name_ref){strtab_get(names, (uint32_t)i), (uint32_t)i};
-    sort_names(v, n, threads);
-    buf_reserve(&plain, names->bytes.len);
     for (size_t i = 0; i < n; i++) {
+        size_t len;
+        v[i] = (name_ref){name_str(names, (uint32_t)i, &len), (uint32_t)i};
+    }
+    sort_names(v, n, threads);
+    buf_reserve(&plain, names->bytes);
+    for (size_t i = 0; i < n; i++) {
+        size_t len;
+        name_str(names, v[i].id, &len);
         rank[v[i].id] = (uint32_t)i;
         if (i % SYMC_NAMES_PER_BLOCK == 0)
             bounds[i / SYMC_NAMES_PER_BLOCK] = plain.len;
-        buf_append(&plain, v[i].s, strtab_len(names, v[i].id) + 1);
+        buf_append(&plain, v[i].s, len + 1);
     }
     bounds[nblk] = plain.len;
 
@@ -524,7 +632,7 @@ static uint32_t out_scope(builder *b, uint32_t id)
     const debuginfo_scope *s = &b->di->scopes[id];
     symc_scope o = {0};
     /* a caller DWARF names nothing for (rare, corrupt) still needs a printable name */
-    o.name = s->name != STRTAB_NONE ? out_name(b, s->name) : strtab_intern(&b->names, "??", 2);
+    o.name = s->name != STRTAB_NONE ? out_name(b, s->name) : name_intern(&b->names, NAME_UNKNOWN);
     o.parent = SYMC_NONE;
     bool inlinee = s->parent != DEBUGINFO_NONE && s->parent < b->di->nscopes && s->parent != id;
     if (inlinee) {
@@ -549,7 +657,7 @@ static uint32_t out_symbol(builder *b, size_t i)
         return b->symbol_map[i];
     const debuginfo_range *sym = &b->di->symbols[i];
     /* the raw name (one Mach-O underscore removed), like DWARF's linkage names */
-    symc_scope o = {strtab_copy(&b->names, &b->di->strings, sym->scope), SYMC_NONE, SYMC_KIND_SYMTAB,
+    symc_scope o = {out_name(b, sym->scope), SYMC_NONE, SYMC_KIND_SYMTAB,
                     (uint32_t)(sym->start - b->base)};
     return b->symbol_map[i] = new_scope(b, o);
 }
@@ -672,7 +780,9 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
 
     b.di = di;
     strtab_init(&b.strings);
-    strtab_init(&b.names);
+    name_table_init(&b.names, &di->strings, (size_t)di->nscopes + di->nsymbols + 1 < di->strings.count + 1
+                                                ? (size_t)di->nscopes + di->nsymbols + 1
+                                                : di->strings.count + 1);
     /* Upper bounds: a scope per DWARF scope or symbol; a range per boundary of the scope,
      * line and symbol segments (each row at most one line segment). */
     size_t max_scopes = (size_t)di->nscopes + di->nsymbols + 1;
@@ -776,7 +886,7 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
         rc = err_set(err, ERR_UNSUPPORTED, "too many ranges for one symcache");
         goto done;
     }
-    if (b.strings.full || b.names.full) {
+    if (b.strings.full) {
         rc = err_set(err, ERR_TOO_LARGE, "symcache strings over 4 GiB");
         goto done;
     }
@@ -891,7 +1001,7 @@ done:
     free(b.files);
     free(b.file_of_id);
     strtab_reset(&b.strings);
-    strtab_reset(&b.names);
+    name_table_free(&b.names);
     phase_mark(&clock, "build.write");
     return rc;
 }
