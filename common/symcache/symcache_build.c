@@ -259,7 +259,7 @@ typedef struct {
 } range_info;
 
 typedef struct {
-    uint64_t start;
+    uint32_t start; /* offset from the base address (a span over 4 GiB fails the build) */
     range_info info;
 } out_range;
 
@@ -668,7 +668,7 @@ static void push_out(builder *b, uint64_t start, uint32_t scope, uint32_t file, 
         out_range *last = &b->ranges[b->nranges - 1];
         if (last->info.scope == scope && last->info.file == file && last->info.line == line)
             return;
-        if (last->start == start) { /* zero-length predecessor: replace it */
+        if (last->start == (uint32_t)(start - b->base)) { /* zero-length predecessor: replace it */
             last->info = (range_info){scope, file, line};
             return;
         }
@@ -677,7 +677,7 @@ static void push_out(builder *b, uint64_t start, uint32_t scope, uint32_t file, 
         b->cap_ranges = b->cap_ranges ? b->cap_ranges * 2 : 1024;
         b->ranges = xreallocarray(b->ranges, b->cap_ranges, sizeof *b->ranges);
     }
-    b->ranges[b->nranges++] = (out_range){start, {scope, file, line}};
+    b->ranges[b->nranges++] = (out_range){(uint32_t)(start - b->base), {scope, file, line}};
 }
 
 /* Range records, block-coded (layout in symcache_format.h). */
@@ -733,7 +733,7 @@ static void *encode_ranges_thread(void *arg)
             uint64_t pfile1 = q->info.file == SYMC_NONE ? 0 : (uint64_t)q->info.file + 1;
             /* the file rarely changes between neighbours: one flag bit beside the line delta */
             uint64_t zline = zigzag((int64_t)r->info.line - (int64_t)q->info.line);
-            p = put_uleb_raw(p, r->start - q->start);
+            p = put_uleb_raw(p, (uint64_t)r->start - q->start);
             p = put_uleb_raw(p, zigzag((int64_t)scope1 - (int64_t)pscope1));
             p = put_uleb_raw(p, zline << 1 | (file1 != pfile1));
             if (file1 != pfile1)
@@ -965,7 +965,7 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
     buf_reserve(out, rj.nblocks * SYMC_BLOCK_SIZE + b.nfiles * 4 + scopes_bytes + names_index.len +
                          names_data.len + rj.data.len + b.strings.bytes.len);
     for (size_t k = 0; k < rj.nblocks; k++) {
-        buf_append_u32le(out, (uint32_t)(b.ranges[k * SYMC_BLOCK_RANGES].start - b.base));
+        buf_append_u32le(out, b.ranges[k * SYMC_BLOCK_RANGES].start);
         buf_append_u32le(out, rj.block_data[k]);
     }
     for (size_t k = 0; k < b.nfiles; k++)
