@@ -222,19 +222,37 @@ typedef struct {
 
 /* `s` as a JSON string literal, quotes included; names that need escaping go through the
  * shared escaper (control characters and invalid UTF-8 as \u00XX). */
+/* True if the n bytes at p can go into a JSON string as they are: no control character, no
+ * quote or backslash, nothing outside ASCII (those take the shared escaper). Eight bytes at a
+ * time (each test is exact as a whole word: "Bit Twiddling Hacks", "determine if a word has a
+ * byte less than n" and "has a zero byte"). */
+static bool json_plain(const unsigned char *p, size_t n)
+{
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    uint64_t bad = 0;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x, q, b;
+        memcpy(&x, p + i, 8);
+        q = x ^ (ones * '"');
+        b = x ^ (ones * '\\');
+        bad |= x | ((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((b - ones) & ~b);
+    }
+    for (; i < n; i++)
+        bad |= (p[i] < 0x20 || p[i] == '"' || p[i] == '\\') ? 0x80 : p[i];
+    return (bad & highs) == 0;
+}
+
 static void put_json_name(lookup_ctx *c, const char *s)
 {
     size_t n = strlen(s);
-    if (c->out.cap - c->out.len < n + 2)
-        arena_grow(&c->out, n + 2);
-    unsigned char *d = (unsigned char *)c->out.data + c->out.len;
-    d[0] = '"';
-    memcpy(d + 1, s, n);
-    d[n + 1] = '"';
-    unsigned bad = 0; /* any byte that JSON needs escaped (a loop the compiler vectorizes) */
-    for (size_t i = 1; i <= n; i++)
-        bad |= (d[i] < 0x20) | (d[i] >= 0x80) | (d[i] == '"') | (d[i] == '\\');
-    if (!bad) {
+    if (json_plain((const unsigned char *)s, n)) {
+        if (c->out.cap - c->out.len < n + 2)
+            arena_grow(&c->out, n + 2);
+        char *d = c->out.data + c->out.len;
+        d[0] = '"';
+        memcpy(d + 1, s, n);
+        d[n + 1] = '"';
         c->out.len += n + 2;
         return;
     }
