@@ -3,8 +3,9 @@
  *
  * The queue is a FIFO of entries (one malloc'd entry per report). A committer thread waits
  * for entries, cuts a batch off the head of the queue under `mu`, commits it without the lock
- * and calls each entry's done callback. The COPY is binary (no escaping of the raw bytes, no
- * text parsing of ids and sizes): PostgreSQL docs, "COPY", section "Binary Format".
+ * and calls each entry's done callback. The batch goes as one prepared INSERT of ten binary
+ * arrays (insert_batch): one round trip, no escaping of the raw bytes, no text parsing of ids
+ * and sizes.
  */
 #include <arpa/inet.h>
 #include <assert.h>
@@ -46,11 +47,6 @@ struct store_intake {
     unsigned started;
     store_intake_stats stats;
 };
-
-static const char SQL_COPY[] =
-    "COPY reports (id, status, format, content_type, raw, raw_bytes, parsed, app, app_version, "
-    "os_version) FROM STDIN (FORMAT binary)";
-#define COPY_FIELDS 10
 
 static void *committer_main(void *arg);
 
@@ -135,13 +131,27 @@ static void uuid_text(char out[37], const uint8_t u[16])
     out[o] = '\0';
 }
 
-/* ---- the COPY -------------------------------------------------------------------------- */
+/* ---- the INSERT ------------------------------------------------------------------------ */
 
-static void put_i16(buf *b, int16_t v)
-{
-    uint16_t be = htons((uint16_t)v);
-    buf_append(b, &be, 2);
-}
+/* One statement, prepared once per connection: the batch travels as ten binary arrays, one
+ * per column, and `unnest` turns them back into rows. One round trip (a COPY takes two: the
+ * COPY command, then the data), no escaping of the raw bytes, no text parsing of ids and
+ * sizes. Outside a transaction block the statement is its own transaction: the answer comes
+ * after the commit (synchronous_commit on: after its WAL is flushed). */
+static const store_stmt STMT_INSERT = {
+    "reports_intake",
+    "INSERT INTO reports (id, status, format, content_type, raw, raw_bytes, parsed, app, "
+    "app_version, os_version) "
+    "SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bytea[], "
+    "$6::int4[], $7::jsonb[], $8::text[], $9::text[], $10::text[])"};
+enum { COL_ID, COL_STATUS, COL_FORMAT, COL_CTYPE, COL_RAW, COL_RAW_BYTES, COL_PARSED, COL_APP,
+       COL_APP_VERSION, COL_OS_VERSION, NCOLS };
+
+/* Element type OIDs (PostgreSQL's src/include/catalog/pg_type.dat): array_recv refuses an
+ * array whose element type is not the parameter's. */
+static const uint32_t COL_TYPE[NCOLS] = {2950 /* uuid */, 25, 25, 25 /* text */,
+                                         17 /* bytea */, 23 /* int4 */, 3802 /* jsonb */,
+                                         25, 25, 25};
 
 static void put_i32(buf *b, int32_t v)
 {
@@ -149,101 +159,79 @@ static void put_i32(buf *b, int32_t v)
     buf_append(b, &be, 4);
 }
 
-static void put_text(buf *b, const char *s)
+/* One element: its length and bytes, or -1 for NULL. */
+static void put_elem(buf *b, const void *p, size_t n)
 {
-    if (!s) {
+    if (!p) {
         put_i32(b, -1);
         return;
     }
-    size_t n = strlen(s);
     put_i32(b, (int32_t)n);
-    buf_append(b, s, n);
+    buf_append(b, p, n);
 }
 
-/* Send what `b` holds as CopyData and empty it. */
-static err_code copy_flush(pconn *c, buf *b, err_info *err)
+static void put_text(buf *b, const char *s)
 {
-    if (b->len == 0)
-        return ERR_OK;
-    int ok = store_pq_put_copy(c, (const char *)b->data, (int)b->len);
-    b->len = 0;
-    if (ok != 1)
-        return store_translate(NULL, c, "committing reports", err);
-    return ERR_OK;
+    put_elem(b, s, s ? strlen(s) : 0);
 }
 
-/* One COPY of `n` entries from `batch`: their own transaction. */
-static err_code copy_batch(pconn *c, intake_entry *batch, size_t n, err_info *err)
+/* Insert `n` entries from `batch` with STMT_INSERT. Each array in binary form (array_recv,
+ * src/backend/utils/adt/arrayfuncs.c): dimensions 1, a has-nulls flag, the element type,
+ * then length and lower bound (1), then each element as put_elem writes it; binary uuid is
+ * its 16 bytes, int4 big-endian, jsonb a version byte (1) and the JSON text, text and bytea
+ * their bytes. */
+static err_code insert_batch(pconn *c, intake_entry *batch, size_t n, err_info *err)
 {
-    PGresult *res = store_pq(c, SQL_COPY);
-    if (PQresultStatus(res) != PGRES_COPY_IN) {
-        err_code rc = store_translate(res, c, "committing reports", err);
-        PQclear(res);
-        return rc;
+    buf col[NCOLS];
+    for (int k = 0; k < NCOLS; k++) {
+        buf_init(&col[k]);
+        put_i32(&col[k], 1);
+        put_i32(&col[k], k == COL_ID || k == COL_STATUS || k == COL_FORMAT || k == COL_CTYPE ||
+                                 k == COL_RAW || k == COL_RAW_BYTES ? 0 : 1);
+        put_i32(&col[k], (int32_t)COL_TYPE[k]);
+        put_i32(&col[k], (int32_t)n);
+        put_i32(&col[k], 1);
     }
-    PQclear(res);
-
-    err_code rc = ERR_OK;
-    buf b;
-    buf_init(&b);
-    static const char signature[11] = "PGCOPY\n\377\r\n";   /* the 11th byte is the NUL */
-    buf_append(&b, signature, sizeof signature);
-    put_i32(&b, 0);   /* flags: no OIDs */
-    put_i32(&b, 0);   /* header extension length */
-    for (intake_entry *e = batch; n > 0 && rc == ERR_OK; e = e->next, n--) {
+    size_t k = n;
+    for (intake_entry *e = batch; k > 0; e = e->next, k--) {
         const store_report_new *r = e->r;
-        put_i16(&b, COPY_FIELDS);
-        put_i32(&b, 16);
-        buf_append(&b, e->id, 16);
-        put_text(&b, r->status);
-        put_text(&b, r->format);
-        put_text(&b, r->content_type);
-        put_i32(&b, (int32_t)r->raw_len);
-        /* A big body goes as its own CopyData message rather than through `b`. */
-        if (r->raw_len > 65536) {
-            rc = copy_flush(c, &b, err);
-            if (rc == ERR_OK && store_pq_put_copy(c, (const char *)r->raw, (int)r->raw_len) != 1)
-                rc = store_translate(NULL, c, "committing reports", err);
-        } else {
-            buf_append(&b, r->raw, r->raw_len);
-        }
-        put_i32(&b, 4);
-        put_i32(&b, (int32_t)r->raw_len);
-        if (r->parsed_json) {   /* jsonb's binary form: version 1, then the JSON text */
+        put_elem(&col[COL_ID], e->id, 16);
+        put_text(&col[COL_STATUS], r->status);
+        put_text(&col[COL_FORMAT], r->format);
+        put_text(&col[COL_CTYPE], r->content_type);
+        put_elem(&col[COL_RAW], r->raw_len ? r->raw : (const uint8_t *)"", r->raw_len);
+        put_i32(&col[COL_RAW_BYTES], 4);
+        put_i32(&col[COL_RAW_BYTES], (int32_t)r->raw_len);
+        if (r->parsed_json) {
             size_t pn = strlen(r->parsed_json);
-            put_i32(&b, (int32_t)pn + 1);
-            buf_putc(&b, 1);
-            buf_append(&b, r->parsed_json, pn);
+            put_i32(&col[COL_PARSED], (int32_t)pn + 1);
+            buf_putc(&col[COL_PARSED], 1);
+            buf_append(&col[COL_PARSED], r->parsed_json, pn);
         } else {
-            put_i32(&b, -1);
+            put_i32(&col[COL_PARSED], -1);
         }
-        put_text(&b, r->app);
-        put_text(&b, r->app_version);
-        put_text(&b, r->os_version);
-        if (rc == ERR_OK && b.len >= 65536)
-            rc = copy_flush(c, &b, err);
+        put_text(&col[COL_APP], r->app);
+        put_text(&col[COL_APP_VERSION], r->app_version);
+        put_text(&col[COL_OS_VERSION], r->os_version);
     }
-    if (rc == ERR_OK) {
-        put_i16(&b, -1);   /* file trailer */
-        rc = copy_flush(c, &b, err);
+    const char *values[NCOLS];
+    int lengths[NCOLS], formats[NCOLS];
+    for (int i = 0; i < NCOLS; i++) {
+        values[i] = (const char *)col[i].data;
+        lengths[i] = (int)col[i].len;
+        formats[i] = 1;
     }
-    buf_reset(&b);
-    /* On a failure while sending, end the COPY with an error so the server rolls it back. */
-    if (store_pq_put_copy_end(c, rc == ERR_OK ? NULL : "client gave up") != 1) {
-        if (rc == ERR_OK)
-            rc = store_translate(NULL, c, "committing reports", err);
-        return rc;   /* the connection is broken or late: released as such */
-    }
-    res = store_pq_copy_result(c);
-    if (PQresultStatus(res) != PGRES_COMMAND_OK && rc == ERR_OK)
-        rc = store_translate(res, c, "committing reports", err);
+    PGresult *res = NULL;
+    err_code rc = store_exec(&res, c, &STMT_INSERT, NCOLS, values, lengths, formats, err);
     PQclear(res);
+    for (int i = 0; i < NCOLS; i++)
+        buf_reset(&col[i]);
     return rc;
 }
 
-/* Before a COPY is retried on a fresh connection: did the first attempt commit every row
+/* Before a batch is retried on a fresh connection: did the first attempt commit every row
  * (only its answer was lost)? The primary key is (id, received_at) since reports are
- * partitioned, so a second COPY would not conflict: it would store each report twice. */
+ * partitioned, so a second INSERT would not conflict: it would store each report twice. */
 static bool batch_present(pconn *c, intake_entry *batch, size_t n)
 {
     buf ids;
@@ -281,7 +269,7 @@ static err_code commit_batch(store_intake *q, intake_entry *batch, size_t n, err
         if (attempt > 0 && batch_present(c, batch, n))
             rc = ERR_OK;   /* the first attempt committed; only its answer was lost */
         else
-            rc = copy_batch(c, batch, n, err);
+            rc = insert_batch(c, batch, n, err);
         bool broken = PQstatus(c->pg) != CONNECTION_OK && !c->timed_out;
         store_release(q->s, c);
         if (!(rc == ERR_STORE && broken))
@@ -318,7 +306,7 @@ static void commit_and_answer(store_intake *q, intake_entry *batch, size_t n)
     err_code rc = commit_batch(q, batch, n, &err);
     bool split = rc != ERR_OK && rc != ERR_STORE && n > 1;
     for (intake_entry *e = batch; e; e = e->next) {
-        if (split) {   /* one refused value must not fail the others: one COPY per report */
+        if (split) {   /* one refused value must not fail the others: one INSERT per report */
             err_clear(&e->err);
             e->rc = commit_batch(q, e, 1, &e->err);
         } else {

@@ -1,21 +1,21 @@
 /*
  * store_intake - group commit of new reports (issue #15). Intake requests queue their row and
  * wait; `max_inflight` committer threads each take every row queued so far (up to `max_batch`
- * rows / `max_batch_bytes`) and commit them with one COPY on one pooled connection, then
+ * rows / `max_batch_bytes`) and commit them with one INSERT (the batch as binary arrays, unnest) on one pooled connection, then
  * answer each request of the batch. There is no timer: a batch is what queued while the
  * previous commit ran, so an idle server commits each report at once and a busy one shares
  * one commit (and its WAL flush) among many reports.
  *
- * Durability: the COPY runs outside any transaction block, so it is its own transaction; a
+ * Durability: the INSERT runs outside any transaction block, so it is its own transaction; a
  * request hears ERR_OK only after Postgres acknowledged that commit (synchronous_commit as the
  * server has it, on by default: the WAL is flushed). Ids are UUIDv7 made here (time-ordered:
- * inserts append at the primary key's right edge), so before a COPY is retried on a fresh
+ * inserts append at the primary key's right edge), so before a batch is retried on a fresh
  * connection after the old one broke, it can tell "already committed" (every id present)
  * from "lost" and never stores a report twice.
  *
  * Errors per report, as store_report_insert: ERR_STORE (database down, pool exhausted: the
  * whole batch), ERR_INVALID (a value the database refused: the batch is then retried one
- * report per COPY, so that only the bad report fails), ERR_CONFLICT, ERR_INTERNAL.
+ * report per INSERT, so that only the bad report fails), ERR_CONFLICT, ERR_INTERNAL.
  * Thread-safe.
  */
 #ifndef STACKSIFT_STORE_STORE_INTAKE_H
@@ -71,7 +71,7 @@ err_code store_intake_insert(char id_out[37], store_intake *q, const store_repor
 
 typedef struct {
     uint64_t reports;    /* reports committed */
-    uint64_t batches;    /* COPY commits that succeeded */
+    uint64_t batches;    /* batch commits that succeeded */
     uint64_t largest;    /* most reports in one commit */
     uint64_t splits;     /* batches retried one report at a time after a refused value */
     uint64_t failures;   /* reports that got an error */

@@ -74,15 +74,6 @@ PGresult *store_pq_prepare(pconn *c, const char *name, const char *sql);
 PGresult *store_pq_prepared(pconn *c, const char *name, int n, const char *const *values,
                             const int *lengths, const int *formats, int result_format);
 
-/* store_pq_put_copy / store_pq_put_copy_end / store_pq_copy_result - COPY FROM STDIN on a
- * non-blocking connection with c's deadline: queue `len` bytes of CopyData (waiting while
- * libpq's buffer is full), end the copy (`errmsg` non-NULL aborts it) and flush, then the
- * command's result. 1 / non-NULL on success; -1 / NULL when the deadline passed or the
- * connection failed (store_translate(NULL, c, ...) says which). */
-int store_pq_put_copy(pconn *c, const char *data, int len);
-int store_pq_put_copy_end(pconn *c, const char *errmsg);
-PGresult *store_pq_copy_result(pconn *c);
-
 typedef err_code (*store_fn)(pconn *c, void *ctx, err_info *err);
 
 /* store_acquire / store_release - take a pooled connection and give it back (an open

@@ -247,52 +247,6 @@ PGresult *store_pq_prepared(pconn *c, const char *name, int n, const char *const
                                                result_format));
 }
 
-/* Push libpq's output buffer out, waiting until `deadline`. 1 done, -1 failed or too late. */
-static int flush_until(pconn *c, double deadline)
-{
-    for (;;) {
-        int f = PQflush(c->pg);
-        if (f == 0)
-            return 1;
-        if (f < 0)
-            return -1;
-        int w = wait_socket(c->pg, POLLOUT | POLLIN, deadline);
-        if (w == 0)
-            c->timed_out = true;
-        if (w <= 0 || PQconsumeInput(c->pg) == 0)
-            return -1;
-    }
-}
-
-int store_pq_put_copy(pconn *c, const char *data, int len)
-{
-    double deadline = sooner(c->statement_ms ? mono_ms() + c->statement_ms : 0);
-    for (;;) {
-        int r = PQputCopyData(c->pg, data, len);
-        if (r == 1)
-            return 1;
-        if (r < 0 || flush_until(c, deadline) < 0)   /* 0: the buffer is full, make room */
-            return -1;
-    }
-}
-
-int store_pq_put_copy_end(pconn *c, const char *errmsg)
-{
-    double deadline = sooner(c->statement_ms ? mono_ms() + c->statement_ms : 0);
-    for (;;) {
-        int r = PQputCopyEnd(c->pg, errmsg);
-        if (r == 1)
-            return flush_until(c, deadline);
-        if (r < 0 || flush_until(c, deadline) < 0)
-            return -1;
-    }
-}
-
-PGresult *store_pq_copy_result(pconn *c)
-{
-    return await_result(c, 1);
-}
-
 err_code store_unbounded(pconn *c, err_info *err)
 {
     c->discard = true;
