@@ -263,24 +263,22 @@ typedef struct {
     range_info info;
 } out_range;
 
-/* The output's function names: each distinct name once, numbered in order of first use.
- * Names stay where the debuginfo strings hold them (nothing is copied): the table is a hash
- * set of references over their contents (the debuginfo strings hold a name once per reader
- * thread, so equal contents under two ids are one name). */
+/* The output's function names as scopes first use them: references to debuginfo strings,
+ * not copies, and not yet deduplicated (the debuginfo strings hold a name once per reader
+ * thread). write_names sorts them, folds equal contents into one name and gives each
+ * reference the rank of its name: nothing is hashed or copied while merging. */
 #define NAME_UNKNOWN UINT32_MAX /* the "??" of a scope DWARF names nothing for */
 
 typedef struct {
     const strtab *src;  /* the debuginfo strings */
-    uint32_t *ids;      /* name -> debuginfo string id, or NAME_UNKNOWN */
+    uint32_t *ids;      /* reference -> debuginfo string id, or NAME_UNKNOWN */
     size_t count, cap;
-    uint64_t *slots;    /* hash << 32 | (name + 1), 0 = empty */
-    size_t nslots;      /* power of two, at least twice count */
-    size_t bytes;       /* total length of the names, a NUL each included */
-} name_table;
+    size_t bytes;       /* total length of the referenced strings, a NUL each included */
+} name_list;
 
-static const char *name_str(const name_table *t, uint32_t name, size_t *len)
+static const char *name_str(const name_list *t, uint32_t ref, size_t *len)
 {
-    uint32_t id = t->ids[name];
+    uint32_t id = t->ids[ref];
     if (id == NAME_UNKNOWN) {
         *len = 2;
         return "??";
@@ -289,88 +287,37 @@ static const char *name_str(const name_table *t, uint32_t name, size_t *len)
     return strtab_get(t->src, id);
 }
 
-/* Room for `expect` names (an upper bound saves rehashing; more are still taken). */
-static void name_table_init(name_table *t, const strtab *src, size_t expect)
+/* Room for `expect` references (an upper bound; more are still taken). */
+static void name_list_init(name_list *t, const strtab *src, size_t expect)
 {
     memset(t, 0, sizeof *t);
     t->src = src;
-    t->nslots = 1024;
-    while (t->nslots < 2 * expect)
-        t->nslots *= 2;
-    t->slots = xcalloc(t->nslots, sizeof *t->slots);
     if ((t->ids = reserve(expect, sizeof *t->ids)) != NULL)
         t->cap = expect;
 }
 
-static void name_table_free(name_table *t)
-{
-    free(t->ids);
-    free(t->slots);
-}
-
-static void name_table_grow(name_table *t)
-{
-    size_t n = t->nslots * 2;
-    uint64_t *slots = xcalloc(n, sizeof *slots);
-    for (size_t i = 0; i < t->nslots; i++)
-        if (t->slots[i] != 0) {
-            size_t j = (t->slots[i] >> 32) & (n - 1);
-            while (slots[j] != 0)
-                j = (j + 1) & (n - 1);
-            slots[j] = t->slots[i];
-        }
-    free(t->slots);
-    t->slots = slots;
-    t->nslots = n;
-}
-
-/* The name with the contents of debuginfo string `id` (NAME_UNKNOWN: "??"), added on first use. */
-static uint32_t name_intern(name_table *t, uint32_t id)
+/* A new reference to debuginfo string `id` (NAME_UNKNOWN or an invalid id: "??"). */
+static uint32_t name_list_add(name_list *t, uint32_t id)
 {
     if (id != NAME_UNKNOWN && id >= t->src->count)
         id = NAME_UNKNOWN;
-    size_t len;
-    const char *s;
-    uint32_t h;
-    if (id == NAME_UNKNOWN) {
-        s = "??";
-        len = 2;
-        h = strtab_hash(s, len);
-    } else {
-        s = strtab_get(t->src, id);
-        len = strtab_len(t->src, id);
-        h = t->src->hashes[id];
-    }
-    if ((t->count + 1) * 2 > t->nslots)
-        name_table_grow(t);
-    size_t j = h & (t->nslots - 1);
-    for (;; j = (j + 1) & (t->nslots - 1)) {
-        uint64_t v = t->slots[j];
-        if (v == 0)
-            break;
-        size_t other_len;
-        uint32_t name = (uint32_t)v - 1;
-        if ((uint32_t)(v >> 32) == h) {
-            const char *other = name_str(t, name, &other_len);
-            if (other_len == len && memcmp(other, s, len) == 0)
-                return name;
-        }
-    }
     if (t->count == t->cap) {
         t->cap = t->cap ? t->cap * 2 : 1024;
         t->ids = xreallocarray(t->ids, t->cap, sizeof *t->ids);
     }
-    uint32_t name = (uint32_t)t->count++;
-    t->ids[name] = id;
+    uint32_t ref = (uint32_t)t->count++;
+    t->ids[ref] = id;
+    size_t len;
+    name_str(t, ref, &len);
     t->bytes += len + 1;
-    t->slots[j] = (uint64_t)h << 32 | (name + 1);
-    return name;
+    return ref;
 }
 
 typedef struct {
     const debuginfo *di;
     strtab strings;        /* paths and the image name the file references, in order of first use */
-    name_table names;      /* function names, in order of first use (sorted when written) */
+    name_list names;       /* function names, in order of first use (sorted when written) */
+    uint32_t unknown_name; /* the reference to "??", SYMC_NONE until one is needed */
     uint32_t *scope_map;   /* debuginfo scope -> output scope (SYMC_NONE = not yet) */
     uint32_t *symbol_map;  /* debuginfo symbol -> output scope */
     uint32_t *name_map;    /* debuginfo string id -> output name id (SYMC_NONE = not yet) */
@@ -390,10 +337,13 @@ typedef struct {
  * debuginfo strings hold a name once per reader thread, and interning compares whole names. */
 static uint32_t out_name(builder *b, uint32_t id)
 {
-    if (id >= b->di->strings.count)
-        return name_intern(&b->names, NAME_UNKNOWN);
+    if (id >= b->di->strings.count) {
+        if (b->unknown_name == SYMC_NONE)
+            b->unknown_name = name_list_add(&b->names, NAME_UNKNOWN);
+        return b->unknown_name;
+    }
     if (b->name_map[id] == SYMC_NONE)
-        b->name_map[id] = name_intern(&b->names, id);
+        b->name_map[id] = name_list_add(&b->names, id);
     return b->name_map[id];
 }
 
@@ -538,16 +488,18 @@ static void *compress_names(void *arg)
     return NULL;
 }
 
-/* Sort `names`, write the block index and the compressed blocks (layout in
- * symcache_format.h); *rank_out (owned by the caller) maps a name id to its sorted position.
- * Blocks are compressed on up to `threads` threads; the bytes do not depend on that number. */
-static err_code write_names(buf *index, buf *data, uint32_t **rank_out, const name_table *names, unsigned threads,
-                            err_info *err)
+/* Sort the name references, fold equal names into one, write the block index and the
+ * compressed blocks (layout in symcache_format.h); *rank_out (owned by the caller) maps a
+ * reference to its name's sorted position, *count_out gets the number of distinct names.
+ * Sorting uses two threads and blocks are compressed on up to `threads`; the bytes do not
+ * depend on that number. */
+static err_code write_names(buf *index, buf *data, uint32_t **rank_out, size_t *count_out, const name_list *names,
+                            unsigned threads, err_info *err)
 {
-    size_t n = names->count, nblk = (n + SYMC_NAMES_PER_BLOCK - 1) / SYMC_NAMES_PER_BLOCK;
+    size_t n = names->count;
     name_ref *v = xcalloc(n ? n : 1, sizeof *v);
     uint32_t *rank = xcalloc(n ? n : 1, sizeof *rank);
-    size_t *bounds = xcalloc(nblk + 1, sizeof *bounds), *sizes = xcalloc(nblk ? nblk : 1, sizeof *sizes);
+    size_t *bounds = xcalloc(n / SYMC_NAMES_PER_BLOCK + 2, sizeof *bounds);
     err_code rc = ERR_OK;
     buf plain;
     buf_init(&plain);
@@ -557,15 +509,25 @@ static err_code write_names(buf *index, buf *data, uint32_t **rank_out, const na
     }
     sort_names(v, n, threads);
     buf_reserve(&plain, names->bytes);
+    size_t distinct = 0, prev_len = 0;
+    const char *prev = NULL;
     for (size_t i = 0; i < n; i++) {
         size_t len;
-        name_str(names, v[i].id, &len);
-        rank[v[i].id] = (uint32_t)i;
-        if (i % SYMC_NAMES_PER_BLOCK == 0)
-            bounds[i / SYMC_NAMES_PER_BLOCK] = plain.len;
-        buf_append(&plain, v[i].s, len + 1);
+        const char *str = name_str(names, v[i].id, &len);
+        if (prev == NULL || len != prev_len || memcmp(str, prev, len) != 0) {
+            if (distinct % SYMC_NAMES_PER_BLOCK == 0)
+                bounds[distinct / SYMC_NAMES_PER_BLOCK] = plain.len;
+            buf_append(&plain, str, len + 1);
+            distinct++;
+            prev = str;
+            prev_len = len;
+        }
+        rank[v[i].id] = (uint32_t)(distinct - 1);
     }
+    size_t nblk = (distinct + SYMC_NAMES_PER_BLOCK - 1) / SYMC_NAMES_PER_BLOCK;
     bounds[nblk] = plain.len;
+    size_t *sizes = xcalloc(nblk ? nblk : 1, sizeof *sizes);
+    *count_out = distinct;
 
     unsigned nthreads = threads > 1 ? threads : 1;
     if (nthreads > 16)
@@ -632,7 +594,7 @@ static uint32_t out_scope(builder *b, uint32_t id)
     const debuginfo_scope *s = &b->di->scopes[id];
     symc_scope o = {0};
     /* a caller DWARF names nothing for (rare, corrupt) still needs a printable name */
-    o.name = s->name != STRTAB_NONE ? out_name(b, s->name) : name_intern(&b->names, NAME_UNKNOWN);
+    o.name = out_name(b, s->name); /* STRTAB_NONE: "??" */
     o.parent = SYMC_NONE;
     bool inlinee = s->parent != DEBUGINFO_NONE && s->parent < b->di->nscopes && s->parent != id;
     if (inlinee) {
@@ -780,9 +742,8 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
 
     b.di = di;
     strtab_init(&b.strings);
-    name_table_init(&b.names, &di->strings, (size_t)di->nscopes + di->nsymbols + 1 < di->strings.count + 1
-                                                ? (size_t)di->nscopes + di->nsymbols + 1
-                                                : di->strings.count + 1);
+    name_list_init(&b.names, &di->strings, (size_t)di->nscopes + di->nsymbols + 1);
+    b.unknown_name = SYMC_NONE;
     /* Upper bounds: a scope per DWARF scope or symbol; a range per boundary of the scope,
      * line and symbol segments (each row at most one line segment). */
     size_t max_scopes = (size_t)di->nscopes + di->nsymbols + 1;
@@ -902,7 +863,8 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
     buf names_index, names_data;
     buf_init(&names_index);
     buf_init(&names_data);
-    rc = write_names(&names_index, &names_data, &rank, &b.names, threads, err);
+    size_t nnames = 0;
+    rc = write_names(&names_index, &names_data, &rank, &nnames, &b.names, threads, err);
     if (ranges_threaded)
         pthread_join(ranges_tid, NULL);
     else
@@ -923,7 +885,7 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
         if (sp->d > max_y)
             max_y = sp->d;
     }
-    unsigned w_name = bits_for(b.names.count), w_parent = bits_for(b.nscopes + 1),
+    unsigned w_name = bits_for(nnames), w_parent = bits_for(b.nscopes + 1),
              w_x = bits_for(max_x), w_y = bits_for(max_y);
     unsigned w_scope = w_name + w_parent + w_x + w_y;
     size_t scopes_bytes = (b.nscopes * (size_t)w_scope + 7) / 8 + SYMC_SCOPE_PAD;
@@ -957,7 +919,7 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
     buf_append_u32le(out, name_off);
     buf_append_u32le(out, (uint32_t)b.nfiles);
     buf_append_u32le(out, (uint32_t)rj.nblocks);
-    buf_append_u32le(out, (uint32_t)b.names.count);
+    buf_append_u32le(out, (uint32_t)nnames);
     buf_append_u32le(out, 0); /* reserved */
     buf_append_u32le(out, (uint32_t)names_data.len);
     buf_append_u32le(out, w_name | w_parent << 8 | w_x << 16 | w_y << 24);
@@ -1001,7 +963,7 @@ done:
     free(b.files);
     free(b.file_of_id);
     strtab_reset(&b.strings);
-    name_table_free(&b.names);
+    free(b.names.ids);
     phase_mark(&clock, "build.write");
     return rc;
 }
