@@ -545,11 +545,30 @@ const char *die_read(die_info *d, const die_sections *s, const die_unit *u, uint
     return die_read_tags(d, s, u, offset, ~0ull);
 }
 
+/* Every field of `d` cleared, field by field: memset of the whole struct compiled to
+ * `rep stos`, a quarter of the time of reading a DIE. */
+static void die_info_clear(die_info *d, uint64_t offset)
+{
+    d->offset = offset;
+    d->next = 0;
+    d->tag = 0;
+    d->children = d->has_low = d->has_high = d->high_is_size = d->has_ranges = false;
+    d->low = d->high = 0;
+    d->ranges_form = 0;
+    d->ranges = 0;
+    d->name = d->linkage = NULL;
+    d->has_origin = d->has_spec = false;
+    d->origin = d->spec = 0;
+    d->has_call_file = d->has_call_line = false;
+    d->call_file = d->call_line = 0;
+    d->has_sibling = false;
+    d->sibling = 0;
+}
+
 const char *die_read_tags(die_info *d, const die_sections *s, const die_unit *u, uint64_t offset,
                           uint64_t full_tags)
 {
-    memset(d, 0, sizeof *d);
-    d->offset = offset;
+    die_info_clear(d, offset);
     cursor c = at(&s->info, offset, u->end);
     uint64_t code = uleb(&c);
     if (c.bad)

@@ -60,7 +60,8 @@ typedef struct {
     const die_abbrev_table *abbrevs;
 } die_unit;
 
-/* What one DIE says, of the attributes symbolication reads. */
+/* What one DIE says, of the attributes symbolication reads. (die_read clears it field by
+ * field, in die_info_clear: a new field is cleared there too.) */
 typedef struct {
     uint64_t offset;       /* global .debug_info offset of the DIE */
     uint64_t next;         /* offset just past its attributes (children or sibling start) */
