@@ -16,6 +16,9 @@
 #include "harness.h"
 #include "macho/macho.h"
 #include "symcache/symcache.h"
+#include "symcache/symcache_build.h"
+#include "debuginfo/debuginfo.h"
+#include <string.h>
 
 static char tmp_root[256];
 
@@ -441,6 +444,84 @@ static void concurrent_lookups_agree(void)
     symcache_close(sc);
 }
 
+static int cmp_cstr(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Names that sort hard: thousands sharing a prefix longer than 1 KiB (the sort compares
+ * whole names past that depth), names that are prefixes of others, bytes above 0x7f, and
+ * the same name under two string ids (as two reader threads store it): every address must
+ * come back with its own name, whatever the thread count. */
+static void names_sort_and_fold(void)
+{
+    enum { N = 6000 };
+    macho_image img;
+    memset(&img, 0, sizeof img);
+    img.has_uuid = true;
+    memset(img.uuid, 0x5a, sizeof img.uuid);
+    img.cputype = 0x0100000c; /* arm64 */
+    img.has_text = true;
+    img.text_vmaddr = 0x100000;
+    img.text_vmsize = 16u * N + 0x1000;
+    debuginfo di;
+    memset(&di, 0, sizeof di);
+    strtab_init(&di.strings);
+    di.scopes = calloc(N, sizeof *di.scopes);
+    di.ranges = calloc(N, sizeof *di.ranges);
+    static char names[N][1400];
+    char longp[1200];
+    memset(longp, 'p', sizeof longp - 1);
+    longp[sizeof longp - 1] = '\0';
+    for (int i = 0; i < N; i++) {
+        switch (i % 4) {
+        case 0: snprintf(names[i], sizeof names[i], "%s%d", longp, (i * 7919) % N); break;
+        case 1: snprintf(names[i], sizeof names[i], "ns::f%.*s", i % 40 + 1, "abcdefghijklmnopqrstuvwxyzabcdefghijklmn"); break;
+        case 2: snprintf(names[i], sizeof names[i], "caf\xc3\xa9::g%d", i / 3); break;
+        default: snprintf(names[i], sizeof names[i], "%s", names[i - 3]); break; /* a duplicate */
+        }
+        uint32_t id = strtab_add(&di.strings, names[i], strlen(names[i])); /* no dedup */
+        uint64_t start = img.text_vmaddr + 16u * (uint64_t)i;
+        di.scopes[i] = (debuginfo_scope){id, DEBUGINFO_NONE, STRTAB_NONE, 0, 0, 0, start};
+        di.ranges[i] = (debuginfo_range){start, start + 16, (uint32_t)i, 0};
+    }
+    di.nscopes = N;
+    di.nranges = N;
+    buf one, two;
+    buf_init(&one);
+    buf_init(&two);
+    err_info err = {0};
+    CHECK_EQ_INT(symcache_build(&one, NULL, &img, &di, "Names", 1, &err), ERR_OK);
+    CHECK_EQ_INT(symcache_build(&two, NULL, &img, &di, "Names", 2, &err), ERR_OK);
+    CHECK(one.len == two.len && memcmp(one.data, two.data, one.len) == 0);
+    /* each distinct name stored once (symcache_format.h: nnames, u32 at offset 80): a sort
+     * that left equal names apart would store some twice */
+    static const char *sorted[N];
+    for (int i = 0; i < N; i++)
+        sorted[i] = names[i];
+    qsort(sorted, N, sizeof *sorted, cmp_cstr);
+    uint32_t distinct = 0;
+    for (int i = 0; i < N; i++)
+        distinct += i == 0 || strcmp(sorted[i - 1], sorted[i]) != 0;
+    CHECK(one.len > 84);
+    if (one.len > 84)
+        CHECK_EQ_INT(one.data[80] | one.data[81] << 8 | one.data[82] << 16 | (uint32_t)one.data[83] << 24, distinct);
+    symcache *sc = NULL;
+    CHECK_EQ_INT(symcache_open_bytes(&sc, one.data, one.len, &err), ERR_OK);
+    int wrong = 0;
+    for (int i = 0; sc != NULL && i < N; i++) {
+        symcache_frame f[4];
+        size_t nf = symcache_lookup(f, 4, sc, img.text_vmaddr + 16u * (uint64_t)i + 3);
+        if (nf != 1 || strcmp(f[0].function, names[i]) != 0)
+            wrong++;
+    }
+    CHECK_EQ_INT(wrong, 0);
+    symcache_close(sc);
+    buf_reset(&one);
+    buf_reset(&two);
+    debuginfo_reset(&di);
+}
+
 int main(void)
 {
     snprintf(tmp_root, sizeof tmp_root, "/tmp/stacksift-test-symcache.XXXXXX");
@@ -454,6 +535,7 @@ int main(void)
     RUN(bad_inputs_are_errors);
     RUN(corrupt_symcaches_are_rejected);
     RUN(concurrent_lookups_agree);
+    RUN(names_sort_and_fold);
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);
     if (system(cmd) != 0)

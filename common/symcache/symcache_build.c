@@ -409,6 +409,8 @@ static void put_bits(uint8_t *p, uint64_t at, uint64_t v, unsigned width)
 typedef struct {
     const char *s;
     uint32_t id;
+    uint32_t len;   /* strlen(s) (names are shorter than 4 GiB: strtab offsets are 32-bit) */
+    uint64_t key;   /* 8 bytes of s from the depth being sorted, big-endian */
 } name_ref;
 
 static int cmp_name_ref(const void *pa, const void *pb)
@@ -416,6 +418,73 @@ static int cmp_name_ref(const void *pa, const void *pb)
     const name_ref *x = pa, *y = pb;
     int c = strcmp(x->s, y->s);
     return c ? c : (x->id > y->id) - (x->id < y->id);
+}
+
+static int cmp_key_id(const void *pa, const void *pb)
+{
+    const name_ref *x = pa, *y = pb;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+/* Bytes depth .. depth+7 of r's name as a big-endian number (so that numeric order is
+ * strcmp's byte order), zero past the end (a name holds no NUL). */
+static uint64_t name_key(const name_ref *r, size_t depth)
+{
+    uint64_t k = 0;
+    if (depth + 8 <= r->len) {
+        memcpy(&k, r->s + depth, 8);
+        return __builtin_bswap64(k);
+    }
+    for (size_t i = depth; i < depth + 8; i++)
+        k = k << 8 | (i < r->len ? (uint8_t)r->s[i] : 0);
+    return k;
+}
+
+DEFINE_RADIX_SORT(sort_refs_by_key, name_ref, key)
+
+/* Sort v[0..n), given in id order, by (name, id): most significant 8 bytes first. A group of
+ * names equal so far is ordered by its next 8 bytes as numbers (radix sort, stable, so equal
+ * keys stay in id order), and only groups still equal and not yet ended go on. Far fewer
+ * string reads than comparing whole names that share long prefixes (C++ namespaces); groups
+ * still tied after 1 KiB fall back to comparing whole names. */
+static void sort_names_msd(name_ref *v, size_t n)
+{
+    typedef struct {
+        size_t lo, hi, depth;
+    } group;
+    size_t cap = 64, top = 0;
+    group *stack = xmalloc(cap * sizeof *stack);
+    stack[top++] = (group){0, n, 0};
+    while (top > 0) {
+        group g = stack[--top];
+        size_t m = g.hi - g.lo;
+        if (m < 2)
+            continue;
+        if (g.depth >= 1024) {
+            qsort(v + g.lo, m, sizeof *v, cmp_name_ref);
+            continue;
+        }
+        for (size_t i = g.lo; i < g.hi; i++)
+            v[i].key = name_key(&v[i], g.depth);
+        if (m >= 1024)
+            sort_refs_by_key(v + g.lo, m);
+        else
+            qsort(v + g.lo, m, sizeof *v, cmp_key_id);
+        for (size_t i = g.lo, j; i < g.hi; i = j) {
+            for (j = i + 1; j < g.hi && v[j].key == v[i].key; j++)
+                ;
+            if (j - i > 1 && (v[i].key & 0xff) != 0) { /* tied and not ended: next 8 bytes */
+                if (top == cap) {
+                    cap *= 2;
+                    stack = xreallocarray(stack, cap, sizeof *stack);
+                }
+                stack[top++] = (group){i, j, g.depth + 8};
+            }
+        }
+    }
+    free(stack);
 }
 
 typedef struct {
@@ -426,22 +495,22 @@ typedef struct {
 static void *sort_names_thread(void *arg)
 {
     sort_job *j = arg;
-    qsort(j->v, j->n, sizeof *j->v, cmp_name_ref);
+    sort_names_msd(j->v, j->n);
     return NULL;
 }
 
-/* Sort v[0..n) by (name, id): with two threads or more, each half on its own thread, then
- * one merge. The order is total (ids are unique), so the result is the same either way. */
+/* Sort v[0..n) (in id order) by (name, id): with two threads or more, each half on its own
+ * thread, then one merge. The order is total (ids are unique), so the result is the same either way. */
 static void sort_names(name_ref *v, size_t n, unsigned threads)
 {
     size_t half = n / 2;
     sort_job job = {v + half, n - half};
     pthread_t tid;
     if (threads < 2 || n < 4096 || pthread_create(&tid, NULL, sort_names_thread, &job) != 0) {
-        qsort(v, n, sizeof *v, cmp_name_ref);
+        sort_names_msd(v, n);
         return;
     }
-    qsort(v, half, sizeof *v, cmp_name_ref);
+    sort_names_msd(v, half);
     pthread_join(tid, NULL);
     name_ref *merged = xmalloc(n * sizeof *merged);
     size_t i = 0, j = half, k = 0;
@@ -505,7 +574,8 @@ static err_code write_names(buf *index, buf *data, uint32_t **rank_out, size_t *
     buf_init(&plain);
     for (size_t i = 0; i < n; i++) {
         size_t len;
-        v[i] = (name_ref){name_str(names, (uint32_t)i, &len), (uint32_t)i};
+        const char *str = name_str(names, (uint32_t)i, &len);
+        v[i] = (name_ref){str, (uint32_t)i, (uint32_t)len, 0};
     }
     sort_names(v, n, threads);
     buf_reserve(&plain, names->bytes);
