@@ -34,7 +34,9 @@ typedef struct {
                              frames of a chain; 0 if `cap` cut the chain before it) */
     const char *mangled;  /* raw name: DW_AT_linkage_name (`_ZN...`, `$s...`), the symbol-table
                              name without Mach-O's leading underscore, or DW_AT_name when there
-                             is no linkage name (then equal to `function`); NULL with "??" */
+                             is no linkage name; the same pointer as `function` when the
+                             name does not demangle (compare pointers to tell); NULL with
+                             "??" */
 } symcache_frame;
 
 #define SYMCACHE_MAX_FRAMES 64 /* inline depth we return at most; deeper chains are cut */

@@ -274,10 +274,12 @@ static const char *shown_name(const lookup_ctx *c, const symcache_frame *f)
     return c->mangled && f->mangled != NULL ? f->mangled : f->function;
 }
 
-/* True when frame f has a raw name other than its display name. */
+/* True when frame f has a raw name other than its display name. The symcache returns the raw
+ * name itself as the display name when it does not demangle, and a demangled name never reads
+ * like its mangling (`_Z...`, `$s...`), so comparing the pointers is enough. */
 static bool has_raw(const symcache_frame *f)
 {
-    return f->mangled != NULL && f->mangled != f->function && strcmp(f->mangled, f->function) != 0;
+    return f->mangled != NULL && f->mangled != f->function;
 }
 
 static void emit_plain(lookup_ctx *c, const symcache_frame *f, uint64_t file_addr, const symcache_frame *loc)
