@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <zstd.h>
 
 #include "base/bytes.h"
@@ -16,6 +17,7 @@
 #include "symcache/symcache_format.h"
 
 #define SYMC_NAME_BLOCK_MAX (4u << 20) /* a name block larger than this is corrupt */
+#define SYMC_DCTX 4                     /* zstd contexts a symcache keeps */
 
 /* One name of a decompressed block: the raw name and, once a lookup asked for it, its
  * display form (one cache line holds both for four names). */
@@ -27,18 +29,23 @@ typedef struct {
                                        thread that loses leaves its copy unused. */
 } name_entry;
 
-/* A chunk of the display arena: demangled names are copied here (bump allocation, any thread)
- * rather than kept as one malloc'd string each, so closing a symcache frees a few chunks
- * instead of every name a lookup ever showed (126k names on the benchmark: 7% of a CLI batch
- * was spent in free at close). */
-typedef struct display_chunk {
-    struct display_chunk *next;
-    size_t cap;
+/* A chunk of a symcache's lookup memory: what lookups derive and keep until symcache_close
+ * (decompressed name blocks, demangled names) is bump-allocated from chunks by any thread,
+ * lock-free, and freed chunk by chunk at close. One malloc'd string per demangled name cost 7%
+ * of a 100,000-address CLI batch in free() at close, and a 4 KiB page fault per 4 KiB of names
+ * as much again: chunks grow from 64 KiB to 2 MiB, and 2 MiB chunks are aligned so that the
+ * kernel can back them with one transparent huge page each (advice only). */
+typedef struct mem_chunk {
+    struct mem_chunk *next;
+    size_t cap;     /* bytes at data */
+    size_t map_len; /* bytes mapped (0: malloc'd) */
     _Atomic size_t used;
-    char text[];
-} display_chunk;
+    _Alignas(16) unsigned char data[];
+} mem_chunk;
 
-#define DISPLAY_CHUNK_BYTES ((size_t)1 << 20)
+#define MEM_CHUNK_FIRST ((size_t)64 << 10)
+#define MEM_HUGE ((size_t)2 << 20)
+
 
 /* One decompressed block of raw names, kept until symcache_close. */
 typedef struct {
@@ -46,6 +53,9 @@ typedef struct {
     name_entry name[SYMC_NAMES_PER_BLOCK]; /* the names in id order */
     char text[];                           /* the raw names, NUL-terminated */
 } name_block;
+
+/* A name block whose bytes are corrupt: published in its memo slot so that it is tried once. */
+static name_block corrupt_block;
 
 /* Where decoding can resume inside a block: a record's decoded state and where the next
  * record's bytes begin. */
@@ -91,9 +101,11 @@ struct symcache {
      * compare-and-swap (a thread that loses frees its copy); the zstd context is shared under
      * the mutex, which only a first use takes. */
     _Atomic(name_block *) *name_memo; /* nname_blocks entries, NULL = not yet */
-    _Atomic(display_chunk *) display; /* newest chunk of the display arena, NULL = none yet */
-    pthread_mutex_t zstd_mu;
-    ZSTD_DCtx *dctx;
+    _Atomic(mem_chunk *) mem; /* newest chunk of the lookup memory, NULL = none yet */
+    /* zstd contexts, each under its mutex: a first use takes a free one (threads that
+     * decompress at the same time do not wait for each other) */
+    pthread_mutex_t zstd_mu[SYMC_DCTX];
+    ZSTD_DCtx *dctx[SYMC_DCTX];
 };
 
 static inline __attribute__((always_inline)) uint32_t rd32(const uint8_t *p)
@@ -196,7 +208,75 @@ static inline __attribute__((always_inline)) symc_scope scope_at(const symcache 
     return s;
 }
 
-/* Decompress name block `k` and check it holds exactly its names; NULL if it does not. */
+/* A chunk of at least `need` bytes after `prev` (NULL: the first). */
+static mem_chunk *mem_chunk_new(const mem_chunk *prev, size_t need)
+{
+    size_t want = prev == NULL ? MEM_CHUNK_FIRST : prev->cap * 2;
+    if (want > MEM_HUGE - sizeof(mem_chunk))
+        want = MEM_HUGE - sizeof(mem_chunk);
+    if (want < need)
+        want = need;
+    size_t total = sizeof(mem_chunk) + want;
+    mem_chunk *c = NULL;
+    size_t map_len = 0;
+    if (total >= MEM_HUGE) {
+        /* whole 2 MiB pages at a 2 MiB boundary: map one page more and trim both ends */
+        map_len = (total + MEM_HUGE - 1) & ~(MEM_HUGE - 1);
+        unsigned char *p = mmap(NULL, map_len + MEM_HUGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p != MAP_FAILED) {
+            size_t lead = (MEM_HUGE - (uintptr_t)p % MEM_HUGE) % MEM_HUGE;
+            if (lead > 0)
+                munmap(p, lead);
+            munmap(p + lead + map_len, MEM_HUGE - lead);
+            c = (mem_chunk *)(p + lead);
+#ifdef MADV_HUGEPAGE
+            madvise(c, map_len, MADV_HUGEPAGE);
+#endif
+            want = map_len - sizeof(mem_chunk);
+        } else {
+            map_len = 0;
+        }
+    }
+    if (c == NULL)
+        c = xmalloc(total);
+    c->cap = want;
+    c->map_len = map_len;
+    return c;
+}
+
+/* `n` bytes (16-aligned) of sc's lookup memory, kept until symcache_close; any thread. */
+static void *mem_alloc(symcache *sc, size_t n)
+{
+    n = (n + 15) & ~(size_t)15;
+    mem_chunk *c = atomic_load_explicit(&sc->mem, memory_order_acquire);
+    if (c != NULL) {
+        size_t at = atomic_fetch_add_explicit(&c->used, n, memory_order_relaxed);
+        if (at + n <= c->cap)
+            return c->data + at;
+    }
+    mem_chunk *fresh = mem_chunk_new(c, n);
+    atomic_init(&fresh->used, n);
+    fresh->next = c;
+    /* on failure c is a chunk another thread pushed: link behind it and try again (the rest of
+     * a full chunk stays unused) */
+    while (!atomic_compare_exchange_weak_explicit(&sc->mem, &c, fresh, memory_order_acq_rel, memory_order_acquire))
+        fresh->next = c;
+    return fresh->data;
+}
+
+static void mem_free_all(symcache *sc)
+{
+    for (mem_chunk *c = atomic_load_explicit(&sc->mem, memory_order_relaxed), *next; c != NULL; c = next) {
+        next = c->next;
+        if (c->map_len > 0)
+            munmap(c, c->map_len);
+        else
+            free(c);
+    }
+}
+
+/* Decompress name block `k` into sc's lookup memory and check it holds exactly its names;
+ * NULL if it does not. */
 static name_block *decompress_names(symcache *sc, uint32_t k)
 {
     uint32_t off = rd32(sc->name_index + (size_t)k * 4), end = rd32(sc->name_index + (size_t)(k + 1) * 4);
@@ -205,40 +285,38 @@ static name_block *decompress_names(symcache *sc, uint32_t k)
     if (size == ZSTD_CONTENTSIZE_UNKNOWN || size == ZSTD_CONTENTSIZE_ERROR || size == 0 ||
         size > SYMC_NAME_BLOCK_MAX)
         return NULL;
-    name_block *nb = xmalloc(sizeof *nb + (size_t)size);
+    name_block *nb = mem_alloc(sc, sizeof *nb + (size_t)size);
     for (uint32_t i = 0; i < SYMC_NAMES_PER_BLOCK; i++)
         atomic_init(&nb->name[i].display, NULL);
-    size_t got;
-    pthread_mutex_lock(&sc->zstd_mu);
-    if (sc->dctx == NULL)
-        sc->dctx = ZSTD_createDCtx();
-    got = sc->dctx == NULL ? (size_t)-1
-                           : ZSTD_decompressDCtx(sc->dctx, nb->text, (size_t)size, sc->names + off, end - off);
-    pthread_mutex_unlock(&sc->zstd_mu);
-    if (ZSTD_isError(got) || got != size || nb->text[size - 1] != '\0') {
-        free(nb);
+    size_t got = (size_t)-1;
+    int x = 0;
+    while (x < SYMC_DCTX && pthread_mutex_trylock(&sc->zstd_mu[x]) != 0)
+        x++;
+    if (x == SYMC_DCTX) /* all busy: wait for the first */
+        pthread_mutex_lock(&sc->zstd_mu[x = 0]);
+    if (sc->dctx[x] == NULL)
+        sc->dctx[x] = ZSTD_createDCtx();
+    if (sc->dctx[x] != NULL)
+        got = ZSTD_decompressDCtx(sc->dctx[x], nb->text, (size_t)size, sc->names + off, end - off);
+    pthread_mutex_unlock(&sc->zstd_mu[x]);
+    if (ZSTD_isError(got) || got != size || nb->text[size - 1] != '\0')
         return NULL;
-    }
     /* exactly `count` NUL-terminated names */
     uint32_t n = 0;
     for (size_t at = 0; at < size; n++) {
-        if (n == count) {
-            free(nb);
+        if (n == count)
             return NULL;
-        }
         nb->name[n].raw = nb->text + at;
         at += strlen(nb->text + at) + 1;
     }
-    if (n != count) {
-        free(nb);
+    if (n != count)
         return NULL;
-    }
     nb->count = count;
     return nb;
 }
 
 /* The block holding name `id` (< nnames, checked at open), decompressed on first use; NULL
- * if it is corrupt. Kept until symcache_close. */
+ * if it is corrupt (tried once: the memo then holds corrupt_block). Kept until symcache_close. */
 static name_block *name_block_at(const symcache *csc, uint32_t id)
 {
     symcache *sc = (symcache *)csc; /* the memo is the only state a lookup writes */
@@ -247,45 +325,13 @@ static name_block *name_block_at(const symcache *csc, uint32_t id)
     if (nb == NULL) {
         name_block *fresh = decompress_names(sc, k);
         if (fresh == NULL)
-            return NULL;
+            fresh = &corrupt_block;
+        /* a thread that loses uses the winner's block; its copy stays unused in the memory */
         if (atomic_compare_exchange_strong_explicit(&sc->name_memo[k], &nb, fresh, memory_order_acq_rel,
                                                     memory_order_acquire))
             nb = fresh;
-        else
-            free(fresh); /* another thread published the same block first */
     }
-    return nb;
-}
-
-/* The display form of raw name `i` of block `nb`: demangled (common/demangle, the simplified
- * Swift form, C++ as llvm-symbolizer prints it) the first time, then the memo's copy. */
-/* A copy of the n bytes at s (and a NUL) in sc's display arena; lock-free: a thread bumps
- * the newest chunk's count, or when it is full pushes a fresh chunk with a compare-and-swap. */
-static const char *display_copy(symcache *sc, const char *s, size_t n)
-{
-    display_chunk *c = atomic_load_explicit(&sc->display, memory_order_acquire);
-    for (;;) {
-        if (c != NULL) {
-            size_t at = atomic_fetch_add_explicit(&c->used, n + 1, memory_order_relaxed);
-            if (at + n + 1 <= c->cap) {
-                memcpy(c->text + at, s, n);
-                c->text[at + n] = '\0';
-                return c->text + at;
-            }
-        }
-        size_t cap = n + 1 > DISPLAY_CHUNK_BYTES ? n + 1 : DISPLAY_CHUNK_BYTES;
-        display_chunk *fresh = xmalloc(sizeof *fresh + cap);
-        fresh->next = c;
-        fresh->cap = cap;
-        atomic_init(&fresh->used, n + 1);
-        memcpy(fresh->text, s, n);
-        fresh->text[n] = '\0';
-        /* on failure c is the chunk another thread pushed: link behind it and try again */
-        while (!atomic_compare_exchange_weak_explicit(&sc->display, &c, fresh, memory_order_acq_rel,
-                                                      memory_order_acquire))
-            fresh->next = c;
-        return fresh->text;
-    }
+    return nb == &corrupt_block ? NULL : nb;
 }
 
 /* The display form of raw name `i` of block `nb`: demangled (common/demangle, the simplified
@@ -297,12 +343,18 @@ static const char *display_at(symcache *sc, name_block *nb, uint32_t i)
         return shown;
     const char *raw = nb->name[i].raw;
     char *demangled = demangle_name(raw, DEMANGLE_SIMPLIFIED);
-    const char *fresh = demangled != NULL ? display_copy(sc, demangled, strlen(demangled)) : raw;
-    free(demangled); /* now, while it is hot: the arena holds the copy */
+    const char *fresh = raw;
+    if (demangled != NULL) {
+        size_t len = strlen(demangled);
+        char *copy = mem_alloc(sc, len + 1);
+        memcpy(copy, demangled, len + 1);
+        fresh = copy;
+        free(demangled); /* now, while it is hot: the lookup memory holds the copy */
+    }
     if (atomic_compare_exchange_strong_explicit(&nb->name[i].display, &shown, fresh, memory_order_acq_rel,
                                                 memory_order_acquire))
         return fresh;
-    return shown; /* another thread published it first; our copy stays unused in the arena */
+    return shown; /* another thread published it first; our copy stays unused */
 }
 
 /* The page table over the resume points (ascending, checked): granules of 2^page_shift bytes,
@@ -440,10 +492,18 @@ static err_code check(symcache *sc, err_info *err)
     return ERR_OK;
 }
 
-err_code symcache_open_bytes(symcache **out, const uint8_t *data, size_t len, err_info *err)
+/* A zeroed symcache with its mutexes initialized. */
+static symcache *symcache_new(void)
 {
     symcache *sc = xcalloc(1, sizeof *sc);
-    pthread_mutex_init(&sc->zstd_mu, NULL);
+    for (int x = 0; x < SYMC_DCTX; x++)
+        pthread_mutex_init(&sc->zstd_mu[x], NULL);
+    return sc;
+}
+
+err_code symcache_open_bytes(symcache **out, const uint8_t *data, size_t len, err_info *err)
+{
+    symcache *sc = symcache_new();
     *out = NULL;
     sc->data = data;
     sc->len = len;
@@ -458,8 +518,7 @@ err_code symcache_open_bytes(symcache **out, const uint8_t *data, size_t len, er
 
 err_code symcache_open(symcache **out, const char *path, err_info *err)
 {
-    symcache *sc = xcalloc(1, sizeof *sc);
-    pthread_mutex_init(&sc->zstd_mu, NULL);
+    symcache *sc = symcache_new();
     err_code rc;
     *out = NULL;
     rc = bytes_map_file(&sc->map, path, err);
@@ -483,19 +542,14 @@ void symcache_close(symcache *sc)
 {
     if (sc == NULL)
         return;
-    for (uint32_t k = 0; sc->name_memo != NULL && k < sc->nname_blocks; k++) {
-        name_block *nb = atomic_load_explicit(&sc->name_memo[k], memory_order_relaxed);
-        free(nb);
-    }
-    for (display_chunk *c = atomic_load_explicit(&sc->display, memory_order_relaxed), *next; c != NULL; c = next) {
-        next = c->next;
-        free(c);
-    }
+    mem_free_all(sc); /* name blocks and display names */
     free(sc->name_memo);
     free(sc->resume);
     free(sc->page);
-    ZSTD_freeDCtx(sc->dctx);
-    pthread_mutex_destroy(&sc->zstd_mu);
+    for (int x = 0; x < SYMC_DCTX; x++) {
+        ZSTD_freeDCtx(sc->dctx[x]);
+        pthread_mutex_destroy(&sc->zstd_mu[x]);
+    }
     bytes_unmap(&sc->map);
     free(sc);
 }
