@@ -181,6 +181,7 @@ static const die_unit *unit_get(worker *w, size_t i)
                         w->my_units[k].abbrevs = &w->tables[m];
     }
     u->abbrevs = t;
+    die_abbrev_table_size(&w->tables[t - w->tables], u);
     const char *msg = die_unit_bases(u, w->secs);
     if (msg != NULL) {
         die_fail(w, u->offset, msg);

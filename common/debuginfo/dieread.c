@@ -6,6 +6,7 @@
 #include "debuginfo/dieread_internal.h"
 
 #include <dwarf.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -221,10 +222,88 @@ const char *die_abbrev_table_load(die_abbrev_table *t, const die_sections *s, ui
             }
             t->specs[t->nspecs++] = (die_attr_spec){(uint16_t)(name > 0xffff ? 0xffff : name),
                                                     (uint16_t)(form > 0xffff ? 0xffff : form), implicit};
+            if (name == DW_AT_sibling)
+                a->has_sibling = true;
         }
         a->count = t->nspecs - a->first;
+        a->fixed_size = -1;
     }
     return NULL;
+}
+
+uint32_t die_unit_size_key(const die_unit *u)
+{
+    return 1u << 24 | (uint32_t)(u->version <= 2) << 16 | (uint32_t)u->offset_size << 8 | u->addr_size;
+}
+
+/* Bytes a value of `form` takes in units like `u`, or -1 when the value says (strings,
+ * blocks, LEB128 numbers, indirect forms) or the form is unknown. */
+static int form_size(const die_unit *u, uint16_t form)
+{
+    switch (form) {
+    case DW_FORM_flag_present:
+    case DW_FORM_implicit_const:
+        return 0;
+    case DW_FORM_data1:
+    case DW_FORM_ref1:
+    case DW_FORM_flag:
+    case DW_FORM_strx1:
+    case DW_FORM_addrx1:
+        return 1;
+    case DW_FORM_data2:
+    case DW_FORM_ref2:
+    case DW_FORM_strx2:
+    case DW_FORM_addrx2:
+        return 2;
+    case DW_FORM_strx3:
+    case DW_FORM_addrx3:
+        return 3;
+    case DW_FORM_data4:
+    case DW_FORM_ref4:
+    case DW_FORM_strx4:
+    case DW_FORM_addrx4:
+    case DW_FORM_ref_sup4:
+        return 4;
+    case DW_FORM_data8:
+    case DW_FORM_ref8:
+    case DW_FORM_ref_sig8:
+    case DW_FORM_ref_sup8:
+        return 8;
+    case DW_FORM_data16:
+        return 16;
+    case DW_FORM_addr:
+        return u->addr_size;
+    case DW_FORM_strp:
+    case DW_FORM_sec_offset:
+    case DW_FORM_line_strp:
+    case DW_FORM_strp_sup:
+    case DW_FORM_GNU_ref_alt:
+    case DW_FORM_GNU_strp_alt:
+        return u->offset_size;
+    case DW_FORM_ref_addr:
+        return u->version <= 2 ? u->addr_size : u->offset_size;
+    default:
+        return -1;
+    }
+}
+
+void die_abbrev_table_size(die_abbrev_table *t, const die_unit *u)
+{
+    uint32_t key = die_unit_size_key(u);
+    if (t->sized_for == key)
+        return;
+    for (uint32_t code = 0; code < t->ncodes; code++) {
+        die_abbrev *a = &t->by_code[code];
+        if (a->tag == 0)
+            continue;
+        int64_t size = 0;
+        for (uint32_t i = 0; i < a->count && size >= 0; i++) {
+            int n = form_size(u, t->specs[a->first + i].form);
+            size = n < 0 ? -1 : size + n;
+        }
+        a->fixed_size = size >= 0 && size <= INT32_MAX ? (int32_t)size : -1;
+    }
+    t->sized_for = key;
 }
 
 void die_abbrev_table_free(die_abbrev_table *t)
@@ -585,7 +664,15 @@ const char *die_read_tags(die_info *d, const die_sections *s, const die_unit *u,
     const die_attr_spec *spec = u->abbrevs->specs + a->first;
     value v;
     if (!(full_tags == ~0ull || (a->tag < 64 && (full_tags >> a->tag & 1)))) {
-        /* a DIE the caller only steps over: its sibling link, every other value skipped */
+        /* a DIE the caller only steps over: its sibling link, every other value skipped;
+         * all at once when every value has a fixed size */
+        if (a->fixed_size >= 0 && !a->has_sibling && u->abbrevs->sized_for == die_unit_size_key(u)) {
+            skip(&c, (uint64_t)a->fixed_size);
+            if (c.bad)
+                return "DIE attribute runs past the end of its unit";
+            d->next = (uint64_t)(c.p - s->info.data);
+            return NULL;
+        }
         for (uint32_t i = 0; i < a->count; i++) {
             if (spec[i].name == DW_AT_sibling) {
                 read_value(&c, u, spec[i].form, spec[i].implicit, &v);
@@ -657,6 +744,7 @@ const char *die_skip_children(uint64_t *out, const die_sections *s, const die_un
 {
     cursor c = at(&s->info, offset, u->end);
     unsigned depth = 1;
+    bool sized = u->abbrevs->sized_for == die_unit_size_key(u);
     while (!c.bad) {
         uint64_t code = uleb(&c);
         if (c.bad)
@@ -672,8 +760,11 @@ const char *die_skip_children(uint64_t *out, const die_sections *s, const die_un
             return "DIE uses an undefined abbreviation code";
         const die_abbrev *a = &u->abbrevs->by_code[code];
         const die_attr_spec *spec = u->abbrevs->specs + a->first;
-        for (uint32_t i = 0; i < a->count && !c.bad; i++)
-            skip_value(&c, u, spec[i].form);
+        if (a->fixed_size >= 0 && sized)
+            skip(&c, (uint64_t)a->fixed_size);
+        else
+            for (uint32_t i = 0; i < a->count && !c.bad; i++)
+                skip_value(&c, u, spec[i].form);
         if (a->children && ++depth > 4096)
             return "DIE tree is nested too deeply";
     }

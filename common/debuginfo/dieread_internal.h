@@ -31,7 +31,10 @@ typedef struct {
 typedef struct {
     uint16_t tag;
     bool children;
+    bool has_sibling;      /* one of its attributes is DW_AT_sibling */
     uint32_t first, count; /* specs[first .. first+count) */
+    int32_t fixed_size;    /* bytes of all its values when every form has a fixed size for
+                              the table's sized_for units, else -1 (die_abbrev_table_size) */
 } die_abbrev;
 
 /* One abbreviation table (one .debug_abbrev offset), indexed by code. */
@@ -41,6 +44,7 @@ typedef struct {
     uint32_t ncodes;        /* codes 0 .. ncodes-1 */
     die_attr_spec *specs;
     uint32_t nspecs;
+    uint32_t sized_for;     /* die_unit_size_key of the units fixed_size holds for; 0 = none */
 } die_abbrev_table;
 
 /* A unit header and what its unit DIE says about bases. */
@@ -87,6 +91,15 @@ const char *die_units_scan(die_unit **out, size_t *n, const die_sections *s);
 /* die_abbrev_table_load - parse the table at `offset`; NULL or a static error message. */
 const char *die_abbrev_table_load(die_abbrev_table *t, const die_sections *s, uint64_t offset);
 void die_abbrev_table_free(die_abbrev_table *t);
+
+/* die_unit_size_key - what the sizes of a unit's forms depend on (address and offset size,
+ * DWARF 2's DW_FORM_ref_addr), as one nonzero number. */
+uint32_t die_unit_size_key(const die_unit *u);
+
+/* die_abbrev_table_size - compute each abbreviation's fixed_size for units like `u`, so that
+ * a DIE the walk steps over is skipped in one step (values are only skipped by form for
+ * tables sized for another kind of unit). */
+void die_abbrev_table_size(die_abbrev_table *t, const die_unit *u);
 
 /* die_unit_bases - read the unit DIE for DW_AT_str_offsets_base, addr_base, rnglists_base
  * low_pc and comp_dir; u->abbrevs must be set. NULL or a static error message. */
