@@ -679,12 +679,35 @@ static uint32_t rebase(uint32_t base, uint32_t id)
     return id == STRTAB_NONE ? STRTAB_NONE : base + id;
 }
 
+typedef struct {
+    debuginfo *d;
+    worker *w;
+    uint32_t sbase, base; /* w's string 0 and scope 0 in d */
+} merge_job;
+
+/* Append w's strings, then its scopes (rebased) after d's first `base` scopes. */
+static void *merge_strings_scopes(void *arg)
+{
+    merge_job *j = arg;
+    strtab_append(&j->d->strings, &j->w->strings);
+    debuginfo_scope *out = j->d->scopes + j->base;
+    for (size_t i = 0; i < j->w->nscopes; i++) {
+        debuginfo_scope s = j->w->scopes[i];
+        s.name = rebase(j->sbase, s.name);
+        s.call_file = rebase(j->sbase, s.call_file);
+        if (s.parent != DEBUGINFO_NONE)
+            s.parent += j->base;
+        out[i] = s;
+    }
+    return NULL;
+}
+
 /* Append worker `w`'s tables to `d`, which has room for `room` more scopes, ranges and rows
- * (the totals of all workers). The first worker's tables become `d`'s (grown in place, not
- * copied: they are the biggest allocations of the load). Strings are appended wholesale, not
- * re-interned: a name two workers both met is then stored twice here, and the symcache
- * builder, which interns only what it writes, stores it once. */
-static void merge_worker(debuginfo *d, worker *w, const size_t room[3])
+ * (the totals of all workers), on two threads if `parallel`. The first worker's tables
+ * become `d`'s (grown in place, not copied: they are the biggest allocations of the load).
+ * Strings are appended wholesale, not re-interned: a name two workers both met is then
+ * stored twice here, and the symcache builder, which writes each name once, stores it once. */
+static void merge_worker(debuginfo *d, worker *w, const size_t room[3], bool parallel)
 {
     if (d->nscopes == 0 && d->nranges == 0 && d->nrows == 0 && d->strings.count == 0) {
         strtab_reset(&d->strings);
@@ -705,16 +728,14 @@ static void merge_worker(debuginfo *d, worker *w, const size_t room[3])
         d->compile_units += w->cus;
         return;
     }
-    uint32_t sbase = strtab_append(&d->strings, &w->strings);
-    uint32_t base = d->nscopes;
-    for (size_t i = 0; i < w->nscopes; i++) {
-        debuginfo_scope s = w->scopes[i];
-        s.name = rebase(sbase, s.name);
-        s.call_file = rebase(sbase, s.call_file);
-        if (s.parent != DEBUGINFO_NONE)
-            s.parent += base;
-        d->scopes[d->nscopes++] = s;
-    }
+    /* strings and scopes on a second thread, ranges and rows here: disjoint memory. The
+     * strings' base is known before they are appended (a table that fills up fails the load) */
+    merge_job job = {d, w, (uint32_t)d->strings.count, d->nscopes};
+    pthread_t tid;
+    bool threaded = parallel && pthread_create(&tid, NULL, merge_strings_scopes, &job) == 0;
+    if (!threaded)
+        merge_strings_scopes(&job);
+    uint32_t sbase = job.sbase, base = job.base;
     /* both sorted: merged from the back, in place (rebasing keeps w's order) */
     size_t i = d->nranges, j = w->nranges, k = d->nranges + w->nranges;
     while (j > 0) {
@@ -733,6 +754,9 @@ static void merge_worker(debuginfo *d, worker *w, const size_t room[3])
         r.file = rebase(sbase, r.file);
         d->rows[d->nrows++] = r;
     }
+    if (threaded)
+        pthread_join(tid, NULL);
+    d->nscopes += (uint32_t)w->nscopes;
     d->compile_units += w->cus;
 }
 
@@ -818,7 +842,7 @@ err_code debuginfo_load(debuginfo *out, const macho_image *img, unsigned threads
             if (rc == ERR_OK && ws[i].strings.full)
                 rc = err_set(err, ERR_TOO_LARGE, "debug info names of one thread over 4 GiB");
             if (rc == ERR_OK)
-                merge_worker(out, &ws[i], room);
+                merge_worker(out, &ws[i], room, threads > 1);
             if (rc == ERR_OK && out->strings.full)
                 rc = err_set(err, ERR_TOO_LARGE, "debug info names over 4 GiB");
             worker_reset(&ws[i]);
