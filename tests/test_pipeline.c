@@ -910,6 +910,47 @@ static void report_has_symbolicated_model_and_text(void)
     free(url);
 }
 
+/* A stack served from the stack cache gives the same symbols as when it was first symbolicated,
+ * linkage names ("mangled") included: the cache keeps its own copy of every string of a symbol
+ * (the report's arena that held the original is gone by the next hit). A report with a C++
+ * frame is posted again four times, each processed alone (with the original, five over two
+ * nodes' workers: some node symbolicates that stack a third time). Under ASan a dangling
+ * name is a use-after-free. */
+static void cached_stacks_keep_linkage_names(void)
+{
+    /* a report with a C++ frame: its symbol has a linkage name */
+    const gen_report *g = NULL;
+    for (size_t i = 0; i < nreports && !g; i++) {
+        char *sql = xsprintf("SELECT count(*) FROM reports WHERE id = '%s' AND "
+                             "symbolicated ~ '\"mangled\":\"_Z'", reports[i].id);
+        if (reports[i].status == 202 && sql_int(sql) == 1)
+            g = &reports[i];
+        free(sql);
+    }
+    CHECK(g != NULL);
+    if (!g)
+        return;
+    char ids[4][40];
+    for (int i = 0; i < 4; i++) {
+        http_resp r = http_at(port, "POST", "/api/v1/reports",
+                              g->ips ? "application/json" : "text/plain", g->body, g->len);
+        CHECK_EQ_INT(r.status, 202);
+        const char *id = r.json ? json_string_value(json_object_get(r.json, "id")) : NULL;
+        snprintf(ids[i], sizeof ids[i], "%s", id ? id : "00000000-0000-0000-0000-000000000000");
+        resp_free(&r);
+        CHECK(drain(60));   /* one batch each: a hit's source arena is freed by then */
+    }
+    for (int i = 0; i < 4; i++) {
+        char *sql = xsprintf(
+            "SELECT count(*) FROM reports a, reports b WHERE a.id = '%s' AND b.id = '%s' AND "
+            "jsonb_path_query_array(a.symbolicated::jsonb, '$.threads[*].frames[*].symbols') = "
+            "jsonb_path_query_array(b.symbolicated::jsonb, '$.threads[*].frames[*].symbols')",
+            g->id, ids[i]);
+        CHECK_EQ_INT(sql_int(sql), 1);
+        free(sql);
+    }
+}
+
 /* Migration 0007: a processed report's symbolicated model is stored lz4-compressed (it was
  * three quarters of a report's WAL uncompressed, and every durable intake commit waits for
  * the WAL before it to reach the disk), and a day's partition made from now on keeps lz4 for
@@ -1929,6 +1970,7 @@ int main(void)
     RUN(cache_budget_evicts_least_recently_used);
     RUN(legacy_symcache_file_is_backfilled);
     RUN(retention_drops_partitions_keeps_aggregates);
+    RUN(cached_stacks_keep_linkage_names);
     RUN(server_stops_cleanly);
     fprintf(stderr, "test_pipeline: %zu generated reports, %.1f s\n", nreports, now_s() - t0);
     if (server_pid > 0) {

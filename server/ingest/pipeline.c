@@ -440,6 +440,7 @@ static bool stack_from_cache(pipeline *p, const uint8_t key[32], crashreport_fra
                 syms[k] = *src;
                 syms[k].function = copy_str(a, src->function, &failed, err);
                 syms[k].file = copy_str(a, src->file, &failed, err);
+                syms[k].mangled = copy_str(a, src->mangled, &failed, err);
             }
             f->symbols = syms;
             f->nsymbols = cf->nsymbols;
@@ -462,6 +463,7 @@ static void stack_to_cache(pipeline *p, const uint8_t key[32], const crashreport
             nsym++;
             strings += strlen(fs[i].symbols[k].function) + 1;
             strings += fs[i].symbols[k].file ? strlen(fs[i].symbols[k].file) + 1 : 0;
+            strings += fs[i].symbols[k].mangled ? strlen(fs[i].symbols[k].mangled) + 1 : 0;
         }
     size_t bytes = sizeof(stack_entry) + n * sizeof(cached_frame) +
                    nsym * sizeof(crashreport_symbol) + strings;
@@ -492,6 +494,12 @@ static void stack_to_cache(pipeline *p, const uint8_t key[32], const crashreport
                 size_t l = strlen(src->file) + 1;
                 memcpy(str, src->file, l);
                 e->symbols[s].file = str;
+                str += l;
+            }
+            if (src->mangled) {   /* the report's arena goes: every string lives in the entry */
+                size_t l = strlen(src->mangled) + 1;
+                memcpy(str, src->mangled, l);
+                e->symbols[s].mangled = str;
                 str += l;
             }
         }
