@@ -522,6 +522,74 @@ static void names_sort_and_fold(void)
     debuginfo_reset(&di);
 }
 
+/* debuginfo_row_add leaves out line rows that cannot change a symcache: random line
+ * programs (rows at one address, repeated lines, falling addresses, several sequences at
+ * one address) must build the same bytes from every row as from the rows it kept. */
+static void row_compaction_keeps_answers(void)
+{
+    macho_image img;
+    memset(&img, 0, sizeof img);
+    img.has_uuid = true;
+    img.cputype = 0x0100000c; /* arm64 */
+    img.has_text = true;
+    img.text_vmaddr = 0x100000;
+    img.text_vmsize = 0x10000;
+    uint64_t seed = 0x9E3779B97F4A7C15ull;
+    int differ = 0, kept_fewer = 0;
+    for (int trial = 0; trial < 400; trial++) {
+        debuginfo all, kept;
+        memset(&all, 0, sizeof all);
+        memset(&kept, 0, sizeof kept);
+        strtab_init(&all.strings);
+        strtab_init(&kept.strings);
+        const char *files[] = {"a.c", "b.c"};
+        for (int k = 0; k < 2; k++) {
+            strtab_intern(&all.strings, files[k], 3);
+            strtab_intern(&kept.strings, files[k], 3);
+        }
+        size_t cap_all = 0, cap_kept = 0;
+        uint64_t last = 0;
+        int nseq = 1 + (int)(seed % 4);
+        for (int q = 0; q < nseq; q++) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            uint64_t addr = img.text_vmaddr + ((seed >> 33) % 64) * 4;
+            int nrows = 1 + (int)((seed >> 20) % 12);
+            for (int r = 0; r <= nrows; r++) {
+                seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                unsigned pick = (unsigned)(seed >> 40);
+                bool end = r == nrows;
+                uint32_t file = pick & 1 ? 1 : 0, line = end ? DEBUGINFO_END_SEQUENCE : 1 + (pick >> 1) % 3;
+                if (r > 0) {
+                    static const int steps[] = {0, 4, 4, 8, 16, -4};
+                    int step = steps[(pick >> 4) % 6];
+                    addr = step < 0 && addr >= img.text_vmaddr + 4 ? addr - 4 : addr + (uint64_t)(step < 0 ? 0 : step);
+                }
+                if (all.nrows == cap_all) {
+                    cap_all = cap_all ? cap_all * 2 : 64;
+                    all.rows = realloc(all.rows, cap_all * sizeof *all.rows);
+                }
+                all.rows[all.nrows++] = (debuginfo_row){addr, end ? STRTAB_NONE : file, line};
+                debuginfo_row_add(&kept.rows, &kept.nrows, &cap_kept, &last, addr, file, line);
+            }
+        }
+        kept_fewer += kept.nrows < all.nrows;
+        buf a, b;
+        buf_init(&a);
+        buf_init(&b);
+        err_info err = {0};
+        if (symcache_build(&a, NULL, &img, &all, "Rows", 1, &err) != ERR_OK ||
+            symcache_build(&b, NULL, &img, &kept, "Rows", 1, &err) != ERR_OK || a.len != b.len ||
+            memcmp(a.data, b.data, a.len) != 0)
+            differ++;
+        buf_reset(&a);
+        buf_reset(&b);
+        debuginfo_reset(&all);
+        debuginfo_reset(&kept);
+    }
+    CHECK_EQ_INT(differ, 0);
+    CHECK(kept_fewer > 100); /* the programs did give it rows to leave out */
+}
+
 int main(void)
 {
     snprintf(tmp_root, sizeof tmp_root, "/tmp/stacksift-test-symcache.XXXXXX");
@@ -536,6 +604,7 @@ int main(void)
     RUN(corrupt_symcaches_are_rejected);
     RUN(concurrent_lookups_agree);
     RUN(names_sort_and_fold);
+    RUN(row_compaction_keeps_answers);
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);
     if (system(cmd) != 0)

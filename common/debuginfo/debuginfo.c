@@ -501,13 +501,13 @@ static uint32_t file_path(worker *w, const char *name, const char *dir, bool dir
     return strtab_intern(&w->strings, (const char *)scratch->data, scratch->len);
 }
 
-static void push_row(worker *w, uint64_t addr, uint32_t file, uint32_t line)
+static void push_row(debuginfo_row **rows, size_t *n, size_t *cap, uint64_t addr, uint32_t file, uint32_t line)
 {
-    if (w->nrows == w->cap_rows) {
-        w->cap_rows = w->cap_rows ? w->cap_rows * 2 : 4096;
-        w->rows = xreallocarray(w->rows, w->cap_rows, sizeof *w->rows);
+    if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 4096;
+        *rows = xreallocarray(*rows, *cap, sizeof **rows);
     }
-    w->rows[w->nrows++] = (debuginfo_row){addr, file, line};
+    (*rows)[(*n)++] = (debuginfo_row){addr, file, line};
 }
 
 static void on_file(void *ctx, uint64_t index, const char *name, const char *dir, bool dir_is_comp_dir)
@@ -534,25 +534,37 @@ static void on_file(void *ctx, uint64_t index, const char *name, const char *dir
  * before it replaces that row, and a row at a higher address with the same file and line
  * as the row before it is dropped. The builder discards a sequence whose addresses go down:
  * when one does after a dropped row, that row is stored again first so the fall shows. */
+void debuginfo_row_add(debuginfo_row **rows, size_t *n, size_t *cap, uint64_t *last_addr, uint64_t addr,
+                       uint32_t file, uint32_t line)
+{
+    bool end = line == DEBUGINFO_END_SEQUENCE;
+    if (end)
+        file = STRTAB_NONE;
+    debuginfo_row *p = *n > 0 ? &(*rows)[*n - 1] : NULL;
+    if (p == NULL || p->line == DEBUGINFO_END_SEQUENCE) {
+        push_row(rows, n, cap, addr, file, line); /* a sequence starts */
+    } else if (addr < *last_addr) {
+        if (p->addr != *last_addr)
+            push_row(rows, n, cap, *last_addr, p->file, p->line);
+        push_row(rows, n, cap, addr, file, line);
+    } else if (!end && addr == p->addr) {
+        p->file = file;
+        p->line = line;
+    } else if (end || file != p->file || line != p->line) {
+        push_row(rows, n, cap, addr, file, line);
+    }
+    *last_addr = addr;
+}
+
 static void on_row(void *ctx, uint64_t addr, uint64_t file, uint64_t line, bool end)
 {
     worker *w = ctx;
-    uint32_t f = end ? STRTAB_NONE : file_id(w, file);
-    uint32_t l = end ? DEBUGINFO_END_SEQUENCE : line >= DEBUGINFO_END_SEQUENCE ? 0 : (uint32_t)line;
-    debuginfo_row *p = w->nrows > 0 ? &w->rows[w->nrows - 1] : NULL;
-    if (p == NULL || p->line == DEBUGINFO_END_SEQUENCE) {
-        push_row(w, addr, f, l); /* a sequence starts */
-    } else if (addr < w->last_addr) {
-        if (p->addr != w->last_addr)
-            push_row(w, w->last_addr, p->file, p->line);
-        push_row(w, addr, f, l);
-    } else if (!end && addr == p->addr) {
-        p->file = f;
-        p->line = l;
-    } else if (end || f != p->file || l != p->line) {
-        push_row(w, addr, f, l);
-    }
-    w->last_addr = addr;
+    if (end)
+        debuginfo_row_add(&w->rows, &w->nrows, &w->cap_rows, &w->last_addr, addr, STRTAB_NONE,
+                          DEBUGINFO_END_SEQUENCE);
+    else
+        debuginfo_row_add(&w->rows, &w->nrows, &w->cap_rows, &w->last_addr, addr, file_id(w, file),
+                          line >= DEBUGINFO_END_SEQUENCE ? 0 : (uint32_t)line);
 }
 
 static void process_unit(worker *w, size_t index)

@@ -85,6 +85,16 @@ int debuginfo_range_order(const debuginfo_range *a, const debuginfo_range *b);
  * run of equal starts). */
 void debuginfo_sort_ranges(debuginfo_range *r, size_t n);
 
+/* debuginfo_row_add - append the line-table row (addr, file, line) to rows[0..*n) (capacity
+ * *cap, grown with realloc), leaving out what cannot change a symcache: a row at the address
+ * of the row before it replaces that row; a row at a higher address with the same file and
+ * line as the row before it is dropped; when addresses fall after a dropped row, that row is
+ * stored again first (the builder discards a sequence whose addresses fall). line ==
+ * DEBUGINFO_END_SEQUENCE ends a sequence. *last_addr carries the previous row's address
+ * between calls (start with 0). What debuginfo_load stores rows with (README.md). */
+void debuginfo_row_add(debuginfo_row **rows, size_t *n, size_t *cap, uint64_t *last_addr, uint64_t addr,
+                       uint32_t file, uint32_t line);
+
 /* debuginfo_reset - free everything in `d`; a zeroed struct is a no-op. */
 void debuginfo_reset(debuginfo *d);
 
