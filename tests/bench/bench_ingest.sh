@@ -8,7 +8,9 @@
 #   reports/s accepted (wrk), p50/p99 POST latency (wrk), reports/s processed end to end
 #   (first receipt to last processed), time from receipt to processed (p50/p99/max, from the
 #   rows), the server's peak RSS, the stack-cache hit ratio and reports per group commit
-#   (/metrics), and the same-run peer: wrk on GET /healthz with the same connections (the
+#   (/metrics), CPU per report of the server and of Postgres (/proc), WAL bytes, full-page
+#   images and flushes per report and checkpoints during the run (pg_stat_wal,
+#   pg_stat_bgwriter; a CHECKPOINT comes first), and the same-run peer: wrk on GET /healthz with the same connections (the
 #   HTTP floor: req/s, p50, p99), as ratios.
 # Every 202 is sent after the report's commit (store_intake's group commit). The private
 # Postgres runs with fsync=off like the tests' (commits acknowledged, WAL written, not forced
