@@ -804,12 +804,7 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
         seg_push(&syms, di->symbols[i].start, di->symbols[i].end, (uint32_t)i, 0);
     if (clip)
         clip_segments(&syms, img->text_vmaddr, img->text_vmaddr + img->text_vmsize);
-    if (threaded)
-        pthread_join(tid, NULL);
-    if (clip)
-        clip_segments(&scopes, img->text_vmaddr, img->text_vmaddr + img->text_vmsize);
-    phase_mark(&clock, "build.flatten");
-
+    /* the builder's tables, while the scopes are flattened */
     b.di = di;
     strtab_init(&b.strings);
     name_list_init(&b.names, &di->strings, (size_t)di->nscopes + di->nsymbols + 1);
@@ -830,6 +825,12 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
     memset(b.name_map, 0xff, (di->strings.count ? di->strings.count : 1) * sizeof *b.name_map);
     b.file_map = xmalloc((di->strings.count ? di->strings.count : 1) * sizeof *b.file_map);
     memset(b.file_map, 0xff, (di->strings.count ? di->strings.count : 1) * sizeof *b.file_map);
+    if (threaded)
+        pthread_join(tid, NULL);
+    if (clip)
+        clip_segments(&scopes, img->text_vmaddr, img->text_vmaddr + img->text_vmsize);
+    phase_mark(&clock, "build.flatten");
+
     uint32_t name_off = strtab_offset(&b.strings, strtab_intern(&b.strings, image_name ? image_name : "",
                                                                 image_name ? strlen(image_name) : 0));
 
