@@ -221,25 +221,38 @@ static int parse_interval(void *field, const char *value, const char **why)
     return 1;
 }
 
+/* Split HOST:PORT or [IPV6]:PORT: *host (not NUL-terminated) and *host_len, *port in 1..65535.
+ * 0 if it is neither. */
+static int split_host_port(const char *value, const char **host, size_t *host_len, uint16_t *port)
+{
+    const char *colon = strrchr(value, ':');
+    uint64_t p;
+    if (!colon || colon == value || !parse_u64_range(&p, colon + 1, 1, 65535))
+        return 0;
+    *host = value;
+    *host_len = (size_t)(colon - value);
+    if (value[0] == '[') {
+        if (*host_len < 3 || value[*host_len - 1] != ']')
+            return 0;
+        (*host)++;
+        *host_len -= 2;
+    }
+    *port = (uint16_t)p;
+    return 1;
+}
+
 /* HOST:PORT, [IPV6]:PORT; the listen address is written into listen_host and listen_port. */
 static int parse_listen(void *field, const char *value, const char **why)
 {
     config *c = (config *)((char *)field - offsetof(config, listen_host));
-    const char *colon = strrchr(value, ':');
-    uint64_t port;
+    const char *host;
+    size_t host_len;
+    uint16_t port;
     *why = "must be HOST:PORT, e.g. 127.0.0.1:8080 or [::1]:8080";
-    if (!colon || colon == value || !parse_u64_range(&port, colon + 1, 1, 65535))
+    if (!split_host_port(value, &host, &host_len, &port))
         return 0;
-    const char *host = value;
-    size_t host_len = (size_t)(colon - value);
-    if (host[0] == '[') {
-        if (host_len < 3 || host[host_len - 1] != ']')
-            return 0;
-        host++;
-        host_len -= 2;
-    }
     c->listen_host = xstrndup(host, host_len);
-    c->listen_port = (uint16_t)port;
+    c->listen_port = port;
     return 1;
 }
 
@@ -257,26 +270,19 @@ static int parse_bool(void *field, const char *value, const char **why)
 static int parse_metrics_listen(void *field, const char *value, const char **why)
 {
     config *c = (config *)((char *)field - offsetof(config, metrics_host));
-    const char *colon = strrchr(value, ':');
-    uint64_t port;
+    const char *host;
+    size_t host_len;
+    uint16_t port;
     *why = "must be a loopback HOST:PORT, e.g. 127.0.0.1:9464 or [::1]:9464";
-    if (!colon || colon == value || !parse_u64_range(&port, colon + 1, 1, 65535))
+    if (!split_host_port(value, &host, &host_len, &port))
         return 0;
-    const char *host = value;
-    size_t host_len = (size_t)(colon - value);
-    if (host[0] == '[') {
-        if (host_len < 3 || host[host_len - 1] != ']')
-            return 0;
-        host++;
-        host_len -= 2;
-    }
     bool loopback = (host_len > 4 && strncmp(host, "127.", 4) == 0) ||
                     (host_len == 3 && strncmp(host, "::1", 3) == 0) ||
                     (host_len == 9 && strncmp(host, "localhost", 9) == 0);
     if (!loopback)
         return 0;
     c->metrics_host = xstrndup(host, host_len);
-    c->metrics_port = (uint16_t)port;
+    c->metrics_port = port;
     return 1;
 }
 
