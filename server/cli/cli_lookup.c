@@ -23,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "base/buf.h"
@@ -354,8 +353,9 @@ static void answer_one(lookup_ctx *c, uint64_t addr, uint64_t file_addr, const s
 
 typedef struct {
     uint64_t addr, file_addr;
-    size_t out_start, out_len; /* its answer in the arena of `part` */
-    uint8_t part;              /* 0: c->out; 1: the second thread's (lookup_all) */
+    size_t first;  /* its frames: frames[part][first] ... (lookup_all) */
+    uint8_t n;     /* how many (<= SYMCACHE_MAX_FRAMES) */
+    uint8_t part;  /* which lookup thread's frame array */
 } query;
 
 typedef struct {
@@ -368,82 +368,156 @@ typedef struct {
 DEFINE_RADIX_SORT(sort_keys, query_key, file_addr)
 
 /* Write `n` bytes at `p` to stdout, retrying short writes; false on an error. */
-static bool write_all(const struct iovec *iov, int cnt)
+static bool write_all(const char *p, size_t n)
 {
-    struct iovec v[IOV_MAX];
-    memcpy(v, iov, (size_t)cnt * sizeof *v);
-    int at = 0;
-    while (at < cnt) {
-        ssize_t w = writev(STDOUT_FILENO, v + at, cnt - at);
+    while (n > 0) {
+        ssize_t w = write(STDOUT_FILENO, p, n);
         if (w < 0) {
             if (errno == EINTR)
                 continue;
             return false;
         }
-        while (at < cnt && (size_t)w >= v[at].iov_len)
-            w -= (ssize_t)v[at++].iov_len;
-        if (at < cnt) {
-            v[at].iov_base = (char *)v[at].iov_base + w;
-            v[at].iov_len -= (size_t)w;
-        }
+        p += w;
+        n -= (size_t)w;
     }
     return true;
 }
 
-/* Answer every query, in address order (neighbouring lookups then share cache lines and
- * pages of the symcache: half the time of input order on 100,000 random addresses), and
- * print the answers in input order straight from where they were written (writev: no second
- * copy of tens of MB). */
-/* Queries [from, to) of `order` (address order), answered into c->out; each query's answer
- * is at q[].out_start (in the arena of `part`). */
-static void answer_range(lookup_ctx *c, query *q, const query_key *order, size_t from, size_t to, uint8_t part)
+/* A growing array of frames in anonymous memory (huge pages where offered), grown by mremap. */
+typedef struct {
+    symcache_frame *v;
+    size_t len, cap;
+} frame_array;
+
+static void frames_reserve(frame_array *f, size_t more)
 {
-    /* symcache_lookup_many, LOOKUP_CHUNK addresses a call: their cache misses overlap */
+    if (f->cap - f->len >= more)
+        return;
+    arena a = {(char *)f->v, f->len * sizeof *f->v, f->cap * sizeof *f->v};
+    arena_grow(&a, more * sizeof *f->v);
+    f->v = (symcache_frame *)a.data;
+    f->cap = a.cap / sizeof *f->v;
+}
+
+/* Look up queries [from, to) of `order` (address order: neighbouring lookups share cache lines
+ * and pages of the symcache, half the time of input order on 100,000 random addresses) with
+ * symcache_lookup_many, LOOKUP_CHUNK addresses a call so that their cache misses overlap; each
+ * query's frames are appended to `f` and found through q[].first/.n/.part. */
+static void lookup_range(const symcache *sc, query *q, const query_key *order, size_t from, size_t to,
+                         frame_array *f, uint8_t part)
+{
     enum { LOOKUP_CHUNK = 256 };
-    symcache_frame *frames = xcalloc((size_t)LOOKUP_CHUNK * 8, sizeof *frames);
     uint64_t addrs[LOOKUP_CHUNK];
     size_t ends[LOOKUP_CHUNK];
-    arena_grow(&c->out, (to - from) * 512); /* a --json -i answer of a C++ app is ~400 bytes */
     for (size_t i = from; i < to;) {
         size_t m = to - i < LOOKUP_CHUNK ? to - i : LOOKUP_CHUNK;
         for (size_t k = 0; k < m; k++)
             addrs[k] = order[i + k].file_addr;
-        /* > 0: the frames array holds any one address's SYMCACHE_MAX_FRAMES */
-        size_t got = symcache_lookup_many(frames, (size_t)LOOKUP_CHUNK * 8, ends, c->sc, addrs, m);
+        /* room for 8 frames an address, and never less than one address's most */
+        frames_reserve(f, (size_t)LOOKUP_CHUNK * 8);
+        size_t got = symcache_lookup_many(f->v + f->len, f->cap - f->len, ends, sc, addrs, m);
         for (size_t k = 0; k < got; k++) {
             query *x = &q[order[i + k].index];
             size_t at = k ? ends[k - 1] : 0;
-            x->out_start = c->out.len;
+            x->first = f->len + at;
+            x->n = (uint8_t)(ends[k] - at);
             x->part = part;
-            answer_one(c, x->addr, x->file_addr, frames + at, ends[k] - at);
-            x->out_len = c->out.len - x->out_start;
         }
+        f->len += got ? ends[got - 1] : 0;
         i += got;
     }
-    free(frames);
+}
+
+/* The printing half of a batch: answers are formatted in input order, a block of queries at a
+ * time, into a buffer each thread reuses, and written in block order (threads take turns:
+ * `turn` is the next block to write). Formatting one block while the other thread writes its
+ * own, and never holding the whole output (tens of MB of fresh pages whose zeroing by the
+ * kernel cost a third of a 100,000-address batch). */
+typedef struct {
+    const lookup_ctx *proto;
+    const query *q;
+    size_t n, nblocks;
+    frame_array frames[2];
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    size_t turn;
+    bool failed; /* a write failed: stop */
+    size_t lookup_from, lookup_to; /* the second thread's share of the address order */
+    query *qw;
+    const query_key *order;
+} batch;
+
+enum { PRINT_BLOCK = 1024, PREFETCH_AHEAD = 8 };
+
+static void print_blocks(batch *b, unsigned self, unsigned nthreads, lookup_ctx *c)
+{
+    for (size_t k = self; k < b->nblocks; k += nthreads) {
+        size_t from = k * PRINT_BLOCK, to = from + PRINT_BLOCK < b->n ? from + PRINT_BLOCK : b->n;
+        c->out.len = 0;
+        for (size_t i = from; i < to; i++) {
+            /* Input order is random order: start the cache misses of the answers ahead (their
+             * frames, then the names those frames point to) so that they overlap. */
+            if (i + 2 * PREFETCH_AHEAD < to) {
+                const query *y = &b->q[i + 2 * PREFETCH_AHEAD];
+                __builtin_prefetch(b->frames[y->part].v + y->first);
+                __builtin_prefetch(b->frames[y->part].v + y->first + 1);
+            }
+            if (i + PREFETCH_AHEAD < to) {
+                const query *y = &b->q[i + PREFETCH_AHEAD];
+                const symcache_frame *f = b->frames[y->part].v + y->first;
+                for (unsigned k = 0; k < y->n && k < 3; k++) {
+                    __builtin_prefetch(f[k].function);
+                    __builtin_prefetch(f[k].function + 64);
+                    __builtin_prefetch(f[k].mangled);
+                    __builtin_prefetch(f[k].mangled + 64);
+                }
+            }
+            const query *x = &b->q[i];
+            answer_one(c, x->addr, x->file_addr, b->frames[x->part].v + x->first, x->n);
+        }
+        pthread_mutex_lock(&b->mu);
+        while (b->turn != k && !b->failed)
+            pthread_cond_wait(&b->cv, &b->mu);
+        bool go = !b->failed;
+        pthread_mutex_unlock(&b->mu);
+        bool ok = go && write_all(c->out.data, c->out.len);
+        int saved = errno;
+        pthread_mutex_lock(&b->mu);
+        if (go && !ok && !b->failed) {
+            b->failed = true;
+            fprintf(stderr, "stacksift: cannot write the answers: %s\n", strerror(saved));
+        }
+        b->turn = k + 1;
+        pthread_cond_broadcast(&b->cv);
+        pthread_mutex_unlock(&b->mu);
+        if (!go || !ok)
+            return;
+    }
 }
 
 typedef struct {
-    lookup_ctx c; /* a copy with its own arena */
-    query *q;
-    const query_key *order;
-    size_t from, to;
-} range_job;
+    batch *b;
+    pthread_barrier_t *looked_up; /* both halves looked up: printing may start */
+} helper_arg;
 
-static void *answer_range_thread(void *arg)
+static void *batch_helper(void *arg)
 {
-    range_job *j = arg;
-    answer_range(&j->c, j->q, j->order, j->from, j->to, 1);
+    helper_arg *h = arg;
+    batch *b = h->b;
+    lookup_range(b->proto->sc, b->qw, b->order, b->lookup_from, b->lookup_to, &b->frames[1], 1);
+    pthread_barrier_wait(h->looked_up);
+    lookup_ctx c = *b->proto; /* its own output buffer */
+    c.out = (arena){0};
+    print_blocks(b, 1, 2, &c);
+    if (c.out.data != NULL)
+        munmap(c.out.data, c.out.cap);
     return NULL;
 }
 
-/* Answer every query, in address order (neighbouring lookups then share cache lines and
- * pages of the symcache: half the time of input order on 100,000 random addresses), and
- * print the answers in input order straight from where they were written (writev: no second
- * copy of tens of MB). A big batch is split in two halves of the address order answered on
- * two threads, each into its own arena: since symcache format 3 a lookup demangles each
- * distinct name the first time it returns it (~0.5 us a C++ name, most of what a batch adds
- * over format 2), and the symcache's memos are lock-free, so the halves share them. */
+/* Answer every query and print the answers in input order. A big batch runs on two threads:
+ * each looks up one half of the address order (since symcache format 3 a lookup demangles each
+ * distinct name the first time it returns it, ~0.5 us a C++ name, and the symcache's memos
+ * are lock-free, so the halves share them), then they format and write alternate blocks. */
 static void lookup_all(lookup_ctx *c, query *q, size_t n)
 {
     query_key *order = xcalloc(n ? n : 1, sizeof *order);
@@ -452,38 +526,36 @@ static void lookup_all(lookup_ctx *c, query *q, size_t n)
         order[i] = (query_key){q[i].file_addr, i};
     }
     sort_keys(order, n);
+    batch b = {.proto = c, .q = q, .n = n, .nblocks = (n + PRINT_BLOCK - 1) / PRINT_BLOCK,
+               .lookup_from = n / 2, .lookup_to = n, .qw = q, .order = order};
+    pthread_mutex_init(&b.mu, NULL);
+    pthread_cond_init(&b.cv, NULL);
     enum { SPLIT_MIN = 4096 }; /* smaller batches: not worth a thread */
-    range_job job = {*c, q, order, n / 2, n};
-    job.c.out = (arena){0};
+    pthread_barrier_t looked_up;
+    helper_arg h = {&b, &looked_up};
     pthread_t tid;
     bool split = n >= SPLIT_MIN && sysconf(_SC_NPROCESSORS_ONLN) > 1 &&
-                 pthread_create(&tid, NULL, answer_range_thread, &job) == 0;
-    answer_range(c, q, order, 0, split ? n / 2 : n, 0);
+                 pthread_barrier_init(&looked_up, NULL, 2) == 0;
+    if (split && pthread_create(&tid, NULL, batch_helper, &h) != 0) {
+        pthread_barrier_destroy(&looked_up);
+        split = false;
+    }
+    lookup_range(c->sc, q, order, 0, split ? n / 2 : n, &b.frames[0], 0);
     if (split)
+        pthread_barrier_wait(&looked_up);
+    print_blocks(&b, 0, split ? 2 : 1, c);
+    if (split) {
         pthread_join(tid, NULL);
-    free(order);
-    const arena *parts[2] = {&c->out, &job.c.out};
-    struct iovec iov[IOV_MAX];
-    int cnt = 0;
-    for (size_t i = 0; i < n; i++) {
-        char *p = parts[q[i].part]->data + q[i].out_start;
-        if (cnt > 0 && (char *)iov[cnt - 1].iov_base + iov[cnt - 1].iov_len == p) {
-            iov[cnt - 1].iov_len += q[i].out_len; /* answers that lie in order: one piece */
-            continue;
-        }
-        if (cnt == IOV_MAX) {
-            if (!write_all(iov, cnt))
-                break;
-            cnt = 0;
-        }
-        iov[cnt++] = (struct iovec){p, q[i].out_len};
+        pthread_barrier_destroy(&looked_up);
     }
-    if (cnt > 0 && !write_all(iov, cnt)) {
-        fprintf(stderr, "stacksift: cannot write the answers: %s\n", strerror(errno));
+    if (b.failed)
         c->status = 1;
-    }
-    if (job.c.out.data != NULL)
-        munmap(job.c.out.data, job.c.out.cap);
+    free(order);
+    for (int k = 0; k < 2; k++)
+        if (b.frames[k].v != NULL)
+            munmap(b.frames[k].v, b.frames[k].cap * sizeof(symcache_frame));
+    pthread_cond_destroy(&b.cv);
+    pthread_mutex_destroy(&b.mu);
 }
 
 /* Parse `text` as an address and queue it; a bad one is reported now and skipped. */
@@ -499,7 +571,7 @@ static void add_query(lookup_ctx *c, query **q, size_t *n, size_t *cap, const ch
         *cap = *cap ? *cap * 2 : 1024;
         *q = xreallocarray(*q, *cap, sizeof **q);
     }
-    (*q)[(*n)++] = (query){addr, 0, 0, 0, 0};
+    (*q)[(*n)++] = (query){.addr = addr};
 }
 
 int cli_lookup(int argc, char **argv)

@@ -103,10 +103,14 @@ fi
 # measure NAME CMD... - run BENCH_REPEAT times with /usr/bin/time -v; sets <NAME>_s (the
 # fastest wall time: the machine is shared, the best run is the least disturbed one) and
 # <NAME>_rss_mb (the largest peak RSS) and <NAME>_cpu (the least user + system CPU seconds).
+# Each run starts after a sync.
 measure() {
   local name=$1 log=$bench/$1.time i wall rss cpu best="" bestcpu="" maxrss=0
   shift
   for i in $(seq "$repeat"); do
+    # Flush what earlier steps wrote (the .symc, the .gsym, tens of MB of answers) first: the
+    # kernel's writeback of it otherwise lands on whichever command runs next.
+    sync
     /usr/bin/time -v -o "$log" "$@" >"$bench/$name.out" 2>"$bench/$name.err" \
       || { cat "$bench/$name.err" >&2; echo "bench: $name failed" >&2; exit 1; }
     wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$log" \
