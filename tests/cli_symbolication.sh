@@ -69,6 +69,46 @@ for a in $(llvm-nm-14 --defined-only "$fx/arm64-O2/FixtureApp.app/FixtureApp" | 
 done
 check "an inlined address exists at -O2" test "$found" -eq 1
 
+# a big batch (two threads, answers formatted a block at a time): every answer in input order
+# and equal to that address's own lookup, in --json -i and plain -i output
+nm_addrs=$(llvm-nm-14 --defined-only "$fx/arm64-O2/FixtureApp.app/FixtureApp" | awk '$2 ~ /[Tt]/ {print $1}' | head -40)
+python3 - "$tmp/batch" $nm_addrs <<'PY'
+import random, sys
+base = [int(a, 16) for a in sys.argv[2:]]
+addrs = [a + off for a in base for off in (0, 4, 8, 12, 16, 24, 32)] + [0x10]
+rng = random.Random(15)
+batch = [rng.choice(addrs) for _ in range(9000)]
+open(sys.argv[1], "w").write("".join(f"0x{a:x}\n" for a in batch))
+open(sys.argv[1] + ".distinct", "w").write("".join(f"0x{a:x}\n" for a in sorted(set(batch))))
+PY
+"$bin" lookup -o "$o2" --json -i <"$tmp/batch" >"$tmp/batch.json"
+"$bin" lookup -o "$o2" -i <"$tmp/batch" >"$tmp/batch.txt"
+ok=1
+while read -r a; do
+  "$bin" lookup -o "$o2" --json -i "$a" >>"$tmp/single.json"
+  printf '%s\t%s\n' "$a" "$("$bin" lookup -o "$o2" -i "$a" | tr '\n' '\v')" >>"$tmp/single.txt"
+done <"$tmp/batch.distinct"
+check "batch: one JSON answer per address, in input order, each equal to its own lookup" \
+  python3 - "$tmp/batch" "$tmp/batch.json" "$tmp/single.json" <<'PY'
+import json, sys
+inp = open(sys.argv[1]).read().split()
+got = [json.loads(l) for l in open(sys.argv[2])]
+single = {int(r["address"], 16): r for r in map(json.loads, open(sys.argv[3]))}
+assert len(got) == len(inp) == 9000, (len(got), len(inp))
+for a, r in zip(inp, got):
+    assert int(r["address"], 16) == int(a, 16), (a, r["address"])
+    assert r == single[int(a, 16)], a
+assert sum(1 for r in got if r["frames"]) > 8000
+PY
+check "batch: plain -i lines in input order, equal to each address's own lookup" \
+  python3 - "$tmp/batch" "$tmp/batch.txt" "$tmp/single.txt" <<'PY'
+import sys
+inp = open(sys.argv[1]).read().split()
+single = dict(l.rstrip("\n").split("\t", 1) for l in open(sys.argv[3]))
+want = "".join(single[a].replace("\v", "\n") for a in inp)
+assert open(sys.argv[2]).read() == want
+PY
+
 # raw names: a C++ function's linkage name from the symbol table (llvm-nm-14, Mach-O's extra
 # underscore removed) is what --mangled prints and what "mangled" holds; "function" is its
 # demangling by c++filt (the same system demangler); a C name has no "mangled"
