@@ -311,6 +311,11 @@ static void bad_inputs_are_errors(void)
 
 /* ---- corrupt .symc files ---------------------------------------------------------------- */
 
+static uint32_t rd32le(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
 static uint8_t *read_all(const char *path, size_t *len)
 {
     bytes b;
@@ -356,21 +361,29 @@ static void corrupt_symcaches_are_rejected(void)
     copy[8] = copy[8] - 1; /* the version before this build's: outdated, to be rebuilt */
     CHECK_EQ_INT(symcache_open_bytes(&sc, copy, len, &err), ERR_OUTDATED);
     CHECK(strstr(err.msg, "outdated") != NULL && strstr(err.msg, "rebuild") != NULL);
+    /* (symcache_format.h: ngranules at 76, nfiles at 72, strings_size at 64, the granule
+     * index from 96, the padding right before the strings) */
+    uint32_t ngranules = rd32le(good + 76), strings_size = rd32le(good + 64);
     memcpy(copy, good, len);
-    memcpy(copy + 96 + 8, copy + 96, 4); /* block 1 starts where block 0 does */
+    copy[96 + 4 * (size_t)ngranules] ^= 1; /* the index's last entry: not the granules' end */
     CHECK_EQ_INT(symcache_open_bytes(&sc, copy, len, &err), ERR_INVALID);
-    CHECK(strstr(err.msg, "out of order") != NULL);
+    CHECK(strstr(err.msg, "granule index") != NULL);
     memcpy(copy, good, len);
-    memcpy(copy + 96 + 12, copy + 96 + 4, 4); /* block 1's records where block 0's are */
+    copy[len - strings_size - 1] = 1; /* the padding after the granules */
     CHECK_EQ_INT(symcache_open_bytes(&sc, copy, len, &err), ERR_INVALID);
+    CHECK(strstr(err.msg, "padding") != NULL);
     memcpy(copy, good, len);
-    copy[76] ^= 1; /* block count that does not match the range count */
+    copy[76] ^= 1; /* a granule count that does not match the tables' size */
     CHECK_EQ_INT(symcache_open_bytes(&sc, copy, len, &err), ERR_INVALID);
     /* absurd counts */
     memcpy(copy, good, len);
-    copy[56] = 0xff, copy[57] = 0xff, copy[58] = 0xff, copy[59] = 0x7f;
+    copy[72] = 0xff, copy[73] = 0xff, copy[74] = 0xff, copy[75] = 0x7f;
     CHECK_EQ_INT(symcache_open_bytes(&sc, copy, len, &err), ERR_INVALID);
-    /* bit flips in the tables: open may pass, lookups must stay in bounds (ASan) */
+    memcpy(copy, good, len);
+    copy[84] = 7; /* a granule unit of 2^7 bytes */
+    CHECK_EQ_INT(symcache_open_bytes(&sc, copy, len, &err), ERR_INVALID);
+    /* bit flips in the tables: open may pass (granules are checked by the lookups that read
+     * them), lookups must stay in bounds (ASan: `copy` is exactly `len` bytes) */
     int opened = 0;
     for (size_t i = 96; i < len; i += 13) {
         memcpy(copy, good, len);

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <endian.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <zstd.h>
@@ -57,19 +58,6 @@ typedef struct {
 /* A name block whose bytes are corrupt: published in its memo slot so that it is tried once. */
 static name_block corrupt_block;
 
-/* Where decoding can resume inside a block: a record's decoded state and where the next
- * record's bytes begin. */
-typedef struct {
-    uint32_t start;               /* the record's start, an offset from the base */
-    uint32_t next;                /* offset of the following record in block_data */
-    uint32_t scope1, file1, line; /* the record's scope + 1, file index + 1, line */
-} resume_point;
-
-/* A resume point every this many records (divides SYMC_BLOCK_RANGES, so that the records after
- * one never cross into the next block): 20 bytes of memory per this many ranges. */
-#define SYMC_RESUME_RANGES 8u
-_Static_assert(SYMC_BLOCK_RANGES % SYMC_RESUME_RANGES == 0, "resume groups must not cross blocks");
-
 struct symcache {
     bytes map;              /* owned mapping, or zeroed when opened over caller bytes */
     const uint8_t *data;
@@ -77,26 +65,15 @@ struct symcache {
     uint32_t version, flags, cputype, cpusubtype;
     uint8_t uuid[16];
     uint64_t text_vmaddr, base;
-    uint32_t nranges, nscopes, strings_size, image_name, nfiles, nblocks;
-    uint32_t nnames, names_size, nname_blocks;
-    unsigned w_name, w_parent, w_x, w_y, w_scope; /* scope field widths in bits */
-    const uint8_t *blocks;  /* symc_block[nblocks] */
+    uint32_t nranges, nscopes, strings_size, image_name, nfiles, ngranules;
+    uint32_t nnames, names_size, nname_blocks, granules_size;
+    unsigned unit_shift, gshift, w_name; /* granule: 2^gshift bytes of 2^unit_shift-byte units */
+    const uint8_t *gindex;  /* u32[ngranules + 1] */
     const uint8_t *files;   /* u32[nfiles] string offsets */
-    const uint8_t *scopes;  /* bit-packed scope records */
     const uint8_t *name_index; /* u32[nname_blocks + 1] */
     const uint8_t *names;   /* compressed name blocks */
-    const uint8_t *records; /* block_data */
-    size_t records_len;
+    const uint8_t *granules; /* granules_size bytes, then SYMC_GRANULE_PAD zero bytes */
     const char *strings;
-    /* The lookup index, built by check() from the records it decodes anyway: every
-     * SYMC_RESUME_RANGES-th record's start and decoded state (resume points), and a page table
-     * from each 2^page_shift-byte granule of the address space to the last resume point at or
-     * before it. A lookup reads two page entries, searches the few resume points between them
-     * and decodes at most SYMC_RESUME_RANGES - 1 records past the one it lands on. */
-    uint32_t nresume, npages;
-    unsigned page_shift;
-    resume_point *resume;   /* nresume, starts ascending */
-    uint32_t *page;         /* npages */
     /* Name blocks are decompressed on first use, by any thread: a block is published with a
      * compare-and-swap (a thread that loses frees its copy); the zstd context is shared under
      * the mutex, which only a first use takes. */
@@ -118,94 +95,13 @@ static inline __attribute__((always_inline)) uint64_t rd64(const uint8_t *p)
     return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32;
 }
 
-/* ULEB128 at *p (below end); false if it runs past end or over 64 bits */
-static inline __attribute__((always_inline)) bool get_uleb(const uint8_t **p, const uint8_t *end, uint64_t *out)
-{
-    if (*p < end && **p < 0x80) { /* most record fields fit in one byte */
-        *out = *(*p)++;
-        return true;
-    }
-    uint64_t v = 0;
-    for (unsigned shift = 0; *p < end && shift < 64; shift += 7) {
-        uint8_t byte = *(*p)++;
-        v |= (uint64_t)(byte & 0x7f) << shift;
-        if ((byte & 0x80) == 0) {
-            *out = v;
-            return true;
-        }
-    }
-    return false;
-}
-
-static int64_t unzigzag(uint64_t v)
-{
-    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
-}
-
-/* One decoded range record. */
-typedef struct {
-    uint32_t start; /* offset from the base */
-    uint64_t scope1, file1, line;
-} record;
-
-/* Decode the next record of a block: `first` records take absolute values. */
-static inline __attribute__((always_inline)) bool next_record(const uint8_t **p, const uint8_t *end, bool first, record *r)
-{
-    uint64_t delta, scope, file, line;
-    if (first) {
-        if (!get_uleb(p, end, &scope) || !get_uleb(p, end, &file) || !get_uleb(p, end, &line))
-            return false;
-        r->scope1 = scope;
-        r->line = line;
-        r->file1 = file;
-    } else {
-        if (!get_uleb(p, end, &delta) || !get_uleb(p, end, &scope) || !get_uleb(p, end, &line) ||
-            delta == 0 || delta > UINT32_MAX - r->start)
-            return false;
-        if (line & 1) { /* the file changed: its delta follows */
-            if (!get_uleb(p, end, &file))
-                return false;
-            r->file1 = (uint64_t)((int64_t)r->file1 + unzigzag(file));
-        }
-        r->start += (uint32_t)delta;
-        r->scope1 = (uint64_t)((int64_t)r->scope1 + unzigzag(scope));
-        r->line = (uint64_t)((int64_t)r->line + unzigzag(line >> 1));
-    }
-    return true;
-}
-
-static uint32_t block_start(const symcache *sc, uint32_t b)
-{
-    return rd32(sc->blocks + (size_t)b * SYMC_BLOCK_SIZE);
-}
-
-static uint32_t block_records(const symcache *sc, uint32_t b)
-{
-    return rd32(sc->blocks + (size_t)b * SYMC_BLOCK_SIZE + 4);
-}
-
-static uint32_t block_count(const symcache *sc, uint32_t b)
-{
-    return b + 1 < sc->nblocks ? SYMC_BLOCK_RANGES : sc->nranges - b * SYMC_BLOCK_RANGES;
-}
-
-/* The `width`-bit field (<= 32) at bit `at` of the packed scopes (padded: one 64-bit load). */
+/* The `width`-bit field (<= 32) at bit `at` of p: one unaligned 64-bit load (the granules
+ * are followed by SYMC_GRANULE_PAD zero bytes, so it stays in the file). */
 static inline __attribute__((always_inline)) uint32_t get_bits(const uint8_t *p, uint64_t at, unsigned width)
 {
-    return (uint32_t)(rd64(p + at / 8) >> (at % 8) & ((1ull << width) - 1));
-}
-
-static inline __attribute__((always_inline)) symc_scope scope_at(const symcache *sc, uint32_t i)
-{
-    uint64_t at = (uint64_t)i * sc->w_scope;
-    symc_scope s;
-    s.name = get_bits(sc->scopes, at, sc->w_name);
-    uint32_t parent1 = get_bits(sc->scopes, at + sc->w_name, sc->w_parent);
-    uint32_t x = get_bits(sc->scopes, at + sc->w_name + sc->w_parent, sc->w_x);
-    s.d = get_bits(sc->scopes, at + sc->w_name + sc->w_parent + sc->w_x, sc->w_y);
-    s.parent = parent1 == 0 ? SYMC_NONE : parent1 - 1;
-    s.c = parent1 == 0 ? x : (x == 0 ? SYMC_NONE : x - 1);
-    return s;
+    uint64_t w;
+    memcpy(&w, p + at / 8, 8);
+    return (uint32_t)(le64toh(w) >> (at % 8) & ((1ull << width) - 1));
 }
 
 /* A chunk of at least `need` bytes after `prev` (NULL: the first). */
@@ -357,27 +253,11 @@ static const char *display_at(symcache *sc, name_block *nb, uint32_t i)
     return shown; /* another thread published it first; our copy stays unused */
 }
 
-/* The page table over the resume points (ascending, checked): granules of 2^page_shift bytes,
- * the smallest power of two that gives no more granules than resume points, so that the table
- * costs at most 4 bytes per resume point and a granule holds about one of them. page[g] is the
- * last resume point starting at or before the granule's first byte (0 if none does). */
-static void build_pages(symcache *sc)
-{
-    uint32_t last = sc->resume[sc->nresume - 1].start;
-    sc->page_shift = 0;
-    while (sc->page_shift < 31 && (last >> sc->page_shift) + 1 > sc->nresume)
-        sc->page_shift++;
-    sc->npages = (last >> sc->page_shift) + 1;
-    sc->page = xmalloc((size_t)sc->npages * sizeof *sc->page);
-    uint32_t c = 0;
-    for (uint32_t g = 0; g < sc->npages; g++) {
-        uint64_t first = (uint64_t)g << sc->page_shift;
-        while (c + 1 < sc->nresume && sc->resume[c + 1].start <= first)
-            c++;
-        sc->page[g] = c;
-    }
-}
-
+/* Check what lookups rely on and costs O(1) or O(small tables): the header, the table sizes
+ * against the file size (exactly), the granule index's end and padding, the paths and the
+ * name block index. The granules themselves are not read here: a lookup checks the one it
+ * reads (its bounds, its field widths, every index it follows), so that opening a symcache
+ * costs the same whatever its size. */
 static err_code check(symcache *sc, err_info *err)
 {
     const uint8_t *d = sc->data;
@@ -403,83 +283,44 @@ static err_code check(symcache *sc, err_info *err)
     sc->strings_size = rd32(d + 64);
     sc->image_name = rd32(d + 68);
     sc->nfiles = rd32(d + 72);
-    sc->nblocks = rd32(d + 76);
+    sc->ngranules = rd32(d + 76);
     sc->nnames = rd32(d + 80);
-    if (rd32(d + 84) != 0)
-        return err_set(err, ERR_INVALID, "corrupt symcache: reserved header field is %u", rd32(d + 84));
+    sc->unit_shift = d[84];
+    sc->w_name = d[85];
     sc->names_size = rd32(d + 88);
-    uint32_t widths = rd32(d + 92);
-    sc->w_name = widths & 0xff, sc->w_parent = widths >> 8 & 0xff;
-    sc->w_x = widths >> 16 & 0xff, sc->w_y = widths >> 24;
-    sc->w_scope = sc->w_name + sc->w_parent + sc->w_x + sc->w_y;
+    sc->granules_size = rd32(d + 92);
+    sc->gshift = sc->unit_shift + SYMC_GRANULE_UNIT_BITS;
     sc->nname_blocks = (uint32_t)(((uint64_t)sc->nnames + SYMC_NAMES_PER_BLOCK - 1) / SYMC_NAMES_PER_BLOCK);
-    if (sc->w_name == 0 || sc->w_name > 32 || sc->w_parent == 0 || sc->w_parent > 32 || sc->w_x == 0 ||
-        sc->w_x > 32 || sc->w_y == 0 || sc->w_y > 32)
-        return err_set(err, ERR_INVALID, "corrupt symcache: scope field widths 0x%08x", widths);
-    if (sc->nranges == 0 || sc->strings_size == 0)
-        return err_set(err, ERR_INVALID, "corrupt symcache: no ranges or no strings");
-    if (sc->nblocks != (sc->nranges + SYMC_BLOCK_RANGES - 1) / SYMC_BLOCK_RANGES)
-        return err_set(err, ERR_INVALID, "corrupt symcache: %u blocks cannot hold %u ranges", sc->nblocks,
-                       sc->nranges);
-    uint64_t scopes_bytes = ((uint64_t)sc->nscopes * sc->w_scope + 7) / 8 + SYMC_SCOPE_PAD;
-    uint64_t fixed = SYMC_HEADER_SIZE + (uint64_t)sc->nblocks * SYMC_BLOCK_SIZE + (uint64_t)sc->nfiles * 4 +
-                     scopes_bytes + ((uint64_t)sc->nname_blocks + 1) * 4 + sc->names_size +
-                     sc->strings_size;
-    if (fixed > sc->len)
+    if (d[86] != 0 || d[87] != 0 || sc->unit_shift > SYMC_MAX_UNIT_SHIFT || sc->w_name > 32)
+        return err_set(err, ERR_INVALID, "corrupt symcache: granule unit 2^%u bytes, name width %u",
+                       sc->unit_shift, sc->w_name);
+    if (sc->ngranules == 0 || sc->strings_size == 0)
+        return err_set(err, ERR_INVALID, "corrupt symcache: no granules or no strings");
+    uint64_t size = SYMC_HEADER_SIZE + ((uint64_t)sc->ngranules + 1) * 4 + (uint64_t)sc->nfiles * 4 +
+                    ((uint64_t)sc->nname_blocks + 1) * 4 + sc->names_size + sc->granules_size + SYMC_GRANULE_PAD +
+                    sc->strings_size;
+    if (size != sc->len)
         return err_set(err, ERR_INVALID, "corrupt symcache: tables need %llu bytes, file has %zu",
-                       (unsigned long long)fixed, sc->len);
-    sc->blocks = d + SYMC_HEADER_SIZE;
-    sc->files = sc->blocks + (size_t)sc->nblocks * SYMC_BLOCK_SIZE;
-    sc->scopes = sc->files + (size_t)sc->nfiles * 4;
-    sc->name_index = sc->scopes + scopes_bytes;
+                       (unsigned long long)size, sc->len);
+    sc->gindex = d + SYMC_HEADER_SIZE;
+    sc->files = sc->gindex + ((size_t)sc->ngranules + 1) * 4;
+    sc->name_index = sc->files + (size_t)sc->nfiles * 4;
     sc->names = sc->name_index + ((size_t)sc->nname_blocks + 1) * 4;
-    sc->records = sc->names + sc->names_size;
-    sc->records_len = sc->len - (size_t)fixed;
-    sc->strings = (const char *)sc->records + sc->records_len;
+    sc->granules = sc->names + sc->names_size;
+    sc->strings = (const char *)sc->granules + sc->granules_size + SYMC_GRANULE_PAD;
     if (sc->strings[sc->strings_size - 1] != '\0')
         return err_set(err, ERR_INVALID, "corrupt symcache: string table is not terminated");
     if (sc->image_name >= sc->strings_size)
         return err_set(err, ERR_INVALID, "corrupt symcache: image name offset %u out of range",
                        sc->image_name);
-    /* One pass over every table, so that lookups can trust what they follow: ordered starts
-     * for the binary searches, every record decodable inside its block, every scope index,
-     * file index and string offset in range. */
+    if (rd32(sc->gindex + (size_t)sc->ngranules * 4) != sc->granules_size)
+        return err_set(err, ERR_INVALID, "corrupt symcache: the granule index does not end at the granules' end");
+    for (uint32_t i = 0; i < SYMC_GRANULE_PAD; i++)
+        if (sc->granules[sc->granules_size + i] != 0)
+            return err_set(err, ERR_INVALID, "corrupt symcache: the padding after the granules is not zero");
     for (uint32_t i = 0; i < sc->nfiles; i++)
         if (rd32(sc->files + (size_t)i * 4) >= sc->strings_size)
             return err_set(err, ERR_INVALID, "corrupt symcache: file %u points outside the strings", i);
-    const uint8_t *end = sc->records + sc->records_len;
-    sc->nresume = (sc->nranges + SYMC_RESUME_RANGES - 1) / SYMC_RESUME_RANGES;
-    sc->resume = xmalloc((size_t)sc->nresume * sizeof *sc->resume);
-    for (uint32_t b = 0; b < sc->nblocks; b++) {
-        uint32_t off = block_records(sc, b);
-        if (off >= sc->records_len || (b > 0 && off <= block_records(sc, b - 1)))
-            return err_set(err, ERR_INVALID, "corrupt symcache: block %u has a bad record offset", b);
-        const uint8_t *p = sc->records + off;
-        record r = {block_start(sc, b), 0, 0, 0};
-        for (uint32_t k = 0; k < block_count(sc, b); k++) {
-            if (!next_record(&p, end, k == 0, &r) || r.scope1 > sc->nscopes || r.file1 > sc->nfiles ||
-                r.line > UINT32_MAX)
-                return err_set(err, ERR_INVALID, "corrupt symcache: range record %u of block %u is malformed",
-                               k, b);
-            if (k % SYMC_RESUME_RANGES == 0) {
-                uint32_t at = (b * SYMC_BLOCK_RANGES + k) / SYMC_RESUME_RANGES;
-                sc->resume[at] = (resume_point){r.start, (uint32_t)(p - sc->records), (uint32_t)r.scope1,
-                                                (uint32_t)r.file1, (uint32_t)r.line};
-            }
-        }
-        if (b + 1 < sc->nblocks && block_start(sc, b + 1) <= r.start)
-            return err_set(err, ERR_INVALID, "corrupt symcache: block %u is out of order", b + 1);
-    }
-    build_pages(sc);
-    for (uint32_t i = 0; i < sc->nscopes; i++) {
-        symc_scope s = scope_at(sc, i);
-        bool bad = s.name >= sc->nnames || s.parent == i ||
-                   (s.parent != SYMC_NONE && s.parent >= sc->nscopes) ||
-                   (s.parent != SYMC_NONE ? s.c != SYMC_NONE && s.c >= sc->nfiles
-                                          : s.c != SYMC_KIND_DWARF && s.c != SYMC_KIND_SYMTAB);
-        if (bad)
-            return err_set(err, ERR_INVALID, "corrupt symcache: scope %u points outside its tables", i);
-    }
     /* name blocks in order inside the names section; their contents are checked when a
      * lookup first decompresses one (a bad block gives "??", never a wild read) */
     for (uint32_t k = 0; k <= sc->nname_blocks; k++) {
@@ -544,8 +385,6 @@ void symcache_close(symcache *sc)
         return;
     mem_free_all(sc); /* name blocks and display names */
     free(sc->name_memo);
-    free(sc->resume);
-    free(sc->page);
     for (int x = 0; x < SYMC_DCTX; x++) {
         ZSTD_freeDCtx(sc->dctx[x]);
         pthread_mutex_destroy(&sc->zstd_mu[x]);
@@ -554,99 +393,98 @@ void symcache_close(symcache *sc)
     free(sc);
 }
 
+/* One granule's fields, read from its header and checked against its bounds (granule_at). */
+typedef struct {
+    const uint8_t *offs;          /* u8[nrec - 1]: record starts 1.., units from the granule start */
+    const uint8_t *recs, *scopes; /* bit-packed records and local scopes */
+    uint32_t nrec, nlocal;        /* records (1..256), local scopes */
+    uint32_t fbase, lbase;        /* added to each record's file and line field */
+    uint32_t gend;                /* the granule's end, an offset from the base (mod 2^32) */
+    unsigned w_ls, w_file, w_line, w_x, w_y, w_rec, w_sc; /* field widths in bits */
+} granule;
+
+/* Start loading granule g's bytes: its first cache lines, all at once (a granule is about 200
+ * bytes on arm64), so that a lookup waits for memory about once. */
+static inline __attribute__((always_inline)) void granule_prefetch(const symcache *sc, uint32_t g)
+{
+    uint32_t off = rd32(sc->gindex + (size_t)g * 4), end = rd32(sc->gindex + (size_t)g * 4 + 4);
+    if (end > sc->granules_size || off >= end)
+        return;
+    const uint8_t *p = sc->granules + off;
+    for (uint32_t at = 0; at < end - off && at < 256; at += 64)
+        __builtin_prefetch(p + at);
+}
+
+/* Granule g's header into *gv; false if it is corrupt (it then answers nothing): its bytes
+ * outside the granules, field widths over 32 bits, or tables longer than its bytes. */
+static inline __attribute__((always_inline)) bool granule_at(granule *gv, const symcache *sc, uint32_t g)
+{
+    uint32_t off = rd32(sc->gindex + (size_t)g * 4), end = rd32(sc->gindex + (size_t)g * 4 + 4);
+    if (end > sc->granules_size || off > end || end - off < SYMC_GRANULE_HEADER)
+        return false;
+    const uint8_t *p = sc->granules + off;
+    gv->nrec = p[0] + 1u;
+    gv->nlocal = p[1] | (uint32_t)p[2] << 8;
+    gv->w_ls = p[3], gv->w_file = p[4], gv->w_line = p[5], gv->w_x = p[6], gv->w_y = p[7];
+    if (gv->w_ls > 16 || gv->w_file > 32 || gv->w_line > 32 || gv->w_x > 32 || gv->w_y > 32)
+        return false;
+    gv->w_rec = gv->w_ls + gv->w_file + gv->w_line;
+    gv->w_sc = sc->w_name + gv->w_ls + gv->w_x + gv->w_y;
+    uint32_t rec_bytes = (gv->nrec * gv->w_rec + 7) / 8;
+    uint64_t need = SYMC_GRANULE_HEADER + (gv->nrec - 1) + rec_bytes + ((uint64_t)gv->nlocal * gv->w_sc + 7) / 8;
+    if (need > end - off)
+        return false;
+    gv->fbase = rd32(p + 8);
+    gv->lbase = rd32(p + 12);
+    gv->offs = p + SYMC_GRANULE_HEADER;
+    gv->recs = gv->offs + (gv->nrec - 1);
+    gv->scopes = gv->recs + rec_bytes;
+    gv->gend = (uint32_t)(((uint64_t)g + 1) << sc->gshift);
+    return true;
+}
+
+/* How many of the offsets in[0, cnt) (cnt <= 8 here) are <= key (< 128), as 0x01 bytes:
+ * (0x80 | key) - offset keeps its high bit exactly when offset <= key, with no borrow between
+ * bytes below 0x80 (a corrupt byte above may borrow from the bytes after it: they lie past
+ * cnt, masked off). */
+static inline __attribute__((always_inline)) uint64_t le_bytes(const uint8_t *in, uint32_t cnt, uint64_t keys)
+{
+    const uint64_t high = 0x8080808080808080ull;
+    uint64_t v;
+    memcpy(&v, in, 8);
+    v = le64toh(v);
+    uint64_t mask = cnt >= 8 ? ~0ull : (1ull << (8 * cnt)) - 1;
+    return ((keys - v) & high & mask) >> 7;
+}
+
+/* The record covering unit `key` (< 128) of the granule: the number of records 1.. starting at
+ * or before it (starts strictly increase). Branch-free over the first 64 starts (so that a
+ * lookup does not wait for the granule's bytes to know which way to go, and the next lookup's
+ * loads can start meanwhile); a granule with more records (never on arm64 code so far: at
+ * most 46 on the benchmark) counts the rest in a loop. */
+static inline __attribute__((always_inline)) uint32_t find_record(const granule *gv, uint32_t key)
+{
+    const uint64_t ones = 0x0101010101010101ull;
+    uint64_t keys = (uint64_t)key * ones | ones << 7;
+    uint32_t cnt = gv->nrec - 1;
+    uint64_t acc = 0;
+    for (uint32_t w = 0; w < 64; w += 8)
+        acc += le_bytes(gv->offs + w, cnt > w ? cnt - w : 0, keys);
+    uint32_t k = (uint32_t)((acc * ones) >> 56);
+    for (uint32_t w = 64; w < cnt; w += 8)
+        k += (uint32_t)((le_bytes(gv->offs + w, cnt - w, keys) * ones) >> 56);
+    return k;
+}
+
 static const char *string_at(const symcache *sc, uint32_t off)
 {
     return off < sc->strings_size ? sc->strings + off : NULL;
 }
 
-/* A ULEB128 field of a record that check() decoded at open: it ends within the records (so no
- * bounds check here) after at most 10 bytes. */
-static inline __attribute__((always_inline)) uint64_t uleb_checked(const uint8_t **p)
+/* Path of file index + 1 `file1` (0 or out of range: NULL). */
+static inline __attribute__((always_inline)) const char *file_at(const symcache *sc, uint32_t file1)
 {
-    uint64_t v = *(*p)++;
-    if (v < 0x80)
-        return v;
-    v &= 0x7f;
-    for (unsigned shift = 7; shift < 64; shift += 7) {
-        uint8_t byte = *(*p)++;
-        v |= (uint64_t)(byte & 0x7f) << shift;
-        if ((byte & 0x80) == 0)
-            break;
-    }
-    return v;
-}
-
-/* Decode the record after `r` (not the first of its block) from bytes check() accepted. The
- * common case, every field one byte, is one 4-byte load and no branch on the file bit: a
- * record is at least 3 bytes and block_data is followed by the non-empty string table, so the
- * load stays in the mapping. (Measured on the benchmark: 57% of records take it; a branch-free
- * two-byte-field variant over an 8-byte load decoded slower overall.) */
-static inline __attribute__((always_inline)) const uint8_t *next_record_checked(const uint8_t *p, record *r)
-{
-    uint32_t w = rd32(p);
-    uint32_t file_changed = w >> 16 & 1;
-    if ((w & (0x808080u | file_changed << 31)) == 0) {
-        r->start += w & 0x7f;
-        r->scope1 = (uint64_t)((int64_t)r->scope1 + unzigzag(w >> 8 & 0x7f));
-        r->line = (uint64_t)((int64_t)r->line + unzigzag(w >> 17 & 0x3f));
-        r->file1 = (uint64_t)((int64_t)r->file1 + unzigzag(w >> 24 & (0u - file_changed)));
-        return p + 3 + file_changed;
-    }
-    uint64_t delta = uleb_checked(&p), scope = uleb_checked(&p), line = uleb_checked(&p);
-    if (line & 1)
-        r->file1 = (uint64_t)((int64_t)r->file1 + unzigzag(uleb_checked(&p)));
-    r->start += (uint32_t)delta;
-    r->scope1 = (uint64_t)((int64_t)r->scope1 + unzigzag(scope));
-    r->line = (uint64_t)((int64_t)r->line + unzigzag(line >> 1));
-    return p;
-}
-
-/* The last resume point starting at or before `rel` (>= the first one's start): two page
- * entries, then a binary search between them (about one point on a real image). */
-static inline __attribute__((always_inline)) uint32_t find_resume(const symcache *sc, uint32_t rel)
-{
-    uint32_t g = rel >> sc->page_shift;
-    if (g >= sc->npages)
-        g = sc->npages - 1;
-    /* it lies in [page[g], page[g + 1]] */
-    uint32_t lo = sc->page[g], hi = g + 1 < sc->npages ? sc->page[g + 1] : sc->nresume - 1;
-    while (lo < hi) {
-        uint32_t mid = hi - (hi - lo) / 2;
-        if (sc->resume[mid].start <= rel)
-            lo = mid;
-        else
-            hi = mid - 1;
-    }
-    return lo;
-}
-
-/* The record covering `rel` into *hit, decoding from resume point `at` (find_resume): at most
- * SYMC_RESUME_RANGES - 1 records, the ones before the next resume point. They never span two
- * blocks (SYMC_RESUME_RANGES divides SYMC_BLOCK_RANGES). */
-static inline __attribute__((always_inline)) void decode_from(const symcache *sc, uint32_t at, uint32_t rel, record *hit)
-{
-    const resume_point *rp = &sc->resume[at];
-    record r = {rp->start, rp->scope1, rp->file1, rp->line};
-    uint32_t first = at * SYMC_RESUME_RANGES;
-    uint32_t more = sc->nranges - 1 - first < SYMC_RESUME_RANGES - 1 ? sc->nranges - 1 - first : SYMC_RESUME_RANGES - 1;
-    const uint8_t *p = sc->records + rp->next;
-    *hit = r;
-    for (uint32_t k = 0; k < more; k++) {
-        p = next_record_checked(p, &r);
-        if (r.start > rel)
-            break;
-        *hit = r;
-    }
-}
-
-/* The record covering `rel` (an offset from the base) into *hit; false if rel lies before the
- * first range. */
-static inline __attribute__((always_inline)) bool find_range(const symcache *sc, uint32_t rel, record *hit)
-{
-    if (rel < sc->resume[0].start)
-        return false;
-    decode_from(sc, find_resume(sc, rel), rel, hit);
-    return true;
+    return file1 == 0 || file1 > sc->nfiles ? NULL : string_at(sc, rd32(sc->files + (size_t)(file1 - 1) * 4));
 }
 
 /* Start loading name `id`'s slot in its block when the block is already decompressed (a
@@ -658,63 +496,65 @@ static inline __attribute__((always_inline)) void name_prefetch(const symcache *
         __builtin_prefetch(&nb->name[id % SYMC_NAMES_PER_BLOCK]);
 }
 
-/* Start loading scope `i`'s cache line and the two before it: a parent is numbered before
- * its inlinees and lies in the same line or one of the two before in 92% of cases on the
- * benchmark, so the walk up a chain then waits for about one miss. */
-static inline __attribute__((always_inline)) void scope_prefetch(const symcache *sc, uint32_t i)
-{
-    size_t at = (size_t)((uint64_t)i * sc->w_scope / 8);
-    __builtin_prefetch(sc->scopes + at);
-    __builtin_prefetch(sc->scopes + (at >= 64 ? at - 64 : 0));
-    __builtin_prefetch(sc->scopes + (at >= 128 ? at - 128 : 0));
-}
-
 /* Where a frame's function name comes from: a name id, or none ("??": the line table covers an
  * address no function or symbol does). */
 #define NAME_UNKNOWN UINT32_MAX
 
-/* The frames of the record `hit` found for file_addr: its scope, then each parent up to the
- * concrete function (a walk up checked indexes: a parent cycle in a crafted file ends at the
- * frame cap). Writes at most `cap` frames (cap <= SYMCACHE_MAX_FRAMES) with their functions
- * unset: name_ids[k] says which name frame k gets (resolve_names). Returns how many. */
+/* The frames of record k of granule gv, found for file_addr: its local scope, then each parent
+ * up to the concrete function (a walk up local indexes, each checked: a parent cycle in a
+ * crafted file ends at the frame cap). Writes at most `cap` frames (cap <= SYMCACHE_MAX_FRAMES)
+ * with their functions unset: name_ids[k] says which name frame k gets (resolve_names).
+ * Returns how many. */
 static inline __attribute__((always_inline)) size_t walk_chain(symcache_frame *out, uint32_t *name_ids, size_t cap,
-                                                               const symcache *sc, const record *hit, uint64_t file_addr)
+                                                               const symcache *sc, const granule *gv, uint32_t k,
+                                                               uint64_t file_addr)
 {
-    uint32_t scope = hit->scope1 == 0 ? SYMC_NONE : (uint32_t)(hit->scope1 - 1);
-    const char *file = hit->file1 == 0 ? NULL : string_at(sc, rd32(sc->files + (size_t)(hit->file1 - 1) * 4));
-    uint32_t line = (uint32_t)hit->line;
-    if (cap == 0 || (scope == SYMC_NONE && file == NULL))
+    uint64_t at = (uint64_t)k * gv->w_rec;
+    uint32_t ls1 = get_bits(gv->recs, at, gv->w_ls);
+    const char *file = file_at(sc, gv->fbase + get_bits(gv->recs, at + gv->w_ls, gv->w_file));
+    uint32_t line = gv->lbase + get_bits(gv->recs, at + gv->w_ls + gv->w_file, gv->w_line);
+    bool scoped = ls1 != 0 && ls1 <= gv->nlocal;
+    if (cap == 0 || (!scoped && file == NULL))
         return 0;
-    if (scope == SYMC_NONE) {
+    if (!scoped) {
         out[0] = (symcache_frame){NULL, file, line, false, false, file_addr, NULL};
         name_ids[0] = NAME_UNKNOWN;
         return 1;
     }
     /* The inlinees' entry address is not stored: frames of one chain share the concrete
      * function's entry, written once the walk reaches it. */
-    scope_prefetch(sc, scope);
+    uint32_t s = ls1 - 1;
+    unsigned o_parent = sc->w_name, o_x = o_parent + gv->w_ls, o_y = o_x + gv->w_x;
     size_t n = 0;
     while (n < cap) {
-        symc_scope s = scope_at(sc, scope);
-        uint32_t parent = s.parent;
-        name_prefetch(sc, s.name);
-        name_ids[n] = s.name;
+        uint64_t a = (uint64_t)s * gv->w_sc;
+        uint32_t name = get_bits(gv->scopes, a, sc->w_name);
+        uint32_t parent1 = get_bits(gv->scopes, a + o_parent, gv->w_ls);
+        uint32_t x = get_bits(gv->scopes, a + o_x, gv->w_x);
+        uint32_t y = get_bits(gv->scopes, a + o_y, gv->w_y);
+        bool concrete = parent1 == 0 || parent1 > gv->nlocal;
+        if (name < sc->nnames) {
+            name_prefetch(sc, name);
+            name_ids[n] = name;
+        } else {
+            name_ids[n] = NAME_UNKNOWN;
+        }
         out[n].file = file;
         out[n].line = line;
-        out[n].inlined = parent != SYMC_NONE;
+        out[n].inlined = !concrete;
         out[n].from_symtab = false;
         out[n].sym_addr = 0;
         n++;
-        if (parent == SYMC_NONE) {
-            uint64_t entry = sc->base + s.d;
-            out[n - 1].from_symtab = s.c == SYMC_KIND_SYMTAB;
-            for (size_t k = 0; k < n; k++)
-                out[k].sym_addr = entry;
+        if (concrete) {
+            uint64_t entry = sc->base + (uint32_t)(gv->gend - y);
+            out[n - 1].from_symtab = x == SYMC_KIND_SYMTAB;
+            for (size_t i = 0; i < n; i++)
+                out[i].sym_addr = entry;
             break;
         }
-        file = s.c == SYMC_NONE ? NULL : string_at(sc, rd32(sc->files + (size_t)s.c * 4));
-        line = s.d;
-        scope = parent;
+        file = file_at(sc, x);
+        line = y;
+        s = parent1 - 1;
     }
     return n;
 }
@@ -743,16 +583,37 @@ static inline __attribute__((always_inline)) void resolve_names(symcache_frame *
     }
 }
 
+/* The granule of `file_addr` and the unit inside it; false if the address lies before the
+ * base or over 4 GiB past it. Past the last granule: its last unit (the sentinel's range). */
+static inline __attribute__((always_inline)) bool locate(uint32_t *g, uint32_t *key, const symcache *sc,
+                                                         uint64_t file_addr)
+{
+    if (file_addr < sc->base || file_addr - sc->base > UINT32_MAX)
+        return false;
+    uint32_t rel = (uint32_t)(file_addr - sc->base);
+    *g = rel >> sc->gshift;
+    *key = (rel >> sc->unit_shift) & (SYMC_GRANULE_UNITS - 1);
+    if (*g >= sc->ngranules) {
+        *g = sc->ngranules - 1;
+        *key = SYMC_GRANULE_UNITS - 1;
+    }
+    return true;
+}
+
 size_t symcache_lookup(symcache_frame *out, size_t cap, const symcache *sc, uint64_t file_addr)
 {
-    record hit;
-    if (cap == 0 || file_addr < sc->base || file_addr - sc->base > UINT32_MAX ||
-        !find_range(sc, (uint32_t)(file_addr - sc->base), &hit))
+    uint32_t g, key;
+    granule gv;
+    if (cap == 0 || !locate(&g, &key, sc, file_addr))
         return 0;
-    /* Two passes: the walk up the parents (each scope load waits for the one before), then the
-     * names; the walk starts loading each name's slot, so those misses overlap the walk's. */
+    granule_prefetch(sc, g);
+    if (!granule_at(&gv, sc, g))
+        return 0;
+    /* Two passes: the walk up the parents (all in the granule), then the names; the walk
+     * starts loading each name's slot, so those misses overlap. */
     uint32_t name_ids[SYMCACHE_MAX_FRAMES];
-    size_t n = walk_chain(out, name_ids, cap < SYMCACHE_MAX_FRAMES ? cap : SYMCACHE_MAX_FRAMES, sc, &hit, file_addr);
+    size_t n = walk_chain(out, name_ids, cap < SYMCACHE_MAX_FRAMES ? cap : SYMCACHE_MAX_FRAMES, sc, &gv,
+                          find_record(&gv, key), file_addr);
     resolve_names(out, name_ids, n, sc);
     return n;
 }
@@ -764,51 +625,43 @@ size_t symcache_lookup(symcache_frame *out, size_t cap, const symcache *sc, uint
 size_t symcache_lookup_many(symcache_frame *out, size_t cap, size_t *ends, const symcache *sc, const uint64_t *addrs,
                             size_t n)
 {
-    /* Per address of a window: in the table's range, its offset, and then its page, resume
-     * point and record. Each stage starts the next stage's cache miss for every address of
-     * the window (prefetch) before any of them waits for one. */
+    /* Per address of a window: in the table's range, its granule and unit. Each stage starts
+     * the next stage's cache misses for every address of the window (prefetch: granule index,
+     * granule lines) before any of them waits for one. */
     bool in[SYMC_BATCH];
-    uint32_t rel[SYMC_BATCH], at[SYMC_BATCH];
-    record hit[SYMC_BATCH];
+    uint32_t gr[SYMC_BATCH], key[SYMC_BATCH];
     uint32_t name_ids[SYMCACHE_MAX_FRAMES * SYMC_BATCH];
     size_t used = 0, done = 0;
     while (done < n) {
         size_t w = n - done < SYMC_BATCH ? n - done : SYMC_BATCH;
         const uint64_t *a = addrs + done;
         for (size_t j = 0; j < w; j++) {
-            in[j] = a[j] >= sc->base && a[j] - sc->base <= UINT32_MAX;
-            rel[j] = in[j] ? (uint32_t)(a[j] - sc->base) : 0;
-            in[j] = in[j] && rel[j] >= sc->resume[0].start;
-            uint32_t g = rel[j] >> sc->page_shift;
-            at[j] = g < sc->npages ? g : sc->npages - 1;
-            __builtin_prefetch(&sc->page[at[j]]);
+            in[j] = locate(&gr[j], &key[j], sc, a[j]);
+            if (in[j])
+                __builtin_prefetch(sc->gindex + (size_t)gr[j] * 4);
         }
         for (size_t j = 0; j < w; j++)
             if (in[j])
-                __builtin_prefetch(&sc->resume[sc->page[at[j]]]);
-        for (size_t j = 0; j < w; j++)
-            if (in[j]) {
-                at[j] = find_resume(sc, rel[j]);
-                __builtin_prefetch(sc->records + sc->resume[at[j]].next);
-            }
-        for (size_t j = 0; j < w; j++)
-            if (in[j]) {
-                decode_from(sc, at[j], rel[j], &hit[j]);
-                if (hit[j].scope1 != 0)
-                    scope_prefetch(sc, (uint32_t)(hit[j].scope1 - 1));
-            }
+                granule_prefetch(sc, gr[j]);
         /* the walks, in input order, into out */
         size_t first = used, j = 0;
         for (; j < w; j++) {
             size_t room = cap - used, k = 0;
-            if (in[j] && (hit[j].scope1 != 0 || hit[j].file1 != 0)) { /* at least one frame */
+            granule gv;
+            if (in[j] && granule_at(&gv, sc, gr[j])) {
                 size_t limit = room < SYMCACHE_MAX_FRAMES ? room : SYMCACHE_MAX_FRAMES;
-                if (limit == 0)
-                    break;
-                k = walk_chain(out + used, name_ids + (used - first), limit, sc, &hit[j], a[j]);
-                /* cut short by the room left (not by the frame cap): answer it in the next call */
-                if (k == limit && limit < SYMCACHE_MAX_FRAMES && out[used + k - 1].inlined)
-                    break;
+                symcache_frame probe;
+                uint32_t probe_id;
+                uint32_t rec = find_record(&gv, key[j]);
+                if (limit == 0) {
+                    if (walk_chain(&probe, &probe_id, 1, sc, &gv, rec, a[j]) > 0) /* it has frames */
+                        break;
+                } else {
+                    k = walk_chain(out + used, name_ids + (used - first), limit, sc, &gv, rec, a[j]);
+                    /* cut short by the room left (not by the frame cap): answer it in the next call */
+                    if (k == limit && limit < SYMCACHE_MAX_FRAMES && out[used + k - 1].inlined)
+                        break;
+                }
             }
             used += k;
             ends[done + j] = used;

@@ -382,15 +382,6 @@ static uint32_t out_file_slow(builder *b, uint32_t id)
     return b->file_of_id[sid] - 1;
 }
 
-/* Bits needed to hold every value 0..max (at least 1). */
-static unsigned bits_for(uint64_t max)
-{
-    unsigned w = 1;
-    while (w < 64 && (max >> w) != 0)
-        w++;
-    return w;
-}
-
 /* OR the low `width` (<= 32) bits of v into the little-endian bit string p at bit `at`. */
 static void put_bits(uint8_t *p, uint64_t at, uint64_t v, unsigned width)
 {
@@ -712,68 +703,140 @@ static void push_out(builder *b, uint64_t start, uint32_t scope, uint32_t file, 
     b->ranges[b->nranges++] = (out_range){(uint32_t)(start - b->base), {scope, file, line}};
 }
 
-/* Range records, block-coded (layout in symcache_format.h). */
+/* ---- granules (layout in symcache_format.h) ---------------------------------------------- */
+
+/* Bits needed to hold every value 0..max (0 for max 0: the field is then absent). */
+static unsigned bits0(uint64_t max)
+{
+    unsigned n = 0;
+    while (n < 64 && (max >> n) != 0)
+        n++;
+    return n;
+}
+
+/* Granules [first, last) of the ranges, appended to `data`; index[g] gets where granule g
+ * begins in `data`. Two jobs split the granules in halves; each has its own marks. */
 typedef struct {
-    const out_range *ranges;
-    size_t nranges;
-    buf data;              /* out: the records */
-    uint32_t *block_data;  /* out: offset in data of each block's first record */
-    size_t nblocks;
-    err_code rc;           /* ERR_UNSUPPORTED: over 4 GiB */
-} ranges_job;
+    const builder *b;
+    const uint32_t *rank;  /* name reference -> name id */
+    unsigned w_name, unit_shift;
+    size_t first, last;    /* granules */
+    uint32_t *index;       /* out: granule -> offset in data (the caller rebases it) */
+    buf data;              /* out */
+    err_code rc;           /* ERR_UNSUPPORTED: a granule needs over 65535 scopes */
+} granules_job;
 
-static uint8_t *put_uleb_raw(uint8_t *p, uint64_t v)
+static void *encode_granules_thread(void *arg)
 {
-    while (v >= 0x80) {
-        *p++ = (uint8_t)(v | 0x80);
-        v >>= 7;
+    granules_job *j = arg;
+    const builder *b = j->b;
+    const out_range *r = b->ranges;
+    size_t n = b->nranges;
+    unsigned gshift = j->unit_shift + SYMC_GRANULE_UNIT_BITS;
+    /* epoch[s] == granule + 1 once scope s is in the granule's local table, at local[s] */
+    uint32_t *epoch = xcalloc(b->nscopes ? b->nscopes : 1, sizeof *epoch);
+    uint32_t *local = xcalloc(b->nscopes ? b->nscopes : 1, sizeof *local);
+    uint32_t *list = NULL; /* the granule's scopes in local order */
+    size_t cap_list = 0;
+    buf_init(&j->data);
+    /* the range covering the first granule's start */
+    size_t k = 0, lo = 0, hi = n;
+    uint64_t first_start = (uint64_t)j->first << gshift;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (r[mid].start <= first_start)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
-    *p++ = (uint8_t)v;
-    return p;
-}
-
-static uint64_t zigzag(int64_t v)
-{
-    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-}
-
-static void *encode_ranges_thread(void *arg)
-{
-    ranges_job *j = arg;
-    buf *data = &j->data;
-    buf_init(data);
-    j->nblocks = (j->nranges + SYMC_BLOCK_RANGES - 1) / SYMC_BLOCK_RANGES;
-    j->block_data = xcalloc(j->nblocks ? j->nblocks : 1, sizeof *j->block_data);
-    for (size_t k = 0; k < j->nranges; k++) {
-        const out_range *r = &j->ranges[k];
-        uint64_t scope1 = r->info.scope == SYMC_NONE ? 0 : (uint64_t)r->info.scope + 1;
-        uint64_t file1 = r->info.file == SYMC_NONE ? 0 : (uint64_t)r->info.file + 1;
-        buf_reserve(data, 4 * 10 + 1); /* four varints at most */
-        uint8_t *p = data->data + data->len;
-        if (k % SYMC_BLOCK_RANGES == 0) {
-            if (data->len > UINT32_MAX) {
-                j->rc = ERR_UNSUPPORTED;
-                break;
+    k = lo > 0 ? lo - 1 : 0;
+    for (size_t g = j->first; g < j->last; g++) {
+        uint64_t gstart = (uint64_t)g << gshift, gend = gstart + ((uint64_t)1 << gshift);
+        while (k + 1 < n && r[k + 1].start <= gstart)
+            k++;
+        size_t end = k + 1;
+        while (end < n && r[end].start < gend)
+            end++;
+        uint32_t nrec = (uint32_t)(end - k); /* 1..128: starts are distinct multiples of the unit */
+        /* local scopes: each record's chain, innermost first, each scope once */
+        uint32_t nl = 0;
+        uint32_t mark = (uint32_t)(g + 1);
+        for (size_t i = k; i < end; i++)
+            for (uint32_t s = r[i].info.scope; s != SYMC_NONE && epoch[s] != mark; s = b->scopes[s].parent) {
+                if (nl == cap_list) {
+                    cap_list = cap_list ? cap_list * 2 : 256;
+                    list = xreallocarray(list, cap_list, sizeof *list);
+                }
+                epoch[s] = mark;
+                local[s] = nl;
+                list[nl++] = s;
             }
-            j->block_data[k / SYMC_BLOCK_RANGES] = (uint32_t)data->len;
-            p = put_uleb_raw(p, scope1);
-            p = put_uleb_raw(p, file1);
-            p = put_uleb_raw(p, r->info.line);
-        } else {
-            const out_range *q = &j->ranges[k - 1];
-            uint64_t pscope1 = q->info.scope == SYMC_NONE ? 0 : (uint64_t)q->info.scope + 1;
-            uint64_t pfile1 = q->info.file == SYMC_NONE ? 0 : (uint64_t)q->info.file + 1;
-            /* the file rarely changes between neighbours: one flag bit beside the line delta */
-            uint64_t zline = zigzag((int64_t)r->info.line - (int64_t)q->info.line);
-            p = put_uleb_raw(p, (uint64_t)r->start - q->start);
-            p = put_uleb_raw(p, zigzag((int64_t)scope1 - (int64_t)pscope1));
-            p = put_uleb_raw(p, zline << 1 | (file1 != pfile1));
-            if (file1 != pfile1)
-                p = put_uleb_raw(p, zigzag((int64_t)file1 - (int64_t)pfile1));
+        if (nl > UINT16_MAX) {
+            j->rc = ERR_UNSUPPORTED;
+            break;
         }
-        data->len = (size_t)(p - data->data);
+        /* field widths: granule-local bases keep them narrow */
+        uint32_t fbase = UINT32_MAX, fmax = 0, lbase = UINT32_MAX, lmax = 0, xmax = 0, ymax = 0;
+        for (size_t i = k; i < end; i++) {
+            uint32_t file1 = r[i].info.file == SYMC_NONE ? 0 : r[i].info.file + 1;
+            fbase = file1 < fbase ? file1 : fbase;
+            fmax = file1 > fmax ? file1 : fmax;
+            lbase = r[i].info.line < lbase ? r[i].info.line : lbase;
+            lmax = r[i].info.line > lmax ? r[i].info.line : lmax;
+        }
+        for (uint32_t i = 0; i < nl; i++) {
+            const symc_scope *sp = &b->scopes[list[i]];
+            uint32_t x = sp->parent == SYMC_NONE ? sp->c : (sp->c == SYMC_NONE ? 0 : sp->c + 1);
+            uint32_t y = sp->parent == SYMC_NONE ? (uint32_t)(gend - sp->d) : sp->d;
+            xmax = x > xmax ? x : xmax;
+            ymax = y > ymax ? y : ymax;
+        }
+        unsigned w_ls = bits0(nl), w_file = bits0(fmax - fbase), w_line = bits0(lmax - lbase);
+        unsigned w_x = bits0(xmax), w_y = bits0(ymax);
+        unsigned w_rec = w_ls + w_file + w_line, w_sc = j->w_name + w_ls + w_x + w_y;
+        size_t rec_bytes = ((size_t)nrec * w_rec + 7) / 8, sc_bytes = ((size_t)nl * w_sc + 7) / 8;
+        size_t size = SYMC_GRANULE_HEADER + (nrec - 1) + rec_bytes + sc_bytes;
+        j->index[g - j->first] = (uint32_t)j->data.len; /* rebased by the caller */
+        buf_reserve(&j->data, size + 8);
+        uint8_t *p = j->data.data + j->data.len;
+        memset(p, 0, size + 8);
+        p[0] = (uint8_t)(nrec - 1);
+        p[1] = (uint8_t)nl;
+        p[2] = (uint8_t)(nl >> 8);
+        p[3] = (uint8_t)w_ls;
+        p[4] = (uint8_t)w_file;
+        p[5] = (uint8_t)w_line;
+        p[6] = (uint8_t)w_x;
+        p[7] = (uint8_t)w_y;
+        for (int q = 0; q < 4; q++) {
+            p[8 + q] = (uint8_t)(fbase >> (8 * q));
+            p[12 + q] = (uint8_t)(lbase >> (8 * q));
+        }
+        uint8_t *offs = p + SYMC_GRANULE_HEADER, *recs = offs + (nrec - 1), *scs = recs + rec_bytes;
+        for (size_t i = k + 1; i < end; i++)
+            offs[i - k - 1] = (uint8_t)((r[i].start - gstart) >> j->unit_shift);
+        for (size_t i = k; i < end; i++) {
+            uint64_t at = (uint64_t)(i - k) * w_rec;
+            uint32_t file1 = r[i].info.file == SYMC_NONE ? 0 : r[i].info.file + 1;
+            put_bits(recs, at, r[i].info.scope == SYMC_NONE ? 0 : local[r[i].info.scope] + 1, w_ls);
+            put_bits(recs, at + w_ls, file1 - fbase, w_file);
+            put_bits(recs, at + w_ls + w_file, r[i].info.line - lbase, w_line);
+        }
+        for (uint32_t i = 0; i < nl; i++) {
+            const symc_scope *sp = &b->scopes[list[i]];
+            uint64_t at = (uint64_t)i * w_sc;
+            uint32_t x = sp->parent == SYMC_NONE ? sp->c : (sp->c == SYMC_NONE ? 0 : sp->c + 1);
+            uint32_t y = sp->parent == SYMC_NONE ? (uint32_t)(gend - sp->d) : sp->d;
+            put_bits(scs, at, j->rank[sp->name], j->w_name);
+            put_bits(scs, at + j->w_name, sp->parent == SYMC_NONE ? 0 : local[sp->parent] + 1, w_ls);
+            put_bits(scs, at + j->w_name + w_ls, x, w_x);
+            put_bits(scs, at + j->w_name + w_ls + w_x, y, w_y);
+        }
+        j->data.len += size;
     }
-    data->data[data->len] = 0; /* buf keeps a NUL after its bytes */
+    free(list);
+    free(epoch);
+    free(local);
     return NULL;
 }
 
@@ -923,55 +986,58 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
         goto done;
     }
 
-    /* range records (they do not depend on the names' order) on a thread of their own, while
-     * the names are sorted and compressed */
-    ranges_job rj = {b.ranges, b.nranges, {0}, NULL, 0, ERR_OK};
-    pthread_t ranges_tid;
-    bool ranges_threaded = threads > 1 && pthread_create(&ranges_tid, NULL, encode_ranges_thread, &rj) == 0;
-
     /* names: sorted (neighbours share most bytes), then compressed in blocks */
     uint32_t *rank = NULL;
     buf names_index, names_data;
     buf_init(&names_index);
     buf_init(&names_data);
     size_t nnames = 0;
+    granules_job gj[2];
+    memset(gj, 0, sizeof gj);
+    uint32_t *gindex = NULL;
     rc = write_names(&names_index, &names_data, &rank, &nnames, &b.names, threads, err);
-    if (ranges_threaded)
-        pthread_join(ranges_tid, NULL);
-    else
-        encode_ranges_thread(&rj);
-    if (rc == ERR_OK && rj.rc != ERR_OK)
-        rc = err_set(err, rj.rc, "range records over 4 GiB");
     if (rc != ERR_OK)
         goto done_names;
-    phase_mark(&clock, "build.names+ranges");
+    phase_mark(&clock, "build.names");
 
-    /* scopes, bit-packed with the narrowest widths that hold every value */
-    uint32_t max_y = 0, max_x = 0;
-    for (size_t k = 0; k < b.nscopes; k++) {
-        const symc_scope *sp = &b.scopes[k];
-        uint32_t x = sp->parent == SYMC_NONE ? sp->c : (sp->c == SYMC_NONE ? 0 : sp->c + 1);
-        if (x > max_x)
-            max_x = x;
-        if (sp->d > max_y)
-            max_y = sp->d;
+    /* granules, two halves on two threads: range starts that are all 4-aligned (arm64) are
+     * counted in 4-byte units */
+    unsigned unit_shift = 2;
+    for (size_t k = 0; k < b.nranges && unit_shift > 0; k++)
+        if (b.ranges[k].start % 4 != 0)
+            unit_shift = 0;
+    unsigned gshift = unit_shift + SYMC_GRANULE_UNIT_BITS;
+    size_t ngranules = ((size_t)b.ranges[b.nranges - 1].start >> gshift) + 1;
+    unsigned w_name = bits0(nnames > 0 ? nnames - 1 : 0);
+    gindex = xcalloc(ngranules + 1, sizeof *gindex);
+    unsigned halves = threads > 1 && ngranules > 1 ? 2 : 1;
+    pthread_t gtid;
+    bool gthreaded = false;
+    for (unsigned h = 0; h < halves; h++) {
+        gj[h] = (granules_job){&b, rank, w_name, unit_shift, ngranules * h / halves, ngranules * (h + 1) / halves,
+                               gindex + ngranules * h / halves, {0}, ERR_OK};
+        buf_init(&gj[h].data);
     }
-    unsigned w_name = bits_for(nnames), w_parent = bits_for(b.nscopes + 1),
-             w_x = bits_for(max_x), w_y = bits_for(max_y);
-    unsigned w_scope = w_name + w_parent + w_x + w_y;
-    size_t scopes_bytes = (b.nscopes * (size_t)w_scope + 7) / 8 + SYMC_SCOPE_PAD;
-    uint8_t *packed = xcalloc(scopes_bytes, 1);
-    for (size_t k = 0; k < b.nscopes; k++) {
-        const symc_scope *sp = &b.scopes[k];
-        uint64_t at = k * (uint64_t)w_scope;
-        uint32_t x = sp->parent == SYMC_NONE ? sp->c : (sp->c == SYMC_NONE ? 0 : sp->c + 1);
-        put_bits(packed, at, rank[sp->name], w_name);
-        put_bits(packed, at + w_name, sp->parent == SYMC_NONE ? 0 : sp->parent + 1, w_parent);
-        put_bits(packed, at + w_name + w_parent, x, w_x);
-        put_bits(packed, at + w_name + w_parent + w_x, sp->d, w_y);
+    if (halves == 2)
+        gthreaded = pthread_create(&gtid, NULL, encode_granules_thread, &gj[1]) == 0;
+    encode_granules_thread(&gj[0]);
+    if (halves == 2) {
+        if (gthreaded)
+            pthread_join(gtid, NULL);
+        else
+            encode_granules_thread(&gj[1]);
     }
-
-    phase_mark(&clock, "build.scopes");
+    size_t gsize = gj[0].data.len + (halves == 2 ? gj[1].data.len : 0);
+    if (gj[0].rc != ERR_OK || gj[1].rc != ERR_OK)
+        rc = err_set(err, ERR_UNSUPPORTED, "a granule needs more than 65535 functions");
+    else if (gsize > UINT32_MAX)
+        rc = err_set(err, ERR_UNSUPPORTED, "range records over 4 GiB");
+    if (rc != ERR_OK)
+        goto done_names;
+    for (size_t g = gj[1].first; halves == 2 && g < ngranules; g++)
+        gindex[g] += (uint32_t)gj[0].data.len;
+    gindex[ngranules] = (uint32_t)gsize;
+    phase_mark(&clock, "build.granules");
 
     /* header */
     uint8_t hdr[8] = {0};
@@ -989,29 +1055,29 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
     buf_append_u32le(out, (uint32_t)b.strings.bytes.len);
     buf_append_u32le(out, name_off);
     buf_append_u32le(out, (uint32_t)b.nfiles);
-    buf_append_u32le(out, (uint32_t)rj.nblocks);
+    buf_append_u32le(out, (uint32_t)ngranules);
     buf_append_u32le(out, (uint32_t)nnames);
-    buf_append_u32le(out, 0); /* reserved */
+    buf_append_u32le(out, unit_shift | w_name << 8);
     buf_append_u32le(out, (uint32_t)names_data.len);
-    buf_append_u32le(out, w_name | w_parent << 8 | w_x << 16 | w_y << 24);
+    buf_append_u32le(out, (uint32_t)gsize);
     /* tables */
-    buf_reserve(out, rj.nblocks * SYMC_BLOCK_SIZE + b.nfiles * 4 + scopes_bytes + names_index.len +
-                         names_data.len + rj.data.len + b.strings.bytes.len);
-    for (size_t k = 0; k < rj.nblocks; k++) {
-        buf_append_u32le(out, b.ranges[k * SYMC_BLOCK_RANGES].start);
-        buf_append_u32le(out, rj.block_data[k]);
-    }
+    buf_reserve(out, (ngranules + 1) * 4 + b.nfiles * 4 + names_index.len + names_data.len + gsize +
+                         SYMC_GRANULE_PAD + b.strings.bytes.len);
+    for (size_t g = 0; g <= ngranules; g++)
+        buf_append_u32le(out, gindex[g]);
     for (size_t k = 0; k < b.nfiles; k++)
         buf_append_u32le(out, b.files[k]);
-    buf_append(out, packed, scopes_bytes);
     buf_append(out, names_index.data, names_index.len);
     buf_append(out, names_data.data, names_data.len);
-    buf_append(out, rj.data.data, rj.data.len);
+    for (unsigned h = 0; h < halves; h++)
+        buf_append(out, gj[h].data.data, gj[h].data.len);
+    static const uint8_t pad[SYMC_GRANULE_PAD];
+    buf_append(out, pad, sizeof pad);
     buf_append(out, b.strings.bytes.data, b.strings.bytes.len);
-    free(packed);
 done_names:
-    buf_reset(&rj.data);
-    free(rj.block_data);
+    buf_reset(&gj[0].data);
+    buf_reset(&gj[1].data);
+    free(gindex);
     buf_reset(&names_index);
     buf_reset(&names_data);
     free(rank);
