@@ -2,8 +2,9 @@
  * symcache - a compact, sorted address table for one (UUID, arch) image, built once from
  * a dSYM's DWARF (plus the Mach-O symbol table) and read through mmap.
  *
- * A lookup is a page-table load and a short decode in a memory-mapped array (through an index
- * built at open) plus a walk up the inline chain: no locks, safe from any number of threads.
+ * A lookup reads one granule of the memory-mapped file (found through an index stored in it:
+ * the ranges of 512 bytes of arm64 code and the inline chains they need) plus the name memo:
+ * no locks, safe from any number of threads.
  * Function names are stored raw (linkage names), compressed in blocks; a block is
  * decompressed (one allocation) the first time a lookup needs one of its names, and a name's
  * display form is demangled the first time a lookup returns it; both are kept until
@@ -41,9 +42,10 @@ typedef struct {
 
 #define SYMCACHE_MAX_FRAMES 64 /* inline depth we return at most; deeper chains are cut */
 
-/* symcache_open - map `path` read-only, check every table once (header, bounds, each record,
- * scope and name reference) and build the in-memory lookup index (about 2.8 bytes per range:
- * 7.4 MB for 2.6 M ranges). O(ranges).
+/* symcache_open - map `path` read-only and check the header, every table's bounds against the
+ * file size, the paths and the name block index: O(1) in the number of ranges (the granules
+ * are checked by the lookups that read them: a corrupt one answers nothing, never reads
+ * outside the file or loops).
  * out     owned by the caller: symcache_close().
  * Errors  ERR_NOT_FOUND (no file), ERR_IO, ERR_INVALID (not a symcache, corrupt tables),
  *         ERR_OUTDATED (an older format version: rebuild it from the dSYM),
