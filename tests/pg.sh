@@ -4,6 +4,8 @@
 #                           loopback port (the previous one when still free), print its
 #                           libpq URL on stdout and nothing else
 #   tests/pg.sh stop DIR    fast shutdown; a stopped cluster is a no-op
+# PG_FSYNC=on keeps fsync on (default off); PG_OPTS adds server options at start (e.g.
+# "-c shared_preload_libraries=pg_stat_statements" to see what each statement costs).
 # initdb refuses to run as root, so as root the cluster belongs to the `postgres` user.
 set -euo pipefail
 
@@ -58,7 +60,7 @@ start)
     # fsync off: test data need not survive a machine crash, and it keeps the tests fast.
     # PG_FSYNC=on keeps it on (tests/bench/bench_ingest.sh: durable means flushed to disk).
     "${as_owner[@]}" "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
-      -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$dir -c fsync=${PG_FSYNC:-off} -c max_connections=200" \
+      -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$dir -c fsync=${PG_FSYNC:-off} -c max_connections=200 ${PG_OPTS:-}" \
       start >/dev/null || { tail -n 20 "$dir/server.log" >&2; exit 1; }
   fi
   echo "postgresql://postgres@127.0.0.1:$port/postgres"

@@ -1307,6 +1307,175 @@ static void metrics_show_cache_hit_rate(void)
 }
 
 
+/* ---- processing at intake (issue #15) ------------------------------------------------- */
+
+/* A single SQL text value (malloc'd), NULL for none or SQL NULL. */
+static char *sql_str(const char *sql, const char *param)
+{
+    const char *v[1] = {param};
+    PGresult *r = PQexecParams(db, sql, param ? 1 : 0, NULL, param ? v : NULL, NULL, NULL, 0);
+    char *out = NULL;
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 && !PQgetisnull(r, 0, 0))
+        out = strdup(PQgetvalue(r, 0, 0));
+    else if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        fprintf(stderr, "sql failed: %s: %s", sql, PQerrorMessage(db));
+    PQclear(r);
+    return out;
+}
+
+/* POST `body` (Apple text) to the node on `on_port`; the new report's id, malloc'd. */
+static char *post_text(int on_port, const char *body)
+{
+    http_resp r = http_at(on_port, "POST", "/api/v1/reports", "text/plain", body, strlen(body));
+    CHECK_EQ_INT(r.status, 202);
+    /* the answer is the same on both paths: the report is durable and received */
+    CHECK_EQ_STR(r.json ? json_string_value(json_object_get(r.json, "status")) : NULL,
+                 "received");
+    const char *id = r.json ? json_string_value(json_object_get(r.json, "id")) : NULL;
+    char *out = strdup(id ? id : "");
+    resp_free(&r);
+    return out;
+}
+
+/* How report `id` was stored: "<status> <issue_id> <attempts> <inline>", inline = whether it
+ * was processed in the transaction that received it (processed_at = received_at). */
+static char *stored_as(const char *id)
+{
+    char *v = sql_str("SELECT status || ' ' || coalesce(issue_id, 0) || ' ' || attempts || ' ' || "
+                      "coalesce(processed_at = received_at, false) FROM reports WHERE id = $1",
+                      id);
+    return v ? v : strdup("(none)");
+}
+
+static long long metric_of(int on_port, const char *key)
+{
+    http_resp m = metrics_of(on_port);
+    long long v = metric_value(m.body, key);
+    resp_free(&m);
+    return v;
+}
+
+#define INTAKE_PROCESSED_KEY "\nstacksift_intake_processed_total "
+#define REGRESSIONS_KEY "\nstacksift_issue_regressions_total "
+
+/* The same report through both paths gives the same row and the same issue counts: posted to
+ * node A, whose symcaches for it are open (a GET ?format=text symbolicates it there first),
+ * it is stored processed by the commit that answers the POST: its issue is counted before the
+ * 202 (no drain); posted to node C, started with STACKSIFT_INTAKE_PROCESSING=0, it is queued
+ * and processed by a worker later. Then a regression, reopened on each path. */
+static void intake_processing_matches_the_workers(void)
+{
+    const gen_report *g = &reports[0];
+    long long issue = site_issue[g->site];
+    int port_c = free_port();
+    pid_t pid_c = start_server_with(port_c, 'c', "STACKSIFT_INTAKE_PROCESSING=0");
+    CHECK(pid_c > 0);
+    if (pid_c <= 0)
+        return;
+    char *url = xsprintf("/api/v1/reports/%s?format=text", g->id);
+    CHECK_STATUS(get(url), 200);   /* node A opens the symcaches of g's images */
+    free(url);
+    CHECK(drain(30));
+
+    char *isql = xsprintf("SELECT count FROM issues WHERE id = %lld", issue);
+    char *dsql = xsprintf("SELECT sum(count) FROM issue_days WHERE issue_id = %lld", issue);
+    long long count0 = sql_int(isql), days0 = sql_int(dsql);
+    long long at_a0 = metric_of(port, INTAKE_PROCESSED_KEY);
+
+    char *id_a = post_text(port, g->body);
+    char *how = stored_as(id_a);
+    char *want = xsprintf("processed %lld 1 true", issue);
+    CHECK_EQ_STR(how, want);                        /* at once, before any worker */
+    CHECK_EQ_INT(sql_int(isql), count0 + 1);
+    CHECK_EQ_INT(sql_int(dsql), days0 + 1);
+    CHECK_EQ_INT(metric_of(port, INTAKE_PROCESSED_KEY), at_a0 + 1);
+    free(how);
+
+    char *id_c = post_text(port_c, g->body);
+    CHECK(drain(30));
+    how = stored_as(id_c);
+    free(want);
+    want = xsprintf("processed %lld 1 false", issue);
+    CHECK_EQ_STR(how, want);                        /* by a worker, in a later transaction */
+    CHECK_EQ_INT(metric_of(port_c, INTAKE_PROCESSED_KEY), 0);
+    free(how);
+    free(want);
+
+    /* One row shape: the model, signature, summary and missing UUIDs of both equal those of
+     * the original report (processed by the workers long ago). */
+    char *ids = xsprintf("{%s,%s,%s}", g->id, id_a, id_c);
+    char *n3 = sql_str("SELECT count(*)::text FROM reports WHERE id = ANY($1::uuid[])", ids);
+    CHECK_EQ_STR(n3, "3");
+    free(n3);
+    char *distinct = sql_str("SELECT count(DISTINCT (status, issue_id, fingerprint, kind, "
+                             "hardware_model, symbolicated, missing_uuids, app, app_version, "
+                             "os_version, format, error))::text FROM reports "
+                             "WHERE id = ANY($1::uuid[])", ids);
+    CHECK_EQ_STR(distinct, "1");
+    free(distinct);
+    CHECK_EQ_INT(sql_int(isql), count0 + 2);
+    CHECK_EQ_INT(sql_int(dsql), days0 + 2);
+    /* the issue's newest report and last seen are the last one's */
+    char *last = sql_str("SELECT (i.last_report = r.id AND i.last_seen = r.received_at)::text "
+                         "FROM issues i JOIN reports r ON r.issue_id = i.id WHERE r.id = $1",
+                         id_c);
+    CHECK_EQ_STR(last, "true");
+    free(last);
+    free(ids);
+
+    /* Regressions: resolved in 5.0, seen in 5.0.1 on node A (at intake: reopened before the
+     * 202); resolved again in 6.0, seen in 6.0.1 on node C (by a worker). */
+    const gen_report *h = NULL;
+    for (size_t i = 0; i < nreports && !h; i++)
+        if (reports[i].site == 4 && reports[i].b == 1 && !reports[i].ips)
+            h = &reports[i];
+    CHECK(h != NULL);
+    if (h) {
+        url = xsprintf("/api/v1/reports/%s?format=text", h->id);
+        CHECK_STATUS(get(url), 200);
+        free(url);
+        long long reissue = site_issue[4];
+        char *iurl = xsprintf("/api/v1/issues/%lld", reissue);
+        char *state_sql = xsprintf("SELECT status || ' ' || regressed FROM issues WHERE id = %lld",
+                                   reissue);
+        const char *fixed[2] = {"5.0", "6.0"}, *seen[2] = {"5.0.1", "6.0.1"};
+        int ports[2] = {port, port_c};
+        for (int k = 0; k < 2; k++) {
+            char *patch = xsprintf("{\"status\":\"resolved\",\"resolved_in\":\"%s\"}", fixed[k]);
+            CHECK_STATUS(http("PATCH", iurl, "application/json", patch, strlen(patch)), 200);
+            free(patch);
+            long long reg0 = metric_of(ports[k], REGRESSIONS_KEY);
+            scene sc;
+            make_scene(&sc, 4, 1);
+            sc.version = seen[k];
+            char *body = apple_text(&sc, &builds[1]);
+            char *id = post_text(ports[k], body);
+            free(body);
+            if (k == 1)
+                CHECK(drain(30));
+            how = stored_as(id);
+            want = xsprintf("processed %lld 1 %s", reissue, k == 0 ? "true" : "false");
+            CHECK_EQ_STR(how, want);
+            char *state = sql_str(state_sql, NULL);
+            CHECK_EQ_STR(state, "open true");
+            if (k == 0)   /* a worker counts its batch just after COMMIT: node C's may lag */
+                CHECK_EQ_INT(metric_of(ports[k], REGRESSIONS_KEY), reg0 + 1);
+            free(state);
+            free(how);
+            free(want);
+            free(id);
+        }
+        free(state_sql);
+        free(iurl);
+    }
+    kill(pid_c, SIGTERM);
+    CHECK_EQ_INT(wait_exit(pid_c, 30), 0);
+    free(isql);
+    free(dsql);
+    free(id_a);
+    free(id_c);
+}
+
 /* ---- shared-nothing nodes (issue #14) -------------------------------------------------- */
 
 static int has_name(const char *dir, const char *name)
@@ -1961,6 +2130,7 @@ int main(void)
     RUN(symbolicate_endpoint_stores_nothing);
     RUN(server_json_carries_mangled);
     RUN(metrics_show_cache_hit_rate);
+    RUN(intake_processing_matches_the_workers);
     RUN(corpus_reports_are_processed_or_cleanly_failed);
     RUN(unprocessable_report_fails_without_blocking);
     RUN(hangs_and_metrickit_flow_into_issues);

@@ -183,6 +183,7 @@ int cli_serve(int argc, char **argv)
         .max_report_bytes = cfg.max_report_bytes,
         .idle_poll_ms = 50,
         .nice = cfg.worker_nice,
+        .at_intake = cfg.intake_processing != 0,
     };
     if (pipeline_new(&pipe, work_store, &po, &err) != ERR_OK) {
         log_event(LOG_ERROR, "pipeline_failed", "message=%s", err.msg);

@@ -342,6 +342,10 @@ static const config_var VARS[] = {
     {"STACKSIFT_WORKER_NICE", "10", parse_nice, offsetof(config, worker_nice),
      "nice value added to the report and call-site processing threads (0..19): they yield "
      "the CPUs to the HTTP threads and the intake, so POST latency holds under load"},
+    {"STACKSIFT_INTAKE_PROCESSING", "1", parse_bool, offsetof(config, intake_processing),
+     "1: a POSTed report whose symcaches this node has open is processed before its commit "
+     "and stored processed with its issue (one write, no queue); 0: every report is queued "
+     "for the workers (needs STACKSIFT_WORKERS > 0 either way)"},
     {"STACKSIFT_SYMCACHE_OPEN_MAX", "64", parse_count, offsetof(config, symcache_open_max),
      "symcaches kept memory-mapped (least recently used closed first)"},
     {"STACKSIFT_STACK_CACHE_BYTES", "64M", parse_size, offsetof(config, stack_cache_bytes),

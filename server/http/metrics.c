@@ -209,7 +209,7 @@ void metrics_render(buf *out, const store_pool_stats *pool, int64_t queued)
 void metrics_intake_render(buf *out, const store_intake_stats *st)
 {
     buf_printf(out, "# HELP stacksift_intake_commits_total Group commits of POSTed reports "
-                    "(one COPY each).\n"
+                    "(one INSERT each).\n"
                     "# TYPE stacksift_intake_commits_total counter\n"
                     "stacksift_intake_commits_total %llu\n"
                     "# HELP stacksift_intake_reports_total Reports committed by those commits.\n"
@@ -220,7 +220,17 @@ void metrics_intake_render(buf *out, const store_intake_stats *st)
                     "stacksift_intake_largest_commit %llu\n"
                     "# HELP stacksift_intake_failures_total Reports whose commit failed.\n"
                     "# TYPE stacksift_intake_failures_total counter\n"
-                    "stacksift_intake_failures_total %llu\n",
+                    "stacksift_intake_failures_total %llu\n"
+                    "# HELP stacksift_intake_processed_total Reports processed at intake and "
+                    "committed processed, with their issue (the rest went to the queue).\n"
+                    "# TYPE stacksift_intake_processed_total counter\n"
+                    "stacksift_intake_processed_total %llu\n"
+                    "# HELP stacksift_intake_processed_fallbacks_total Commits whose reports "
+                    "processed at intake were stored as received instead (their issue upsert "
+                    "failed).\n"
+                    "# TYPE stacksift_intake_processed_fallbacks_total counter\n"
+                    "stacksift_intake_processed_fallbacks_total %llu\n",
                (unsigned long long)st->batches, (unsigned long long)st->reports,
-               (unsigned long long)st->largest, (unsigned long long)st->failures);
+               (unsigned long long)st->largest, (unsigned long long)st->failures,
+               (unsigned long long)st->processed, (unsigned long long)st->processed_fallbacks);
 }

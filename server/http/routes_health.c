@@ -57,7 +57,7 @@ enum MHD_Result handle_metrics(http_request *r)
     store_intake_stats_get(&intake, r->srv->intake);
     metrics_intake_render(&out, &intake);
     if (r->srv->pipe)
-        pipeline_metrics_render(&out, r->srv->pipe);
+        pipeline_metrics_render(&out, r->srv->pipe, intake.processed, intake.regressions);
     maintain_metrics_render(&out, r->srv->node);   /* NULL: nothing */
     store_samples_stats ss;
     if (store_samples_counts(&ss, r->srv->store, &err) == ERR_OK)   /* else left out */

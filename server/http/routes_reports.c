@@ -89,6 +89,7 @@ enum MHD_Result handle_report_post(http_request *r)
         .body = r->mem ? r->mem : (const uint8_t *)"",
         .len = (size_t)r->body_bytes,
         .max_report_bytes = r->srv->cfg->max_report_bytes,
+        .pipe = r->srv->pipe,
     };
     if (in.content_encoding[0] == '\0')
         in.content_encoding = NULL;

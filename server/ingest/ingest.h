@@ -27,13 +27,17 @@ typedef struct {
     const uint8_t *body;          /* the request body as received */
     size_t len;
     uint64_t max_report_bytes;    /* limit on the decoded report */
+    struct pipeline *pipe;        /* processes a report at once when it can
+                                     (pipeline_process_at_intake); NULL: never */
 } ingest_report_input;
 
 /*
  * ingest_report_prepare - decode (gzip) and parse one report into the row intake commits
  * (status "received", format and the summary columns; no parsed model: see
  * ingest_report_model_json); a MetricKit payload of several diagnostics gives one row per
- * diagnostic (crashreport_split), *rows an arena array of *nrows (>= 1). The caller commits
+ * diagnostic (crashreport_split), *rows an arena array of *nrows (>= 1). With in->pipe, a
+ * report that pipeline_process_at_intake could process now also carries its outcome
+ * (row.processed): the commit stores it processed, with its issue. The caller commits
  * the rows through store_intake (group commit);
  * once that commit succeeded the report is durable and workers take it from there. Strings
  * and bytes of `row` live in `a` (or borrow in->body).

@@ -1,6 +1,7 @@
 /*
  * ingest_report - report intake: decode the body, parse it (ingest_report_parse is the one
- * place that does) into the row intake commits: raw bytes + summary columns.
+ * place that does) into the row intake commits: raw bytes + summary columns, and when the
+ * pipeline can process it at once, its outcome (stored processed, with its issue).
  */
 #include <stdio.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 
 #include "base/buf.h"
 #include "ingest/ingest.h"
+#include "ingest/pipeline.h"
 
 #include "crashreport/crashreport.h"
 
@@ -80,9 +82,27 @@ static err_code ingest_report_parse(crashreport **out, const uint8_t *data, size
     return crashreport_parse(out, (const char *)data, len, a, err);
 }
 
-/* One decoded report (raw_len bytes at raw) into row: parsed for its 4xx and its summary. */
+/* The outcome of a report processed at intake as the row's store_report_processed; NULL if
+ * the arena is full (the report is then stored as received). */
+static const store_report_processed *processed_of(const store_outcome *o, arena *a)
+{
+    err_info err = {0};
+    store_report_processed *p = arena_alloc(a, sizeof *p, &err);
+    if (p == NULL)
+        return NULL;
+    *p = (store_report_processed){
+        .issue_app = o->app, .fingerprint = o->fingerprint, .kind = o->kind,
+        .title = o->title, .culprit = o->culprit, .exception = o->exception,
+        .basis = o->basis, .provisional = o->provisional, .frames_json = o->frames_json,
+        .hardware_model = o->hardware_model, .symbolicated_json = o->symbolicated_json,
+    };
+    return p;
+}
+
+/* One decoded report (raw_len bytes at raw) into row: parsed for its 4xx and its summary;
+ * processed now if `pipe` can (pipeline_process_at_intake). */
 static err_code prepare_row(store_report_new *row, const char *content_type, const uint8_t *raw,
-                            size_t raw_len, arena *a, err_info *err)
+                            size_t raw_len, pipeline *pipe, arena *a, err_info *err)
 {
     memset(row, 0, sizeof *row);
     /* Parsed here so that a bad report gets its 4xx now; only the summary is kept: the model
@@ -100,6 +120,9 @@ static err_code prepare_row(store_report_new *row, const char *content_type, con
     row->app = r->meta.app_name ? r->meta.app_name : r->meta.process;
     row->app_version = r->meta.app_version;
     row->os_version = r->meta.os_version;
+    store_outcome o;
+    if (pipe && pipeline_process_at_intake(pipe, r, row->app, &o, a))
+        row->processed = processed_of(&o, a);
     return ERR_OK;
 }
 
@@ -144,7 +167,7 @@ err_code ingest_report_prepare(store_report_new **rows, size_t *nrows, const ing
     for (size_t i = 0; i < n; i++) {
         const uint8_t *doc = ndocs > 0 ? (const uint8_t *)docs[i] : raw;
         size_t dlen = ndocs > 0 ? lens[i] : raw_len;
-        rc = prepare_row(&out[i], in->content_type, doc, dlen, a, err);
+        rc = prepare_row(&out[i], in->content_type, doc, dlen, in->pipe, a, err);
         if (rc != ERR_OK) {
             if (ndocs > 0) {
                 char msg[sizeof err->msg];

@@ -122,15 +122,34 @@ err_code pipeline_new(pipeline **out, store *work_store, const pipeline_options 
     return ERR_OK;
 }
 
+static bool sc_locate_in(char path[4096], uint64_t *version, pipeline *p, const char *uuid,
+                         bool row_only);
+
 /* Where the symcache of `uuid` is and which version: from the node's file cache (version =
  * the first 64 bits of its SHA-256), or symcache_dir/<uuid>.symc (version from inode and
  * mtime, so a replaced file is noticed). false: there is none (yet). */
 static bool sc_locate(char path[4096], uint64_t *version, pipeline *p, const char *uuid)
 {
+    return sc_locate_in(path, version, p, uuid, false);
+}
+
+/* sc_locate; `row_only`: from the row cache alone (symfiles_current), no file fetched or
+ * checked (path is then left empty): the caller uses only a symcache already open. */
+static bool sc_locate_in(char path[4096], uint64_t *version, pipeline *p, const char *uuid,
+                         bool row_only)
+{
     if (p->o.files) {
         char sha[65];
         err_info err = {0};
-        err_code rc = symfiles_get(path, sha, p->o.files, uuid, false, &err);
+        err_code rc;
+        if (row_only) {
+            path[0] = '\0';
+            rc = symfiles_current(sha, p->o.files, uuid, &err);
+            if (rc == ERR_OK && sha[0] == '\0')
+                rc = ERR_NOT_FOUND;
+        } else {
+            rc = symfiles_get(path, sha, p->o.files, uuid, false, &err);
+        }
         if (rc != ERR_OK) {
             if (rc != ERR_NOT_FOUND)
                 log_event(LOG_WARN, "symcache_unavailable", "uuid=%s error=%s message=%s", uuid,
@@ -199,12 +218,14 @@ static bool rebuild_outdated(pipeline *p, const char *uuid, uint64_t outdated)
 }
 
 /* The open symcache for `uuid` with one more reference, or NULL if it has none (yet). Not
- * cached when missing: the dSYM may come any time. */
-static sc_entry *sc_acquire(pipeline *p, const char *uuid)
+ * cached when missing: the dSYM may come any time. `warm_only`: only a symcache this node
+ * has open already, current by the row cache; when it would have to be fetched, opened or
+ * rebuilt first, NULL and *cold = true. */
+static sc_entry *sc_acquire(pipeline *p, const char *uuid, bool warm_only, bool *cold)
 {
     char path[4096];
     uint64_t version = 0;
-    if (!sc_locate(path, &version, p, uuid))
+    if (!sc_locate_in(path, &version, p, uuid, warm_only && p->o.files))
         return NULL;
     pthread_mutex_lock(&p->sc_mu);
     for (size_t i = 0; i < p->nsc; i++) {
@@ -217,12 +238,16 @@ static sc_entry *sc_acquire(pipeline *p, const char *uuid)
             pthread_mutex_unlock(&p->sc_mu);
             return e;
         }
-        if (e->refs == 0) {   /* an older file: nobody uses it, close it now */
+        if (e->refs == 0 && !warm_only) {   /* an older file: nobody uses it, close it now */
             symcache_close(e->sc);
             e->sc = NULL;
         }
     }
     pthread_mutex_unlock(&p->sc_mu);
+    if (warm_only) {
+        *cold = true;
+        return NULL;
+    }
 
     symcache *sc = NULL;
     err_info err = {0};
@@ -305,6 +330,8 @@ typedef struct {
     sc_entry **ent;     /* per image: its symcache entry, NULL if none */
     uint8_t *state;     /* per image: 0 not asked, 1 asked and this image holds the
                            reference, 2 asked (no symcache, or shares another image's) */
+    bool warm_only;     /* use only symcaches open already (sc_acquire) */
+    bool cold;          /* warm_only, and an image's symcache was not */
 } rctx;
 
 static sc_entry *image_symcache(rctx *c, size_t image)
@@ -318,7 +345,7 @@ static sc_entry *image_symcache(rctx *c, size_t image)
                 c->state[image] = 2;
             }
         if (c->state[image] == 0) {
-            c->ent[image] = uuid[0] ? sc_acquire(c->p, uuid) : NULL;
+            c->ent[image] = uuid[0] ? sc_acquire(c->p, uuid, c->warm_only, &c->cold) : NULL;
             c->state[image] = c->ent[image] ? 1 : 2;
         }
     }
@@ -542,6 +569,8 @@ static err_code stack_symbolicate(rctx *c, EVP_MD_CTX *md, crashreport_thread *t
         return ERR_OK;
     uint8_t key[32];
     stack_key(key, md, c, fs, n);
+    if (c->cold)
+        return ERR_OK;   /* the caller gives the report up (warm_only) */
     err_code rc = ERR_OK;
     if (p->o.stack_cache_bytes > 0 && stack_from_cache(p, key, fs, n, a, err, &rc)) {
         atomic_fetch_add(&p->stack_hits, 1);
@@ -578,11 +607,12 @@ static bool recheck_missing(pipeline *p, const char **uuids, size_t n)
 
 /* One symbolication of every frame of `r` (see pipeline_symbolicate). */
 static err_code symbolicate_pass(pipeline *p, crashreport *r, const char ***missing_in_app,
-                                 size_t *nmissing, arena *a, err_info *err)
+                                 size_t *nmissing, bool warm_only, bool *cold, arena *a,
+                                 err_info *err)
 {
     size_t ni = r->nimages ? r->nimages : 1;
     rctx c = {p, r, arena_alloc_array(a, ni, sizeof(sc_entry *), err),
-              arena_alloc_array(a, ni, 1, err)};
+              arena_alloc_array(a, ni, 1, err), warm_only, false};
     if (missing_in_app) {
         *missing_in_app = NULL;
         *nmissing = 0;
@@ -593,12 +623,20 @@ static err_code symbolicate_pass(pipeline *p, crashreport *r, const char ***miss
     if (md == NULL)
         return err_set(err, ERR_INTERNAL, "sha-256: out of memory");
     err_code rc = ERR_OK;
-    for (size_t t = 0; t < r->nthreads && rc == ERR_OK; t++)
+    for (size_t t = 0; t < r->nthreads && rc == ERR_OK && !c.cold; t++)
         rc = stack_symbolicate(&c, md, &r->threads[t], r->threads[t].frames,
                                r->threads[t].nframes, a, err);
-    if (rc == ERR_OK)
+    if (rc == ERR_OK && !c.cold)
         rc = stack_symbolicate(&c, md, NULL, r->leb, r->nleb, a, err);
     EVP_MD_CTX_free(md);
+    if (cold)
+        *cold = c.cold;
+    if (c.cold) {
+        for (size_t i = 0; i < r->nimages; i++)
+            if (c.state[i] == 1)
+                sc_release(p, c.ent[i]);
+        return rc;
+    }
 
     /* Which images frames fell in without a symcache: all of them for the model, the
      * in-app ones for pending_dsym. */
@@ -650,13 +688,13 @@ static err_code symbolicate_pass(pipeline *p, crashreport *r, const char ***miss
 err_code pipeline_symbolicate(pipeline *p, crashreport *r, const char ***missing_in_app,
                               size_t *nmissing, arena *a, err_info *err)
 {
-    err_code rc = symbolicate_pass(p, r, missing_in_app, nmissing, a, err);
+    err_code rc = symbolicate_pass(p, r, missing_in_app, nmissing, false, NULL, a, err);
     /* The report is about to wait for an in-app dSYM: ask Postgres rather than trust a recent
      * "none" of this node's cache, and if one came meanwhile, symbolicate again with it (a
      * report never waits for a dSYM that is there: no pending/received ping-pong). */
     if (rc == ERR_OK && missing_in_app && *nmissing > 0 && p->o.files &&
         recheck_missing(p, *missing_in_app, *nmissing))
-        rc = symbolicate_pass(p, r, missing_in_app, nmissing, a, err);
+        rc = symbolicate_pass(p, r, missing_in_app, nmissing, false, NULL, a, err);
     return rc;
 }
 
@@ -671,23 +709,30 @@ err_code pipeline_parse(crashreport **out, pipeline *p, const uint8_t *raw, size
 
 /* ---- workers ------------------------------------------------------------------------- */
 
-/* What becomes of one claimed report; everything in `a`. */
-static void process_one(pipeline *p, const store_claimed *row, store_outcome *o, arena *a)
+/* What becomes of report `r` (parsed; `app` as intake stored it, NULL = unknown): *o filled
+ * as a worker commits it, everything in `a`. `at_intake`: only with symcaches this node has
+ * open already (sc_acquire's warm_only) and only to "processed": false when that could not
+ * be (a symcache to fetch or open, an in-app image without a dSYM, an error), *o then unused
+ * (the report goes to the queue, where process_one does it all). */
+static bool process_parsed(pipeline *p, crashreport *r, const char *app, store_outcome *o,
+                           bool at_intake, arena *a)
 {
     err_info err = {0};
-    crashreport *r = NULL;
     const char **missing = NULL;
     size_t nmissing = 0;
     signature sig;
     memset(o, 0, sizeof *o);
     o->status = "failed";
-    err_code rc = crashreport_parse(&r, (const char *)row->raw, row->raw_len, a, &err);
-    if (rc != ERR_OK) {
-        o->error = arena_sprintf(a, &err, "parsing: %s", err.msg);
-        return;
-    }
     o->kind = crashreport_kind_name(r->kind);
-    rc = pipeline_symbolicate(p, r, &missing, &nmissing, a, &err);
+    err_code rc;
+    if (at_intake) {
+        bool cold = false;
+        rc = symbolicate_pass(p, r, &missing, &nmissing, true, &cold, a, &err);
+        if (rc != ERR_OK || cold || nmissing > 0)
+            return false;   /* the worker fetches, opens, rechecks or records the error */
+    } else {
+        rc = pipeline_symbolicate(p, r, &missing, &nmissing, a, &err);
+    }
     signature_options so = {p->o.signature_frames};
     if (rc == ERR_OK)
         rc = signature_compute(&sig, r, &so, a, &err);
@@ -729,11 +774,11 @@ static void process_one(pipeline *p, const store_claimed *row, store_outcome *o,
         o->missing_uuids_json = NULL;
         if (o->error == NULL)
             o->error = "the report needs more memory than its budget";
-        return;
+        return !at_intake;
     }
     const crashreport_metadata *m = &r->meta;
     o->status = nmissing > 0 ? "pending_dsym" : "processed";
-    o->app = row->app ? row->app : m->app_name ? m->app_name : m->process ? m->process : "";
+    o->app = app ? app : m->app_name ? m->app_name : m->process ? m->process : "";
     o->app_version = m->app_version;
     o->hardware_model = m->hardware_model;
     o->grouped = true;
@@ -749,7 +794,32 @@ static void process_one(pipeline *p, const store_claimed *row, store_outcome *o,
         o->grouped = false;
         o->status = "failed";
         o->error = "the report needs more memory than its budget";
+        return !at_intake;
     }
+    return true;
+}
+
+/* What becomes of one claimed report; everything in `a`. */
+static void process_one(pipeline *p, const store_claimed *row, store_outcome *o, arena *a)
+{
+    err_info err = {0};
+    crashreport *r = NULL;
+    err_code rc = crashreport_parse(&r, (const char *)row->raw, row->raw_len, a, &err);
+    if (rc != ERR_OK) {
+        memset(o, 0, sizeof *o);
+        o->status = "failed";
+        o->error = arena_sprintf(a, &err, "parsing: %s", err.msg);
+        return;
+    }
+    process_parsed(p, r, row->app, o, false, a);
+}
+
+bool pipeline_process_at_intake(pipeline *p, crashreport *r, const char *app, store_outcome *o,
+                                arena *a)
+{
+    if (p->o.workers == 0 || !p->o.at_intake)
+        return false;
+    return process_parsed(p, r, app, o, true, a);
 }
 
 static bool should_stop(pipeline *p)
@@ -986,13 +1056,17 @@ symfiles *pipeline_files(pipeline *p)
     return p->o.files;
 }
 
-void pipeline_metrics_render(buf *out, pipeline *p)
+void pipeline_metrics_render(buf *out, pipeline *p, uint64_t intake_processed,
+                             uint64_t intake_regressions)
 {
     pipeline_stats s;
     pipeline_stats_get(&s, p);
+    s.processed += intake_processed;
+    s.regressions += intake_regressions;
     uint64_t lookups = s.frame_hits + s.frame_misses;
     buf_printf(out,
-               "# HELP stacksift_reports_processed_total Reports the workers finished, by outcome.\n"
+               "# HELP stacksift_reports_processed_total Reports the workers finished, by "
+               "outcome, and those processed at intake (status processed).\n"
                "# TYPE stacksift_reports_processed_total counter\n"
                "stacksift_reports_processed_total{status=\"processed\"} %llu\n"
                "stacksift_reports_processed_total{status=\"pending_dsym\"} %llu\n"

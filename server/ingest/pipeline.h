@@ -34,6 +34,7 @@
 #include "ingest/symfiles.h"
 #include "signature/signature.h"
 #include "store/store.h"
+#include "store/store_queue.h"
 
 typedef struct pipeline pipeline;
 
@@ -49,6 +50,7 @@ typedef struct {
     uint64_t max_report_bytes;    /* per-report arena budget is derived from it */
     unsigned idle_poll_ms;        /* how often an idle worker looks at the queue */
     unsigned nice;                /* the worker threads' nice value (0: as the process) */
+    bool at_intake;               /* pipeline_process_at_intake may process (with workers) */
 } pipeline_options;
 
 /* pipeline_new - caches and (stopped) workers; the workers use `work_store`, which should
@@ -90,12 +92,29 @@ err_code pipeline_symbolicate(pipeline *p, crashreport *r, const char ***missing
 err_code pipeline_parse(crashreport **out, pipeline *p, const uint8_t *raw, size_t len, arena *a,
                         err_info *err);
 
+/*
+ * pipeline_process_at_intake - process report `r` (just parsed by the intake; `app` as the
+ * intake stores it, NULL = unknown) on the calling thread, as a worker would, when that needs
+ * nothing this node lacks: every image's symcache is open already (or known to be absent)
+ * and no in-app image waits for a dSYM. true: *o holds the outcome, status "processed",
+ * grouped (strings in `a`), for the intake to commit with the report and its issue upsert.
+ * false: nothing to store but the report as received (the workers do the rest, as before):
+ * a symcache to fetch, open or rebuild, an in-app dSYM missing, an error, or no workers or
+ * opts.at_intake off. Frames of `r` are symbolicated in place either way.
+ */
+bool pipeline_process_at_intake(pipeline *p, crashreport *r, const char *app, store_outcome *o,
+                                arena *a);
+
 /* pipeline_files - the symcache file cache it was made with (opts.files; may be NULL). */
 symfiles *pipeline_files(pipeline *p);
 
 /* pipeline_metrics_render - append the pipeline's metrics (Prometheus text): reports
- * processed by outcome, batches, symcaches open, stack cache hits and misses and hit ratio. */
-void pipeline_metrics_render(buf *out, pipeline *p);
+ * processed by outcome, batches, symcaches open, stack cache hits and misses and hit ratio.
+ * `intake_processed` reports (reopening `intake_regressions` issues) were processed at
+ * intake (store_intake_stats): counted with the workers' in the processed and regression
+ * totals. */
+void pipeline_metrics_render(buf *out, pipeline *p, uint64_t intake_processed,
+                             uint64_t intake_regressions);
 
 /* Cache counters, for tests and the benchmark. */
 typedef struct {

@@ -341,6 +341,11 @@ static err_code current_sha(char sha[65], symfiles *f, const char *uuid, bool fr
     }
 }
 
+err_code symfiles_current(char sha256[65], symfiles *f, const char *uuid, err_info *err)
+{
+    return current_sha(sha256, f, uuid, false, err);
+}
+
 /* ---- get ------------------------------------------------------------------------------- */
 
 err_code symfiles_get(char path[4096], char sha256[65], symfiles *f, const char *uuid,

@@ -53,6 +53,15 @@ err_code symfiles_get(char path[4096], char sha256[65], symfiles *f, const char 
                       bool fresh, err_info *err);
 
 /*
+ * symfiles_current - the hex SHA-256 of `uuid`'s current symcache ("" if it has none) as the
+ * row cache of symfiles_get knows it (asking Postgres only when that answer is older than
+ * the TTLs above); never downloads or reads a file. For the intake's processing, which uses
+ * a symcache only when this node has it open already.
+ * Errors  ERR_STORE.
+ */
+err_code symfiles_current(char sha256[65], symfiles *f, const char *uuid, err_info *err);
+
+/*
  * symfiles_add - put a symcache this node just built and committed (its SHA-256 known) into
  * the cache by hard link, so that the uploading node's first lookup needs no download, and
  * forget what was known of `uuid`'s row (the next get reads it: a concurrent upload may have

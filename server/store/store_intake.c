@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "base/buf.h"
+#include "base/jsonw.h"
 #include "base/xalloc.h"
 #include "store/store_intake.h"
 #include "store/store_internal.h"
@@ -32,6 +33,7 @@ typedef struct intake_entry {
                                   t0_ms + the store's timeout (a 503 rather than a hang) */
     err_code rc;
     err_info err;
+    bool processed;            /* stored as processed (its issue upserted in the commit) */
     struct intake_entry *next;
 } intake_entry;
 
@@ -175,28 +177,154 @@ static void put_text(buf *b, const char *s)
     put_elem(b, s, s ? strlen(s) : 0);
 }
 
+/* An array header (array_recv's binary form): one dimension of `n` elements of type `oid`. */
+static void put_array_head(buf *b, bool has_nulls, uint32_t oid, size_t n)
+{
+    put_i32(b, 1);
+    put_i32(b, has_nulls ? 1 : 0);
+    put_i32(b, (int32_t)oid);
+    put_i32(b, (int32_t)n);
+    put_i32(b, 1);
+}
+
+/* The same INSERT for a batch holding reports processed at intake: each of those is stored
+ * 'processed' with its model and issue, and its issue upserted, in the one statement (so in
+ * the one transaction whose commit precedes the 202s). $11..$15 are per report (NULL for a
+ * report stored as received), $16 the batch's groups as JSON (one per issue_app +
+ * fingerprint). The groups' receipt times are now(): the transaction's time, which is
+ * received_at of every row it inserts. Upserts go in (app, fingerprint) order and per-day
+ * counts in issue order, as the workers' (store_queue.c): no deadlock among them. The answer
+ * is how many resolved issues the batch reopened. */
+static const store_stmt STMT_INSERT_PROCESSED = {
+    "reports_intake_processed",
+    "WITH t AS (SELECT * FROM json_to_recordset($16::json) AS t(app text, kind text, "
+    "fingerprint text, title text, culprit text, exception text, basis text, "
+    "provisional boolean, frames jsonb, n bigint, versions text[], last_report uuid)), "
+    "g AS (INSERT INTO issues AS i (app, kind, fingerprint, title, culprit, exception, basis, "
+    "provisional, frames, first_seen, last_seen, count, versions, last_report) "
+    "SELECT t.app, t.kind, t.fingerprint, t.title, t.culprit, t.exception, t.basis, "
+    "t.provisional, t.frames, now(), now(), t.n, "
+    "ARRAY(SELECT DISTINCT v FROM unnest(t.versions) v ORDER BY 1), t.last_report "
+    "FROM t ORDER BY t.app, t.fingerprint " STORE_ISSUE_UPSERT_CONFLICT
+    "RETURNING i.id, i.app, i.fingerprint, coalesce(i.regressed_at = now(), false) AS regressed), "
+    "d AS (INSERT INTO issue_days AS d (issue_id, day, count) "
+    "SELECT g.id, (now() AT TIME ZONE 'UTC')::date, t.n FROM g "
+    "JOIN t ON t.app = g.app AND t.fingerprint = g.fingerprint ORDER BY 1 "
+    "ON CONFLICT (issue_id, day) DO UPDATE SET count = d.count + EXCLUDED.count), "
+    "r AS (INSERT INTO reports (id, status, format, content_type, raw, raw_bytes, parsed, app, "
+    "app_version, os_version, issue_id, fingerprint, kind, hardware_model, symbolicated, "
+    "attempts, processed_at) "
+    "SELECT r.id, r.status, r.format, r.content_type, r.raw, r.raw_bytes, r.parsed, r.app, "
+    "r.app_version, r.os_version, g.id, r.fingerprint, r.kind, r.hardware_model, r.model, "
+    "CASE WHEN g.id IS NULL THEN 0 ELSE 1 END, CASE WHEN g.id IS NULL THEN NULL ELSE now() END "
+    "FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bytea[], $6::int4[], "
+    "$7::jsonb[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], "
+    "$14::text[], $15::text[]) AS r(id, status, format, content_type, raw, raw_bytes, parsed, "
+    "app, app_version, os_version, issue_app, fingerprint, kind, hardware_model, model) "
+    "LEFT JOIN g ON g.app = r.issue_app AND g.fingerprint = r.fingerprint) "
+    "SELECT count(*) FILTER (WHERE regressed) FROM g"};
+enum { PCOL_ISSUE_APP, PCOL_FINGERPRINT, PCOL_KIND, PCOL_HARDWARE_MODEL, PCOL_MODEL, NPCOLS };
+
+/* Is `b` (processed) in the same group as `a`: the same issue (app, fingerprint)? */
+static bool same_group(const store_report_processed *a, const store_report_processed *b)
+{
+    return strcmp(a->issue_app, b->issue_app) == 0 && strcmp(a->fingerprint, b->fingerprint) == 0;
+}
+
+/* $11..$15 (binary text arrays: NULL for a report stored as received) and $16, the groups:
+ * [{"app","kind","fingerprint","title","culprit","exception","basis","provisional","frames",
+ * "n","versions","last_report"}] in order of first appearance. A group's title and frames
+ * come from its first report (the same signature gives the same ones), last_report is its
+ * last (all share one receipt time), versions its reports' distinct app versions. */
+static void processed_columns(buf pcol[NPCOLS + 1], intake_entry *batch, size_t n)
+{
+    for (int k = 0; k < NPCOLS; k++) {
+        buf_init(&pcol[k]);
+        put_array_head(&pcol[k], true, 25, n);
+    }
+    buf *groups = &pcol[NPCOLS];
+    buf_init(groups);
+    jsonw j;
+    jsonw_init(&j, groups);
+    jsonw_array_begin(&j);
+    size_t k = n;
+    for (intake_entry *e = batch; k > 0; e = e->next, k--) {
+        const store_report_processed *p = e->r->processed;
+        put_text(&pcol[PCOL_ISSUE_APP], p ? p->issue_app : NULL);
+        put_text(&pcol[PCOL_FINGERPRINT], p ? p->fingerprint : NULL);
+        put_text(&pcol[PCOL_KIND], p ? p->kind : NULL);
+        put_text(&pcol[PCOL_HARDWARE_MODEL], p ? p->hardware_model : NULL);
+        put_text(&pcol[PCOL_MODEL], p ? p->symbolicated_json : NULL);
+        if (!p)
+            continue;
+        /* the first report of its group writes the group */
+        bool first = true;
+        for (intake_entry *o = batch; o != e && first; o = o->next)
+            first = !(o->r->processed && same_group(o->r->processed, p));
+        if (!first)
+            continue;
+        int64_t count = 0;
+        const char *last = NULL;
+        jsonw_object_begin(&j);
+        jsonw_kstr(&j, "app", p->issue_app);
+        jsonw_kstr(&j, "kind", p->kind);
+        jsonw_kstr(&j, "fingerprint", p->fingerprint);
+        jsonw_kstr(&j, "title", p->title);
+        jsonw_kstr(&j, "culprit", p->culprit);
+        jsonw_kstr(&j, "exception", p->exception);
+        jsonw_kstr(&j, "basis", p->basis);
+        jsonw_kbool(&j, "provisional", p->provisional);
+        jsonw_kraw(&j, "frames", p->frames_json ? p->frames_json : "[]");
+        jsonw_key(&j, "versions");
+        jsonw_array_begin(&j);
+        size_t m = k;
+        char last_id[37];
+        for (intake_entry *o = e; m > 0; o = o->next, m--) {
+            const store_report_processed *q = o->r->processed;
+            if (!q || !same_group(q, p))
+                continue;
+            count++;
+            uuid_text(last_id, o->id);
+            last = last_id;
+            const char *v = o->r->app_version;
+            if (v == NULL)
+                continue;
+            bool seen = false;   /* repeats are dropped by the SQL too; this keeps it short */
+            size_t m2 = k;
+            for (intake_entry *w = e; w != o && m2 > 0 && !seen; w = w->next, m2--)
+                seen = w->r->processed && same_group(w->r->processed, p) &&
+                       w->r->app_version && strcmp(w->r->app_version, v) == 0;
+            if (!seen)
+                jsonw_str(&j, v);
+        }
+        jsonw_array_end(&j);
+        jsonw_kint(&j, "n", count);
+        jsonw_kstr(&j, "last_report", last);
+        jsonw_object_end(&j);
+    }
+    jsonw_array_end(&j);
+}
+
 /* Insert `n` entries from `batch` with STMT_INSERT. Each array in binary form (array_recv,
  * src/backend/utils/adt/arrayfuncs.c): dimensions 1, a has-nulls flag, the element type,
  * then length and lower bound (1), then each element as put_elem writes it; binary uuid is
  * its 16 bytes, int4 big-endian, jsonb a version byte (1) and the JSON text, text and bytea
  * their bytes. */
-static err_code insert_batch(pconn *c, intake_entry *batch, size_t n, err_info *err)
+static err_code insert_batch(pconn *c, intake_entry *batch, size_t n, bool with_processed,
+                             uint64_t *regressions, err_info *err)
 {
     buf col[NCOLS];
     for (int k = 0; k < NCOLS; k++) {
         buf_init(&col[k]);
-        put_i32(&col[k], 1);
-        put_i32(&col[k], k == COL_ID || k == COL_STATUS || k == COL_FORMAT || k == COL_CTYPE ||
-                                 k == COL_RAW || k == COL_RAW_BYTES ? 0 : 1);
-        put_i32(&col[k], (int32_t)COL_TYPE[k]);
-        put_i32(&col[k], (int32_t)n);
-        put_i32(&col[k], 1);
+        put_array_head(&col[k], !(k == COL_ID || k == COL_STATUS || k == COL_FORMAT ||
+                                  k == COL_CTYPE || k == COL_RAW || k == COL_RAW_BYTES),
+                       COL_TYPE[k], n);
     }
     size_t k = n;
     for (intake_entry *e = batch; k > 0; e = e->next, k--) {
         const store_report_new *r = e->r;
         put_elem(&col[COL_ID], e->id, 16);
-        put_text(&col[COL_STATUS], r->status);
+        put_text(&col[COL_STATUS], with_processed && r->processed ? "processed" : r->status);
         put_text(&col[COL_FORMAT], r->format);
         put_text(&col[COL_CTYPE], r->content_type);
         put_elem(&col[COL_RAW], r->raw_len ? r->raw : (const uint8_t *)"", r->raw_len);
@@ -214,15 +342,32 @@ static err_code insert_batch(pconn *c, intake_entry *batch, size_t n, err_info *
         put_text(&col[COL_APP_VERSION], r->app_version);
         put_text(&col[COL_OS_VERSION], r->os_version);
     }
-    const char *values[NCOLS];
-    int lengths[NCOLS], formats[NCOLS];
+    const char *values[NCOLS + NPCOLS + 1];
+    int lengths[NCOLS + NPCOLS + 1], formats[NCOLS + NPCOLS + 1];
     for (int i = 0; i < NCOLS; i++) {
         values[i] = (const char *)col[i].data;
         lengths[i] = (int)col[i].len;
         formats[i] = 1;
     }
     PGresult *res = NULL;
-    err_code rc = store_exec(&res, c, &STMT_INSERT, NCOLS, values, lengths, formats, err);
+    err_code rc;
+    buf pcol[NPCOLS + 1];
+    if (with_processed) {
+        processed_columns(pcol, batch, n);
+        for (int i = 0; i <= NPCOLS; i++) {
+            values[NCOLS + i] = (const char *)pcol[i].data;
+            lengths[NCOLS + i] = (int)pcol[i].len;
+            formats[NCOLS + i] = 1;
+        }
+        rc = store_exec(&res, c, &STMT_INSERT_PROCESSED, NCOLS + NPCOLS + 1, values, lengths,
+                        formats, err);
+        if (rc == ERR_OK && regressions)
+            *regressions = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
+        for (int i = 0; i <= NPCOLS; i++)
+            buf_reset(&pcol[i]);
+    } else {
+        rc = store_exec(&res, c, &STMT_INSERT, NCOLS, values, lengths, formats, err);
+    }
     PQclear(res);
     for (int i = 0; i < NCOLS; i++)
         buf_reset(&col[i]);
@@ -258,7 +403,8 @@ static bool batch_present(pconn *c, intake_entry *batch, size_t n)
 
 /* Commit `n` entries on a pooled connection, retried once on a fresh connection when the
  * first one turns out to be broken (the database restarted since it was opened). */
-static err_code commit_batch(store_intake *q, intake_entry *batch, size_t n, err_info *err)
+static err_code commit_batch(store_intake *q, intake_entry *batch, size_t n, bool with_processed,
+                             uint64_t *regressions, err_info *err)
 {
     err_code rc = ERR_OK;
     for (int attempt = 0; attempt < 2; attempt++) {
@@ -269,7 +415,7 @@ static err_code commit_batch(store_intake *q, intake_entry *batch, size_t n, err
         if (attempt > 0 && batch_present(c, batch, n))
             rc = ERR_OK;   /* the first attempt committed; only its answer was lost */
         else
-            rc = insert_batch(c, batch, n, err);
+            rc = insert_batch(c, batch, n, with_processed, regressions, err);
         bool broken = PQstatus(c->pg) != CONNECTION_OK && !c->timed_out;
         store_release(q->s, c);
         if (!(rc == ERR_STORE && broken))
@@ -303,30 +449,49 @@ static void commit_and_answer(store_intake *q, intake_entry *batch, size_t n)
         oldest = e->t0_ms < oldest ? e->t0_ms : oldest;
     double left = oldest + store_timeout_ms(q->s) - intake_now_ms();
     store_deadline_begin(left > 1 ? (unsigned)left : 1);
-    err_code rc = commit_batch(q, batch, n, &err);
+    bool with_processed = false;
+    for (intake_entry *e = batch; e && !with_processed; e = e->next)
+        with_processed = e->r->processed != NULL;
+    uint64_t regressions = 0;
+    err_code rc = commit_batch(q, batch, n, with_processed, &regressions, &err);
+    bool fallback = rc != ERR_OK && with_processed;
+    if (fallback) {
+        /* The reports themselves must not be lost to their issue's upsert (a lock wait cut
+         * short, a deadlock with a worker's regrouping, a value refused): store them as
+         * received, as without processing at intake; the workers do the rest. Counted in
+         * the stats (/metrics: stacksift_intake_processed_fallbacks_total). */
+        err_clear(&err);
+        regressions = 0;
+        rc = commit_batch(q, batch, n, false, NULL, &err);
+    }
+    bool stored_processed = rc == ERR_OK && with_processed && !fallback;
     bool split = rc != ERR_OK && rc != ERR_STORE && n > 1;
     for (intake_entry *e = batch; e; e = e->next) {
         if (split) {   /* one refused value must not fail the others: one INSERT per report */
             err_clear(&e->err);
-            e->rc = commit_batch(q, e, 1, &e->err);
+            e->rc = commit_batch(q, e, 1, false, NULL, &e->err);
         } else {
             e->rc = rc;
             e->err = err;
+            e->processed = stored_processed && e->r->processed != NULL;
         }
     }
 
     store_deadline_end();
     pthread_mutex_lock(&q->mu);
     q->stats.splits += split;
+    q->stats.processed_fallbacks += fallback;
+    q->stats.regressions += regressions;
     if (rc == ERR_OK) {
         q->stats.batches++;
         if (n > q->stats.largest)
             q->stats.largest = n;
     }
     for (intake_entry *e = batch; e; e = e->next) {
-        if (e->rc == ERR_OK)
+        if (e->rc == ERR_OK) {
             q->stats.reports++;
-        else
+            q->stats.processed += e->processed;
+        } else
             q->stats.failures++;
     }
     pthread_mutex_unlock(&q->mu);

@@ -75,6 +75,10 @@ typedef struct {
     uint64_t largest;    /* most reports in one commit */
     uint64_t splits;     /* batches retried one report at a time after a refused value */
     uint64_t failures;   /* reports that got an error */
+    uint64_t processed;  /* reports committed as processed at intake (with their issue) */
+    uint64_t regressions; /* resolved issues those reopened */
+    uint64_t processed_fallbacks; /* batches whose processed reports were stored as received
+                                     after their issue upsert failed */
 } store_intake_stats;
 
 void store_intake_stats_get(store_intake_stats *out, store_intake *q);

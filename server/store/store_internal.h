@@ -82,6 +82,32 @@ typedef err_code (*store_fn)(pconn *c, void *ctx, err_info *err);
 err_code store_acquire(pconn **out, store *s, err_info *err);
 void store_release(store *s, pconn *c);
 
+/* The ON CONFLICT clause of every issue upsert (worker batches in store_queue.c, reports
+ * processed at intake in store_intake.c), for an INSERT INTO issues AS i whose rows carry
+ * count, first/last seen, last_report and versions of the reports joining: counts add up,
+ * first/last seen widen, versions merge sorted, and a resolved issue seen again in the
+ * version it was fixed in or later reopens (a regression). Each statement lists its rows in
+ * (app, fingerprint) order, so concurrent ones lock issues in the same order. */
+#define STORE_ISSUE_UPSERT_CONFLICT \
+    "ON CONFLICT (app, fingerprint) DO UPDATE SET " \
+    "count = i.count + EXCLUDED.count, " \
+    "first_seen = least(i.first_seen, EXCLUDED.first_seen), " \
+    "last_seen = greatest(i.last_seen, EXCLUDED.last_seen), " \
+    "last_report = CASE WHEN EXCLUDED.last_seen >= i.last_seen THEN EXCLUDED.last_report " \
+    "ELSE i.last_report END, " \
+    "versions = ARRAY(SELECT DISTINCT v FROM unnest(i.versions || EXCLUDED.versions) v " \
+    "ORDER BY 1), " \
+    /* A resolved issue seen again in the version it was fixed in or later reopens. */ \
+    "status = CASE WHEN i.status = 'resolved' AND (i.resolved_in IS NULL OR EXISTS (" \
+    "SELECT 1 FROM unnest(EXCLUDED.versions) v " \
+    "WHERE version_key(v) >= version_key(i.resolved_in))) THEN 'open' ELSE i.status END, " \
+    "regressed = i.regressed OR (i.status = 'resolved' AND (i.resolved_in IS NULL OR EXISTS (" \
+    "SELECT 1 FROM unnest(EXCLUDED.versions) v " \
+    "WHERE version_key(v) >= version_key(i.resolved_in)))), " \
+    "regressed_at = CASE WHEN i.status = 'resolved' AND (i.resolved_in IS NULL OR EXISTS (" \
+    "SELECT 1 FROM unnest(EXCLUDED.versions) v " \
+    "WHERE version_key(v) >= version_key(i.resolved_in))) THEN now() ELSE i.regressed_at END "
+
 /* store_run - fn on a pooled connection, retried once on a fresh one if it broke. */
 err_code store_run(store *s, store_fn fn, void *ctx, err_info *err);
 

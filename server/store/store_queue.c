@@ -110,25 +110,7 @@ static const char SQL_UPSERT_ISSUES[] =
     "FROM json_to_recordset($1::json) AS t(app text, kind text, fingerprint text, title text, "
     "culprit text, exception text, basis text, provisional boolean, frames jsonb, "
     "first_seen timestamptz, last_seen timestamptz, n bigint, versions text[], last_report uuid) "
-    "ORDER BY t.app, t.fingerprint "
-    "ON CONFLICT (app, fingerprint) DO UPDATE SET "
-    "count = i.count + EXCLUDED.count, "
-    "first_seen = least(i.first_seen, EXCLUDED.first_seen), "
-    "last_seen = greatest(i.last_seen, EXCLUDED.last_seen), "
-    "last_report = CASE WHEN EXCLUDED.last_seen >= i.last_seen THEN EXCLUDED.last_report "
-    "ELSE i.last_report END, "
-    "versions = ARRAY(SELECT DISTINCT v FROM unnest(i.versions || EXCLUDED.versions) v "
-    "ORDER BY 1), "
-    /* A resolved issue seen again in the version it was fixed in or later reopens. */
-    "status = CASE WHEN i.status = 'resolved' AND (i.resolved_in IS NULL OR EXISTS ("
-    "SELECT 1 FROM unnest(EXCLUDED.versions) v "
-    "WHERE version_key(v) >= version_key(i.resolved_in))) THEN 'open' ELSE i.status END, "
-    "regressed = i.regressed OR (i.status = 'resolved' AND (i.resolved_in IS NULL OR EXISTS ("
-    "SELECT 1 FROM unnest(EXCLUDED.versions) v "
-    "WHERE version_key(v) >= version_key(i.resolved_in)))), "
-    "regressed_at = CASE WHEN i.status = 'resolved' AND (i.resolved_in IS NULL OR EXISTS ("
-    "SELECT 1 FROM unnest(EXCLUDED.versions) v "
-    "WHERE version_key(v) >= version_key(i.resolved_in))) THEN now() ELSE i.regressed_at END "
+    "ORDER BY t.app, t.fingerprint " STORE_ISSUE_UPSERT_CONFLICT
     "RETURNING id::text, app, fingerprint, coalesce(regressed_at = now(), false)";
 
 static const char SQL_ISSUE_DAYS[] =

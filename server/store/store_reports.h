@@ -14,6 +14,19 @@
 #include "store/store.h"
 
 /* What intake stores for a new report. Strings are NUL-terminated; NULL = unknown. */
+/* A report the intake processed itself (pipeline_process_at_intake): stored as 'processed'
+ * with its model, in the same commit as its issue's upsert (store_intake.h). */
+typedef struct {
+    const char *issue_app;          /* the app of its issue ("" if unknown) */
+    const char *fingerprint;        /* 64 hex */
+    const char *kind;               /* "crash", "hang", "sample" */
+    const char *title, *culprit, *exception, *basis; /* used when the issue is created */
+    bool provisional;
+    const char *frames_json;        /* JSON array of the signature frames */
+    const char *hardware_model;     /* or NULL */
+    const char *symbolicated_json;  /* the symbolicated model (JSON object) */
+} store_report_processed;
+
 typedef struct {
     const char *status;       /* "received" (to be processed) or "failed" */
     const char *format;       /* "apple_text", "ips", "json" */
@@ -26,6 +39,8 @@ typedef struct {
     const char *os_version;
     const char *missing_uuids_json; /* JSON array of UUID strings, or NULL */
     const char *error;        /* why it failed, or NULL */
+    const store_report_processed *processed; /* store_intake only: processed at intake, or
+                                                NULL (see store_intake_submit) */
 } store_report_new;
 
 /* A stored report; strings allocated in the caller's arena, NULL when the column is NULL. */
