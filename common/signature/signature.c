@@ -110,6 +110,8 @@ bool signature_is_skipped(const char *name)
 {
     for (size_t i = 0; i < sizeof SIGNATURE_SKIP / sizeof SIGNATURE_SKIP[0]; i++) {
         const skip_entry *e = &SIGNATURE_SKIP[i];
+        if (name[0] != e->name[0])   /* most names part here, before a call */
+            continue;
         if (e->match == MATCH_EXACT ? strcmp(name, e->name) == 0
                                     : strncmp(name, e->name, strlen(e->name)) == 0)
             return true;
@@ -135,7 +137,8 @@ static const char *const SDK_FUNCTION_PREFIXES[] = {
 bool signature_function_in_app(const char *name)
 {
     for (size_t i = 0; i < sizeof SDK_FUNCTION_PREFIXES / sizeof SDK_FUNCTION_PREFIXES[0]; i++)
-        if (strncmp(name, SDK_FUNCTION_PREFIXES[i], strlen(SDK_FUNCTION_PREFIXES[i])) == 0)
+        if (name[0] == SDK_FUNCTION_PREFIXES[i][0] &&
+            strncmp(name, SDK_FUNCTION_PREFIXES[i], strlen(SDK_FUNCTION_PREFIXES[i])) == 0)
             return false;
     return true;
 }
@@ -205,9 +208,11 @@ static void puts_(out_str *o, const char *s)
     put(o, s, strlen(s));
 }
 
-static bool starts(const char *s, const char *prefix)
+/* `prefix` is a non-empty literal; the first byte decides most calls (the structural pass
+ * asks several prefixes at every character of every frame's name). */
+static inline bool starts(const char *s, const char *prefix)
 {
-    return strncmp(s, prefix, strlen(prefix)) == 0;
+    return s[0] == prefix[0] && strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
 static bool is_ident(char c)
@@ -314,6 +319,8 @@ static size_t skip_qualifiers(const char *s, size_t i)
             j++;
         bool hit = false;
         for (size_t q = 0; q < sizeof QUALS / sizeof QUALS[0] && !hit; q++) {
+            if (s[j] != QUALS[q][0])
+                continue;
             size_t len = strlen(QUALS[q]);
             if (strncmp(s + j, QUALS[q], len) == 0 && (QUALS[q][0] == '&' || !is_ident(s[j + len]))) {
                 i = j + len;
@@ -461,6 +468,8 @@ static void swift_unwrap(char *s)
     for (bool again = true; again;) {
         again = false;
         for (size_t i = 0; i < sizeof PLAIN / sizeof PLAIN[0]; i++) {
+            if (s[0] != PLAIN[i][0])
+                continue;
             size_t k = strlen(PLAIN[i]);
             if (strncmp(s, PLAIN[i], k) == 0 && s[k] != '\0') {
                 memmove(s, s + k, strlen(s + k) + 1);
@@ -468,6 +477,8 @@ static void swift_unwrap(char *s)
             }
         }
         for (size_t i = 0; i < sizeof ANGLED / sizeof ANGLED[0]; i++) {
+            if (s[0] != ANGLED[i][0])
+                continue;
             size_t k = strlen(ANGLED[i]);
             if (strncmp(s, ANGLED[i], k) != 0)
                 continue;
