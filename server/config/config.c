@@ -312,7 +312,7 @@ static const config_var VARS[] = {
      "that the HTTP threads never wait"},
     {"STACKSIFT_DB_POOL_SIZE", "8", parse_count, offsetof(config, db_pool_size),
      "Postgres connections in the pool (the intake commits and the request handlers)"},
-    {"STACKSIFT_INTAKE_COMMITS", "4", parse_count, offsetof(config, intake_commits),
+    {"STACKSIFT_INTAKE_COMMITS", "1", parse_count, offsetof(config, intake_commits),
      "group commits of POSTed reports running at once (one pooled connection each): "
      "Postgres flushes the WAL of commits that wait together once"},
     {"STACKSIFT_DB_TIMEOUT_MS", "3000", parse_ms, offsetof(config, db_timeout_ms),

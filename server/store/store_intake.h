@@ -6,6 +6,11 @@
  * previous commit ran, so an idle server commits each report at once and a busy one shares
  * one commit (and its WAL flush) among many reports.
  *
+ * A report processed at intake (store_report_new.processed) is inserted 'processed' with its
+ * model and issue, and the batch's issues are upserted (counts, first/last seen = the commit's
+ * now(), versions, per-day counts, regressions) in the same statement; if that statement
+ * fails, the whole batch is inserted again as received (the workers process it later).
+ *
  * Durability: the INSERT runs outside any transaction block, so it is its own transaction; a
  * request hears ERR_OK only after Postgres acknowledged that commit (synchronous_commit as the
  * server has it, on by default: the WAL is flushed). Ids are UUIDv7 made here (time-ordered:
@@ -54,7 +59,8 @@ typedef void (*store_intake_done_fn)(void *ctx, err_code rc, const char *id, con
 
 /*
  * store_intake_submit - queue `r` (status, format, content_type, raw, parsed_json, app,
- * app_version, os_version are stored; missing_uuids_json and error must be NULL) for the next
+ * app_version, os_version and processed are stored; missing_uuids_json and error must be
+ * NULL) for the next
  * commit; `r` and its strings must stay valid until `done` ran. ERR_OK: `done(ctx, ...)` will
  * be called exactly once. Else `done` is never called: ERR_TOO_LARGE (over 2 GiB).
  */
