@@ -7,6 +7,9 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <endian.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <string.h>
 #include <sys/mman.h>
 #include <zstd.h>
@@ -211,35 +214,37 @@ static name_block *decompress_names(symcache *sc, uint32_t k)
     return nb;
 }
 
-/* The block holding name `id` (< nnames, checked at open), decompressed on first use; NULL
- * if it is corrupt (tried once: the memo then holds corrupt_block). Kept until symcache_close. */
-static name_block *name_block_at(const symcache *csc, uint32_t id)
+/* Block k's memo slot filled on first use: decompressed, or corrupt_block if it is corrupt
+ * (tried once). Kept until symcache_close. */
+static __attribute__((noinline)) name_block *name_block_fill(symcache *sc, uint32_t k)
+{
+    name_block *nb = NULL, *fresh = decompress_names(sc, k);
+    if (fresh == NULL)
+        fresh = &corrupt_block;
+    /* a thread that loses uses the winner's block; its copy stays unused in the memory */
+    if (atomic_compare_exchange_strong_explicit(&sc->name_memo[k], &nb, fresh, memory_order_acq_rel,
+                                                memory_order_acquire))
+        nb = fresh;
+    return nb;
+}
+
+/* The block holding name `id` (< nnames), decompressed on first use; NULL if it is corrupt. */
+static inline __attribute__((always_inline)) name_block *name_block_at(const symcache *csc, uint32_t id)
 {
     symcache *sc = (symcache *)csc; /* the memo is the only state a lookup writes */
     uint32_t k = id / SYMC_NAMES_PER_BLOCK;
     name_block *nb = atomic_load_explicit(&sc->name_memo[k], memory_order_acquire);
-    if (nb == NULL) {
-        name_block *fresh = decompress_names(sc, k);
-        if (fresh == NULL)
-            fresh = &corrupt_block;
-        /* a thread that loses uses the winner's block; its copy stays unused in the memory */
-        if (atomic_compare_exchange_strong_explicit(&sc->name_memo[k], &nb, fresh, memory_order_acq_rel,
-                                                    memory_order_acquire))
-            nb = fresh;
-    }
+    if (__builtin_expect(nb == NULL, 0))
+        nb = name_block_fill(sc, k);
     return nb == &corrupt_block ? NULL : nb;
 }
 
-/* The display form of raw name `i` of block `nb`: demangled (common/demangle, the simplified
- * Swift form, C++ as llvm-symbolizer prints it) the first time, then the memo's copy. */
-static const char *display_at(symcache *sc, name_block *nb, uint32_t i)
+/* The display form of raw name `i` of block `nb`, derived (demangled: common/demangle, the
+ * simplified Swift form, C++ as llvm-symbolizer prints it) and published on first use. */
+static __attribute__((noinline)) const char *display_fill(symcache *sc, name_block *nb, uint32_t i)
 {
-    const char *shown = atomic_load_explicit(&nb->name[i].display, memory_order_acquire);
-    if (shown != NULL)
-        return shown;
-    const char *raw = nb->name[i].raw;
+    const char *shown = NULL, *raw = nb->name[i].raw, *fresh = raw;
     char *demangled = demangle_name(raw, DEMANGLE_SIMPLIFIED);
-    const char *fresh = raw;
     if (demangled != NULL) {
         size_t len = strlen(demangled);
         char *copy = mem_alloc(sc, len + 1);
@@ -251,6 +256,13 @@ static const char *display_at(symcache *sc, name_block *nb, uint32_t i)
                                                 memory_order_acquire))
         return fresh;
     return shown; /* another thread published it first; our copy stays unused */
+}
+
+/* The display form of raw name `i` of block `nb`: the memo's, derived the first time. */
+static inline __attribute__((always_inline)) const char *display_at(symcache *sc, name_block *nb, uint32_t i)
+{
+    const char *shown = atomic_load_explicit(&nb->name[i].display, memory_order_acquire);
+    return __builtin_expect(shown != NULL, 1) ? shown : display_fill(sc, nb, i);
 }
 
 /* Check what lookups rely on and costs O(1) or O(small tables): the header, the table sizes
@@ -443,36 +455,46 @@ static inline __attribute__((always_inline)) bool granule_at(granule *gv, const 
     return true;
 }
 
-/* How many of the offsets in[0, cnt) (cnt <= 8 here) are <= key (< 128), as 0x01 bytes:
- * (0x80 | key) - offset keeps its high bit exactly when offset <= key, with no borrow between
- * bytes below 0x80 (a corrupt byte above may borrow from the bytes after it: they lie past
- * cnt, masked off). */
-static inline __attribute__((always_inline)) uint64_t le_bytes(const uint8_t *in, uint32_t cnt, uint64_t keys)
-{
-    const uint64_t high = 0x8080808080808080ull;
-    uint64_t v;
-    memcpy(&v, in, 8);
-    v = le64toh(v);
-    uint64_t mask = cnt >= 8 ? ~0ull : (1ull << (8 * cnt)) - 1;
-    return ((keys - v) & high & mask) >> 7;
-}
-
-/* The record covering unit `key` (< 128) of the granule: the number of records 1.. starting at
- * or before it (starts strictly increase). Branch-free over the first 64 starts (so that a
- * lookup does not wait for the granule's bytes to know which way to go, and the next lookup's
- * loads can start meanwhile); a granule with more records (never on arm64 code so far: at
- * most 46 on the benchmark) counts the rest in a loop. */
+/* The record covering unit `key` (< 128) of the granule: record starts strictly increase, so
+ * it is the last one starting at or before the key, i.e. one before the first start past it.
+ * Branch-free over the first 64 starts (a lookup then does not wait for the granule's bytes
+ * to know which way to go, and the next lookup's loads can start meanwhile); a granule with
+ * more records (never on arm64 code so far: at most 46 on the benchmark) looks at the rest in
+ * a loop. A corrupt granule gives some record of its own: k <= nrec - 1. */
 static inline __attribute__((always_inline)) uint32_t find_record(const granule *gv, uint32_t key)
 {
-    const uint64_t ones = 0x0101010101010101ull;
-    uint64_t keys = (uint64_t)key * ones | ones << 7;
     uint32_t cnt = gv->nrec - 1;
-    uint64_t acc = 0;
-    for (uint32_t w = 0; w < 64; w += 8)
-        acc += le_bytes(gv->offs + w, cnt > w ? cnt - w : 0, keys);
-    uint32_t k = (uint32_t)((acc * ones) >> 56);
-    for (uint32_t w = 64; w < cnt; w += 8)
-        k += (uint32_t)((le_bytes(gv->offs + w, cnt - w, keys) * ones) >> 56);
+    /* bit i set: start i + 1 lies past the key (the 64 bytes stay in the file: the granules
+     * are followed by SYMC_GRANULE_PAD bytes; bits past cnt are ignored) */
+    uint64_t past = 0;
+#if defined(__SSE2__)
+    /* signed byte compares: starts are below 128 (a corrupt byte over 127 reads as "not past") */
+    __m128i keys = _mm_set1_epi8((char)key);
+    for (unsigned c = 0; c < 4; c++)
+        past |= (uint64_t)(uint32_t)_mm_movemask_epi8(
+                    _mm_cmpgt_epi8(_mm_loadu_si128((const __m128i *)(const void *)(gv->offs + 16 * c)), keys))
+                << (16 * c);
+#else
+    /* 8 bytes at a time: (0x80 | key) - start keeps its high bit exactly when start <= key,
+     * with no borrow between bytes below 0x80 (a corrupt byte may borrow from the byte after
+     * it: a wrong record, still one of the granule's) */
+    const uint64_t ones = 0x0101010101010101ull, high = ones << 7;
+    uint64_t keys = (uint64_t)key * ones | high;
+    for (unsigned w = 0; w < 8; w++) {
+        uint64_t v;
+        memcpy(&v, gv->offs + 8 * w, 8);
+        uint64_t le = (keys - le64toh(v)) & high; /* 0x80 where start <= key */
+        uint64_t gt = (le ^ high) >> 7;           /* 0x01 where start > key */
+        past |= ((gt * 0x8040201008040201ull) >> 56 & 0xff) << (8 * w); /* gather the 8 bits */
+    }
+#endif
+    if (cnt < 64)
+        return (uint32_t)__builtin_ctzll(past | 1ull << cnt);
+    if (past != 0)
+        return (uint32_t)__builtin_ctzll(past);
+    uint32_t k = 64;
+    while (k < cnt && gv->offs[k] <= key)
+        k++;
     return k;
 }
 
