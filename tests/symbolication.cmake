@@ -16,6 +16,17 @@ target_link_libraries(symcache_roundtrip PRIVATE symcache debuginfo macho demang
 add_test(NAME symcache_roundtrip COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/symcache_roundtrip.sh)
 set_tests_properties(symcache_roundtrip PROPERTIES LABELS "unit;fixtures" TIMEOUT 300
   ENVIRONMENT "${STACKSIFT_TEST_ENV};SYMCACHE_ROUNDTRIP=$<TARGET_FILE:symcache_roundtrip>")
+# The same round trip through the reader's portable path: common/symcache compiled without
+# SSE2 (__SSE2__ undefined), as on CPUs where the granule's record is found 8 bytes at a time.
+add_executable(symcache_roundtrip_portable symcache_roundtrip.c symcache_v1/symcache_v1.c
+  symcache_v1/symcache_v1_build.c ${PROJECT_SOURCE_DIR}/common/symcache/symcache.c
+  ${PROJECT_SOURCE_DIR}/common/symcache/symcache_build.c)
+target_compile_options(symcache_roundtrip_portable PRIVATE -U__SSE2__)
+target_include_directories(symcache_roundtrip_portable PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${COMMON_INCLUDE})
+target_link_libraries(symcache_roundtrip_portable PRIVATE debuginfo macho demangle base PkgConfig::ZSTD Threads::Threads)
+add_test(NAME symcache_roundtrip_portable COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/symcache_roundtrip.sh)
+set_tests_properties(symcache_roundtrip_portable PROPERTIES LABELS "unit;fixtures" TIMEOUT 300
+  ENVIRONMENT "${STACKSIFT_TEST_ENV};SYMCACHE_ROUNDTRIP=$<TARGET_FILE:symcache_roundtrip_portable>")
 # tests/bench/bench_lookup: in-process lookups/s on one core (run by tests/bench/symbolication.sh).
 add_executable(bench_lookup ${CMAKE_CURRENT_SOURCE_DIR}/bench/bench_lookup.c)
 target_include_directories(bench_lookup PRIVATE ${COMMON_INCLUDE})

@@ -483,9 +483,8 @@ static inline __attribute__((always_inline)) uint32_t find_record(const granule 
     for (unsigned w = 0; w < 8; w++) {
         uint64_t v;
         memcpy(&v, gv->offs + 8 * w, 8);
-        uint64_t le = (keys - le64toh(v)) & high; /* 0x80 where start <= key */
-        uint64_t gt = (le ^ high) >> 7;           /* 0x01 where start > key */
-        past |= ((gt * 0x8040201008040201ull) >> 56 & 0xff) << (8 * w); /* gather the 8 bits */
+        uint64_t gt = ((keys - le64toh(v)) & high) ^ high; /* 0x80 where start > key */
+        past |= (gt * 0x0002040810204081ull >> 56) << (8 * w); /* byte i's bit 7 to bit i */
     }
 #endif
     if (cnt < 64)
