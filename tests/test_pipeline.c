@@ -1323,6 +1323,14 @@ static char *sql_str(const char *sql, const char *param)
     return out;
 }
 
+/* "SELECT count FROM issues WHERE id = N" in a static buffer. */
+static const char *issue_count_sql(long long issue)
+{
+    static char sql[96];
+    snprintf(sql, sizeof sql, "SELECT count FROM issues WHERE id = %lld", issue);
+    return sql;
+}
+
 /* POST `body` (Apple text) to the node on `on_port`; the new report's id, malloc'd. */
 static char *post_text(int on_port, const char *body)
 {
@@ -1474,6 +1482,53 @@ static void intake_processing_matches_the_workers(void)
     free(dsql);
     free(id_a);
     free(id_c);
+}
+
+/* When the issue upsert of a commit with reports processed at intake fails, the reports are
+ * still stored (as received) before their 202: never lost to their issue. A trigger makes
+ * every change of one issue fail; a report of that issue is posted to node A (warm for it),
+ * answered 202 all the same, and its row is there; a worker then fails it on the same upsert,
+ * with the reason. */
+static void failed_issue_upsert_still_stores_the_report(void)
+{
+    const gen_report *g = NULL;
+    for (size_t i = 0; i < nreports && !g; i++)
+        if (reports[i].site == 5 && reports[i].b == 1 && !reports[i].ips)
+            g = &reports[i];
+    CHECK(g != NULL);
+    if (!g)
+        return;
+    long long issue = site_issue[5];
+    char *url = xsprintf("/api/v1/reports/%s?format=text", g->id);
+    CHECK_STATUS(get(url), 200);   /* node A opens its symcaches */
+    free(url);
+    CHECK(drain(30));
+    char *sql = xsprintf(
+        "CREATE FUNCTION test_refuse_issue() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+        "IF OLD.id = %lld THEN RAISE EXCEPTION 'issue %lld refused by the test'; END IF; "
+        "RETURN NEW; END $$; CREATE TRIGGER test_refuse_issue BEFORE UPDATE ON issues "
+        "FOR EACH ROW EXECUTE FUNCTION test_refuse_issue()", issue, issue);
+    PGresult *r = PQexec(db, sql);
+    CHECK_EQ_INT(PQresultStatus(r), PGRES_COMMAND_OK);
+    PQclear(r);
+    free(sql);
+    long long count0 = sql_int(issue_count_sql(issue));
+    long long fallbacks0 = metric_of(port, "\nstacksift_intake_processed_fallbacks_total ");
+
+    char *id = post_text(port, g->body);
+    char *how = stored_as(id);
+    /* stored as received by the fallback; a worker may already have failed it */
+    CHECK(strcmp(how, "received 0 0 false") == 0 || strncmp(how, "failed 0 1", 10) == 0);
+    free(how);
+    CHECK_EQ_INT(metric_of(port, "\nstacksift_intake_processed_fallbacks_total "), fallbacks0 + 1);
+    CHECK(drain(30));
+    char *error = sql_str("SELECT status || ': ' || coalesce(error, '') FROM reports WHERE id = $1",
+                          id);
+    CHECK(error && strncmp(error, "failed: ", 8) == 0 && strstr(error, "refused by the test"));
+    free(error);
+    CHECK_EQ_INT(sql_int(issue_count_sql(issue)), count0);
+    PQclear(PQexec(db, "DROP TRIGGER test_refuse_issue ON issues; DROP FUNCTION test_refuse_issue()"));
+    free(id);
 }
 
 /* ---- shared-nothing nodes (issue #14) -------------------------------------------------- */
@@ -2131,6 +2186,7 @@ int main(void)
     RUN(server_json_carries_mangled);
     RUN(metrics_show_cache_hit_rate);
     RUN(intake_processing_matches_the_workers);
+    RUN(failed_issue_upsert_still_stores_the_report);
     RUN(corpus_reports_are_processed_or_cleanly_failed);
     RUN(unprocessable_report_fails_without_blocking);
     RUN(hangs_and_metrickit_flow_into_issues);
