@@ -16,9 +16,10 @@ void jsonw_init(jsonw *w, buf *out)
 }
 
 /* Room for `n` more bytes; returns where they go. Callers advance b->len and keep the NUL. */
-static char *room(buf *b, size_t n)
+static inline char *room(buf *b, size_t n)
 {
-    buf_reserve(b, n);
+    if (b->cap - b->len <= n)   /* buf_reserve's own test, without the call when it fits */
+        buf_reserve(b, n);
     return (char *)b->data + b->len;
 }
 
@@ -30,15 +31,16 @@ static void put(buf *b, const char *p, size_t n)
     b->data[b->len] = 0;
 }
 
-/* Key bytes that can be copied without escaping (keys are names from the code). */
-static bool plain_key(const char *k, size_t n)
+/* The length of key `k` and whether its bytes can be copied without escaping (keys are
+ * names from the code), in one pass: a model has some 600 keys. */
+static size_t key_len(const char *k, bool *plain)
 {
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)k[i];
-        if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\')
-            return false;
-    }
-    return true;
+    size_t n = 0;
+    bool ok = true;
+    for (unsigned char c; (c = (unsigned char)k[n]) != 0; n++)
+        ok &= c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
+    *plain = ok;
+    return n;
 }
 
 /* Before any value: the comma between array elements (members get theirs in jsonw_key). */
@@ -92,8 +94,9 @@ void jsonw_key(jsonw *w, const char *key)
     bool comma = (w->has_items & bit) != 0;
     w->has_items |= bit;
     w->after_key = true;
-    size_t n = strlen(key);
-    if (!plain_key(key, n)) {
+    bool plain;
+    size_t n = key_len(key, &plain);
+    if (!plain) {
         if (comma)
             put(w->out, ",", 1);
         buf_append_json_str(w->out, key, n);
