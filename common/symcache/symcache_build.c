@@ -7,6 +7,7 @@
  */
 #include "symcache/symcache_build.h"
 
+#include <endian.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -382,13 +383,15 @@ static uint32_t out_file_slow(builder *b, uint32_t id)
     return b->file_of_id[sid] - 1;
 }
 
-/* OR the low `width` (<= 32) bits of v into the little-endian bit string p at bit `at`. */
-static void put_bits(uint8_t *p, uint64_t at, uint64_t v, unsigned width)
+/* OR the low `width` (<= 32) bits of v into the little-endian bit string p at bit `at`: one
+ * 64-bit read-modify-write, so p needs 8 bytes of room from byte at / 8. */
+static inline void put_bits(uint8_t *p, uint64_t at, uint64_t v, unsigned width)
 {
-    v &= width >= 64 ? ~0ull : (1ull << width) - 1;
-    v <<= at % 8;
-    for (size_t i = at / 8; v != 0; i++, v >>= 8)
-        p[i] |= (uint8_t)v;
+    uint64_t w;
+    v &= (1ull << width) - 1;
+    memcpy(&w, p + at / 8, 8);
+    w = htole64(le64toh(w) | v << (at % 8));
+    memcpy(p + at / 8, &w, 8);
 }
 
 /* ---- names: sorted, zstd-compressed in blocks ------------------------------------------- */
