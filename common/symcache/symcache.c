@@ -51,10 +51,12 @@ typedef struct mem_chunk {
 #define MEM_HUGE ((size_t)2 << 20)
 
 
-/* One decompressed block of raw names, kept until symcache_close. */
+/* One decompressed block of raw names, kept until symcache_close. Allocated at a cache-line
+ * boundary, entries first, so that no entry straddles two lines (a lookup's name costs one
+ * miss, not two for a quarter of them). */
 typedef struct {
-    uint32_t count;                        /* names in the block */
     name_entry name[SYMC_NAMES_PER_BLOCK]; /* the names in id order */
+    uint32_t count;                        /* names in the block */
     char text[];                           /* the raw names, NUL-terminated */
 } name_block;
 
@@ -184,7 +186,9 @@ static name_block *decompress_names(symcache *sc, uint32_t k)
     if (size == ZSTD_CONTENTSIZE_UNKNOWN || size == ZSTD_CONTENTSIZE_ERROR || size == 0 ||
         size > SYMC_NAME_BLOCK_MAX)
         return NULL;
-    name_block *nb = mem_alloc(sc, sizeof *nb + (size_t)size);
+    /* mem_alloc gives 16-byte alignment: 48 bytes more to start at a 64-byte boundary */
+    unsigned char *mem = mem_alloc(sc, sizeof(name_block) + (size_t)size + 48);
+    name_block *nb = (name_block *)(void *)(mem + ((64 - (uintptr_t)mem % 64) % 64));
     for (uint32_t i = 0; i < SYMC_NAMES_PER_BLOCK; i++)
         atomic_init(&nb->name[i].display, NULL);
     size_t got = (size_t)-1;
