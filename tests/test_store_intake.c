@@ -3,7 +3,8 @@
  * real Postgres (STACKSIFT_TEST_DATABASE_URL, a database of its own): concurrent reports
  * share commits and each comes back with its own durable row; ids are UUIDv7; a value the
  * database refuses fails only its own report; a broken connection is retried; a database
- * that is gone is ERR_STORE, never a false "committed".
+ * that is gone is ERR_STORE, never a false "committed"; reports processed at intake group
+ * into their issues in the commit that stores them.
  */
 #include <libpq-fe.h>
 #include <pthread.h>
@@ -246,6 +247,147 @@ static void refused_value_fails_only_its_report(void)
     store_close(s);
 }
 
+/* One text value of a query on `c` (malloc'd; NULL for none or SQL NULL). */
+static char *query1(PGconn *c, const char *sql)
+{
+    PGresult *r = PQexec(c, sql);
+    char *out = NULL;
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 && !PQgetisnull(r, 0, 0))
+        out = strdup(PQgetvalue(r, 0, 0));
+    else if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        fprintf(stderr, "query failed: %s: %s", sql, PQerrorMessage(c));
+    PQclear(r);
+    return out;
+}
+
+/* Submit rows[0..n) and wait for every verdict. With `locker` (a transaction holding a lock
+ * on reports): row 0 is committed alone, rows 1.. queue behind it and share the next commit,
+ * which runs once `locker` commits. */
+static void submit_all(store_intake *q, store_report_new *rows, int n, verdicts *v,
+                       PGconn *locker)
+{
+    verdict_slot slots[16];
+    err_info err = {0};
+    v->left = n;
+    for (int i = 0; i < n; i++) {
+        slots[i] = (verdict_slot){.v = v, .i = i};
+        CHECK_EQ_INT(store_intake_submit(q, &rows[i], on_done, &slots[i], &err), ERR_OK);
+        if (i == 0 && locker)
+            sleep_ms(100);   /* the committer takes row 0 alone and waits for the lock */
+    }
+    if (locker) {
+        sleep_ms(200);
+        PQclear(PQexec(locker, "COMMIT"));
+    }
+    pthread_mutex_lock(&v->mu);
+    while (v->left > 0)
+        pthread_cond_wait(&v->cv, &v->mu);
+    pthread_mutex_unlock(&v->mu);
+}
+
+/* Reports processed at intake (store_report_processed) in one batch: grouped by (issue app,
+ * fingerprint) in C, each group one upsert with its count, distinct versions and newest
+ * report, per-day counts added, each report stored processed with its issue in the same
+ * commit as its receipt; a received report in the same batch stays queued. A resolved
+ * issue seen again in its fixed version reopens (a regression). */
+static void processed_reports_group_in_their_commit(void)
+{
+    store *s = open_store(2);
+    CHECK(s != NULL);
+    if (!s)
+        return;
+    store_intake *q;
+    err_info err = {0};
+    store_intake_options o = {.max_inflight = 1};
+    CHECK_EQ_INT(store_intake_new(&q, s, &o, &err), ERR_OK);
+    verdicts v = {0};
+    pthread_mutex_init(&v.mu, NULL);
+    pthread_cond_init(&v.cv, NULL);
+    static const char FA[] = "aaaa000000000000000000000000000000000000000000000000000000000001";
+    static const char FB[] = "bbbb000000000000000000000000000000000000000000000000000000000002";
+    store_report_processed pa = {.issue_app = "Grp", .fingerprint = FA, .kind = "crash",
+                                 .title = "EXC_CRASH: a", .culprit = "a()", .exception = "EXC_CRASH",
+                                 .basis = "in_app", .frames_json = "[{\"function\":\"a\"}]",
+                                 .hardware_model = "iPhone14,5",
+                                 .symbolicated_json = "{\"model\":\"a\"}"};
+    store_report_processed pb = pa, pe = pa;
+    pb.fingerprint = FB;
+    pb.title = "EXC_CRASH: b";
+    pb.symbolicated_json = "{\"model\":\"b\"}";
+    pe.issue_app = "";   /* a report without an app: issue app "" */
+    /* row 0 commits alone (the table is locked meanwhile); rows 1-7 queue behind it and
+     * share the next commit */
+    struct { const store_report_processed *p; const char *version; } spec[8] = {
+        {NULL, "1.0"}, {&pa, "1.10"}, {&pa, "1.9"}, {&pa, "1.10"}, {&pb, NULL},
+        {NULL, "1.0"}, {&pe, "3.0"}, {&pb, "2.0"}};
+    store_report_new rows[8];
+    for (int i = 0; i < 8; i++)
+        rows[i] = (store_report_new){.status = "received", .format = "apple-text",
+                                     .content_type = "text/plain",
+                                     .raw = (const uint8_t *)"raw", .raw_len = 3,
+                                     .app = spec[i].p == &pe ? NULL : "Grp",
+                                     .app_version = spec[i].version, .processed = spec[i].p};
+    PGconn *locker = PQconnectdb(db_url);
+    PQclear(PQexec(locker, "BEGIN"));
+    PQclear(PQexec(locker, "LOCK TABLE reports IN ACCESS EXCLUSIVE MODE"));
+    submit_all(q, rows, 8, &v, locker);
+    for (int i = 0; i < 8; i++)
+        CHECK_EQ_INT(v.rc[i], ERR_OK);
+    store_intake_stats st;
+    store_intake_stats_get(&st, q);
+    CHECK_EQ_INT(st.processed, 6);
+    CHECK_EQ_INT(st.largest, 7);
+    CHECK_EQ_INT(st.processed_fallbacks, 0);
+
+    /* each row: status, issue fingerprint, attempts, processed in its receiving transaction */
+    for (int i = 0; i < 8; i++) {
+        char *sql = xsprintf("SELECT r.status || ' ' || coalesce(i.app || '/' || left(i.fingerprint, 4), "
+                             "'-') || ' ' || r.attempts || ' ' || coalesce(r.processed_at = "
+                             "r.received_at, false) || ' ' || coalesce(r.symbolicated, '-') || ' ' || "
+                             "coalesce(r.hardware_model, '-') FROM reports r LEFT JOIN issues i "
+                             "ON i.id = r.issue_id WHERE r.id = '%s'", v.id[i]);
+        char *got = query1(locker, sql);
+        const char *want = !spec[i].p ? "received - 0 false - -"
+                         : spec[i].p == &pa ? "processed Grp/aaaa 1 true {\"model\":\"a\"} iPhone14,5"
+                         : spec[i].p == &pb ? "processed Grp/bbbb 1 true {\"model\":\"b\"} iPhone14,5"
+                                            : "processed /aaaa 1 true {\"model\":\"a\"} iPhone14,5";
+        CHECK_EQ_STR(got, want);
+        free(got);
+        free(sql);
+    }
+    /* the issues: counts, versions (distinct, sorted as text), newest report, days */
+    char *sql = xsprintf("SELECT string_agg(app || '/' || left(fingerprint, 4) || ' ' || count || ' ' || "
+                         "array_to_string(versions, ',') || ' ' || (first_seen = last_seen) || ' ' || "
+                         "last_report::text || ' ' || (SELECT sum(count) FROM issue_days d "
+                         "WHERE d.issue_id = i.id), '; ' ORDER BY app, fingerprint) FROM issues i");
+    char *got = query1(locker, sql);
+    char *want = xsprintf("/aaaa 1 3.0 true %s 1; Grp/aaaa 3 1.10,1.9 true %s 3; "
+                          "Grp/bbbb 2 2.0 true %s 2", v.id[6], v.id[3], v.id[7]);
+    CHECK_EQ_STR(got, want);
+    free(got);
+    free(want);
+    free(sql);
+
+    /* resolved in 2.0, seen in 2.1: reopened, flagged, counted */
+    PQclear(PQexec(locker, "UPDATE issues SET status = 'resolved', resolved_in = '2.0' "
+                           "WHERE fingerprint LIKE 'bbbb%'"));
+    store_report_new again = rows[7];
+    again.app_version = "2.1";
+    submit_all(q, &again, 1, &v, NULL);
+    CHECK_EQ_INT(v.rc[0], ERR_OK);
+    store_intake_stats_get(&st, q);
+    CHECK_EQ_INT(st.regressions, 1);
+    got = query1(locker, "SELECT status || ' ' || regressed || ' ' || count || ' ' || "
+                         "array_to_string(versions, ',') FROM issues WHERE fingerprint LIKE 'bbbb%'");
+    CHECK_EQ_STR(got, "open true 3 2.0,2.1");
+    free(got);
+    PQfinish(locker);
+    store_intake_free(q);
+    pthread_cond_destroy(&v.cv);
+    pthread_mutex_destroy(&v.mu);
+    store_close(s);
+}
+
 /* Terminate the server side of every connection of this database but the caller's. */
 static void terminate_backends(const char *dbname)
 {
@@ -325,6 +467,7 @@ int main(void)
     RUN(concurrent_reports_share_commits);
     RUN(ids_are_uuidv7_in_time_order);
     RUN(refused_value_fails_only_its_report);
+    RUN(processed_reports_group_in_their_commit);
     RUN(broken_connection_is_retried_and_gone_database_is_err_store);
 
     PGconn *c = PQconnectdb(env.base_url);
