@@ -603,6 +603,109 @@ static void row_compaction_keeps_answers(void)
     CHECK(kept_fewer > 100); /* the programs did give it rows to leave out */
 }
 
+/* Granules at their limits (symcache_format.h): x86 code is counted in 1-byte units, so a
+ * granule covers 128 bytes and one-byte functions give it 128 records (the record search past
+ * its first 64 starts), and an inline chain 12 deep keeps 13 local scopes with their call
+ * sites. Every address must come back as built, from symcache_lookup and
+ * symcache_lookup_many alike, whatever the thread count (the granules are coded in two halves). */
+static void dense_granules_and_deep_chains(void)
+{
+    enum { TINY = 200, DEPTH = 12 };
+    const uint64_t text = 0x100000, chain = text + 0x400;
+    macho_image img;
+    memset(&img, 0, sizeof img);
+    img.has_uuid = true;
+    memset(img.uuid, 0x3c, sizeof img.uuid);
+    img.cputype = 0x01000007; /* x86_64 */
+    img.cpusubtype = 3;
+    img.has_text = true;
+    img.text_vmaddr = text;
+    img.text_vmsize = 0x1000;
+    debuginfo di;
+    memset(&di, 0, sizeof di);
+    strtab_init(&di.strings);
+    di.scopes = calloc(TINY + DEPTH + 1, sizeof *di.scopes);
+    di.ranges = calloc(TINY + DEPTH + 1, sizeof *di.ranges);
+    char name[32];
+    uint32_t cfile = strtab_add(&di.strings, "c.c", 3);
+    for (uint32_t i = 0; i < TINY; i++) { /* f<i> is the byte at text + 1 + i */
+        snprintf(name, sizeof name, "f%u", i);
+        uint64_t start = text + 1 + i;
+        di.scopes[i] = (debuginfo_scope){strtab_add(&di.strings, name, strlen(name)), DEBUGINFO_NONE, STRTAB_NONE, 0,
+                                         0, 0, start};
+        di.ranges[i] = (debuginfo_range){start, start + 1, i, 0};
+    }
+    for (uint32_t d = 0; d <= DEPTH; d++) { /* g<d> inlined into g<d - 1>, 4 bytes in on each side */
+        uint32_t i = TINY + d;
+        snprintf(name, sizeof name, "g%u", d);
+        di.scopes[i] = (debuginfo_scope){strtab_add(&di.strings, name, strlen(name)), d == 0 ? DEBUGINFO_NONE : i - 1,
+                                         d == 0 ? STRTAB_NONE : cfile, d == 0 ? 0 : 100 + d, d, 0, chain + 4 * d};
+        di.ranges[i] = (debuginfo_range){chain + 4 * d, chain + 0x80 - 4 * d, i, d};
+    }
+    di.nscopes = TINY + DEPTH + 1;
+    di.nranges = TINY + DEPTH + 1;
+    buf one, two;
+    buf_init(&one);
+    buf_init(&two);
+    err_info err = {0};
+    CHECK_EQ_INT(symcache_build(&one, NULL, &img, &di, "Dense", 1, &err), ERR_OK);
+    CHECK_EQ_INT(symcache_build(&two, NULL, &img, &di, "Dense", 2, &err), ERR_OK);
+    CHECK(one.len == two.len && memcmp(one.data, two.data, one.len) == 0);
+    CHECK(one.len > 96 && one.data[84] == 0); /* 1-byte units */
+    symcache *sc = NULL;
+    CHECK_EQ_INT(symcache_open_bytes(&sc, one.data, one.len, &err), ERR_OK);
+    int wrong = 0, checked = 0;
+    enum { NADDR = 0x500 };
+    static uint64_t addrs[NADDR];
+    static symcache_frame many[NADDR * (DEPTH + 1)];
+    static size_t ends[NADDR];
+    for (uint32_t k = 0; sc != NULL && k < NADDR; k++) {
+        uint64_t a = text + k;
+        addrs[k] = a;
+        symcache_frame f[SYMCACHE_MAX_FRAMES];
+        size_t n = symcache_lookup(f, SYMCACHE_MAX_FRAMES, sc, a);
+        if (a >= text + 1 && a < text + 1 + TINY) {
+            snprintf(name, sizeof name, "f%u", (unsigned)(a - text - 1));
+            wrong += n != 1 || strcmp(f[0].function, name) != 0 || f[0].sym_addr != a || f[0].inlined;
+            checked++;
+        } else if (a >= chain && a < chain + 0x80) {
+            uint32_t depth = (uint32_t)((a - chain < chain + 0x80 - 1 - a ? a - chain : chain + 0x80 - 1 - a) / 4);
+            if (depth > DEPTH)
+                depth = DEPTH;
+            wrong += n != depth + 1;
+            for (size_t j = 0; j < n && n == depth + 1; j++) {
+                uint32_t d = depth - (uint32_t)j;
+                snprintf(name, sizeof name, "g%u", d);
+                wrong += strcmp(f[j].function, name) != 0 || f[j].sym_addr != chain || f[j].inlined != (d > 0) ||
+                         f[j].line != (j == 0 ? 0 : 100 + d + 1) ||
+                         (j == 0 ? f[j].file != NULL : f[j].file == NULL || strcmp(f[j].file, "c.c") != 0);
+            }
+            checked++;
+        } else {
+            wrong += n != 0;
+        }
+    }
+    CHECK_EQ_INT(checked, TINY + 0x80);
+    CHECK_EQ_INT(wrong, 0);
+    /* the batch gives the same frames */
+    size_t got = sc != NULL ? symcache_lookup_many(many, sizeof many / sizeof many[0], ends, sc, addrs, NADDR) : 0;
+    CHECK_EQ_INT(got, NADDR);
+    int differ = 0;
+    for (size_t k = 0; k < got; k++) {
+        symcache_frame f[SYMCACHE_MAX_FRAMES];
+        size_t n = symcache_lookup(f, SYMCACHE_MAX_FRAMES, sc, addrs[k]), from = k ? ends[k - 1] : 0;
+        differ += n != ends[k] - from;
+        for (size_t j = 0; j < n && n == ends[k] - from; j++)
+            differ += many[from + j].function != f[j].function || many[from + j].line != f[j].line ||
+                      many[from + j].file != f[j].file || many[from + j].sym_addr != f[j].sym_addr;
+    }
+    CHECK_EQ_INT(differ, 0);
+    symcache_close(sc);
+    buf_reset(&one);
+    buf_reset(&two);
+    debuginfo_reset(&di);
+}
+
 int main(void)
 {
     snprintf(tmp_root, sizeof tmp_root, "/tmp/stacksift-test-symcache.XXXXXX");
@@ -618,6 +721,7 @@ int main(void)
     RUN(concurrent_lookups_agree);
     RUN(names_sort_and_fold);
     RUN(row_compaction_keeps_answers);
+    RUN(dense_granules_and_deep_chains);
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);
     if (system(cmd) != 0)
