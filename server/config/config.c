@@ -313,8 +313,9 @@ static const config_var VARS[] = {
     {"STACKSIFT_DB_POOL_SIZE", "8", parse_count, offsetof(config, db_pool_size),
      "Postgres connections in the pool (the intake commits and the request handlers)"},
     {"STACKSIFT_INTAKE_COMMITS", "1", parse_count, offsetof(config, intake_commits),
-     "group commits of POSTed reports running at once (one pooled connection each): "
-     "Postgres flushes the WAL of commits that wait together once"},
+     "group commits of POSTed reports running at once (one pooled connection each); one "
+     "takes the most reports per commit, and commits that upsert issues would wait on each "
+     "other's issue rows anyway"},
     {"STACKSIFT_DB_TIMEOUT_MS", "3000", parse_ms, offsetof(config, db_timeout_ms),
      "connect timeout and longest wait for a pooled connection"},
     {"STACKSIFT_DSYM_THREADS", "1", parse_count, offsetof(config, dsym_threads),
