@@ -7,8 +7,8 @@
 # SECONDS (default 20). Prints, as one JSON line and readable lines:
 #   reports/s accepted (wrk), p50/p99 POST latency (wrk), reports/s processed end to end
 #   (first receipt to last processed), time from receipt to processed (p50/p99/max, from the
-#   rows), the server's peak RSS, the stack-cache hit ratio and reports per group commit
-#   (/metrics), CPU per report of the server and of Postgres (/proc), WAL bytes, full-page
+#   rows), the server's peak RSS, the stack-cache hit ratio, reports per group commit and
+#   reports processed at intake (/metrics), CPU per report of the server and of Postgres (/proc), WAL bytes, full-page
 #   images and flushes per report and checkpoints during the run (pg_stat_wal,
 #   pg_stat_bgwriter; a CHECKPOINT comes first), and the same-run peer: wrk on GET /healthz with the same connections (the
 #   HTTP floor: req/s, p50, p99), as ratios.
@@ -170,6 +170,7 @@ peer_p50=$(ms 50% "$work/peer.txt")
 peer_p99=$(ms 99% "$work/peer.txt")
 commits=$(echo "$metrics" | awk '/^stacksift_intake_commits_total/ {print $2}')
 committed=$(echo "$metrics" | awk '/^stacksift_intake_reports_total/ {print $2}')
+at_intake=$(echo "$metrics" | awk '/^stacksift_intake_processed_total/ {print $2}')
 per_commit=$(awk -v a="${committed:-0}" -v b="${commits:-0}" 'BEGIN { printf "%.1f", (b > 0 ? a / b : 0) }')
 # percentile of the histogram difference, linear within a bucket (ms)
 read -r srv_p50 srv_p99 < <(python3 - "$hist0" "$hist1" <<'PY'
@@ -199,8 +200,8 @@ printf '{"bench":"ingest","nodes":%s,"seconds":%s,"connections":%s,"posted":%s,"
 printf '"post_rps":%s,"post_p50_ms":%s,"post_p99_ms":%s,"e2e_rps":%s,' "$rps" "$p50" "$p99" "$e2e"
 printf '"lag_p50_s":%.3f,"lag_p99_s":%.3f,"lag_max_s":%.3f,"drain_after_post_s":%.2f,' \
   "$lag50" "$lag99" "$lagmax" "$(awk -v a="$drained" -v b="$posted_end" 'BEGIN { print a - b }')"
-printf '"rss_peak_mb":%.1f,"stack_cache_hit_ratio":%s,"reports_per_commit":%s,' \
-  "$(awk -v k="$rss_kb" 'BEGIN { print k / 1024 }')" "${ratio:-0}" "$per_commit"
+printf '"rss_peak_mb":%.1f,"stack_cache_hit_ratio":%s,"reports_per_commit":%s,"processed_at_intake":%s,' \
+  "$(awk -v k="$rss_kb" 'BEGIN { print k / 1024 }')" "${ratio:-0}" "$per_commit" "${at_intake:-0}"
 printf '"server_p50_ms":%s,"server_p99_ms":%s,' "$srv_p50" "$srv_p99"
 wal_per_report=$(awk -v a="$wal_bytes0" -v b="$wal_bytes1" -v n="$total" 'BEGIN { printf "%.0f", (n > 0 ? (b - a) / n : 0) }')
 fpi_per_report=$(awk -v a="$wal_fpi0" -v b="$wal_fpi1" -v n="$total" 'BEGIN { printf "%.3f", (n > 0 ? (b - a) / n : 0) }')
@@ -217,7 +218,7 @@ printf '"post_vs_healthz":%.3f,"non_2xx":%s}\n' \
 echo "POST: $rps reports/s, p50 ${p50} ms, p99 ${p99} ms, $per_commit reports per commit (target >= 5000/s, p99 < 25 ms)"
 echo "server side (first callback -> answer sent): p50 ${srv_p50} ms, p99 ${srv_p99} ms"
 echo "peer GET /healthz: $peer_rps req/s, p50 ${peer_p50} ms, p99 ${peer_p99} ms; POST/peer $(awk -v a="$rps" -v b="$peer_rps" 'BEGIN { printf "%.3f", a / b }')"
-echo "end to end: $e2e reports/s processed; receipt -> processed p50 ${lag50}s p99 ${lag99}s"
+echo "end to end: $e2e reports/s processed; receipt -> processed p50 ${lag50}s p99 ${lag99}s; processed at intake since start (warm-up included): ${at_intake:-0} of ${committed:-0}"
 echo "CPU per report (posted and processed): server $srv_cpu_us us, Postgres $pg_cpu_us us"
 echo "WAL: $wal_per_report bytes and $fpi_per_report full-page images per report; $wal_flushes flushes (posting and processing); $ckpts checkpoints"
 echo "server peak RSS: $((rss_kb / 1024)) MiB (target < 150); stack cache hit ratio ${ratio:-0}"
