@@ -68,7 +68,7 @@
  *                   zero-padded to a byte
  *
  * A range longer than a granule is repeated as record 0 of each granule it spans, and a
- * function is stored in each granule that needs it (1.3 times on the benchmark): that costs
+ * function is stored in each granule that needs it (1.27 times on the benchmark): that costs
  * less than what granule-local values save (record and scope fields a few bits wide, local
  * indexes instead of global ones). The last range is a sentinel (no function, no file) that
  * ends the one before it. Names are raw: DW_AT_linkage_name as the compiler wrote it
@@ -89,7 +89,7 @@
  *                ERR_OUTDATED (its names are display names: read as raw they would be wrong).
  *   4  (2026-11) granules: a direct index from each 2^(unit_shift + 7)-byte granule of the
  *                address space to its bytes, which hold its ranges (fixed-width fields, found
- *                with one branch-free count) and the inline chains they need. A lookup reads
+ *                with a branch-free search) and the inline chains they need. A lookup reads
  *                one granule instead of a block index, a block and the global scope table (3-4
  *                dependent cache misses: about one now), and open no longer decodes every
  *                record to build an index in memory: lookups check what they read. A version-3
