@@ -1331,6 +1331,16 @@ static const char *issue_count_sql(long long issue)
     return sql;
 }
 
+/* "libunknown_N.dylib" in a static buffer per call (two at most in one expression). */
+static const char *unknown_lib_name(int i)
+{
+    static char names[2][32];
+    static int k;
+    k ^= 1;
+    snprintf(names[k], sizeof names[k], "libunknown_%d.dylib", i);
+    return names[k];
+}
+
 /* POST `body` (Apple text) to the node on `on_port`; the new report's id, malloc'd. */
 static char *post_text(int on_port, const char *body)
 {
@@ -1482,6 +1492,65 @@ static void intake_processing_matches_the_workers(void)
     free(dsql);
     free(id_a);
     free(id_c);
+}
+
+/* Report g's text with a fourth thread of `n` frames, each in an image of its own that no node
+ * has heard of (random UUIDs), listed among the binary images. malloc'd. */
+static char *with_unknown_images(const gen_report *g, int n)
+{
+    const char *images = strstr(g->body, "Binary Images:\n");
+    if (images == NULL)
+        return NULL;
+    char *s = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&s, &len);
+    fwrite(g->body, 1, (size_t)(images - g->body), f);
+    fprintf(f, "Thread 3:\n");
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%-4d%-30s\t0x%016llx helper_%d + 16\n", i, unknown_lib_name(i),
+                0x1c0000000ull + (unsigned long long)i * 0x100000 + 0x1010, i);
+    fprintf(f, "\n%s", "Binary Images:\n");
+    fputs(images + strlen("Binary Images:\n"), f);
+    unsigned salt = (unsigned)getpid() ^ (unsigned)time(NULL);
+    for (int i = 0; i < n; i++)
+        fprintf(f, "0x%llx - 0x%llx %s arm64e  <%08x%08x%08x%08x> /usr/lib/%s\n",
+                0x1c0000000ull + (unsigned long long)i * 0x100000,
+                0x1c0000000ull + (unsigned long long)i * 0x100000 + 0xffff,
+                unknown_lib_name(i), 0xc0de0000u + (unsigned)i, salt, rnd(1u << 30),
+                rnd(1u << 30), unknown_lib_name(i));
+    fclose(f);
+    return s;
+}
+
+/* The intake spends a bounded number of Postgres round trips on symcache rows it does not
+ * know recently (INTAKE_ROW_ASKS in pipeline.c): a report whose frames name 40 images no
+ * node has seen is stored received, not processed while its client waits, and the workers
+ * process it as before. */
+static void many_unknown_images_go_to_the_queue(void)
+{
+    const gen_report *g = &reports[0];
+    char *url = xsprintf("/api/v1/reports/%s?format=text", g->id);
+    CHECK_STATUS(get(url), 200);   /* node A opens the symcaches of g's images */
+    free(url);
+    CHECK(drain(30));
+    char *body = with_unknown_images(g, 40);
+    CHECK(body != NULL);
+    if (!body)
+        return;
+    char *id = post_text(port, body);
+    char *how = stored_as(id);
+    /* not processed at intake: still received, or already done by a worker */
+    CHECK(strcmp(how, "received 0 0 false") == 0 || strncmp(how, "processed ", 10) == 0);
+    CHECK(strstr(how, " true") == NULL);
+    free(how);
+    CHECK(drain(30));
+    how = stored_as(id);
+    char *want = xsprintf("processed %lld 1 false", site_issue[g->site]);
+    CHECK_EQ_STR(how, want);   /* the extra thread does not change its issue */
+    free(want);
+    free(how);
+    free(id);
+    free(body);
 }
 
 /* When the issue upsert of a commit with reports processed at intake fails, the reports are
@@ -2187,6 +2256,7 @@ int main(void)
     RUN(metrics_show_cache_hit_rate);
     RUN(intake_processing_matches_the_workers);
     RUN(failed_issue_upsert_still_stores_the_report);
+    RUN(many_unknown_images_go_to_the_queue);
     RUN(corpus_reports_are_processed_or_cleanly_failed);
     RUN(unprocessable_report_fails_without_blocking);
     RUN(hangs_and_metrickit_flow_into_issues);

@@ -24,6 +24,10 @@
 #include "symbolicate/symbolicate.h"
 
 #define STACK_BUCKETS 65536u
+#define INTAKE_ROW_ASKS 32  /* Postgres round trips one report's processing at intake may
+                               spend on symcache rows not known recently (sc_locate_in): a
+                               crash names ~5-15 images, each looked up again after its
+                               row's TTL; a report naming more waits for the workers */
 #define SWEEP_EVERY_S 30
 
 /* ---- symcache cache -------------------------------------------------------------------- */
@@ -123,28 +127,41 @@ err_code pipeline_new(pipeline **out, store *work_store, const pipeline_options 
 }
 
 static bool sc_locate_in(char path[4096], uint64_t *version, pipeline *p, const char *uuid,
-                         bool row_only);
+                         unsigned *asks, bool *unknown);
 
 /* Where the symcache of `uuid` is and which version: from the node's file cache (version =
  * the first 64 bits of its SHA-256), or symcache_dir/<uuid>.symc (version from inode and
  * mtime, so a replaced file is noticed). false: there is none (yet). */
 static bool sc_locate(char path[4096], uint64_t *version, pipeline *p, const char *uuid)
 {
-    return sc_locate_in(path, version, p, uuid, false);
+    return sc_locate_in(path, version, p, uuid, NULL, NULL);
 }
 
-/* sc_locate; `row_only`: from the row cache alone (symfiles_current), no file fetched or
- * checked (path is then left empty): the caller uses only a symcache already open. */
+/* sc_locate; with `asks` (the intake's processing), from the row cache alone, no file fetched
+ * or checked (path is then left empty: the caller uses only a symcache already open), and
+ * Postgres asked about a row the cache does not know recently only while *asks > 0 (each
+ * ask takes one): a report with many unknown images costs its request a bounded number of
+ * round trips. Past that, false and *unknown = true. */
 static bool sc_locate_in(char path[4096], uint64_t *version, pipeline *p, const char *uuid,
-                         bool row_only)
+                         unsigned *asks, bool *unknown)
 {
     if (p->o.files) {
         char sha[65];
         err_info err = {0};
         err_code rc;
-        if (row_only) {
+        if (asks) {
             path[0] = '\0';
-            rc = symfiles_current(sha, p->o.files, uuid, &err);
+            int known = symfiles_known(sha, p->o.files, uuid);
+            if (known < 0 && *asks == 0) {
+                *unknown = true;
+                return false;
+            }
+            if (known < 0) {
+                (*asks)--;
+                rc = symfiles_current(sha, p->o.files, uuid, &err);
+            } else {
+                rc = ERR_OK;
+            }
             if (rc == ERR_OK && sha[0] == '\0')
                 rc = ERR_NOT_FOUND;
         } else {
@@ -154,6 +171,8 @@ static bool sc_locate_in(char path[4096], uint64_t *version, pipeline *p, const 
             if (rc != ERR_NOT_FOUND)
                 log_event(LOG_WARN, "symcache_unavailable", "uuid=%s error=%s message=%s", uuid,
                           err_name(rc), err.msg);
+            if (rc != ERR_NOT_FOUND && unknown)
+                *unknown = true;   /* not known to be absent: the worker decides */
             return false;
         }
         char head[17];
@@ -220,12 +239,15 @@ static bool rebuild_outdated(pipeline *p, const char *uuid, uint64_t outdated)
 /* The open symcache for `uuid` with one more reference, or NULL if it has none (yet). Not
  * cached when missing: the dSYM may come any time. `warm_only`: only a symcache this node
  * has open already, current by the row cache; when it would have to be fetched, opened or
- * rebuilt first, NULL and *cold = true. */
-static sc_entry *sc_acquire(pipeline *p, const char *uuid, bool warm_only, bool *cold)
+ * rebuilt first, or its row is not known recently and *asks is spent, NULL and
+ * *cold = true. */
+static sc_entry *sc_acquire(pipeline *p, const char *uuid, bool warm_only, unsigned *asks,
+                            bool *cold)
 {
     char path[4096];
     uint64_t version = 0;
-    if (!sc_locate_in(path, &version, p, uuid, warm_only && p->o.files))
+    if (!sc_locate_in(path, &version, p, uuid, warm_only ? asks : NULL,
+                      warm_only ? cold : NULL))
         return NULL;
     pthread_mutex_lock(&p->sc_mu);
     for (size_t i = 0; i < p->nsc; i++) {
@@ -331,7 +353,8 @@ typedef struct {
     uint8_t *state;     /* per image: 0 not asked, 1 asked and this image holds the
                            reference, 2 asked (no symcache, or shares another image's) */
     bool warm_only;     /* use only symcaches open already (sc_acquire) */
-    bool cold;          /* warm_only, and an image's symcache was not */
+    unsigned asks;      /* warm_only: rows Postgres may still be asked about (sc_locate_in) */
+    bool cold;          /* warm_only, and an image's symcache was not (or not known) */
 } rctx;
 
 static sc_entry *image_symcache(rctx *c, size_t image)
@@ -345,7 +368,8 @@ static sc_entry *image_symcache(rctx *c, size_t image)
                 c->state[image] = 2;
             }
         if (c->state[image] == 0) {
-            c->ent[image] = uuid[0] ? sc_acquire(c->p, uuid, c->warm_only, &c->cold) : NULL;
+            c->ent[image] = uuid[0] ? sc_acquire(c->p, uuid, c->warm_only, &c->asks, &c->cold)
+                                     : NULL;
             c->state[image] = c->ent[image] ? 1 : 2;
         }
     }
@@ -612,7 +636,7 @@ static err_code symbolicate_pass(pipeline *p, crashreport *r, const char ***miss
 {
     size_t ni = r->nimages ? r->nimages : 1;
     rctx c = {p, r, arena_alloc_array(a, ni, sizeof(sc_entry *), err),
-              arena_alloc_array(a, ni, 1, err), warm_only, false};
+              arena_alloc_array(a, ni, 1, err), warm_only, INTAKE_ROW_ASKS, false};
     if (missing_in_app) {
         *missing_in_app = NULL;
         *nmissing = 0;

@@ -346,6 +346,20 @@ err_code symfiles_current(char sha256[65], symfiles *f, const char *uuid, err_in
     return current_sha(sha256, f, uuid, false, err);
 }
 
+int symfiles_known(char sha256[65], symfiles *f, const char *uuid)
+{
+    double now = mono_ms();
+    pthread_mutex_lock(&f->mu);
+    row_entry *re = row_find(f, uuid, false);
+    int known = -1;
+    if (re && now - re->checked_ms <= (re->sha[0] ? SYMFILES_ROW_TTL_MS : SYMFILES_MISS_TTL_MS)) {
+        snprintf(sha256, 65, "%s", re->sha);
+        known = re->sha[0] ? 1 : 0;
+    }
+    pthread_mutex_unlock(&f->mu);
+    return known;
+}
+
 /* ---- get ------------------------------------------------------------------------------- */
 
 err_code symfiles_get(char path[4096], char sha256[65], symfiles *f, const char *uuid,

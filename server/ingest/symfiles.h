@@ -61,6 +61,11 @@ err_code symfiles_get(char path[4096], char sha256[65], symfiles *f, const char 
  */
 err_code symfiles_current(char sha256[65], symfiles *f, const char *uuid, err_info *err);
 
+/* symfiles_known - what the row cache knows of `uuid` within the TTLs above, without asking
+ * Postgres: 1 (sha256 of its current symcache written), 0 (it has none), -1 (nothing recent:
+ * symfiles_current would ask). */
+int symfiles_known(char sha256[65], symfiles *f, const char *uuid);
+
 /*
  * symfiles_add - put a symcache this node just built and committed (its SHA-256 known) into
  * the cache by hard link, so that the uploading node's first lookup needs no download, and
