@@ -312,10 +312,10 @@ static const config_var VARS[] = {
      "that the HTTP threads never wait"},
     {"STACKSIFT_DB_POOL_SIZE", "8", parse_count, offsetof(config, db_pool_size),
      "Postgres connections in the pool (the intake commits and the request handlers)"},
-    {"STACKSIFT_INTAKE_COMMITS", "1", parse_count, offsetof(config, intake_commits),
-     "group commits of POSTed reports running at once (one pooled connection each); one "
-     "takes the most reports per commit, and commits that upsert issues would wait on each "
-     "other's issue rows anyway"},
+    {"STACKSIFT_INTAKE_COMMITS", "0", parse_count0, offsetof(config, intake_commits),
+     "group commits of POSTed reports running at once (one pooled connection each); 0: 1 "
+     "when reports are processed at intake (commits that upsert issues wait on each other's "
+     "issue rows, and one at a time takes the most reports per commit), else 4"},
     {"STACKSIFT_DB_TIMEOUT_MS", "3000", parse_ms, offsetof(config, db_timeout_ms),
      "connect timeout and longest wait for a pooled connection"},
     {"STACKSIFT_DSYM_THREADS", "1", parse_count, offsetof(config, dsym_threads),

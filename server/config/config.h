@@ -26,7 +26,8 @@ typedef struct {
     char *metrics_host;            /* STACKSIFT_METRICS_LISTEN host (loopback); NULL = none */
     uint16_t metrics_port;         /* STACKSIFT_METRICS_LISTEN port */
     uint32_t db_pool_size;         /* STACKSIFT_DB_POOL_SIZE: Postgres connections */
-    uint32_t intake_commits;       /* STACKSIFT_INTAKE_COMMITS: group commits at once */
+    uint32_t intake_commits;       /* STACKSIFT_INTAKE_COMMITS: group commits at once (0:
+                                      1 with processing at intake, else 4) */
     uint32_t db_timeout_ms;        /* STACKSIFT_DB_TIMEOUT_MS: connect and pool wait timeout */
     uint32_t dsym_threads;         /* STACKSIFT_DSYM_THREADS: DWARF conversion threads per upload */
     uint32_t shutdown_timeout_ms;  /* STACKSIFT_SHUTDOWN_TIMEOUT_MS: wait for in-flight requests */

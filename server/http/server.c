@@ -892,7 +892,12 @@ err_code http_server_start(http_server **out, const config *cfg, store *s, pipel
                      gai_strerror(gai));
         goto fail;
     }
-    store_intake_options io = {.max_inflight = cfg->intake_commits};
+    /* Commits that process reports at intake upsert issues and would wait on each other's
+     * rows: one at a time, taking all that queued meanwhile. Plain inserts overlap well. */
+    unsigned commits = cfg->intake_commits;
+    if (commits == 0)
+        commits = cfg->intake_processing && cfg->workers > 0 ? 1 : 4;
+    store_intake_options io = {.max_inflight = commits};
     rc = store_intake_new(&srv->intake, s, &io, err);
     if (rc != ERR_OK) {
         freeaddrinfo(ai);
