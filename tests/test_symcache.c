@@ -236,6 +236,92 @@ static void lookup_many_matches_lookup(void)
     symcache_close(sc);
 }
 
+/* symcache_lookup_many_ids + symcache_names: the same frames as symcache_lookup_many (names
+ * equal as strings; display == raw exactly when lookup_many's are the same pointer), both on a
+ * fresh symcache (names read from scratch-decompressed blocks) and on one whose lookups have
+ * decompressed the blocks already (the memo's names). The reference is another open symcache
+ * of the same file, so strings compare as strings. */
+static void lookup_many_ids_and_names(void)
+{
+    built b;
+    CHECK_EQ_INT(build(&b, "arm64-O2/FixtureApp.app.dSYM", "ids", 2), ERR_OK);
+    enum { N = 0x1000 + 1 };
+    uint64_t *addrs = calloc(N, sizeof *addrs);
+    size_t n = 0;
+    for (uint64_t a = 0x100004000ull; a < 0x100008000ull; a += 4)
+        addrs[n++] = a;
+    addrs[n++] = 0x1000;
+    CHECK_EQ_INT(n, N);
+    symcache_frame *want = calloc((size_t)N * 8, sizeof *want), *got = calloc((size_t)N * 8, sizeof *got);
+    uint32_t *ids = calloc((size_t)N * 8, sizeof *ids);
+    size_t *ends_want = calloc(N, sizeof *ends_want), *ends_got = calloc(N, sizeof *ends_got);
+    for (int memo = 0; memo < 2; memo++) {
+        symcache *sc = NULL, *ref = NULL;
+        err_info err = {0};
+        CHECK_EQ_INT(symcache_open(&sc, b.path[0], &err), ERR_OK);
+        CHECK_EQ_INT(symcache_open(&ref, b.path[0], &err), ERR_OK);
+        if (sc == NULL || ref == NULL)
+            break;
+        if (memo) /* the blocks decompressed by lookups first */
+            CHECK_EQ_INT(symcache_lookup_many(got, (size_t)N * 8, ends_got, sc, addrs, N), N);
+        CHECK_EQ_INT(symcache_lookup_many(want, (size_t)N * 8, ends_want, ref, addrs, N), N);
+        CHECK_EQ_INT(symcache_lookup_many_ids(got, ids, (size_t)N * 8, ends_got, sc, addrs, N), N);
+        size_t frames = ends_got[N - 1], named = 0, mismatches = 0;
+        CHECK_EQ_INT(frames, ends_want[N - 1]);
+        /* the distinct ids, ascending */
+        uint32_t nnames = symcache_name_count(sc), *uniq = calloc(frames + 1, sizeof *uniq);
+        unsigned char *seen = calloc(nnames + 1, 1);
+        size_t nuniq = 0;
+        for (uint32_t id = 0; id < nnames; id++)
+            for (size_t k = 0; k < frames; k++)
+                if (ids[k] == id) {
+                    uniq[nuniq++] = id;
+                    break;
+                }
+        const char **raw = calloc(nuniq + 1, sizeof *raw), **display = calloc(nuniq + 1, sizeof *display);
+        symcache_names(raw, display, sc, uniq, nuniq);
+        for (size_t k = 0; k < frames; k++) {
+            const symcache_frame *w = &want[k];
+            const char *fn = "??", *mg = NULL;
+            CHECK(got[k].function == NULL && got[k].mangled == NULL);
+            if (ids[k] != SYMCACHE_NO_NAME) {
+                size_t at = 0;
+                while (at < nuniq && uniq[at] != ids[k])
+                    at++;
+                CHECK(at < nuniq);
+                if (at == nuniq)
+                    continue;
+                fn = display[at];
+                mg = raw[at];
+                named++;
+                if ((fn == mg) != (w->function == w->mangled))
+                    mismatches++;
+            }
+            bool same = strcmp(fn, w->function) == 0 &&
+                        (mg == NULL ? w->mangled == NULL : w->mangled != NULL && strcmp(mg, w->mangled) == 0) &&
+                        (got[k].file == NULL ? w->file == NULL : w->file != NULL && strcmp(got[k].file, w->file) == 0) &&
+                        got[k].line == w->line && got[k].inlined == w->inlined &&
+                        got[k].sym_addr == w->sym_addr && got[k].from_symtab == w->from_symtab;
+            mismatches += !same;
+        }
+        CHECK_EQ_INT(mismatches, 0);
+        CHECK(named > 100);
+        CHECK(nuniq > 10);
+        free(seen);
+        free(uniq);
+        free(raw);
+        free(display);
+        symcache_close(sc);
+        symcache_close(ref);
+    }
+    free(addrs);
+    free(want);
+    free(got);
+    free(ids);
+    free(ends_want);
+    free(ends_got);
+}
+
 static bool same_file(const char *a, const char *b)
 {
     bytes x, y;
@@ -714,6 +800,7 @@ int main(void)
     RUN(main_symbolicates_at_O0);
     RUN(inline_chains_at_O2);
     RUN(lookup_many_matches_lookup);
+    RUN(lookup_many_ids_and_names);
     RUN(output_does_not_depend_on_threads);
     RUN(fat_zip_and_symtab_only_inputs);
     RUN(bad_inputs_are_errors);

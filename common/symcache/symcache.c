@@ -647,8 +647,11 @@ size_t symcache_lookup(symcache_frame *out, size_t cap, const symcache *sc, uint
  * to cover the memory latency, few enough that the lines stay in L1 between the stages. */
 #define SYMC_BATCH 16u
 
-size_t symcache_lookup_many(symcache_frame *out, size_t cap, size_t *ends, const symcache *sc, const uint64_t *addrs,
-                            size_t n)
+/* symcache_lookup_many, and with `ids_out` its _ids form: the name ids into ids_out (parallel
+ * to out) instead of the names resolved. */
+static inline __attribute__((always_inline)) size_t lookup_many(symcache_frame *out, uint32_t *ids_out, size_t cap,
+                                                                size_t *ends, const symcache *sc,
+                                                                const uint64_t *addrs, size_t n)
 {
     /* Per address of a window: in the table's range, its granule and unit. Each stage starts
      * the next stage's cache misses for every address of the window (prefetch: granule index,
@@ -682,7 +685,8 @@ size_t symcache_lookup_many(symcache_frame *out, size_t cap, size_t *ends, const
                     if (walk_chain(&probe, &probe_id, 1, sc, &gv, rec, a[j]) > 0) /* it has frames */
                         break;
                 } else {
-                    k = walk_chain(out + used, name_ids + (used - first), limit, sc, &gv, rec, a[j]);
+                    k = walk_chain(out + used, ids_out ? ids_out + used : name_ids + (used - first), limit, sc,
+                                   &gv, rec, a[j]);
                     /* cut short by the room left (not by the frame cap): answer it in the next call */
                     if (k == limit && limit < SYMCACHE_MAX_FRAMES && out[used + k - 1].inlined)
                         break;
@@ -691,12 +695,118 @@ size_t symcache_lookup_many(symcache_frame *out, size_t cap, size_t *ends, const
             used += k;
             ends[done + j] = used;
         }
-        resolve_names(out + first, name_ids, used - first, sc);
+        if (ids_out == NULL)
+            resolve_names(out + first, name_ids, used - first, sc);
+        else
+            for (size_t k = first; k < used; k++) {
+                out[k].function = NULL;
+                out[k].mangled = NULL;
+            }
         done += j;
         if (j < w)
             break;
     }
     return done;
+}
+
+size_t symcache_lookup_many(symcache_frame *out, size_t cap, size_t *ends, const symcache *sc, const uint64_t *addrs,
+                            size_t n)
+{
+    return lookup_many(out, NULL, cap, ends, sc, addrs, n);
+}
+
+size_t symcache_lookup_many_ids(symcache_frame *out, uint32_t *name_ids, size_t cap, size_t *ends, const symcache *sc,
+                                const uint64_t *addrs, size_t n)
+{
+    size_t got = lookup_many(out, name_ids, cap, ends, sc, addrs, n);
+    size_t frames = got ? ends[got - 1] : 0;
+    for (size_t k = 0; k < frames; k++)
+        if (name_ids[k] == NAME_UNKNOWN)
+            name_ids[k] = SYMCACHE_NO_NAME;
+    return got;
+}
+
+/* Copy the NUL-terminated `s` into sc's lookup memory. */
+static const char *mem_strdup(symcache *sc, const char *s, size_t len)
+{
+    char *copy = mem_alloc(sc, len + 1);
+    memcpy(copy, s, len + 1);
+    return copy;
+}
+
+void symcache_names(const char **raw, const char **display, const symcache *csc, const uint32_t *ids, size_t n)
+{
+    symcache *sc = (symcache *)csc; /* the lookup memory is all this writes */
+    char *scratch = NULL;
+    size_t scratch_cap = 0;
+    for (size_t i = 0; i < n;) {
+        uint32_t k = ids[i] / SYMC_NAMES_PER_BLOCK;
+        size_t end = i; /* ids[i, end): this block's */
+        while (end < n && ids[end] / SYMC_NAMES_PER_BLOCK == k)
+            end++;
+        /* the block into scratch (or its memo copy when a lookup decompressed it already) */
+        const char *text = NULL;
+        size_t size = 0;
+        name_block *nb = ids[i] < sc->nnames ? atomic_load_explicit(&sc->name_memo[k], memory_order_acquire) : NULL;
+        if (nb == NULL && ids[i] < sc->nnames) {
+            uint32_t off = rd32(sc->name_index + (size_t)k * 4), stop = rd32(sc->name_index + (size_t)(k + 1) * 4);
+            unsigned long long want = ZSTD_getFrameContentSize(sc->names + off, stop - off);
+            if (want != ZSTD_CONTENTSIZE_UNKNOWN && want != ZSTD_CONTENTSIZE_ERROR && want > 0 &&
+                want <= SYMC_NAME_BLOCK_MAX) {
+                if (scratch_cap < want) {
+                    scratch_cap = (size_t)want;
+                    scratch = xrealloc(scratch, scratch_cap);
+                }
+                int x = 0;
+                while (x < SYMC_DCTX && pthread_mutex_trylock(&sc->zstd_mu[x]) != 0)
+                    x++;
+                if (x == SYMC_DCTX)
+                    pthread_mutex_lock(&sc->zstd_mu[x = 0]);
+                if (sc->dctx[x] == NULL)
+                    sc->dctx[x] = ZSTD_createDCtx();
+                size_t got = sc->dctx[x] != NULL
+                                 ? ZSTD_decompressDCtx(sc->dctx[x], scratch, (size_t)want, sc->names + off, stop - off)
+                                 : (size_t)-1;
+                pthread_mutex_unlock(&sc->zstd_mu[x]);
+                if (!ZSTD_isError(got) && got == want && scratch[want - 1] == '\0') {
+                    text = scratch;
+                    size = (size_t)want;
+                }
+            }
+        }
+        /* the block's names: exactly `count` NUL-terminated ones, as decompress_names checks
+         * (a block that is not reads as corrupt, for lookups too) */
+        uint32_t count = k + 1 < sc->nname_blocks ? SYMC_NAMES_PER_BLOCK : sc->nnames - k * SYMC_NAMES_PER_BLOCK;
+        const char *name[SYMC_NAMES_PER_BLOCK];
+        uint32_t found = 0;
+        for (size_t at = 0; text != NULL && at < size; found++) {
+            if (found == count) {
+                text = NULL;
+                break;
+            }
+            name[found] = text + at;
+            at += strlen(text + at) + 1;
+        }
+        if (found != count)
+            text = NULL;
+        for (size_t j = i; j < end; j++) {
+            uint32_t at = ids[j] % SYMC_NAMES_PER_BLOCK;
+            if (nb != NULL && nb != &corrupt_block && ids[j] < sc->nnames) {
+                raw[j] = nb->name[at].raw;
+                display[j] = display_at(sc, nb, at);
+            } else if (text != NULL && ids[j] < sc->nnames) {
+                const char *r = mem_strdup(sc, name[at], strlen(name[at]));
+                char *demangled = demangle_name(r, DEMANGLE_SIMPLIFIED);
+                raw[j] = r;
+                display[j] = demangled != NULL ? mem_strdup(sc, demangled, strlen(demangled)) : r;
+                free(demangled);
+            } else {
+                raw[j] = display[j] = "??";
+            }
+        }
+        i = end;
+    }
+    free(scratch);
 }
 
 const uint8_t *symcache_uuid(const symcache *sc)
@@ -742,4 +852,9 @@ uint32_t symcache_range_count(const symcache *sc)
 uint32_t symcache_function_count(const symcache *sc)
 {
     return sc->nscopes;
+}
+
+uint32_t symcache_name_count(const symcache *sc)
+{
+    return sc->nnames;
 }

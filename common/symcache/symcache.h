@@ -79,6 +79,25 @@ size_t symcache_lookup(symcache_frame *out, size_t cap, const symcache *sc, uint
 size_t symcache_lookup_many(symcache_frame *out, size_t cap, size_t *ends, const symcache *sc, const uint64_t *addrs,
                             size_t n);
 
+/* symcache_lookup_many_ids - symcache_lookup_many without resolving names: the frames'
+ * `function` and `mangled` are NULL and name_ids[k] (parallel to out, `cap` entries) holds
+ * frame k's name id, or SYMCACHE_NO_NAME for a frame with no name ("??"). For a batch that
+ * prints many answers: symcache_names then resolves the distinct ids once each, block by
+ * block, keeping only the names asked for (a lookup keeps every name block it touches
+ * decompressed: tens of MB of fresh memory for a big random batch). */
+#define SYMCACHE_NO_NAME UINT32_MAX
+size_t symcache_lookup_many_ids(symcache_frame *out, uint32_t *name_ids, size_t cap, size_t *ends, const symcache *sc,
+                                const uint64_t *addrs, size_t n);
+
+/* symcache_names - the raw and display forms of the `n` name ids `ids` (ascending, distinct;
+ * from symcache_lookup_many_ids; never SYMCACHE_NO_NAME): raw[i] and display[i] as
+ * symcache_lookup gives `mangled` and `function` (display == raw when the name does not
+ * demangle; "??" for both when its block is corrupt or the id out of range). Each name block
+ * is decompressed once into scratch memory; the names asked for are copied into the
+ * symcache's lookup memory (valid until symcache_close) and demangled. Any thread; calls on
+ * disjoint id sets may run at once. */
+void symcache_names(const char **raw, const char **display, const symcache *sc, const uint32_t *ids, size_t n);
+
 /* Accessors for the header (strings borrowed like frame strings). */
 const uint8_t *symcache_uuid(const symcache *sc);       /* 16 bytes */
 uint32_t symcache_cputype(const symcache *sc);
@@ -89,5 +108,6 @@ uint64_t symcache_text_vmaddr(const symcache *sc);      /* __TEXT vmaddr of the 
 bool symcache_has_dwarf(const symcache *sc);            /* false: built from a symbol table */
 uint32_t symcache_range_count(const symcache *sc);
 uint32_t symcache_function_count(const symcache *sc);   /* concrete functions + inlinees */
+uint32_t symcache_name_count(const symcache *sc);       /* distinct names: ids are below it */
 
 #endif

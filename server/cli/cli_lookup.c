@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -386,7 +387,8 @@ static bool write_all(const char *p, size_t n)
 /* A growing array of frames in anonymous memory (huge pages where offered), grown by mremap. */
 typedef struct {
     symcache_frame *v;
-    size_t len, cap;
+    uint32_t *ids; /* ids[k]: frame k's name id (symcache_lookup_many_ids) */
+    size_t len, cap, ids_cap;
 } frame_array;
 
 static void frames_reserve(frame_array *f, size_t more)
@@ -397,12 +399,17 @@ static void frames_reserve(frame_array *f, size_t more)
     arena_grow(&a, more * sizeof *f->v);
     f->v = (symcache_frame *)a.data;
     f->cap = a.cap / sizeof *f->v;
+    arena ia = {(char *)f->ids, f->len * sizeof *f->ids, f->ids_cap * sizeof *f->ids};
+    arena_grow(&ia, (f->cap - f->len) * sizeof *f->ids);
+    f->ids = (uint32_t *)ia.data;
+    f->ids_cap = ia.cap / sizeof *f->ids;
 }
 
 /* Look up queries [from, to) of `order` (address order: neighbouring lookups share cache lines
  * and pages of the symcache, half the time of input order on 100,000 random addresses) with
- * symcache_lookup_many, LOOKUP_CHUNK addresses a call so that their cache misses overlap; each
- * query's frames are appended to `f` and found through q[].first/.n/.part. */
+ * symcache_lookup_many_ids, LOOKUP_CHUNK addresses a call so that their cache misses overlap;
+ * each query's frames (names not resolved yet: see names_phase) are appended to `f` and found
+ * through q[].first/.n/.part. */
 static void lookup_range(const symcache *sc, query *q, const query_key *order, size_t from, size_t to,
                          frame_array *f, uint8_t part)
 {
@@ -415,7 +422,7 @@ static void lookup_range(const symcache *sc, query *q, const query_key *order, s
             addrs[k] = order[i + k].file_addr;
         /* room for 8 frames an address, and never less than one address's most */
         frames_reserve(f, (size_t)LOOKUP_CHUNK * 8);
-        size_t got = symcache_lookup_many(f->v + f->len, f->cap - f->len, ends, sc, addrs, m);
+        size_t got = symcache_lookup_many_ids(f->v + f->len, f->ids + f->len, f->cap - f->len, ends, sc, addrs, m);
         for (size_t k = 0; k < got; k++) {
             query *x = &q[order[i + k].index];
             size_t at = k ? ends[k - 1] : 0;
@@ -445,7 +452,81 @@ typedef struct {
     size_t lookup_from, lookup_to; /* the second thread's share of the address order */
     query *qw;
     const query_key *order;
+    /* the distinct name ids of all frames, ascending, and their names (names_phase) */
+    uint32_t *uniq;
+    size_t nuniq;
+    uint32_t *pos;               /* pos[id]: index of id in uniq (only for ids in it) */
+    const char **raw, **display;
+    atomic_size_t next_chunk;    /* resolve_names: the next chunk of uniq to take */
 } batch;
+
+/* The distinct name ids of both threads' frames, ascending (a bitmap over the name ids). */
+static void collect_names(batch *b, const symcache *sc)
+{
+    size_t nnames = symcache_name_count(sc), words = (nnames + 63) / 64;
+    uint64_t *seen = xcalloc(words ? words : 1, sizeof *seen);
+    size_t count = 0;
+    for (int t = 0; t < 2; t++)
+        for (size_t k = 0; k < b->frames[t].len; k++) {
+            uint32_t id = b->frames[t].ids[k];
+            if (id < nnames && !(seen[id / 64] >> (id % 64) & 1)) {
+                seen[id / 64] |= (uint64_t)1 << (id % 64);
+                count++;
+            }
+        }
+    b->uniq = xcalloc(count ? count : 1, sizeof *b->uniq);
+    b->pos = xmalloc((nnames ? nnames : 1) * sizeof *b->pos);
+    b->raw = xcalloc(count ? count : 1, sizeof *b->raw);
+    b->display = xcalloc(count ? count : 1, sizeof *b->display);
+    size_t at = 0;
+    for (size_t w = 0; w < words; w++)
+        for (uint64_t bits = seen[w]; bits; bits &= bits - 1) {
+            uint32_t id = (uint32_t)(w * 64 + (unsigned)__builtin_ctzll(bits));
+            b->pos[id] = (uint32_t)at;
+            b->uniq[at++] = id;
+        }
+    b->nuniq = at;
+    free(seen);
+}
+
+/* Resolve the distinct ids' names, a chunk of NAMES_CHUNK ids (cut at a name block boundary
+ * of 64 ids, so that no block is decompressed twice) at a time, taking chunks from a counter
+ * shared by the threads: demangling costs differ a lot between names (sorted names put the
+ * long templates together), so fixed halves left one thread waiting for the other. */
+enum { NAMES_CHUNK = 1024 };
+
+static void resolve_names(batch *b, const symcache *sc)
+{
+    for (;;) {
+        size_t c = atomic_fetch_add_explicit(&b->next_chunk, 1, memory_order_relaxed);
+        size_t from = c * NAMES_CHUNK, to = from + NAMES_CHUNK;
+        if (from >= b->nuniq)
+            return;
+        to = to < b->nuniq ? to : b->nuniq;
+        while (from > 0 && from < b->nuniq && b->uniq[from] / 64 == b->uniq[from - 1] / 64)
+            from++; /* the previous chunk took the rest of that block */
+        while (to < b->nuniq && b->uniq[to] / 64 == b->uniq[to - 1] / 64)
+            to++;
+        if (from < to)
+            symcache_names(b->raw + from, b->display + from, sc, b->uniq + from, to - from);
+    }
+}
+
+/* Give frames[t] their names. */
+static void fill_names(batch *b, int t)
+{
+    frame_array *f = &b->frames[t];
+    for (size_t k = 0; k < f->len; k++) {
+        uint32_t id = f->ids[k];
+        if (id == SYMCACHE_NO_NAME) {
+            f->v[k].function = "??";
+            f->v[k].mangled = NULL;
+        } else {
+            f->v[k].function = b->display[b->pos[id]];
+            f->v[k].mangled = b->raw[b->pos[id]];
+        }
+    }
+}
 
 enum { PRINT_BLOCK = 1024, PREFETCH_AHEAD = 8 };
 
@@ -468,8 +549,10 @@ static void print_blocks(batch *b, unsigned self, unsigned nthreads, lookup_ctx 
                 for (unsigned k = 0; k < y->n && k < 3; k++) {
                     __builtin_prefetch(f[k].function);
                     __builtin_prefetch(f[k].function + 64);
-                    __builtin_prefetch(f[k].mangled);
-                    __builtin_prefetch(f[k].mangled + 64);
+                    if (f[k].mangled != NULL) { /* NULL with "??" */
+                        __builtin_prefetch(f[k].mangled);
+                        __builtin_prefetch(f[k].mangled + 64);
+                    }
                 }
             }
             const query *x = &b->q[i];
@@ -504,7 +587,13 @@ static void *batch_helper(void *arg)
 {
     helper_arg *h = arg;
     batch *b = h->b;
-    lookup_range(b->proto->sc, b->qw, b->order, b->lookup_from, b->lookup_to, &b->frames[1], 1);
+    const symcache *sc = b->proto->sc;
+    lookup_range(sc, b->qw, b->order, b->lookup_from, b->lookup_to, &b->frames[1], 1);
+    pthread_barrier_wait(h->looked_up); /* both looked up: the main thread collects the ids */
+    pthread_barrier_wait(h->looked_up);
+    resolve_names(b, sc);
+    pthread_barrier_wait(h->looked_up); /* all names resolved */
+    fill_names(b, 1);
     pthread_barrier_wait(h->looked_up);
     lookup_ctx c = *b->proto; /* its own output buffer */
     c.out = (arena){0};
@@ -515,9 +604,11 @@ static void *batch_helper(void *arg)
 }
 
 /* Answer every query and print the answers in input order. A big batch runs on two threads:
- * each looks up one half of the address order (since symcache format 3 a lookup demangles each
- * distinct name the first time it returns it, ~0.5 us a C++ name, and the symcache's memos
- * are lock-free, so the halves share them), then they format and write alternate blocks. */
+ * each looks up one half of the address order, names not resolved; the distinct name ids
+ * are collected and each thread resolves half of them (symcache_names: each name block
+ * decompressed once into scratch memory, only the names asked for kept, each demangled once:
+ * a random batch touches every block, and keeping them all was ~47 MB of fresh pages); then
+ * they format and write alternate blocks. */
 static void lookup_all(lookup_ctx *c, query *q, size_t n)
 {
     query_key *order = xcalloc(n ? n : 1, sizeof *order);
@@ -543,6 +634,15 @@ static void lookup_all(lookup_ctx *c, query *q, size_t n)
     lookup_range(c->sc, q, order, 0, split ? n / 2 : n, &b.frames[0], 0);
     if (split)
         pthread_barrier_wait(&looked_up);
+    collect_names(&b, c->sc);
+    if (split)
+        pthread_barrier_wait(&looked_up);
+    resolve_names(&b, c->sc);
+    if (split)
+        pthread_barrier_wait(&looked_up);
+    fill_names(&b, 0);
+    if (split)
+        pthread_barrier_wait(&looked_up);
     print_blocks(&b, 0, split ? 2 : 1, c);
     if (split) {
         pthread_join(tid, NULL);
@@ -551,9 +651,16 @@ static void lookup_all(lookup_ctx *c, query *q, size_t n)
     if (b.failed)
         c->status = 1;
     free(order);
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < 2; k++) {
         if (b.frames[k].v != NULL)
             munmap(b.frames[k].v, b.frames[k].cap * sizeof(symcache_frame));
+        if (b.frames[k].ids != NULL)
+            munmap(b.frames[k].ids, b.frames[k].ids_cap * sizeof(uint32_t));
+    }
+    free(b.uniq);
+    free(b.pos);
+    free(b.raw);
+    free(b.display);
     pthread_cond_destroy(&b.cv);
     pthread_mutex_destroy(&b.mu);
 }

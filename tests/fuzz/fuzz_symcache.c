@@ -84,6 +84,41 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         addrs[naddrs++] = base + off;
         addrs[naddrs++] = base + (off & 0xffff);
     }
+    /* First, while no lookup has decompressed a name block: the _ids batch and symcache_names
+     * (names from scratch-decompressed blocks), every string readable. */
+    {
+        symcache_frame fr[2 * SYMCACHE_MAX_FRAMES];
+        uint32_t ids[2 * SYMCACHE_MAX_FRAMES], uniq[2 * SYMCACHE_MAX_FRAMES];
+        size_t e[3 + 32];
+        for (size_t i = 0; i < naddrs;) {
+            size_t got = symcache_lookup_many_ids(fr, ids, sizeof fr / sizeof fr[0], e, sc, addrs + i, naddrs - i);
+            REQUIRE(got > 0 && got <= naddrs - i);
+            size_t nf = e[got - 1], nu = 0;
+            REQUIRE(nf <= sizeof fr / sizeof fr[0]);
+            for (size_t k = 0; k < nf; k++) {
+                REQUIRE(fr[k].function == NULL && fr[k].mangled == NULL);
+                if (ids[k] == SYMCACHE_NO_NAME)
+                    continue;
+                REQUIRE(ids[k] < symcache_name_count(sc));
+                size_t at = 0; /* insert into uniq, ascending, distinct */
+                while (at < nu && uniq[at] < ids[k])
+                    at++;
+                if (at < nu && uniq[at] == ids[k])
+                    continue;
+                memmove(uniq + at + 1, uniq + at, (nu - at) * sizeof *uniq);
+                uniq[at] = ids[k];
+                nu++;
+            }
+            const char *raw[2 * SYMCACHE_MAX_FRAMES], *display[2 * SYMCACHE_MAX_FRAMES];
+            symcache_names(raw, display, sc, uniq, nu);
+            for (size_t k = 0; k < nu; k++) {
+                REQUIRE(raw[k] != NULL && display[k] != NULL);
+                (void)strlen(raw[k]);
+                (void)strlen(display[k]);
+            }
+            i += got;
+        }
+    }
     for (size_t i = 0; i < naddrs; i++)
         lookup_at(sc, addrs[i]);
     /* the batch gives the same frames, address by address, and stops only for room */
