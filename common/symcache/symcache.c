@@ -176,21 +176,21 @@ static void mem_free_all(symcache *sc)
     }
 }
 
-/* Decompress name block `k` into sc's lookup memory and check it holds exactly its names;
- * NULL if it does not. */
-static name_block *decompress_names(symcache *sc, uint32_t k)
+/* Bytes name block `k` decompresses to; 0 if its frame header is corrupt or too large. */
+static size_t block_size(const symcache *sc, uint32_t k)
 {
     uint32_t off = rd32(sc->name_index + (size_t)k * 4), end = rd32(sc->name_index + (size_t)(k + 1) * 4);
-    uint32_t count = k + 1 < sc->nname_blocks ? SYMC_NAMES_PER_BLOCK : sc->nnames - k * SYMC_NAMES_PER_BLOCK;
     unsigned long long size = ZSTD_getFrameContentSize(sc->names + off, end - off);
-    if (size == ZSTD_CONTENTSIZE_UNKNOWN || size == ZSTD_CONTENTSIZE_ERROR || size == 0 ||
-        size > SYMC_NAME_BLOCK_MAX)
-        return NULL;
-    /* mem_alloc gives 16-byte alignment: 48 bytes more to start at a 64-byte boundary */
-    unsigned char *mem = mem_alloc(sc, sizeof(name_block) + (size_t)size + 48);
-    name_block *nb = (name_block *)(void *)(mem + ((64 - (uintptr_t)mem % 64) % 64));
-    for (uint32_t i = 0; i < SYMC_NAMES_PER_BLOCK; i++)
-        atomic_init(&nb->name[i].display, NULL);
+    if (size == ZSTD_CONTENTSIZE_UNKNOWN || size == ZSTD_CONTENTSIZE_ERROR || size > SYMC_NAME_BLOCK_MAX)
+        return 0;
+    return (size_t)size;
+}
+
+/* Decompress name block `k` (block_size bytes) into `dst`, with one of sc's zstd contexts;
+ * false unless it gives exactly `size` bytes ending in a NUL. */
+static bool block_decompress(symcache *sc, uint32_t k, char *dst, size_t size)
+{
+    uint32_t off = rd32(sc->name_index + (size_t)k * 4), end = rd32(sc->name_index + (size_t)(k + 1) * 4);
     size_t got = (size_t)-1;
     int x = 0;
     while (x < SYMC_DCTX && pthread_mutex_trylock(&sc->zstd_mu[x]) != 0)
@@ -200,21 +200,45 @@ static name_block *decompress_names(symcache *sc, uint32_t k)
     if (sc->dctx[x] == NULL)
         sc->dctx[x] = ZSTD_createDCtx();
     if (sc->dctx[x] != NULL)
-        got = ZSTD_decompressDCtx(sc->dctx[x], nb->text, (size_t)size, sc->names + off, end - off);
+        got = ZSTD_decompressDCtx(sc->dctx[x], dst, size, sc->names + off, end - off);
     pthread_mutex_unlock(&sc->zstd_mu[x]);
-    if (ZSTD_isError(got) || got != size || nb->text[size - 1] != '\0')
-        return NULL;
-    /* exactly `count` NUL-terminated names */
+    return !ZSTD_isError(got) && got == size && dst[size - 1] == '\0';
+}
+
+/* Split decompressed block `k` (`size` bytes at `text`) into its names: exactly the block's
+ * count of NUL-terminated ones, or false. */
+static bool block_split(const symcache *sc, uint32_t k, const char *text, size_t size,
+                        const char *name[SYMC_NAMES_PER_BLOCK])
+{
+    uint32_t count = k + 1 < sc->nname_blocks ? SYMC_NAMES_PER_BLOCK : sc->nnames - k * SYMC_NAMES_PER_BLOCK;
     uint32_t n = 0;
     for (size_t at = 0; at < size; n++) {
         if (n == count)
-            return NULL;
-        nb->name[n].raw = nb->text + at;
-        at += strlen(nb->text + at) + 1;
+            return false;
+        name[n] = text + at;
+        at += strlen(text + at) + 1;
     }
-    if (n != count)
+    return n == count;
+}
+
+/* Decompress name block `k` into sc's lookup memory and check it holds exactly its names;
+ * NULL if it does not. */
+static name_block *decompress_names(symcache *sc, uint32_t k)
+{
+    size_t size = block_size(sc, k);
+    if (size == 0)
         return NULL;
-    nb->count = count;
+    /* mem_alloc gives 16-byte alignment: 48 bytes more to start at a 64-byte boundary */
+    unsigned char *mem = mem_alloc(sc, sizeof(name_block) + size + 48);
+    name_block *nb = (name_block *)(void *)(mem + ((64 - (uintptr_t)mem % 64) % 64));
+    const char *name[SYMC_NAMES_PER_BLOCK];
+    if (!block_decompress(sc, k, nb->text, size) || !block_split(sc, k, nb->text, size, name))
+        return NULL;
+    nb->count = k + 1 < sc->nname_blocks ? SYMC_NAMES_PER_BLOCK : sc->nnames - k * SYMC_NAMES_PER_BLOCK;
+    for (uint32_t i = 0; i < SYMC_NAMES_PER_BLOCK; i++) {
+        nb->name[i].raw = i < nb->count ? name[i] : NULL;
+        atomic_init(&nb->name[i].display, NULL);
+    }
     return nb;
 }
 
@@ -245,17 +269,23 @@ static inline __attribute__((always_inline)) name_block *name_block_at(const sym
 
 /* The display form of raw name `i` of block `nb`, derived (demangled: common/demangle, the
  * simplified Swift form, C++ as llvm-symbolizer prints it) and published on first use. */
+/* The display form of `raw`: its demangling copied into sc's lookup memory, or `raw` itself
+ * when it does not demangle. */
+static const char *derive_display(symcache *sc, const char *raw)
+{
+    char *demangled = demangle_name(raw, DEMANGLE_SIMPLIFIED);
+    if (demangled == NULL)
+        return raw;
+    size_t len = strlen(demangled);
+    char *copy = mem_alloc(sc, len + 1);
+    memcpy(copy, demangled, len + 1);
+    free(demangled); /* now, while it is hot: the lookup memory holds the copy */
+    return copy;
+}
+
 static __attribute__((noinline)) const char *display_fill(symcache *sc, name_block *nb, uint32_t i)
 {
-    const char *shown = NULL, *raw = nb->name[i].raw, *fresh = raw;
-    char *demangled = demangle_name(raw, DEMANGLE_SIMPLIFIED);
-    if (demangled != NULL) {
-        size_t len = strlen(demangled);
-        char *copy = mem_alloc(sc, len + 1);
-        memcpy(copy, demangled, len + 1);
-        fresh = copy;
-        free(demangled); /* now, while it is hot: the lookup memory holds the copy */
-    }
+    const char *shown = NULL, *fresh = derive_display(sc, nb->name[i].raw);
     if (atomic_compare_exchange_strong_explicit(&nb->name[i].display, &shown, fresh, memory_order_acq_rel,
                                                 memory_order_acquire))
         return fresh;
@@ -726,14 +756,6 @@ size_t symcache_lookup_many_ids(symcache_frame *out, uint32_t *name_ids, size_t 
     return got;
 }
 
-/* Copy the NUL-terminated `s` into sc's lookup memory. */
-static const char *mem_strdup(symcache *sc, const char *s, size_t len)
-{
-    char *copy = mem_alloc(sc, len + 1);
-    memcpy(copy, s, len + 1);
-    return copy;
-}
-
 void symcache_names(const char **raw, const char **display, const symcache *csc, const uint32_t *ids, size_t n)
 {
     symcache *sc = (symcache *)csc; /* the lookup memory is all this writes */
@@ -744,64 +766,34 @@ void symcache_names(const char **raw, const char **display, const symcache *csc,
         size_t end = i; /* ids[i, end): this block's */
         while (end < n && ids[end] / SYMC_NAMES_PER_BLOCK == k)
             end++;
-        /* the block into scratch (or its memo copy when a lookup decompressed it already) */
-        const char *text = NULL;
-        size_t size = 0;
-        name_block *nb = ids[i] < sc->nnames ? atomic_load_explicit(&sc->name_memo[k], memory_order_acquire) : NULL;
-        if (nb == NULL && ids[i] < sc->nnames) {
-            uint32_t off = rd32(sc->name_index + (size_t)k * 4), stop = rd32(sc->name_index + (size_t)(k + 1) * 4);
-            unsigned long long want = ZSTD_getFrameContentSize(sc->names + off, stop - off);
-            if (want != ZSTD_CONTENTSIZE_UNKNOWN && want != ZSTD_CONTENTSIZE_ERROR && want > 0 &&
-                want <= SYMC_NAME_BLOCK_MAX) {
-                if (scratch_cap < want) {
-                    scratch_cap = (size_t)want;
-                    scratch = xrealloc(scratch, scratch_cap);
-                }
-                int x = 0;
-                while (x < SYMC_DCTX && pthread_mutex_trylock(&sc->zstd_mu[x]) != 0)
-                    x++;
-                if (x == SYMC_DCTX)
-                    pthread_mutex_lock(&sc->zstd_mu[x = 0]);
-                if (sc->dctx[x] == NULL)
-                    sc->dctx[x] = ZSTD_createDCtx();
-                size_t got = sc->dctx[x] != NULL
-                                 ? ZSTD_decompressDCtx(sc->dctx[x], scratch, (size_t)want, sc->names + off, stop - off)
-                                 : (size_t)-1;
-                pthread_mutex_unlock(&sc->zstd_mu[x]);
-                if (!ZSTD_isError(got) && got == want && scratch[want - 1] == '\0') {
-                    text = scratch;
-                    size = (size_t)want;
-                }
-            }
-        }
-        /* the block's names: exactly `count` NUL-terminated ones, as decompress_names checks
-         * (a block that is not reads as corrupt, for lookups too) */
-        uint32_t count = k + 1 < sc->nname_blocks ? SYMC_NAMES_PER_BLOCK : sc->nnames - k * SYMC_NAMES_PER_BLOCK;
+        /* the block's names: from its memo when a lookup decompressed it already, else
+         * decompressed into scratch and checked like a memo block */
         const char *name[SYMC_NAMES_PER_BLOCK];
-        uint32_t found = 0;
-        for (size_t at = 0; text != NULL && at < size; found++) {
-            if (found == count) {
-                text = NULL;
-                break;
+        bool from_memo = false, ok = false;
+        name_block *nb = ids[i] < sc->nnames ? atomic_load_explicit(&sc->name_memo[k], memory_order_acquire) : NULL;
+        if (nb != NULL) {
+            from_memo = ok = nb != &corrupt_block;
+        } else if (ids[i] < sc->nnames) {
+            size_t size = block_size(sc, k);
+            if (size > scratch_cap) {
+                scratch_cap = size;
+                scratch = xrealloc(scratch, scratch_cap);
             }
-            name[found] = text + at;
-            at += strlen(text + at) + 1;
+            ok = size > 0 && block_decompress(sc, k, scratch, size) && block_split(sc, k, scratch, size, name);
         }
-        if (found != count)
-            text = NULL;
         for (size_t j = i; j < end; j++) {
             uint32_t at = ids[j] % SYMC_NAMES_PER_BLOCK;
-            if (nb != NULL && nb != &corrupt_block && ids[j] < sc->nnames) {
+            if (!ok || ids[j] >= sc->nnames) {
+                raw[j] = display[j] = "??";
+            } else if (from_memo) {
                 raw[j] = nb->name[at].raw;
                 display[j] = display_at(sc, nb, at);
-            } else if (text != NULL && ids[j] < sc->nnames) {
-                const char *r = mem_strdup(sc, name[at], strlen(name[at]));
-                char *demangled = demangle_name(r, DEMANGLE_SIMPLIFIED);
-                raw[j] = r;
-                display[j] = demangled != NULL ? mem_strdup(sc, demangled, strlen(demangled)) : r;
-                free(demangled);
             } else {
-                raw[j] = display[j] = "??";
+                size_t len = strlen(name[at]);
+                char *copy = mem_alloc(sc, len + 1);
+                memcpy(copy, name[at], len + 1);
+                raw[j] = copy;
+                display[j] = derive_display(sc, copy);
             }
         }
         i = end;
