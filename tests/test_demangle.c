@@ -254,6 +254,35 @@ static void simplified_style_follows_the_mangling_era(void)
     }
 }
 
+/* Swift 2 and 3 manglings as Xcode 7-8 era binaries carry them: "Ss" for the Swift module
+ * (Swift 3 writes 's'), a curried method's self level, function signature and generic
+ * specialization prefixes ("_TTS...") before either, and "XM" metatypes. */
+static void swift2_and_swift3_specializations(void)
+{
+    static const char *const cases[][3] = {
+        /* mangled, simplified, full */
+        {"_TTSf4dg_d___TFC12Swift_Tester14ViewController15onButtonPressedfS0_FPSs9AnyObject_T_",
+         "specialized ViewController.onButtonPressed(ViewController)(AnyObject) -> ()",
+         "function signature specialization <Arg[0] = Dead and Owned To Guaranteed, Arg[1] = Dead> of "
+         "Swift_Tester.ViewController.onButtonPressed(Swift_Tester.ViewController) -> (Swift.AnyObject) -> ()"},
+        {"_TFC3foo3bar3basfS0_FT3zimCS_3zim_T_", "bar.bas(bar)(zim : zim) -> ()",
+         "foo.bar.bas(foo.bar) -> (zim: foo.zim) -> ()"},
+        {"_TTSg5Si___TFSs5printFP_T_", "specialized print(Any) -> ()",
+         "generic specialization <Swift.Int> of Swift.print(Any) -> ()"},
+        {"_TtXMTC13CrashProbeiOS11SwiftHelper", "@thick SwiftHelper.Type", "@thick CrashProbeiOS.SwiftHelper.Type"},
+        /* a Swift 3 method has no self level: unchanged */
+        {"_TFC3foo3bar3basfT3zimCS_3zim_T_", "bar.bas(zim : zim) -> ()", "foo.bar.bas(zim: foo.zim) -> ()"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *s = demangle_name(cases[i][0], DEMANGLE_SIMPLIFIED);
+        CHECK_EQ_STR(s, cases[i][1]);
+        free(s);
+        char *f = demangle_name(cases[i][0], 0);
+        CHECK_EQ_STR(f, cases[i][2]);
+        free(f);
+    }
+}
+
 /* Manglings that the vectors check only in the full form read well in the simplified one too:
  * no lifetime-dependence or unknown-context clutter in a name a person reads. */
 static void simplified_form_of_rarer_manglings(void)
@@ -323,6 +352,7 @@ int main(void)
     RUN(swift_names_as_apple_prints_them);
     RUN(simplified_style_follows_the_mangling_era);
     RUN(simplified_form_of_rarer_manglings);
+    RUN(swift2_and_swift3_specializations);
     RUN(sil_box_layouts);
     RUN(swift_hostile_names);
     return harness_done();

@@ -2708,6 +2708,10 @@ static swift_node *o_substitution(dm *d)
         return mk_str(d, K_Module, "__C");
     if (next_if(d, 'C'))
         return mk_str(d, K_Module, "__C_Synthesized");
+    /* Swift 1-2 named the standard library module "Ss" (Swift 3 mangles it as a bare 's');
+     * no Swift 3 name has an 's' after a substitution 'S', so reading it changes none. */
+    if (next_if(d, 's'))
+        return mk_str(d, K_Module, "Swift");
     for (size_t i = 0; i < sizeof std / sizeof *std; i++)
         if (next_if(d, std[i].c))
             return o_swift_type(d, std[i].k, std[i].name);
@@ -3229,6 +3233,21 @@ static swift_node *o_builtin(dm *d)
     return NULL;
 }
 
+/* 'XM' / 'XPM' representation type: a metatype with its representation spelled out (SIL's
+ * thin, thick and Objective-C metatypes), as Swift 3's old demangler reads them. */
+static swift_node *o_metatype_repr(dm *d, swift_kind k)
+{
+    const char *repr;
+    switch (next(d)) {
+    case 't': repr = "@thin"; break;
+    case 'T': repr = "@thick"; break;
+    case 'o': repr = "@objc_metatype"; break;
+    default: return NULL;
+    }
+    swift_node *ty = o_type(d);
+    return with2(d, k, mk_str(d, K_MetatypeRepresentation, repr), ty);
+}
+
 static swift_node *o_type_impl(dm *d)
 {
     if (d->pos >= d->len || ++d->depth > MAX_DEPTH)
@@ -3251,6 +3270,8 @@ static swift_node *o_type_impl(dm *d)
         else if (next_if(d, 'u')) r = with1(d, K_Unmanaged, o_type(d));
         else if (next_if(d, 'w')) r = with1(d, K_Weak, o_type(d));
         else if (next_if(d, 'F')) r = o_impl_function_type(d);
+        else if (next_if(d, 'M')) r = o_metatype_repr(d, K_Metatype);
+        else if (next_if(d, 'P') && next_if(d, 'M')) r = o_metatype_repr(d, K_ExistentialMetatype);
         break;
     case 'K': r = o_function_type(d, K_AutoClosureType); break;
     case 'M': r = with1(d, K_Metatype, o_type(d)); break;

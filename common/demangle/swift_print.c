@@ -917,6 +917,15 @@ static void s3_function_type(printer *p, const swift_node *fn)
     print3_node(p, args, false, false);
     if (child_of_kind(fn, K_ThrowsAnnotation) != NULL)
         outs(p, " throws");
+    /* A Swift 1-2 method is a curried function, `f Self F Args Result`: the tools of that era
+     * printed the self level glued to the rest, `(ViewController)(AnyObject) -> ()`. Swift 3
+     * methods have no self level, their uncurried result is never a function type. */
+    const swift_node *rt = skip_type(child(result, 0));
+    if (fn->kind == K_UncurriedFunctionType && result->nchildren == 1 && rt != NULL &&
+        rt->kind == K_FunctionType) {
+        print3_node(p, rt, false, false);
+        return;
+    }
     print3_node(p, result, false, false);
 }
 

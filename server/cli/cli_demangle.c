@@ -25,7 +25,7 @@ static bool symbol_char(unsigned char c)
 static bool starts_mangled(const char *s, size_t n)
 {
     static const char *const prefixes[] = {"_Z", "__Z", "$s", "$S", "$e", "_$s", "_$S", "_$e", "_T0",
-                                           "@__swiftmacro_"};
+                                           "@__swiftmacro_", "_T"};
     for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++) {
         size_t k = strlen(prefixes[i]);
         if (n > k && memcmp(s, prefixes[i], k) == 0)
