@@ -17,6 +17,8 @@ Prints "N passed, N failed" like tests/harness.h.
 """
 import copy
 import glob
+import gzip
+import hashlib
 import json
 import os
 import re
@@ -182,7 +184,8 @@ def run_cases(inst, c, source):
     for (method, _), (path, op) in c.paths.items():
         if not path.startswith("/api/"):
             continue
-        concrete = path.replace("{id}", "1").replace("{uuid}", "4C4C44B4-5555-3144-A19C-7D6EB1CD3545")
+        concrete = path.replace("{id}", "1").replace("{uuid}", "4C4C44B4-5555-3144-A19C-7D6EB1CD3545") \
+            .replace("{org}", "acme").replace("{project}", "default")
         call(method, path, concrete, 401)
         call(method, path, concrete, 401, token="ss_000000000000_" + "0" * 64)
         call(method, path, concrete, 403, token=wrong[op["x-scope"]])
@@ -215,6 +218,42 @@ def run_cases(inst, c, source):
     call("get", "/api/v1/dsyms", "/api/v1/dsyms?limit=0", 400, token=T["read"])
     r = call("get", "/api/v1/dsyms/{uuid}", f"/api/v1/dsyms/{uuid}", 200, token=T["read"])
     call("get", "/api/v1/dsyms/{uuid}", "/api/v1/dsyms/00000000-0000-0000-0000-000000000000", 404, token=T["read"])
+
+    # sentry-cli's chunked upload (tests/sentry_cli drives the real client): options, a chunk,
+    # the assemble states, refusals.
+    chunk_path = "/api/0/organizations/acme/chunk-upload/"
+    assemble = "/api/0/projects/{org}/{project}/files/difs/assemble/"
+    r = call("get", "/api/0/organizations/{org}/chunk-upload/", chunk_path, 200, token=T["upload"])
+    check(r.status == 200 and r.json()["hashAlgorithm"] == "sha1", "chunk options: sha1")
+    with open(os.path.join(fixtures, "x86_64-O2/FixtureApp.app/FixtureApp"), "rb") as f:
+        exe = f.read()
+    exe_sha = hashlib.sha1(exe).hexdigest()
+    files = {exe_sha: {"name": "FixtureApp", "chunks": [exe_sha]}}
+    r = call("post", assemble, "/api/0/projects/acme/default/files/difs/assemble/", 200,
+             token=T["upload"], body=files)
+    check(r.status == 200 and r.json()[exe_sha]["state"] == "not_found"
+          and r.json()[exe_sha]["missingChunks"] == [exe_sha], "assemble: the chunk is missing")
+    r = inst.multipart(chunk_path, "file_gzip", exe_sha, gzip.compress(exe), T["upload"])
+    c.answer("post", "/api/0/organizations/{org}/chunk-upload/", r, 200)
+    r = inst.multipart(chunk_path, "file", "0" * 40, exe, T["upload"])
+    c.answer("post", "/api/0/organizations/{org}/chunk-upload/", r, 400)
+    r = inst.multipart(chunk_path, "file", "0" * 40, b"\0" * ((8 << 20) + 1), T["upload"])
+    c.answer("post", "/api/0/organizations/{org}/chunk-upload/", r, 413)
+    state = None
+    for _ in range(300):
+        r = call("post", assemble, "/api/0/projects/acme/default/files/difs/assemble/", 200,
+                 token=T["upload"], body=files)
+        state = r.json()[exe_sha]["state"] if r.status == 200 else None
+        if state in ("ok", "error"):
+            break
+        time.sleep(0.1)
+    check(state == "ok" and r.json()[exe_sha]["dif"]["cpuName"] == "x86_64", f"assembled: {r.body[:300]!r}")
+    call("post", assemble, "/api/0/projects/acme/default/files/difs/assemble/", 400,
+         token=T["upload"], body=b"[1", headers={"Content-Type": "application/json"})
+    call("post", assemble, "/api/0/projects/acme/Not-A-Slug/files/difs/assemble/", 404,
+         token=T["upload"], body=files)
+    call("post", assemble, "/api/0/projects/acme/default/files/difs/assemble/", 413,
+         token=T["upload"], body={exe_sha: {"name": "big", "chunks": [exe_sha] * 2}})
 
     # Reports: generated ones of the fixture app, a real corpus report, refusals.
     gen = tempfile.mkdtemp(prefix="stacksift-openapi-reports.")

@@ -21,6 +21,7 @@
 #include "config/config.h"
 #include "http/conns.h"
 #include "http/http.h"
+#include "ingest/assemble.h"
 #include "ingest/pipeline.h"
 #include "store/store.h"
 #include "store/store_intake.h"
@@ -55,6 +56,7 @@ struct http_server {
     char *tmp_dir;
     conns *conns;            /* every open connection and the reaper (conns.h) */
     auth_tokens *tokens;     /* the token table (server/auth) */
+    ingest_assembler *assembler; /* sentry-cli uploads: files assembled from chunks */
     /* handler threads: requests that may wait (database, symbolication, dSYMs) run there,
      * never on libmicrohttpd's threads (server.c "handler threads") */
     pthread_mutex_t jobs_mu;
@@ -98,6 +100,8 @@ struct http_request {
     int fd;
     struct MHD_PostProcessor *pp;
     char *parts[MAX_UPLOAD_PARTS];
+    const char *part_fields[MAX_UPLOAD_PARTS]; /* multipart field name; NULL for a bare body */
+    const char *part_names[MAX_UPLOAD_PARTS];  /* the file name as sent; NULL if none */
     size_t nparts;
     /* POST /api/v1/reports: the connection is suspended while its rows (one, or one per
      * MetricKit diagnostic) wait for the group commit; the committers fill these and the last
@@ -154,6 +158,17 @@ enum MHD_Result handle_dsym_post(http_request *r);      /* POST /api/v1/dsyms */
 enum MHD_Result handle_dsym_list(http_request *r);      /* GET /api/v1/dsyms */
 enum MHD_Result handle_dsym_get(http_request *r);       /* GET /api/v1/dsyms/{uuid} */
 enum MHD_Result handle_dsyms_missing(http_request *r);  /* GET /api/v1/dsyms/missing */
+
+/* ---- sentry-cli's chunked debug-file upload (routes_difs.c) --------------------------- */
+
+/* The largest chunk POST: the maxRequestSize offered (sum of the chunks in one request)
+ * plus room for the multipart framing and gzip's worst case. */
+#define CHUNK_POST_MAX_BYTES ((uint64_t)CHUNK_REQUEST_BYTES + (2u << 20))
+#define CHUNK_REQUEST_BYTES (32u << 20)
+
+enum MHD_Result handle_chunk_options(http_request *r); /* GET  /api/0/organizations/{org}/chunk-upload/ */
+enum MHD_Result handle_chunk_post(http_request *r);    /* POST /api/0/organizations/{org}/chunk-upload/ */
+enum MHD_Result handle_difs_assemble(http_request *r); /* POST /api/0/projects/{org}/{project}/files/difs/assemble/ */
 
 /* ---- /api/v1/issues (routes_issues.c) -------------------------------------------------- */
 

@@ -117,6 +117,9 @@ enum MHD_Result respond_error(http_request *r, err_code code, const char *messag
     jsonw_kstr(&w, "code", err_name(code));
     jsonw_kstr(&w, "message", clean);
     jsonw_object_end(&w);
+    /* Sentry's clients (sentry-cli) print an error's "detail": the same message for them. */
+    if (r->url && strncmp(r->url, "/api/0/", 7) == 0)
+        jsonw_kstr(&w, "detail", clean);
     jsonw_object_end(&w);
     return respond_json(r, http_status_for(code), &body);
 }
@@ -179,8 +182,9 @@ static const char *safe_file_name(http_request *r, const char *given)
     return out;
 }
 
-/* Start input file number r->nparts: work_dir/part-N/<safe name>. */
-static err_code open_part(http_request *r, const char *filename)
+/* Start input file number r->nparts: work_dir/part-N/<safe name>, sent in form field `field`
+ * (NULL for a bare body). */
+static err_code open_part(http_request *r, const char *field, const char *filename)
 {
     if (r->fd >= 0)
         close(r->fd);
@@ -198,6 +202,8 @@ static err_code open_part(http_request *r, const char *filename)
     r->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (r->fd < 0)
         return err_set(&r->err, ERR_IO, "creating %s: %s", path, strerror(errno));
+    r->part_fields[r->nparts] = field ? arena_strdup(r->a, field, &r->err) : NULL;
+    r->part_names[r->nparts] = filename ? arena_strdup(r->a, filename, &r->err) : NULL;
     r->parts[r->nparts++] = path;
     return ERR_OK;
 }
@@ -231,7 +237,7 @@ static enum MHD_Result on_post_part(void *cls, enum MHD_ValueKind kind, const ch
         return MHD_YES;
     err_code rc = ERR_OK;
     if (off == 0)
-        rc = open_part(r, filename);
+        rc = open_part(r, key, filename);
     if (rc == ERR_OK && size > 0)
         rc = write_all(r, data, size);
     if (rc != ERR_OK)
@@ -282,6 +288,8 @@ static err_code prepare_body(http_request *r)
 {
     const config *cfg = r->srv->cfg;
     r->body_limit = r->route->body == BODY_MEMORY ? cfg->max_report_bytes : cfg->max_upload_bytes;
+    if (r->route->handler == handle_chunk_post)   /* the chunk-upload options' maxRequestSize */
+        r->body_limit = CHUNK_POST_MAX_BYTES;
     const char *cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
                                                  MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl && strtoull(cl, NULL, 10) > r->body_limit)
@@ -306,7 +314,7 @@ static err_code prepare_body(http_request *r)
         return ERR_OK;
     }
     /* A bare body: ?name= names the file (and so a bare Mach-O's image). */
-    return open_part(r, MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "name"));
+    return open_part(r, NULL, MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "name"));
 }
 
 /* ---- auth ------------------------------------------------------------------------------ */
@@ -387,6 +395,13 @@ static const route ROUTES[] = {
      handle_dsyms_missing},
     {"GET", "/api/v1/dsyms/", true, "dsyms_get", AUTH_SCOPE_READ, BODY_NONE,
      handle_dsym_get},
+    /* sentry-cli's chunked debug-file upload (routes_difs.c) */
+    {"GET", "/api/0/organizations/*/chunk-upload/", true, "sentry_chunk_options",
+     AUTH_SCOPE_UPLOAD, BODY_NONE, handle_chunk_options},
+    {"POST", "/api/0/organizations/*/chunk-upload/", true, "sentry_chunk_post",
+     AUTH_SCOPE_UPLOAD, BODY_FILE, handle_chunk_post},
+    {"POST", "/api/0/projects/*/*/files/difs/assemble/", true, "sentry_difs_assemble",
+     AUTH_SCOPE_UPLOAD, BODY_MEMORY, handle_difs_assemble},
     /* grouped issues (routes_issues.c) */
     {"GET", "/api/v1/issues", false, "issues_list", AUTH_SCOPE_READ, BODY_NONE,
      handle_issues_list},
@@ -413,6 +428,27 @@ static const route ROUTES[] = {
 };
 #define NROUTES (sizeof ROUTES / sizeof ROUTES[0])
 
+/* `url` against `pattern`, in which each '*' stands for one non-empty segment (no '/');
+ * *first = where the first such segment starts in `url`. */
+static bool match_stars(const char *pattern, const char *url, const char **first)
+{
+    *first = NULL;
+    while (*pattern) {
+        if (*pattern == '*') {
+            size_t seg = strcspn(url, "/");
+            if (seg == 0)
+                return false;
+            if (!*first)
+                *first = url;
+            url += seg;
+            pattern++;
+        } else if (*pattern++ != *url++) {
+            return false;
+        }
+    }
+    return *url == '\0';
+}
+
 /* Find the route; on a path match with another method, *path_known is set. */
 static const route *route_match(const char *method, const char *url, const char **param,
                                 bool *path_known)
@@ -424,11 +460,10 @@ static const route *route_match(const char *method, const char *url, const char 
         size_t n = strlen(rt->path);
         bool match;
         const char *star = rt->has_param ? strchr(rt->path, '*') : NULL;
-        if (star) {   /* prefix, '*', suffix: the param is the segment in place of the '*' */
-            size_t pre = (size_t)(star - rt->path), seg = strcspn(url + pre, "/");
-            match = strncmp(url, rt->path, pre) == 0 && seg > 0 &&
-                    strcmp(url + pre + seg, star + 1) == 0;
-            n = pre;
+        const char *first = NULL;
+        if (star) {   /* each '*' is one segment; the param is the first of them */
+            match = match_stars(rt->path, url, &first);
+            n = first ? (size_t)(first - url) : 0;
         } else if (rt->has_param)
             match = strncmp(url, rt->path, n) == 0 && url[n] != '\0' && !strchr(url + n, '/');
         else
@@ -937,6 +972,21 @@ err_code http_server_start(http_server **out, const config *cfg, store *s, pipel
         MHD_stop_daemon(srv->daemon);
         goto fail;
     }
+    ingest_assembler_options ao = {
+        .store = s,
+        .cache = pipe ? pipeline_files(pipe) : NULL,
+        .dsym = {.threads = cfg->dsym_threads, .max_unpacked_bytes = cfg->max_unpacked_bytes,
+                 .max_ratio = cfg->max_zip_ratio},
+        .tmp_dir = srv->tmp_dir,
+        .max_file_bytes = cfg->max_upload_bytes,
+    };
+    rc = ingest_assembler_new(&srv->assembler, &ao, err);
+    if (rc != ERR_OK) {
+        MHD_stop_daemon(srv->daemon);
+        if (srv->metrics_daemon)
+            MHD_stop_daemon(srv->metrics_daemon);
+        goto fail;
+    }
     *out = srv;
     return ERR_OK;
 fail:
@@ -983,6 +1033,7 @@ unsigned http_server_stop(http_server *srv)
     MHD_stop_daemon(srv->daemon);
     if (srv->metrics_daemon)
         MHD_stop_daemon(srv->metrics_daemon);
+    ingest_assembler_free(srv->assembler);   /* lets each thread finish its file */
     auth_tokens_close(srv->tokens);
     conns_free(srv->conns);
     free(srv->tmp_dir);

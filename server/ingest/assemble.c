@@ -1,0 +1,538 @@
+/*
+ * assemble - put a chunk-uploaded debug file together and ingest it (see assemble.h).
+ *
+ * One job per file: its chunks are fetched from Postgres in order into a scratch file
+ * (gunzipped when stored as gzip), hashed with SHA-1 on the way, and only a file whose SHA-1
+ * is the one the client named it by goes on to ingest_dsym_upload, the same ingest as
+ * POST /api/v1/dsyms. sentry-cli sends the executable and the dSYM of one image as two
+ * files with the same debug id, concurrently and in any order: ingest_dsym_upload's
+ * transaction keeps the one with DWARF whichever comes first.
+ */
+#include "ingest/assemble.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "base/arena.h"
+#include "base/xalloc.h"
+#include "ingest/ingest.h"
+#include "log/log.h"
+#include "store/store_chunks.h"
+
+#define QUEUE_MAX 1024
+#define SWEEP_EVERY_S 300
+
+typedef struct job {
+    struct job *next;
+    char sha1[41];
+    char name[256];
+    char debug_id[64];
+    size_t n;
+    char (*chunks)[41];
+} job;
+
+struct ingest_assembler {
+    ingest_assembler_options o;
+    char *tmp_dir;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    job *head, *tail;
+    unsigned queued;
+    bool stop;
+    pthread_t *threads;
+    unsigned nthreads;
+    time_t last_sweep;
+};
+
+/* ---- one file -------------------------------------------------------------------------- */
+
+typedef struct {
+    int fd;
+    const char *path;
+    EVP_MD_CTX *sha1;
+    uint64_t written, max;
+    z_stream z;
+    uint8_t *out;         /* inflate's output buffer */
+} assembly;
+
+static err_code put_bytes(assembly *as, const uint8_t *data, size_t len, err_info *err)
+{
+    as->written += len;
+    if (as->written > as->max)
+        return err_set(err, ERR_TOO_LARGE, "the assembled file is larger than the limit of "
+                       "%llu bytes", (unsigned long long)as->max);
+    EVP_DigestUpdate(as->sha1, data, len);
+    while (len > 0) {
+        ssize_t n = write(as->fd, data, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return err_set(err, ERR_IO, "writing %s: %s", as->path, strerror(errno));
+        data += n;
+        len -= (size_t)n;
+    }
+    return ERR_OK;
+}
+
+/* store_chunk_sink: one stored chunk, gunzipped if need be, appended and hashed. */
+static err_code put_chunk(void *ctx, const uint8_t *data, size_t len, bool gzip, uint32_t bytes,
+                          err_info *err)
+{
+    assembly *as = ctx;
+    uint64_t before = as->written;
+    err_code rc = ERR_OK;
+    if (!gzip) {
+        rc = put_bytes(as, data, len, err);
+    } else {
+        enum { OUT = 1 << 16 };
+        if (inflateReset2(&as->z, 16 + MAX_WBITS) != Z_OK)
+            return err_set(err, ERR_INTERNAL, "zlib: cannot reset the inflater");
+        as->z.next_in = (Bytef *)data;
+        as->z.avail_in = (uInt)len;
+        int zr = Z_OK;
+        while (rc == ERR_OK && zr != Z_STREAM_END) {
+            as->z.next_out = as->out;
+            as->z.avail_out = OUT;
+            zr = inflate(&as->z, Z_NO_FLUSH);
+            if (zr != Z_OK && zr != Z_STREAM_END)
+                return err_set(err, ERR_INVALID, "a stored chunk is not valid gzip (zlib %d)", zr);
+            rc = put_bytes(as, as->out, OUT - as->z.avail_out, err);
+            if (zr == Z_OK && as->z.avail_in == 0 && as->z.avail_out != 0)
+                return err_set(err, ERR_INVALID, "a stored chunk is truncated gzip");
+        }
+    }
+    if (rc == ERR_OK && as->written - before != bytes)
+        rc = err_set(err, ERR_INTERNAL, "a stored chunk has %llu bytes, %u recorded",
+                     (unsigned long long)(as->written - before), (unsigned)bytes);
+    return rc;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    (void)remove(path);   /* ignored: a leftover is reported by the directory's removal */
+    return 0;
+}
+
+/* The name the file gets on disk (a bare Mach-O's image is named after it): the base name,
+ * [A-Za-z0-9._+-] only, no leading dot; "debug-file" if nothing is left. */
+static void disk_name(char *out, size_t cap, const char *given)
+{
+    const char *base = given;
+    for (const char *p = given; *p; p++)
+        if (*p == '/' || *p == '\\')
+            base = p + 1;
+    while (*base == '.')
+        base++;
+    if (!*base)
+        base = "debug-file";
+    size_t n = strnlen(base, cap - 1);
+    memcpy(out, base, n);
+    out[n] = '\0';
+    for (char *p = out; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '.' || *p == '_' || *p == '+' || *p == '-'))
+            *p = '_';
+}
+
+/* Fetch, check and ingest one file into `dir`; *file is the debug file to report. */
+static err_code assemble_file(ingest_dsym_file *file, ingest_assembler *asm_, const job *j,
+                              const char *dir, arena *a, err_info *err)
+{
+    const ingest_assembler_options *o = &asm_->o;
+    char name[200], path[4096];
+    disk_name(name, sizeof name, j->name);
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
+        return err_set(err, ERR_IO, "scratch path too long in %s", dir);
+    assembly as = {.fd = -1, .path = path, .max = o->max_file_bytes};
+    const char **chunks = xcalloc(j->n, sizeof *chunks);
+    for (size_t i = 0; i < j->n; i++)
+        chunks[i] = j->chunks[i];
+    err_code rc = ERR_OK;
+    bool z_ready = false;
+    as.sha1 = EVP_MD_CTX_new();
+    if (!as.sha1 || EVP_DigestInit_ex(as.sha1, EVP_sha1(), NULL) != 1) {
+        rc = err_set(err, ERR_INTERNAL, "sha1: cannot initialize OpenSSL digest");
+        goto done;
+    }
+    if (inflateInit2(&as.z, 16 + MAX_WBITS) != Z_OK) {
+        rc = err_set(err, ERR_INTERNAL, "zlib: cannot initialize the inflater");
+        goto done;
+    }
+    z_ready = true;
+    as.out = xmalloc(1 << 16);
+    as.fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (as.fd < 0) {
+        rc = err_set(err, ERR_IO, "creating %s: %s", path, strerror(errno));
+        goto done;
+    }
+    rc = store_chunks_fetch(o->store, chunks, j->n, put_chunk, &as, err);
+    if (rc != ERR_OK)
+        goto done;
+    if (close(as.fd) != 0) {
+        as.fd = -1;
+        rc = err_set(err, ERR_IO, "writing %s: %s", path, strerror(errno));
+        goto done;
+    }
+    as.fd = -1;
+    uint8_t md[20];
+    unsigned md_len = 20;
+    if (EVP_DigestFinal_ex(as.sha1, md, &md_len) != 1) {
+        rc = err_set(err, ERR_INTERNAL, "sha1: OpenSSL digest failed");
+        goto done;
+    }
+    char hex[41];
+    for (unsigned i = 0; i < 20; i++)
+        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    if (strcmp(hex, j->sha1) != 0) {
+        rc = err_set(err, ERR_INVALID, "the chunks put together have SHA-1 %s, not the checksum "
+                     "%s the file was sent with", hex, j->sha1);
+        goto done;
+    }
+
+    char work[4096];
+    if (snprintf(work, sizeof work, "%s/work", dir) >= (int)sizeof work || mkdir(work, 0700) != 0) {
+        rc = err_set(err, ERR_IO, "creating %s: %s", work, strerror(errno));
+        goto done;
+    }
+    const char *inputs[1] = {path};
+    ingest_dsym_file *files;
+    size_t n;
+    rc = ingest_dsym_upload(&files, &n, o->store, inputs, 1, work, o->cache, &o->dsym, a, err);
+    if (rc != ERR_OK)
+        goto done;
+    *file = files[0];
+    for (size_t i = 0; i < n; i++)
+        if (j->debug_id[0] && strncasecmp(files[i].row.uuid, j->debug_id, 36) == 0)
+            *file = files[i];
+done:
+    if (as.fd >= 0)
+        close(as.fd);
+    if (z_ready)
+        inflateEnd(&as.z);
+    free(as.out);
+    EVP_MD_CTX_free(as.sha1);
+    free(chunks);
+    return rc;
+}
+
+static void run_job(ingest_assembler *asm_, const job *j)
+{
+    err_info err = {0};
+    err_code rc;
+    ingest_dsym_file file = {0};
+    char dir[4096];
+    arena *a = arena_new(64u << 20);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    snprintf(dir, sizeof dir, "%s/assemble-XXXXXX", asm_->tmp_dir);
+    if (!mkdtemp(dir))
+        rc = err_set(&err, ERR_IO, "creating a scratch directory in %s: %s", asm_->tmp_dir,
+                     strerror(errno));
+    else
+        rc = assemble_file(&file, asm_, j, dir, a, &err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    err_info ferr;
+    err_code frc;
+    if (rc == ERR_OK) {
+        log_event(LOG_INFO, "dif_assembled", "sha1=%s name=%s chunks=%zu uuid=%s arch=%s "
+                  "status=%s has_dwarf=%d ms=%.1f", j->sha1, j->name, j->n, file.row.uuid,
+                  file.row.arch, file.status, (int)file.row.has_dwarf, ms);
+        frc = store_assembly_finish(asm_->o.store, j->sha1, "ok", NULL, file.row.uuid,
+                                    file.row.arch, file.row.has_dwarf, &ferr);
+    } else {
+        log_event(LOG_WARN, "dif_assembly_failed", "sha1=%s name=%s chunks=%zu error=%s "
+                  "message=%s ms=%.1f", j->sha1, j->name, j->n, err_name(rc), err.msg, ms);
+        frc = store_assembly_finish(asm_->o.store, j->sha1, "error", err.msg, NULL, NULL, false,
+                                    &ferr);
+    }
+    if (frc != ERR_OK)   /* the row stays "assembling" and is restarted once stale */
+        log_event(LOG_WARN, "dif_assembly_unrecorded", "sha1=%s error=%s message=%s", j->sha1,
+                  err_name(frc), ferr.msg);
+    if (dir[0] && strstr(dir, "XXXXXX") == NULL &&
+        nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0 && errno != ENOENT)
+        log_event(LOG_WARN, "scratch_cleanup_failed", "dir=%s error=%s", dir, strerror(errno));
+    arena_free(a);
+}
+
+static void sweep(ingest_assembler *asm_)
+{
+    unsigned chunks, assemblies;
+    err_info err;
+    err_code rc = store_chunks_expire(&chunks, &assemblies, asm_->o.store, asm_->o.chunk_ttl_s,
+                                      &err);
+    if (rc != ERR_OK)
+        log_event(LOG_WARN, "chunks_expire_failed", "error=%s message=%s", err_name(rc), err.msg);
+    else if (chunks || assemblies)
+        log_event(LOG_INFO, "chunks_expired", "chunks=%u assemblies=%u", chunks, assemblies);
+}
+
+static void job_free(job *j)
+{
+    if (j)
+        free(j->chunks);
+    free(j);
+}
+
+static void *thread_main(void *arg)
+{
+    ingest_assembler *asm_ = arg;
+    pthread_mutex_lock(&asm_->mu);
+    while (!asm_->stop) {
+        time_t now = time(NULL);
+        if (now - asm_->last_sweep >= SWEEP_EVERY_S) {
+            asm_->last_sweep = now;
+            pthread_mutex_unlock(&asm_->mu);
+            sweep(asm_);
+            pthread_mutex_lock(&asm_->mu);
+            continue;
+        }
+        job *j = asm_->head;
+        if (!j) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_sec += SWEEP_EVERY_S;
+            pthread_cond_timedwait(&asm_->cv, &asm_->mu, &until);
+            continue;
+        }
+        asm_->head = j->next;
+        if (!asm_->head)
+            asm_->tail = NULL;
+        asm_->queued--;
+        pthread_mutex_unlock(&asm_->mu);
+        run_job(asm_, j);
+        job_free(j);
+        pthread_mutex_lock(&asm_->mu);
+    }
+    pthread_mutex_unlock(&asm_->mu);
+    return NULL;
+}
+
+err_code ingest_assembler_new(ingest_assembler **out, const ingest_assembler_options *o,
+                              err_info *err)
+{
+    *out = NULL;
+    ingest_assembler *asm_ = xcalloc(1, sizeof *asm_);
+    asm_->o = *o;
+    if (!asm_->o.threads)
+        asm_->o.threads = 2;
+    if (!asm_->o.chunk_ttl_s)
+        asm_->o.chunk_ttl_s = 3600;
+    asm_->tmp_dir = xstrdup(o->tmp_dir);
+    asm_->o.tmp_dir = asm_->tmp_dir;
+    pthread_mutex_init(&asm_->mu, NULL);
+    pthread_cond_init(&asm_->cv, NULL);
+    asm_->last_sweep = 0;   /* the first thread sweeps at once */
+    asm_->threads = xcalloc(asm_->o.threads, sizeof *asm_->threads);
+    for (unsigned i = 0; i < asm_->o.threads; i++) {
+        if (pthread_create(&asm_->threads[i], NULL, thread_main, asm_) != 0)
+            break;
+        asm_->nthreads++;
+    }
+    if (asm_->nthreads == 0) {
+        ingest_assembler_free(asm_);
+        return err_set(err, ERR_INTERNAL, "cannot start a debug-file assembly thread");
+    }
+    *out = asm_;
+    return ERR_OK;
+}
+
+bool ingest_assembler_submit(ingest_assembler *asm_, const char *sha1, const char *name,
+                             const char *debug_id, const char *const *chunks, size_t n)
+{
+    job *j = xcalloc(1, sizeof *j);
+    snprintf(j->sha1, sizeof j->sha1, "%s", sha1);
+    snprintf(j->name, sizeof j->name, "%s", name);
+    snprintf(j->debug_id, sizeof j->debug_id, "%s", debug_id ? debug_id : "");
+    j->n = n;
+    j->chunks = xcalloc(n ? n : 1, sizeof *j->chunks);
+    for (size_t i = 0; i < n; i++)
+        snprintf(j->chunks[i], sizeof j->chunks[i], "%s", chunks[i]);
+    pthread_mutex_lock(&asm_->mu);
+    bool ok = !asm_->stop && asm_->queued < QUEUE_MAX;
+    if (ok) {
+        if (asm_->tail)
+            asm_->tail->next = j;
+        else
+            asm_->head = j;
+        asm_->tail = j;
+        asm_->queued++;
+        pthread_cond_signal(&asm_->cv);
+    }
+    pthread_mutex_unlock(&asm_->mu);
+    if (!ok)
+        job_free(j);
+    return ok;
+}
+
+void ingest_assembler_free(ingest_assembler *asm_)
+{
+    if (!asm_)
+        return;
+    pthread_mutex_lock(&asm_->mu);
+    asm_->stop = true;
+    pthread_cond_broadcast(&asm_->cv);
+    pthread_mutex_unlock(&asm_->mu);
+    for (unsigned i = 0; i < asm_->nthreads; i++)
+        pthread_join(asm_->threads[i], NULL);
+    for (job *j = asm_->head, *next; j; j = next) {
+        next = j->next;
+        err_info err;
+        /* Ignored on failure: the row is restarted once stale (ASSEMBLE_STALE_S). */
+        (void)store_assembly_finish(asm_->o.store, j->sha1, "error",
+                                    "the server stopped before assembling this file: upload "
+                                    "it again", NULL, NULL, false, &err);
+        job_free(j);
+    }
+    pthread_mutex_destroy(&asm_->mu);
+    pthread_cond_destroy(&asm_->cv);
+    free(asm_->threads);
+    free(asm_->tmp_dir);
+    free(asm_);
+}
+
+/* ---- chunks in ------------------------------------------------------------------------- */
+
+/* The file at `path` into a malloc'd buffer (*out, *len), refusing more than `max` bytes. */
+static err_code read_part(uint8_t **out, size_t *len, const char *path, size_t max,
+                          err_info *err)
+{
+    *out = NULL;
+    *len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return err_set(err, ERR_IO, "opening %s: %s", path, strerror(errno));
+    struct stat st;
+    err_code rc = ERR_OK;
+    if (fstat(fd, &st) != 0) {
+        rc = err_set(err, ERR_IO, "reading %s: %s", path, strerror(errno));
+    } else if ((uint64_t)st.st_size > max) {
+        rc = err_set(err, ERR_TOO_LARGE, "a chunk of %lld bytes is over the chunk size of %u "
+                     "bytes", (long long)st.st_size, ASSEMBLE_CHUNK_BYTES);
+    } else {
+        uint8_t *buf = xmalloc((size_t)st.st_size + 1);
+        size_t got = 0;
+        while (rc == ERR_OK && got < (size_t)st.st_size) {
+            ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                rc = err_set(err, ERR_IO, "reading %s: %s", path,
+                             n < 0 ? strerror(errno) : "file shrank");
+            else
+                got += (size_t)n;
+        }
+        if (rc == ERR_OK) {
+            *out = buf;
+            *len = got;
+        } else {
+            free(buf);
+        }
+    }
+    close(fd);
+    return rc;
+}
+
+static bool is_sha1(const char *s)
+{
+    size_t n = strspn(s, "0123456789abcdefABCDEF");
+    return n == 40 && s[40] == '\0';
+}
+
+/* Check one part: *bytes = its uncompressed size. `plain` is a buffer of
+ * ASSEMBLE_CHUNK_BYTES for the inflated bytes. */
+static err_code check_part(uint32_t *bytes, const ingest_chunk_part *p, const uint8_t *data,
+                           size_t len, uint8_t *plain, err_info *err)
+{
+    const uint8_t *raw = data;
+    size_t raw_len = len;
+    if (p->gzip) {
+        z_stream z = {0};
+        if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK)
+            return err_set(err, ERR_INTERNAL, "zlib: cannot initialize the inflater");
+        z.next_in = (Bytef *)data;
+        z.avail_in = (uInt)len;
+        z.next_out = plain;
+        z.avail_out = ASSEMBLE_CHUNK_BYTES;
+        int zr = inflate(&z, Z_FINISH);
+        size_t out = ASSEMBLE_CHUNK_BYTES - z.avail_out;
+        inflateEnd(&z);
+        if (zr != Z_STREAM_END && z.avail_out == 0)
+            return err_set(err, ERR_TOO_LARGE, "chunk %s inflates to more than the chunk size "
+                           "of %u bytes", p->sha1, ASSEMBLE_CHUNK_BYTES);
+        if (zr != Z_STREAM_END)
+            return err_set(err, ERR_INVALID, "chunk %s is not valid gzip (%s)", p->sha1,
+                           zr == Z_BUF_ERROR ? "truncated" : "corrupt");
+        raw = plain;
+        raw_len = out;
+    } else if (len > ASSEMBLE_CHUNK_BYTES) {
+        return err_set(err, ERR_TOO_LARGE, "chunk %s of %zu bytes is over the chunk size of %u "
+                       "bytes", p->sha1, len, ASSEMBLE_CHUNK_BYTES);
+    }
+    uint8_t md[20];
+    unsigned md_len = 20;
+    if (EVP_Digest(raw, raw_len, md, &md_len, EVP_sha1(), NULL) != 1)
+        return err_set(err, ERR_INTERNAL, "sha1: OpenSSL digest failed");
+    char hex[41];
+    for (unsigned i = 0; i < 20; i++)
+        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    if (strcasecmp(hex, p->sha1) != 0)
+        return err_set(err, ERR_INVALID, "chunk %s: its bytes have SHA-1 %s (a chunk is named "
+                       "by the SHA-1 of its uncompressed bytes)", p->sha1, hex);
+    *bytes = (uint32_t)raw_len;
+    return ERR_OK;
+}
+
+err_code ingest_chunks_store(unsigned *created, store *s, const ingest_chunk_part *parts,
+                             size_t n, err_info *err)
+{
+    /* what a gzip member of an incompressible chunk may take, with room for its header */
+    const size_t max_part = ASSEMBLE_CHUNK_BYTES + (ASSEMBLE_CHUNK_BYTES >> 6) + 4096;
+    uint8_t *plain = xmalloc(ASSEMBLE_CHUNK_BYTES);
+    uint32_t *bytes = xcalloc(n ? n : 1, sizeof *bytes);
+    err_code rc = ERR_OK;
+    *created = 0;
+    for (size_t i = 0; rc == ERR_OK && i < n; i++) {
+        if (!is_sha1(parts[i].sha1)) {
+            rc = err_set(err, ERR_INVALID, "chunk part %zu is named \"%.64s\", not the SHA-1 of "
+                         "its bytes (40 hex digits)", i, parts[i].sha1);
+            break;
+        }
+        uint8_t *data;
+        size_t len;
+        rc = read_part(&data, &len, parts[i].path, max_part, err);
+        if (rc == ERR_OK)
+            rc = check_part(&bytes[i], &parts[i], data, len, plain, err);
+        free(data);
+    }
+    /* Every part is right: store them (read again: one part in memory at a time). */
+    for (size_t i = 0; rc == ERR_OK && i < n; i++) {
+        char sha1[41];
+        for (size_t k = 0; k < 40; k++)
+            sha1[k] = (char)(parts[i].sha1[k] | 0x20);   /* hex digits: lower case */
+        sha1[40] = '\0';
+        uint8_t *data;
+        size_t len;
+        bool made = false;
+        rc = read_part(&data, &len, parts[i].path, max_part, err);
+        if (rc == ERR_OK)
+            rc = store_chunk_put(&made, s, sha1, parts[i].gzip, bytes[i], data, len, err);
+        free(data);
+        *created += made;
+    }
+    free(bytes);
+    free(plain);
+    return rc;
+}
