@@ -173,7 +173,7 @@ static const corpus_row CORPUS[] = {
     OK("kscrash-json/kscrash-example-7.json", "kscrash", 8, 48, 123, -1, 0, 0),
     OK("kscrash-json/kscrash-example-8.json", "kscrash", 7, 70, 123, -1, 0, 0),
     OK("kscrash-json/kscrash-example-9.json", "kscrash", 7, 31, 123, -1, 0, 0),
-    REJ("kscrash-json/kscrash-test-1.json", ERR_INVALID, "KSCrash report has no stack frames"),
+    OK("kscrash-json/kscrash-test-1.json", "kscrash", 0, 0, 0, -1, -1, 1),
     REJ("kscrash-json/kscrash-test-2.json", ERR_INVALID,
         "report is not valid JSON: string or '}' expected near '}' at line 2565 column 9"),
     OK("kscrash-json/kscrash-test-3.json", "kscrash", 6, 50, 220, -1, 0, 0),
@@ -181,8 +181,8 @@ static const corpus_row CORPUS[] = {
     OK("kscrash-json/sentrycocoa-2.json", "kscrash", 13, 59, 399, -1, 0, 0),
     OK("kscrash-json/sentrycocoa-3.json", "kscrash", 12, 68, 491, -1, 0, 0),
     OK("kscrash-json/sentrycocoa-4.json", "kscrash", 11, 66, 250, -1, 0, 0),
-    REJ("kscrash-json/sentrycocoa-5.json", ERR_INVALID, "KSCrash report has no stack frames"),
-    REJ("kscrash-json/sentrycocoa-6.json", ERR_INVALID, "KSCrash report has no stack frames"),
+    OK("kscrash-json/sentrycocoa-5.json", "kscrash", 0, 0, 0, -1, -1, 1),
+    OK("kscrash-json/sentrycocoa-6.json", "kscrash", 0, 0, 0, -1, -1, 1),
     OK("kscrash-json/sentrycocoa-7.json", "kscrash", 1, 1, 0, -1, 3, 1),
     OK("kscrash-json/sentrycocoa-8.json", "kscrash", 9, 60, 320, -1, 0, 0),
     OK("kscrash-json/sentrycocoa-9.json", "kscrash", 13, 121, 254, -1, 5, 0),
@@ -657,6 +657,39 @@ static void json_formats_by_hand(void)
     CHECK(r != NULL);
     if (r != NULL)
         CHECK_EQ_STR(r->meta.exception_reason, "ablblblblb: this is the reason");
+    arena_free(a);
+    /* KSCrash reports of only crash.error: kept without stacks, the crash told by metadata */
+    r = corpus_parse("kscrash-json/kscrash-test-1.json", &a, &err, NULL);
+    CHECK(r != NULL);
+    if (r != NULL) {
+        CHECK_EQ_STR(r->meta.exception_type, "SIGKILL");
+        CHECK_EQ_STR(r->meta.termination_reason, "memory_termination (memory level terminal)");
+        CHECK_EQ_STR(r->meta.crash_image, "xctest");
+    }
+    arena_free(a);
+    r = corpus_parse("kscrash-json/sentrycocoa-5.json", &a, &err, NULL);
+    CHECK(r != NULL);
+    if (r != NULL) {
+        CHECK_EQ_STR(r->meta.exception_type, "EXC_BAD_ACCESS");
+        CHECK_EQ_STR(r->meta.signal, "SIGBUS");
+        CHECK_EQ_STR(r->meta.exception_subtype, "EXC_ARM_DA_ALIGN");
+        CHECK_EQ_STR(r->meta.crash_image, "iOS-Swift");
+        CHECK(r->meta.termination_reason == NULL);
+    }
+    arena_free(a);
+    /* an error.address inside a binary image names that image */
+    static const char ONE_IMAGE[] =
+        "{\"report\":{\"process_name\":\"App\"},\"binary_images\":[{\"image_addr\":4096,"
+        "\"image_size\":4096,\"name\":\"/x/Kit.framework/Kit\"}],\"crash\":{\"error\":"
+        "{\"type\":\"mach\",\"address\":5000,\"mach\":{\"exception_name\":\"EXC_BAD_ACCESS\"}}}}";
+    CHECK_EQ_INT(parse_str(&r, &a, ONE_IMAGE, strlen(ONE_IMAGE), &err), ERR_OK);
+    if (r != NULL)
+        CHECK_EQ_STR(r->meta.crash_image, "Kit");
+    arena_free(a);
+    /* an error that says nothing is still no report */
+    static const char EMPTY_ERROR[] = "{\"report\":{},\"crash\":{\"error\":{}}}";
+    CHECK_EQ_INT(parse_str(&r, &a, EMPTY_ERROR, strlen(EMPTY_ERROR), &err), ERR_INVALID);
+    CHECK_EQ_STR(err.msg, "KSCrash report has no stack frames");
     arena_free(a);
 }
 

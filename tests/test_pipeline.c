@@ -2048,6 +2048,43 @@ static void corpus_reports_are_processed_or_cleanly_failed(void)
     CHECK_EQ_INT(grouped + failed, nids);
 }
 
+/* KSCrash reports of only crash.error (no thread list) are real crashes: stored, processed
+ * and grouped by exception type, reason and crashing image; the same crash twice is one
+ * issue, a SIGTERM and an EXC_BAD_ACCESS of the same app are two. */
+static void frameless_kscrash_reports_are_grouped(void)
+{
+    const char *files[4] = {"kscrash-json/sentrycocoa-5.json", "kscrash-json/sentrycocoa-6.json",
+                            "kscrash-json/kscrash-test-1.json", "kscrash-json/sentrycocoa-5.json"};
+    char ids[4][40] = {"", "", "", ""};
+    for (size_t i = 0; i < 4; i++) {
+        char *path = xsprintf("%s/../shared/corpus/reports/%s", e2e.source_dir, files[i]);
+        size_t len = 0;
+        char *data = read_file(path, &len);
+        http_resp r = http("POST", "/api/v1/reports", "application/json", data ? data : "", len);
+        CHECK_EQ_INT(r.status, 202);
+        if (r.status == 202)
+            snprintf(ids[i], sizeof ids[i], "%s", json_string_value(json_object_get(r.json, "id")));
+        resp_free(&r);
+        free(data);
+        free(path);
+    }
+    CHECK(drain(30));
+    long long issue[4];
+    for (size_t i = 0; i < 4; i++) {
+        char st[16] = "";
+        issue[i] = report_issue(ids[i], st);
+        CHECK_EQ_STR(st, "processed");
+        CHECK(issue[i] > 0);
+    }
+    CHECK_EQ_INT(issue[0], issue[3]);
+    CHECK(issue[0] != issue[1] && issue[0] != issue[2] && issue[1] != issue[2]);
+    char id[32];
+    snprintf(id, sizeof id, "%lld", issue[2]);
+    char *basis = sql_str("SELECT basis || ' ' || title FROM issues WHERE id = $1", id);
+    CHECK_EQ_STR(basis, "exception SIGKILL: memory_termination (memory level terminal)");
+    free(basis);
+}
+
 /* Issue #12: a real macOS `sample` report and our MetricKit payload (4 diagnostics) through
  * the real server into issues: the payload is stored as one report per diagnostic, the sample
  * becomes a hang issue, the payload's diagnostics crash / hang / sample issues, and with the
@@ -2258,6 +2295,7 @@ int main(void)
     RUN(failed_issue_upsert_still_stores_the_report);
     RUN(many_unknown_images_go_to_the_queue);
     RUN(corpus_reports_are_processed_or_cleanly_failed);
+    RUN(frameless_kscrash_reports_are_grouped);
     RUN(unprocessable_report_fails_without_blocking);
     RUN(hangs_and_metrickit_flow_into_issues);
     RUN(node_b_fetched_symcaches_from_postgres);

@@ -539,6 +539,73 @@ static void fallback_exception_without_frames(void)
     CHECK(strstr(s.title, "FRONTBOARD") != NULL);
 }
 
+/* A KSCrash report of only crash.error, built from its parts. */
+static const char *frameless(char *buf, size_t cap, const char *process, const char *error,
+                             const char *images)
+{
+    snprintf(buf, cap,
+             "{\"report\":{\"process_name\":\"%s\"},\"binary_images\":[%s],"
+             "\"crash\":{\"error\":%s}}",
+             process, images, error);
+    return buf;
+}
+
+static signature sig_frameless(const char *process, const char *error, const char *images)
+{
+    char text[2048];
+    signature s;
+    memset(&s, 0, sizeof s);
+    crashreport *r = parse(frameless(text, sizeof text, process, error, images));
+    CHECK(r != NULL);
+    err_info err = {0};
+    if (r != NULL)
+        CHECK_EQ_INT(signature_compute(&s, r, NULL, A, &err), ERR_OK);
+    return s;
+}
+
+/* Rule 5, a report without any frame: exception type, reason (numbers masked), termination
+ * reason and crashing image tell its crashes apart. */
+static void frameless_grouped_by_exception_reason_and_image(void)
+{
+    static const char OOM[] = "{\"type\":\"memory_termination\",\"signal\":{\"name\":\"SIGKILL\"},"
+                              "\"memory_termination\":{\"memory_level\":\"terminal\"}}";
+    static const char TERM[] = "{\"type\":\"signal\",\"signal\":{\"name\":\"SIGTERM\"}}";
+    static const char NS1[] = "{\"type\":\"nsexception\",\"reason\":\"index 5 beyond bounds [0 .. 2]\","
+                              "\"nsexception\":{\"name\":\"NSRangeException\"}}";
+    static const char NS2[] = "{\"type\":\"nsexception\",\"reason\":\"index 17 beyond bounds [0 .. 9]\","
+                              "\"nsexception\":{\"name\":\"NSRangeException\"}}";
+    static const char NS3[] = "{\"type\":\"nsexception\",\"reason\":\"key not found\","
+                              "\"nsexception\":{\"name\":\"NSRangeException\"}}";
+    static const char BAD[] = "{\"type\":\"mach\",\"address\":%s,\"mach\":{\"exception_name\":"
+                              "\"EXC_BAD_ACCESS\",\"code_name\":\"KERN_INVALID_ADDRESS\"}}";
+    static const char IMGS[] = "{\"image_addr\":4096,\"image_size\":4096,\"name\":\"/a/App\"},"
+                               "{\"image_addr\":16384,\"image_size\":4096,\"name\":\"/a/Kit\"}";
+    signature oom = sig_frameless("App", OOM, ""), oom2 = sig_frameless("App", OOM, "");
+    signature term = sig_frameless("App", TERM, "");
+    CHECK_EQ_INT(oom.basis, SIGNATURE_BASIS_EXCEPTION);
+    CHECK_EQ_INT(oom.nframes, 0);
+    CHECK_EQ_STR(oom.fingerprint, oom2.fingerprint);
+    CHECK(strcmp(oom.fingerprint, term.fingerprint) != 0);
+    CHECK_EQ_STR(oom.title, "SIGKILL: memory_termination (memory level terminal)");
+    CHECK_EQ_STR(oom.culprit, "App");
+    /* the same reason with other numbers is the same crash; another reason is not */
+    signature ns1 = sig_frameless("App", NS1, ""), ns2 = sig_frameless("App", NS2, "");
+    signature ns3 = sig_frameless("App", NS3, "");
+    CHECK_EQ_STR(ns1.fingerprint, ns2.fingerprint);
+    CHECK(strcmp(ns1.fingerprint, ns3.fingerprint) != 0);
+    /* the crashing image: the one holding error.address */
+    char e1[512], e2[512], e3[512];
+    snprintf(e1, sizeof e1, BAD, "4200");
+    snprintf(e2, sizeof e2, BAD, "4300");
+    snprintf(e3, sizeof e3, BAD, "16500");
+    signature in_app = sig_frameless("App", e1, IMGS), in_app2 = sig_frameless("App", e2, IMGS);
+    signature in_kit = sig_frameless("App", e3, IMGS);
+    CHECK_EQ_STR(in_app.fingerprint, in_app2.fingerprint);
+    CHECK(strcmp(in_app.fingerprint, in_kit.fingerprint) != 0);
+    CHECK_EQ_STR(in_kit.culprit, "Kit");
+    CHECK_EQ_STR(in_kit.title, "EXC_BAD_ACCESS: KERN_INVALID_ADDRESS");
+}
+
 static void inlined_frames_are_expanded(void)
 {
     crashreport *r = parse(HEADER "Exception Type:  EXC_BAD_ACCESS (SIGSEGV)\n\nThread 0 Crashed:\n"
@@ -693,6 +760,7 @@ int main(void)
     RUN(fallback_any_symbol_without_in_app_images);
     RUN(fallback_offset_is_provisional);
     RUN(fallback_exception_without_frames);
+    RUN(frameless_grouped_by_exception_reason_and_image);
     RUN(inlined_frames_are_expanded);
     RUN(hang_uses_thread_zero);
     RUN(frames_render_as_json);

@@ -423,7 +423,7 @@ err_code cr_finish(cr_builder *b, const char *what)
     }
     if (b->failed)
         return b->err != NULL && b->err->code != ERR_OK ? b->err->code : ERR_TOO_LARGE;
-    if (frames == 0)
+    if (frames == 0 && !b->frameless_ok)
         return err_set(b->err, ERR_INVALID, "%s has no stack frames", what);
     return ERR_OK;
 }

@@ -169,6 +169,10 @@ typedef struct {
                                        "disk_write_exception"; NULL otherwise */
     const char *exception_detail;   /* metrickit: the diagnostic's own measurements, as JSON
                                        text ({"totalCPUTime":"20 sec",...}); NULL if none */
+    const char *crash_image;        /* the image the crash happened in, when the report says so
+                                       apart from its stacks (a KSCrash report of only
+                                       `crash.error`: the image holding error.address, else
+                                       the main executable); NULL otherwise */
 } crashreport_metadata;
 
 typedef struct {

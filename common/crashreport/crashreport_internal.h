@@ -16,6 +16,8 @@ typedef struct {
     err_info *err;     /* the first allocation failure is recorded here */
     bool failed;       /* sticky: an arena allocation failed (ERR_TOO_LARGE) */
     size_t dropped_errors; /* notes beyond CRASHREPORT_MAX_ERRORS */
+    bool frameless_ok; /* the report says what crashed without a stack (a KSCrash report of
+                          only `crash.error`): no frames at all is then no error */
 } cr_builder;
 
 /* cr_builder_init - a new empty report in `a`; false (err set) if the arena is exhausted. */
@@ -40,7 +42,8 @@ void cr_note(cr_builder *b, const char *fmt, ...) __attribute__((format(printf, 
 
 /* cr_finish - resolve each frame's image (by the index the report gives, else by address),
  * mark the crashed thread from metadata, build the image lookup order, and check that the
- * report holds at least one frame. ERR_INVALID "<what> has no stack frames", ERR_TOO_LARGE. */
+ * report holds at least one frame (unless b->frameless_ok).
+ * ERR_INVALID "<what> has no stack frames", ERR_TOO_LARGE. */
 err_code cr_finish(cr_builder *b, const char *what);
 
 /* cr_arch_normalize - "arm64", "arm64e", ... for an arch token (case-insensitive), NULL if

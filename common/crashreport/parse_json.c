@@ -485,6 +485,47 @@ static void kscrash_metadata(cr_builder *b, const json_t *root)
     const char *diag = jstr(json_object_get(root, "crash"), "diagnosis");
     if (diag != NULL)
         m->app_specific_info = cr_strdup(b, diag);
+    /* error.type names kills that are no exception and no signal of the app's own making:
+     * "memory_termination" (KSCrash 2's OOM watchdog, SIGKILL), "deadlock" (main thread) */
+    const char *etype = jstr(error, "type");
+    if (etype != NULL && (strcmp(etype, "memory_termination") == 0 ||
+                          strcmp(etype, "deadlock") == 0)) {
+        const char *level = jstr(json_object_get(error, "memory_termination"), "memory_level");
+        m->termination_reason = level != NULL ? cr_sprintf(b, "%s (memory level %s)", etype, level)
+                                              : cr_strdup(b, etype);
+    }
+}
+
+/* A KSCrash report of only `crash.error` (no thread list: KSCrash 2's memory terminations,
+ * SentryCrash's minimal reports of a signal) still says what crashed: it is stored without
+ * stacks and grouped by its exception, reason and crashing image (signature rule 5). The
+ * crashing image is the one holding error.address, else the main executable. */
+static void kscrash_frameless(cr_builder *b, const json_t *root)
+{
+    crashreport *r = b->r;
+    const json_t *error = json_object_get(json_object_get(root, "crash"), "error");
+    if (!json_is_object(error) || r->nthreads > 0 || r->has_leb)
+        return;
+    if (r->meta.exception_type == NULL && r->meta.exception_reason == NULL &&
+        r->meta.termination_reason == NULL)
+        return; /* an error that says nothing: still "no stack frames" */
+    b->frameless_ok = true;
+    uint64_t addr;
+    int32_t im = -1;
+    for (size_t i = 0; i < r->nimages && jget_u64(error, "address", &addr) && addr != 0; i++) {
+        const crashreport_image *x = &r->images[i];
+        if (addr >= x->load_addr && (x->end_addr == 0 ? addr - x->load_addr < 0x100000000ull
+                                                      : addr <= x->end_addr)) {
+            im = (int32_t)i;
+            break;
+        }
+    }
+    if (im >= 0)
+        r->meta.crash_image = r->images[im].name;
+    else
+        r->meta.crash_image = r->meta.process;
+    cr_note(b, "KSCrash report has no threads (only crash.error): grouped by its exception, "
+            "reason and crashing image");
 }
 
 static err_code parse_kscrash(crashreport **out, const json_t *root, arena *a, err_info *err)
@@ -526,6 +567,8 @@ static err_code parse_kscrash(crashreport **out, const json_t *root, arena *a, e
     }
     if (json_object_get(root, "recrash_report") != NULL)
         cr_note(&b, "the embedded recrash_report (a crash inside the crash reporter) was ignored");
+    if (!b.failed)
+        kscrash_frameless(&b, root);
     err_code rc = cr_finish(&b, "KSCrash report");
     if (rc == ERR_OK)
         *out = b.r;

@@ -141,6 +141,8 @@ void crashreport_render_json(buf *o, const crashreport *r)
         jsonw_kstr(&w, "diagnostic", m->diagnostic);
     if (m->exception_detail != NULL)
         jsonw_kraw(&w, "exception_detail", m->exception_detail); /* JSON made by the parser */
+    if (m->crash_image != NULL)
+        jsonw_kstr(&w, "crash_image", m->crash_image);
     jsonw_object_end(&w);
     jsonw_key(&w, "threads");
     jsonw_array_begin(&w);

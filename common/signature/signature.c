@@ -809,6 +809,43 @@ static const char *exception_type(sig_ctx *c, const char **signal_out)
     return n > 0 ? arena_strndup(c->a, t, n, c->err) : NULL;
 }
 
+/* `s` with every number masked ("0x1f" -> "0x#", "42" -> "#"): a reason's indexes, sizes and
+ * addresses differ from crash to crash while the reason stays the same. */
+static void mask_numbers(buf *o, const char *s)
+{
+    while (*s) {
+        if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X') && isxdigit((unsigned char)s[2])) {
+            buf_append_str(o, "0x#");
+            for (s += 2; isxdigit((unsigned char)*s); s++) {}
+        } else if (isdigit((unsigned char)*s)) {
+            buf_putc(o, '#');
+            while (isdigit((unsigned char)*s))
+                s++;
+        } else {
+            buf_putc(o, *s++);
+        }
+    }
+}
+
+/* Rule 5, no frames: what tells such crashes apart beside the exception class: the
+ * termination reason, the reason (the exception's, else the subtype; numbers masked) and the
+ * crashing image (crashreport_metadata.crash_image), one line each. NULL over budget. */
+static const char *exception_extra(sig_ctx *c)
+{
+    const crashreport_metadata *m = &c->r->meta;
+    buf t;
+    buf_init(&t);
+    buf_append_str(&t, m->termination_reason ? m->termination_reason : "");
+    buf_putc(&t, '\n');
+    mask_numbers(&t, m->exception_reason ? m->exception_reason
+                     : m->exception_subtype ? m->exception_subtype : "");
+    buf_putc(&t, '\n');
+    buf_append_str(&t, m->crash_image ? m->crash_image : "");
+    const char *out = arena_strndup(c->a, (const char *)t.data, t.len, c->err);
+    buf_reset(&t);
+    return out;
+}
+
 static err_code fingerprint(signature *s, const char *extra, err_info *err)
 {
     EVP_MD_CTX *md = EVP_MD_CTX_new();
@@ -917,7 +954,9 @@ err_code signature_compute(signature *out, const crashreport *r, const signature
         out->nframes = 1;
     } else {
         out->basis = SIGNATURE_BASIS_EXCEPTION;
-        extra = r->meta.termination_reason ? r->meta.termination_reason : "";
+        extra = exception_extra(&c);
+        if (extra == NULL)
+            return ERR_TOO_LARGE;
     }
 
     out->kind = crashreport_kind_name(r->kind);
@@ -947,9 +986,16 @@ err_code signature_compute(signature *out, const crashreport *r, const signature
         else
             out->culprit = arena_strdup(a, top->function, err);
     } else {
-        out->title = arena_sprintf(a, err, "%s: %s", head,
-                                   extra && extra[0] ? extra : "no stack frames");
-        out->culprit = arena_strdup(a, extra && extra[0] ? extra : out->exception, err);
+        const crashreport_metadata *m = &r->meta;
+        const char *what = m->termination_reason ? m->termination_reason
+                           : m->exception_reason ? m->exception_reason
+                           : m->exception_subtype ? m->exception_subtype
+                                                   : "no stack frames";
+        out->title = arena_sprintf(a, err, "%s: %s", head, what);
+        out->culprit = arena_strdup(a, m->crash_image          ? m->crash_image
+                                       : m->termination_reason ? m->termination_reason
+                                                               : out->exception,
+                                    err);
     }
     if (out->title == NULL || out->culprit == NULL)
         return ERR_TOO_LARGE;

@@ -18,7 +18,9 @@
  *   5. Fallbacks: no in-app image on the stack -> the top N frames of any image that has a
  *      function name; in-app frames without any function name (their dSYM has not arrived)
  *      or no named frame at all -> "<image>+0x<offset>" of the crashing frame, provisional;
- *      no frames -> exception type + termination reason.
+ *      no frames -> exception type + termination reason + reason (the exception's, else the
+ *      subtype; numbers masked) + crashing image (meta.crash_image: KSCrash reports of only
+ *      `crash.error`).
  *   6. Function names are normalized (signature_normalize_symbol).
  *   7. fingerprint = hex SHA-256 of kind, exception class, basis and the normalized frames.
  *      title = "<exception class>: <top function>", culprit = "<function> (<file>:<line>)".
