@@ -186,9 +186,7 @@ static const corpus_row CORPUS[] = {
     OK("kscrash-json/sentrycocoa-7.json", "kscrash", 1, 1, 0, -1, 3, 1),
     OK("kscrash-json/sentrycocoa-8.json", "kscrash", 9, 60, 320, -1, 0, 0),
     OK("kscrash-json/sentrycocoa-9.json", "kscrash", 13, 121, 254, -1, 5, 0),
-    REJ("other/bugsnag-event-1.json", ERR_UNSUPPORTED,
-        "Bugsnag event JSON is not a supported report format (send the raw crash report "
-        "instead)"),
+    OK("other/bugsnag-event-1.json", "bugsnag", 7, 48, 10, -1, 0, 0),
     REJ("other/pycrashreport-panic-1.ips", ERR_UNSUPPORTED,
         "kernel panic report (bug_type 151) is not an app crash report"),
     OK("other/sentrycocoa-metrickit-1.json", "metrickit", 16, 92, 11, -1, 0, 0),
@@ -691,6 +689,129 @@ static void json_formats_by_hand(void)
     CHECK_EQ_INT(parse_str(&r, &a, EMPTY_ERROR, strlen(EMPTY_ERROR), &err), ERR_INVALID);
     CHECK_EQ_STR(err.msg, "KSCrash report has no stack frames");
     arena_free(a);
+}
+
+/* ---- Bugsnag ------------------------------------------------------------------------------- */
+
+/* One Bugsnag frame as the notifier writes it. */
+#define BSG_FRAME(addr, sym, method, load, uuid, file)                                           \
+    "{\"frameAddress\":\"" addr "\",\"symbolAddress\":\"" sym "\",\"method\":\"" method          \
+    "\",\"machoLoadAddress\":\"" load "\",\"machoVMAddress\":\"0x100000000\",\"machoUUID\":\""  \
+    uuid "\",\"machoFile\":\"" file "\"}"
+#define BSG_APP_FRAME(addr) BSG_FRAME(addr, "0x104000100", "-[VC crash]", "0x104000000",       \
+                                      "4c4c4463-5555-3144-a17a-b29b2f88553e",                    \
+                                      "/var/containers/Bundle/Application/X/App.app/App")
+#define BSG_EVENT(cls, stack, threads)                                                         \
+    "{\"exceptions\":[{\"errorClass\":\"" cls "\",\"message\":\"boom 42\",\"type\":\"cocoa\","  \
+    "\"stacktrace\":[" stack "]}],\"threads\":[" threads "],\"severity\":\"error\","           \
+    "\"unhandled\":true,\"severityReason\":{\"type\":\"unhandledException\"},"                  \
+    "\"app\":{\"id\":\"com.example.app\",\"version\":\"2.1\",\"bundleVersion\":\"7\","          \
+    "\"binaryArch\":\"arm64\"},\"device\":{\"osName\":\"iOS\",\"osVersion\":\"17.4\","          \
+    "\"runtimeVersions\":{\"osBuild\":\"21E219\"},\"model\":\"iPhone15,2\"},"                   \
+    "\"metaData\":{\"app\":{\"name\":\"Example\"}}}"
+
+static void bugsnag_payload_gives_one_report_per_event(void)
+{
+    static const char PAYLOAD[] =
+        "{\"apiKey\":\"0192837465afbecd0192837465afbecd\",\"payloadVersion\":\"4.0\","
+        "\"notifier\":{\"name\":\"iOS Bugsnag Notifier\"},\"events\":["
+        BSG_EVENT("NSRangeException", BSG_APP_FRAME("0x104000120") "," BSG_APP_FRAME("0x104000200"), "")
+        "," BSG_EVENT("App Hang", BSG_APP_FRAME("0x104000300"),
+                      "{\"id\":\"0\",\"name\":\"main\",\"errorReportingThread\":true,"
+                      "\"stacktrace\":[" BSG_APP_FRAME("0x104000300") "]},"
+                      "{\"id\":\"3\",\"stacktrace\":[" BSG_APP_FRAME("0x104000400") "]}") "]}";
+    arena *a = arena_new(0);
+    err_info err = {0};
+    crashreport **rs = NULL;
+    size_t n = 0;
+    CHECK_EQ_INT(crashreport_parse_all(&rs, &n, PAYLOAD, strlen(PAYLOAD), a, &err), ERR_OK);
+    CHECK_EQ_INT(n, 2);
+    if (n == 2) {
+        const crashreport *r = rs[0];
+        CHECK_EQ_STR(crashreport_format_name(r->format), "bugsnag");
+        CHECK_EQ_INT(r->kind, CRASHREPORT_KIND_CRASH);
+        /* no threads sent: the exception's stack is the crashed thread */
+        CHECK_EQ_INT(r->nthreads, 1);
+        CHECK(r->threads[0].crashed);
+        CHECK_EQ_INT(r->threads[0].nframes, 2);
+        CHECK_EQ_U64(r->threads[0].frames[0].addr, 0x104000120);
+        CHECK_EQ_U64(r->threads[0].frames[0].symbol_offset, 0x20);
+        CHECK_EQ_STR(r->threads[0].frames[0].symbol, "-[VC crash]");
+        CHECK_EQ_INT(r->nimages, 1);
+        CHECK_EQ_STR(r->images[0].uuid, "4C4C4463-5555-3144-A17A-B29B2F88553E");
+        CHECK_EQ_STR(r->images[0].name, "App");
+        CHECK_EQ_U64(r->images[0].load_addr, 0x104000000);
+        CHECK_EQ_INT(r->threads[0].frames[1].image, 0);
+        CHECK_EQ_STR(r->meta.exception_reason, "NSRangeException: boom 42");
+        CHECK_EQ_STR(r->meta.app_name, "Example");
+        CHECK_EQ_STR(r->meta.bundle_id, "com.example.app");
+        CHECK_EQ_STR(r->meta.app_version, "2.1");
+        CHECK_EQ_STR(r->meta.build, "7");
+        CHECK_EQ_STR(r->meta.arch, "arm64");
+        CHECK_EQ_STR(r->meta.os_version, "iOS 17.4 (21E219)");
+        CHECK_EQ_STR(r->meta.hardware_model, "iPhone15,2");
+        CHECK_EQ_STR(r->meta.app_specific_info,
+                     "Bugsnag: severity error, unhandled (unhandledException)");
+        /* an App Hang is a hang; its crashed thread is the error reporting one */
+        const crashreport *h = rs[1];
+        CHECK_EQ_INT(h->kind, CRASHREPORT_KIND_HANG);
+        CHECK_EQ_INT(h->nthreads, 2);
+        CHECK_EQ_INT(h->meta.crashed_thread, 0);
+        CHECK_EQ_INT(h->threads[1].index, 3);
+        CHECK(!h->has_leb); /* the exception's stack is the crashed thread's */
+        check_json_shape(h, "bugsnag hang");
+    }
+    /* stored as one payload per event, each parsing to its own event */
+    const char **docs;
+    size_t *lens, nd = 0;
+    CHECK_EQ_INT(crashreport_split(&docs, &lens, &nd, PAYLOAD, strlen(PAYLOAD), a, &err), ERR_OK);
+    CHECK_EQ_INT(nd, 2);
+    for (size_t i = 0; i < nd && i < 2; i++) {
+        crashreport *one = NULL;
+        CHECK_EQ_INT(crashreport_parse(&one, docs[i], lens[i], a, &err), ERR_OK);
+        CHECK(one != NULL && one->kind == (i == 0 ? CRASHREPORT_KIND_CRASH : CRASHREPORT_KIND_HANG));
+        CHECK(strstr(docs[i], "\"apiKey\":\"0192837465afbecd0192837465afbecd\"") != NULL);
+    }
+    /* crashreport_parse alone reads the first and says there are more */
+    crashreport *first = NULL;
+    CHECK_EQ_INT(crashreport_parse(&first, PAYLOAD, strlen(PAYLOAD), a, &err), ERR_OK);
+    CHECK(first != NULL && first->nerrors == 1 && strstr(first->errors[0], "2 events") != NULL);
+    arena_free(a);
+}
+
+/* A bad field is refused with its path; nothing of the document is kept. */
+static void bugsnag_bad_fields_are_named(void)
+{
+    static const struct {
+        const char *doc, *msg;
+    } CASES[] = {
+        {"{\"apiKey\":\"k\",\"events\":{}}", "Bugsnag payload: \"events\" must be an array"},
+        {"{\"apiKey\":\"k\",\"events\":[]}", "Bugsnag payload: \"events\" is empty"},
+        {"{\"apiKey\":\"k\"}", "Bugsnag payload: \"events\" must be an array"},
+        {"{\"events\":[7]}", "Bugsnag events[0] must be an object"},
+        {"{\"events\":[{\"exceptions\":[]}]}", "Bugsnag events[0].exceptions must be a non-empty array"},
+        {"{\"events\":[{\"exceptions\":[{\"stacktrace\":[{\"frameAddress\":\"zz\"}]}]}]}",
+         "Bugsnag events[0].exceptions[0].stacktrace[0].frameAddress must be a \"0x...\" hex string"},
+        {"{\"events\":[{\"exceptions\":[{\"stacktrace\":[{\"frameAddress\":\"0x1\","
+         "\"machoLoadAddress\":12.5}]}]}]}",
+         "Bugsnag events[0].exceptions[0].stacktrace[0].machoLoadAddress must be a \"0x...\" hex string"},
+        {"{\"events\":[{\"exceptions\":[{\"stacktrace\":[{\"frameAddress\":\"0x1\","
+         "\"machoLoadAddress\":\"0x0\",\"machoUUID\":\"nope\"}]}]}]}",
+         "Bugsnag events[0].exceptions[0].stacktrace[0].machoUUID is not a UUID"},
+        {"{\"events\":[{\"exceptions\":[{\"stacktrace\":[]}],\"threads\":{}}]}",
+         "Bugsnag events[0].threads must be an array"},
+        {"{\"events\":[{\"exceptions\":[{\"stacktrace\":[]}]}]}", "Bugsnag event has no stack frames"},
+        {"{\"exceptions\":[{\"stacktrace\":7}]}", "Bugsnag event.exceptions[0].stacktrace must be an array"},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        arena *a;
+        err_info err;
+        crashreport *r = NULL;
+        err_code rc = parse_str(&r, &a, CASES[i].doc, strlen(CASES[i].doc), &err);
+        CHECK_EQ_INT(rc, ERR_INVALID);
+        CHECK_EQ_STR(err.msg, CASES[i].msg);
+        arena_free(a);
+    }
 }
 
 /* ---- stacksift JSON ------------------------------------------------------------------------ */
@@ -1254,6 +1375,8 @@ int main(void)
     RUN(text_variants_by_hand);
     RUN(jailbreak_sections_by_hand);
     RUN(json_formats_by_hand);
+    RUN(bugsnag_payload_gives_one_report_per_event);
+    RUN(bugsnag_bad_fields_are_named);
     RUN(stack_json_valid);
     RUN(stack_json_invalid);
     RUN(detection_rejects_unknown);

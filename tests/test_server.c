@@ -339,9 +339,10 @@ static void malformed_reports_are_refused(void)
     resp_free(&r);
     free(h);
 
-    char *bugsnag = corpus("other/bugsnag-event-1.json");
-    CHECK_STATUS(post_file("/api/v1/reports", tok_ingest, "Content-Type: application/json\r\n", bugsnag), 422);
-    free(bugsnag);
+    /* a Sentry event is no crash report: 422 naming it */
+    char *sentry = corpus("other/symbolic-crashprobe-1.json");
+    CHECK_STATUS(post_file("/api/v1/reports", tok_ingest, "Content-Type: application/json\r\n", sentry), 422);
+    free(sentry);
 
     h = auth(tok_read, NULL);
     CHECK_STATUS(http_req(port, "GET", "/api/v1/reports/00000000-0000-0000-0000-000000000000", h, NULL, 0, false), 404);

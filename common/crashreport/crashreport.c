@@ -19,6 +19,7 @@ const char *crashreport_format_name(crashreport_format f)
     case CRASHREPORT_FORMAT_JSON:       return "json";
     case CRASHREPORT_FORMAT_SAMPLE:     return "sample";
     case CRASHREPORT_FORMAT_METRICKIT:  return "metrickit";
+    case CRASHREPORT_FORMAT_BUGSNAG:    return "bugsnag";
     }
     return "unknown";
 }

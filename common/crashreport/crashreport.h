@@ -18,7 +18,11 @@
  *               text ("COUNT FUNCTION + OFF (IMAGE + OFF) [ADDR]" per thread): a call tree.
  *   metrickit   MetricKit MXDiagnosticPayload JSON (crash, hang, CPU and disk-write exception
  *               diagnostics with a callStackTree), or one diagnostic or a bare callStackTree:
- *               a call tree per call stack; crashreport_parse_metrickit gives every diagnostic.
+ *               a call tree per call stack; crashreport_parse_all gives every diagnostic.
+ *   bugsnag     Bugsnag notifier JSON (bugsnag-cocoa): a payload {"apiKey","events":[...]} or
+ *               one event: exceptions[].stacktrace[] and threads[] of frames with
+ *               frameAddress / machoUUID / machoLoadAddress / machoFile / method;
+ *               crashreport_parse_all gives every event.
  *
  * Everything a parser produces lives in the caller's arena and stays valid until
  * arena_free(). Addresses are runtime addresses exactly as the report gives them
@@ -42,6 +46,7 @@ typedef enum {
     CRASHREPORT_FORMAT_JSON,       /* "json": stacksift's own stack format */
     CRASHREPORT_FORMAT_SAMPLE,     /* "sample": macOS sample / spindump text (a call tree) */
     CRASHREPORT_FORMAT_METRICKIT,  /* "metrickit": one MetricKit diagnostic (a call tree) */
+    CRASHREPORT_FORMAT_BUGSNAG,    /* "bugsnag": one event of a Bugsnag notifier payload */
 } crashreport_format;
 
 typedef enum {
@@ -225,20 +230,23 @@ err_code crashreport_parse(crashreport **out, const char *data, size_t len, aren
 /*
  * crashreport_parse_all - as crashreport_parse, for documents that hold several reports: a
  * MetricKit payload gives one report per diagnostic (crash, hang, CPU and disk-write
- * exception, in that order); every other format gives one.
+ * exception, in that order), a Bugsnag payload one per event; every other format gives one.
  * out     an array of *n (>= 1) reports, all in `a`, valid until arena_free(a).
- * Errors  as crashreport_parse; ERR_TOO_LARGE also for more than 1,000 diagnostics.
+ * Errors  as crashreport_parse; ERR_TOO_LARGE also for more than 1,000 diagnostics or
+ *         events.
  */
 err_code crashreport_parse_all(crashreport ***out, size_t *n, const char *data, size_t len, arena *a,
                                err_info *err);
 
 /*
  * crashreport_split - a MetricKit payload of two or more diagnostics as one standalone
- * payload per diagnostic (the payload's timestamps and that one diagnostic, compact JSON), in
- * the order crashreport_parse_all gives them; what a server stores as one report each.
+ * payload per diagnostic (the payload's timestamps and that one diagnostic, compact JSON), or
+ * a Bugsnag payload of two or more events as one payload per event (the payload's other keys
+ * and that one event), in the order crashreport_parse_all gives them; what a server stores as
+ * one report each.
  * out     *n documents in `a` (docs[i] of lens[i] bytes, NUL-terminated); *n = 0 when `data`
  *         is anything else (the caller stores it as it is).
- * Errors  ERR_TOO_LARGE (arena budget, or more than 1,000 diagnostics).
+ * Errors  ERR_TOO_LARGE (arena budget, or more than 1,000 diagnostics or events).
  */
 err_code crashreport_split(const char ***docs, size_t **lens, size_t *n, const char *data, size_t len,
                            arena *a, err_info *err);

@@ -87,6 +87,20 @@ bool cr_is_metrickit(const void *root);
  * (parse_metrickit.c); *out is an arena array of *n reports. */
 err_code cr_parse_metrickit(crashreport ***out, size_t *n, const void *root, arena *a, err_info *err);
 
+/* cr_is_bugsnag - whether a parsed JSON document (json_t *) is a Bugsnag notifier payload
+ * ("events") or one Bugsnag event ("exceptions", "apiKey"). */
+bool cr_is_bugsnag(const void *root);
+
+/* cr_parse_bugsnag - every event of a Bugsnag document (json_t *) as one report each
+ * (parse_bugsnag.c); *out is an arena array of *n reports. Errors ERR_INVALID naming the
+ * field ("events[1].exceptions[0].stacktrace[3].frameAddress must be ..."), ERR_TOO_LARGE. */
+err_code cr_parse_bugsnag(crashreport ***out, size_t *n, const void *root, arena *a, err_info *err);
+
+/* cr_bugsnag_split - a Bugsnag payload (json_t *) of two or more events as one payload per
+ * event (crashreport_split); *n = 0 for fewer. Errors ERR_TOO_LARGE. */
+err_code cr_bugsnag_split(const char ***docs, size_t **lens, size_t *n, const void *root, arena *a,
+                          err_info *err);
+
 /* cr_parse_json_all - a JSON document: one report, or one per MetricKit diagnostic. */
 err_code cr_parse_json_all(crashreport ***out, size_t *n, const char *data, size_t len, arena *a,
                            err_info *err);

@@ -1,7 +1,8 @@
 /*
  * parse_json.c - the JSON formats: .ips (header line + body), KSCrash, stacksift's own stack
- * format; recognizes and rejects other JSON documents (kernel panics, Sentry and Bugsnag
- * events, MetricKit trees) with a message that names them.
+ * format; hands MetricKit (parse_metrickit.c) and Bugsnag (parse_bugsnag.c) documents on;
+ * recognizes and rejects other JSON documents (kernel panics, Sentry events) with a message
+ * that names them.
  *
  * jansson limits nesting to JSON_PARSER_MAX_DEPTH (2048 in jansson 2.14) and checks UTF-8,
  * so a hostile document costs a bounded stack and gives a clean error. Integers beyond
@@ -758,10 +759,6 @@ static err_code classify(crashreport **out, const json_t *root, arena *a, err_in
         return err_set(err, ERR_UNSUPPORTED,
                        "Sentry event JSON is not a supported report format (send the raw "
                        "crash report instead)");
-    if (json_object_get(root, "apiKey") != NULL || json_object_get(root, "exceptions") != NULL)
-        return err_set(err, ERR_UNSUPPORTED,
-                       "Bugsnag event JSON is not a supported report format (send the raw "
-                       "crash report instead)");
     return err_set(err, ERR_INVALID,
                    "unrecognized JSON document: not an .ips, KSCrash or stacksift report");
 }
@@ -782,8 +779,12 @@ err_code cr_parse_json(crashreport **out, const char *data, size_t len, arena *a
     if (n > 1) {
         /* crashreport_parse gives one report: say that the payload holds more */
         cr_builder b = {.r = all[0], .a = a, .err = err};
-        cr_note(&b, "MetricKit payload holds %zu diagnostics; this is the first "
-                "(crashreport_parse_all reads every one)", n);
+        if (all[0]->format == CRASHREPORT_FORMAT_BUGSNAG)
+            cr_note(&b, "Bugsnag payload holds %zu events; this is the first "
+                    "(crashreport_parse_all reads every one)", n);
+        else
+            cr_note(&b, "MetricKit payload holds %zu diagnostics; this is the first "
+                    "(crashreport_parse_all reads every one)", n);
         if (b.failed)
             return ERR_TOO_LARGE;
     }
@@ -827,6 +828,8 @@ static err_code parse_json_one(crashreport **out, crashreport ***all, size_t *na
     if (rest == len) {
         if (cr_is_metrickit(first))
             return cr_parse_metrickit(all, nall, first, a, err);
+        if (cr_is_bugsnag(first))
+            return cr_parse_bugsnag(all, nall, first, a, err);
         return classify(out, first, a, err);
     }
     if (!json_is_object(first))

@@ -624,6 +624,10 @@ err_code crashreport_split(const char ***docs, size_t **lens, size_t *n, const c
     for (size_t k = 0; k < sizeof DIAGNOSTICS / sizeof DIAGNOSTICS[0]; k++)
         total += json_array_size(json_object_get(root, DIAGNOSTICS[k].key));
     err_code rc = ERR_OK;
+    if (total == 0 && cr_is_bugsnag(root)) {
+        rc = cr_bugsnag_split(docs, lens, n, root, a, err);
+        goto done;
+    }
     if (total < 2)
         goto done;
     if (total > MAX_DIAGNOSTICS) {
