@@ -320,6 +320,9 @@ static const config_var VARS[] = {
      "connect timeout and longest wait for a pooled connection"},
     {"STACKSIFT_DSYM_THREADS", "1", parse_count, offsetof(config, dsym_threads),
      "DWARF conversion threads per upload"},
+    {"STACKSIFT_CHUNK_EXPIRY_S", "3600", parse_seconds, offsetof(config, chunk_expiry_s),
+     "sentry-cli upload chunks are deleted this long after upload (or after an assemble "
+     "request last counted on them)"},
     {"STACKSIFT_SHUTDOWN_TIMEOUT_MS", "8000", parse_ms, offsetof(config, shutdown_timeout_ms),
      "on SIGTERM, how long in-flight requests may still run"},
     {"STACKSIFT_REQUEST_TIMEOUT_S", "60", parse_seconds, offsetof(config, request_timeout_s),

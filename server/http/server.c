@@ -979,6 +979,7 @@ err_code http_server_start(http_server **out, const config *cfg, store *s, pipel
                  .max_ratio = cfg->max_zip_ratio},
         .tmp_dir = srv->tmp_dir,
         .max_file_bytes = cfg->max_upload_bytes,
+        .chunk_ttl_s = cfg->chunk_expiry_s,
     };
     rc = ingest_assembler_new(&srv->assembler, &ao, err);
     if (rc != ERR_OK) {

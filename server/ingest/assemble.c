@@ -31,7 +31,7 @@
 #include "store/store_chunks.h"
 
 #define QUEUE_MAX 1024
-#define SWEEP_EVERY_S 300
+#define SWEEP_EVERY_S 300   /* at most; a short expiry is swept at a quarter of it */
 
 typedef struct job {
     struct job *next;
@@ -53,6 +53,7 @@ struct ingest_assembler {
     pthread_t *threads;
     unsigned nthreads;
     time_t last_sweep;
+    unsigned sweep_s;   /* seconds between sweeps */
 };
 
 /* ---- one file -------------------------------------------------------------------------- */
@@ -292,7 +293,7 @@ static void *thread_main(void *arg)
     pthread_mutex_lock(&asm_->mu);
     while (!asm_->stop) {
         time_t now = time(NULL);
-        if (now - asm_->last_sweep >= SWEEP_EVERY_S) {
+        if (now - asm_->last_sweep >= (time_t)asm_->sweep_s) {
             asm_->last_sweep = now;
             pthread_mutex_unlock(&asm_->mu);
             sweep(asm_);
@@ -303,7 +304,7 @@ static void *thread_main(void *arg)
         if (!j) {
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
-            until.tv_sec += SWEEP_EVERY_S;
+            until.tv_sec += asm_->sweep_s;
             pthread_cond_timedwait(&asm_->cv, &asm_->mu, &until);
             continue;
         }
@@ -330,6 +331,11 @@ err_code ingest_assembler_new(ingest_assembler **out, const ingest_assembler_opt
         asm_->o.threads = 2;
     if (!asm_->o.chunk_ttl_s)
         asm_->o.chunk_ttl_s = 3600;
+    asm_->sweep_s = asm_->o.chunk_ttl_s / 4;
+    if (asm_->sweep_s > SWEEP_EVERY_S)
+        asm_->sweep_s = SWEEP_EVERY_S;
+    if (asm_->sweep_s == 0)
+        asm_->sweep_s = 1;
     asm_->tmp_dir = xstrdup(o->tmp_dir);
     asm_->o.tmp_dir = asm_->tmp_dir;
     pthread_mutex_init(&asm_->mu, NULL);

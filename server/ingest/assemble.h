@@ -33,7 +33,8 @@ typedef struct {
     dsym_options dsym;          /* as for POST /api/v1/dsyms */
     const char *tmp_dir;        /* scratch directories are made here (copied) */
     unsigned threads;           /* assembly threads; 0 = 2 */
-    unsigned chunk_ttl_s;       /* chunks older than this are deleted; 0 = 3600 */
+    unsigned chunk_ttl_s;       /* chunks older than this are deleted (checked every quarter
+                                   of it, at most every 5 minutes); 0 = 3600 */
     uint64_t max_file_bytes;    /* largest file assembled (the upload limit) */
 } ingest_assembler_options;
 

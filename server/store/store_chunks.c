@@ -15,8 +15,12 @@
 static const store_stmt ST_CHUNK_PUT = {
     "chunk_put", "INSERT INTO upload_chunks (sha1, gzip, bytes, data) VALUES ($1, $2, $3, $4) "
                  "ON CONFLICT (sha1) DO NOTHING RETURNING 1"};
+/* A chunk an assemble request counts on must not expire before the assembly reads it: one
+ * asked about is kept another expiry period (touched at most every 5 minutes). */
 static const store_stmt ST_CHUNK_SIZES = {
-    "chunk_sizes", "SELECT sha1, bytes FROM upload_chunks WHERE sha1 = ANY($1::text[])"};
+    "chunk_sizes", "WITH touched AS (UPDATE upload_chunks SET created_at = now() "
+                   "WHERE sha1 = ANY($1::text[]) AND created_at < now() - interval '5 minutes') "
+                   "SELECT sha1, bytes FROM upload_chunks WHERE sha1 = ANY($1::text[])"};
 /* The columns of store_assembly, then its staleness ($2 = stale_s, $3 = error_s). */
 #define ASSEMBLY_SELECT                                                                      \
     "SELECT state, coalesce(detail, ''), name, coalesce(upper(uuid::text), ''), "            \

@@ -24,7 +24,9 @@ err_code store_chunk_put(bool *created, store *s, const char *sha1, bool gzip, u
                          const uint8_t *data, size_t len, err_info *err);
 
 /* store_chunks_sizes - for each of the `n` SHA-1s (repeats allowed), the uncompressed size of
- * the stored chunk, or -1 when it is not stored; sizes[n] is the caller's. Errors ERR_STORE. */
+ * the stored chunk, or -1 when it is not stored; sizes[n] is the caller's. The stored ones
+ * start a new expiry period (store_chunks_expire), so that an assembly relying on them finds
+ * them. Errors ERR_STORE. */
 err_code store_chunks_sizes(int64_t *sizes, store *s, const char *const *sha1s, size_t n,
                             err_info *err);
 

@@ -321,10 +321,29 @@ def main():
             finally:
                 if checks_failed():
                     print("server log tail:\n" + inst.tail_log(40), file=sys.stderr)
+        with Instance("sentrycli_expiry", extra_env={"STACKSIFT_CHUNK_EXPIRY_S": "2"}) as inst:
+            expiry(inst)
     finally:
         shutil.rmtree(home, ignore_errors=True)
         shutil.rmtree(work, ignore_errors=True)
     return checks_done()
+
+
+def expiry(inst):
+    """Chunks no file was assembled from are deleted after STACKSIFT_CHUNK_EXPIRY_S; a file
+    that needs them then asks for them again."""
+    data = b"a chunk nobody assembles " * 50
+    sha = hashlib.sha1(data).hexdigest()
+    r = post_chunks(inst, [("file_gzip", sha, gzip.compress(data))])
+    check(r.status == 200 and counts(inst)[0] == 1, f"a chunk stored: {r.body!r}")
+    deadline = time.time() + 20
+    while counts(inst)[0] and time.time() < deadline:
+        time.sleep(0.2)
+    check(counts(inst)[0] == 0, "the unassembled chunk expired (STACKSIFT_CHUNK_EXPIRY_S=2)")
+    file_sha = hashlib.sha1(b"x" + data).hexdigest()
+    r = assemble(inst, {file_sha: {"name": "Late", "chunks": [sha]}})
+    check(r.status == 200 and r.json()[file_sha]["missingChunks"] == [sha],
+          f"an expired chunk is asked for again: {r.body[:200]!r}")
 
 
 def checks_failed():
