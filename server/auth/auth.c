@@ -8,6 +8,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
+#include <ctype.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include "auth/auth.h"
 #include "base/xalloc.h"
 #include "log/log.h"
+#include "store/store_projects.h"
 #include "store/store_tokens.h"
 
 #define PUBLIC_ID_HEX 12
@@ -120,9 +122,11 @@ typedef struct {
 
 struct auth_tokens {
     store *s;
-    pthread_rwlock_t lock;   /* entries/n: readers check, the refresher swaps */
+    pthread_rwlock_t lock;   /* entries/n, keys/nkeys: readers check, the refresher swaps */
     tok_entry *entries;      /* sorted by id */
     size_t n;
+    store_dsn_key *keys;     /* DSN keys not expired at the last reload, sorted by hash */
+    size_t nkeys;
     uint8_t dummy[32];       /* compared against when the id is unknown: same work either way */
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -146,14 +150,28 @@ static int entry_cmp(const void *a, const void *b)
     return strcmp(((const tok_entry *)a)->id, ((const tok_entry *)b)->id);
 }
 
-/* Load the tokens that are not revoked and swap them in. */
+static int key_cmp(const void *a, const void *b)
+{
+    return memcmp(((const store_dsn_key *)a)->key_sha256, ((const store_dsn_key *)b)->key_sha256,
+                  32);
+}
+
+/* Load the tokens that are not revoked and the DSN keys that have not expired, and swap them
+ * in together. */
 static err_code tokens_reload(auth_tokens *t, err_info *err)
 {
     store_token_row *rows;
-    size_t n;
-    err_code rc = store_tokens_list(&rows, &n, t->s, true, err);
+    size_t n, nkeys;
+    store_dsn_key *keys;
+    err_code rc = store_dsn_keys_list(&keys, &nkeys, t->s, err);
     if (rc != ERR_OK)
         return rc;
+    qsort(keys, nkeys, sizeof *keys, key_cmp);
+    rc = store_tokens_list(&rows, &n, t->s, true, err);
+    if (rc != ERR_OK) {
+        free(keys);
+        return rc;
+    }
     tok_entry *e = xcalloc(n ? n : 1, sizeof *e);
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
@@ -168,10 +186,14 @@ static err_code tokens_reload(auth_tokens *t, err_info *err)
     qsort(e, k, sizeof *e, entry_cmp);
     pthread_rwlock_wrlock(&t->lock);
     tok_entry *old = t->entries;
+    store_dsn_key *old_keys = t->keys;
     t->entries = e;
     t->n = k;
+    t->keys = keys;
+    t->nkeys = nkeys;
     pthread_rwlock_unlock(&t->lock);
     free(old);
+    free(old_keys);
     return ERR_OK;
 }
 
@@ -222,6 +244,7 @@ err_code auth_tokens_open(auth_tokens **out, store *s, err_info *err)
     if (rc != ERR_OK) {
         t->stop = true;   /* no thread to join */
         free(t->entries);
+        free(t->keys);
         pthread_cond_destroy(&t->cv);
         pthread_mutex_destroy(&t->mu);
         pthread_rwlock_destroy(&t->lock);
@@ -242,6 +265,7 @@ void auth_tokens_close(auth_tokens *t)
     pthread_mutex_unlock(&t->mu);
     pthread_join(t->thread, NULL);
     free(t->entries);
+    free(t->keys);
     pthread_cond_destroy(&t->cv);
     pthread_mutex_destroy(&t->mu);
     pthread_rwlock_destroy(&t->lock);
@@ -320,4 +344,256 @@ err_code auth_check_header(auth_tokens *t, const char *authorization, unsigned n
         return err_set(err, ERR_FORBIDDEN, "token lacks the '%s' scope",
                        auth_scope_name(need_scope));
     return ERR_OK;
+}
+
+/* ---- DSN keys ------------------------------------------------------------------------- */
+
+/* A fresh key: AUTH_DSN_KEY_HEX lower-case hex digits from the CSPRNG, and its SHA-256. */
+static err_code dsn_key_new(char key[AUTH_DSN_KEY_MAX], uint8_t hash[32], err_info *err)
+{
+    uint8_t rnd[AUTH_DSN_KEY_HEX / 2];
+    if (RAND_bytes(rnd, sizeof rnd) != 1)
+        return err_set(err, ERR_INTERNAL, "no random bytes from OpenSSL for a new DSN key");
+    hex_encode(key, rnd, sizeof rnd);
+    sha256(hash, key, AUTH_DSN_KEY_HEX);
+    return ERR_OK;
+}
+
+err_code auth_project_create(store_project *out, char key_out[AUTH_DSN_KEY_MAX], store *s,
+                             const char *slug, const char *name, err_info *err)
+{
+    char key[AUTH_DSN_KEY_MAX];
+    uint8_t hash[32];
+    key_out[0] = '\0';
+    memset(out, 0, sizeof *out);
+    err_code rc = dsn_key_new(key, hash, err);
+    if (rc == ERR_OK)
+        rc = store_project_create(out, s, slug, name, hash, err);
+    if (rc == ERR_OK)
+        memcpy(key_out, key, sizeof key);
+    return rc;
+}
+
+err_code auth_dsn_key_rotate(store_project *project, char key_out[AUTH_DSN_KEY_MAX],
+                             char expires_at[32], store *s, const char *slug, unsigned grace_s,
+                             err_info *err)
+{
+    char key[AUTH_DSN_KEY_MAX];
+    uint8_t hash[32];
+    key_out[0] = '\0';
+    expires_at[0] = '\0';
+    err_code rc = store_project_find_slug(project, s, slug, err);
+    if (rc == ERR_OK)
+        rc = dsn_key_new(key, hash, err);
+    if (rc == ERR_OK)
+        rc = store_dsn_key_rotate(expires_at, s, project->id, hash, grace_s, err);
+    if (rc == ERR_OK)
+        memcpy(key_out, key, sizeof key);
+    return rc;
+}
+
+err_code auth_dsn_key_check(int64_t *project_id, auth_tokens *t, const char *key, err_info *err)
+{
+    *project_id = 0;
+    char norm[AUTH_DSN_KEY_MAX];
+    size_t len = key ? strlen(key) : 0;
+    if (len != AUTH_DSN_KEY_HEX)
+        return err_set(err, ERR_UNAUTHORIZED, "malformed DSN key: expected %d hex digits",
+                       AUTH_DSN_KEY_HEX);
+    for (size_t i = 0; i < len; i++) {
+        if (!isxdigit((unsigned char)key[i]))
+            return err_set(err, ERR_UNAUTHORIZED, "malformed DSN key: expected %d hex digits",
+                           AUTH_DSN_KEY_HEX);
+        norm[i] = (char)tolower((unsigned char)key[i]);
+    }
+    norm[len] = '\0';
+    store_dsn_key want = {0};
+    sha256(want.key_sha256, norm, len);
+    /* Found by its hash: the search's timing can tell at most how many leading bytes of
+     * SHA-256(key) some stored hash shares, which says nothing usable about any key. The
+     * constant-time compare then checks the whole hash (against a dummy when not found, so
+     * both paths do the same work). */
+    pthread_rwlock_rdlock(&t->lock);
+    const store_dsn_key *e = bsearch(&want, t->keys, t->nkeys, sizeof want, key_cmp);
+    int differ = CRYPTO_memcmp(want.key_sha256, e ? e->key_sha256 : t->dummy, 32);
+    int64_t project = e ? e->project_id : 0, expires = e ? e->expires_unix : 0;
+    pthread_rwlock_unlock(&t->lock);
+    if (differ != 0 || !e || (expires != 0 && (int64_t)time(NULL) >= expires))
+        return err_set(err, ERR_UNAUTHORIZED, "DSN key not accepted: unknown, expired or wrong");
+    *project_id = project;
+    return ERR_OK;
+}
+
+/* Copy [p, p+n) to out[cap] if it fits; false if not. */
+static bool copy_span(char *out, size_t cap, const char *p, size_t n)
+{
+    if (n >= cap)
+        return false;
+    memcpy(out, p, n);
+    out[n] = '\0';
+    return true;
+}
+
+err_code auth_sentry_header_parse(auth_sentry *out, const char *value, err_info *err)
+{
+    memset(out, 0, sizeof *out);
+    const char *p = value ? value : "";
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (strncasecmp(p, "Sentry", 6) != 0 || (p[6] != ' ' && p[6] != '\t'))
+        return err_set(err, ERR_UNAUTHORIZED, "Sentry auth must be 'Sentry sentry_key=KEY, "
+                       "sentry_version=7, ...'");
+    p += 6;
+    bool too_long = false;
+    while (*p) {
+        const char *end = strchr(p, ',');
+        if (!end)
+            end = p + strlen(p);
+        const char *eq = memchr(p, '=', (size_t)(end - p));
+        if (eq) {
+            const char *n0 = p, *n1 = eq, *v0 = eq + 1, *v1 = end;
+            while (n0 < n1 && (*n0 == ' ' || *n0 == '\t'))
+                n0++;
+            while (n1 > n0 && (n1[-1] == ' ' || n1[-1] == '\t'))
+                n1--;
+            while (v0 < v1 && (*v0 == ' ' || *v0 == '\t'))
+                v0++;
+            while (v1 > v0 && (v1[-1] == ' ' || v1[-1] == '\t'))
+                v1--;
+            size_t nlen = (size_t)(n1 - n0), vlen = (size_t)(v1 - v0);
+            if (nlen > 7 && strncmp(n0, "sentry_", 7) == 0) {
+                n0 += 7;
+                nlen -= 7;
+            }
+            if (nlen == 3 && strncmp(n0, "key", 3) == 0) {
+                if (!copy_span(out->key, sizeof out->key, v0, vlen))
+                    too_long = true;
+            } else if (nlen == 7 && strncmp(n0, "version", 7) == 0) {
+                char num[16];
+                if (copy_span(num, sizeof num, v0, vlen) && vlen > 0 &&
+                    strspn(num, "0123456789") == vlen)
+                    out->version = atoi(num);
+            } else if (nlen == 6 && strncmp(n0, "client", 6) == 0) {
+                size_t n = vlen < sizeof out->client ? vlen : sizeof out->client - 1;
+                memcpy(out->client, v0, n);
+                out->client[n] = '\0';
+            }
+        }
+        p = *end ? end + 1 : end;
+    }
+    if (too_long)
+        return err_set(err, ERR_UNAUTHORIZED, "malformed DSN key: expected %d hex digits",
+                       AUTH_DSN_KEY_HEX);
+    if (!out->key[0])
+        return err_set(err, ERR_UNAUTHORIZED, "Sentry auth header has no sentry_key");
+    return ERR_OK;
+}
+
+/* Is `value` an Authorization header of scheme "Sentry"? */
+static bool sentry_scheme(const char *value)
+{
+    while (*value == ' ' || *value == '\t')
+        value++;
+    return strncasecmp(value, "Sentry", 6) == 0 && (value[6] == ' ' || value[6] == '\t');
+}
+
+err_code auth_sentry_key_find(char key_out[AUTH_DSN_KEY_MAX], const char *x_sentry_auth,
+                              const char *authorization, const char *query_sentry_key,
+                              err_info *err)
+{
+    key_out[0] = '\0';
+    const char *header = x_sentry_auth ? x_sentry_auth
+                       : authorization && sentry_scheme(authorization) ? authorization : NULL;
+    if (header) {
+        auth_sentry a;
+        err_code rc = auth_sentry_header_parse(&a, header, err);
+        if (rc != ERR_OK)
+            return rc;
+        memcpy(key_out, a.key, sizeof a.key);
+        return ERR_OK;
+    }
+    if (query_sentry_key) {
+        if (!query_sentry_key[0] ||
+            !copy_span(key_out, AUTH_DSN_KEY_MAX, query_sentry_key, strlen(query_sentry_key)))
+            return err_set(err, ERR_UNAUTHORIZED, "malformed DSN key: expected %d hex digits",
+                           AUTH_DSN_KEY_HEX);
+        return ERR_OK;
+    }
+    return err_set(err, ERR_NOT_FOUND, "no DSN key: send X-Sentry-Auth: Sentry sentry_key=KEY, "
+                   "Authorization: Sentry sentry_key=KEY or ?sentry_key=KEY");
+}
+
+err_code auth_dsn_parse(char key_out[AUTH_DSN_KEY_MAX], int64_t *project_id, const char *dsn,
+                        size_t len, err_info *err)
+{
+    key_out[0] = '\0';
+    *project_id = 0;
+    const char *p = dsn, *end = dsn + len;
+    const char *scheme_end = NULL;
+    for (const char *q = p; q + 2 < end; q++)
+        if (q[0] == ':' && q[1] == '/' && q[2] == '/') {
+            scheme_end = q;
+            break;
+        }
+    if (!scheme_end || scheme_end == p)
+        return err_set(err, ERR_INVALID, "DSN is not of the form SCHEME://KEY@HOST/PROJECT_ID");
+    const char *auth0 = scheme_end + 3;
+    const char *slash = memchr(auth0, '/', (size_t)(end - auth0));
+    const char *authority_end = slash ? slash : end;
+    const char *at = NULL;
+    for (const char *q = auth0; q < authority_end; q++)
+        if (*q == '@')
+            at = q;   /* the last '@' ends the user part */
+    if (!at || at == auth0)
+        return err_set(err, ERR_INVALID, "DSN has no key: expected SCHEME://KEY@HOST/PROJECT_ID");
+    const char *colon = memchr(auth0, ':', (size_t)(at - auth0));
+    const char *key_end = colon ? colon : at;
+    if (key_end == auth0 || !copy_span(key_out, AUTH_DSN_KEY_MAX, auth0, (size_t)(key_end - auth0)))
+        return err_set(err, ERR_INVALID, "DSN key is empty or longer than %d characters",
+                       AUTH_DSN_KEY_HEX);
+    if (at + 1 == authority_end || !slash) {
+        key_out[0] = '\0';
+        return err_set(err, ERR_INVALID, "DSN has no host or no project id: expected "
+                       "SCHEME://KEY@HOST/PROJECT_ID");
+    }
+    /* the project id is the last path segment (a trailing slash allowed) */
+    const char *e = end;
+    if (e > slash + 1 && e[-1] == '/')
+        e--;
+    const char *s0 = e;
+    while (s0 > slash + 1 && s0[-1] != '/')
+        s0--;
+    int64_t id = 0;
+    bool ok = s0 < e && e - s0 <= 18;
+    for (const char *q = s0; ok && q < e; q++) {
+        ok = *q >= '0' && *q <= '9';
+        id = id * 10 + (*q - '0');
+    }
+    if (!ok || id <= 0) {
+        key_out[0] = '\0';
+        return err_set(err, ERR_INVALID, "DSN project id '%.*s' is not a positive number",
+                       (int)(e - s0 > 40 ? 40 : e - s0), s0);
+    }
+    *project_id = id;
+    return ERR_OK;
+}
+
+int auth_dsn_format(char *out, size_t cap, const char *public_url, const char *key,
+                    int64_t project_id)
+{
+    const char *u = public_url ? public_url : "";
+    const char *sep = strstr(u, "://");
+    const char *scheme = "http";
+    int scheme_len = 4;
+    const char *host = u;
+    if (sep) {
+        scheme = u;
+        scheme_len = (int)(sep - u);
+        host = sep + 3;
+    }
+    size_t hl = strlen(host);
+    while (hl > 0 && host[hl - 1] == '/')
+        hl--;
+    return snprintf(out, cap, "%.*s://%s@%.*s/%lld", scheme_len, scheme, key, (int)hl, host,
+                    (long long)project_id);
 }

@@ -1,14 +1,20 @@
 /*
  * auth - API tokens: creating them (`stacksift token create`) and checking a request's
- * "Authorization: Bearer" header against a route's scope. Tokens are stored as SHA-256 only
- * (store_tokens); OpenSSL's libcrypto gives the hash, the randomness and the constant-time
- * comparison. No HTTP here: server/http passes the header's value and maps the err_code.
+ * "Authorization: Bearer" header against a route's scope; DSN keys: the ingest-only
+ * credentials of one project, as Sentry SDKs present them. Tokens and keys are stored as
+ * SHA-256 only (store_tokens, store_projects); OpenSSL's libcrypto gives the hash, the
+ * randomness and the constant-time comparison. No HTTP here: server/http passes header values
+ * and maps the err_code.
  */
 #ifndef STACKSIFT_AUTH_AUTH_H
 #define STACKSIFT_AUTH_AUTH_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "base/err.h"
 #include "store/store.h"
+#include "store/store_projects.h"
 
 enum { /* the scopes a token grants and a route needs */
     AUTH_SCOPE_INGEST = 1 << 0, /* POST reports */
@@ -32,10 +38,11 @@ err_code auth_scopes_parse(unsigned *out, const char *csv, err_info *err);
 err_code auth_token_create(char token_out[AUTH_TOKEN_MAX], store *s, const char *name,
                            const char *scopes_csv, err_info *err);
 
-/* auth_tokens - every token that is not revoked, in memory: a request's check never waits
- * for the database. Reloaded every AUTH_TOKENS_REFRESH_MS on a thread of its own, so a new
- * or revoked token takes effect within that on every node; while the database is away the
- * last table stays in force. */
+/* auth_tokens - every token that is not revoked and every DSN key that has not expired, in
+ * memory: a request's check never waits for the database. Reloaded every
+ * AUTH_TOKENS_REFRESH_MS on a thread of its own, so a new or revoked token (a new or rotated
+ * key) takes effect within that on every node; while the database is away the last table
+ * stays in force (a key's expiry is checked against the clock at each use all the same). */
 typedef struct auth_tokens auth_tokens;
 #define AUTH_TOKENS_REFRESH_MS 500
 
@@ -69,5 +76,89 @@ const char *auth_scope_name(unsigned scope);
  */
 err_code auth_check_header(auth_tokens *t, const char *authorization, unsigned need_scope,
                            err_info *err);
+
+/* ---- DSN keys ------------------------------------------------------------------------- */
+
+/* A DSN key is 32 hex digits (as Sentry's: 128 random bits), the user part of the project's
+ * DSN http://KEY@HOST/ID. It only lets a client send reports into its one project. */
+#define AUTH_DSN_KEY_HEX 32
+#define AUTH_DSN_KEY_MAX (AUTH_DSN_KEY_HEX + 1) /* bytes of a key, NUL included */
+#define AUTH_DSN_GRACE_S_DEFAULT 86400          /* old key's life after a rotation: 24 h */
+
+/*
+ * auth_project_create - a new project `slug` (name `name`, NULL = the slug) with a fresh DSN
+ * key (OpenSSL's CSPRNG), of which only the SHA-256 is stored; the key goes to key_out (shown
+ * once: it cannot be recovered). *out = the project.
+ * Errors  ERR_INVALID (slug, name), ERR_CONFLICT (slug taken), ERR_STORE, ERR_INTERNAL.
+ */
+err_code auth_project_create(store_project *out, char key_out[AUTH_DSN_KEY_MAX], store *s,
+                             const char *slug, const char *name, err_info *err);
+
+/*
+ * auth_dsn_key_rotate - give project `slug` a fresh DSN key (key_out) and let its current
+ * keys keep working for `grace_s` more seconds (0: they stop at once), then never again.
+ * *project = the project; expires_at = when the old keys stop (RFC 3339 UTC; "" if none).
+ * Errors  ERR_NOT_FOUND (no such project), ERR_STORE, ERR_INTERNAL.
+ */
+err_code auth_dsn_key_rotate(store_project *project, char key_out[AUTH_DSN_KEY_MAX],
+                             char expires_at[32], store *s, const char *slug, unsigned grace_s,
+                             err_info *err);
+
+/*
+ * auth_dsn_key_check - the project a presented DSN key `key` (NUL-terminated, as the client
+ * sent it: 32 hex digits, any case) sends to: *project_id. Looked up by the key's SHA-256 in
+ * the in-memory table (t; no database round trip), the hash then compared in constant time
+ * (CRYPTO_memcmp); an expired key (rotated, grace period over) is refused at once, not at the
+ * next reload. A route that has a project in its path must also check that it is this one.
+ * Errors  ERR_UNAUTHORIZED (malformed, unknown or expired: one message).
+ */
+err_code auth_dsn_key_check(int64_t *project_id, auth_tokens *t, const char *key, err_info *err);
+
+/* What a Sentry auth header carries (auth_sentry_header_parse). */
+typedef struct {
+    char key[AUTH_DSN_KEY_MAX]; /* sentry_key: "" if absent (or too long: refused anyway) */
+    int version;                /* sentry_version, 0 if absent or not a number */
+    char client[128];           /* sentry_client ("sentry.cocoa/8.36.0"), "" if absent,
+                                   truncated */
+} auth_sentry;
+
+/*
+ * auth_sentry_header_parse - an "X-Sentry-Auth" or "Authorization" value of Sentry's form,
+ * "Sentry sentry_key=KEY, sentry_version=7, sentry_client=NAME/VER[, ...]", read as Relay
+ * reads it: the scheme "Sentry" in any case, then comma-separated name=value pairs, blanks
+ * around them ignored, the "sentry_" prefix of a name optional, unknown names ignored (also
+ * sentry_secret and sentry_timestamp). A sentry_key over AUTH_DSN_KEY_HEX characters is
+ * refused.
+ * Errors  ERR_UNAUTHORIZED (not of this form, or no sentry_key).
+ */
+err_code auth_sentry_header_parse(auth_sentry *out, const char *value, err_info *err);
+
+/*
+ * auth_sentry_key_find - the DSN key of a request, from the first of these that is present,
+ * in Relay's order: the X-Sentry-Auth header, an Authorization header of scheme "Sentry"
+ * (another scheme, e.g. Bearer, is skipped), the `sentry_key` query argument (pass the
+ * decoded value). Each may be NULL. The key (not checked: auth_dsn_key_check) goes to key_out.
+ * Errors  ERR_NOT_FOUND (none present: an envelope's "dsn" header may still name one, see
+ *         auth_dsn_parse), ERR_UNAUTHORIZED (present but malformed).
+ */
+err_code auth_sentry_key_find(char key_out[AUTH_DSN_KEY_MAX], const char *x_sentry_auth,
+                              const char *authorization, const char *query_sentry_key,
+                              err_info *err);
+
+/*
+ * auth_dsn_parse - split a DSN string `dsn` (`len` bytes, no NUL needed) as Sentry SDKs write
+ * it, "SCHEME://KEY[:SECRET]@HOST[:PORT][/PATH]/PROJECT_ID" (an envelope header's "dsn"), into
+ * its key (key_out) and numeric project id (*project_id > 0).
+ * Errors  ERR_INVALID (not of that form, key over AUTH_DSN_KEY_HEX characters, project id not
+ *         a positive number).
+ */
+err_code auth_dsn_parse(char key_out[AUTH_DSN_KEY_MAX], int64_t *project_id, const char *dsn,
+                        size_t len, err_info *err);
+
+/* auth_dsn_format - "SCHEME://KEY@HOST/ID" into out[cap] (snprintf's truncation and return).
+ * `public_url` is how clients reach the server ("http://crash.example.com:8080", a trailing
+ * slash ignored; a bare "host:port" gets "http://"). */
+int auth_dsn_format(char *out, size_t cap, const char *public_url, const char *key,
+                    int64_t project_id);
 
 #endif

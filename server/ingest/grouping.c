@@ -47,11 +47,13 @@ err_code grouping_decide(store_group **groups, size_t *ngroups, store_outcome *o
         if (!o->grouped || o->issue_id != 0)
             continue;
         size_t g = 0;
-        while (g < ng && !same_issue(&out[first[g]], o))
+        while (g < ng && !(rows[first[g]].project_id == rows[i].project_id &&
+                           same_issue(&out[first[g]], o)))
             g++;
         if (g == ng) {
             first[ng++] = i;
             gs[g] = (store_group){
+                .project_id = rows[i].project_id,
                 .app = o->app, .kind = o->kind, .fingerprint = o->fingerprint,
                 .title = o->title, .culprit = o->culprit, .exception = o->exception,
                 .basis = o->basis, .provisional = o->provisional,

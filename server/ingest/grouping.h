@@ -3,9 +3,9 @@
  * in C, which store_work_commit only persists.
  *
  * A report whose signature could be computed (outcome.grouped) belongs to the issue keyed by
- * (app, fingerprint). If it is already in an issue with that fingerprint (reprocessing that
- * changed nothing), it stays. Otherwise it joins a group: the batch's reports of one
- * (app, fingerprint), whose count, first/last receipt, newest report and app versions become
+ * (project, app, fingerprint): grouping is per project. If it is already in an issue with
+ * that fingerprint (reprocessing that changed nothing), it stays. Otherwise it joins a group:
+ * the batch's reports of one (project, app, fingerprint), whose count, first/last receipt, newest report and app versions become
  * one upsert of that issue. A report that was in an issue and does not stay leaves it (its
  * dSYM arrived and its frames now say something else; or it failed on reprocessing).
  */

@@ -29,11 +29,14 @@ typedef struct {
     uint64_t max_report_bytes;    /* limit on the decoded report */
     struct pipeline *pipe;        /* processes a report at once when it can
                                      (pipeline_process_at_intake); NULL: never */
+    int64_t project_id;           /* projects.id the report goes to (grouped among that
+                                     project's issues); 0 = STORE_PROJECT_DEFAULT. The caller
+                                     authenticated it: see auth_dsn_key_check */
 } ingest_report_input;
 
 /*
  * ingest_report_prepare - decode (gzip) and parse one report into the row intake commits
- * (status "received", format and the summary columns; no parsed model: see
+ * (status "received", project in->project_id, format and the summary columns; no parsed model: see
  * ingest_report_model_json); a MetricKit payload of several diagnostics gives one row per
  * diagnostic (crashreport_split), *rows an arena array of *nrows (>= 1). With in->pipe, a
  * report that pipeline_process_at_intake could process now also carries its outcome

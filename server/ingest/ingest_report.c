@@ -168,6 +168,7 @@ err_code ingest_report_prepare(store_report_new **rows, size_t *nrows, const ing
         const uint8_t *doc = ndocs > 0 ? (const uint8_t *)docs[i] : raw;
         size_t dlen = ndocs > 0 ? lens[i] : raw_len;
         rc = prepare_row(&out[i], in->content_type, doc, dlen, in->pipe, a, err);
+        out[i].project_id = in->project_id ? in->project_id : STORE_PROJECT_DEFAULT;
         if (rc != ERR_OK) {
             if (ndocs > 0) {
                 char msg[sizeof err->msg];

@@ -27,6 +27,10 @@
 
 typedef struct store store;
 
+/* projects.id of the default project (migration 0008): where reports go when their route
+ * names no project, and where every row made before projects existed moved. */
+#define STORE_PROJECT_DEFAULT 1
+
 typedef struct {
     unsigned size;    /* most connections the pool opens */
     unsigned open;    /* connections open now (idle + in use) */

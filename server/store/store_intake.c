@@ -143,22 +143,29 @@ static void uuid_text(char out[37], const uint8_t u[16])
 static const store_stmt STMT_INSERT = {
     "reports_intake",
     "INSERT INTO reports (id, status, format, content_type, raw, raw_bytes, parsed, app, "
-    "app_version, os_version) "
+    "app_version, os_version, project_id) "
     "SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bytea[], "
-    "$6::int4[], $7::jsonb[], $8::text[], $9::text[], $10::text[])"};
+    "$6::int4[], $7::jsonb[], $8::text[], $9::text[], $10::text[], $11::int8[])"};
 enum { COL_ID, COL_STATUS, COL_FORMAT, COL_CTYPE, COL_RAW, COL_RAW_BYTES, COL_PARSED, COL_APP,
-       COL_APP_VERSION, COL_OS_VERSION, NCOLS };
+       COL_APP_VERSION, COL_OS_VERSION, COL_PROJECT, NCOLS };
 
 /* Element type OIDs (PostgreSQL's src/include/catalog/pg_type.dat): array_recv refuses an
  * array whose element type is not the parameter's. */
 static const uint32_t COL_TYPE[NCOLS] = {2950 /* uuid */, 25, 25, 25 /* text */,
                                          17 /* bytea */, 23 /* int4 */, 3802 /* jsonb */,
-                                         25, 25, 25};
+                                         25, 25, 25, 20 /* int8 */};
 
 static void put_i32(buf *b, int32_t v)
 {
     uint32_t be = htonl((uint32_t)v);
     buf_append(b, &be, 4);
+}
+
+static void put_i64(buf *b, int64_t v)
+{
+    uint32_t hi = htonl((uint32_t)((uint64_t)v >> 32)), lo = htonl((uint32_t)v);
+    buf_append(b, &hi, 4);
+    buf_append(b, &lo, 4);
 }
 
 /* One element: its length and bytes, or -1 for NULL. */
@@ -190,49 +197,64 @@ static void put_array_head(buf *b, bool has_nulls, uint32_t oid, size_t n)
 /* The same INSERT for a batch holding reports processed at intake: each of those is stored
  * 'processed' with its model and issue, and its issue upserted, in the one statement (so in
  * the one transaction whose commit precedes the 202s). $11..$15 are per report (NULL for a
- * report stored as received), $16 the batch's groups as JSON (one per issue_app +
+ * report stored as received), $16 the batch's groups as JSON (one per project + issue_app +
  * fingerprint). The groups' receipt times are now(): the transaction's time, which is
- * received_at of every row it inserts. Upserts go in (app, fingerprint) order and per-day
+ * received_at of every row it inserts. Upserts go in (project, app, fingerprint) order and per-day
  * counts in issue order, as the workers' (store_queue.c): no deadlock among them. The answer
  * is how many resolved issues the batch reopened. */
 static const store_stmt STMT_INSERT_PROCESSED = {
     "reports_intake_processed",
-    "WITH t AS (SELECT * FROM json_to_recordset($16::json) AS t(app text, kind text, "
-    "fingerprint text, title text, culprit text, exception text, basis text, "
+    "WITH t AS (SELECT * FROM json_to_recordset($17::json) AS t(project_id bigint, app text, "
+    "kind text, fingerprint text, title text, culprit text, exception text, basis text, "
     "provisional boolean, frames jsonb, n bigint, versions text[], last_report uuid)), "
-    "g AS (INSERT INTO issues AS i (app, kind, fingerprint, title, culprit, exception, basis, "
-    "provisional, frames, first_seen, last_seen, count, versions, last_report) "
-    "SELECT t.app, t.kind, t.fingerprint, t.title, t.culprit, t.exception, t.basis, "
-    "t.provisional, t.frames, now(), now(), t.n, "
+    "g AS (INSERT INTO issues AS i (project_id, app, kind, fingerprint, title, culprit, "
+    "exception, basis, provisional, frames, first_seen, last_seen, count, versions, "
+    "last_report) "
+    "SELECT t.project_id, t.app, t.kind, t.fingerprint, t.title, t.culprit, t.exception, "
+    "t.basis, t.provisional, t.frames, now(), now(), t.n, "
     "ARRAY(SELECT DISTINCT v FROM unnest(t.versions) v ORDER BY 1), t.last_report "
-    "FROM t ORDER BY t.app, t.fingerprint " STORE_ISSUE_UPSERT_CONFLICT
-    "RETURNING i.id, i.app, i.fingerprint, coalesce(i.regressed_at = now(), false) AS regressed), "
+    "FROM t ORDER BY t.project_id, t.app, t.fingerprint " STORE_ISSUE_UPSERT_CONFLICT
+    "RETURNING i.id, i.project_id, i.app, i.fingerprint, "
+    "coalesce(i.regressed_at = now(), false) AS regressed), "
     "d AS (INSERT INTO issue_days AS d (issue_id, day, count) "
     "SELECT g.id, (now() AT TIME ZONE 'UTC')::date, t.n FROM g "
-    "JOIN t ON t.app = g.app AND t.fingerprint = g.fingerprint ORDER BY 1 "
+    "JOIN t ON t.project_id = g.project_id AND t.app = g.app AND t.fingerprint = g.fingerprint "
+    "ORDER BY 1 "
     "ON CONFLICT (issue_id, day) DO UPDATE SET count = d.count + EXCLUDED.count), "
     "r AS (INSERT INTO reports (id, status, format, content_type, raw, raw_bytes, parsed, app, "
-    "app_version, os_version, issue_id, fingerprint, kind, hardware_model, symbolicated, "
-    "attempts, processed_at) "
+    "app_version, os_version, project_id, issue_id, fingerprint, kind, hardware_model, "
+    "symbolicated, attempts, processed_at) "
     "SELECT r.id, r.status, r.format, r.content_type, r.raw, r.raw_bytes, r.parsed, r.app, "
-    "r.app_version, r.os_version, g.id, r.fingerprint, r.kind, r.hardware_model, r.model, "
-    "CASE WHEN g.id IS NULL THEN 0 ELSE 1 END, CASE WHEN g.id IS NULL THEN NULL ELSE now() END "
+    "r.app_version, r.os_version, r.project_id, g.id, r.fingerprint, r.kind, r.hardware_model, "
+    "r.model, CASE WHEN g.id IS NULL THEN 0 ELSE 1 END, "
+    "CASE WHEN g.id IS NULL THEN NULL ELSE now() END "
     "FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bytea[], $6::int4[], "
-    "$7::jsonb[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], "
-    "$14::text[], $15::text[]) AS r(id, status, format, content_type, raw, raw_bytes, parsed, "
-    "app, app_version, os_version, issue_app, fingerprint, kind, hardware_model, model) "
-    "LEFT JOIN g ON g.app = r.issue_app AND g.fingerprint = r.fingerprint) "
+    "$7::jsonb[], $8::text[], $9::text[], $10::text[], $11::int8[], $12::text[], $13::text[], "
+    "$14::text[], $15::text[], $16::text[]) AS r(id, status, format, content_type, raw, "
+    "raw_bytes, parsed, app, app_version, os_version, project_id, issue_app, fingerprint, kind, "
+    "hardware_model, model) "
+    "LEFT JOIN g ON g.project_id = r.project_id AND g.app = r.issue_app "
+    "AND g.fingerprint = r.fingerprint) "
     "SELECT count(*) FILTER (WHERE regressed) FROM g"};
 enum { PCOL_ISSUE_APP, PCOL_FINGERPRINT, PCOL_KIND, PCOL_HARDWARE_MODEL, PCOL_MODEL, NPCOLS };
 
-/* Is `b` (processed) in the same group as `a`: the same issue (app, fingerprint)? */
-static bool same_group(const store_report_processed *a, const store_report_processed *b)
+/* The project a report goes to (0 = the default). */
+static int64_t project_of(const store_report_new *r)
 {
-    return strcmp(a->issue_app, b->issue_app) == 0 && strcmp(a->fingerprint, b->fingerprint) == 0;
+    return r->project_id ? r->project_id : STORE_PROJECT_DEFAULT;
 }
 
-/* $11..$15 (binary text arrays: NULL for a report stored as received) and $16, the groups:
- * [{"app","kind","fingerprint","title","culprit","exception","basis","provisional","frames",
+/* Are processed reports `a` and `b` in the same group: the same issue (project, app,
+ * fingerprint)? */
+static bool same_group(const store_report_new *a, const store_report_new *b)
+{
+    return a->processed && b->processed && project_of(a) == project_of(b) &&
+           strcmp(a->processed->issue_app, b->processed->issue_app) == 0 &&
+           strcmp(a->processed->fingerprint, b->processed->fingerprint) == 0;
+}
+
+/* $12..$16 (binary text arrays: NULL for a report stored as received) and $17, the groups:
+ * [{"project_id","app","kind","fingerprint","title","culprit","exception","basis","provisional","frames",
  * "n","versions","last_report"}] in order of first appearance. A group's title and frames
  * come from its first report (the same signature gives the same ones), last_report is its
  * last (all share one receipt time), versions its reports' distinct app versions. */
@@ -260,12 +282,13 @@ static void processed_columns(buf pcol[NPCOLS + 1], intake_entry *batch, size_t 
         /* the first report of its group writes the group */
         bool first = true;
         for (intake_entry *o = batch; o != e && first; o = o->next)
-            first = !(o->r->processed && same_group(o->r->processed, p));
+            first = !same_group(o->r, e->r);
         if (!first)
             continue;
         int64_t count = 0;
         const char *last = NULL;
         jsonw_object_begin(&j);
+        jsonw_kint(&j, "project_id", project_of(e->r));
         jsonw_kstr(&j, "app", p->issue_app);
         jsonw_kstr(&j, "kind", p->kind);
         jsonw_kstr(&j, "fingerprint", p->fingerprint);
@@ -280,8 +303,7 @@ static void processed_columns(buf pcol[NPCOLS + 1], intake_entry *batch, size_t 
         size_t m = k;
         char last_id[37];
         for (intake_entry *o = e; m > 0; o = o->next, m--) {
-            const store_report_processed *q = o->r->processed;
-            if (!q || !same_group(q, p))
+            if (!same_group(o->r, e->r))
                 continue;
             count++;
             uuid_text(last_id, o->id);
@@ -292,7 +314,7 @@ static void processed_columns(buf pcol[NPCOLS + 1], intake_entry *batch, size_t 
             bool seen = false;   /* repeats are dropped by the SQL too; this keeps it short */
             size_t m2 = k;
             for (intake_entry *w = e; w != o && m2 > 0 && !seen; w = w->next, m2--)
-                seen = w->r->processed && same_group(w->r->processed, p) &&
+                seen = same_group(w->r, e->r) &&
                        w->r->app_version && strcmp(w->r->app_version, v) == 0;
             if (!seen)
                 jsonw_str(&j, v);
@@ -317,7 +339,8 @@ static err_code insert_batch(pconn *c, intake_entry *batch, size_t n, bool with_
     for (int k = 0; k < NCOLS; k++) {
         buf_init(&col[k]);
         put_array_head(&col[k], !(k == COL_ID || k == COL_STATUS || k == COL_FORMAT ||
-                                  k == COL_CTYPE || k == COL_RAW || k == COL_RAW_BYTES),
+                                  k == COL_CTYPE || k == COL_RAW || k == COL_RAW_BYTES ||
+                                  k == COL_PROJECT),
                        COL_TYPE[k], n);
     }
     size_t k = n;
@@ -341,6 +364,8 @@ static err_code insert_batch(pconn *c, intake_entry *batch, size_t n, bool with_
         put_text(&col[COL_APP], r->app);
         put_text(&col[COL_APP_VERSION], r->app_version);
         put_text(&col[COL_OS_VERSION], r->os_version);
+        put_i32(&col[COL_PROJECT], 8);
+        put_i64(&col[COL_PROJECT], project_of(r));
     }
     const char *values[NCOLS + NPCOLS + 1];
     int lengths[NCOLS + NPCOLS + 1], formats[NCOLS + NPCOLS + 1];

@@ -86,10 +86,11 @@ void store_release(store *s, pconn *c);
  * processed at intake in store_intake.c), for an INSERT INTO issues AS i whose rows carry
  * count, first/last seen, last_report and versions of the reports joining: counts add up,
  * first/last seen widen, versions merge sorted, and a resolved issue seen again in the
- * version it was fixed in or later reopens (a regression). Each statement lists its rows in
- * (app, fingerprint) order, so concurrent ones lock issues in the same order. */
+ * version it was fixed in or later reopens (a regression). Issues are keyed by (project_id,
+ * app, fingerprint): grouping is per project. Each statement lists its rows in that order, so
+ * concurrent ones lock issues in the same order. */
 #define STORE_ISSUE_UPSERT_CONFLICT \
-    "ON CONFLICT (app, fingerprint) DO UPDATE SET " \
+    "ON CONFLICT (project_id, app, fingerprint) DO UPDATE SET " \
     "count = i.count + EXCLUDED.count, " \
     "first_seen = least(i.first_seen, EXCLUDED.first_seen), " \
     "last_seen = greatest(i.last_seen, EXCLUDED.last_seen), " \

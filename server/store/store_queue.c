@@ -2,7 +2,8 @@
  * store_queue - the processing queue in SQL (see store_queue.h): claiming received reports,
  * committing what the workers made of them in one transaction. Batches travel as one JSON parameter read by json_to_recordset, so that a
  * batch of reports costs a handful of statements, not a handful per report. Upserts list
- * issues in (app, fingerprint) order, so concurrent batches lock rows in the same order.
+ * issues in (project, app, fingerprint) order, so concurrent batches lock rows in the same
+ * order.
  */
 #include "store/store_queue.h"
 
@@ -27,7 +28,7 @@ struct store_work {
 
 static const char SQL_CLAIM[] =
     "SELECT id::text, raw, coalesce(issue_id, 0)::text, fingerprint, app, " STORE_TS_US("received_at")
-    ", to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD'), attempts::text "
+    ", to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD'), attempts::text, project_id::text "
     "FROM reports WHERE status = 'received' ORDER BY received_at "
     "LIMIT $1 FOR UPDATE SKIP LOCKED";
 
@@ -87,6 +88,7 @@ err_code store_work_claim(store_work **out, const store_claimed **rows, size_t *
             r->received_at = store_dup(a, res, row, 5, err, &rc);
             r->day = store_dup(a, res, row, 6, err, &rc);
             r->attempts = atoi(PQgetvalue(res, row, 7));
+            r->project_id = strtoll(PQgetvalue(res, row, 8), NULL, 10);
         }
         w->n = got;
     }
@@ -102,16 +104,18 @@ err_code store_work_claim(store_work **out, const store_claimed **rows, size_t *
 }
 
 static const char SQL_UPSERT_ISSUES[] =
-    "INSERT INTO issues AS i (app, kind, fingerprint, title, culprit, exception, basis, "
-    "provisional, frames, first_seen, last_seen, count, versions, last_report) "
-    "SELECT t.app, t.kind, t.fingerprint, t.title, t.culprit, t.exception, t.basis, "
-    "t.provisional, t.frames, t.first_seen, t.last_seen, t.n, "
+    "INSERT INTO issues AS i (project_id, app, kind, fingerprint, title, culprit, exception, "
+    "basis, provisional, frames, first_seen, last_seen, count, versions, last_report) "
+    "SELECT t.project_id, t.app, t.kind, t.fingerprint, t.title, t.culprit, t.exception, "
+    "t.basis, t.provisional, t.frames, t.first_seen, t.last_seen, t.n, "
     "ARRAY(SELECT DISTINCT v FROM unnest(t.versions) v ORDER BY 1), t.last_report "
-    "FROM json_to_recordset($1::json) AS t(app text, kind text, fingerprint text, title text, "
-    "culprit text, exception text, basis text, provisional boolean, frames jsonb, "
-    "first_seen timestamptz, last_seen timestamptz, n bigint, versions text[], last_report uuid) "
-    "ORDER BY t.app, t.fingerprint " STORE_ISSUE_UPSERT_CONFLICT
-    "RETURNING id::text, app, fingerprint, coalesce(regressed_at = now(), false)";
+    "FROM json_to_recordset($1::json) AS t(project_id bigint, app text, kind text, "
+    "fingerprint text, title text, culprit text, exception text, basis text, "
+    "provisional boolean, frames jsonb, first_seen timestamptz, last_seen timestamptz, "
+    "n bigint, versions text[], last_report uuid) "
+    "ORDER BY t.project_id, t.app, t.fingerprint " STORE_ISSUE_UPSERT_CONFLICT
+    "RETURNING id::text, app, fingerprint, coalesce(regressed_at = now(), false), "
+    "project_id::text";
 
 static const char SQL_ISSUE_DAYS[] =
     "INSERT INTO issue_days AS d (issue_id, day, count) "
@@ -189,6 +193,7 @@ static err_code upsert_groups(int64_t *ids, store_work *w, const store_group *gr
     for (size_t g = 0; g < ngroups; g++) {
         const store_group *o = &groups[g];
         jsonw_object_begin(&j);
+        jsonw_kint(&j, "project_id", o->project_id ? o->project_id : STORE_PROJECT_DEFAULT);
         jsonw_kstr(&j, "app", o->app);
         jsonw_kstr(&j, "kind", o->kind);
         jsonw_kstr(&j, "fingerprint", o->fingerprint);
@@ -219,8 +224,10 @@ static err_code upsert_groups(int64_t *ids, store_work *w, const store_group *gr
         return rc;
     for (int r = 0; r < PQntuples(res); r++) {
         const char *app = PQgetvalue(res, r, 1), *fp = PQgetvalue(res, r, 2);
+        int64_t project = strtoll(PQgetvalue(res, r, 4), NULL, 10);
         for (size_t g = 0; g < ngroups; g++)
-            if (strcmp(groups[g].app, app) == 0 && strcmp(groups[g].fingerprint, fp) == 0)
+            if ((groups[g].project_id ? groups[g].project_id : STORE_PROJECT_DEFAULT) == project &&
+                strcmp(groups[g].app, app) == 0 && strcmp(groups[g].fingerprint, fp) == 0)
                 ids[g] = strtoll(PQgetvalue(res, r, 0), NULL, 10);
         *regressions += PQgetvalue(res, r, 3)[0] == 't';
     }

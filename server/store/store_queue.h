@@ -29,6 +29,7 @@ typedef struct {
     const char *received_at;  /* RFC 3339 UTC, microseconds */
     const char *day;          /* UTC day of receipt, YYYY-MM-DD */
     int attempts;             /* earlier processing attempts */
+    int64_t project_id;       /* projects.id: its issue is one of this project's */
 } store_claimed;
 
 /* What a worker made of one claimed report. Strings NUL-terminated, NULL = SQL NULL. */
@@ -55,9 +56,10 @@ typedef struct {
 
 #define STORE_NO_GROUP SIZE_MAX
 
-/* One issue a batch adds reports to, keyed by (app, fingerprint): created, or counted in if
- * it exists. Strings NUL-terminated, from one of its reports' outcomes. */
+/* One issue a batch adds reports to, keyed by (project_id, app, fingerprint): created, or
+ * counted in if it exists. Strings NUL-terminated, from one of its reports' outcomes. */
 typedef struct {
+    int64_t project_id;             /* projects.id (0 = the default project) */
     const char *app, *kind, *fingerprint;
     const char *title, *culprit, *exception, *basis; /* used when the issue is created */
     bool provisional;

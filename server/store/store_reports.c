@@ -13,10 +13,11 @@
 
 static const store_stmt ST_REPORT_INSERT = {
     "report_insert", "INSERT INTO reports (status, format, content_type, raw, raw_bytes, "
-                     "parsed, app, app_version, os_version, missing_uuids, error) "
+                     "parsed, app, app_version, os_version, missing_uuids, error, "
+                     "project_id) "
                      "VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9, "
                      "coalesce((SELECT array_agg(u::uuid) "
-                     "FROM jsonb_array_elements_text($10::jsonb) u), '{}'), $11) "
+                     "FROM jsonb_array_elements_text($10::jsonb) u), '{}'), $11, $12::int8) "
                      "RETURNING id::text"};
 static const store_stmt ST_REPORT_GET = {
     "report_get", "SELECT id::text, status, format, content_type, " STORE_TS("received_at") ", "
@@ -24,7 +25,7 @@ static const store_stmt ST_REPORT_GET = {
                   "os_version, (SELECT coalesce(json_agg(upper(u::text)), '[]') "
                   "FROM unnest(missing_uuids) u)::text, error, "
                   "coalesce(issue_id, 0)::text, fingerprint, kind, hardware_model, "
-                  "symbolicated, " STORE_TS("processed_at") " "
+                  "symbolicated, " STORE_TS("processed_at") ", project_id::text "
                   "FROM reports WHERE id = $1::uuid"};
 static const store_stmt ST_REPORT_COUNT = {
     "report_count", "SELECT count(*) FROM reports WHERE ($1::text IS NULL OR status = $1)"};
@@ -45,20 +46,22 @@ static err_code do_report_insert(pconn *c, void *vctx, err_info *err)
 {
     report_ctx *r = vctx;
     const store_report_new *in = r->in;
-    char raw_bytes[24];
+    char raw_bytes[24], project[24];
     snprintf(raw_bytes, sizeof raw_bytes, "%zu", in->raw_len);
-    const char *values[11] = {in->status,     in->format,      in->content_type,
+    snprintf(project, sizeof project, "%lld",
+             (long long)(in->project_id ? in->project_id : STORE_PROJECT_DEFAULT));
+    const char *values[12] = {in->status,     in->format,      in->content_type,
                               (const char *)in->raw, raw_bytes, in->parsed_json,
                               in->app,        in->app_version, in->os_version,
-                              in->missing_uuids_json, in->error};
-    int lengths[11] = {0};
-    int formats[11] = {0};
+                              in->missing_uuids_json, in->error, project};
+    int lengths[12] = {0};
+    int formats[12] = {0};
     lengths[3] = (int)in->raw_len;
     formats[3] = 1;   /* bytea travels as binary: no escaping, no doubling */
     if (in->raw_len == 0)
         values[3] = "";   /* a NULL pointer would mean SQL NULL */
     PGresult *res;
-    err_code rc = store_exec(&res, c, &ST_REPORT_INSERT, 11, values, lengths, formats, err);
+    err_code rc = store_exec(&res, c, &ST_REPORT_INSERT, 12, values, lengths, formats, err);
     if (rc != ERR_OK)
         return rc;
     store_copy(r->id_out, 37, res, 0, 0);
@@ -134,6 +137,7 @@ static err_code do_report_get(pconn *c, void *vctx, err_info *err)
     o->hardware_model = store_dup(r->a, res, 0, 16, err, &rc);
     o->symbolicated_json = store_dup(r->a, res, 0, 17, err, &rc);
     o->processed_at = store_dup(r->a, res, 0, 18, err, &rc);
+    o->project_id = strtoll(PQgetvalue(res, 0, 19), NULL, 10);
     PQclear(res);
     return rc;
 }

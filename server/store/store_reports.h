@@ -41,6 +41,8 @@ typedef struct {
     const char *error;        /* why it failed, or NULL */
     const store_report_processed *processed; /* store_intake only: processed at intake, or
                                                 NULL (see store_intake_submit) */
+    int64_t project_id;       /* projects.id it belongs to (and is grouped in); 0 = the
+                                 default project, STORE_PROJECT_DEFAULT */
 } store_report_new;
 
 /* A stored report; strings allocated in the caller's arena, NULL when the column is NULL. */
@@ -65,6 +67,7 @@ typedef struct {
     const char *hardware_model;
     const char *symbolicated_json;  /* the symbolicated model, a JSON object */
     const char *processed_at;       /* RFC 3339 UTC */
+    int64_t project_id;             /* projects.id */
 } store_report;
 
 /* store_report_insert - commit a new report and write its id (a UUID) to id_out. When this

@@ -35,9 +35,9 @@ static err_code exec(PGresult **out, pconn *c, const store_stmt *st, int n,
 static const store_stmt SQL_INSERT = {"samples_insert",
     "INSERT INTO sample_batches (app, batch_id, sha256, build, device, samples, calls, canonical) "
     "VALUES ($1, $2, $3, $4, $5, $6, $7, $8) "
-    "ON CONFLICT (app, batch_id) WHERE batch_id IS NOT NULL DO NOTHING RETURNING id"};
+    "ON CONFLICT (project_id, app, batch_id) WHERE batch_id IS NOT NULL DO NOTHING RETURNING id"};
 static const store_stmt SQL_EXISTING = {"samples_existing",
-    "SELECT sha256 FROM sample_batches WHERE app = $1 AND batch_id = $2"};
+    "SELECT sha256 FROM sample_batches WHERE project_id = 1 AND app = $1 AND batch_id = $2"};
 
 typedef struct {
     const store_sample_batch *b;
@@ -210,17 +210,21 @@ err_code store_samples_claim(store_sample_work **out, const store_claimed_batch 
 /* Call sites first (one row per (app, tag, key): DISTINCT ON, or ON CONFLICT would meet a
  * row twice), then their per-build-and-day rows, joined back by the unique key. */
 static const store_stmt SQL_UPSERT_CALLSITES = {"samples_upsert_callsites",
-    "INSERT INTO callsites AS c (app, tag, key, frames, stack, first_build, first_seen, "
-    "last_seen, count) "
-    "SELECT DISTINCT ON (t.app, t.tag, t.key) t.app, t.tag, t.key, t.frames, t.stack, "
-    "first_value(t.build) OVER (PARTITION BY t.app, t.tag, t.key "
+    "INSERT INTO callsites AS c (project_id, app, tag, key, frames, stack, first_build, "
+    "first_seen, last_seen, count) "
+    "SELECT DISTINCT ON (t.project_id, t.app, t.tag, t.key) t.project_id, t.app, t.tag, t.key, "
+    "t.frames, t.stack, "
+    "first_value(t.build) OVER (PARTITION BY t.project_id, t.app, t.tag, t.key "
     "ORDER BY version_key(t.build), t.build), "
     "min(t.first_seen) OVER w, max(t.last_seen) OVER w, sum(t.n) OVER w "
-    "FROM json_to_recordset($1::json) AS t(app text, tag text, key text, frames jsonb, "
-    "stack jsonb, build text, first_seen timestamptz, last_seen timestamptz, n bigint) "
-    "WINDOW w AS (PARTITION BY t.app, t.tag, t.key) "
-    "ORDER BY t.app, t.tag, t.key "
-    "ON CONFLICT (app, tag, key) DO UPDATE SET "
+    "FROM (SELECT coalesce(t.project_id, 1) AS project_id, t.app, t.tag, t.key, t.frames, "
+    "t.stack, t.build, t.first_seen, t.last_seen, t.n "
+    "FROM json_to_recordset($1::json) AS t(project_id bigint, app text, tag text, key text, "
+    "frames jsonb, stack jsonb, build text, first_seen timestamptz, last_seen timestamptz, "
+    "n bigint)) t "
+    "WINDOW w AS (PARTITION BY t.project_id, t.app, t.tag, t.key) "
+    "ORDER BY t.project_id, t.app, t.tag, t.key "
+    "ON CONFLICT (project_id, app, tag, key) DO UPDATE SET "
     "count = c.count + EXCLUDED.count, "
     "first_seen = least(c.first_seen, EXCLUDED.first_seen), "
     "last_seen = greatest(c.last_seen, EXCLUDED.last_seen), "
@@ -234,9 +238,11 @@ static const store_stmt SQL_UPSERT_DAYS = {"samples_upsert_days",
     "SELECT c.id, t.build, t.day, t.version, t.n, "
     "ARRAY(SELECT DISTINCT x FROM json_array_elements_text(t.devices) x ORDER BY 1), "
     "t.first_seen, t.last_seen "
-    "FROM json_to_recordset($1::json) AS t(app text, tag text, key text, build text, day date, "
-    "version text, n bigint, devices json, first_seen timestamptz, last_seen timestamptz) "
-    "JOIN callsites c ON c.app = t.app AND c.tag = t.tag AND c.key = t.key "
+    "FROM json_to_recordset($1::json) AS t(project_id bigint, app text, tag text, key text, "
+    "build text, day date, version text, n bigint, devices json, first_seen timestamptz, "
+    "last_seen timestamptz) "
+    "JOIN callsites c ON c.project_id = coalesce(t.project_id, 1) AND c.app = t.app "
+    "AND c.tag = t.tag AND c.key = t.key "
     "ORDER BY c.id, t.build, t.day "
     "ON CONFLICT (callsite_id, build, day) DO UPDATE SET "
     "count = d.count + EXCLUDED.count, version = EXCLUDED.version, "
@@ -248,17 +254,17 @@ static const store_stmt SQL_DELETE_PENDING = {"samples_delete_pending",
     "DELETE FROM callsite_pending WHERE id = ANY(string_to_array($1, ',')::bigint[])"};
 
 static const store_stmt SQL_UPSERT_PENDING = {"samples_upsert_pending",
-    "INSERT INTO callsite_pending AS p (app, stack_key, build, day, version, sample, count, "
-    "devices, first_seen, last_seen, missing_uuids) "
-    "SELECT t.app, t.stack_key, t.build, t.day, t.version, t.sample, t.n, "
+    "INSERT INTO callsite_pending AS p (project_id, app, stack_key, build, day, version, sample, "
+    "count, devices, first_seen, last_seen, missing_uuids) "
+    "SELECT coalesce(t.project_id, 1), t.app, t.stack_key, t.build, t.day, t.version, t.sample, t.n, "
     "ARRAY(SELECT DISTINCT x FROM json_array_elements_text(t.devices) x ORDER BY 1), "
     "t.first_seen, t.last_seen, "
     "ARRAY(SELECT u::uuid FROM json_array_elements_text(t.missing) u) "
-    "FROM json_to_recordset($1::json) AS t(app text, stack_key text, build text, day date, "
-    "version text, sample text, n bigint, devices json, first_seen timestamptz, "
-    "last_seen timestamptz, missing json) "
-    "ORDER BY t.app, t.stack_key, t.build, t.day "
-    "ON CONFLICT (app, stack_key, build, day) DO UPDATE SET "
+    "FROM json_to_recordset($1::json) AS t(project_id bigint, app text, stack_key text, "
+    "build text, day date, version text, sample text, n bigint, devices json, "
+    "first_seen timestamptz, last_seen timestamptz, missing json) "
+    "ORDER BY 1, t.app, t.stack_key, t.build, t.day "
+    "ON CONFLICT (project_id, app, stack_key, build, day) DO UPDATE SET "
     "count = p.count + EXCLUDED.count, version = EXCLUDED.version, "
     "devices = ARRAY(SELECT DISTINCT x FROM unnest(p.devices || EXCLUDED.devices) x ORDER BY 1), "
     "first_seen = least(p.first_seen, EXCLUDED.first_seen), "

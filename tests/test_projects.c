@@ -1,0 +1,501 @@
+/*
+ * test_projects - projects and DSN keys against a real Postgres (STACKSIFT_TEST_DATABASE_URL,
+ * databases of its own): migration 0008 moves existing reports, issues and call sites to the
+ * default project; projects are created, listed and found; a DSN key maps to its project
+ * only, from the in-memory table (auth_dsn_key_check); a rotated key works during its grace
+ * period and not after; the same crash in two projects is two issues, both when processed at
+ * intake (store_intake) and by the workers (store_work_commit + grouping_decide).
+ */
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "auth/auth.h"
+#include "base/arena.h"
+#include "harness.h"
+#include "ingest/grouping.h"
+#include "server_harness.h"
+#include "store/store.h"
+#include "store/store_intake.h"
+#include "store/store_projects.h"
+#include "store/store_queue.h"
+#include "store/store_reports.h"
+
+static char *db_url;
+static const char *source_dir;
+
+static store *open_store(const char *url, unsigned pool)
+{
+    store *s = NULL;
+    err_info err = {0};
+    if (store_open(&s, url, pool, 5000, &err) != ERR_OK)
+        fprintf(stderr, "store_open: %s\n", err.msg);
+    return s;
+}
+
+/* One value of `sql` on `url` (malloc'd; NULL for no row / SQL NULL / error). */
+static char *query1(const char *url, const char *sql)
+{
+    PGconn *c = PQconnectdb(url);
+    PGresult *r = PQexec(c, sql);
+    char *out = NULL;
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) >= 1 && !PQgetisnull(r, 0, 0))
+        out = strdup(PQgetvalue(r, 0, 0));
+    else if (PQresultStatus(r) != PGRES_TUPLES_OK && PQresultStatus(r) != PGRES_COMMAND_OK)
+        fprintf(stderr, "query failed: %s: %s", sql, PQerrorMessage(c));
+    PQclear(r);
+    PQfinish(c);
+    return out;
+}
+
+static bool exec_ok(PGconn *c, const char *sql)
+{
+    PGresult *r = PQexec(c, sql);
+    bool ok = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK;
+    if (!ok)
+        fprintf(stderr, "exec failed: %.120s: %s", sql, PQerrorMessage(c));
+    PQclear(r);
+    return ok;
+}
+
+/* Data made before projects existed (migrations 0001-0007 applied from migrations/ as
+ * `stacksift migrate` would, then rows in them) is in the default project after 0008. */
+static void migration_moves_existing_rows_to_default(void)
+{
+    e2e_env env;
+    if (!e2e_env_load(&env, "test_projects"))
+        return;
+    char *name = xsprintf("stacksift_projects_mig_%d", (int)getpid());
+    char *url = create_database(env.base_url, name);
+    CHECK(url != NULL);
+    if (!url) {
+        free(name);
+        return;
+    }
+    PGconn *c = PQconnectdb(url);
+    CHECK(exec_ok(c, "CREATE TABLE schema_migrations (version integer PRIMARY KEY, "
+                     "name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"));
+    static const char *const before[] = {"0001_create_core", "0002_create_issues",
+                                         "0003_create_stats_views", "0005_create_callsites",
+                                         "0006_partition_reports_store_blobs", "0007_reports_lz4"};
+    for (size_t i = 0; i < sizeof before / sizeof before[0]; i++) {
+        char *path = xsprintf("%s/migrations/%s.sql", source_dir, before[i]);
+        char *sql = read_file(path, NULL);
+        CHECK(sql != NULL);
+        if (sql) {
+            CHECK(exec_ok(c, "BEGIN"));
+            CHECK(exec_ok(c, sql));
+            char *mark = xsprintf("INSERT INTO schema_migrations (version, name) VALUES (%d, '%s')",
+                                  atoi(before[i]), before[i] + 5);
+            CHECK(exec_ok(c, mark));
+            CHECK(exec_ok(c, "COMMIT"));
+            free(mark);
+        }
+        free(sql);
+        free(path);
+    }
+    /* an issue with two reports, one report still queued, a call site with a day */
+    CHECK(exec_ok(c, "INSERT INTO issues (id, app, kind, fingerprint, title, culprit, exception, "
+                     "basis, provisional, frames, first_seen, last_seen, count) VALUES "
+                     "(7, 'Old', 'crash', 'f00d', 't', 'c', 'e', 'in_app', false, '[]', now(), "
+                     "now(), 2)"));
+    CHECK(exec_ok(c, "INSERT INTO reports (status, format, content_type, raw, raw_bytes, app, "
+                     "issue_id, fingerprint) VALUES ('processed', 'json', 'application/json', "
+                     "'x', 1, 'Old', 7, 'f00d'), ('processed', 'json', 'application/json', 'y', "
+                     "1, 'Old', 7, 'f00d'), ('received', 'json', 'application/json', 'z', 1, "
+                     "'Old', NULL, NULL)"));
+    CHECK(exec_ok(c, "INSERT INTO callsites (id, app, tag, key, frames, stack, first_build, "
+                     "first_seen, last_seen, count) VALUES (3, 'Old', 'api', 'k1', '[]', '[]', "
+                     "'1', now(), now(), 5)"));
+    CHECK(exec_ok(c, "INSERT INTO sample_batches (app, batch_id, sha256, build, device, samples, "
+                     "calls) VALUES ('Old', 'b1', 'aa', '1', 'd', 1, 5)"));
+    PQfinish(c);
+
+    store *s = open_store(url, 1);
+    CHECK(s != NULL);
+    int applied = 0;
+    err_info err = {0};
+    if (s) {
+        CHECK_EQ_INT(store_migrate(&applied, s, NULL, NULL, &err), ERR_OK);
+        CHECK(applied >= 1);
+    }
+    char *v;
+    CHECK_EQ_STR(v = query1(url, "SELECT id || ' ' || slug FROM projects"), "1 default");
+    free(v);
+    CHECK_EQ_STR(v = query1(url, "SELECT count(*) || ' ' || min(project_id) || max(project_id) "
+                                 "FROM reports"), "3 11");
+    free(v);
+    CHECK_EQ_STR(v = query1(url, "SELECT project_id || ' ' || count FROM issues WHERE id = 7"),
+                 "1 2");
+    free(v);
+    CHECK_EQ_STR(v = query1(url, "SELECT project_id::text FROM callsites WHERE id = 3"), "1");
+    free(v);
+    CHECK_EQ_STR(v = query1(url, "SELECT project_id::text FROM sample_batches"), "1");
+    free(v);
+    /* the next project gets id 2, and the same (app, fingerprint) may exist in it */
+    if (s) {
+        store_project p;
+        char key[AUTH_DSN_KEY_MAX];
+        CHECK_EQ_INT(auth_project_create(&p, key, s, "second", NULL, &err), ERR_OK);
+        CHECK_EQ_INT(p.id, 2);
+    }
+    CHECK_EQ_STR(v = query1(url, "INSERT INTO issues (project_id, app, kind, fingerprint, title, "
+                                 "culprit, exception, basis, provisional, frames, first_seen, "
+                                 "last_seen, count) VALUES (2, 'Old', 'crash', 'f00d', 't', 'c', "
+                                 "'e', 'in_app', false, '[]', now(), now(), 1) RETURNING "
+                                 "project_id::text"), "2");
+    free(v);
+    /* a partition made after 0008 has the column and the foreign key */
+    CHECK_EQ_STR(v = query1(url, "SELECT stacksift_reports_partition_create("
+                                 "((now() AT TIME ZONE 'UTC')::date + 30))::text"), "true");
+    free(v);
+    CHECK_EQ_STR(v = query1(url, "INSERT INTO reports (status, format, content_type, raw, "
+                                 "raw_bytes, received_at, project_id) VALUES ('received', 'json', "
+                                 "'application/json', 'w', 1, now() + interval '30 days', 2) "
+                                 "RETURNING project_id::text"), "2");
+    free(v);
+    CHECK(query1(url, "INSERT INTO reports (status, format, content_type, raw, raw_bytes, "
+                      "received_at, project_id) VALUES ('received', 'json', 'application/json', "
+                      "'w', 1, now() + interval '30 days', 99) RETURNING 1") == NULL);
+    store_close(s);
+
+    PGconn *admin = PQconnectdb(env.base_url);
+    char *drop = xsprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name);
+    PQclear(PQexec(admin, drop));
+    PQfinish(admin);
+    free(drop);
+    free(url);
+    free(name);
+}
+
+static void projects_created_listed_found(void)
+{
+    store *s = open_store(db_url, 1);
+    CHECK(s != NULL);
+    if (!s)
+        return;
+    err_info err = {0};
+    store_project p, q;
+    char key[AUTH_DSN_KEY_MAX];
+    CHECK_EQ_INT(auth_project_create(&p, key, s, "ios-app", "iOS App", &err), ERR_OK);
+    CHECK(p.id > 1);
+    CHECK_EQ_STR(p.slug, "ios-app");
+    CHECK_EQ_STR(p.name, "iOS App");
+    CHECK_EQ_INT(p.keys, 1);
+    CHECK_EQ_INT(strlen(key), AUTH_DSN_KEY_HEX);
+    CHECK_EQ_INT(strspn(key, "0123456789abcdef"), AUTH_DSN_KEY_HEX);
+    CHECK_EQ_INT(strlen(p.created_at), 24);
+    /* the key itself is stored nowhere */
+    char *sql = xsprintf("SELECT count(*) FROM dsn_keys WHERE encode(key_sha256, 'hex') LIKE "
+                         "'%%%s%%' OR encode(key_sha256, 'escape') LIKE '%%%s%%'", key, key);
+    char *v = query1(db_url, sql);
+    CHECK_EQ_STR(v, "0");
+    free(v);
+    free(sql);
+
+    CHECK_EQ_INT(store_project_find_slug(&q, s, "ios-app", &err), ERR_OK);
+    CHECK_EQ_INT(q.id, p.id);
+    CHECK_EQ_STR(q.name, "iOS App");
+    CHECK_EQ_INT(store_project_find_id(&q, s, p.id, &err), ERR_OK);
+    CHECK_EQ_STR(q.slug, "ios-app");
+    CHECK_EQ_INT(store_project_find_id(&q, s, 1, &err), ERR_OK);
+    CHECK_EQ_STR(q.slug, "default");
+    CHECK_EQ_INT(store_project_find_slug(&q, s, "nope", &err), ERR_NOT_FOUND);
+    CHECK_EQ_INT(store_project_find_slug(&q, s, "Bad Slug", &err), ERR_NOT_FOUND);
+    CHECK_EQ_INT(store_project_find_id(&q, s, 9999, &err), ERR_NOT_FOUND);
+
+    /* refusals: taken slug, bad slug, overlong name; nothing stored for them */
+    CHECK_EQ_INT(auth_project_create(&q, key, s, "ios-app", NULL, &err), ERR_CONFLICT);
+    CHECK(strstr(err.msg, "ios-app") != NULL);
+    CHECK_EQ_STR(key, "");
+    CHECK_EQ_INT(auth_project_create(&q, key, s, "Not Valid", NULL, &err), ERR_INVALID);
+    char name[260];
+    memset(name, 'n', 250);
+    name[250] = '\0';
+    CHECK_EQ_INT(auth_project_create(&q, key, s, "long-name", name, &err), ERR_INVALID);
+
+    store_project *list;
+    size_t n;
+    CHECK_EQ_INT(store_projects_list(&list, &n, s, &err), ERR_OK);
+    CHECK(n >= 2);
+    if (n >= 2) {
+        CHECK_EQ_STR(list[0].slug, "default");
+        CHECK_EQ_INT(list[0].keys, 0);
+        bool found = false;
+        for (size_t i = 0; i < n; i++)
+            found |= strcmp(list[i].slug, "ios-app") == 0 && list[i].id == p.id;
+        CHECK(found);
+        for (size_t i = 1; i < n; i++)
+            CHECK(list[i].id > list[i - 1].id);
+    }
+    free(list);
+    store_close(s);
+}
+
+/* A key maps to its own project and no other; a wrong, malformed or other project's key
+ * is refused; a rotated key works during the grace period and not after. */
+static void keys_map_to_their_project_and_rotate(void)
+{
+    store *s = open_store(db_url, 2);
+    CHECK(s != NULL);
+    if (!s)
+        return;
+    err_info err = {0};
+    store_project a, b;
+    char ka[AUTH_DSN_KEY_MAX], kb[AUTH_DSN_KEY_MAX];
+    CHECK_EQ_INT(auth_project_create(&a, ka, s, "proj-a", "A", &err), ERR_OK);
+    CHECK_EQ_INT(auth_project_create(&b, kb, s, "proj-b", "B", &err), ERR_OK);
+    CHECK(a.id != b.id);
+    CHECK(strcmp(ka, kb) != 0);
+
+    auth_tokens *t = NULL;
+    CHECK_EQ_INT(auth_tokens_open(&t, s, &err), ERR_OK);
+    if (!t) {
+        store_close(s);
+        return;
+    }
+    int64_t pid = -1;
+    CHECK_EQ_INT(auth_dsn_key_check(&pid, t, ka, &err), ERR_OK);
+    CHECK_EQ_INT(pid, a.id);
+    CHECK_EQ_INT(auth_dsn_key_check(&pid, t, kb, &err), ERR_OK);
+    CHECK_EQ_INT(pid, b.id);
+    /* any case: SDKs pass the DSN's user part as written */
+    char upper[AUTH_DSN_KEY_MAX];
+    for (int i = 0; i < AUTH_DSN_KEY_MAX; i++)
+        upper[i] = (char)(ka[i] >= 'a' && ka[i] <= 'f' ? ka[i] - 32 : ka[i]);
+    CHECK_EQ_INT(auth_dsn_key_check(&pid, t, upper, &err), ERR_OK);
+    CHECK_EQ_INT(pid, a.id);
+    /* wrong by one digit, malformed, empty, NULL */
+    char wrong[AUTH_DSN_KEY_MAX];
+    memcpy(wrong, ka, sizeof wrong);
+    wrong[31] = wrong[31] == '0' ? '1' : '0';
+    CHECK_EQ_INT(auth_dsn_key_check(&pid, t, wrong, &err), ERR_UNAUTHORIZED);
+    CHECK_EQ_INT(pid, 0);
+    CHECK(strstr(err.msg, "not accepted") != NULL);
+    CHECK_EQ_INT(auth_dsn_key_check(&pid, t, "zz", &err), ERR_UNAUTHORIZED);
+    CHECK_EQ_INT(auth_dsn_key_check(&pid, t, "", &err), ERR_UNAUTHORIZED);
+    CHECK_EQ_INT(auth_dsn_key_check(&pid, t, NULL, &err), ERR_UNAUTHORIZED);
+
+    /* a new key reaches the table within its refresh interval */
+    store_project c;
+    char kc[AUTH_DSN_KEY_MAX];
+    CHECK_EQ_INT(auth_project_create(&c, kc, s, "proj-c", NULL, &err), ERR_OK);
+    CHECK_EQ_STR(c.name, "proj-c");
+    sleep_ms(AUTH_TOKENS_REFRESH_MS * 3);
+    CHECK_EQ_INT(auth_dsn_key_check(&pid, t, kc, &err), ERR_OK);
+    CHECK_EQ_INT(pid, c.id);
+
+    /* rotate A with a 2 s grace: old and new both work, then only the new one */
+    store_project ra;
+    char ka2[AUTH_DSN_KEY_MAX], expires[32];
+    CHECK_EQ_INT(auth_dsn_key_rotate(&ra, ka2, expires, s, "proj-a", 2, &err), ERR_OK);
+    CHECK_EQ_INT(ra.id, a.id);
+    CHECK(strcmp(ka2, ka) != 0);
+    CHECK_EQ_INT(strlen(expires), 24);
+    sleep_ms(AUTH_TOKENS_REFRESH_MS * 3);
+    CHECK_EQ_INT(auth_dsn_key_check(&pid, t, ka, &err), ERR_OK);
+    CHECK_EQ_INT(pid, a.id);
+    CHECK_EQ_INT(auth_dsn_key_check(&pid, t, ka2, &err), ERR_OK);
+    CHECK_EQ_INT(pid, a.id);
+    store_project fa;
+    CHECK_EQ_INT(store_project_find_slug(&fa, s, "proj-a", &err), ERR_OK);
+    CHECK_EQ_INT(fa.keys, 2);
+    sleep_ms(2600);
+    CHECK_EQ_INT(auth_dsn_key_check(&pid, t, ka, &err), ERR_UNAUTHORIZED);
+    CHECK_EQ_INT(auth_dsn_key_check(&pid, t, ka2, &err), ERR_OK);
+    CHECK_EQ_INT(pid, a.id);
+    CHECK_EQ_INT(store_project_find_slug(&fa, s, "proj-a", &err), ERR_OK);
+    CHECK_EQ_INT(fa.keys, 1);
+    /* B was not touched */
+    CHECK_EQ_INT(auth_dsn_key_check(&pid, t, kb, &err), ERR_OK);
+    CHECK_EQ_INT(pid, b.id);
+    /* rotating with no grace stops the old key at once */
+    char kb2[AUTH_DSN_KEY_MAX];
+    store_project rb;
+    CHECK_EQ_INT(auth_dsn_key_rotate(&rb, kb2, expires, s, "proj-b", 0, &err), ERR_OK);
+    sleep_ms(AUTH_TOKENS_REFRESH_MS * 3);
+    CHECK_EQ_INT(auth_dsn_key_check(&pid, t, kb, &err), ERR_UNAUTHORIZED);
+    CHECK_EQ_INT(auth_dsn_key_check(&pid, t, kb2, &err), ERR_OK);
+    CHECK_EQ_INT(pid, b.id);
+    CHECK_EQ_INT(auth_dsn_key_rotate(&rb, kb2, expires, s, "no-such", 10, &err), ERR_NOT_FOUND);
+    CHECK_EQ_STR(kb2, "");
+    auth_tokens_close(t);
+    store_close(s);
+}
+
+/* The same crash (app, fingerprint) processed at intake into two projects: two issues, each
+ * with its own report; the default project (project_id 0) is project 1. */
+static void same_crash_two_projects_at_intake(void)
+{
+    store *s = open_store(db_url, 2);
+    CHECK(s != NULL);
+    if (!s)
+        return;
+    err_info err = {0};
+    store_project x, y;
+    char key[AUTH_DSN_KEY_MAX];
+    CHECK_EQ_INT(auth_project_create(&x, key, s, "intake-x", NULL, &err), ERR_OK);
+    CHECK_EQ_INT(auth_project_create(&y, key, s, "intake-y", NULL, &err), ERR_OK);
+    store_intake *q;
+    CHECK_EQ_INT(store_intake_new(&q, s, NULL, &err), ERR_OK);
+    static const char FP[] = "cafe000000000000000000000000000000000000000000000000000000000009";
+    store_report_processed pr = {.issue_app = "Same", .fingerprint = FP, .kind = "crash",
+                                 .title = "EXC_CRASH: s", .culprit = "s()", .exception = "EXC_CRASH",
+                                 .basis = "in_app", .frames_json = "[]",
+                                 .symbolicated_json = "{}"};
+    int64_t projects[5] = {x.id, y.id, x.id, 0, STORE_PROJECT_DEFAULT};
+    char ids[5][37];
+    for (int i = 0; i < 5; i++) {
+        store_report_new row = {.status = "received", .format = "json",
+                                .content_type = "application/json", .raw = (const uint8_t *)"{}",
+                                .raw_len = 2, .app = "Same", .app_version = "1.0",
+                                .processed = &pr, .project_id = projects[i]};
+        CHECK_EQ_INT(store_intake_insert(ids[i], q, &row, &err), ERR_OK);
+    }
+    char *sql = xsprintf("SELECT string_agg(project_id || ':' || count, ',' ORDER BY project_id) "
+                         "FROM issues WHERE fingerprint = '%s'", FP);
+    char *v = query1(db_url, sql);
+    char *want = xsprintf("1:2,%lld:2,%lld:1", (long long)x.id, (long long)y.id);
+    CHECK_EQ_STR(v, want);
+    free(v);
+    free(want);
+    free(sql);
+    /* each report in its project and in its project's issue */
+    for (int i = 0; i < 5; i++) {
+        sql = xsprintf("SELECT r.project_id || ' ' || i.project_id FROM reports r JOIN issues i "
+                       "ON i.id = r.issue_id WHERE r.id = '%s'", ids[i]);
+        v = query1(db_url, sql);
+        long long p = projects[i] ? projects[i] : STORE_PROJECT_DEFAULT;
+        want = xsprintf("%lld %lld", p, p);
+        CHECK_EQ_STR(v, want);
+        free(v);
+        free(want);
+        free(sql);
+        store_report rep;
+        arena *a = arena_new(1 << 20);
+        CHECK_EQ_INT(store_report_get(&rep, s, ids[i], a, &err), ERR_OK);
+        CHECK_EQ_INT(rep.project_id, p);
+        arena_free(a);
+    }
+    /* store_report_insert (the blocking, unbatched path) too */
+    char one[37];
+    store_report_new plain = {.status = "failed", .format = "json",
+                              .content_type = "application/json", .raw = (const uint8_t *)"{}",
+                              .raw_len = 2, .error = "bad", .project_id = y.id};
+    CHECK_EQ_INT(store_intake_insert(one, q, &plain, &err), ERR_OK);
+    sql = xsprintf("SELECT project_id::text FROM reports WHERE id = '%s'", one);
+    v = query1(db_url, sql);
+    want = xsprintf("%lld", (long long)y.id);
+    CHECK_EQ_STR(v, want);
+    free(v);
+    free(want);
+    free(sql);
+    store_intake_free(q);
+    store_close(s);
+}
+
+/* The workers' path: received reports of two projects with the same signature, claimed in
+ * one batch, grouped by grouping_decide and committed: one issue per project. */
+static void same_crash_two_projects_by_workers(void)
+{
+    store *s = open_store(db_url, 2);
+    CHECK(s != NULL);
+    if (!s)
+        return;
+    err_info err = {0};
+    store_project x, y;
+    char key[AUTH_DSN_KEY_MAX];
+    CHECK_EQ_INT(auth_project_create(&x, key, s, "work-x", NULL, &err), ERR_OK);
+    CHECK_EQ_INT(auth_project_create(&y, key, s, "work-y", NULL, &err), ERR_OK);
+    /* nothing else queued: earlier tests left received reports; take them out of the way */
+    char *v = query1(db_url, "UPDATE reports SET status = 'failed' WHERE status = 'received' "
+                             "RETURNING 1");
+    free(v);
+    int64_t projects[4] = {x.id, y.id, y.id, x.id};
+    for (int i = 0; i < 4; i++) {
+        char id[37];
+        store_report_new row = {.status = "received", .format = "json",
+                                .content_type = "application/json", .raw = (const uint8_t *)"{}",
+                                .raw_len = 2, .app = "Work", .project_id = projects[i],
+                                .error = NULL};
+        CHECK_EQ_INT(store_report_insert(id, s, &row, &err), ERR_OK);
+    }
+    store_work *w = NULL;
+    const store_claimed *rows;
+    size_t n = 0;
+    arena *a = arena_new(8 << 20);
+    CHECK_EQ_INT(store_work_claim(&w, &rows, &n, s, 16, a, &err), ERR_OK);
+    CHECK_EQ_INT(n, 4);
+    if (w && n == 4) {
+        static const char FP[] = "beef000000000000000000000000000000000000000000000000000000000007";
+        store_outcome out[4];
+        for (size_t i = 0; i < n; i++) {
+            CHECK_EQ_INT(rows[i].project_id, projects[i]);
+            out[i] = (store_outcome){.status = "processed", .symbolicated_json = "{}",
+                                     .kind = "crash", .app = "Work", .app_version = "2.0",
+                                     .grouped = true, .fingerprint = FP, .title = "t",
+                                     .culprit = "c", .exception = "e", .basis = "in_app",
+                                     .frames_json = "[]"};
+        }
+        store_group *groups;
+        size_t ng;
+        CHECK_EQ_INT(grouping_decide(&groups, &ng, out, rows, n, a, &err), ERR_OK);
+        CHECK_EQ_INT(ng, 2);
+        unsigned regressions = 0;
+        CHECK_EQ_INT(store_work_commit(w, out, groups, ng, &regressions, &err), ERR_OK);
+        char *sql = xsprintf("SELECT string_agg(project_id || ':' || count, ',' ORDER BY "
+                             "project_id) FROM issues WHERE fingerprint = '%s'", FP);
+        v = query1(db_url, sql);
+        char *want = xsprintf("%lld:2,%lld:2", (long long)x.id, (long long)y.id);
+        CHECK_EQ_STR(v, want);
+        free(v);
+        free(want);
+        free(sql);
+        v = query1(db_url, "SELECT count(*) FROM reports r JOIN issues i ON i.id = r.issue_id "
+                           "WHERE r.app = 'Work' AND r.project_id = i.project_id");
+        CHECK_EQ_STR(v, "4");
+        free(v);
+    } else {
+        store_work_abort(w);
+    }
+    arena_free(a);
+    store_close(s);
+}
+
+int main(void)
+{
+    e2e_env env;
+    if (!e2e_env_load(&env, "test_projects"))
+        return 1;
+    source_dir = env.source_dir;
+    char *dbname = xsprintf("stacksift_projects_%d", (int)getpid());
+    db_url = create_database(env.base_url, dbname);
+    if (!db_url)
+        return 1;
+    store *s = open_store(db_url, 1);
+    err_info err = {0};
+    int applied;
+    if (!s || store_migrate(&applied, s, NULL, NULL, &err) != ERR_OK) {
+        fprintf(stderr, "test_projects: migrate: %s\n", err.msg);
+        return 1;
+    }
+    store_close(s);
+
+    RUN(migration_moves_existing_rows_to_default);
+    RUN(projects_created_listed_found);
+    RUN(keys_map_to_their_project_and_rotate);
+    RUN(same_crash_two_projects_at_intake);
+    RUN(same_crash_two_projects_by_workers);
+
+    PGconn *c = PQconnectdb(env.base_url);
+    char *drop = xsprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", dbname);
+    PQclear(PQexec(c, drop));
+    PQfinish(c);
+    free(drop);
+    free(dbname);
+    free(db_url);
+    return harness_done();
+}
