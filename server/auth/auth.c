@@ -166,7 +166,8 @@ static err_code tokens_reload(auth_tokens *t, err_info *err)
     err_code rc = store_dsn_keys_list(&keys, &nkeys, t->s, err);
     if (rc != ERR_OK)
         return rc;
-    qsort(keys, nkeys, sizeof *keys, key_cmp);
+    if (nkeys > 1)   /* keys is NULL when there are none: not for qsort */
+        qsort(keys, nkeys, sizeof *keys, key_cmp);
     rc = store_tokens_list(&rows, &n, t->s, true, err);
     if (rc != ERR_OK) {
         free(keys);
@@ -414,7 +415,8 @@ err_code auth_dsn_key_check(int64_t *project_id, auth_tokens *t, const char *key
      * constant-time compare then checks the whole hash (against a dummy when not found, so
      * both paths do the same work). */
     pthread_rwlock_rdlock(&t->lock);
-    const store_dsn_key *e = bsearch(&want, t->keys, t->nkeys, sizeof want, key_cmp);
+    const store_dsn_key *e = t->nkeys == 0 ? NULL   /* keys is NULL then: not for bsearch */
+                           : bsearch(&want, t->keys, t->nkeys, sizeof want, key_cmp);
     int differ = CRYPTO_memcmp(want.key_sha256, e ? e->key_sha256 : t->dummy, 32);
     int64_t project = e ? e->project_id : 0, expires = e ? e->expires_unix : 0;
     pthread_rwlock_unlock(&t->lock);
