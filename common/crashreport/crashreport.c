@@ -20,6 +20,7 @@ const char *crashreport_format_name(crashreport_format f)
     case CRASHREPORT_FORMAT_SAMPLE:     return "sample";
     case CRASHREPORT_FORMAT_METRICKIT:  return "metrickit";
     case CRASHREPORT_FORMAT_BUGSNAG:    return "bugsnag";
+    case CRASHREPORT_FORMAT_PLCRASH:    return "plcrash";
     }
     return "unknown";
 }
@@ -604,6 +605,8 @@ err_code crashreport_parse(crashreport **out, const char *data, size_t len, aren
 static err_code parse_any(crashreport **out, const char *data, size_t len, arena *a, err_info *err)
 {
     *out = NULL;
+    if (cr_is_plcrash(data, len)) /* binary: before the UTF-8 check */
+        return cr_parse_plcrash(out, data, len, a, err);
     if (len >= 3 && memcmp(data, "\xef\xbb\xbf", 3) == 0)
         data += 3, len -= 3;
     size_t bad = utf8_check((const unsigned char *)data, len);

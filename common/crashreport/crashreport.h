@@ -23,6 +23,8 @@
  *               one event: exceptions[].stacktrace[] and threads[] of frames with
  *               frameAddress / machoUUID / machoLoadAddress / machoFile / method;
  *               crashreport_parse_all gives every event.
+ *   plcrash     PLCrashReporter's own binary report (.plcrash: "plcrash", version byte 1, then
+ *               a protobuf CrashReport): threads with registers, images, exception, signal.
  *
  * Everything a parser produces lives in the caller's arena and stays valid until
  * arena_free(). Addresses are runtime addresses exactly as the report gives them
@@ -47,6 +49,7 @@ typedef enum {
     CRASHREPORT_FORMAT_SAMPLE,     /* "sample": macOS sample / spindump text (a call tree) */
     CRASHREPORT_FORMAT_METRICKIT,  /* "metrickit": one MetricKit diagnostic (a call tree) */
     CRASHREPORT_FORMAT_BUGSNAG,    /* "bugsnag": one event of a Bugsnag notifier payload */
+    CRASHREPORT_FORMAT_PLCRASH,    /* "plcrash": PLCrashReporter's protobuf .plcrash file */
 } crashreport_format;
 
 typedef enum {
@@ -132,6 +135,12 @@ typedef struct {
     bool leaf;               /* no callees: the sampled instruction, not a return address */
 } crashreport_frame;
 
+/* One register of a thread's saved state, as the report gives it (plcrash). */
+typedef struct {
+    const char *name; /* "x0", "fp", "pc", "rip", ... */
+    uint64_t value;
+} crashreport_register;
+
 typedef struct {
     uint32_t index;            /* thread number as the report gives it (ips: position) */
     const char *name;          /* thread name, NULL if none */
@@ -140,6 +149,8 @@ typedef struct {
     crashreport_frame *frames; /* innermost first; call trees: pre-order (see frame.parent) */
     size_t nframes;
     uint64_t sample_count;     /* call trees: samples of this thread (0 if not given) */
+    crashreport_register *registers; /* saved registers in report order, NULL if none given */
+    size_t nregisters;
 } crashreport_thread;
 
 /* Report metadata; every string is as the report gives it, NULL if absent. */
@@ -213,7 +224,8 @@ typedef struct {
 
 /*
  * crashreport_parse - detect the format of `len` bytes of report and parse it.
- * data    UTF-8 text (no NUL needed; an initial BOM is skipped). Not referenced afterwards.
+ * data    UTF-8 text (no NUL needed; an initial BOM is skipped), or a binary .plcrash file
+ *         (recognized by its "plcrash" magic). Not referenced afterwards.
  * out     allocated in `a`, valid until arena_free(a).
  * Errors  ERR_INVALID   not valid UTF-8, a NUL byte, malformed JSON, no stack frames at all,
  *                       or not a crash report of any known format (the message says which);

@@ -109,4 +109,17 @@ err_code cr_parse_json_all(crashreport ***out, size_t *n, const char *data, size
  * (apple-text with a JSON header line). Malformed headers are noted, not fatal. */
 void cr_parse_ips_header_into(cr_builder *b, const char *line, size_t len);
 
+/* PLCrashReporter's file header: the magic, then one version byte (parse_plcrash.c). */
+#define CR_PLCRASH_MAGIC "plcrash"
+#define CR_PLCRASH_MAGIC_LEN 7
+
+/* cr_is_plcrash - whether `data` starts with the .plcrash magic. */
+bool cr_is_plcrash(const char *data, size_t len);
+
+/* cr_parse_plcrash - a .plcrash file (magic, version 1, protobuf CrashReport); bytes, not
+ * text. ERR_INVALID names the field ("plcrash report: threads[2].frames[7]: ..."),
+ * ERR_UNSUPPORTED another version, ERR_TOO_LARGE over the caps or the arena budget. */
+err_code cr_parse_plcrash(crashreport **out, const char *data, size_t len, arena *a,
+                          err_info *err);
+
 #endif

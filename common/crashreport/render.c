@@ -155,6 +155,13 @@ void crashreport_render_json(buf *o, const crashreport *r)
         jsonw_kbool(&w, "crashed", t->crashed);
         if (r->tree)
             jsonw_kuint(&w, "sample_count", t->sample_count);
+        if (t->nregisters > 0) { /* only reports that give registers (plcrash) */
+            jsonw_key(&w, "registers");
+            jsonw_object_begin(&w);
+            for (size_t k = 0; k < t->nregisters; k++)
+                jsonw_khex(&w, t->registers[k].name, t->registers[k].value);
+            jsonw_object_end(&w);
+        }
         jsonw_key(&w, "frames");
         json_frames(&w, r, t->frames, t->nframes);
         jsonw_object_end(&w);
@@ -456,6 +463,28 @@ static void render_synth_header(buf *o, const crashreport *r)
 
 static void render_images(buf *o, const crashreport *r);
 
+/* The crashed thread's registers (else the first thread's that has any), four a line in the
+ * shape Apple prints them: "Thread 0 crashed with ARM Thread State (64-bit):". */
+static void render_registers(buf *o, const crashreport *r)
+{
+    const crashreport_thread *th = NULL;
+    for (size_t t = 0; t < r->nthreads && (th == NULL || !th->crashed); t++)
+        if (r->threads[t].nregisters > 0 && (th == NULL || r->threads[t].crashed))
+            th = &r->threads[t];
+    if (th == NULL)
+        return;
+    const char *arch = r->meta.arch ? r->meta.arch : "";
+    const char *state = strncmp(arch, "arm64", 5) == 0 ? "ARM Thread State (64-bit)"
+                        : strncmp(arch, "arm", 3) == 0 ? "ARM Thread State (32-bit)"
+                        : strncmp(arch, "x86_64", 6) == 0 ? "X86 Thread State (64-bit)"
+                        : "Thread State";
+    buf_printf(o, "Thread %u%s with %s:\n", th->index, th->crashed ? " crashed" : "", state);
+    for (size_t k = 0; k < th->nregisters; k++)
+        buf_printf(o, "%6s: 0x%016" PRIx64 "%s", th->registers[k].name, th->registers[k].value,
+                   k % 4 == 3 || k + 1 == th->nregisters ? "\n" : "  ");
+    buf_putc(o, '\n');
+}
+
 static void render_synth(buf *o, const crashreport *r)
 {
     render_synth_header(o, r);
@@ -476,6 +505,7 @@ static void render_synth(buf *o, const crashreport *r)
             frame_lines(o, r, &th->frames[i]);
         buf_putc(o, '\n');
     }
+    render_registers(o, r);
     render_images(o, r);
 }
 

@@ -1,0 +1,955 @@
+/*
+ * parse_plcrash.c - PLCrashReporter's own report files (.plcrash) into the model.
+ *
+ * Layout (microsoft/plcrashreporter, PLCrashReport.h / PLCrashReport.m): the 7 bytes
+ * "plcrash", one version byte (1, the only version), then one protobuf message
+ * `plcrash.CrashReport` (Source/PLCrashReport.proto, proto2) to the end of the file.
+ * Field numbers used here, by message:
+ *
+ *   CrashReport      1 system_info, 2 application_info, 3 threads[], 4 binary_images[],
+ *                    5 exception, 6 signal, 7 process_info, 8 machine_info, 9 report_info,
+ *                    10 custom_data (not read: free-form app data)
+ *   SystemInfo       1 operating_system (enum), 2 os_version, 3 architecture (legacy enum),
+ *                    4 timestamp (int64, seconds since 1970; 0 = unknown), 5 os_build
+ *   ApplicationInfo  1 identifier, 2 version (CFBundleVersion), 3 marketing_version
+ *   Thread           1 thread_number, 2 frames[], 3 crashed, 4 registers[]
+ *   StackFrame       3 pc, 6 symbol (Symbol: 1 name, 2 start_address, 3 end_address)
+ *   RegisterValue    1 name, 2 value
+ *   BinaryImage      1 base_address, 2 size, 3 name (full path), 4 uuid (16 bytes),
+ *                    5 code_type (Processor)
+ *   Processor        1 encoding (1 = Mach cpu_type_t/cpu_subtype_t), 2 type, 3 subtype
+ *   Exception        1 name, 2 reason, 3 frames[] (StackFrame)
+ *   Signal           1 name, 2 code, 3 address, 4 mach_exception (1 type, 2 codes[])
+ *   ProcessInfo      1 process_name, 2 process_id, 3 process_path, 4 parent_process_name,
+ *                    5 parent_process_id, 6 native, 7 start_time
+ *   MachineInfo      1 model, 2 processor, 3 processor_count, 4 logical_processor_count
+ *   ReportInfo       1 user_requested, 2 uuid (16 bytes)
+ *
+ * Unknown fields are skipped (the format grew by adding fields). A known field with the
+ * wrong wire type, a malformed wire encoding, or a missing field the report cannot be read
+ * without (signal name, a frame's pc, an image's base address and name) is ERR_INVALID with
+ * the field path: "plcrash report: threads[2].frames[7]: truncated varint at offset 913".
+ */
+#include "crashreport/crashreport_internal.h"
+#include "crashreport/protobuf.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+/* Caps on repeated fields: far above anything PLCrashReporter writes (512 frames per
+ * thread), low enough that a hostile file cannot make the model huge. */
+#define PLC_MAX_THREADS 4096
+#define PLC_MAX_THREAD_FRAMES 8192 /* one thread or the exception */
+#define PLC_MAX_FRAMES 65536        /* all threads and the exception together */
+#define PLC_MAX_IMAGES 65536
+#define PLC_MAX_REGISTERS 1024
+#define PLC_MAX_CODES 64
+
+typedef struct {
+    cr_builder b;
+    err_info *err;
+    size_t nframes;  /* frames read so far, all stacks */
+    /* read first, combined into the metadata at the end */
+    uint64_t os;     /* SystemInfo.operating_system; 3 = unknown */
+    bool has_os;
+    const char *os_version, *os_build;
+    uint64_t legacy_arch;
+    bool has_legacy_arch;
+    bool has_cpu;
+    uint64_t cpu_type, cpu_subtype;
+    bool has_native, native;
+    const char *app_version, *marketing_version;
+    const char *parent_name;
+    uint64_t pid, parent_pid;
+    bool has_pid, has_parent_pid;
+    const char *exc_name, *exc_reason;
+    const char *sig_name, *sig_code;
+    uint64_t sig_addr;
+    bool has_sig, has_sig_addr, has_mach;
+    uint64_t mach_type;
+    uint64_t mach_codes[PLC_MAX_CODES];
+    size_t nmach_codes;
+} plc;
+
+/* ---- errors -------------------------------------------------------------------------------- */
+
+static err_code bad(plc *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static err_code bad(plc *c, const char *fmt, ...)
+{
+    char msg[sizeof c->err->msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return err_set(c->err, ERR_INVALID, "plcrash report: %s", msg);
+}
+
+/* The reader's own message (wire-level problem), with the field path in front. */
+static err_code wire_error(plc *c, const char *path)
+{
+    if (path[0] != '\0')
+        err_prefix(c->err, "%s", path);
+    return err_prefix(c->err, "plcrash report");
+}
+
+static const char *wire_name(cr_pb_wire w)
+{
+    switch (w) {
+    case CR_PB_VARINT:  return "a varint";
+    case CR_PB_FIXED64: return "a fixed64";
+    case CR_PB_LEN:     return "a string, bytes or message";
+    case CR_PB_FIXED32: return "a fixed32";
+    }
+    return "?";
+}
+
+static bool wire_is(plc *c, const cr_pb_field *f, cr_pb_wire w, const char *path, const char *field)
+{
+    if (f->wire == w)
+        return true;
+    bad(c, "%s%s%s: wire type %u at offset %zu, want %s", path, path[0] ? "." : "", field,
+        (unsigned)f->wire, f->offset, wire_name(w));
+    return false;
+}
+
+static const char *str_of(plc *c, const cr_pb_field *f)
+{
+    return cr_strndup(&c->b, (const char *)f->data, f->len);
+}
+
+/* A varint (or, leniently, a fixed field of the same width) as uint64. */
+static bool num(plc *c, const cr_pb_field *f, uint64_t *out, const char *path, const char *field)
+{
+    if (!wire_is(c, f, CR_PB_VARINT, path, field))
+        return false;
+    *out = f->u64;
+    return true;
+}
+
+static bool text(plc *c, const cr_pb_field *f, const char **out, const char *path, const char *field)
+{
+    if (!wire_is(c, f, CR_PB_LEN, path, field))
+        return false;
+    *out = str_of(c, f);
+    return *out != NULL;
+}
+
+static bool enter(plc *c, cr_pb *child, const cr_pb *parent, const cr_pb_field *f, const char *path)
+{
+    if (cr_pb_enter(child, parent, f, c->err) == ERR_OK)
+        return true;
+    wire_error(c, path);
+    return false;
+}
+
+/* ---- messages -------------------------------------------------------------------------------- */
+
+/* Processor: encoding, type, subtype. Only Mach encodings (1, or none given: every writer of
+ * this format is on Apple platforms) are interpreted. */
+static bool read_processor(plc *c, const cr_pb *m0, const cr_pb_field *pf, const char *path,
+                           bool *has, uint64_t *type, uint64_t *subtype)
+{
+    cr_pb m;
+    if (!enter(c, &m, m0, pf, path))
+        return false;
+    uint64_t enc = 1, t = 0, s = 0;
+    bool has_t = false;
+    cr_pb_field f;
+    int rc;
+    while ((rc = cr_pb_next(&m, &f, c->err)) > 0) {
+        switch (f.number) {
+        case 1: if (!num(c, &f, &enc, path, "encoding")) return false; break;
+        case 2: if (!num(c, &f, &t, path, "type")) return false; has_t = true; break;
+        case 3: if (!num(c, &f, &s, path, "subtype")) return false; break;
+        default: break;
+        }
+    }
+    if (rc < 0) {
+        wire_error(c, path);
+        return false;
+    }
+    *has = has_t && enc == 1;
+    *type = t;
+    *subtype = s;
+    return true;
+}
+
+static bool read_system_info(plc *c, const cr_pb *top, const cr_pb_field *pf)
+{
+    const char *path = "system_info";
+    cr_pb m;
+    if (!enter(c, &m, top, pf, path))
+        return false;
+    crashreport_metadata *meta = &c->b.r->meta;
+    cr_pb_field f;
+    int rc;
+    while ((rc = cr_pb_next(&m, &f, c->err)) > 0) {
+        switch (f.number) {
+        case 1:
+            if (!num(c, &f, &c->os, path, "operating_system"))
+                return false;
+            c->has_os = true;
+            break;
+        case 2: if (!text(c, &f, &c->os_version, path, "os_version")) return false; break;
+        case 3:
+            if (!num(c, &f, &c->legacy_arch, path, "architecture"))
+                return false;
+            c->has_legacy_arch = true;
+            break;
+        case 4: {
+            uint64_t ts;
+            if (!num(c, &f, &ts, path, "timestamp"))
+                return false;
+            /* int64 seconds since 1970; 0 means unknown. Years past 9999 are not dates. */
+            int64_t secs = (int64_t)ts;
+            if (secs > 0 && secs < INT64_C(253402300800)) {
+                time_t t = (time_t)secs;
+                struct tm tm;
+                char when[64];
+                if (gmtime_r(&t, &tm) != NULL &&
+                    strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S +0000", &tm) > 0)
+                    meta->date = cr_strdup(&c->b, when);
+            }
+            break;
+        }
+        case 5: if (!text(c, &f, &c->os_build, path, "os_build")) return false; break;
+        default: break;
+        }
+    }
+    if (rc < 0) {
+        wire_error(c, path);
+        return false;
+    }
+    return true;
+}
+
+static bool read_app_info(plc *c, const cr_pb *top, const cr_pb_field *pf)
+{
+    const char *path = "application_info";
+    cr_pb m;
+    if (!enter(c, &m, top, pf, path))
+        return false;
+    cr_pb_field f;
+    int rc;
+    while ((rc = cr_pb_next(&m, &f, c->err)) > 0) {
+        switch (f.number) {
+        case 1:
+            if (!text(c, &f, &c->b.r->meta.bundle_id, path, "identifier"))
+                return false;
+            break;
+        case 2: if (!text(c, &f, &c->app_version, path, "version")) return false; break;
+        case 3:
+            if (!text(c, &f, &c->marketing_version, path, "marketing_version"))
+                return false;
+            break;
+        default: break;
+        }
+    }
+    if (rc < 0) {
+        wire_error(c, path);
+        return false;
+    }
+    return true;
+}
+
+/* Symbol: the name and start address a client-side symbolication guessed for a frame. */
+static bool read_symbol(plc *c, const cr_pb *m0, const cr_pb_field *pf, const char *path,
+                        crashreport_frame *fr)
+{
+    cr_pb m;
+    if (!enter(c, &m, m0, pf, path))
+        return false;
+    const char *name = NULL;
+    uint64_t start = 0;
+    bool has_start = false;
+    cr_pb_field f;
+    int rc;
+    while ((rc = cr_pb_next(&m, &f, c->err)) > 0) {
+        switch (f.number) {
+        case 1: if (!text(c, &f, &name, path, "symbol.name")) return false; break;
+        case 2:
+            if (!num(c, &f, &start, path, "symbol.start_address"))
+                return false;
+            has_start = true;
+            break;
+        default: break;
+        }
+    }
+    if (rc < 0) {
+        wire_error(c, path);
+        return false;
+    }
+    if (name != NULL && name[0] != '\0') {
+        fr->symbol = name;
+        if (has_start && start <= fr->addr) {
+            fr->symbol_offset = fr->addr - start;
+            fr->has_symbol_offset = true;
+        }
+    }
+    return true;
+}
+
+/* StackFrame into fr (already added); `path` names it ("threads[1].frames[4]"). */
+static bool read_frame(plc *c, const cr_pb *m0, const cr_pb_field *pf, const char *path,
+                       crashreport_frame *fr)
+{
+    cr_pb m;
+    if (!enter(c, &m, m0, pf, path))
+        return false;
+    bool has_pc = false;
+    const cr_pb_field *sym = NULL;
+    cr_pb_field f, symf;
+    int rc;
+    while ((rc = cr_pb_next(&m, &f, c->err)) > 0) {
+        switch (f.number) {
+        case 3:
+            if (!num(c, &f, &fr->addr, path, "pc"))
+                return false;
+            has_pc = true;
+            break;
+        case 6: /* read after the pc, which may come later on the wire */
+            symf = f;
+            sym = &symf;
+            break;
+        default: break;
+        }
+    }
+    if (rc < 0) {
+        wire_error(c, path);
+        return false;
+    }
+    if (!has_pc) {
+        bad(c, "%s: no pc (field 3)", path);
+        return false;
+    }
+    return sym == NULL || read_symbol(c, &m, sym, path, fr);
+}
+
+static crashreport_frame *new_frame(plc *c, crashreport_thread *t, const char *path)
+{
+    if ((t != NULL ? t->nframes : c->b.r->nleb) >= PLC_MAX_THREAD_FRAMES) {
+        err_set(c->err, ERR_TOO_LARGE, "plcrash report: %s: more than %d frames in one stack",
+                path, PLC_MAX_THREAD_FRAMES);
+        return NULL;
+    }
+    if (c->nframes >= PLC_MAX_FRAMES) {
+        err_set(c->err, ERR_TOO_LARGE, "plcrash report: %s: more than %d frames in the report",
+                path, PLC_MAX_FRAMES);
+        return NULL;
+    }
+    c->nframes++;
+    crashreport_frame *fr = t != NULL ? cr_add_frame(&c->b, t) : cr_add_leb_frame(&c->b);
+    if (fr != NULL)
+        fr->index = (uint32_t)((t != NULL ? t->nframes : c->b.r->nleb) - 1);
+    return fr;
+}
+
+static bool read_register(plc *c, const cr_pb *m0, const cr_pb_field *pf, const char *path,
+                          crashreport_register *reg)
+{
+    cr_pb m;
+    if (!enter(c, &m, m0, pf, path))
+        return false;
+    cr_pb_field f;
+    int rc;
+    while ((rc = cr_pb_next(&m, &f, c->err)) > 0) {
+        switch (f.number) {
+        case 1: if (!text(c, &f, &reg->name, path, "name")) return false; break;
+        case 2: if (!num(c, &f, &reg->value, path, "value")) return false; break;
+        default: break;
+        }
+    }
+    if (rc < 0) {
+        wire_error(c, path);
+        return false;
+    }
+    if (reg->name == NULL) {
+        bad(c, "%s: no name (field 1)", path);
+        return false;
+    }
+    return true;
+}
+
+static bool read_thread(plc *c, const cr_pb *top, const cr_pb_field *pf, size_t ti)
+{
+    char path[64];
+    snprintf(path, sizeof path, "threads[%zu]", ti);
+    if (c->b.r->nthreads >= PLC_MAX_THREADS) {
+        err_set(c->err, ERR_TOO_LARGE, "plcrash report: threads: more than %d threads",
+                PLC_MAX_THREADS);
+        return false;
+    }
+    crashreport_thread *t = cr_add_thread(&c->b);
+    if (t == NULL)
+        return false;
+    t->index = (uint32_t)ti; /* thread_number replaces it when given */
+    cr_pb m;
+    if (!enter(c, &m, top, pf, path))
+        return false;
+    cr_pb_field f;
+    int rc;
+    size_t nregs = 0;
+    while ((rc = cr_pb_next(&m, &f, c->err)) > 0) {
+        switch (f.number) {
+        case 1: {
+            uint64_t n;
+            if (!num(c, &f, &n, path, "thread_number"))
+                return false;
+            if (n > INT32_MAX) {
+                bad(c, "%s.thread_number: %" PRIu64 " is out of range", path, n);
+                return false;
+            }
+            t->index = (uint32_t)n;
+            break;
+        }
+        case 2: {
+            char fp[96];
+            snprintf(fp, sizeof fp, "%s.frames[%zu]", path, t->nframes);
+            crashreport_frame *fr = new_frame(c, t, fp);
+            if (fr == NULL || !read_frame(c, &m, &f, fp, fr))
+                return false;
+            break;
+        }
+        case 3: {
+            uint64_t v;
+            if (!num(c, &f, &v, path, "crashed"))
+                return false;
+            t->crashed = v != 0;
+            break;
+        }
+        case 4: {
+            char rp[96];
+            snprintf(rp, sizeof rp, "%s.registers[%zu]", path, nregs);
+            if (nregs >= PLC_MAX_REGISTERS) {
+                err_set(c->err, ERR_TOO_LARGE, "plcrash report: %s.registers: more than %d "
+                        "registers", path, PLC_MAX_REGISTERS);
+                return false;
+            }
+            crashreport_register *reg = cr_push(&c->b, (void **)&t->registers, &nregs, sizeof *reg);
+            if (reg == NULL || !read_register(c, &m, &f, rp, reg))
+                return false;
+            t->nregisters = nregs;
+            break;
+        }
+        default: break;
+        }
+    }
+    if (rc < 0) {
+        wire_error(c, path);
+        return false;
+    }
+    return true;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s != NULL && s[1] != '\0' ? s + 1 : path;
+}
+
+static bool read_image(plc *c, const cr_pb *top, const cr_pb_field *pf, size_t ii)
+{
+    char path[64];
+    snprintf(path, sizeof path, "binary_images[%zu]", ii);
+    if (c->b.r->nimages >= PLC_MAX_IMAGES) {
+        err_set(c->err, ERR_TOO_LARGE, "plcrash report: binary_images: more than %d images",
+                PLC_MAX_IMAGES);
+        return false;
+    }
+    crashreport_image *im = cr_add_image(&c->b);
+    if (im == NULL)
+        return false;
+    cr_pb m;
+    if (!enter(c, &m, top, pf, path))
+        return false;
+    uint64_t size = 0;
+    bool has_base = false;
+    cr_pb_field f;
+    int rc;
+    while ((rc = cr_pb_next(&m, &f, c->err)) > 0) {
+        switch (f.number) {
+        case 1:
+            if (!num(c, &f, &im->load_addr, path, "base_address"))
+                return false;
+            has_base = true;
+            break;
+        case 2: if (!num(c, &f, &size, path, "size")) return false; break;
+        case 3: if (!text(c, &f, &im->path, path, "name")) return false; break;
+        case 4: {
+            if (!wire_is(c, &f, CR_PB_LEN, path, "uuid"))
+                return false;
+            if (f.len != 16) {
+                cr_note(&c->b, "%s.uuid: %zu bytes, want 16 (ignored)", path, f.len);
+                break;
+            }
+            char hex[33];
+            for (size_t i = 0; i < 16; i++)
+                snprintf(hex + 2 * i, 3, "%02x", f.data[i]);
+            cr_uuid_set(im->uuid, hex, 32);
+            break;
+        }
+        case 5: {
+            char cp[96];
+            bool has;
+            uint64_t type, sub;
+            snprintf(cp, sizeof cp, "%s.code_type", path);
+            if (!read_processor(c, &m, &f, cp, &has, &type, &sub))
+                return false;
+            if (has)
+                im->arch = cr_arch_from_cpu(type, sub);
+            break;
+        }
+        default: break;
+        }
+    }
+    if (rc < 0) {
+        wire_error(c, path);
+        return false;
+    }
+    if (!has_base) {
+        bad(c, "%s: no base_address (field 1)", path);
+        return false;
+    }
+    if (im->path == NULL || im->path[0] == '\0') {
+        bad(c, "%s: no name (field 3)", path);
+        return false;
+    }
+    im->name = base_name(im->path);
+    /* Apple prints the last byte (inclusive); an empty image has no known extent */
+    if (size > 0 && size - 1 <= UINT64_MAX - im->load_addr)
+        im->end_addr = im->load_addr + size - 1;
+    return true;
+}
+
+static bool read_exception(plc *c, const cr_pb *top, const cr_pb_field *pf)
+{
+    const char *path = "exception";
+    cr_pb m;
+    if (!enter(c, &m, top, pf, path))
+        return false;
+    cr_pb_field f;
+    int rc;
+    while ((rc = cr_pb_next(&m, &f, c->err)) > 0) {
+        switch (f.number) {
+        case 1: if (!text(c, &f, &c->exc_name, path, "name")) return false; break;
+        case 2: if (!text(c, &f, &c->exc_reason, path, "reason")) return false; break;
+        case 3: {
+            char fp[64];
+            snprintf(fp, sizeof fp, "exception.frames[%zu]", c->b.r->nleb);
+            crashreport_frame *fr = new_frame(c, NULL, fp);
+            if (fr == NULL || !read_frame(c, &m, &f, fp, fr))
+                return false;
+            c->b.r->has_leb = true;
+            break;
+        }
+        default: break;
+        }
+    }
+    if (rc < 0) {
+        wire_error(c, path);
+        return false;
+    }
+    return true;
+}
+
+static bool read_mach_exception(plc *c, const cr_pb *m0, const cr_pb_field *pf)
+{
+    const char *path = "signal.mach_exception";
+    cr_pb m;
+    if (!enter(c, &m, m0, pf, path))
+        return false;
+    cr_pb_field f;
+    int rc;
+    bool has_type = false;
+    while ((rc = cr_pb_next(&m, &f, c->err)) > 0) {
+        switch (f.number) {
+        case 1:
+            if (!num(c, &f, &c->mach_type, path, "type"))
+                return false;
+            has_type = true;
+            break;
+        case 2:
+            if (f.wire == CR_PB_LEN) {
+                /* packed encoding: varints back to back */
+                const uint8_t *p = f.data, *end = f.data + f.len;
+                while (p < end) {
+                    uint64_t v;
+                    if (!cr_pb_varint(&v, &p, end)) {
+                        bad(c, "%s.codes: malformed packed varint at offset %zu", path,
+                            f.offset);
+                        return false;
+                    }
+                    if (c->nmach_codes >= PLC_MAX_CODES) {
+                        bad(c, "%s.codes: more than %d codes", path, PLC_MAX_CODES);
+                        return false;
+                    }
+                    c->mach_codes[c->nmach_codes++] = v;
+                }
+                break;
+            }
+            if (c->nmach_codes >= PLC_MAX_CODES) {
+                bad(c, "%s.codes: more than %d codes", path, PLC_MAX_CODES);
+                return false;
+            }
+            if (!num(c, &f, &c->mach_codes[c->nmach_codes], path, "codes"))
+                return false;
+            c->nmach_codes++;
+            break;
+        default: break;
+        }
+    }
+    if (rc < 0) {
+        wire_error(c, path);
+        return false;
+    }
+    c->has_mach = has_type;
+    return true;
+}
+
+static bool read_signal(plc *c, const cr_pb *top, const cr_pb_field *pf)
+{
+    const char *path = "signal";
+    cr_pb m;
+    if (!enter(c, &m, top, pf, path))
+        return false;
+    c->has_sig = true;
+    cr_pb_field f;
+    int rc;
+    while ((rc = cr_pb_next(&m, &f, c->err)) > 0) {
+        switch (f.number) {
+        case 1: if (!text(c, &f, &c->sig_name, path, "name")) return false; break;
+        case 2: if (!text(c, &f, &c->sig_code, path, "code")) return false; break;
+        case 3:
+            if (!num(c, &f, &c->sig_addr, path, "address"))
+                return false;
+            c->has_sig_addr = true;
+            break;
+        case 4:
+            if (!read_mach_exception(c, &m, &f))
+                return false;
+            break;
+        default: break;
+        }
+    }
+    if (rc < 0) {
+        wire_error(c, path);
+        return false;
+    }
+    if (c->sig_name == NULL || c->sig_name[0] == '\0') {
+        bad(c, "signal: no name (field 1)");
+        return false;
+    }
+    return true;
+}
+
+static bool read_process_info(plc *c, const cr_pb *top, const cr_pb_field *pf)
+{
+    const char *path = "process_info";
+    crashreport_metadata *meta = &c->b.r->meta;
+    cr_pb m;
+    if (!enter(c, &m, top, pf, path))
+        return false;
+    cr_pb_field f;
+    int rc;
+    while ((rc = cr_pb_next(&m, &f, c->err)) > 0) {
+        switch (f.number) {
+        case 1: if (!text(c, &f, &meta->process, path, "process_name")) return false; break;
+        case 2:
+            if (!num(c, &f, &c->pid, path, "process_id"))
+                return false;
+            c->has_pid = true;
+            break;
+        case 3: if (!text(c, &f, &meta->process_path, path, "process_path")) return false; break;
+        case 4:
+            if (!text(c, &f, &c->parent_name, path, "parent_process_name"))
+                return false;
+            break;
+        case 5:
+            if (!num(c, &f, &c->parent_pid, path, "parent_process_id"))
+                return false;
+            c->has_parent_pid = true;
+            break;
+        case 6: {
+            uint64_t v;
+            if (!num(c, &f, &v, path, "native"))
+                return false;
+            c->has_native = true;
+            c->native = v != 0;
+            break;
+        }
+        default: break;
+        }
+    }
+    if (rc < 0) {
+        wire_error(c, path);
+        return false;
+    }
+    return true;
+}
+
+static bool read_machine_info(plc *c, const cr_pb *top, const cr_pb_field *pf)
+{
+    const char *path = "machine_info";
+    cr_pb m;
+    if (!enter(c, &m, top, pf, path))
+        return false;
+    cr_pb_field f;
+    int rc;
+    while ((rc = cr_pb_next(&m, &f, c->err)) > 0) {
+        switch (f.number) {
+        case 1:
+            if (!text(c, &f, &c->b.r->meta.hardware_model, path, "model"))
+                return false;
+            break;
+        case 2:
+            if (!read_processor(c, &m, &f, "machine_info.processor", &c->has_cpu, &c->cpu_type,
+                                &c->cpu_subtype))
+                return false;
+            break;
+        default: break;
+        }
+    }
+    if (rc < 0) {
+        wire_error(c, path);
+        return false;
+    }
+    return true;
+}
+
+static bool read_report_info(plc *c, const cr_pb *top, const cr_pb_field *pf)
+{
+    const char *path = "report_info";
+    cr_pb m;
+    if (!enter(c, &m, top, pf, path))
+        return false;
+    cr_pb_field f;
+    int rc;
+    while ((rc = cr_pb_next(&m, &f, c->err)) > 0) {
+        switch (f.number) {
+        case 1: {
+            uint64_t v;
+            if (!num(c, &f, &v, path, "user_requested"))
+                return false;
+            /* a report taken on request (no crash): a stack sample, grouped apart */
+            if (v != 0)
+                c->b.r->kind = CRASHREPORT_KIND_SAMPLE;
+            break;
+        }
+        case 2: {
+            if (!wire_is(c, &f, CR_PB_LEN, path, "uuid"))
+                return false;
+            if (f.len != 16) {
+                bad(c, "report_info.uuid: %zu bytes, want 16", f.len);
+                return false;
+            }
+            char hex[33], id[37];
+            for (size_t i = 0; i < 16; i++)
+                snprintf(hex + 2 * i, 3, "%02x", f.data[i]);
+            if (cr_uuid_set(id, hex, 32))
+                c->b.r->meta.incident_id = cr_strdup(&c->b, id);
+            break;
+        }
+        default: break;
+        }
+    }
+    if (rc < 0) {
+        wire_error(c, path);
+        return false;
+    }
+    return true;
+}
+
+/* ---- metadata ---------------------------------------------------------------------------------- */
+
+static const char *mach_exception_name(uint64_t type)
+{
+    /* <mach/exception_types.h> */
+    static const char *const NAMES[] = {
+        NULL, "EXC_BAD_ACCESS", "EXC_BAD_INSTRUCTION", "EXC_ARITHMETIC", "EXC_EMULATION",
+        "EXC_SOFTWARE", "EXC_BREAKPOINT", "EXC_SYSCALL", "EXC_MACH_SYSCALL", "EXC_RPC_ALERT",
+        "EXC_CRASH", "EXC_RESOURCE", "EXC_GUARD", "EXC_CORPSE_NOTIFY",
+    };
+    return type < sizeof NAMES / sizeof NAMES[0] ? NAMES[type] : NULL;
+}
+
+static const char *os_name(uint64_t os)
+{
+    switch (os) {
+    case 0: return "Mac OS X";
+    case 1: return "iPhone OS";
+    case 2: return "iPhone Simulator";
+    case 4: return "Apple tvOS";
+    }
+    return NULL;
+}
+
+/* Apple's "Code Type" words for a Mach cpu type. */
+static const char *code_type_name(uint64_t type)
+{
+    switch (type) {
+    case 7:           return "X86";
+    case 0x01000007u: return "X86-64";
+    case 12:          return "ARM";
+    case 0x0100000cu: return "ARM-64";
+    case 0x0200000cu: return "ARM-64_32";
+    case 18:          return "PPC";
+    case 0x01000012u: return "PPC-64";
+    }
+    return NULL;
+}
+
+static const char *legacy_arch(uint64_t a)
+{
+    /* SystemInfo.architecture (deprecated): X86_32, X86_64, ARMV6, PPC, PPC64, ARMV7 */
+    static const char *const ARCH[] = {"i386", "x86_64", "armv6", "ppc", "ppc64", "armv7"};
+    return a < sizeof ARCH / sizeof ARCH[0] ? ARCH[a] : NULL;
+}
+
+static void finish_metadata(plc *c)
+{
+    cr_builder *b = &c->b;
+    crashreport *r = b->r;
+    crashreport_metadata *m = &r->meta;
+
+    const char *osn = c->has_os ? os_name(c->os) : NULL;
+    if (c->os_version != NULL)
+        m->os_version = cr_sprintf(b, "%s%s%s%s%s%s", osn ? osn : "", osn ? " " : "", c->os_version,
+                                   c->os_build ? " (" : "", c->os_build ? c->os_build : "",
+                                   c->os_build ? ")" : "");
+
+    if (c->has_cpu) {
+        m->arch = cr_arch_from_cpu(c->cpu_type, c->cpu_subtype);
+        const char *ct = code_type_name(c->cpu_type);
+        if (ct != NULL)
+            m->code_type = c->has_native ? cr_sprintf(b, "%s (%s)", ct, c->native ? "Native" : "Translated")
+                                         : ct;
+    }
+    if (m->arch == NULL && c->has_legacy_arch)
+        m->arch = legacy_arch(c->legacy_arch);
+
+    /* ApplicationInfo.version is CFBundleVersion; marketing_version the short version */
+    if (c->marketing_version != NULL) {
+        m->app_version = c->marketing_version;
+        m->build = c->app_version;
+        m->version_text = c->app_version ? cr_sprintf(b, "%s (%s)", c->marketing_version, c->app_version)
+                                         : c->marketing_version;
+    } else {
+        m->app_version = c->app_version;
+        m->version_text = c->app_version;
+    }
+    if (m->process == NULL && m->process_path != NULL)
+        m->process = cr_strdup(b, base_name(m->process_path));
+    if (c->parent_name != NULL || c->has_parent_pid) {
+        if (c->has_parent_pid)
+            m->parent_process = cr_sprintf(b, "%s [%" PRIu64 "]", c->parent_name ? c->parent_name : "???",
+                                           c->parent_pid);
+        else
+            m->parent_process = c->parent_name;
+    }
+
+    m->signal = c->sig_name;
+    const char *exc = c->has_mach ? mach_exception_name(c->mach_type) : NULL;
+    if (c->has_mach && exc == NULL)
+        exc = cr_sprintf(b, "0x%" PRIx64, c->mach_type);
+    m->exception_type = exc != NULL ? exc : c->sig_name;
+    const char *at = NULL;
+    if (c->sig_code != NULL)
+        at = c->has_sig_addr ? cr_sprintf(b, "%s at 0x%" PRIx64, c->sig_code, c->sig_addr) : c->sig_code;
+    if (c->has_mach && c->nmach_codes > 0) {
+        /* "0x000000000000000a, 0x0000000000000008" as Apple prints the codes */
+        char codes[PLC_MAX_CODES * 20];
+        size_t n = 0;
+        for (size_t i = 0; i < c->nmach_codes; i++)
+            n += (size_t)snprintf(codes + n, sizeof codes - n, "%s0x%016" PRIx64, i ? ", " : "",
+                                  c->mach_codes[i]);
+        m->exception_codes = cr_strdup(b, codes);
+        m->exception_subtype = at;
+    } else {
+        m->exception_codes = at;
+    }
+    if (c->exc_name != NULL || c->exc_reason != NULL) {
+        const char *n = c->exc_name ? c->exc_name : "", *why = c->exc_reason ? c->exc_reason : "";
+        /* "Name: reason" as the other SDK formats give it, and the line PLCrashReporter's
+         * text formatter prints, so that both forms of one crash group alike */
+        m->exception_reason = cr_sprintf(b, "%s%s%s", n, n[0] && why[0] ? ": " : "", why);
+        m->app_specific_info = cr_sprintf(b, "*** Terminating app due to uncaught exception '%s', "
+                                          "reason: '%s'", n, why);
+    }
+    for (size_t i = 0; i < r->nimages; i++) {
+        crashreport_image *im = &r->images[i];
+        if (im->arch == NULL)
+            im->arch = m->arch;
+        /* the main executable is what Apple marks "+" (not part of the OS) */
+        if (m->process_path != NULL && strcmp(im->path, m->process_path) == 0)
+            im->user = true;
+    }
+}
+
+/* ---- entry ---------------------------------------------------------------------------------- */
+
+bool cr_is_plcrash(const char *data, size_t len)
+{
+    return len >= CR_PLCRASH_MAGIC_LEN && memcmp(data, CR_PLCRASH_MAGIC, CR_PLCRASH_MAGIC_LEN) == 0;
+}
+
+err_code cr_parse_plcrash(crashreport **out, const char *data, size_t len, arena *a, err_info *err)
+{
+    *out = NULL;
+    if (len < CR_PLCRASH_MAGIC_LEN + 1)
+        return err_set(err, ERR_INVALID, "plcrash report is truncated: %zu bytes, no version byte",
+                       len);
+    unsigned version = (unsigned char)data[CR_PLCRASH_MAGIC_LEN];
+    if (version != 1)
+        return err_set(err, ERR_UNSUPPORTED, "plcrash report version %u is not supported (only 1)",
+                       version);
+    plc c;
+    memset(&c, 0, sizeof c);
+    c.err = err;
+    if (!cr_builder_init(&c.b, CRASHREPORT_FORMAT_PLCRASH, a, err))
+        return ERR_TOO_LARGE;
+    cr_pb top;
+    cr_pb_init(&top, (const uint8_t *)data + CR_PLCRASH_MAGIC_LEN + 1, len - CR_PLCRASH_MAGIC_LEN - 1);
+    /* offsets in messages count from the start of the file */
+    top.base = (const uint8_t *)data;
+    bool has_system = false, has_app = false, ok = true;
+    size_t nthreads = 0, nimages = 0;
+    cr_pb_field f;
+    int rc = 0;
+    while (ok && (rc = cr_pb_next(&top, &f, err)) > 0) {
+        switch (f.number) {
+        case 1: ok = read_system_info(&c, &top, &f); has_system = true; break;
+        case 2: ok = read_app_info(&c, &top, &f); has_app = true; break;
+        case 3: ok = read_thread(&c, &top, &f, nthreads++); break;
+        case 4: ok = read_image(&c, &top, &f, nimages++); break;
+        case 5: ok = read_exception(&c, &top, &f); break;
+        case 6: ok = read_signal(&c, &top, &f); break;
+        case 7: ok = read_process_info(&c, &top, &f); break;
+        case 8: ok = read_machine_info(&c, &top, &f); break;
+        case 9: ok = read_report_info(&c, &top, &f); break;
+        default: break;
+        }
+        ok = ok && !c.b.failed;
+    }
+    if (!ok || c.b.failed) {
+        if (c.b.failed && (err->code == ERR_OK || err->code == ERR_TOO_LARGE))
+            return err_set(err, ERR_TOO_LARGE, "plcrash report: too large for its memory budget");
+        return err->code;
+    }
+    if (rc < 0)
+        return wire_error(&c, "");
+    if (!has_system)
+        return bad(&c, "no system_info (field 1)");
+    if (!has_app)
+        return bad(&c, "no application_info (field 2)");
+    if (!c.has_sig)
+        return bad(&c, "no signal (field 6)");
+    finish_metadata(&c);
+    err_code fin = cr_finish(&c.b, "plcrash report");
+    if (fin != ERR_OK)
+        return fin;
+    *out = c.b.r;
+    return ERR_OK;
+}
