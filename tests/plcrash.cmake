@@ -10,3 +10,9 @@ add_test(NAME plcrash_reports
   WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
 set_tests_properties(plcrash_reports PROPERTIES LABELS fixtures TIMEOUT 900
   ENVIRONMENT "${STACKSIFT_TEST_ENV}")
+
+# Through the real server and Postgres: every way of sending a .plcrash file, grouping with its
+# Apple-text twin, ?format=text, raw bytes, bad input (web_instance.py starts the instance).
+add_test(NAME test_plcrash_server COMMAND ${STACKSIFT_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/test_plcrash_server.py)
+set_tests_properties(test_plcrash_server PROPERTIES LABELS db TIMEOUT 300
+  ENVIRONMENT "${STACKSIFT_TEST_ENV};STACKSIFT_BUILD_DIR=${PROJECT_BINARY_DIR}")

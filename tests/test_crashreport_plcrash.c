@@ -510,7 +510,7 @@ static void bad_input_names_the_field(void)
     memset(&e, 0, sizeof e);
     head(&e);
     put(&e, "\x1a\x7f\x08\x00", 4);
-    expect_error(&e, ERR_INVALID, "plcrash report: length 127 at offset");
+    expect_error(&e, ERR_INVALID, "plcrash report: threads[0]: length 127 at offset");
     free(e.p);
     memset(&e, 0, sizeof e);
     head(&e);

@@ -938,8 +938,20 @@ err_code cr_parse_plcrash(crashreport **out, const char *data, size_t len, arena
             return err_set(err, ERR_TOO_LARGE, "plcrash report: too large for its memory budget");
         return err->code;
     }
-    if (rc < 0)
-        return wire_error(&c, "");
+    if (rc < 0) {
+        /* the tag was read: name the field whose value is broken */
+        static const char *const TOP[] = {NULL, "system_info", "application_info", "threads",
+                                          "binary_images", "exception", "signal", "process_info",
+                                          "machine_info", "report_info", "custom_data"};
+        char path[64] = "";
+        if (f.number == 3 || f.number == 4)
+            snprintf(path, sizeof path, "%s[%zu]", TOP[f.number], f.number == 3 ? nthreads : nimages);
+        else if (f.number > 0 && f.number < sizeof TOP / sizeof TOP[0])
+            snprintf(path, sizeof path, "%s", TOP[f.number]);
+        else if (f.number > 0)
+            snprintf(path, sizeof path, "field %u", f.number);
+        return wire_error(&c, path);
+    }
     if (!has_system)
         return bad(&c, "no system_info (field 1)");
     if (!has_app)

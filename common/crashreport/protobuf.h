@@ -58,7 +58,7 @@ void cr_pb_init(cr_pb *m, const uint8_t *data, size_t len);
  * saying what is wrong and the offset ("truncated varint at offset 12", "length 900 at
  * offset 40 runs past the end of its message (20 bytes left)", "wire type 3 (group) at
  * offset 7 is not supported", "field number 0 at offset 3"). The caller prefixes the
- * field path it was reading.
+ * field path it was reading; f->number is set when the tag itself was readable.
  */
 int cr_pb_next(cr_pb *m, cr_pb_field *f, err_info *err);
 

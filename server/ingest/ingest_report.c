@@ -13,6 +13,9 @@
 
 #include "crashreport/crashreport.h"
 
+/* The media type PLCrashReporter's binary reports are sent as (README "Using PLCrashReporter"). */
+#define PLCRASH_CONTENT_TYPE "application/x-plcrashreporter"
+
 err_code ingest_gunzip(uint8_t **out, size_t *out_len, const uint8_t *in, size_t in_len,
                        uint64_t max, const char *what, arena *a, err_info *err)
 {
@@ -131,10 +134,15 @@ err_code ingest_report_prepare(store_report_new **rows, size_t *nrows, const ing
 {
     *rows = NULL;
     *nrows = 0;
-    if (strcmp(in->content_type, "text/plain") != 0 &&
+    /* PLCrashReporter's binary reports come as its own type or as plain bytes; the format is
+     * still decided by the bytes (the "plcrash" magic), checked once decoded below. */
+    bool binary = strcmp(in->content_type, PLCRASH_CONTENT_TYPE) == 0 ||
+                  strcmp(in->content_type, "application/octet-stream") == 0;
+    if (!binary && strcmp(in->content_type, "text/plain") != 0 &&
         strcmp(in->content_type, "application/json") != 0)
         return err_set(err, ERR_UNSUPPORTED, "content type '%s' is not accepted for reports: "
-                       "send text/plain or application/json", in->content_type);
+                       "send text/plain, application/json or " PLCRASH_CONTENT_TYPE,
+                       in->content_type);
 
     const uint8_t *raw = in->body;
     size_t raw_len = in->len;
@@ -152,6 +160,9 @@ err_code ingest_report_prepare(store_report_new **rows, size_t *nrows, const ing
     if (raw_len > in->max_report_bytes)
         return err_set(err, ERR_TOO_LARGE, "report of %zu bytes is over the limit of %llu bytes",
                        raw_len, (unsigned long long)in->max_report_bytes);
+    if (binary && !(raw_len >= 7 && memcmp(raw, "plcrash", 7) == 0))
+        return err_set(err, ERR_INVALID, "a %s body must be a PLCrashReporter report: it does "
+                       "not start with the \"plcrash\" magic", in->content_type);
 
     /* A MetricKit payload of several diagnostics is stored as one report per diagnostic
      * (each a standalone payload of that diagnostic): each is grouped on its own. */
