@@ -388,6 +388,21 @@ def run_cases(inst, c, source):
     check(r.status == 200 and r.body.count(b"\r\n") == 2, "CSV: header and one row")
     call("get", "/api/v1/callsites.csv", "/api/v1/callsites.csv?limit=0", 400, token=T["read"])
 
+    # Sessions: a batch, its retry (counted once), a bad field, too many, a wrong type.
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    sess = {"sessions": [{"sid": "openapi-s1", "did": "device-1", "release": "FixtureApp@1.0+7",
+                          "started": now, "duration_s": 3, "status": "crashed", "errors": 1}]}
+    r = call("post", "/api/v1/sessions", "/api/v1/sessions", 202, token=T["ingest"], body=sess)
+    check(r.status == 202 and r.json() == {"accepted": 1, "ignored": 0}, f"sessions: {r.body!r}")
+    call("post", "/api/v1/sessions", "/api/v1/sessions?project=1", 202, token=T["ingest"], body=sess)
+    bad = {"sessions": [dict(sess["sessions"][0], status="fine")]}
+    r = call("post", "/api/v1/sessions", "/api/v1/sessions", 400, token=T["ingest"], body=bad)
+    check(r.status == 400 and r.json()["error"].get("field") == "sessions[0].status", "sessions: field named")
+    call("post", "/api/v1/sessions", "/api/v1/sessions", 413, token=T["ingest"],
+         body={"sessions": [{}] * 100001})
+    call("post", "/api/v1/sessions", "/api/v1/sessions", 422, token=T["ingest"], body=b"sid,release\n",
+         headers={"Content-Type": "text/csv"})
+
     call("get", "/metrics", "/metrics", 401)
     call("get", "/metrics", "/metrics", 403, token=T["ingest"])
     r = call("get", "/metrics", "/metrics", 200, token=T["read"])

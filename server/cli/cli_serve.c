@@ -23,6 +23,7 @@
 #include "ingest/symfiles.h"
 #include "log/log.h"
 #include "store/store.h"
+#include "store/store_sessions.h"
 #include "store/store_blobs.h"
 
 /* `url` with application_name = `node` (checked: [A-Za-z0-9._-]), so that the database knows
@@ -126,6 +127,7 @@ int cli_serve(int argc, char **argv)
         log_event(LOG_ERROR, "database_unreachable", "message=%s", err.msg);
         goto done;
     }
+    store_sessions_configure(cfg.release_users_exact);
     if (store_schema_version(&version, s, &err) != ERR_OK) {
         log_event(LOG_ERROR, "schema_check_failed", "message=%s", err.msg);
         goto done;

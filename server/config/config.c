@@ -77,6 +77,17 @@ static int parse_count(void *field, const char *value, const char **why)
     return 1;
 }
 
+static int parse_users_exact(void *field, const char *value, const char **why)
+{
+    uint64_t v;
+    if (!parse_u64_range(&v, value, 1, 1000000000)) {
+        *why = "must be a whole number from 1 to 1000000000";
+        return 0;
+    }
+    *(uint32_t *)field = (uint32_t)v;
+    return 1;
+}
+
 static int parse_count0(void *field, const char *value, const char **why)
 {
     uint64_t v;
@@ -372,6 +383,10 @@ static const config_var VARS[] = {
     {"STACKSIFT_MAINTENANCE_INTERVAL_S", "3600", parse_interval,
      offsetof(config, maintenance_interval_s),
      "retention runs at most this often, on one node at a time"},
+    {"STACKSIFT_RELEASE_USERS_EXACT", "1000000", parse_users_exact,
+     offsetof(config, release_users_exact),
+     "devices per release and environment counted exactly; above, one in 2^k is kept and "
+     "counts 2^k (README, Release health)"},
 };
 
 #define NVARS (sizeof VARS / sizeof VARS[0])

@@ -52,6 +52,7 @@ typedef struct {
     uint32_t aggregate_retention_days; /* STACKSIFT_AGGREGATE_RETENTION_DAYS: issues, counts */
     uint32_t dsym_retention_days;  /* STACKSIFT_DSYM_RETENTION_DAYS: unused dSYMs; 0 = keep */
     uint32_t maintenance_interval_s; /* STACKSIFT_MAINTENANCE_INTERVAL_S: retention runs */
+    uint32_t release_users_exact;  /* STACKSIFT_RELEASE_USERS_EXACT: exact devices per release */
 } config;
 
 /* One row of the table: what `stacksift serve --help` and the README print. */

@@ -132,6 +132,9 @@ enum MHD_Result respond_json(http_request *r, unsigned status, buf *body);
 /* respond_error / respond_err - the one error shape {"error":{"code","message"}}. */
 enum MHD_Result respond_error(http_request *r, err_code code, const char *message);
 enum MHD_Result respond_err(http_request *r, const err_info *err);
+/* respond_field_error - r->err in the error shape plus the field the client must fix:
+ * {"error":{"code","message","field"}}; plain respond_err when `field` is NULL or "". */
+enum MHD_Result respond_field_error(http_request *r, const char *field);
 /* request_arg - the query argument `name`, or NULL when absent or empty. */
 const char *request_arg(http_request *r, const char *name);
 /* request_media_type - header `header` without parameters (";..."), lower case, in the
@@ -186,6 +189,10 @@ enum MHD_Result handle_symbolicate(http_request *r);
 enum MHD_Result handle_samples_post(http_request *r);   /* POST /api/v1/samples */
 enum MHD_Result handle_callsites_list(http_request *r); /* GET /api/v1/callsites */
 enum MHD_Result handle_callsites_csv(http_request *r);  /* GET /api/v1/callsites.csv */
+
+/* ---- release health (routes_sessions.c) ------------------------------------------------ */
+
+enum MHD_Result handle_sessions_post(http_request *r);  /* POST /api/v1/sessions */
 
 /* ---- the dashboard (routes_web.c) ------------------------------------------------------ */
 

@@ -19,25 +19,6 @@
 
 #define CSV_MAX_ROWS 100000
 
-/* The error shape of every route, plus the field the client must fix. */
-static enum MHD_Result respond_field_error(http_request *r, const char *field)
-{
-    if (field == NULL || field[0] == '\0')
-        return respond_err(r, &r->err);
-    buf body;
-    jsonw w;
-    json_body_begin(&body, &w);
-    jsonw_object_begin(&w);
-    jsonw_key(&w, "error");
-    jsonw_object_begin(&w);
-    jsonw_kstr(&w, "code", err_name(r->err.code));
-    jsonw_kstr(&w, "message", r->err.msg);
-    jsonw_kstr(&w, "field", field);
-    jsonw_object_end(&w);
-    jsonw_object_end(&w);
-    return respond_json(r, http_status_for(r->err.code), &body);
-}
-
 enum MHD_Result handle_samples_post(http_request *r)
 {
     const char *enc = request_media_type(r, MHD_HTTP_HEADER_CONTENT_ENCODING);

@@ -131,6 +131,24 @@ enum MHD_Result respond_err(http_request *r, const err_info *err)
     return respond_error(r, r->err.code, r->err.msg);
 }
 
+enum MHD_Result respond_field_error(http_request *r, const char *field)
+{
+    if (field == NULL || field[0] == '\0')
+        return respond_err(r, &r->err);
+    buf body;
+    jsonw w;
+    json_body_begin(&body, &w);
+    jsonw_object_begin(&w);
+    jsonw_key(&w, "error");
+    jsonw_object_begin(&w);
+    jsonw_kstr(&w, "code", err_name(r->err.code));
+    jsonw_kstr(&w, "message", r->err.msg);
+    jsonw_kstr(&w, "field", field);
+    jsonw_object_end(&w);
+    jsonw_object_end(&w);
+    return respond_json(r, http_status_for(r->err.code), &body);
+}
+
 /* ---- scratch files --------------------------------------------------------------------- */
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -421,6 +439,9 @@ static const route ROUTES[] = {
      handle_callsites_list},
     {"GET", "/api/v1/callsites.csv", false, "callsites_csv", AUTH_SCOPE_READ, BODY_NONE,
      handle_callsites_csv},
+    /* release health (routes_sessions.c) */
+    {"POST", "/api/v1/sessions", false, "sessions_post", AUTH_SCOPE_INGEST, BODY_MEMORY,
+     handle_sessions_post},
     /* the dashboard and its sparklines (routes_web.c) */
     {"GET", "/", false, "dashboard", 0, BODY_NONE, handle_dashboard},
     {"GET", "/ui/", true, "dashboard_file", 0, BODY_NONE, handle_dashboard_asset},

@@ -307,6 +307,23 @@ static err_code expire_aggregates(store_retention_result *r, pconn *c, unsigned 
                           1, values, err);
         r->issues_expired += n;
     }
+    /* Release health (migration 0010): a session started more than 5 days ago takes no more
+     * updates (server/ingest/sessions.h), so its state is not needed; its counters are
+     * aggregates like the others. */
+    if (rc == ERR_OK)
+        rc = exec_int(&have, c, "looking for sessions",
+                      "SELECT (to_regclass('session_states') IS NOT NULL)::int", 0, NULL, err);
+    if (rc == ERR_OK && have) {
+        int64_t n = 0;
+        rc = exec_int(&n, c, "expiring session states",
+                      "DELETE FROM session_states WHERE started < now() - interval '6 days'",
+                      0, NULL, err);
+        if (rc == ERR_OK)
+            rc = exec_int(&n, c, "expiring session hours",
+                          "DELETE FROM session_hours WHERE hour < "
+                          "now() - $1::int * interval '1 day'", 1, values, err);
+        r->issue_days_expired += n;
+    }
     return rc;
 }
 

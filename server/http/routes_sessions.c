@@ -1,0 +1,83 @@
+/*
+ * routes_sessions - release health in:
+ *   POST /api/v1/sessions   {"sessions":[{sid,did,release,environment,started,duration_s,
+ *                           status,errors}]} (ingest scope, gzip or identity) -> 202
+ * A batch is counted all or nothing (server/ingest/sessions.h gives the rules); a batch sent
+ * again is counted once. Errors name the field and its index:
+ * {"error":{"code","message","field":"sessions[3].status"}}.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "http/http_internal.h"
+#include "ingest/ingest.h"
+#include "ingest/sessions.h"
+
+/* The project a request counts into: ?project= (id) when given, else the default project. */
+static err_code request_project(int64_t *out, http_request *r)
+{
+    const char *p = request_arg(r, "project");
+    *out = 1;
+    if (p == NULL)
+        return ERR_OK;
+    char *end;
+    long long v = strtoll(p, &end, 10);
+    if (*end != '\0' || v <= 0)
+        return err_set(&r->err, ERR_INVALID, "project: not a project id: \"%.64s\"", p);
+    *out = v;
+    return ERR_OK;
+}
+
+enum MHD_Result handle_sessions_post(http_request *r)
+{
+    char field[SESSIONS_FIELD_MAX] = "";
+    const char *type = request_media_type(r, MHD_HTTP_HEADER_CONTENT_TYPE);
+    const char *enc = request_media_type(r, MHD_HTTP_HEADER_CONTENT_ENCODING);
+    int64_t project;
+    if (request_project(&project, r) != ERR_OK)
+        return respond_field_error(r, "project");
+    if (type[0] != '\0' && strcmp(type, "application/json") != 0) {
+        err_set(&r->err, ERR_UNSUPPORTED, "Content-Type: sessions are application/json, not "
+                "%.64s", type);
+        return respond_field_error(r, "Content-Type");
+    }
+    const uint8_t *json = r->mem ? r->mem : (const uint8_t *)"";
+    size_t len = (size_t)r->body_bytes;
+    /* 100,000 sessions of ~200 bytes of JSON: more than a report */
+    uint64_t max = r->srv->cfg->max_report_bytes * 8;
+    if (strcmp(enc, "gzip") == 0) {
+        uint8_t *plain;
+        if (ingest_gunzip(&plain, &len, json, len, max, "the sessions batch", r->a, &r->err) !=
+            ERR_OK) {
+            err_prefix(&r->err, "body");
+            return respond_field_error(r, "body");
+        }
+        json = plain;
+    } else if (enc[0] != '\0' && strcmp(enc, "identity") != 0) {
+        err_set(&r->err, ERR_UNSUPPORTED, "Content-Encoding: gzip or identity, not %.64s", enc);
+        return respond_field_error(r, "Content-Encoding");
+    }
+    if (len == 0) {
+        err_set(&r->err, ERR_INVALID, "body: empty (sessions are a JSON object)");
+        return respond_field_error(r, "body");
+    }
+    session_update *u;
+    size_t n;
+    sessions_result res;
+    if (sessions_parse_json(&u, &n, field, (const char *)json, len, r->a, &r->err) != ERR_OK)
+        return respond_field_error(r, field);
+    /* the request's database deadline grows with the batch: ~20 us a session in Postgres
+     * on a quiet 2-core box, 100 us allowed */
+    store_deadline_begin(r->srv->cfg->db_timeout_ms + (unsigned)(n / 10));
+    if (sessions_ingest(&res, field, r->srv->store, project, u, n, "sessions", 0, &r->err) !=
+            ERR_OK)
+        return respond_field_error(r, field);
+    buf body;
+    jsonw w;
+    json_body_begin(&body, &w);
+    jsonw_object_begin(&w);
+    jsonw_kuint(&w, "accepted", res.accepted);
+    jsonw_kuint(&w, "ignored", res.ignored);
+    jsonw_object_end(&w);
+    return respond_json(r, 202, &body);
+}

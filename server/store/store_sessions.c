@@ -1,0 +1,705 @@
+/*
+ * store_sessions - release health counters (see store_sessions.h). A batch is four
+ * statements in one transaction, whatever its size: the project's advisory lock, the stored
+ * states of the batch's sessions, the release_envs rows it needs, then one statement with
+ * data-modifying CTEs that writes states, hourly counters and users. Rows travel as one
+ * JSON parameter per kind (json_to_recordset).
+ */
+#include "store/store_sessions.h"
+
+#include <libpq-fe.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/jsonw.h"
+#include "base/xalloc.h"
+#include "store/store_internal.h"
+
+/* Advisory lock class of session batches (the second key is the project id). */
+#define SESSIONS_LOCK_CLASS 7215843
+/* Batches of more sessions run without the per-statement timeout. */
+#define SESSIONS_UNBOUNDED_FROM 5000
+
+static _Atomic uint64_t users_exact = 1000000;
+
+void store_sessions_configure(uint64_t n)
+{
+    atomic_store(&users_exact, n > 0 ? n : 1);
+}
+
+static void hex16(char out[33], const uint8_t b[16])
+{
+    static const char digits[] = "0123456789abcdef";
+    for (int i = 0; i < 16; i++) {
+        out[2 * i] = digits[b[i] >> 4];
+        out[2 * i + 1] = digits[b[i] & 15];
+    }
+    out[32] = '\0';
+}
+
+static int hexval(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                          : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* A uuid as Postgres prints it -> 16 bytes; false if malformed. */
+static bool uuid_bytes(uint8_t out[16], const char *s)
+{
+    int n = 0;
+    for (; *s && n < 32; s++) {
+        if (*s == '-')
+            continue;
+        int v = hexval(*s);
+        if (v < 0)
+            return false;
+        if (n % 2 == 0)
+            out[n / 2] = (uint8_t)(v << 4);
+        else
+            out[n / 2] |= (uint8_t)v;
+        n++;
+    }
+    return n == 32;
+}
+
+static err_code exec(PGresult **out, pconn *c, const store_stmt *st, int n,
+                     const char *const *values, err_info *err)
+{
+    PGresult *res;
+    err_code rc = store_exec(&res, c, st, n, values, NULL, NULL, err);
+    if (out)
+        *out = res;
+    else
+        PQclear(res);
+    return rc;
+}
+
+static const store_stmt SQL_LOCK = {"sessions_lock",
+    "SELECT pg_advisory_xact_lock(" "7215843" ", $1::int)"};
+
+static err_code begin_locked(pconn *c, int64_t project_id, err_info *err)
+{
+    _Static_assert(SESSIONS_LOCK_CLASS == 7215843, "SQL_LOCK names the same class");
+    err_code rc = store_command(c, "BEGIN", "counting sessions", err);
+    if (rc != ERR_OK)
+        return rc;
+    char pid[24];
+    /* The two-key advisory lock takes int4 keys: projects beyond 2^31 share a lock. */
+    snprintf(pid, sizeof pid, "%d", (int)(project_id & 0x7fffffff));
+    const char *v[1] = {pid};
+    return exec(NULL, c, &SQL_LOCK, 1, v, err);
+}
+
+/* ---- release_envs ---------------------------------------------------------------------- */
+
+/* One (release, environment) a batch touches, with the starts it brings. */
+typedef struct {
+    const char *release, *environment;
+    int64_t first_ms, last_ms;
+    int64_t id;               /* release_envs.id once upserted */
+} renv_key;
+
+typedef struct {
+    renv_key *v;
+    size_t n, cap;
+} renv_set;
+
+static int renv_cmp(const void *pa, const void *pb)
+{
+    const renv_key *a = pa, *b = pb;
+    int c = strcmp(a->release, b->release);
+    return c ? c : strcmp(a->environment, b->environment);
+}
+
+static void renv_add(renv_set *s, const char *release, const char *env, int64_t started_ms)
+{
+    for (size_t i = s->n; i-- > 0;)   /* a batch names few releases: the last one first */
+        if (strcmp(s->v[i].release, release) == 0 && strcmp(s->v[i].environment, env) == 0) {
+            if (started_ms < s->v[i].first_ms)
+                s->v[i].first_ms = started_ms;
+            if (started_ms > s->v[i].last_ms)
+                s->v[i].last_ms = started_ms;
+            return;
+        }
+    if (s->n == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 8;
+        s->v = xrealloc(s->v, s->cap * sizeof *s->v);
+    }
+    s->v[s->n++] = (renv_key){release, env, started_ms, started_ms, 0};
+}
+
+static int64_t renv_id(const renv_set *s, const char *release, const char *env)
+{
+    renv_key k = {release, env, 0, 0, 0};
+    const renv_key *f = bsearch(&k, s->v, s->n, sizeof *s->v, renv_cmp);
+    return f ? f->id : 0;
+}
+
+static const store_stmt SQL_RENV_UPSERT = {"sessions_renv_upsert",
+    "INSERT INTO release_envs AS e (project_id, release, environment, first_seen, last_seen) "
+    "SELECT $1::bigint, t.r, t.e, to_timestamp(t.f / 1000.0), to_timestamp(t.l / 1000.0) "
+    "FROM json_to_recordset($2::json) AS t(r text, e text, f bigint, l bigint) ORDER BY t.r, t.e "
+    "ON CONFLICT (project_id, release, environment) DO UPDATE SET "
+    "first_seen = least(e.first_seen, EXCLUDED.first_seen), "
+    "last_seen = greatest(e.last_seen, EXCLUDED.last_seen) "
+    "RETURNING id, release, environment"};
+
+/* Upsert every key of `s` (sorted first) and fill in their ids. */
+static err_code renv_upsert(renv_set *s, pconn *c, int64_t project_id, err_info *err)
+{
+    if (s->n == 0)
+        return ERR_OK;
+    qsort(s->v, s->n, sizeof *s->v, renv_cmp);
+    buf json;
+    jsonw w;
+    buf_init(&json);
+    jsonw_init(&w, &json);
+    jsonw_array_begin(&w);
+    for (size_t i = 0; i < s->n; i++) {
+        jsonw_object_begin(&w);
+        jsonw_kstr(&w, "r", s->v[i].release);
+        jsonw_kstr(&w, "e", s->v[i].environment);
+        jsonw_kint(&w, "f", s->v[i].first_ms);
+        jsonw_kint(&w, "l", s->v[i].last_ms);
+        jsonw_object_end(&w);
+    }
+    jsonw_array_end(&w);
+    buf_putc(&json, '\0');
+    char pid[24];
+    snprintf(pid, sizeof pid, "%lld", (long long)project_id);
+    const char *v[2] = {pid, (const char *)json.data};
+    PGresult *res;
+    err_code rc = exec(&res, c, &SQL_RENV_UPSERT, 2, v, err);
+    buf_reset(&json);
+    if (rc != ERR_OK)
+        return rc;
+    for (int i = 0; i < PQntuples(res); i++) {
+        renv_key k = {PQgetvalue(res, i, 1), PQgetvalue(res, i, 2), 0, 0, 0};
+        renv_key *f = bsearch(&k, s->v, s->n, sizeof *s->v, renv_cmp);
+        if (f)
+            f->id = strtoll(PQgetvalue(res, i, 0), NULL, 10);
+    }
+    PQclear(res);
+    for (size_t i = 0; i < s->n; i++)
+        if (s->v[i].id == 0)
+            return err_set(err, ERR_INTERNAL, "counting sessions: release_envs row for \"%.64s\" "
+                           "not returned", s->v[i].release);
+    return ERR_OK;
+}
+
+/* ---- counters and users ---------------------------------------------------------------- */
+
+/* One session's contribution to an hour's counters, or a change of it. */
+typedef struct {
+    int64_t renv, hour_s;
+    int64_t sessions, crashed, abnormal, errored;
+} hour_delta;
+
+typedef struct {
+    int64_t renv;
+    uint8_t uid[16];
+    uint8_t lvl;
+    bool crashed;
+} user_add;
+
+static int hour_cmp(const void *pa, const void *pb)
+{
+    const hour_delta *a = pa, *b = pb;
+    if (a->renv != b->renv)
+        return a->renv < b->renv ? -1 : 1;
+    return a->hour_s < b->hour_s ? -1 : a->hour_s > b->hour_s;
+}
+
+static int user_cmp(const void *pa, const void *pb)
+{
+    const user_add *a = pa, *b = pb;
+    if (a->renv != b->renv)
+        return a->renv < b->renv ? -1 : 1;
+    return memcmp(a->uid, b->uid, 16);
+}
+
+/* Counters of a session in a given state: counted once, in exactly one outcome class. */
+typedef struct {
+    bool counted, errored;
+    char final;
+} sess_state;
+
+static void contribution(hour_delta *h, const sess_state *s, int sign)
+{
+    if (!s->counted)
+        return;
+    h->sessions += sign;
+    if (s->final == STORE_SESSION_CRASHED)
+        h->crashed += sign;
+    else if (s->final == STORE_SESSION_ABNORMAL)
+        h->abnormal += sign;
+    else if (s->errored)
+        h->errored += sign;
+}
+
+static int64_t hour_of(int64_t ms)
+{
+    int64_t s = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
+    return s - ((s % 3600) + 3600) % 3600;
+}
+
+/* Sort `v` and add up entries with the same key; returns the new count. */
+static size_t hours_merge(hour_delta *v, size_t n)
+{
+    if (n == 0)
+        return 0;
+    qsort(v, n, sizeof *v, hour_cmp);
+    size_t out = 0;
+    for (size_t i = 1; i < n; i++) {
+        if (hour_cmp(&v[out], &v[i]) == 0) {
+            v[out].sessions += v[i].sessions;
+            v[out].crashed += v[i].crashed;
+            v[out].abnormal += v[i].abnormal;
+            v[out].errored += v[i].errored;
+        } else {
+            v[++out] = v[i];
+        }
+    }
+    return out + 1;
+}
+
+static size_t users_merge(user_add *v, size_t n)
+{
+    if (n == 0)
+        return 0;
+    qsort(v, n, sizeof *v, user_cmp);
+    size_t out = 0;
+    for (size_t i = 1; i < n; i++) {
+        if (user_cmp(&v[out], &v[i]) == 0)
+            v[out].crashed |= v[i].crashed;
+        else
+            v[++out] = v[i];
+    }
+    return out + 1;
+}
+
+static void hours_json(jsonw *w, const hour_delta *h, size_t n)
+{
+    jsonw_array_begin(w);
+    for (size_t i = 0; i < n; i++) {
+        if (h[i].sessions == 0 && h[i].crashed == 0 && h[i].abnormal == 0 && h[i].errored == 0)
+            continue;
+        jsonw_object_begin(w);
+        jsonw_kint(w, "r", h[i].renv);
+        jsonw_kint(w, "h", h[i].hour_s);
+        jsonw_kint(w, "s", h[i].sessions);
+        jsonw_kint(w, "c", h[i].crashed);
+        jsonw_kint(w, "a", h[i].abnormal);
+        jsonw_kint(w, "e", h[i].errored);
+        jsonw_object_end(w);
+    }
+    jsonw_array_end(w);
+}
+
+static void users_json(jsonw *w, const user_add *u, size_t n)
+{
+    char hex[33];
+    jsonw_array_begin(w);
+    for (size_t i = 0; i < n; i++) {
+        hex16(hex, u[i].uid);
+        jsonw_object_begin(w);
+        jsonw_kint(w, "r", u[i].renv);
+        jsonw_kstr(w, "u", hex);
+        jsonw_kint(w, "l", u[i].lvl);
+        jsonw_kbool(w, "c", u[i].crashed);
+        jsonw_object_end(w);
+    }
+    jsonw_array_end(w);
+}
+
+/* Hours and users in one statement: the counters add up (a change may be negative: errored
+ * becomes crashed), new devices are inserted when in the release's current sample, a device
+ * that crashes is marked, and release_envs keeps the row counts. Returns the release_envs
+ * rows now over the exact limit ($3). */
+#define SQL_COUNTERS_CTES                                                                    \
+    "hours AS (INSERT INTO session_hours AS h (renv, hour, sessions, crashed, abnormal, "    \
+    "errored) SELECT t.r, to_timestamp(t.h), t.s, t.c, t.a, t.e "                            \
+    "FROM json_to_recordset($1::json) AS t(r bigint, h bigint, s bigint, c bigint, "         \
+    "a bigint, e bigint) ORDER BY t.r, t.h "                                                 \
+    "ON CONFLICT (renv, hour) DO UPDATE SET sessions = h.sessions + EXCLUDED.sessions, "     \
+    "crashed = h.crashed + EXCLUDED.crashed, abnormal = h.abnormal + EXCLUDED.abnormal, "    \
+    "errored = h.errored + EXCLUDED.errored RETURNING 1), "                                  \
+    "ins AS (INSERT INTO release_users AS u (renv, uid, lvl, crashed) "                      \
+    "SELECT t.r, t.u::uuid, t.l, t.c FROM json_to_recordset($2::json) AS t(r bigint, u text, " \
+    "l smallint, c boolean) JOIN release_envs re ON re.id = t.r "                            \
+    "WHERE t.l >= re.user_level ORDER BY t.r, t.u "                                          \
+    "ON CONFLICT (renv, uid) DO UPDATE SET crashed = true "                                  \
+    "WHERE EXCLUDED.crashed AND NOT u.crashed "                                              \
+    "RETURNING u.renv, (u.xmax = 0) AS inserted, u.crashed), "                               \
+    "envs AS (UPDATE release_envs e SET user_rows = e.user_rows + d.nu, "                    \
+    "crashed_rows = e.crashed_rows + d.nc FROM (SELECT renv, "                               \
+    "count(*) FILTER (WHERE inserted) AS nu, count(*) FILTER (WHERE crashed) AS nc "         \
+    "FROM ins GROUP BY renv) d WHERE e.id = d.renv RETURNING e.id, e.user_rows) "
+
+static const store_stmt SQL_APPLY = {"sessions_apply",
+    "WITH new_states AS (INSERT INTO session_states (project_id, sid, renv, uid, lvl, started, "
+    "counted, errored, final) SELECT $4::bigint, t.s::uuid, t.r, t.u::uuid, t.l, "
+    "to_timestamp(t.t / 1000.0), t.n, t.e, t.f::\"char\" "
+    "FROM json_to_recordset($5::json) AS t(s text, r bigint, u text, l smallint, t bigint, "
+    "n boolean, e boolean, f text) RETURNING 1), "
+    "old_states AS (UPDATE session_states st SET counted = t.n, errored = t.e, "
+    "final = t.f::\"char\" FROM json_to_recordset($6::json) AS t(s text, n boolean, e boolean, "
+    "f text) WHERE st.project_id = $4::bigint AND st.sid = t.s::uuid RETURNING 1), "
+    SQL_COUNTERS_CTES
+    "SELECT id FROM envs WHERE user_rows > $3::bigint "
+    "UNION ALL SELECT -count(*) FROM new_states UNION ALL SELECT -count(*) FROM old_states "
+    "UNION ALL SELECT -count(*) FROM hours"};
+
+static const store_stmt SQL_ADD = {"sessions_add",
+    "WITH " SQL_COUNTERS_CTES
+    "SELECT id FROM envs WHERE user_rows > $3::bigint UNION ALL SELECT -count(*) FROM hours"};
+
+/* Over the exact limit: keep one device in two more (the next leading hash bit must be
+ * zero) until the rows fit again; row counts recomputed from what is left. */
+static const store_stmt SQL_DOWNSAMPLE = {"sessions_downsample",
+    "WITH del AS (DELETE FROM release_users WHERE renv = $1::bigint "
+    "AND lvl < (SELECT user_level + 1 FROM release_envs WHERE id = $1::bigint) "
+    "RETURNING crashed) "
+    "UPDATE release_envs SET user_level = user_level + 1, "
+    "user_rows = user_rows - (SELECT count(*) FROM del), "
+    "crashed_rows = crashed_rows - (SELECT count(*) FROM del WHERE crashed) "
+    "WHERE id = $1::bigint RETURNING user_rows"};
+
+/* Bring every release_envs row listed in `res` (positive ids) back within the limit. */
+static err_code downsample(pconn *c, PGresult *res, err_info *err)
+{
+    char limit[24];
+    snprintf(limit, sizeof limit, "%llu", (unsigned long long)atomic_load(&users_exact));
+    for (int i = 0; i < PQntuples(res); i++) {
+        const char *id = PQgetvalue(res, i, 0);
+        if (strtoll(id, NULL, 10) <= 0)
+            continue;   /* the statement's row counts, not release_envs ids */
+        for (int round = 0; round < 32; round++) {
+            const char *v[1] = {id};
+            PGresult *r2;
+            err_code rc = exec(&r2, c, &SQL_DOWNSAMPLE, 1, v, err);
+            if (rc != ERR_OK)
+                return rc;
+            /* the rows are visible in this transaction: the update saw the deletion's count */
+            long long rows = PQntuples(r2) ? strtoll(PQgetvalue(r2, 0, 0), NULL, 10) : 0;
+            PQclear(r2);
+            if ((unsigned long long)rows <= strtoull(limit, NULL, 10))
+                break;
+        }
+    }
+    return ERR_OK;
+}
+
+/* ---- a batch of session updates -------------------------------------------------------- */
+
+typedef struct {
+    int64_t project_id;
+    const store_session_delta *d;
+    size_t n;
+} apply_ctx;
+
+typedef struct {
+    uint8_t sid[16];
+    int64_t renv;
+    int64_t started_ms;
+    sess_state st;
+    uint8_t uid[16];
+    bool has_uid;
+    uint8_t lvl;
+} stored_state;
+
+static int stored_cmp(const void *pa, const void *pb)
+{
+    return memcmp(((const stored_state *)pa)->sid, ((const stored_state *)pb)->sid, 16);
+}
+
+static const store_stmt SQL_STATES = {"sessions_states",
+    "SELECT sid, s.renv, s.uid, s.lvl, (extract(epoch FROM s.started) * 1000)::bigint, "
+    "s.counted, s.errored, coalesce(s.final::text, '') FROM unnest($2::uuid[]) AS q(sid) "
+    "JOIN session_states s USING (sid) WHERE s.project_id = $1::bigint"};
+
+/* The stored states of the batch's sessions, sorted by sid. */
+static err_code load_states(stored_state **out, size_t *nout, pconn *c, const apply_ctx *x,
+                            err_info *err)
+{
+    *out = NULL;
+    *nout = 0;
+    buf ids;
+    buf_init(&ids);
+    buf_putc(&ids, '{');
+    char hex[33];
+    for (size_t i = 0; i < x->n; i++) {
+        hex16(hex, x->d[i].sid);
+        if (i)
+            buf_putc(&ids, ',');
+        buf_append(&ids, hex, 32);
+    }
+    buf_append_str(&ids, "}");
+    buf_putc(&ids, '\0');
+    char pid[24];
+    snprintf(pid, sizeof pid, "%lld", (long long)x->project_id);
+    const char *v[2] = {pid, (const char *)ids.data};
+    PGresult *res;
+    err_code rc = exec(&res, c, &SQL_STATES, 2, v, err);
+    buf_reset(&ids);
+    if (rc != ERR_OK)
+        return rc;
+    size_t n = (size_t)PQntuples(res);
+    stored_state *s = n ? xcalloc(n, sizeof *s) : NULL;
+    for (size_t i = 0; i < n; i++) {
+        int r = (int)i;
+        uuid_bytes(s[i].sid, PQgetvalue(res, r, 0));
+        s[i].renv = strtoll(PQgetvalue(res, r, 1), NULL, 10);
+        s[i].has_uid = !PQgetisnull(res, r, 2) && uuid_bytes(s[i].uid, PQgetvalue(res, r, 2));
+        s[i].lvl = (uint8_t)atoi(PQgetvalue(res, r, 3));
+        s[i].started_ms = strtoll(PQgetvalue(res, r, 4), NULL, 10);
+        s[i].st.counted = PQgetvalue(res, r, 5)[0] == 't';
+        s[i].st.errored = PQgetvalue(res, r, 6)[0] == 't';
+        s[i].st.final = PQgetvalue(res, r, 7)[0];
+    }
+    PQclear(res);
+    if (n)
+        qsort(s, n, sizeof *s, stored_cmp);
+    *out = s;
+    *nout = n;
+    return ERR_OK;
+}
+
+/* The state after a delta: init counts, the first final status stays, errors before it. */
+static sess_state merge(sess_state old, const store_session_delta *d)
+{
+    sess_state s = old;
+    s.counted = old.counted || d->init;
+    if (old.final == STORE_SESSION_OPEN) {
+        s.errored = old.errored || d->errored;
+        s.final = d->final;
+    }
+    return s;
+}
+
+static void final_text(char out[2], char f)
+{
+    out[0] = f;
+    out[1] = '\0';
+}
+
+static err_code do_apply(pconn *c, void *vctx, err_info *err)
+{
+    const apply_ctx *x = vctx;
+    stored_state *stored = NULL;
+    size_t nstored = 0;
+    renv_set renvs = {0};
+    hour_delta *hours = xcalloc(2 * x->n + 1, sizeof *hours);
+    user_add *users = xcalloc(x->n + 1, sizeof *users);
+    size_t nhours = 0, nusers = 0;
+    buf jnew, jold, jhours, jusers;
+    buf_init(&jnew);
+    buf_init(&jold);
+    buf_init(&jhours);
+    buf_init(&jusers);
+    PGresult *res = NULL;
+
+    /* A large batch takes longer than one statement may (100,000 sessions: seconds); the
+     * caller's deadline (store_deadline_begin) still bounds the whole call. */
+    err_code rc = x->n > SESSIONS_UNBOUNDED_FROM ? store_unbounded(c, err) : ERR_OK;
+    if (rc == ERR_OK)
+        rc = begin_locked(c, x->project_id, err);
+    if (rc == ERR_OK)
+        rc = load_states(&stored, &nstored, c, x, err);
+    if (rc != ERR_OK)
+        goto done;
+    /* release_envs rows: every new session's, and last_seen moves with their starts */
+    for (size_t i = 0; i < x->n; i++) {
+        stored_state key;
+        memcpy(key.sid, x->d[i].sid, 16);
+        if (!nstored || !bsearch(&key, stored, nstored, sizeof *stored, stored_cmp))
+            renv_add(&renvs, x->d[i].release, x->d[i].environment, x->d[i].started_ms);
+    }
+    rc = renv_upsert(&renvs, c, x->project_id, err);
+    if (rc != ERR_OK)
+        goto done;
+
+    jsonw wn, wo;
+    jsonw_init(&wn, &jnew);
+    jsonw_init(&wo, &jold);
+    jsonw_array_begin(&wn);
+    jsonw_array_begin(&wo);
+    char hex[33], fin[2];
+    for (size_t i = 0; i < x->n; i++) {
+        const store_session_delta *d = &x->d[i];
+        stored_state key, *old;
+        memcpy(key.sid, d->sid, 16);
+        old = nstored ? bsearch(&key, stored, nstored, sizeof *stored, stored_cmp) : NULL;
+        sess_state before = old ? old->st : (sess_state){false, false, STORE_SESSION_OPEN};
+        sess_state after = merge(before, d);
+        int64_t renv = old ? old->renv : renv_id(&renvs, d->release, d->environment);
+        int64_t started = old ? old->started_ms : d->started_ms;
+        const uint8_t *uid = old ? (old->has_uid ? old->uid : NULL) : (d->has_uid ? d->uid : NULL);
+        uint8_t lvl = old ? old->lvl : d->lvl;
+        hex16(hex, d->sid);
+        final_text(fin, after.final);
+        if (old == NULL) {
+            jsonw_object_begin(&wn);
+            jsonw_kstr(&wn, "s", hex);
+            jsonw_kint(&wn, "r", renv);
+            if (uid) {
+                char uhex[33];
+                hex16(uhex, uid);
+                jsonw_kstr(&wn, "u", uhex);
+            }
+            jsonw_kint(&wn, "l", lvl);
+            jsonw_kint(&wn, "t", started);
+            jsonw_kbool(&wn, "n", after.counted);
+            jsonw_kbool(&wn, "e", after.errored);
+            if (after.final)
+                jsonw_kstr(&wn, "f", fin);
+            jsonw_object_end(&wn);
+        } else if (memcmp(&before, &after, sizeof before) != 0) {
+            jsonw_object_begin(&wo);
+            jsonw_kstr(&wo, "s", hex);
+            jsonw_kbool(&wo, "n", after.counted);
+            jsonw_kbool(&wo, "e", after.errored);
+            if (after.final)
+                jsonw_kstr(&wo, "f", fin);
+            jsonw_object_end(&wo);
+        } else {
+            continue;   /* a repeated update: nothing changes */
+        }
+        hour_delta h = {.renv = renv, .hour_s = hour_of(started)};
+        contribution(&h, &after, 1);
+        contribution(&h, &before, -1);
+        hours[nhours++] = h;
+        bool crashed_before = before.counted && before.final == STORE_SESSION_CRASHED;
+        bool crashed_after = after.counted && after.final == STORE_SESSION_CRASHED;
+        if (uid && after.counted && (!before.counted || (crashed_after && !crashed_before))) {
+            user_add *u = &users[nusers++];
+            u->renv = renv;
+            memcpy(u->uid, uid, 16);
+            u->lvl = lvl;
+            u->crashed = crashed_after;
+        }
+    }
+    jsonw_array_end(&wn);
+    jsonw_array_end(&wo);
+    nhours = hours_merge(hours, nhours);
+    nusers = users_merge(users, nusers);
+    jsonw wh, wu;
+    jsonw_init(&wh, &jhours);
+    jsonw_init(&wu, &jusers);
+    hours_json(&wh, hours, nhours);
+    users_json(&wu, users, nusers);
+    buf_putc(&jnew, '\0');
+    buf_putc(&jold, '\0');
+    buf_putc(&jhours, '\0');
+    buf_putc(&jusers, '\0');
+    char pid[24], limit[24];
+    snprintf(pid, sizeof pid, "%lld", (long long)x->project_id);
+    snprintf(limit, sizeof limit, "%llu", (unsigned long long)atomic_load(&users_exact));
+    const char *v[6] = {(const char *)jhours.data, (const char *)jusers.data, limit, pid,
+                        (const char *)jnew.data, (const char *)jold.data};
+    rc = exec(&res, c, &SQL_APPLY, 6, v, err);
+    if (rc == ERR_OK)
+        rc = downsample(c, res, err);
+    if (rc == ERR_OK)
+        rc = store_command(c, "COMMIT", "counting sessions", err);
+done:
+    PQclear(res);
+    buf_reset(&jnew);
+    buf_reset(&jold);
+    buf_reset(&jhours);
+    buf_reset(&jusers);
+    free(hours);
+    free(users);
+    free(renvs.v);
+    free(stored);
+    return rc;
+}
+
+err_code store_sessions_apply(store *s, int64_t project_id, const store_session_delta *d,
+                              size_t n, err_info *err)
+{
+    if (n == 0)
+        return ERR_OK;
+    apply_ctx x = {project_id, d, n};
+    return store_run(s, do_apply, &x, err);
+}
+
+/* ---- aggregated rows ------------------------------------------------------------------- */
+
+typedef struct {
+    int64_t project_id;
+    const store_session_agg *a;
+    size_t n;
+} add_ctx;
+
+static err_code do_add(pconn *c, void *vctx, err_info *err)
+{
+    const add_ctx *x = vctx;
+    renv_set renvs = {0};
+    hour_delta *hours = xcalloc(x->n + 1, sizeof *hours);
+    user_add *users = xcalloc(x->n + 1, sizeof *users);
+    size_t nhours = 0, nusers = 0;
+    buf jhours, jusers;
+    buf_init(&jhours);
+    buf_init(&jusers);
+    PGresult *res = NULL;
+    err_code rc = x->n > SESSIONS_UNBOUNDED_FROM ? store_unbounded(c, err) : ERR_OK;
+    if (rc == ERR_OK)
+        rc = begin_locked(c, x->project_id, err);
+    for (size_t i = 0; i < x->n && rc == ERR_OK; i++)
+        renv_add(&renvs, x->a[i].release, x->a[i].environment, x->a[i].started_ms);
+    if (rc == ERR_OK)
+        rc = renv_upsert(&renvs, c, x->project_id, err);
+    if (rc != ERR_OK)
+        goto done;
+    for (size_t i = 0; i < x->n; i++) {
+        const store_session_agg *a = &x->a[i];
+        int64_t renv = renv_id(&renvs, a->release, a->environment);
+        hours[nhours++] = (hour_delta){renv, hour_of(a->started_ms), a->sessions, a->crashed,
+                                       a->abnormal, a->errored};
+        if (a->has_uid && a->sessions > 0) {
+            user_add *u = &users[nusers++];
+            u->renv = renv;
+            memcpy(u->uid, a->uid, 16);
+            u->lvl = a->lvl;
+            u->crashed = a->crashed > 0;
+        }
+    }
+    nhours = hours_merge(hours, nhours);
+    nusers = users_merge(users, nusers);
+    jsonw wh, wu;
+    jsonw_init(&wh, &jhours);
+    jsonw_init(&wu, &jusers);
+    hours_json(&wh, hours, nhours);
+    users_json(&wu, users, nusers);
+    buf_putc(&jhours, '\0');
+    buf_putc(&jusers, '\0');
+    char limit[24];
+    snprintf(limit, sizeof limit, "%llu", (unsigned long long)atomic_load(&users_exact));
+    const char *v[3] = {(const char *)jhours.data, (const char *)jusers.data, limit};
+    rc = exec(&res, c, &SQL_ADD, 3, v, err);
+    if (rc == ERR_OK)
+        rc = downsample(c, res, err);
+    if (rc == ERR_OK)
+        rc = store_command(c, "COMMIT", "counting sessions", err);
+done:
+    PQclear(res);
+    buf_reset(&jhours);
+    buf_reset(&jusers);
+    free(hours);
+    free(users);
+    free(renvs.v);
+    return rc;
+}
+
+err_code store_sessions_add(store *s, int64_t project_id, const store_session_agg *a, size_t n,
+                            err_info *err)
+{
+    if (n == 0)
+        return ERR_OK;
+    add_ctx x = {project_id, a, n};
+    return store_run(s, do_add, &x, err);
+}

@@ -1,0 +1,256 @@
+"""test_sessions - release health through the real server and Postgres: POST /api/v1/sessions
+counted as Sentry counts sessions (server/ingest/sessions.h), checked against an independent
+model of the rules written here; retried batches, concurrent batches, bad input, old
+sessions, and the distinct-users sample above STACKSIFT_RELEASE_USERS_EXACT.
+"""
+import datetime
+import gzip
+import json
+import os
+import random
+import sys
+import threading
+import uuid
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from web_instance import Instance, check, checks_done  # noqa: E402
+
+NOW = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+
+
+def ts(dt):
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+class Model:
+    """The counting rules, independently: per session, fixed attributes from its first
+    update, counted at init, first final status wins, errored before it."""
+
+    def __init__(self):
+        self.s = {}
+
+    def update(self, u):
+        if datetime.datetime.fromisoformat(u["started"].replace("Z", "+00:00")) < \
+                NOW - datetime.timedelta(days=5):
+            return
+        st = self.s.get(u["sid"])
+        if st is None:
+            st = self.s[u["sid"]] = {"release": u["release"],
+                                     "env": u.get("environment") or "production",
+                                     "did": u.get("did"), "counted": False, "errored": False,
+                                     "final": None}
+        st["counted"] |= u.get("init", True)
+        if st["final"] is None:
+            if u.get("errors", 0) > 0 or u.get("status") == "errored":
+                st["errored"] = True
+            if u.get("status") in ("exited", "crashed", "abnormal"):
+                st["final"] = u["status"]
+
+    def totals(self, release, env=None):
+        t = {"sessions": 0, "crashed": 0, "abnormal": 0, "errored": 0}
+        users, crashed_users = set(), set()
+        for st in self.s.values():
+            if st["release"] != release or (env and st["env"] != env) or not st["counted"]:
+                continue
+            t["sessions"] += 1
+            if st["final"] == "crashed":
+                t["crashed"] += 1
+            elif st["final"] == "abnormal":
+                t["abnormal"] += 1
+            elif st["errored"]:
+                t["errored"] += 1
+            if st["did"]:
+                users.add((st["env"], st["did"]))
+                if st["final"] == "crashed":
+                    crashed_users.add((st["env"], st["did"]))
+        t["users"] = len(users)
+        t["crashed_users"] = len(crashed_users)
+        return t
+
+
+def db_totals(inst, release, env=None):
+    where = f"e.release = '{release}'" + (f" AND e.environment = '{env}'" if env else "")
+    row = inst.psql(inst.db_url,
+                    "SELECT coalesce(sum(h.sessions),0), coalesce(sum(h.crashed),0), "
+                    "coalesce(sum(h.abnormal),0), coalesce(sum(h.errored),0) "
+                    f"FROM release_envs e JOIN session_hours h ON h.renv = e.id WHERE {where}")
+    s, c, a, e = (int(x) for x in row.strip().split("|"))
+    u = inst.psql(inst.db_url, "SELECT coalesce(sum(user_rows),0), coalesce(sum(crashed_rows),0) "
+                  f"FROM release_envs e WHERE {where}")
+    nu, nc = (int(x) for x in u.strip().split("|"))
+    return {"sessions": s, "crashed": c, "abnormal": a, "errored": e, "users": nu,
+            "crashed_users": nc}
+
+
+def post(inst, sessions, gz=False, token=None, raw=None):
+    body = raw if raw is not None else json.dumps({"sessions": sessions}).encode()
+    headers = {"Content-Type": "application/json"}
+    if gz:
+        body = gzip.compress(body)
+        headers["Content-Encoding"] = "gzip"
+    return inst.request("POST", "/api/v1/sessions", body=body, headers=headers,
+                        token=token or inst.tokens["ingest"], timeout=120)
+
+
+def session(rng, release, status, errors=0, did=None, env="production", init=True, sid=None,
+            started=None):
+    return {"sid": sid or str(uuid.UUID(int=rng.getrandbits(128))), "did": did,
+            "release": release, "environment": env,
+            "started": ts(started or NOW - datetime.timedelta(minutes=rng.randrange(1, 600))),
+            "duration_s": rng.randrange(0, 3600), "status": status, "errors": errors,
+            "init": init}
+
+
+def every_status(inst):
+    """One batch of complete sessions of every status, some with errors, on 40 devices; then
+    Sentry-style updates of open sessions in later batches (init, then exit or crash)."""
+    rng = random.Random(7)
+    model = Model()
+    batch = []
+    for i in range(600):
+        status = ["ok", "exited", "crashed", "abnormal", "errored"][i % 5]
+        errors = (i // 5) % 3
+        batch.append(session(rng, "app@1.0+1", status, errors, did=f"device-{i % 40}"))
+    for u in batch:
+        model.update(u)
+    r = post(inst, batch, gz=True)
+    check(r.status == 202, f"every status: {r.status} {r.body[:200]!r}")
+    check(r.json().get("accepted") == 600 if r.status == 202 else False, f"accepted {r.body!r}")
+    # open sessions updated later, in order, across three batches, duplicates included
+    opens = [session(rng, "app@1.0+1", "ok", 0, did=f"late-{i % 7}") for i in range(60)]
+    later1, later2 = [], []
+    for i, o in enumerate(opens):
+        u = dict(o, init=False, errors=i % 2)
+        u["release"] = "app@9.9+9"      # attributes are fixed by the first update
+        later1.append(u)
+        fin = dict(u, status=["exited", "crashed", "abnormal"][i % 3])
+        later2.append(fin)
+    for b in (opens, later1, later2, later2, opens):   # later2 and opens sent twice
+        for u in b:
+            model.update(u)
+        r = post(inst, b)
+        check(r.status == 202, f"updates: {r.status} {r.body[:200]!r}")
+    want = model.totals("app@1.0+1")
+    got = db_totals(inst, "app@1.0+1")
+    check(got == want, f"every status: stored {got}, model {want}")
+    check(db_totals(inst, "app@9.9+9")["sessions"] == 0, "a later update moved a session")
+    # Sentry: crash after errors counts as crashed only; errored excludes crashed/abnormal
+    check(want["crashed"] > 0 and want["abnormal"] > 0 and want["errored"] > 0,
+          f"the data exercises every class: {want}")
+    return model
+
+
+def retried_and_concurrent(inst):
+    """The same batch twice in a row and eight batches with overlapping sessions at once:
+    every session counted once."""
+    rng = random.Random(11)
+    model = Model()
+    base = [session(rng, "app@2.0+1", "ok", did=f"d{i % 50}") for i in range(400)]
+    finals = [dict(u, init=False, status=rng.choice(["exited", "crashed", "abnormal"]),
+                   errors=rng.randrange(0, 2)) for u in base]
+    for u in base + finals:
+        model.update(u)
+    r = post(inst, base)
+    check(r.status == 202, f"base: {r.status}")
+    r = post(inst, base)   # a retry
+    check(r.status == 202, f"retry: {r.status}")
+    chunks = [finals[i::8] + base[i::8] for i in range(8)]
+    results = []
+
+    def send(c):
+        results.append(post(inst, c).status)
+    threads = [threading.Thread(target=send, args=(c,)) for c in chunks + chunks]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    check(results == [202] * 16, f"concurrent batches: {results}")
+    want, got = model.totals("app@2.0+1"), db_totals(inst, "app@2.0+1")
+    check(got == want, f"retried/concurrent: stored {got}, model {want}")
+
+
+def old_sessions_ignored(inst):
+    rng = random.Random(3)
+    old = [session(rng, "app@3.0", "crashed", started=NOW - datetime.timedelta(days=6))
+           for _ in range(5)]
+    new = [session(rng, "app@3.0", "exited") for _ in range(3)]
+    r = post(inst, old + new)
+    body = r.json() if r.status == 202 else {}
+    check(body == {"accepted": 3, "ignored": 5}, f"old sessions: {r.status} {body}")
+    check(db_totals(inst, "app@3.0")["sessions"] == 3, "old sessions counted")
+
+
+def bad_input(inst):
+    """4xx naming the field and its index; nothing of the batch counted."""
+    rng = random.Random(5)
+    good = [session(rng, "app@bad", "exited") for _ in range(10)]
+
+    def expect(batch, field, status=400, gz=False, what=""):
+        r = post(inst, batch, gz=gz)
+        err = r.json().get("error", {}) if r.content_type == "application/json" else {}
+        check(r.status == status, f"{what}: status {r.status}, want {status}: {r.body[:200]!r}")
+        check(err.get("field") == field, f"{what}: field {err.get('field')!r}, want {field!r}")
+        check(field.split(".")[0] in err.get("message", ""), f"{what}: message {err!r}")
+
+    b = list(good)
+    b[4] = dict(b[4], status="exploded")
+    expect(b, "sessions[4].status", what="unknown status")
+    b = list(good)
+    b[7] = dict(b[7], duration_s=-1)
+    expect(b, "sessions[7].duration_s", what="negative duration")
+    b = list(good)
+    b[2] = dict(b[2], did="x" * 257)
+    expect(b, "sessions[2].did", what="did over 256 bytes")
+    b = list(good)
+    b[9] = dict(b[9], errors=-3)
+    expect(b, "sessions[9].errors", what="negative errors")
+    b = list(good)
+    b[1] = {k: v for k, v in b[1].items() if k != "release"}
+    expect(b, "sessions[1].release", what="no release")
+    b = list(good)
+    b[3] = dict(b[3], started="yesterday")
+    expect(b, "sessions[3].started", what="bad time")
+    many = [dict(good[0], sid=str(i)) for i in range(100001)]
+    expect(many, "sessions[100000]", status=413, gz=True, what="100,001 sessions")
+    r = post(inst, None, raw=b"{\"sessions\": [")
+    check(r.status == 400 and r.json()["error"].get("field") == "body", f"bad JSON: {r.body!r}")
+    r = inst.request("POST", "/api/v1/sessions", body=b"{}", token=inst.tokens["read"])
+    check(r.status == 403, f"read token may not ingest: {r.status}")
+    check(db_totals(inst, "app@bad")["sessions"] == 0, "a refused batch was partly counted")
+    # exactly 100,000 is accepted
+    ok = [dict(good[0], sid=f"max-{i}") for i in range(100000)]
+    r = post(inst, ok, gz=True)
+    check(r.status == 202, f"100,000 sessions: {r.status} {r.body[:200]!r}")
+    check(db_totals(inst, "app@bad")["sessions"] == 100000, "100,000 sessions counted")
+
+
+def users_above_exact_limit():
+    """STACKSIFT_RELEASE_USERS_EXACT=200: 3,000 devices keep at most 200 rows, the estimate
+    (rows * 2^level) lands near 3,000 and the crashed share near the true one."""
+    with Instance("sessions_cap", extra_env={"STACKSIFT_RELEASE_USERS_EXACT": "200"}) as inst:
+        rng = random.Random(13)
+        batch = [session(rng, "cap@1", "crashed" if i % 4 == 0 else "exited", did=f"dev-{i}")
+                 for i in range(3000)]
+        r = post(inst, batch)
+        check(r.status == 202, f"cap batch: {r.status} {r.body[:200]!r}")
+        row = inst.psql(inst.db_url, "SELECT user_rows, crashed_rows, user_level, "
+                        "(SELECT count(*) FROM release_users) FROM release_envs")
+        rows, crashed, level, actual = (int(x) for x in row.strip().split("|"))
+        check(rows == actual and rows <= 200, f"rows {rows} kept, {actual} stored")
+        est = rows * 2 ** level
+        check(level >= 4 and 1500 <= est <= 6000, f"estimate {est} (level {level}) for 3000")
+        check(0.1 <= crashed / max(rows, 1) <= 0.45, f"crashed share {crashed}/{rows}")
+
+
+def main():
+    with Instance("sessions") as inst:
+        every_status(inst)
+        retried_and_concurrent(inst)
+        old_sessions_ignored(inst)
+        bad_input(inst)
+    users_above_exact_limit()
+    return checks_done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
