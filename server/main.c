@@ -24,6 +24,7 @@ static const subcommand SUBCOMMANDS[] = {
     {"migrate", cli_migrate, "migrate   apply database migrations (STACKSIFT_DATABASE_URL)"},
     {"retention", cli_retention, "retention run [--force]   expire old reports, aggregates and dSYMs now (STACKSIFT_* env)"},
     {"token", cli_token, "token create --name NAME --scopes SCOPES | list | revoke ID   API tokens"},
+    {"alert", cli_alert, "alert add --kind KIND --url URL [...] | list | remove ID   alert rules and their webhooks"},
 };
 
 static void usage(FILE *f)

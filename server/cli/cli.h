@@ -15,5 +15,6 @@ int cli_serve(int argc, char **argv);     /* stacksift serve   (config from STAC
 int cli_migrate(int argc, char **argv);   /* stacksift migrate (STACKSIFT_DATABASE_URL) */
 int cli_token(int argc, char **argv);     /* stacksift token create --name N --scopes S */
 int cli_retention(int argc, char **argv); /* stacksift retention run [--force] */
+int cli_alert(int argc, char **argv);     /* stacksift alert add|list|remove */
 
 #endif

@@ -16,6 +16,7 @@
 #include "cli/cli.h"
 #include "config/config.h"
 #include "http/http.h"
+#include "ingest/alerts.h"
 #include "ingest/callsites.h"
 #include "ingest/ingest.h"
 #include "ingest/maintain.h"
@@ -101,7 +102,8 @@ int cli_serve(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     int status = 1;
-    store *s = NULL, *work_store = NULL, *count_store = NULL;
+    store *s = NULL, *work_store = NULL, *count_store = NULL, *alert_store = NULL;
+    alerts *deliverer = NULL;
     pipeline *pipe = NULL;
     symfiles *files = NULL;
     maintain *node = NULL;
@@ -227,6 +229,31 @@ int cli_serve(int argc, char **argv)
         log_event(LOG_ERROR, "pipeline_failed", "message=%s", err.msg);
         goto done;
     }
+    if (cfg.alerts) {
+        /* Webhook deliveries hold their claim's transaction while they wait for receivers:
+         * one connection of their own, never one of the request pool. */
+        char public_url[300];
+        if (cfg.public_url)
+            snprintf(public_url, sizeof public_url, "%s", cfg.public_url);
+        else
+            snprintf(public_url, sizeof public_url, strchr(cfg.listen_host, ':') ? "http://[%s]:%u"
+                     : "http://%s:%u", cfg.listen_host, (unsigned)cfg.listen_port);
+        alerts_options ao = {
+            .poll_ms = cfg.alert_poll_ms,
+            .retry_base_ms = cfg.alert_retry_ms,
+            .give_up_s = cfg.alert_give_up_s,
+            .timeout_ms = cfg.alert_timeout_ms,
+            .sweep_s = cfg.alert_sweep_s,
+            .batch = 16,
+            .public_url = public_url,
+        };
+        if (store_open(&alert_store, cfg.database_url, 1, cfg.db_timeout_ms, &err) != ERR_OK ||
+            alerts_new(&deliverer, alert_store, &ao, &err) != ERR_OK ||
+            alerts_start(deliverer, &err) != ERR_OK) {
+            log_event(LOG_ERROR, "alerts_failed", "message=%s", err.msg);
+            goto done;
+        }
+    }
     log_event(LOG_INFO, "server_started", "node=%s listen=%s port=%u http_threads=%u "
               "db_pool=%u workers=%u data_dir=%s schema=%d", cfg.node_name, cfg.listen_host,
               (unsigned)cfg.listen_port, cfg.http_threads, cfg.db_pool_size, cfg.workers,
@@ -239,15 +266,19 @@ int cli_serve(int argc, char **argv)
     unsigned left = http_server_stop(srv);
     srv = NULL;
     pipeline_stop(pipe);   /* a batch in progress is committed or rolled back */
+    alerts_free(deliverer);   /* a delivery in flight finishes or times out */
+    deliverer = NULL;
     callsites_stop(counters);
     log_event(left ? LOG_WARN : LOG_INFO, "server_stopped", "unfinished_requests=%u", left);
     status = left ? 1 : 0;
 done:
     http_server_stop(srv);
     maintain_stop(node);
+    alerts_free(deliverer);
     callsites_free(counters);   /* before the pipeline: its workers use the caches */
     pipeline_free(pipe);
     symfiles_close(files);
+    store_close(alert_store);
     store_close(count_store);
     store_close(work_store);
     store_close(s);

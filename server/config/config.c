@@ -387,6 +387,21 @@ static const config_var VARS[] = {
      offsetof(config, release_users_exact),
      "devices per release and environment counted exactly; above, one in 2^k is kept and "
      "counts 2^k (README, Release health)"},
+    {"STACKSIFT_PUBLIC_URL", NULL, parse_str, offsetof(config, public_url),
+     "the dashboard's address as people reach it, for links in alerts (default: "
+     "http://STACKSIFT_LISTEN)"},
+    {"STACKSIFT_ALERTS", "1", parse_bool, offsetof(config, alerts),
+     "1: this node delivers alert webhooks (any number of nodes may)"},
+    {"STACKSIFT_ALERT_POLL_MS", "1000", parse_ms, offsetof(config, alert_poll_ms),
+     "how often an idle node looks for alert events to deliver"},
+    {"STACKSIFT_ALERT_RETRY_MS", "1000", parse_ms, offsetof(config, alert_retry_ms),
+     "first retry of a failed webhook; doubles each time, at most an hour"},
+    {"STACKSIFT_ALERT_GIVE_UP_S", "86400", parse_seconds, offsetof(config, alert_give_up_s),
+     "an alert event not delivered this long after it was made is marked failed"},
+    {"STACKSIFT_ALERT_TIMEOUT_MS", "10000", parse_ms, offsetof(config, alert_timeout_ms),
+     "one webhook request (connect included)"},
+    {"STACKSIFT_ALERT_SWEEP_S", "60", parse_seconds, offsetof(config, alert_sweep_s),
+     "how often spike rules are evaluated"},
 };
 
 #define NVARS (sizeof VARS / sizeof VARS[0])
@@ -452,5 +467,6 @@ void config_reset(config *c)
     free(c->database_url);
     free(c->data_dir);
     free(c->node_name);
+    free(c->public_url);
     memset(c, 0, sizeof *c);
 }

@@ -192,7 +192,18 @@ enum MHD_Result handle_callsites_csv(http_request *r);  /* GET /api/v1/callsites
 
 /* ---- release health (routes_sessions.c) ------------------------------------------------ */
 
+/* request_project_arg - ?project= (a project id) when given, else 1 (the default project).
+ * Errors ERR_INVALID (not a positive integer; r->err set). */
+err_code request_project_arg(int64_t *out, http_request *r);
 enum MHD_Result handle_sessions_post(http_request *r);  /* POST /api/v1/sessions */
+enum MHD_Result handle_releases_list(http_request *r);  /* GET /api/v1/releases */
+enum MHD_Result handle_release_get(http_request *r);    /* GET /api/v1/releases/{release} */
+
+/* ---- alert rules (routes_alerts.c) ---------------------------------------------------- */
+
+enum MHD_Result handle_alerts_list(http_request *r);    /* GET /api/v1/alerts */
+enum MHD_Result handle_alerts_post(http_request *r);    /* POST /api/v1/alerts */
+enum MHD_Result handle_alerts_delete(http_request *r);  /* DELETE /api/v1/alerts/{id} */
 
 /* ---- the dashboard (routes_web.c) ------------------------------------------------------ */
 

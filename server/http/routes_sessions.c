@@ -13,8 +13,7 @@
 #include "ingest/ingest.h"
 #include "ingest/sessions.h"
 
-/* The project a request counts into: ?project= (id) when given, else the default project. */
-static err_code request_project(int64_t *out, http_request *r)
+err_code request_project_arg(int64_t *out, http_request *r)
 {
     const char *p = request_arg(r, "project");
     *out = 1;
@@ -34,7 +33,7 @@ enum MHD_Result handle_sessions_post(http_request *r)
     const char *type = request_media_type(r, MHD_HTTP_HEADER_CONTENT_TYPE);
     const char *enc = request_media_type(r, MHD_HTTP_HEADER_CONTENT_ENCODING);
     int64_t project;
-    if (request_project(&project, r) != ERR_OK)
+    if (request_project_arg(&project, r) != ERR_OK)
         return respond_field_error(r, "project");
     if (type[0] != '\0' && strcmp(type, "application/json") != 0) {
         err_set(&r->err, ERR_UNSUPPORTED, "Content-Type: sessions are application/json, not "

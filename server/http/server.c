@@ -442,6 +442,17 @@ static const route ROUTES[] = {
     /* release health (routes_sessions.c) */
     {"POST", "/api/v1/sessions", false, "sessions_post", AUTH_SCOPE_INGEST, BODY_MEMORY,
      handle_sessions_post},
+    {"GET", "/api/v1/releases", false, "releases_list", AUTH_SCOPE_READ, BODY_NONE,
+     handle_releases_list},
+    {"GET", "/api/v1/releases/", true, "releases_get", AUTH_SCOPE_READ, BODY_NONE,
+     handle_release_get},
+    /* alert rules (routes_alerts.c) */
+    {"GET", "/api/v1/alerts", false, "alerts_list", AUTH_SCOPE_ADMIN, BODY_NONE,
+     handle_alerts_list},
+    {"POST", "/api/v1/alerts", false, "alerts_post", AUTH_SCOPE_ADMIN, BODY_MEMORY,
+     handle_alerts_post},
+    {"DELETE", "/api/v1/alerts/", true, "alerts_delete", AUTH_SCOPE_ADMIN, BODY_NONE,
+     handle_alerts_delete},
     /* the dashboard and its sparklines (routes_web.c) */
     {"GET", "/", false, "dashboard", 0, BODY_NONE, handle_dashboard},
     {"GET", "/ui/", true, "dashboard_file", 0, BODY_NONE, handle_dashboard_asset},

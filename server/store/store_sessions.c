@@ -393,6 +393,36 @@ static err_code downsample(pconn *c, PGresult *res, err_info *err)
     return ERR_OK;
 }
 
+/* Crash-free alerts (migration 0011), in the batch's transaction: when the project's newest
+ * release (latest first session) has at least the rule's sessions and its crash-free share
+ * fell below the rule's threshold, one event per (rule, release). The EXISTS is a one-time
+ * filter: without such a rule nothing else is evaluated. */
+static const store_stmt SQL_CRASH_FREE = {"sessions_crash_free_alerts",
+    "INSERT INTO alert_events (rule_id, project_id, kind, cause, payload) "
+    "SELECT r.id, r.project_id, r.kind, 'crash_free:' || n.release, "
+    "jsonb_build_object('release', jsonb_build_object('release', n.release, 'sessions', n.s, "
+    "'crashed', n.c, 'crash_free_sessions', (n.s - n.c)::float8 / n.s, "
+    "'threshold', coalesce(r.threshold, 0.99), 'min_sessions', coalesce(r.min_count, 100))) "
+    "FROM (SELECT e.release, sum(h.sessions) AS s, sum(h.crashed) AS c FROM release_envs e "
+    "JOIN session_hours h ON h.renv = e.id WHERE e.project_id = $1::bigint "
+    "AND EXISTS (SELECT 1 FROM alert_rules WHERE project_id = $1::bigint "
+    "AND kind = 'crash_free') "
+    "AND e.release = (SELECT release FROM release_envs WHERE project_id = $1::bigint "
+    "GROUP BY release ORDER BY min(first_seen) DESC, release DESC LIMIT 1) "
+    "GROUP BY e.release) n "
+    "JOIN alert_rules r ON r.project_id = $1::bigint AND r.kind = 'crash_free' "
+    "WHERE n.s > 0 AND n.s >= coalesce(r.min_count, 100) "
+    "AND (n.s - n.c)::float8 / n.s < coalesce(r.threshold, 0.99) "
+    "ON CONFLICT (rule_id, cause) DO NOTHING"};
+
+static err_code crash_free_alerts(pconn *c, int64_t project_id, err_info *err)
+{
+    char pid[24];
+    snprintf(pid, sizeof pid, "%lld", (long long)project_id);
+    const char *v[1] = {pid};
+    return exec(NULL, c, &SQL_CRASH_FREE, 1, v, err);
+}
+
 /* ---- a batch of session updates -------------------------------------------------------- */
 
 typedef struct {
@@ -604,6 +634,8 @@ static err_code do_apply(pconn *c, void *vctx, err_info *err)
     if (rc == ERR_OK)
         rc = downsample(c, res, err);
     if (rc == ERR_OK)
+        rc = crash_free_alerts(c, x->project_id, err);
+    if (rc == ERR_OK)
         rc = store_command(c, "COMMIT", "counting sessions", err);
 done:
     PQclear(res);
@@ -683,6 +715,8 @@ static err_code do_add(pconn *c, void *vctx, err_info *err)
     rc = exec(&res, c, &SQL_ADD, 3, v, err);
     if (rc == ERR_OK)
         rc = downsample(c, res, err);
+    if (rc == ERR_OK)
+        rc = crash_free_alerts(c, x->project_id, err);
     if (rc == ERR_OK)
         rc = store_command(c, "COMMIT", "counting sessions", err);
 done:

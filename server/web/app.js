@@ -174,6 +174,8 @@
     else if (section === 'reports' && r.parts[1]) reportPage(r.parts[1]);
     else if (section === 'dsyms') missingPage();
     else if (section === 'privacy') privacyPage(r.params);
+    else if (section === 'releases' && r.parts[1]) releasePage(r.parts[1]);
+    else if (section === 'releases') releasesPage();
     else show(h('p.error', 'no such page: ' + location.hash));
   }
   window.addEventListener('hashchange', route);
@@ -347,6 +349,7 @@
           fact('Last seen', when(it.last_seen)),
           fact('Exception', it.exception || '—'),
           fact('Versions', (it.versions || []).join(', ') || '—'),
+          fact('Releases', (function () { var el = h('span#issue-releases', '…'); issueReleases(it, el); return el; })()),
           fact('Grouped by', it.basis || '—'),
           it.hang_duration_ms ? fact('Hang duration', h('span#hang-duration',
             'median ' + it.hang_duration_ms.median + ' ms · p90 ' + it.hang_duration_ms.p90 +
@@ -746,6 +749,146 @@
           }))) : h('p', 'No report is waiting for a dSYM.')
       ]);
     }).catch(failed);
+  }
+
+  /* ---- releases (release health) ------------------------------------------------------- */
+
+  // "com.example.app@1.4+103" -> "1.4": the app version reports carry (server: store_releases.c)
+  function releaseVersion(rel) {
+    return String(rel).replace(/^[^@]*@/, '').replace(/\+.*$/, '');
+  }
+
+  function pct(x) {
+    if (x === null || x === undefined) return '—';
+    var v = 100 * x;
+    return (v === 100 ? '100' : v >= 99.995 ? '99.99' : v.toFixed(2)) + '%';
+  }
+
+  // A trend line of rates in [0, 1] (null = no data), oldest first, on a scale from the
+  // lowest value (rounded down to 1%) to 100%.
+  function trend(series, labels, w, hgt, cls) {
+    w = w || 600; hgt = hgt || 80;
+    var el = svg('svg', {class: 'trend' + (cls ? ' ' + cls : ''), width: w, height: hgt,
+                         viewBox: '0 0 ' + w + ' ' + hgt, role: 'img', 'aria-label': 'crash-free trend'});
+    var vals = [];
+    series.forEach(function (s) { s.values.forEach(function (v) { if (v !== null) vals.push(v); }); });
+    if (!vals.length) return el;
+    var lo = Math.min(Math.floor(Math.min.apply(null, vals) * 100) / 100, 0.99);
+    var n = labels.length;
+    function x(i) { return n > 1 ? 4 + i * (w - 8) / (n - 1) : w / 2; }
+    function y(v) { return 4 + (hgt - 8) * (1 - (v - lo) / (1 - lo)); }
+    series.forEach(function (s) {
+      var pts = [];
+      s.values.forEach(function (v, i) { if (v !== null) pts.push(x(i).toFixed(1) + ',' + y(v).toFixed(1)); });
+      el.appendChild(svg('polyline', {points: pts.join(' '), class: s.cls, fill: 'none'}));
+      s.values.forEach(function (v, i) {
+        if (v === null) return;
+        el.appendChild(svg('circle', {cx: x(i).toFixed(1), cy: y(v).toFixed(1), r: 2.5, class: s.cls},
+          svg('title', {}, labels[i] + ' ' + s.name + ': ' + pct(v))));
+      });
+    });
+    return el;
+  }
+
+  function releasesPage() {
+    var seq = renderSeq;
+    show(h('p.muted', 'Loading releases…'));
+    api('/api/v1/releases?limit=200').then(function (d) {
+      if (seq !== renderSeq) return;
+      var rows = d.releases || [];
+      var old = rows.slice().reverse();   // oldest first for the trend
+      show([
+        h('h1', 'Releases'),
+        h('p.muted', 'Crash-free sessions and users per release, from the sessions clients send ' +
+          '(a crash report without sessions counts on its issue, not in these rates).'),
+        rows.length ? h('div#release-trend',
+          trend([{name: 'sessions', cls: 'cf-sessions', values: old.map(function (r) { return r.crash_free_sessions; })},
+                 {name: 'users', cls: 'cf-users', values: old.map(function (r) { return r.crash_free_users; })}],
+                old.map(function (r) { return r.release; })),
+          h('div.legend', h('span.cf-sessions', 'crash-free sessions'), ' ', h('span.cf-users', 'crash-free users'))) : null,
+        rows.length ? h('table.list#releases', h('thead', h('tr', h('th', 'Release'), h('th', 'Sessions'),
+          h('th', 'Crash-free sessions'), h('th', 'Crash-free users'), h('th', 'Users'),
+          h('th', 'Adoption (24 h)'), h('th', 'New issues'), h('th', 'Last seen'))),
+          h('tbody', rows.map(function (r) {
+            return h('tr', {'data-release': r.release},
+              h('td', h('a', {href: '#/releases/' + encodeURIComponent(r.release)}, r.release)),
+              h('td.num', String(r.sessions)),
+              h('td.num.cfs', {title: (r.sessions - r.crashed) + ' / ' + r.sessions}, pct(r.crash_free_sessions)),
+              h('td.num.cfu', {title: (r.users - r.crashed_users) + ' / ' + r.users}, pct(r.crash_free_users)),
+              h('td.num', String(r.users)),
+              h('td.num.adoption', pct(r.adoption)),
+              h('td.num', r.new_issues ? h('a', {href: '#/issues?version=' + encodeURIComponent(releaseVersion(r.release))},
+                String(r.new_issues)) : '0'),
+              h('td.when', when(r.last_seen)));
+          }))) : h('p', 'No sessions yet: clients POST them to /api/v1/sessions (or send Sentry session envelopes).'),
+        failedAlerts
+      ]);
+    }).catch(failed);
+    // Alert events given up on: GET /api/v1/alerts needs an admin token, so only on request.
+    var failedAlerts = h('div#failed-alerts', h('button#show-failed-alerts', {onclick: function () {
+      api('/api/v1/alerts').then(function (d) {
+        var rows = d.failed || [];
+        failedAlerts.textContent = '';
+        failedAlerts.appendChild(h('h2', 'Alert deliveries that failed'));
+        failedAlerts.appendChild(rows.length ? h('table.list#failed-alert-events', h('thead', h('tr',
+          h('th', 'Event'), h('th', 'Rule'), h('th', 'Kind'), h('th', 'Cause'), h('th', 'Tries'),
+          h('th', 'Last error'), h('th', 'Made'))),
+          h('tbody', rows.map(function (e) {
+            return h('tr', h('td.mono', e.id.slice(0, 8)), h('td.num', String(e.rule)), h('td', e.kind),
+              h('td.mono', e.cause), h('td.num', String(e.attempts)), h('td', e.last_error || '—'),
+              h('td.when', when(e.created_at)));
+          }))) : h('p.muted', 'None: every alert event was delivered or is still being retried.'));
+      }).catch(function (e) {
+        failedAlerts.appendChild(h('p.error', 'alerts: ' + e.message + ' (an admin token is needed)'));
+      });
+    }}, 'Failed alert deliveries'));
+  }
+
+  function releasePage(name) {
+    var seq = renderSeq;
+    show(h('p.muted', 'Loading release ' + name + '…'));
+    api('/api/v1/releases/' + encodeURIComponent(name)).then(function (r) {
+      if (seq !== renderSeq) return;
+      var days = r.daily || [];
+      show([
+        h('p', h('a', {href: '#/releases'}, '← Releases')),
+        h('h1#release-title', r.release),
+        h('div.facts',
+          fact('Sessions', String(r.sessions)),
+          fact('Crash-free sessions', h('span#release-cfs', pct(r.crash_free_sessions))),
+          fact('Crash-free users', h('span#release-cfu', pct(r.crash_free_users))),
+          fact('Crashed / abnormal / errored', r.crashed + ' / ' + r.abnormal + ' / ' + r.errored),
+          fact('Users', r.users + ' (' + r.crashed_users + ' crashed)'),
+          fact('Adoption (24 h)', pct(r.adoption)),
+          fact('New issues', String(r.new_issues)),
+          fact('First seen', when(r.first_seen)),
+          fact('Last seen', when(r.last_seen))),
+        h('h2', 'Crash-free sessions per day'),
+        days.length ? trend([{name: 'sessions', cls: 'cf-sessions', values: days.map(function (x) { return x.crash_free_sessions; })}],
+                            days.map(function (x) { return x.day; })) : h('p.muted', 'no data'),
+        h('h2', 'Top issues in ' + (r.version || r.release)),
+        (r.issues || []).length ? h('table.list#release-issues', h('thead', h('tr', h('th', 'Issue'),
+          h('th', 'Reports in this version'), h('th', 'All reports'), h('th', 'Status'))),
+          h('tbody', r.issues.map(function (it) {
+            return h('tr', h('td', h('a', {href: '#/issues/' + it.id}, it.title), h('div.muted', it.culprit)),
+              h('td.num', String(it.reports)), h('td.num', String(it.count)), h('td', statusTag(it.status)));
+          }))) : h('p.muted', 'No issue lists this version.')
+      ]);
+    }).catch(failed);
+  }
+
+  // On an issue page: the releases whose version the issue was seen in.
+  function issueReleases(it, el) {
+    var versions = it.versions || [];
+    api('/api/v1/releases?limit=1000').then(function (d) {
+      var rel = (d.releases || []).filter(function (r) { return versions.indexOf(releaseVersion(r.release)) >= 0; });
+      el.textContent = '';
+      if (!rel.length) { el.appendChild(h('span.muted', 'no sessions for its versions')); return; }
+      rel.forEach(function (r) {
+        el.appendChild(h('a.tag', {href: '#/releases/' + encodeURIComponent(r.release),
+                                   title: 'crash-free sessions ' + pct(r.crash_free_sessions)}, r.release));
+      });
+    }).catch(function () { el.textContent = '—'; });
   }
 
   route();

@@ -14,6 +14,9 @@
  *   - the Privacy APIs view (reached from the issue list's header) shows the API's call sites
  *     per API tag with their counts and devices, highlights the ones new in the latest build
  *     (and filters to them), and opens a call site's symbolicated stack with in-app frames;
+ *   - the Releases view lists the releases the API lists, with the same sessions, crash-free
+ *     sessions and users and adoption, trend lines, a release's page; an issue page lists
+ *     the releases of its versions;
  *   - no request leaves the server's origin, and the page logs no error.
  * Screenshots go to $ARTIFACT_DIR; their paths are printed. Ends with "N passed, N failed".
  *
@@ -325,6 +328,58 @@ async function main() {
       check(hd && hd.max === 3000 && (await page.textContent('#hang-duration')).includes('max 3000 ms'),
             'hang duration shown');
       await shot('hang', { fullPage: true });
+    }
+
+    // ---- Releases: sessions of two builds, the view against the API's answers ------------
+    {
+      const now = Date.now();
+      const sessions = [];
+      // 1.0: 40 sessions, 6 crashed (on 3 devices); 2.0: 30 sessions, 1 crashed, 2 abnormal
+      for (let i = 0; i < 70; i++) {
+        const v = i < 40 ? '1.0+1' : '2.0+2';
+        const k = i < 40 ? i : i - 40;
+        const status = i < 40 ? (k < 6 ? 'crashed' : 'exited') : (k < 1 ? 'crashed' : k < 3 ? 'abnormal' : 'exited');
+        sessions.push({ sid: 'browser-' + i, did: 'device-' + (k % 10), release: 'com.stacksift.FixtureApp@' + v,
+                        started: new Date(now - (i + 1) * 60000).toISOString(), duration_s: 5, status, errors: 0 });
+      }
+      const posted = await fetch(BASE + '/api/v1/sessions', { method: 'POST',
+        headers: { Authorization: 'Bearer ' + process.env.INGEST_TOKEN, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ sessions }) });
+      check(posted.status === 202, `sessions accepted (${posted.status})`);
+      const rel = (await api('/api/v1/releases')).releases;
+      check(rel.length === 2, `two releases (${rel.length})`);
+      await page.click('header nav a[data-nav=releases]');
+      await page.waitForSelector('#releases tbody tr');
+      const rows = await page.$$eval('#releases tbody tr', trs => trs.map(tr => ({
+        release: tr.getAttribute('data-release'), sessions: Number(tr.children[1].textContent),
+        cfs: tr.querySelector('.cfs').textContent, cfu: tr.querySelector('.cfu').textContent,
+        adoption: tr.querySelector('.adoption').textContent })));
+      const pct = x => (x === 1 ? '100' : (100 * x).toFixed(2)) + '%';
+      check(JSON.stringify(rows.map(r => r.release)) === JSON.stringify(rel.map(r => r.release)),
+            'the releases the API lists, newest first');
+      for (const r of rel) {
+        const row = rows.find(x => x.release === r.release) || {};
+        check(row.sessions === r.sessions && row.cfs === pct(r.crash_free_sessions) &&
+              row.cfu === pct(r.crash_free_users) && row.adoption === pct(r.adoption),
+              `${r.release}: ${JSON.stringify(row)} shows ${JSON.stringify(r)}`);
+      }
+      const r1 = rel.find(r => r.release.endsWith('@1.0+1')) || {};
+      check(r1.sessions === 40 && r1.crashed === 6 && r1.crash_free_sessions === 34 / 40,
+            `1.0 counted exactly (${r1.sessions}, ${r1.crashed}, ${r1.crash_free_sessions})`);
+      check((await page.$$('#release-trend svg.trend polyline')).length === 2, 'trend lines drawn');
+      await shot('releases');
+      await page.click(`#releases a[href="#/releases/${encodeURIComponent(r1.release)}"]`);
+      await page.waitForSelector('#release-title');
+      check((await page.textContent('#release-title')) === r1.release, 'a release opens');
+      check((await page.textContent('#release-cfs')) === pct(r1.crash_free_sessions), 'its crash-free sessions');
+      // an issue seen in 1.0 lists release 1.0 among its releases
+      const one = (await api('/api/v1/issues?version=1.0&limit=1')).issues[0];
+      if (check(!!one, 'an issue of version 1.0')) {
+        await page.evaluate(id => { location.hash = '#/issues/' + id; }, one.id);
+        await page.waitForSelector('#issue-releases a.tag');
+        const tags = await page.$$eval('#issue-releases a.tag', as => as.map(a => a.textContent));
+        check(tags.includes(r1.release), `the issue page lists its releases (${tags})`);
+      }
     }
 
     check(foreign.length === 0, 'no request leaves the server: ' + foreign.slice(0, 3).join(' '));

@@ -242,9 +242,70 @@ def users_above_exact_limit():
         check(0.1 <= crashed / max(rows, 1) <= 0.45, f"crashed share {crashed}/{rows}")
 
 
+def frac(num, den):
+    return None if den == 0 else num / den
+
+
+def releases_api(inst, model):
+    """GET /api/v1/releases and /api/v1/releases/{release}: the model's counts, exact rates
+    (the double nearest each fraction), adoption over the last 24 hours, pagination."""
+    r = inst.request("GET", "/api/v1/releases?limit=1000", token=inst.tokens["read"])
+    check(r.status == 200, f"releases: {r.status} {r.body[:200]!r}")
+    rows = {x["release"]: x for x in r.json()["releases"]} if r.status == 200 else {}
+    keys = {"release", "sessions", "crashed", "abnormal", "errored", "users", "crashed_users",
+            "crash_free_sessions", "crash_free_users", "first_seen", "last_seen",
+            "new_issues", "adoption"}
+    check(all(set(x) == keys for x in rows.values()), f"release fields: {list(rows.values())[:1]}")
+    want = model.totals("app@1.0+1")
+    got = rows.get("app@1.0+1", {})
+    for k, v in want.items():
+        check(got.get(k) == v, f"releases {k}: {got.get(k)} want {v}")
+    check(got.get("crash_free_sessions") == frac(want["sessions"] - want["crashed"],
+                                                 want["sessions"]),
+          f"crash_free_sessions {got.get('crash_free_sessions')!r}")
+    check(got.get("crash_free_users") == frac(want["users"] - want["crashed_users"],
+                                              want["users"]),
+          f"crash_free_users {got.get('crash_free_users')!r}")
+    # every session of every release here started within the last 10 hours: adoption is the
+    # release's share of all counted sessions
+    total = sum(x["sessions"] for x in rows.values())
+    check(got.get("adoption") == frac(want["sessions"], total),
+          f"adoption {got.get('adoption')!r} want {want['sessions']}/{total}")
+    check(all(0 <= x[k] <= 1 for x in rows.values() for k in
+              ("crash_free_sessions", "crash_free_users", "adoption") if x[k] is not None),
+          "rates in [0, 1]")
+    # pagination: one at a time gives the same releases, newest first
+    seen, cursor = [], None
+    for _ in range(50):
+        q = "/api/v1/releases?limit=1" + (f"&cursor={cursor}" if cursor else "")
+        page = inst.request("GET", q, token=inst.tokens["read"]).json()
+        seen += [x["release"] for x in page["releases"]]
+        cursor = page["next_cursor"]
+        if not cursor:
+            break
+    check(sorted(seen) == sorted(rows), f"paged {seen} vs {sorted(rows)}")
+    r = inst.request("GET", "/api/v1/releases?environment=staging", token=inst.tokens["read"])
+    check(r.status == 200 and r.json()["releases"] == [], f"no staging releases: {r.body[:100]!r}")
+    r = inst.request("GET", "/api/v1/releases?cursor=nonsense", token=inst.tokens["read"])
+    check(r.status == 400, f"bad cursor: {r.status}")
+    # one release: the same fields, its days summing to its totals, its version
+    r = inst.request("GET", "/api/v1/releases/app%401.0%2B1", token=inst.tokens["read"])
+    check(r.status == 200, f"release get: {r.status} {r.body[:200]!r}")
+    one = r.json() if r.status == 200 else {}
+    check(all(one.get(k) == got.get(k) for k in keys), "one release = its list row")
+    check(one.get("version") == "1.0", f"version {one.get('version')!r}")
+    days = one.get("daily", [])
+    check(sum(d["sessions"] for d in days) == want["sessions"] and
+          sum(d["crashed"] for d in days) == want["crashed"], f"daily sums: {days}")
+    check(isinstance(one.get("issues"), list), "issues listed")
+    r = inst.request("GET", "/api/v1/releases/nothing%401", token=inst.tokens["read"])
+    check(r.status == 404, f"unknown release: {r.status}")
+
+
 def main():
     with Instance("sessions") as inst:
-        every_status(inst)
+        model = every_status(inst)
+        releases_api(inst, model)
         retried_and_concurrent(inst)
         old_sessions_ignored(inst)
         bad_input(inst)
