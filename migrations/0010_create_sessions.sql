@@ -12,7 +12,7 @@
 -- release's distinct users (devices) kept as counters beside their set (release_users).
 CREATE TABLE release_envs (
     id            bigserial PRIMARY KEY,
-    project_id    bigint NOT NULL,
+    project_id    bigint NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
     release       text NOT NULL,
     environment   text NOT NULL,
     first_seen    timestamptz NOT NULL,          -- earliest session start

@@ -9,7 +9,7 @@
 
 CREATE TABLE alert_rules (
     id         bigserial PRIMARY KEY,
-    project_id bigint NOT NULL DEFAULT 1,
+    project_id bigint NOT NULL DEFAULT 1 REFERENCES projects (id) ON DELETE CASCADE,
     kind       text NOT NULL CHECK (kind IN ('new_issue', 'regression', 'spike', 'crash_free',
                                              'new_callsite')),
     url        text NOT NULL,                   -- the webhook (http or https)
@@ -44,10 +44,6 @@ CREATE TABLE alert_events (
 CREATE INDEX alert_events_due ON alert_events (next_at) WHERE status = 'pending';
 CREATE INDEX alert_events_failed ON alert_events (created_at) WHERE status = 'failed';
 
--- A row's project: the column migration 0008 adds, 1 (the default project) without it.
-CREATE FUNCTION alerts_project(row_json jsonb) RETURNS bigint
-LANGUAGE sql IMMUTABLE AS $$ SELECT coalesce((row_json ->> 'project_id')::bigint, 1) $$;
-
 -- The facts an issue event carries: the top 3 signature frames (symbolicated names).
 CREATE FUNCTION alerts_issue_facts(i issues) RETURNS jsonb
 LANGUAGE sql STABLE AS $$
@@ -66,7 +62,7 @@ BEGIN
     SELECT r.id, r.project_id, r.kind, 'issue:' || NEW.id,
            jsonb_build_object('issue', alerts_issue_facts(NEW))
       FROM alert_rules r
-     WHERE r.kind = 'new_issue' AND r.project_id = alerts_project(to_jsonb(NEW))
+     WHERE r.kind = 'new_issue' AND r.project_id = NEW.project_id
     ON CONFLICT (rule_id, cause) DO NOTHING;
     RETURN NULL;
 END
@@ -85,7 +81,7 @@ BEGIN
            jsonb_build_object('issue', alerts_issue_facts(NEW),
                               'resolved_in', OLD.resolved_in)
       FROM alert_rules r
-     WHERE r.kind = 'regression' AND r.project_id = alerts_project(to_jsonb(NEW))
+     WHERE r.kind = 'regression' AND r.project_id = NEW.project_id
     ON CONFLICT (rule_id, cause) DO NOTHING;
     RETURN NULL;
 END
@@ -107,7 +103,7 @@ BEGIN
                                    FROM jsonb_array_elements(NEW.frames) WITH ORDINALITY
                                    AS t(f, n) WHERE n <= 3), '[]'::jsonb)))
       FROM alert_rules r
-     WHERE r.kind = 'new_callsite' AND r.project_id = alerts_project(to_jsonb(NEW))
+     WHERE r.kind = 'new_callsite' AND r.project_id = NEW.project_id
     ON CONFLICT (rule_id, cause) DO NOTHING;
     RETURN NULL;
 END

@@ -192,8 +192,8 @@ enum MHD_Result handle_callsites_csv(http_request *r);  /* GET /api/v1/callsites
 
 /* ---- release health (routes_sessions.c) ------------------------------------------------ */
 
-/* request_project_arg - ?project= (a project id) when given, else 1 (the default project).
- * Errors ERR_INVALID (not a positive integer; r->err set). */
+/* request_project_arg - ?project= (a project id or slug) when given, else 1 (the default
+ * project). Errors ERR_INVALID (no such project; r->err set), ERR_STORE. */
 err_code request_project_arg(int64_t *out, http_request *r);
 enum MHD_Result handle_sessions_post(http_request *r);  /* POST /api/v1/sessions */
 enum MHD_Result handle_releases_list(http_request *r);  /* GET /api/v1/releases */

@@ -12,18 +12,24 @@
 #include "http/http_internal.h"
 #include "ingest/ingest.h"
 #include "ingest/sessions.h"
+#include "store/store_projects.h"
 
 err_code request_project_arg(int64_t *out, http_request *r)
 {
     const char *p = request_arg(r, "project");
-    *out = 1;
+    *out = STORE_PROJECT_DEFAULT;
     if (p == NULL)
         return ERR_OK;
+    store_project found;
     char *end;
     long long v = strtoll(p, &end, 10);
-    if (*end != '\0' || v <= 0)
-        return err_set(&r->err, ERR_INVALID, "project: not a project id: \"%.64s\"", p);
-    *out = v;
+    err_code rc = *end == '\0' && v > 0 ? store_project_find_id(&found, r->srv->store, v, &r->err)
+                  : store_project_find_slug(&found, r->srv->store, p, &r->err);
+    if (rc == ERR_NOT_FOUND)
+        return err_set(&r->err, ERR_INVALID, "project: no project with id or slug \"%.64s\"", p);
+    if (rc != ERR_OK)
+        return rc;
+    *out = found.id;
     return ERR_OK;
 }
 

@@ -359,7 +359,7 @@ err_code store_alert_claim_end(store_alert_claim *c, bool commit, err_info *err)
 
 static const store_stmt SQL_SPIKES = {"alerts_spikes",
     "WITH h AS (SELECT date_trunc('hour', now()) AS start), "
-    "cand AS (SELECT i.*, alerts_project(to_jsonb(i)) AS pid FROM issues i, h "
+    "cand AS (SELECT i.id, i.project_id AS pid FROM issues i, h "
     "WHERE i.last_seen >= h.start AND EXISTS (SELECT 1 FROM alert_rules WHERE kind = 'spike')), "
     "counts AS (SELECT c.id, c.pid, "
     "(SELECT count(*) FROM reports r WHERE r.issue_id = c.id AND r.received_at >= h.start) AS n, "

@@ -37,7 +37,8 @@ static const store_stmt SQL_LIST = {"releases_list",
     "tot AS (SELECT coalesce(sum(h.sessions), 0) AS t FROM session_hours h "
     "JOIN e ON e.id = h.renv WHERE h.hour >= date_trunc('hour', now()) - interval '23 hours'), "
     "firsts AS (SELECT fv, count(*) AS n FROM (SELECT (SELECT v FROM unnest(i.versions) v "
-    "ORDER BY version_key(v), v LIMIT 1) AS fv FROM issues i) f GROUP BY fv) "
+    "ORDER BY version_key(v), v LIMIT 1) AS fv FROM issues i "
+    "WHERE i.project_id = $1::bigint) f GROUP BY fv) "
     "SELECT pg.release, coalesce(h.s, 0), coalesce(h.c, 0), coalesce(h.a, 0), "
     "coalesce(h.er, 0), pg.users, pg.cu, " STORE_TS("pg.fs") ", " STORE_TS("pg.ls") ", "
     "coalesce((SELECT n FROM firsts WHERE fv = " SQL_RELEASE_VERSION("pg.release") "), 0), "
@@ -146,7 +147,8 @@ static const store_stmt SQL_DAYS = {"releases_days",
  * listing the version; their reports are counted through reports_issue. */
 static const store_stmt SQL_TOP_ISSUES = {"releases_top_issues",
     "WITH cand AS (SELECT id, title, culprit, status, count FROM issues "
-    "WHERE versions @> ARRAY[$1::text] ORDER BY count DESC, id LIMIT 50) "
+    "WHERE project_id = $2::bigint AND versions @> ARRAY[$1::text] "
+    "ORDER BY count DESC, id LIMIT 50) "
     "SELECT c.id, c.title, c.culprit, c.status, c.count, "
     "(SELECT count(*) FROM reports r WHERE r.issue_id = c.id AND r.app_version = $1::text) "
     "AS n FROM cand c ORDER BY n DESC, c.count DESC, c.id LIMIT 10"};
@@ -194,8 +196,8 @@ static err_code do_get(pconn *c, void *vctx, err_info *err)
     PQclear(res);
     if (rc != ERR_OK)
         return rc;
-    const char *iv[1] = {o->version};
-    rc = store_exec(&res, c, &SQL_TOP_ISSUES, 1, iv, NULL, NULL, err);
+    const char *iv[2] = {o->version, pid};
+    rc = store_exec(&res, c, &SQL_TOP_ISSUES, 2, iv, NULL, NULL, err);
     if (rc != ERR_OK)
         return rc;
     o->nissues = (size_t)PQntuples(res);

@@ -302,10 +302,29 @@ def releases_api(inst, model):
     check(r.status == 404, f"unknown release: {r.status}")
 
 
+def projects(inst):
+    """Sessions of another project (by slug) count there only."""
+    inst.psql(inst.db_url, "INSERT INTO projects (slug, name) VALUES ('second', 'Second')")
+    rng = random.Random(17)
+    batch = [session(rng, "app@1.0+1", "crashed", did="p2") for _ in range(3)]
+    r = inst.request("POST", "/api/v1/sessions?project=second", token=inst.tokens["ingest"],
+                     body={"sessions": batch})
+    check(r.status == 202, f"project by slug: {r.status} {r.body[:120]!r}")
+    r = inst.request("GET", "/api/v1/releases?project=second", token=inst.tokens["read"])
+    rows = r.json()["releases"] if r.status == 200 else []
+    check([(x["release"], x["sessions"], x["crashed"], x["users"]) for x in rows] ==
+          [("app@1.0+1", 3, 3, 1)], f"the second project's releases: {rows}")
+    r = inst.request("POST", "/api/v1/sessions?project=nowhere", token=inst.tokens["ingest"],
+                     body={"sessions": batch})
+    check(r.status == 400 and r.json()["error"].get("field") == "project",
+          f"unknown project: {r.status} {r.body[:120]!r}")
+
+
 def main():
     with Instance("sessions") as inst:
         model = every_status(inst)
         releases_api(inst, model)
+        projects(inst)
         retried_and_concurrent(inst)
         old_sessions_ignored(inst)
         bad_input(inst)
