@@ -19,3 +19,12 @@ add_test(NAME real_xcode_reports
   WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
 set_tests_properties(real_xcode_reports PROPERTIES LABELS fixtures TIMEOUT 300
   ENVIRONMENT "${STACKSIFT_TEST_ENV}")
+
+# real_dsyms: every slice of the real dSYMs of ../shared/real-dsyms/ (Xcode 7 to Xcode 26,
+# DWARF 2-5, fat, zipped and bare) builds a symcache that agrees with llvm-symbolizer-14 on
+# sampled lookups, inline chains included (>= 99.9% per slice; policy differences counted).
+add_test(NAME real_dsyms
+  COMMAND ${STACKSIFT_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/real_dsyms.py
+  WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
+set_tests_properties(real_dsyms PROPERTIES LABELS fixtures TIMEOUT 900
+  ENVIRONMENT "${STACKSIFT_TEST_ENV}")

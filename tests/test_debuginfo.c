@@ -7,8 +7,9 @@
  *     debuginfo keeps names raw, the symcache demangles them at lookup);
  *   - every DW_TAG_inlined_subroutine: same entry address, call line and depth;
  *   - every line-table row: same address and line.
- * Plus hostile DWARF: truncated and bit-flipped __debug_info/__debug_line must give an
- * error or a result, never a crash (ASan watches).
+ * Plus hostile DWARF: truncated and bit-flipped __debug_info/__debug_line must give a
+ * result with what was skipped counted, never an error or a crash (ASan watches); a unit
+ * whose header is bad, or that runs past the section, costs only itself.
  */
 #include <dwarf.h>
 #include <jansson.h>
@@ -405,7 +406,7 @@ static void agrees_with_libdwarf_on_every_fixture(void)
 
 /* Mutated DWARF: copy a fixture slice, damage __debug_info / __debug_line / __debug_abbrev
  * and load it: an error or a result, never a crash or a read out of bounds. */
-static void damaged_dwarf_is_an_error_not_a_crash(void)
+static void damaged_dwarf_is_skipped_not_a_crash(void)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/arm64-O2/FixtureApp.app.dSYM/Contents/Resources/DWARF/FixtureApp",
@@ -418,7 +419,7 @@ static void damaged_dwarf_is_an_error_not_a_crash(void)
     uint8_t *copy = malloc(b.len);
     macho_image *img = malloc(sizeof *img);
     const char *targets[] = {"__debug_info", "__debug_line", "__debug_abbrev", "__debug_ranges", "__debug_str"};
-    int errors = 0, loads = 0;
+    int warned = 0, loads = 0;
     unsigned seed = 12345;
     for (size_t t = 0; t < sizeof targets / sizeof targets[0]; t++) {
         for (int round = 0; round < 60; round++) {
@@ -438,17 +439,107 @@ static void damaged_dwarf_is_an_error_not_a_crash(void)
                     data[rand_r(&seed) % s->size] ^= (uint8_t)(1u << (rand_r(&seed) % 8));
             }
             debuginfo di;
-            if (debuginfo_load(&di, img, 1, &err) == ERR_OK) {
-                loads++;
-                debuginfo_reset(&di);
-            } else {
-                errors++;
-                CHECK(strstr(err.msg, "DWARF") != NULL);
+            CHECK_EQ_INT(debuginfo_load(&di, img, 1, &err), ERR_OK);
+            loads++;
+            if (debuginfo_warnings_count(&di.warnings) > 0) {
+                warned++;
+                char text[400];
+                debuginfo_warnings_text(&di.warnings, text, sizeof text);
+                CHECK(di.warnings.first[0] != '\0');
+                CHECK(strstr(text, "skipped ") != NULL);
             }
+            debuginfo_reset(&di);
         }
     }
-    CHECK(errors > 0);
-    CHECK(loads > 0);
+    CHECK(warned > 0);
+    CHECK(loads > warned);
+    free(img);
+    free(copy);
+    bytes_unmap(&b);
+}
+
+/* One bad unit costs only itself: a unit with an unknown DWARF version is skipped and counted,
+ * every other unit's functions and rows stay; a last unit whose length runs past the section
+ * is skipped the same way. */
+static void bad_unit_costs_only_itself(void)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/arm64-O2/FixtureApp.app.dSYM/Contents/Resources/DWARF/FixtureApp",
+             fixtures_dir());
+    bytes b;
+    err_info err = {0};
+    CHECK_EQ_INT(bytes_map_file(&b, path, &err), ERR_OK);
+    if (b.data == NULL)
+        return;
+    uint8_t *copy = malloc(b.len);
+    macho_image *img = malloc(sizeof *img);
+    memcpy(copy, b.data, b.len);
+    CHECK_EQ_INT(macho_parse(img, copy, b.len, &err), ERR_OK);
+    debuginfo clean;
+    CHECK_EQ_INT(debuginfo_load(&clean, img, 2, &err), ERR_OK);
+    CHECK_EQ_INT(debuginfo_warnings_count(&clean.warnings), 0);
+    macho_section *info = NULL;
+    for (size_t k = 0; k < img->nsections; k++)
+        if (strcmp(img->sections[k].sectname, "__debug_info") == 0)
+            info = &img->sections[k];
+    CHECK(info != NULL && clean.compile_units >= 2);
+    if (info == NULL || clean.compile_units < 2)
+        goto out;
+    /* the units (32-bit DWARF: length, then version) */
+    uint8_t *data = copy + info->offset;
+    uint64_t offs[256];
+    size_t nunits = 0;
+    for (uint64_t off = 0; off + 4 <= info->size && nunits < 256;) {
+        uint32_t len = (uint32_t)data[off] | (uint32_t)data[off + 1] << 8 | (uint32_t)data[off + 2] << 16 |
+                       (uint32_t)data[off + 3] << 24;
+        offs[nunits++] = off;
+        off += 4 + (uint64_t)len;
+    }
+    CHECK(nunits >= 2);
+    uint64_t lost = 0;
+    for (size_t victim = 0; victim < nunits; victim++) {
+        memcpy(copy, b.data, b.len);
+        data[offs[victim] + 4] = 9; /* version 9 */
+        debuginfo d;
+        CHECK_EQ_INT(debuginfo_load(&d, img, 2, &err), ERR_OK);
+        CHECK_EQ_INT(d.warnings.units, 1);
+        CHECK_EQ_INT(d.warnings.offset, offs[victim]);
+        CHECK_EQ_STR(d.warnings.first, "unit has an unsupported DWARF version");
+        CHECK_EQ_INT(d.compile_units, clean.compile_units - 1);
+        CHECK(!d.warnings.symtab_only);
+        /* only the victim's scopes are gone: summed over the victims, every scope of the
+         * clean load is lost exactly once */
+        CHECK(d.nscopes <= clean.nscopes);
+        lost += clean.nscopes - d.nscopes;
+        CHECK(d.nrows <= clean.nrows);
+        debuginfo_reset(&d);
+    }
+    CHECK_EQ_INT(lost, clean.nscopes);
+    /* the last unit says it runs past the section: it alone is skipped */
+    memcpy(copy, b.data, b.len);
+    data[offs[nunits - 1] + 3] = 0x7f;
+    debuginfo d;
+    CHECK_EQ_INT(debuginfo_load(&d, img, 1, &err), ERR_OK);
+    CHECK_EQ_INT(d.warnings.units, 1);
+    CHECK_EQ_STR(d.warnings.first, "unit extends past the end of .debug_info");
+    CHECK_EQ_INT(d.compile_units, clean.compile_units - 1);
+    CHECK(d.nscopes > 0);
+    debuginfo_reset(&d);
+    /* every unit bad: nothing usable, the symbol table answers and the warning says so */
+    memcpy(copy, b.data, b.len);
+    for (size_t i = 0; i < nunits; i++)
+        data[offs[i] + 4] = 9;
+    CHECK_EQ_INT(debuginfo_load(&d, img, 1, &err), ERR_OK);
+    CHECK_EQ_INT(d.warnings.units, nunits);
+    CHECK(d.warnings.symtab_only);
+    CHECK_EQ_INT(d.nscopes, 0);
+    CHECK(d.nsymbols > 0);
+    char text[400];
+    debuginfo_warnings_text(&d.warnings, text, sizeof text);
+    CHECK(strstr(text, "no usable DWARF, symbol table only") == text);
+    debuginfo_reset(&d);
+out:
+    debuginfo_reset(&clean);
     free(img);
     free(copy);
     bytes_unmap(&b);
@@ -476,7 +567,8 @@ static void strtab_over_4gib_is_flagged_not_fatal(void)
 int main(void)
 {
     RUN(agrees_with_libdwarf_on_every_fixture);
-    RUN(damaged_dwarf_is_an_error_not_a_crash);
+    RUN(damaged_dwarf_is_skipped_not_a_crash);
+    RUN(bad_unit_costs_only_itself);
     RUN(strtab_over_4gib_is_flagged_not_fatal);
     return harness_done();
 }

@@ -683,6 +683,79 @@ static void malformed_uploads_leave_nothing(void)
     free(tmp);
 }
 
+/* A dSYM is never refused for what one unit holds: a real Apple LLVM 8 dSYM (read from
+ * ../shared/real-dsyms) with an empty compile unit is stored, the skipped unit named in its
+ * "warnings"; a fat file with one unreadable slice stores the other, the left-out slice named
+ * in the answer's "warnings"; /metrics counts both. */
+static void dsym_bad_parts_are_skipped_and_reported(void)
+{
+    char *real = xsprintf("%s/../shared/real-dsyms/crashprobe-2017-debug/arm64-CrashLibiOS.framework.dSYM/"
+                          "Contents/Resources/DWARF/CrashLibiOS", e2e.source_dir);
+    http_resp r = post_file("/api/v1/dsyms", tok_upload, NULL, real);
+    CHECK_EQ_INT(r.status, 201);
+    json_t *f = json_array_get(files_of(&r), 0);
+    CHECK_EQ_STR(f ? jstr(f, "uuid") : NULL, "5DB9DD67-7626-3675-8C6A-606E8C7518F7");
+    CHECK(f && json_is_true(json_object_get(f, "has_dwarf")));
+    CHECK(f && json_integer_value(json_object_get(f, "functions")) > 1000);
+    json_t *w = f ? json_object_get(f, "warnings") : NULL;
+    CHECK(json_is_array(w) && json_array_size(w) == 1);
+    const char *text = json_string_value(json_array_get(w, 0));
+    CHECK(text && strstr(text, "skipped 1 DWARF unit") && strstr(text, "unit has no unit DIE"));
+    CHECK(json_is_array(json_object_get(r.json, "warnings")) &&
+          json_array_size(json_object_get(r.json, "warnings")) == 0);
+    resp_free(&r);
+    free(real);
+
+    /* the fat fixture with its x86_64 slice's Mach-O magic zeroed */
+    char *fat = fixture("fat/FixtureApp.app.dSYM/Contents/Resources/DWARF/FixtureApp");
+    size_t len = 0;
+    char *data = read_file(fat, &len);
+    CHECK(data != NULL && len > 8);
+    if (data == NULL)
+        goto out;
+    const uint8_t *u = (const uint8_t *)data;
+    uint32_t nfat = (uint32_t)u[4] << 24 | (uint32_t)u[5] << 16 | (uint32_t)u[6] << 8 | u[7];
+    int zeroed = 0;
+    for (uint32_t i = 0; i < nfat && 8 + 20 * (i + 1) <= len; i++) {
+        const uint8_t *e = u + 8 + 20 * i;
+        uint32_t cpu = (uint32_t)e[0] << 24 | (uint32_t)e[1] << 16 | (uint32_t)e[2] << 8 | e[3];
+        uint32_t off = (uint32_t)e[8] << 24 | (uint32_t)e[9] << 16 | (uint32_t)e[10] << 8 | e[11];
+        if (cpu == 0x01000007u && off + 4 <= len) {
+            memset(data + off, 0, 4);
+            zeroed++;
+        }
+    }
+    CHECK_EQ_INT(zeroed, 1);
+    char *bad = xsprintf("%s/fat-bad-slice", tmp_root);
+    FILE *fp = fopen(bad, "wb");
+    CHECK(fp != NULL);
+    if (fp) {
+        fwrite(data, 1, len, fp);
+        fclose(fp);
+    }
+    r = post_file("/api/v1/dsyms", tok_upload, NULL, bad);
+    CHECK_EQ_INT(r.status, 200); /* its arm64 slice is known already */
+    CHECK_EQ_INT(json_array_size(files_of(&r)), 1);
+    f = json_array_get(files_of(&r), 0);
+    CHECK_EQ_STR(f ? jstr(f, "arch") : NULL, "arm64");
+    w = json_object_get(r.json, "warnings");
+    CHECK(json_is_array(w) && json_array_size(w) == 1);
+    text = json_string_value(json_array_get(w, 0));
+    CHECK(text && strstr(text, "slice x86_64 left out"));
+    resp_free(&r);
+    free(bad);
+
+    char *auth = xsprintf("Authorization: Bearer %s\r\n", tok_read);
+    r = http_req(port, "GET", "/metrics", auth, NULL, 0, false);
+    free(auth);
+    CHECK(r.body && strstr(r.body, "stacksift_dsym_parts_skipped_total{part=\"dwarf\"} 1\n"));
+    CHECK(r.body && strstr(r.body, "stacksift_dsym_parts_skipped_total{part=\"slice\"} 1\n"));
+    resp_free(&r);
+out:
+    free(data);
+    free(fat);
+}
+
 static void metrics_count_requests(void)
 {
     /* a read-scoped token: /metrics is not public unless STACKSIFT_METRICS_PUBLIC=1 */
@@ -914,6 +987,7 @@ int main(void)
         RUN(dsym_queries);
         RUN(malformed_uploads_leave_nothing);
         RUN(metrics_count_requests);
+        RUN(dsym_bad_parts_are_skipped_and_reported);
         RUN(graceful_shutdown_finishes_in_flight);
         RUN(reports_survive_restart);
     }

@@ -126,12 +126,15 @@ typedef struct {
     size_t nrows, cap_rows;
     uint64_t last_addr;         /* address of the last row the line program gave (on_row) */
     uint32_t cus;
+    debuginfo_warnings warn;    /* what this worker skipped */
     double cpu_ms;              /* CPU time the worker spent (STACKSIFT_PHASES) */
-    err_code rc;
-    err_info err;
     /* private state */
     die_unit *my_units;         /* copies with bases + abbrevs, made on first use */
-    bool *unit_ready;
+    uint8_t *unit_state;        /* UNIT_* per unit */
+    const char **unit_bad;      /* why a UNIT_BAD unit could not be loaded */
+    const char *fail;           /* the walk of the current unit met this (static) problem */
+    uint64_t fail_at;           /* ... at this .debug_info offset */
+    size_t mark_scopes, mark_ranges; /* the tables before the current top-level function */
     die_abbrev_table *tables;   /* abbreviation tables loaded so far */
     size_t ntables;
     const die_unit *unit;       /* the unit being walked */
@@ -146,20 +149,40 @@ typedef struct {
     uint32_t name_gen;          /* the current unit's generation in `names` (from 1) */
 } worker;
 
+enum { UNIT_NEW, UNIT_READY, UNIT_BAD };
+
+/* The walk of the current unit stops at the first problem (process_unit keeps what came
+ * before it). */
 static void die_fail(worker *w, uint64_t offset, const char *what)
 {
-    if (w->rc == ERR_OK)
-        w->rc = err_set(&w->err, ERR_INVALID, "corrupt DWARF at .debug_info+0x%llx: %s",
-                        (unsigned long long)offset, what);
+    if (w->fail == NULL) {
+        w->fail = what;
+        w->fail_at = offset;
+    }
 }
 
-/* The unit `i` with its abbreviations and bases, loaded once per worker. */
+/* Count one skipped part; the problem at the lowest offset is the one reported. */
+static void warn_note(debuginfo_warnings *warn, uint64_t offset, const char *what)
+{
+    if (warn->first[0] == '\0' || offset < warn->offset) {
+        warn->offset = offset;
+        snprintf(warn->first, sizeof warn->first, "%s", what);
+    }
+}
+
+/* The unit `i` with its abbreviations and bases, loaded once per worker; NULL when it
+ * cannot be read (w->unit_bad[i] says why). */
 static const die_unit *unit_get(worker *w, size_t i)
 {
-    if (w->unit_ready[i])
-        return &w->my_units[i];
+    if (w->unit_state[i] != UNIT_NEW)
+        return w->unit_state[i] == UNIT_READY ? &w->my_units[i] : NULL;
     die_unit *u = &w->my_units[i];
     *u = w->units[i];
+    if (u->bad != NULL) {
+        w->unit_state[i] = UNIT_BAD;
+        w->unit_bad[i] = u->bad;
+        return NULL;
+    }
     const die_abbrev_table *t = NULL;
     for (size_t k = 0; k < w->ntables; k++)
         if (w->tables[k].offset == u->abbrev_offset)
@@ -169,13 +192,14 @@ static const die_unit *unit_get(worker *w, size_t i)
         const char *msg = die_abbrev_table_load(&w->tables[w->ntables], w->secs, u->abbrev_offset);
         if (msg != NULL) {
             die_abbrev_table_free(&w->tables[w->ntables]);
-            die_fail(w, u->offset, msg);
+            w->unit_state[i] = UNIT_BAD;
+            w->unit_bad[i] = msg;
             return NULL;
         }
         t = &w->tables[w->ntables++];
         /* the table array moved: re-point the units that use it */
         for (size_t k = 0; k < w->nunits; k++)
-            if (w->unit_ready[k])
+            if (w->unit_state[k] == UNIT_READY)
                 for (size_t m = 0; m < w->ntables; m++)
                     if (w->tables[m].offset == w->my_units[k].abbrev_offset)
                         w->my_units[k].abbrevs = &w->tables[m];
@@ -184,10 +208,11 @@ static const die_unit *unit_get(worker *w, size_t i)
     die_abbrev_table_size(&w->tables[t - w->tables], u);
     const char *msg = die_unit_bases(u, w->secs);
     if (msg != NULL) {
-        die_fail(w, u->offset, msg);
+        w->unit_state[i] = UNIT_BAD;
+        w->unit_bad[i] = msg;
         return NULL;
     }
-    w->unit_ready[i] = true;
+    w->unit_state[i] = UNIT_READY;
     return u;
 }
 
@@ -325,19 +350,21 @@ static bool resolve_offset(worker *w, uint64_t off, int hops, uint32_t *name, bo
 
 /* ---- the DIE walk ----------------------------------------------------------------------- */
 
-/* DW_AT_low_pc/high_pc or DW_AT_ranges of `d` into w->tmp (DWARF 5 section 2.17). */
-static void read_ranges(worker *w, const die_info *d)
+/* DW_AT_low_pc/high_pc or DW_AT_ranges of `d` into w->tmp (DWARF 5 section 2.17). A range
+ * list that does not parse leaves the DIE out with its subtree (counted as a function). */
+static bool read_ranges(worker *w, const die_info *d)
 {
     w->ntmp = 0;
     for (;;) {
         long n = die_ranges(w->tmp, w->cap_tmp, w->secs, w->unit, d);
         if (n < 0) {
-            die_fail(w, d->offset, "malformed address range list");
-            return;
+            w->warn.functions++;
+            warn_note(&w->warn, d->offset, "malformed address range list");
+            return false;
         }
         if ((size_t)n <= w->cap_tmp) {
             w->ntmp = (size_t)n;
-            return;
+            return true;
         }
         w->cap_tmp = (size_t)n;
         w->tmp = xreallocarray(w->tmp, w->cap_tmp, sizeof *w->tmp);
@@ -384,7 +411,12 @@ static const uint64_t WALK_TAGS = TAG_BIT(DW_TAG_subprogram) | TAG_BIT(DW_TAG_in
 static void walk(worker *w, uint64_t pos, uint32_t scope, uint32_t depth, unsigned nest, uint64_t *end)
 {
     const die_unit *u = w->unit;
-    while (w->rc == ERR_OK) {
+    while (w->fail == NULL) {
+        if (scope == DEBUGINFO_NONE) { /* between functions: a failure from here on drops
+                                          only the function it happens in */
+            w->mark_scopes = w->nscopes;
+            w->mark_ranges = w->nranges;
+        }
         die_info d;
         const char *msg = die_read_tags(&d, w->secs, u, pos, WALK_TAGS);
         if (msg != NULL) {
@@ -399,13 +431,16 @@ static void walk(worker *w, uint64_t pos, uint32_t scope, uint32_t depth, unsign
         uint32_t child_scope = scope, child_depth = depth;
         switch (d.tag) {
         case DW_TAG_subprogram:
-            read_ranges(w, &d);
-            if (w->ntmp > 0) {
+            if (read_ranges(w, &d) && w->ntmp > 0) {
                 uint32_t name = STRTAB_NONE;
                 bool linkage;
-                if (!resolve_die(w, &d, 0, &name, &linkage))
+                if (!resolve_die(w, &d, 0, &name, &linkage)) {
                     name = STRTAB_NONE;
+                    linkage = false;
+                }
                 child_scope = add_scope(w, name, DEBUGINFO_NONE, 0);
+                if (!linkage) /* named by the symbol table if it has a symbol at the entry */
+                    w->scopes[child_scope].flags |= DEBUGINFO_SCOPE_SYMTAB_NAME;
                 child_depth = 0;
                 descend = true;
             }
@@ -415,8 +450,7 @@ static void walk(worker *w, uint64_t pos, uint32_t scope, uint32_t depth, unsign
         case DW_TAG_inlined_subroutine:
             if (scope == DEBUGINFO_NONE)
                 break;
-            read_ranges(w, &d);
-            if (w->ntmp > 0) {
+            if (read_ranges(w, &d) && w->ntmp > 0) {
                 uint32_t name = STRTAB_NONE;
                 bool linkage;
                 if (!resolve_die(w, &d, 0, &name, &linkage))
@@ -447,8 +481,6 @@ static void walk(worker *w, uint64_t pos, uint32_t scope, uint32_t depth, unsign
         default:
             break; /* variables, parameters, typedefs, call sites: subtree skipped */
         }
-        if (w->rc != ERR_OK)
-            return;
         pos = d.next;
         if (!d.children)
             continue;
@@ -567,11 +599,18 @@ static void on_row(void *ctx, uint64_t addr, uint64_t file, uint64_t line, bool 
                           line >= DEBUGINFO_END_SEQUENCE ? 0 : (uint32_t)line);
 }
 
+/* One unit: its line program, then its DIE tree. Whatever does not parse is left out as
+ * the smallest part that holds it and counted in w->warn: the unit (header, abbreviations,
+ * unit DIE), the line rows after the last complete sequence, the top-level function a DIE
+ * that does not parse belongs to (with the unit's DIEs after it: there is no way past). */
 static void process_unit(worker *w, size_t index)
 {
     const die_unit *u = unit_get(w, index);
-    if (u == NULL)
+    if (u == NULL) {
+        w->warn.units++;
+        warn_note(&w->warn, w->units[index].offset, w->unit_bad[index]);
         return;
+    }
     if (u->unit_type != DW_UT_compile && u->unit_type != DW_UT_partial)
         return; /* type units and skeletons describe no code of their own */
     w->unit = u;
@@ -579,23 +618,44 @@ static void process_unit(worker *w, size_t index)
     name_cache_clear(w);
     w->nfiles = 0;
     if (u->has_stmt_list) {
+        size_t first_row = w->nrows;
         die_line_sink sink = {w, on_file, on_row};
         const char *msg = die_line_program(w->secs, u, u->stmt_list, &sink);
+        if (msg == NULL && w->nrows > first_row && w->rows[w->nrows - 1].line != DEBUGINFO_END_SEQUENCE)
+            msg = "line program ends inside a sequence";
         if (msg != NULL) {
-            die_fail(w, u->die_offset, msg);
-            return;
+            /* llvm keeps only terminated sequences too; rows of the next unit must not
+             * continue this one */
+            size_t keep = w->nrows;
+            while (keep > first_row && w->rows[keep - 1].line != DEBUGINFO_END_SEQUENCE)
+                keep--;
+            w->nrows = keep;
+            w->warn.sequences++;
+            warn_note(&w->warn, u->offset, msg);
         }
     }
     /* the unit DIE's children */
     die_info d;
     const char *msg = die_read(&d, w->secs, u, u->die_offset);
     if (msg != NULL) {
-        die_fail(w, u->die_offset, msg);
+        w->warn.units++;
+        warn_note(&w->warn, u->die_offset, msg);
+        w->unit = NULL;
         return;
     }
     if (d.tag != 0 && d.children) {
         uint64_t end;
+        w->mark_scopes = w->nscopes;
+        w->mark_ranges = w->nranges;
+        w->fail = NULL;
         walk(w, d.next, DEBUGINFO_NONE, 0, 0, &end);
+        if (w->fail != NULL) {
+            w->nscopes = w->mark_scopes;
+            w->nranges = w->mark_ranges;
+            w->warn.functions++;
+            warn_note(&w->warn, w->fail_at, w->fail);
+            w->fail = NULL;
+        }
     }
     w->unit = NULL;
 }
@@ -612,9 +672,10 @@ static void *worker_run(void *arg)
     worker *w = arg;
     w->cpu_ms = -thread_cpu_ms();
     w->my_units = xcalloc(w->nunits ? w->nunits : 1, sizeof *w->my_units);
-    w->unit_ready = xcalloc(w->nunits ? w->nunits : 1, sizeof *w->unit_ready);
+    w->unit_state = xcalloc(w->nunits ? w->nunits : 1, sizeof *w->unit_state);
+    w->unit_bad = xcalloc(w->nunits ? w->nunits : 1, sizeof *w->unit_bad);
     buf_init(&w->scratch);
-    for (size_t i = w->tid; i < w->nunits && w->rc == ERR_OK; i += w->nthreads)
+    for (size_t i = w->tid; i < w->nunits; i += w->nthreads)
         process_unit(w, i);
     /* sorted here, in parallel; debuginfo_load merges the sorted runs */
     debuginfo_sort_ranges(w->ranges, w->nranges);
@@ -682,6 +743,33 @@ static void load_symbols(debuginfo *d, const macho_image *img)
             d->symbols[i].end = d->symbols[i + 1].start;
     for (size_t i = 0; i < n; i++)
         d->symbols[i].depth = 0;
+}
+
+/* A concrete function whose DWARF has no linkage name (C, Objective-C, a C++ method of
+ * -dwarf-linkage-names=Abstract, Swift without linkage names, release builds of Apple LLVM 8)
+ * takes the name of the symbol at its entry address, as llvm-symbolizer --functions=linkage
+ * names the outermost frame from the symbol table: `__copy_helper_block_.98` where DWARF says
+ * `__copy_helper_block_`, `_ZNK2ns6Widget6UpdateE...` where it says `Update`. Functions with
+ * no symbol there keep DW_AT_name; the flag is cleared on those that took a symbol's name. */
+static void name_from_symbols(debuginfo *d)
+{
+    for (uint32_t i = 0; i < d->nscopes; i++) {
+        debuginfo_scope *s = &d->scopes[i];
+        if (!(s->flags & DEBUGINFO_SCOPE_SYMTAB_NAME))
+            continue;
+        size_t lo = 0, hi = d->nsymbols;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (d->symbols[mid].start < s->entry)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < d->nsymbols && d->symbols[lo].start == s->entry)
+            s->name = d->symbols[lo].scope;
+        else
+            s->flags &= ~DEBUGINFO_SCOPE_SYMTAB_NAME;
+    }
 }
 
 /* ---- merge ------------------------------------------------------------------------------ */
@@ -778,7 +866,8 @@ static void worker_reset(worker *w)
         die_abbrev_table_free(&w->tables[i]);
     free(w->tables);
     free(w->my_units);
-    free(w->unit_ready);
+    free(w->unit_state);
+    free(w->unit_bad);
     buf_reset(&w->scratch);
     strtab_reset(&w->strings);
     free(w->scopes);
@@ -800,14 +889,8 @@ err_code debuginfo_load(debuginfo *out, const macho_image *img, unsigned threads
     err_code rc = ERR_OK;
     die_unit *units = NULL;
     size_t nunits = 0;
-    if (secs.info.len > 0) {
-        const char *msg = die_units_scan(&units, &nunits, &secs);
-        if (msg != NULL) {
-            free(units);
-            debuginfo_reset(out);
-            return err_set(err, ERR_INVALID, "corrupt DWARF in .debug_info: %s", msg);
-        }
-    }
+    if (secs.info.len > 0)
+        die_units_scan(&units, &nunits, &secs);
     if (nunits > 0) {
         if (threads == 0) {
             long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -846,11 +929,12 @@ err_code debuginfo_load(debuginfo *out, const macho_image *img, unsigned threads
             room[2] += ws[i].nrows;
         }
         for (unsigned i = 0; i < threads; i++) {
-            if (ws[i].rc != ERR_OK && rc == ERR_OK) {
-                rc = ws[i].rc;
-                if (err != NULL)
-                    *err = ws[i].err;
-            }
+            debuginfo_warnings *wv = &ws[i].warn;
+            out->warnings.units += wv->units;
+            out->warnings.functions += wv->functions;
+            out->warnings.sequences += wv->sequences;
+            if (wv->first[0] != '\0')
+                warn_note(&out->warnings, wv->offset, wv->first);
             if (rc == ERR_OK && ws[i].strings.full)
                 rc = err_set(err, ERR_TOO_LARGE, "debug info names of one thread over 4 GiB");
             if (rc == ERR_OK)
@@ -865,8 +949,12 @@ err_code debuginfo_load(debuginfo *out, const macho_image *img, unsigned threads
         phase_mark(&clock, "debuginfo.merge");
     }
     free(units);
-    if (rc == ERR_OK)
+    if (debuginfo_warnings_count(&out->warnings) > 0 && out->nscopes == 0 && out->nrows == 0)
+        out->warnings.symtab_only = true; /* nothing of the DWARF was usable */
+    if (rc == ERR_OK) {
         load_symbols(out, img);
+        name_from_symbols(out);
+    }
     phase_mark(&clock, "debuginfo.symbols");
     if (clock.on)
         fprintf(stderr, "debuginfo: %u units, %u scopes, %zu ranges, %zu rows, %zu strings (%zu bytes), %zu symbols\n",
@@ -887,4 +975,39 @@ void debuginfo_reset(debuginfo *d)
     free(d->rows);
     free(d->symbols);
     memset(d, 0, sizeof *d);
+}
+
+uint32_t debuginfo_warnings_count(const debuginfo_warnings *w)
+{
+    return w->units + w->functions + w->sequences;
+}
+
+static void plural(buf *b, uint32_t n, const char *one, const char *many)
+{
+    if (n == 0)
+        return;
+    if (b->len > 0)
+        buf_append_str(b, ", ");
+    char num[16];
+    snprintf(num, sizeof num, "%u ", n);
+    buf_append_str(b, num);
+    buf_append_str(b, n == 1 ? one : many);
+}
+
+void debuginfo_warnings_text(const debuginfo_warnings *w, char *out, size_t cap)
+{
+    if (cap == 0)
+        return;
+    out[0] = '\0';
+    if (debuginfo_warnings_count(w) == 0)
+        return;
+    buf b;
+    buf_init(&b);
+    plural(&b, w->units, "DWARF unit", "DWARF units");
+    plural(&b, w->functions, "function", "functions");
+    plural(&b, w->sequences, "line program cut short", "line programs cut short");
+    snprintf(out, cap, "%sskipped %.*s (first: .debug_info+0x%llx: %s)",
+             w->symtab_only ? "no usable DWARF, symbol table only: " : "", (int)b.len,
+             (const char *)b.data, (unsigned long long)w->offset, w->first);
+    buf_reset(&b);
 }

@@ -37,6 +37,8 @@ typedef struct {
 } debuginfo_scope;
 
 #define DEBUGINFO_SCOPE_SYMTAB 1u /* from the Mach-O symbol table, not DWARF */
+#define DEBUGINFO_SCOPE_SYMTAB_NAME 2u /* a concrete function whose DWARF has no linkage name,
+                                          named by the symbol table's symbol at its entry */
 
 /* One address range [start, end) owned by a scope. */
 typedef struct {
@@ -55,6 +57,27 @@ typedef struct {
 
 #define DEBUGINFO_END_SEQUENCE UINT32_MAX
 
+/* What debuginfo_load skipped instead of refusing the slice (llvm-dwarfdump warns and reads
+ * on the same way): the smallest bad part is left out, everything else is kept. */
+typedef struct {
+    uint32_t units;      /* units skipped whole: unreadable header, empty or truncated unit,
+                            abbreviation table or unit DIE that does not parse */
+    uint32_t functions;  /* functions left out of an otherwise read unit: a DIE that does not
+                            parse (the unit's DIEs after it are lost too), a bad range list */
+    uint32_t sequences;  /* line programs cut short: the unterminated or malformed tail after
+                            the last complete sequence left out */
+    bool symtab_only;    /* there was DWARF but none of it was usable: symbol table only */
+    uint64_t offset;     /* .debug_info offset of the first problem (lowest offset) */
+    char first[160];     /* what that problem is, "" when there was none */
+} debuginfo_warnings;
+
+/* debuginfo_warnings_count - total of the things skipped (0 = clean). */
+uint32_t debuginfo_warnings_count(const debuginfo_warnings *w);
+
+/* debuginfo_warnings_text - one line describing `w` into out[0..cap) ("" when clean), e.g.
+ * "skipped 1 DWARF unit, 2 functions (first: .debug_info+0x26a61: unit has no unit DIE)". */
+void debuginfo_warnings_text(const debuginfo_warnings *w, char *out, size_t cap);
+
 typedef struct {
     strtab strings;           /* every name and path */
     debuginfo_scope *scopes;  /* nscopes entries */
@@ -69,12 +92,15 @@ typedef struct {
     size_t nsymbols;
     uint64_t dwarf_bytes;     /* total size of the __DWARF sections read */
     uint32_t compile_units;
+    debuginfo_warnings warnings; /* what was skipped as unreadable (never fatal) */
 } debuginfo;
 
 /* debuginfo_load - read DWARF and symbol table of `img` into *out with `threads` threads
- * (0 = all CPUs). An image with no DWARF yields just the symbol table.
+ * (0 = all CPUs). An image with no DWARF yields just the symbol table. Corrupt DWARF is never
+ * fatal: the unit, function or line sequence that does not parse is left out and counted in
+ * out->warnings; DWARF with nothing usable yields the symbol table (warnings.symtab_only).
  * out     owned by the caller: debuginfo_reset().
- * Errors  ERR_INVALID (corrupt DWARF: the message names the unit and what is wrong). */
+ * Errors  ERR_TOO_LARGE (names over 4 GiB). */
 err_code debuginfo_load(debuginfo *out, const macho_image *img, unsigned threads, err_info *err);
 
 /* debuginfo_range_order - the order of scope ranges: by start, then end descending (outer

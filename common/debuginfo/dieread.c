@@ -120,7 +120,19 @@ static const char *sect_str(const die_section *s, uint64_t off)
 
 /* ---- units and abbreviations ------------------------------------------------------------ */
 
-const char *die_units_scan(die_unit **out, size_t *n, const die_sections *s)
+/* A unit whose header cannot be read is listed with `bad` set (and, when its length is
+ * unusable too, runs to the end of the section, which ends the scan): the caller skips it
+ * and reports it, keeping every other unit. */
+static void unit_push(die_unit **out, size_t *n, size_t *cap, const die_unit *u)
+{
+    if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 64;
+        *out = xreallocarray(*out, *cap, sizeof **out);
+    }
+    (*out)[(*n)++] = *u;
+}
+
+void die_units_scan(die_unit **out, size_t *n, const die_sections *s)
 {
     size_t cap = 0;
     *out = NULL;
@@ -137,16 +149,19 @@ const char *die_units_scan(die_unit **out, size_t *n, const die_sections *s)
             len = rd(&c, 8);
             u.offset_size = 8;
         } else if (len >= 0xfffffff0ull) {
-            return "unit length uses a reserved value";
+            u.bad = "unit length uses a reserved value";
         }
         uint64_t start = (uint64_t)(c.p - s->info.data);
-        if (c.bad || len > s->info.len - start)
-            return "unit extends past the end of .debug_info";
+        if (u.bad == NULL && (c.bad || len > s->info.len - start))
+            u.bad = "unit extends past the end of .debug_info";
+        if (u.bad != NULL) { /* no way to the next unit: the rest of the section is lost */
+            u.end = u.die_offset = s->info.len;
+            unit_push(out, n, &cap, &u);
+            return;
+        }
         u.end = start + len;
         c.end = s->info.data + u.end;
         u.version = (uint16_t)rd(&c, 2);
-        if (u.version < 2 || u.version > 5)
-            return "unit has an unsupported DWARF version";
         if (u.version >= 5) {
             u.unit_type = (uint8_t)rd(&c, 1);
             u.addr_size = (uint8_t)rd(&c, 1);
@@ -160,19 +175,16 @@ const char *die_units_scan(die_unit **out, size_t *n, const die_sections *s)
             u.abbrev_offset = rd(&c, u.offset_size);
             u.addr_size = (uint8_t)rd(&c, 1);
         }
-        if (c.bad)
-            return "truncated unit header";
-        if (u.addr_size != 4 && u.addr_size != 8)
-            return "unit has an unsupported address size";
-        u.die_offset = (uint64_t)(c.p - s->info.data);
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 64;
-            *out = xreallocarray(*out, cap, sizeof **out);
-        }
-        (*out)[(*n)++] = u;
+        if (u.version < 2 || u.version > 5)
+            u.bad = "unit has an unsupported DWARF version";
+        else if (c.bad)
+            u.bad = "truncated unit header";
+        else if (u.addr_size != 4 && u.addr_size != 8)
+            u.bad = "unit has an unsupported address size";
+        u.die_offset = u.bad != NULL ? u.end : (uint64_t)(c.p - s->info.data);
+        unit_push(out, n, &cap, &u);
         off = u.end;
     }
-    return NULL;
 }
 
 const char *die_abbrev_table_load(die_abbrev_table *t, const die_sections *s, uint64_t offset)

@@ -62,6 +62,7 @@ typedef struct {
     bool has_stmt_list;
     uint64_t stmt_list;    /* DW_AT_stmt_list: offset of its line program in .debug_line */
     const die_abbrev_table *abbrevs;
+    const char *bad;       /* the header cannot be read (static message): skip the unit */
 } die_unit;
 
 /* What one DIE says, of the attributes symbolication reads. (die_read clears it field by
@@ -84,9 +85,10 @@ typedef struct {
     uint64_t sibling;      /* global offset */
 } die_info;
 
-/* die_units_scan - list the units in .debug_info (headers only). *out is malloc'd; NULL
- * message on success, else a static message naming the problem. */
-const char *die_units_scan(die_unit **out, size_t *n, const die_sections *s);
+/* die_units_scan - list the units in .debug_info (headers only). *out is malloc'd. A unit
+ * whose header cannot be read is listed with `bad` naming the problem (die_offset = end):
+ * the caller skips it. When its length is unusable it runs to the end of the section. */
+void die_units_scan(die_unit **out, size_t *n, const die_sections *s);
 
 /* die_abbrev_table_load - parse the table at `offset`; NULL or a static error message. */
 const char *die_abbrev_table_load(die_abbrev_table *t, const die_sections *s, uint64_t offset);

@@ -161,6 +161,8 @@ static err_code build_slice(job *j, const uint8_t *data, size_t len, const char 
     b.ranges = stats.ranges;
     b.bytes = out.len;
     b.dwarf_bytes = di.dwarf_bytes;
+    b.warnings = debuginfo_warnings_count(&di.warnings);
+    debuginfo_warnings_text(&di.warnings, b.warning, sizeof b.warning);
     b.ms = now_ms() - t0;
     j->built++;
     if (j->fn != NULL)
@@ -181,12 +183,42 @@ static err_code build_macho(job *j, const uint8_t *data, size_t len, const char 
     err_code rc = macho_slices(slices, &n, data, len, err);
     if (rc != ERR_OK)
         return err_prefix(err, "%s", name);
+    /* one slice of a fat file that cannot be read costs only itself; the file fails when no
+     * slice builds (or on an error that is not about the slice's content) */
+    err_code first = ERR_OK;
+    err_info first_err = {0};
+    size_t ok = 0;
     for (size_t i = 0; i < n; i++) {
-        rc = build_slice(j, data + slices[i].offset, (size_t)slices[i].size, name, err);
-        if (rc != ERR_OK)
-            return n > 1 ? err_prefix(err, "%s slice %s", name,
-                                      macho_arch_name(slices[i].cputype, slices[i].cpusubtype))
-                         : err_prefix(err, "%s", name);
+        const char *arch = macho_arch_name(slices[i].cputype, slices[i].cpusubtype);
+        err_info serr = {0};
+        rc = build_slice(j, data + slices[i].offset, (size_t)slices[i].size, name, &serr);
+        if (rc == ERR_OK) {
+            ok++;
+            continue;
+        }
+        if (n == 1) {
+            err_prefix(&serr, "%s", name);
+            if (err != NULL)
+                *err = serr;
+            return rc;
+        }
+        err_prefix(&serr, "%s slice %s", name, arch);
+        if (rc != ERR_INVALID) {
+            if (err != NULL)
+                *err = serr;
+            return rc;
+        }
+        if (first == ERR_OK) {
+            first = rc;
+            first_err = serr;
+        }
+        if (j->opts.skipped != NULL)
+            j->opts.skipped(name, arch, serr.msg, j->opts.skipped_ctx);
+    }
+    if (ok == 0 && first != ERR_OK) {
+        if (err != NULL)
+            *err = first_err;
+        return first;
     }
     return ERR_OK;
 }

@@ -15,8 +15,14 @@
 
 #include "base/err.h"
 
+/* Called for a slice of a fat file that could not be read at all (`why`), while the other
+ * slices are built: `name` the file, `arch` the slice's architecture. */
+typedef void (*dsym_skipped_fn)(const char *name, const char *arch, const char *why, void *ctx);
+
 typedef struct {
     unsigned threads;             /* DWARF conversion threads; 0 = number of CPUs */
+    dsym_skipped_fn skipped;      /* optional: told of each fat-file slice left out */
+    void *skipped_ctx;
     uint64_t max_unpacked_bytes;  /* zip: total uncompressed bytes allowed (0 = 8 GiB) */
     uint32_t max_ratio;           /* zip: max uncompressed/compressed per entry (0 = 200) */
     uint32_t max_entries;         /* zip: max entries (0 = 100000) */
@@ -34,12 +40,16 @@ typedef struct {
     uint64_t dwarf_bytes;   /* size of the __DWARF sections it came from (0: symbol table only) */
     bool has_dwarf;
     double ms;              /* wall time to build this slice, milliseconds */
+    uint32_t warnings;      /* parts of the DWARF left out as unreadable (debuginfo_warnings) */
+    char warning[320];      /* what was left out, one line ("" when nothing was) */
 } dsym_built;
 
 typedef void (*dsym_built_fn)(const dsym_built *built, void *ctx);
 
 /* dsym_build_symcaches - build OUTDIR/<UUID>.symc for every slice of every Mach-O in
- * `input`, calling `fn` once per slice in input order. Files are written to a temporary name
+ * `input`, calling `fn` once per slice in input order. DWARF that does not parse is left out
+ * part by part (dsym_built.warnings says what); a slice of a fat file that cannot be read at
+ * all is left out (opts->skipped is told) when another slice of the file builds. Files are written to a temporary name
  * and renamed, so a reader never sees a half-written symcache; an existing symcache is
  * replaced. `out_dir` must exist.
  * Errors  ERR_NOT_FOUND (input missing), ERR_INVALID (no Mach-O inside, corrupt Mach-O or

@@ -44,8 +44,15 @@ static void print_built(const dsym_built *b, void *ctx)
     char ms[32];
     snprintf(ms, sizeof ms, "%.1f", b->ms);
     jsonw_raw(&w, ms);   /* a number, one decimal */
+    jsonw_key(&w, "warnings"); /* what of the DWARF was left out as unreadable */
+    jsonw_array_begin(&w);
+    if (b->warnings > 0)
+        jsonw_str(&w, b->warning);
+    jsonw_array_end(&w);
     jsonw_object_end(&w);
     buf_putc(&out, '\n');
+    if (b->warnings > 0)
+        fprintf(stderr, "stacksift: warning: %s (%s): %s\n", b->name, b->arch, b->warning);
     fwrite(out.data, 1, out.len, stdout);
     fflush(stdout);
     buf_reset(&out);
@@ -127,6 +134,13 @@ done:
     return status;
 }
 
+static void print_skipped(const char *name, const char *arch, const char *why, void *ctx)
+{
+    (void)ctx;
+    fprintf(stderr, "stacksift: warning: %s: slice %s left out, the others are built: %s\n", name,
+            arch, why);
+}
+
 int cli_symcache(int argc, char **argv)
 {
     const char *input = NULL, *out_dir = NULL;
@@ -159,6 +173,7 @@ int cli_symcache(int argc, char **argv)
         return 1;
     }
     err_info err = {0};
+    opts.skipped = print_skipped;
     if (dsym_build_symcaches(input, out_dir, &opts, print_built, NULL, &err) != ERR_OK) {
         fprintf(stderr, "stacksift: %s\n", err.msg);
         return 1;

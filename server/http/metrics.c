@@ -29,6 +29,7 @@ static unsigned nroutes;
 static route_stats routes[METRICS_MAX_ROUTES];
 static uint64_t reports_accepted, reports_rejected[NERR];
 static uint64_t dsyms_created, dsyms_updated, dsyms_existing, dsym_uploads_failed[NERR];
+static uint64_t dsym_skipped_dwarf, dsym_skipped_slices;
 static int64_t in_flight, connections;
 static uint64_t connections_closed[CONN_CLOSED_NREASONS];
 
@@ -88,6 +89,14 @@ void metrics_dsym_processed(const char *status)
         dsyms_updated++;
     else
         dsyms_existing++;
+    pthread_mutex_unlock(&mu);
+}
+
+void metrics_dsym_skipped(uint64_t warnings, uint64_t slices)
+{
+    pthread_mutex_lock(&mu);
+    dsym_skipped_dwarf += warnings;
+    dsym_skipped_slices += slices;
     pthread_mutex_unlock(&mu);
 }
 
@@ -181,6 +190,13 @@ void metrics_render(buf *out, const store_pool_stats *pool, int64_t queued)
                     "stacksift_dsyms_processed_total{status=\"exists\"} %llu\n",
                (unsigned long long)dsyms_created, (unsigned long long)dsyms_updated,
                (unsigned long long)dsyms_existing);
+    buf_printf(out, "# HELP stacksift_dsym_parts_skipped_total Parts of uploaded debug files "
+                    "left out as unreadable, the rest kept: DWARF units, functions and line "
+                    "sequences, and slices of fat files.\n"
+                    "# TYPE stacksift_dsym_parts_skipped_total counter\n"
+                    "stacksift_dsym_parts_skipped_total{part=\"dwarf\"} %llu\n"
+                    "stacksift_dsym_parts_skipped_total{part=\"slice\"} %llu\n",
+               (unsigned long long)dsym_skipped_dwarf, (unsigned long long)dsym_skipped_slices);
     buf_append_str(out, "# HELP stacksift_dsym_uploads_failed_total dSYM uploads refused, by "
                         "error code.\n"
                         "# TYPE stacksift_dsym_uploads_failed_total counter\n");

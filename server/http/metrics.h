@@ -24,6 +24,9 @@ void metrics_report_accepted(void);
 void metrics_report_rejected(err_code code);
 void metrics_dsym_processed(const char *status);   /* "created", "updated", "exists" */
 void metrics_dsym_failed(err_code code);
+/* metrics_dsym_skipped - parts of uploaded debug files left out as unreadable: `warnings`
+ * DWARF parts of built slices (units, functions, line sequences), `slices` fat-file slices. */
+void metrics_dsym_skipped(uint64_t warnings, uint64_t slices);
 void metrics_in_flight(int delta);
 void metrics_connections(int delta);               /* open HTTP connections */
 void metrics_connection_closed(unsigned reason);   /* conns.h conn_closed_reason */

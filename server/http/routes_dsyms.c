@@ -4,6 +4,7 @@
  * the symcaches), list and GET the stored records, and the UUIDs reports wait for
  * (/missing). Shapes in docs/openapi.yaml.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -14,9 +15,9 @@
 #include "log/log.h"
 #include "store/store_dsyms.h"
 
-/* The wire format of a debug file (docs/openapi.yaml, Dsym); `status` only in upload
- * answers (NULL: left out). */
-static void dsym_json(jsonw *w, const store_dsym *d, const char *status)
+/* The wire format of a debug file (docs/openapi.yaml, Dsym); `status` and `warnings` only
+ * in upload answers (NULL: left out). */
+static void dsym_json(jsonw *w, const store_dsym *d, const char *status, const ingest_dsym_file *f)
 {
     jsonw_object_begin(w);
     jsonw_kstr(w, "uuid", d->uuid);
@@ -30,7 +31,33 @@ static void dsym_json(jsonw *w, const store_dsym *d, const char *status)
     jsonw_kstr(w, "uploaded_at", d->uploaded_at);
     if (status)
         jsonw_kstr(w, "status", status);
+    if (f != NULL) { /* what of its DWARF was left out as unreadable, the rest kept */
+        jsonw_key(w, "warnings");
+        jsonw_array_begin(w);
+        if (f->warning != NULL)
+            jsonw_str(w, f->warning);
+        jsonw_array_end(w);
+    }
     jsonw_object_end(w);
+}
+
+/* Fat-file slices left out of an upload, as JSON strings (the "warnings" of the answer). */
+typedef struct {
+    http_request *r;
+    buf list;   /* comma-separated JSON strings */
+    unsigned n;
+} skipped_slices;
+
+static void note_skipped(const char *name, const char *arch, const char *why, void *ctx)
+{
+    skipped_slices *k = ctx;
+    char line[600];
+    snprintf(line, sizeof line, "%s: slice %s left out, the others are built: %s", name, arch, why);
+    if (k->n++ > 0)
+        buf_putc(&k->list, ',');
+    buf_append_json_str(&k->list, line, strlen(line));
+    log_event(LOG_WARN, "dsym_slice_skipped", "req=%s name=%s arch=%s message=%s", k->r->id, name,
+              arch, why);
 }
 
 enum MHD_Result handle_dsym_post(http_request *r)
@@ -53,10 +80,14 @@ enum MHD_Result handle_dsym_post(http_request *r)
     if (r->body_bytes == 0)
         return respond_error(r, ERR_INVALID, "upload body is empty");
 
+    skipped_slices skipped = {r, {0}, 0};
+    buf_init(&skipped.list);
     dsym_options opts = {
         .threads = cfg->dsym_threads,
         .max_unpacked_bytes = cfg->max_unpacked_bytes,
         .max_ratio = cfg->max_zip_ratio,
+        .skipped = note_skipped,
+        .skipped_ctx = &skipped,
     };
     ingest_dsym_file *files;
     size_t n;
@@ -66,9 +97,11 @@ enum MHD_Result handle_dsym_post(http_request *r)
                                      r->srv->pipe ? pipeline_files(r->srv->pipe) : NULL, &opts, r->a,
                                      &r->err);
     if (rc != ERR_OK) {
+        buf_reset(&skipped.list);
         metrics_dsym_failed(rc);
         return respond_err(r, &r->err);
     }
+    uint64_t dwarf_skipped = 0;
     buf body;
     jsonw w;
     json_body_begin(&body, &w);
@@ -77,8 +110,13 @@ enum MHD_Result handle_dsym_post(http_request *r)
     jsonw_array_begin(&w);
     unsigned created = 0;
     for (size_t i = 0; i < n; i++) {
-        dsym_json(&w, &files[i].row, files[i].status);
+        dsym_json(&w, &files[i].row, files[i].status, &files[i]);
         metrics_dsym_processed(files[i].status);
+        dwarf_skipped += files[i].warnings;
+        if (files[i].warning != NULL)
+            log_event(LOG_WARN, "dsym_dwarf_skipped", "req=%s uuid=%s arch=%s name=%s parts=%u "
+                      "message=%s", r->id, files[i].row.uuid, files[i].row.arch,
+                      files[i].row.name, files[i].warnings, files[i].warning);
         created += strcmp(files[i].status, "exists") != 0;
         log_event(LOG_INFO, "dsym_stored", "req=%s uuid=%s arch=%s name=%s status=%s "
                   "functions=%d symcache_bytes=%lld", r->id, files[i].row.uuid,
@@ -89,7 +127,16 @@ enum MHD_Result handle_dsym_post(http_request *r)
               "build_ms=%.1f", r->id, n, created, (unsigned long long)r->body_bytes,
               http_now_ms() - t0);
     jsonw_array_end(&w);
+    jsonw_key(&w, "warnings"); /* slices of fat files left out, the others built */
+    jsonw_array_begin(&w);
+    if (skipped.n > 0) {
+        buf_putc(&skipped.list, '\0');
+        jsonw_raw(&w, (const char *)skipped.list.data);
+    }
+    jsonw_array_end(&w);
     jsonw_object_end(&w);
+    metrics_dsym_skipped(dwarf_skipped, skipped.n);
+    buf_reset(&skipped.list);
     return respond_json(r, created ? 201 : 200, &body);
 }
 
@@ -117,7 +164,7 @@ enum MHD_Result handle_dsym_list(http_request *r)
     jsonw_key(&w, "dsyms");
     jsonw_array_begin(&w);
     for (size_t i = 0; i < n; i++)
-        dsym_json(&w, &rows[i], NULL);
+        dsym_json(&w, &rows[i], NULL, NULL);
     jsonw_array_end(&w);
     jsonw_object_end(&w);
     return respond_json(r, 200, &body);
@@ -131,7 +178,7 @@ enum MHD_Result handle_dsym_get(http_request *r)
     buf body;
     jsonw w;
     json_body_begin(&body, &w);
-    dsym_json(&w, &d, NULL);
+    dsym_json(&w, &d, NULL, NULL);
     return respond_json(r, 200, &body);
 }
 

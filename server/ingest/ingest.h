@@ -72,6 +72,8 @@ typedef struct {
     store_dsym row;     /* the stored record (existing one for a re-upload) */
     const char *status; /* "created", "updated" (DWARF replaced a symbol-table-only record)
                            or "exists" (static strings) */
+    uint32_t warnings;  /* parts of its DWARF left out as unreadable (dsym_built.warnings) */
+    const char *warning; /* what was left out (in the arena), NULL when nothing was */
 } ingest_dsym_file;
 
 /*

@@ -178,6 +178,13 @@ err_code ingest_dsym_upload(ingest_dsym_file **out, size_t *n, store *s,
         files[i].status = rows[i].outcome == STORE_DSYM_CREATED    ? "created"
                           : rows[i].outcome == STORE_DSYM_UPGRADED ? "updated"
                                                                    : "exists";
+        files[i].warnings = built.items[i].warnings;
+        files[i].warning = NULL;
+        if (built.items[i].warnings > 0 &&
+            !(files[i].warning = arena_strdup(a, built.items[i].warning, err))) {
+            rc = ERR_TOO_LARGE;
+            goto done;
+        }
     }
     *out = files;
     *n = built.n;

@@ -2,8 +2,9 @@
  * fuzz_debuginfo - libFuzzer target for the DWARF reader and the symcache builder: the input
  * is a Mach-O file (thin or fat; seeds are the fixture dSYMs); every slice that parses is read
  * with debuginfo_load, built into a symcache, reopened and looked up. Beyond "no crash, no
- * sanitizer report": a load either succeeds or names the problem, and a built symcache always
- * reopens (the builder never writes what the reader rejects).
+ * sanitizer report": a load either succeeds or names the problem, what it skipped is counted
+ * exactly when it is named, and a built symcache always reopens (the builder never writes
+ * what the reader rejects). Seeds include the real dSYMs of ../shared/real-dsyms/.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -34,6 +35,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
             REQUIRE(err.msg[0] != '\0');
             continue;
         }
+        /* whatever was skipped is counted and named */
+        REQUIRE((debuginfo_warnings_count(&di.warnings) > 0) == (di.warnings.first[0] != '\0'));
         buf out;
         buf_init(&out);
         symcache_build_stats stats;

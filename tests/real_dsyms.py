@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""real_dsyms.py - every slice of the real Apple-built dSYMs in ../shared/real-dsyms/ builds a
+symcache, and its lookups agree with llvm-symbolizer-14 (ctest: real_dsyms, label fixtures).
+
+Env: STACKSIFT_BIN, STACKSIFT_SOURCE_DIR (../shared is found beside it; STACKSIFT_REAL_DSYMS
+overrides the folder). Options: --seed N, --show N (mismatches printed), --min PERCENT.
+
+The folder (see its SOURCE.md) holds dSYMs from Xcode 7 to Xcode 26: DWARF 2-5, empty compile
+units of 2017's dsymutil, DW_AT_MIPS_linkage_name, C++ methods whose DWARF has no linkage name
+(-dwarf-linkage-names=Abstract), fat files, zips and a bare DWARF file. Each is given to
+`stacksift symcache build` as it is (a zip, a bundle or a file); every slice (llvm-dwarfdump
+--uuid) must come out as a symcache. Addresses are sampled as lookup_oracle.py samples them
+(every line-table row and the address before it, row and symbol midpoints, symbol starts,
+random __text addresses, and some outside __text) and looked up with `stacksift lookup -o
+<UUID>.symc`; expected frames come from
+
+    llvm-symbolizer-14 --inlines --functions=linkage --no-demangle --output-style=JSON
+
+(innermost first), compared on the inline chain, function, file and line the way
+real_xcode_dwarf.py compares them. An address agrees when every frame matches, or when it
+differs only by one of these policies, each counted apart and printed:
+  - "outside-text": an address outside __text (sampled like lookup_oracle.py samples) that
+    llvm-symbolizer names by a data symbol (GCC_except_table1, a constant string) where
+    stacksift, whose symbol table holds only functions, answers nothing;
+  - "padding": llvm-symbolizer answers nothing and stacksift names the symbol-table function
+    whose range the address falls in (Mach-O symbols have no size: the bytes after a function's
+    last line-table row up to the next symbol are padding, ours run to the next symbol).
+Each slice must agree on at least --min percent (default 99.9) of its addresses; the
+per-slice table is printed.
+"""
+import argparse
+import json
+import os
+import random
+import sys
+import tempfile
+import zipfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import lookup_oracle as lo  # noqa: E402
+import real_xcode_dwarf as rx  # noqa: E402  (name comparison, llvm --functions=short)
+
+# Swift 2-3 linkage names (_TF..., _TTo..., _TTS...) are Swift names too: compared in the form
+# `stacksift demangle --simplified` gives them, like $s... names
+rx.SWIFT_PREFIXES = rx.SWIFT_PREFIXES + ("_T",)
+_rx_name_matches = rx.name_matches
+
+
+def name_matches(got, linkage, short, counts):
+    """real_xcode_dwarf's rules, and lookup_oracle's canonical spelling on both sides (a block
+    in a C++ function, ___Z..._block_invoke, is "invocation function for block in ...")."""
+    if _rx_name_matches(got, linkage, short, counts):
+        return True
+    if lo.canon(got) == lo.canon(linkage):
+        counts["canon"] = counts.get("canon", 0) + 1
+        return True
+    return False
+
+
+rx.name_matches = name_matches
+
+
+def fail(msg):
+    print(f"real_dsyms: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def real_dsyms_dir():
+    d = os.environ.get("STACKSIFT_REAL_DSYMS")
+    if not d:
+        src = os.environ.get("STACKSIFT_SOURCE_DIR") or os.path.dirname(HERE)
+        d = os.path.join(src, "..", "shared", "real-dsyms")
+    if not os.path.isdir(d):
+        fail(f"no real dSYMs at {d}")
+    return os.path.abspath(d)
+
+
+def is_macho(path):
+    with open(path, "rb") as f:
+        magic = f.read(4)
+    return magic in (b"\xce\xfa\xed\xfe", b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe", b"\xca\xfe\xba\xbf")
+
+
+def inputs(root, tmp):
+    """[(label, what to give `symcache build`, [DWARF files in it])]: each .dSYM bundle, each
+    zip (unpacked here to find its DWARF files for llvm), each bare DWARF file. Mach-O
+    binaries beside a bundle (the executable the dSYM belongs to) are not dSYMs: left out."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for dn in list(dirnames):
+            if dn.endswith(".dSYM"):
+                dw = os.path.join(dirpath, dn, "Contents", "Resources", "DWARF")
+                files = [os.path.join(dw, f) for f in sorted(os.listdir(dw))]
+                out.append((os.path.relpath(os.path.join(dirpath, dn), root), os.path.join(dirpath, dn), files))
+        dirnames[:] = [d for d in dirnames if not d.endswith(".dSYM")]
+        for fn in sorted(filenames):
+            p = os.path.join(dirpath, fn)
+            if fn.endswith(".zip"):
+                dest = os.path.join(tmp, "unzipped", fn)
+                with zipfile.ZipFile(p) as z:
+                    z.extractall(dest)
+                files = []
+                for dp, _, fns in os.walk(dest):
+                    if os.path.basename(dp) == "DWARF":
+                        files += [os.path.join(dp, f) for f in sorted(fns)]
+                out.append((os.path.relpath(p, root), p, sorted(files)))
+            elif fn.endswith("-dwarf") and is_macho(p):
+                out.append((os.path.relpath(p, root), p, [p]))
+    return sorted(out)
+
+
+def outside_text(frames, got, addr, text):
+    """An address outside __text that llvm-symbolizer names by a symbol that is not code
+    (GCC_except_table1, a constant): stacksift's symbol table holds functions only."""
+    return not (text[0] <= addr < text[1]) and got == [] and len(frames) == 1 and frames[0][2] == 0
+
+
+def padding(frames, got, syms, addr):
+    """llvm-symbolizer knows nothing of `addr`; stacksift names the symbol it falls after."""
+    if frames or not isinstance(got, list) or len(got) != 1:
+        return False
+    starts = [s for s in syms if s <= addr]
+    return bool(starts) and (got[0].get("mangled") or got[0].get("function")) in (
+        syms[max(starts)], syms[max(starts)].lstrip("_"))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seed", type=int, default=int(os.environ.get("ORACLE_SEED", "20240601")))
+    ap.add_argument("--show", type=int, default=20)
+    ap.add_argument("--min", type=float, default=99.9)
+    args = ap.parse_args()
+    binpath = os.environ.get("STACKSIFT_BIN")
+    if not (binpath and os.access(binpath, os.X_OK)):
+        fail("STACKSIFT_BIN is not set or not executable")
+    root = real_dsyms_dir()
+    rows, shown, bad = [], [], []
+    totals = {"addresses": 0, "agree": 0}
+    policy = {}
+    with tempfile.TemporaryDirectory(prefix="stacksift-realdsyms.") as tmp:
+        for label, given, dwarfs in inputs(root, tmp):
+            outdir = os.path.join(tmp, "symc", label.replace("/", "_"))
+            os.makedirs(outdir)
+            symcs = lo.build_symcaches(binpath, given, outdir)
+            for dwarf in dwarfs:
+                for arch, uuid in rx.slices(dwarf):
+                    name = f"{label}/{arch}"
+                    symc = symcs.get((uuid, arch))
+                    if symc is None:
+                        bad.append(f"{name}: symcache build wrote no symcache for {uuid}")
+                        rows.append((name, 0, 0, {}))
+                        continue
+                    rng = random.Random(f"{args.seed}:{uuid}")
+                    text_addr, text_size = lo.text_section(dwarf, arch)
+                    if text_size > 0:
+                        addrs, _ = lo.sample_addresses(dwarf, arch, rng)
+                    else:  # no code (an empty framework slice): it must still answer nothing
+                        addrs = [0, 1, text_addr, text_addr + 0x100]
+                    exp = lo.symbolize(dwarf, arch, addrs)
+                    shorts = rx.short_names(dwarf, arch, addrs)
+                    syms = lo.symbol_starts(dwarf, arch)
+                    got = lo.stacksift_lookup(binpath, ["-o", symc], addrs)
+                    counts, mism = {}, []
+                    rx.compare(name, addrs, exp, shorts, got, counts, mism)
+                    pol = {}
+                    left = []
+                    for m in mism:
+                        a = int(m.split(" 0x")[1].split(":")[0], 16)
+                        if padding(exp[a], got.get(a), syms, a):
+                            pol["padding"] = pol.get("padding", 0) + 1
+                        elif outside_text(exp[a], got.get(a), a, (text_addr, text_addr + text_size)):
+                            pol["outside-text"] = pol.get("outside-text", 0) + 1
+                        else:
+                            left.append(m)
+                    for k, v in pol.items():
+                        policy[k] = policy.get(k, 0) + v
+                    agree = len(addrs) - len(left)
+                    totals["addresses"] += len(addrs)
+                    totals["agree"] += agree
+                    rows.append((name, len(addrs), agree, pol))
+                    shown += left
+                    if 100.0 * agree / len(addrs) < args.min:
+                        bad.append(f"{name}: {agree}/{len(addrs)} agree, under {args.min}%")
+    print(f"real_dsyms: {len(rows)} slices, {totals['addresses']} addresses; per slice "
+          f"(agree/sampled, policy differences counted apart):")
+    for name, n, agree, pol in rows:
+        pct = f"{100.0 * agree / n:7.3f}%" if n else "   none"
+        extra = ", ".join(f"{k} {v}" for k, v in sorted(pol.items()))
+        print(f"  {name:70s} {agree:6d}/{n:<6d} {pct}" + (f"  ({extra})" if extra else ""))
+    if totals["addresses"]:
+        print(f"real_dsyms: agreement with llvm-symbolizer-14: {totals['agree']}/{totals['addresses']} "
+              f"({100.0 * totals['agree'] / totals['addresses']:.3f}%); policy differences: "
+              + (", ".join(f"{k} {v}" for k, v in sorted(policy.items())) or "none"))
+    for m in shown[:args.show]:
+        print("  " + m)
+    for b in bad:
+        print("real_dsyms: FAIL " + b)
+    if not rows:
+        fail(f"no dSYM slices under {root}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
