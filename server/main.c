@@ -25,6 +25,7 @@ static const subcommand SUBCOMMANDS[] = {
     {"retention", cli_retention, "retention run [--force]   expire old reports, aggregates and dSYMs now (STACKSIFT_* env)"},
     {"token", cli_token, "token create --name NAME --scopes SCOPES | list | revoke ID   API tokens"},
     {"alert", cli_alert, "alert add --kind KIND --url URL [...] | list | remove ID   alert rules and their webhooks"},
+    {"project", cli_project, "project create SLUG [--name NAME] | list | key rotate SLUG [--grace SECONDS]   projects and their DSNs"},
 };
 
 static void usage(FILE *f)

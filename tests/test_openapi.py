@@ -305,6 +305,15 @@ def run_cases(inst, c, source):
     r = call("get", "/api/v1/issues", f"/api/v1/issues?limit=1&sort=count&cursor={cur}", 200, token=T["read"])
     call("get", "/api/v1/issues", "/api/v1/issues?kind=meltdown", 400, token=T["read"])
     call("get", "/api/v1/issues", "/api/v1/issues?sort=alphabet", 400, token=T["read"])
+    # Projects: every report so far went to the default project (bearer-token intake).
+    r = call("get", "/api/v1/projects", "/api/v1/projects", 200, token=T["read"])
+    check(r.status == 200 and r.json()["projects"][0]["slug"] == "default"
+          and r.json()["projects"][0]["id"] == 1, "the default project is id 1")
+    r = call("get", "/api/v1/issues", "/api/v1/issues?project=default", 200, token=T["read"])
+    check(r.status == 200 and {i["id"] for i in r.json()["issues"]} == {i["id"] for i in issues}
+          and all(i["project_id"] == 1 for i in r.json()["issues"]), "project=default: the same issues")
+    r = call("get", "/api/v1/issues", "/api/v1/issues?project=no-such-project", 400, token=T["read"])
+    check(r.status == 400 and "no-such-project" in r.body.decode(), "unknown project named in the 400")
     iid = issues[0]["id"] if issues else 1
     r = call("get", "/api/v1/issues/{id}", f"/api/v1/issues/{iid}", 200, token=T["read"])
     call("get", "/api/v1/issues/{id}", "/api/v1/issues/999999999", 404, token=T["read"])
@@ -383,7 +392,11 @@ def run_cases(inst, c, source):
             break
         time.sleep(0.1)
     check(len(sites) == 1 and sites[0]["count"] == 2, f"the batch was counted once: {sites}")
+    r = call("get", "/api/v1/callsites", "/api/v1/callsites?tag=UIPasteboard.string&project=default", 200, token=T["read"])
+    check(r.status == 200 and r.json()["callsites"] == sites, "call sites of the default project")
     call("get", "/api/v1/callsites", "/api/v1/callsites?sort=alphabet", 400, token=T["read"])
+    call("get", "/api/v1/callsites", "/api/v1/callsites?project=no-such-project", 400, token=T["read"])
+    call("get", "/api/v1/callsites.csv", "/api/v1/callsites.csv?project=no-such-project", 400, token=T["read"])
     r = call("get", "/api/v1/callsites.csv", "/api/v1/callsites.csv?new_in_build=7", 200, token=T["read"])
     check(r.status == 200 and r.body.count(b"\r\n") == 2, "CSV: header and one row")
     call("get", "/api/v1/callsites.csv", "/api/v1/callsites.csv?limit=0", 400, token=T["read"])

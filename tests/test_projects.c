@@ -8,6 +8,7 @@
  */
 #include <libpq-fe.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -465,11 +466,225 @@ static void same_crash_two_projects_by_workers(void)
     store_close(s);
 }
 
+/* The last line of `out` that starts with `prefix`, its rest copied to dst[cap]; false if
+ * none. */
+static bool line_after(char *dst, size_t cap, const char *out, const char *prefix)
+{
+    bool found = false;
+    for (const char *p = out; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        size_t pl = strlen(prefix);
+        if (len >= pl && strncmp(p, prefix, pl) == 0 && len - pl < cap) {
+            memcpy(dst, p + pl, len - pl);
+            dst[len - pl] = '\0';
+            found = true;
+        }
+        p = nl ? nl + 1 : NULL;
+    }
+    return found;
+}
+
+static e2e_env e2e;
+
+/* `stacksift project create | list | key rotate` against the database: the DSN printed on a
+ * line of its own, HOST from STACKSIFT_PUBLIC_URL or the listen address, the key it carries
+ * accepted for that project; a rotation with --grace 0 stops the old key. */
+static void cli_create_list_rotate(void)
+{
+    char dir[] = "/tmp/stacksift-projects-cli.XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char *env_db = xsprintf("STACKSIFT_DATABASE_URL=%s", db_url);
+    char *env_pub[] = {env_db, "STACKSIFT_PUBLIC_URL=https://crash.example.com/", NULL};
+    char *env_listen[] = {env_db, "STACKSIFT_LISTEN=127.0.0.1:9931", NULL};
+    char *create[] = {(char *)e2e.bin, "project", "create", "cli-app", "--name", "CLI App", NULL};
+    run_result r = run_in(dir, create, env_pub, 30);
+    CHECK_EQ_INT(r.status, 0);
+    char dsn[300] = "", key[AUTH_DSN_KEY_MAX];
+    int64_t id = 0;
+    err_info err = {0};
+    CHECK(line_after(dsn, sizeof dsn, r.out, "DSN="));
+    CHECK(strncmp(dsn, "https://", 8) == 0 && strstr(dsn, "@crash.example.com/") != NULL);
+    CHECK_EQ_INT(auth_dsn_parse(key, &id, dsn, strlen(dsn), &err), ERR_OK);
+    run_free(&r);
+    store *s = open_store(db_url, 2);
+    store_project p;
+    CHECK(s != NULL);
+    if (!s)
+        goto out;
+    CHECK_EQ_INT(store_project_find_slug(&p, s, "cli-app", &err), ERR_OK);
+    CHECK_EQ_INT(p.id, id);
+    CHECK_EQ_STR(p.name, "CLI App");
+    auth_tokens *t = NULL;
+    CHECK_EQ_INT(auth_tokens_open(&t, s, &err), ERR_OK);
+    int64_t pid = 0;
+    if (t) {
+        CHECK_EQ_INT(auth_dsn_key_check(&pid, t, key, &err), ERR_OK);
+        CHECK_EQ_INT(pid, id);
+    }
+
+    /* default HOST: the listen address; a taken slug and a bad slug fail with the reason */
+    char *create2[] = {(char *)e2e.bin, "project", "create", "cli-two", NULL};
+    r = run_in(dir, create2, env_listen, 30);
+    CHECK_EQ_INT(r.status, 0);
+    CHECK(line_after(dsn, sizeof dsn, r.out, "DSN="));
+    CHECK(strncmp(dsn, "http://", 7) == 0 && strstr(dsn, "@127.0.0.1:9931/") != NULL);
+    run_free(&r);
+    r = run_in(dir, create2, env_listen, 30);
+    CHECK_EQ_INT(r.status, 1);
+    CHECK(strstr(r.err, "cli-two") != NULL && strstr(r.err, "exists") != NULL);
+    CHECK(strstr(r.out, "DSN=") == NULL);
+    run_free(&r);
+    char *create_bad[] = {(char *)e2e.bin, "project", "create", "No Good", NULL};
+    r = run_in(dir, create_bad, env_listen, 30);
+    CHECK_EQ_INT(r.status, 1);
+    CHECK(strstr(r.err, "not valid") != NULL);
+    run_free(&r);
+    char *usage[] = {(char *)e2e.bin, "project", "create", NULL};
+    r = run_in(dir, usage, env_listen, 30);
+    CHECK_EQ_INT(r.status, 2);
+    run_free(&r);
+
+    char *list[] = {(char *)e2e.bin, "project", "list", NULL};
+    r = run_in(dir, list, env_listen, 30);
+    CHECK_EQ_INT(r.status, 0);
+    CHECK(strstr(r.out, "default") != NULL && strstr(r.out, "cli-app") != NULL &&
+          strstr(r.out, "CLI App") != NULL);
+    CHECK(strstr(r.out, key) == NULL);   /* never a key */
+    run_free(&r);
+
+    char *rotate[] = {(char *)e2e.bin, "project", "key", "rotate", "cli-app", "--grace", "0", NULL};
+    r = run_in(dir, rotate, env_pub, 30);
+    CHECK_EQ_INT(r.status, 0);
+    char dsn2[300] = "", key2[AUTH_DSN_KEY_MAX];
+    int64_t id2 = 0;
+    CHECK(line_after(dsn2, sizeof dsn2, r.out, "DSN="));
+    CHECK_EQ_INT(auth_dsn_parse(key2, &id2, dsn2, strlen(dsn2), &err), ERR_OK);
+    CHECK_EQ_INT(id2, id);
+    CHECK(strcmp(key2, key) != 0);
+    run_free(&r);
+    if (t) {
+        sleep_ms(AUTH_TOKENS_REFRESH_MS * 3);
+        CHECK_EQ_INT(auth_dsn_key_check(&pid, t, key, &err), ERR_UNAUTHORIZED);
+        CHECK_EQ_INT(auth_dsn_key_check(&pid, t, key2, &err), ERR_OK);
+        CHECK_EQ_INT(pid, id);
+    }
+    /* the default grace (STACKSIFT_DSN_GRACE_S): the old key still works */
+    char *rotate_default[] = {(char *)e2e.bin, "project", "key", "rotate", "cli-app", NULL};
+    r = run_in(dir, rotate_default, env_pub, 30);
+    CHECK_EQ_INT(r.status, 0);
+    CHECK(strstr(r.out, "86400 s") != NULL);
+    run_free(&r);
+    if (t) {
+        sleep_ms(AUTH_TOKENS_REFRESH_MS * 3);
+        CHECK_EQ_INT(auth_dsn_key_check(&pid, t, key2, &err), ERR_OK);
+    }
+    char *rotate_bad[] = {(char *)e2e.bin, "project", "key", "rotate", "cli-app", "--grace", "-5",
+                          NULL};
+    r = run_in(dir, rotate_bad, env_pub, 30);
+    CHECK_EQ_INT(r.status, 2);
+    run_free(&r);
+    char *rotate_none[] = {(char *)e2e.bin, "project", "key", "rotate", "no-such", NULL};
+    r = run_in(dir, rotate_none, env_pub, 30);
+    CHECK_EQ_INT(r.status, 1);
+    CHECK(strstr(r.err, "no-such") != NULL);
+    run_free(&r);
+    auth_tokens_close(t);
+    store_close(s);
+out:
+    free(env_db);
+}
+
+/* The HTTP side: GET /api/v1/projects, and project= on the issues list and the call sites
+ * (JSON and CSV) of a real `stacksift serve`: only that project's rows; an unknown slug is a
+ * 400 naming it. Issues come from same_crash_two_projects_at_intake (intake-x, intake-y). */
+static void api_filters_by_project(void)
+{
+    char dir[] = "/tmp/stacksift-projects-api.XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    int port = free_port();
+    char *env_db = xsprintf("STACKSIFT_DATABASE_URL=%s", db_url);
+    char *env_data = xsprintf("STACKSIFT_DATA_DIR=%s/data", dir);
+    char *env_listen = xsprintf("STACKSIFT_LISTEN=127.0.0.1:%d", port);
+    char *env[] = {env_db, env_data, env_listen, "STACKSIFT_WORKERS=0",
+                   "STACKSIFT_HTTP_THREADS=2", NULL};
+    char *token = token_create(dir, e2e.bin, env, "projects-test", "read");
+    CHECK(token != NULL);
+    char *log_path = xsprintf("%s/serve.log", dir);
+    pid_t pid = token ? serve_start(e2e.bin, env, log_path, port, "/healthz") : -1;
+    CHECK(pid > 0);
+    if (pid > 0) {
+        char *auth = xsprintf("Authorization: Bearer %s\r\n", token);
+        http_resp r = http_req(port, "GET", "/api/v1/projects", auth, NULL, 0, false);
+        CHECK_EQ_INT(r.status, 200);
+        json_t *ps = r.json ? json_object_get(r.json, "projects") : NULL;
+        CHECK(json_is_array(ps) && json_array_size(ps) >= 3);
+        int64_t x_id = 0, y_id = 0;
+        for (size_t i = 0; ps && i < json_array_size(ps); i++) {
+            json_t *p = json_array_get(ps, i);
+            const char *slug = json_string_value(json_object_get(p, "slug"));
+            if (slug && strcmp(slug, "intake-x") == 0)
+                x_id = json_integer_value(json_object_get(p, "id"));
+            if (slug && strcmp(slug, "intake-y") == 0)
+                y_id = json_integer_value(json_object_get(p, "id"));
+        }
+        CHECK(x_id > 1 && y_id > 1);
+        resp_free(&r);
+
+        /* each project's issues only; the same crash is one issue in each */
+        const char *slugs[2] = {"intake-x", "intake-y"};
+        int64_t ids[2] = {x_id, y_id}, counts[2] = {2, 1};
+        for (int k = 0; k < 2; k++) {
+            char *path = xsprintf("/api/v1/issues?project=%s&app=Same", slugs[k]);
+            r = http_req(port, "GET", path, auth, NULL, 0, false);
+            CHECK_EQ_INT(r.status, 200);
+            json_t *is = r.json ? json_object_get(r.json, "issues") : NULL;
+            CHECK(json_is_array(is) && json_array_size(is) == 1);
+            json_t *i0 = json_array_get(is, 0);
+            CHECK_EQ_INT(json_integer_value(json_object_get(i0, "project_id")), ids[k]);
+            CHECK_EQ_INT(json_integer_value(json_object_get(i0, "count")), counts[k]);
+            resp_free(&r);
+            free(path);
+        }
+        /* without project=: every project's */
+        r = http_req(port, "GET", "/api/v1/issues?app=Same", auth, NULL, 0, false);
+        CHECK_EQ_INT(r.status, 200);
+        json_t *all = r.json ? json_object_get(r.json, "issues") : NULL;
+        CHECK(json_is_array(all) && json_array_size(all) == 3);
+        resp_free(&r);
+
+        r = http_req(port, "GET", "/api/v1/issues?project=no-such", auth, NULL, 0, false);
+        CHECK_EQ_INT(r.status, 400);
+        CHECK(r.body && strstr(r.body, "no-such") != NULL);
+        resp_free(&r);
+        r = http_req(port, "GET", "/api/v1/callsites?project=intake-x", auth, NULL, 0, false);
+        CHECK_EQ_INT(r.status, 200);
+        json_t *cs = r.json ? json_object_get(r.json, "callsites") : NULL;
+        CHECK(json_is_array(cs) && json_array_size(cs) == 0);
+        resp_free(&r);
+        r = http_req(port, "GET", "/api/v1/callsites.csv?project=no-such", auth, NULL, 0, false);
+        CHECK_EQ_INT(r.status, 400);
+        resp_free(&r);
+        r = http_req(port, "GET", "/api/v1/callsites.csv?project=default", auth, NULL, 0, false);
+        CHECK_EQ_INT(r.status, 200);
+        resp_free(&r);
+        free(auth);
+        kill(pid, SIGTERM);
+        CHECK_EQ_INT(wait_exit(pid, 20), 0);
+    }
+    free(log_path);
+    free(token);
+    free(env_listen);
+    free(env_data);
+    free(env_db);
+}
+
 int main(void)
 {
     e2e_env env;
     if (!e2e_env_load(&env, "test_projects"))
         return 1;
+    e2e = env;
     source_dir = env.source_dir;
     char *dbname = xsprintf("stacksift_projects_%d", (int)getpid());
     db_url = create_database(env.base_url, dbname);
@@ -489,6 +704,8 @@ int main(void)
     RUN(keys_map_to_their_project_and_rotate);
     RUN(same_crash_two_projects_at_intake);
     RUN(same_crash_two_projects_by_workers);
+    RUN(cli_create_list_rotate);
+    RUN(api_filters_by_project);
 
     PGconn *c = PQconnectdb(env.base_url);
     char *drop = xsprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", dbname);

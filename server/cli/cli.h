@@ -14,6 +14,8 @@ int cli_demangle(int argc, char **argv);   /* stacksift demangle [--simplified] 
 int cli_serve(int argc, char **argv);     /* stacksift serve   (config from STACKSIFT_* env) */
 int cli_migrate(int argc, char **argv);   /* stacksift migrate (STACKSIFT_DATABASE_URL) */
 int cli_token(int argc, char **argv);     /* stacksift token create --name N --scopes S */
+int cli_project(int argc, char **argv);   /* stacksift project create SLUG [--name N] | list |
+                                             key rotate SLUG [--grace S] */
 int cli_retention(int argc, char **argv); /* stacksift retention run [--force] */
 int cli_alert(int argc, char **argv);     /* stacksift alert add|list|remove */
 

@@ -143,6 +143,17 @@ static int parse_seconds(void *field, const char *value, const char **why)
     return 1;
 }
 
+static int parse_grace(void *field, const char *value, const char **why)
+{
+    uint64_t v;
+    if (!parse_u64_range(&v, value, 0, 31536000)) {
+        *why = "must be seconds from 0 to 31536000 (a year)";
+        return 0;
+    }
+    *(uint32_t *)field = (uint32_t)v;
+    return 1;
+}
+
 static int parse_connections(void *field, const char *value, const char **why)
 {
     uint64_t v;
@@ -388,7 +399,8 @@ static const config_var VARS[] = {
      "devices per release and environment counted exactly; above, one in 2^k is kept and "
      "counts 2^k (README, Release health)"},
     {"STACKSIFT_PUBLIC_URL", NULL, parse_str, offsetof(config, public_url),
-     "the dashboard's address as people reach it, for links in alerts (default: "
+     "this server's address as people and SDKs reach it (e.g. https://crash.example.com): "
+     "links in alerts, and the host of the DSNs `stacksift project` prints (default: "
      "http://STACKSIFT_LISTEN)"},
     {"STACKSIFT_ALERTS", "1", parse_bool, offsetof(config, alerts),
      "1: this node delivers alert webhooks (any number of nodes may)"},
@@ -402,6 +414,9 @@ static const config_var VARS[] = {
      "one webhook request (connect included)"},
     {"STACKSIFT_ALERT_SWEEP_S", "60", parse_seconds, offsetof(config, alert_sweep_s),
      "how often spike rules are evaluated"},
+    {"STACKSIFT_DSN_GRACE_S", "86400", parse_grace, offsetof(config, dsn_grace_s),
+     "after `stacksift project key rotate`, the old DSN key keeps working this many seconds "
+     "(0..31536000; 0: it stops at once)"},
 };
 
 #define NVARS (sizeof VARS / sizeof VARS[0])

@@ -53,13 +53,15 @@ typedef struct {
     uint32_t dsym_retention_days;  /* STACKSIFT_DSYM_RETENTION_DAYS: unused dSYMs; 0 = keep */
     uint32_t maintenance_interval_s; /* STACKSIFT_MAINTENANCE_INTERVAL_S: retention runs */
     uint32_t release_users_exact;  /* STACKSIFT_RELEASE_USERS_EXACT: exact devices per release */
-    char *public_url;              /* STACKSIFT_PUBLIC_URL: dashboard links; NULL = from listen */
+    char *public_url;              /* STACKSIFT_PUBLIC_URL: dashboard links and the DSNs' host;
+                                      NULL = from listen */
     int alerts;                    /* STACKSIFT_ALERTS: this node delivers alert webhooks */
     uint32_t alert_poll_ms;        /* STACKSIFT_ALERT_POLL_MS: idle look for due events */
     uint32_t alert_retry_ms;       /* STACKSIFT_ALERT_RETRY_MS: first retry delay */
     uint32_t alert_give_up_s;      /* STACKSIFT_ALERT_GIVE_UP_S: then failed */
     uint32_t alert_timeout_ms;     /* STACKSIFT_ALERT_TIMEOUT_MS: one webhook request */
     uint32_t alert_sweep_s;        /* STACKSIFT_ALERT_SWEEP_S: spike rules evaluated */
+    uint32_t dsn_grace_s;          /* STACKSIFT_DSN_GRACE_S: a rotated DSN key's grace period */
 } config;
 
 /* One row of the table: what `stacksift serve --help` and the README print. */

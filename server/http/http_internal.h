@@ -205,6 +205,13 @@ enum MHD_Result handle_alerts_list(http_request *r);    /* GET /api/v1/alerts */
 enum MHD_Result handle_alerts_post(http_request *r);    /* POST /api/v1/alerts */
 enum MHD_Result handle_alerts_delete(http_request *r);  /* DELETE /api/v1/alerts/{id} */
 
+/* ---- projects (routes_projects.c) ------------------------------------------------------ */
+
+enum MHD_Result handle_projects_list(http_request *r);  /* GET /api/v1/projects */
+/* request_project_filter - a list's ?project= (slug or id, as request_project_arg) as a
+ * project id; 0 when absent: every project. Errors as request_project_arg. */
+err_code request_project_filter(int64_t *project_id, http_request *r);
+
 /* ---- the dashboard (routes_web.c) ------------------------------------------------------ */
 
 enum MHD_Result handle_dashboard(http_request *r);        /* GET / -> index.html */

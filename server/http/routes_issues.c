@@ -53,6 +53,7 @@ static void issue_summary_json(jsonw *w, const store_issue *i)
     jsonw_kstr(w, "status", i->status);
     jsonw_kraw(w, "versions", i->versions_json);
     jsonw_kstr(w, "app", i->app);
+    jsonw_kint(w, "project_id", i->project_id);
     jsonw_kbool(w, "regressed", i->regressed);
     jsonw_kbool(w, "provisional", i->provisional);
     jsonw_kstr(w, "resolved_in", i->resolved_in);
@@ -78,6 +79,7 @@ static void issue_detail_json(jsonw *w, const store_issue_detail *d)
     const store_issue *i = &d->issue;
     jsonw_object_begin(w);
     jsonw_kint(w, "id", i->id);
+    jsonw_kint(w, "project_id", i->project_id);
     jsonw_kstr(w, "app", i->app);
     jsonw_kstr(w, "kind", i->kind);
     jsonw_kstr(w, "fingerprint", i->fingerprint);
@@ -163,7 +165,8 @@ enum MHD_Result handle_issues_list(http_request *r)
         return respond_error(r, ERR_INVALID, "kind must be crash, hang or sample");
     if (q.status && !one_of(q.status, STATUSES))
         return respond_error(r, ERR_INVALID, "status must be open, resolved or ignored");
-    if (request_limit_arg(&q.limit, r, 50, 200) != ERR_OK)
+    if (request_limit_arg(&q.limit, r, 50, 200) != ERR_OK ||
+        request_project_filter(&q.project_id, r) != ERR_OK)
         return respond_err(r, &r->err);
     store_issue *rows;
     size_t n;

@@ -58,7 +58,8 @@ static err_code callsite_query(store_callsite_query *q, http_request *r)
     q->q = request_arg(r, "q");
     q->sort = request_arg(r, "sort");
     q->cursor = request_arg(r, "cursor");
-    return request_limit_arg(&q->limit, r, 50, 1000);
+    err_code rc = request_limit_arg(&q->limit, r, 50, 1000);
+    return rc == ERR_OK ? request_project_filter(&q->project_id, r) : rc;
 }
 
 /* The wire format of a page (docs/openapi.yaml, CallSites): {"callsites":[{id,app,tag,

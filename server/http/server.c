@@ -453,6 +453,9 @@ static const route ROUTES[] = {
      handle_alerts_post},
     {"DELETE", "/api/v1/alerts/", true, "alerts_delete", AUTH_SCOPE_ADMIN, BODY_NONE,
      handle_alerts_delete},
+    /* projects (routes_projects.c) */
+    {"GET", "/api/v1/projects", false, "projects_list", AUTH_SCOPE_READ, BODY_NONE,
+     handle_projects_list},
     /* the dashboard and its sparklines (routes_web.c) */
     {"GET", "/", false, "dashboard", 0, BODY_NONE, handle_dashboard},
     {"GET", "/ui/", true, "dashboard_file", 0, BODY_NONE, handle_dashboard_asset},

@@ -19,8 +19,9 @@
     "i.id, i.app, i.kind, i.fingerprint, i.title, i.culprit, i.exception, i.basis, "         \
     "i.provisional, i.frames::text, i.count, " STORE_TS("i.first_seen") ", "                 \
     STORE_TS("i.last_seen") ", i.status, i.resolved_in, " STORE_TS("i.resolved_at") ", "     \
-    "i.regressed, " STORE_TS("i.regressed_at") ", array_to_json(i.versions)::text"
-#define ISSUE_NCOLUMNS 19
+    "i.regressed, " STORE_TS("i.regressed_at") ", array_to_json(i.versions)::text, "          \
+    "i.project_id"
+#define ISSUE_NCOLUMNS 20
 
 static bool is_true(PGresult *res, int row, int col)
 {
@@ -49,6 +50,7 @@ static void read_issue(store_issue *o, PGresult *res, int row, arena *a, err_inf
     o->regressed = is_true(res, row, 16);
     o->regressed_at = store_dup(a, res, row, 17, err, rc);
     o->versions_json = store_dup(a, res, row, 18, err, rc);
+    o->project_id = strtoll(PQgetvalue(res, row, 19), NULL, 10);
 }
 
 /* ---- lists ------------------------------------------------------------------------------ */
@@ -146,6 +148,8 @@ err_code store_issues_list(store_issue **out, size_t *n, const char **next_curso
     snprintf(key_s, sizeof key_s, "%lld", ckey);
     snprintf(id_s, sizeof id_s, "%lld", cid);
     snprintf(limit_s, sizeof limit_s, "%u", q->limit);
+    char project_s[24];
+    snprintf(project_s, sizeof project_s, "%lld", (long long)q->project_id);
     char *sql = NULL;
     if (asprintf(&sql,
                  "SELECT " ISSUE_COLUMNS ", %s FROM issues i "
@@ -157,12 +161,13 @@ err_code store_issues_list(store_issue **out, size_t *n, const char **next_curso
                  "AND ($7::text IS NULL OR strpos(lower(i.title), lower($7)) > 0 "
                  "OR strpos(lower(i.culprit), lower($7)) > 0) "
                  "AND (NOT $8::boolean OR %s) "
+                 "AND ($12::bigint = 0 OR i.project_id = $12::bigint) "
                  "ORDER BY %s LIMIT $11::int + 1",
                  SORTS[sort].key, SORTS[sort].after, SORTS[sort].order) < 0)
         return err_set(err, ERR_INTERNAL, "listing issues: out of memory");
-    const char *values[11] = {q->app, q->kind, q->version, q->status, q->since, q->until, q->q,
-                              q->cursor ? "t" : "f", key_s, id_s, limit_s};
-    list_ctx ctx = {sql, values, 11, q->limit, out, n, next_cursor, a};
+    const char *values[12] = {q->app, q->kind, q->version, q->status, q->since, q->until, q->q,
+                              q->cursor ? "t" : "f", key_s, id_s, limit_s, project_s};
+    list_ctx ctx = {sql, values, 12, q->limit, out, n, next_cursor, a};
     err_code rc = store_run(s, do_issues_list, &ctx, err);
     free(sql);
     return rc;

@@ -23,11 +23,13 @@ typedef struct {
     const char *sort;           /* "last_seen" (default), "first_seen", "count"; descending */
     unsigned limit;             /* 1..200 */
     const char *cursor;         /* next_cursor of the previous page, or NULL */
+    int64_t project_id;         /* only this project's issues; 0 = every project */
 } store_issue_query;
 
 /* An issue row; strings in the caller's arena, NULL for SQL NULL. */
 typedef struct {
     int64_t id;
+    int64_t project_id;             /* projects.id */
     const char *app, *kind, *fingerprint;
     const char *title, *culprit, *exception, *basis;
     bool provisional;

@@ -421,7 +421,7 @@ err_code store_samples_sweep(int64_t *released, store *s, err_info *err)
 /* ---- the call sites API ---------------------------------------------------------------- */
 
 /* $1 tag, $2 build, $3 version, $4 new_in_build, $5 q, $6 sort, $7 cursor value, $8 cursor
- * id, $9 limit, $10 app. The sort key is numeric so one keyset comparison serves all sorts
+ * id, $9 limit, $10 app, $11 project id (0 = any). The sort key is numeric so one keyset comparison serves all sorts
  * (first_seen as microseconds since the epoch). */
 static const char SQL_LIST[] =
     "WITH f AS ("
@@ -431,6 +431,7 @@ static const char SQL_LIST[] =
     " WHERE ($1::text IS NULL OR c.tag = $1) AND ($2::text IS NULL OR d.build = $2) "
     " AND ($3::text IS NULL OR d.version = $3) AND ($4::text IS NULL OR c.first_build = $4) "
     " AND ($10::text IS NULL OR c.app = $10) "
+    " AND ($11::bigint = 0 OR c.project_id = $11::bigint) "
     " AND ($5::text IS NULL OR strpos(lower(c.tag), lower($5)) > 0 "
     "      OR strpos(lower(c.frames::text), lower($5)) > 0) "
     " GROUP BY d.callsite_id), "
@@ -451,11 +452,12 @@ static const char SQL_LIST[] =
     " array_to_json(ARRAY(SELECT b FROM unnest(builds) b ORDER BY version_key(b), b))::text, "
     " first_build, " STORE_TS("fs") ", " STORE_TS("ls") ", sk::text "
     "FROM page ORDER BY sk DESC, id DESC";
-/* $1 build, $2 version, $3 app: what the filters leave waiting for a dSYM */
+/* $1 build, $2 version, $3 app, $4 project id (0 = any): what the filters leave waiting for
+ * a dSYM */
 static const char SQL_PENDING[] =
     "SELECT count(*), coalesce(sum(count), 0) FROM callsite_pending p "
     "WHERE ($1::text IS NULL OR p.build = $1) AND ($2::text IS NULL OR p.version = $2) "
-    "AND ($3::text IS NULL OR p.app = $3)";
+    "AND ($3::text IS NULL OR p.app = $3) AND ($4::bigint = 0 OR p.project_id = $4::bigint)";
 
 typedef struct {
     const char *const *values;   /* SQL_LIST's */
@@ -469,7 +471,7 @@ static err_code do_callsites_list(pconn *c, void *vctx, err_info *err)
     list_ctx *q = vctx;
     store_callsite_page *o = q->out;
     PGresult *res;
-    err_code rc = store_exec_sql(&res, c, "listing call sites", SQL_LIST, 10, q->values, 0, err);
+    err_code rc = store_exec_sql(&res, c, "listing call sites", SQL_LIST, 11, q->values, 0, err);
     if (rc != ERR_OK)
         return rc;
     size_t got = (size_t)PQntuples(res), n = got > q->limit ? q->limit : got;
@@ -502,9 +504,9 @@ static err_code do_callsites_list(pconn *c, void *vctx, err_info *err)
         return rc;
     o->callsites = rows;
     o->n = n;
-    /* build, version, app */
-    const char *pvalues[3] = {q->values[1], q->values[2], q->values[9]};
-    rc = store_exec_sql(&res, c, "counting pending stacks", SQL_PENDING, 3, pvalues, 0, err);
+    /* build, version, app, project */
+    const char *pvalues[4] = {q->values[1], q->values[2], q->values[9], q->values[10]};
+    rc = store_exec_sql(&res, c, "counting pending stacks", SQL_PENDING, 4, pvalues, 0, err);
     if (rc != ERR_OK)
         return rc;
     o->pending_stacks = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
@@ -539,10 +541,11 @@ err_code store_callsites_list(store_callsite_page *out, store *s, const store_ca
         if (cursor_value == NULL)
             return ERR_TOO_LARGE;
     }
-    char limit[16];
+    char limit[16], project[24];
     snprintf(limit, sizeof limit, "%u", q->limit);
-    const char *values[10] = {q->tag, q->build, q->version, q->new_in_build, q->q, sort,
-                              cursor_value, cursor_id, limit, q->app};
+    snprintf(project, sizeof project, "%lld", (long long)q->project_id);
+    const char *values[11] = {q->tag, q->build, q->version, q->new_in_build, q->q, sort,
+                              cursor_value, cursor_id, limit, q->app, project};
     list_ctx ctx = {values, q->limit, out, a};
     return store_run(s, do_callsites_list, &ctx, err);
 }

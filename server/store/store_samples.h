@@ -129,6 +129,7 @@ typedef struct {
     const char *sort;          /* "count" (default), "first_seen", "devices"; descending */
     unsigned limit;            /* 1..1000 */
     const char *cursor;        /* next_cursor of the previous page, or NULL */
+    int64_t project_id;        /* only this project's call sites; 0 = every project */
 } store_callsite_query;
 
 /* A call site and its counts over the rows the build and version filters select; strings

@@ -182,7 +182,32 @@
 
   /* ---- issue list -------------------------------------------------------------------- */
 
-  var FILTERS = ['app', 'version', 'kind', 'status', 'q', 'sort'];
+  var FILTERS = ['project', 'app', 'version', 'kind', 'status', 'q', 'sort'];
+
+  // The projects (GET /api/v1/projects), fetched once per page load: the selector's options.
+  var projectsOnce = null;
+  function projects() {
+    if (!projectsOnce) projectsOnce = api('/api/v1/projects').then(function (r) { return r.projects; });
+    return projectsOnce;
+  }
+
+  // A "Project" select: all projects, then each one by slug; `current` stays selected while the
+  // list loads (and if it names no project the API answers 400, which the page shows).
+  function projectSelect(current, onchange) {
+    var sel = h('select', {name: 'project', onchange: function (ev) { onchange(ev.target.value); }},
+      h('option', {value: ''}, 'all projects'),
+      current ? h('option', {value: current, selected: true}, current) : null);
+    projects().then(function (list) {
+      while (sel.options.length > 1) sel.remove(1);
+      list.forEach(function (p) {
+        sel.appendChild(h('option', {value: p.slug, selected: p.slug === current, title: p.name},
+          p.slug + (p.name && p.name !== p.slug ? ' — ' + p.name : '')));
+      });
+      if (current && !list.some(function (p) { return p.slug === current; }))
+        sel.appendChild(h('option', {value: current, selected: true}, current));
+    }, function () { /* no list: the select keeps "all" and the current value */ });
+    return h('label', 'Project', sel);
+  }
 
   function issueList(params) {
     var seq = renderSeq;
@@ -222,6 +247,7 @@
     }
 
     var filters = h('form.filters#filters', {onsubmit: function (ev) { ev.preventDefault(); }},
+      projectSelect(f.project, function (v) { setFilter('project', v); }),
       textInput('q', 'Search title or culprit', null, 'search'),
       textInput('app', 'App', 'short'),
       textInput('version', 'Version', 'short'),
@@ -636,18 +662,19 @@
   function privacyPage(params) {
     var seq = renderSeq;
     var shownFor = location.hash;
-    var f = {tag: params.get('tag') || '', build: params.get('build') || '',
-             q: params.get('q') || '', 'new': params.get('new') === '1'};
+    var f = {project: params.get('project') || '', tag: params.get('tag') || '',
+             build: params.get('build') || '', q: params.get('q') || '', 'new': params.get('new') === '1'};
     function go(k, v) {
       f[k] = v;
       var p = new URLSearchParams();
-      ['tag', 'build', 'q'].forEach(function (n) { if (f[n]) p.set(n, f[n]); });
+      ['project', 'tag', 'build', 'q'].forEach(function (n) { if (f[n]) p.set(n, f[n]); });
       if (f['new'] && f.build) p.set('new', '1');
       location.hash = '#/privacy' + (p.toString() ? '?' + p.toString() : '');
     }
     show(h('p.muted', 'Loading call sites…'));
     // all call sites once (which APIs and builds exist), then the rows the filters ask for
-    api('/api/v1/callsites?limit=1000').then(function (all) {
+    var scope = f.project ? '&project=' + encodeURIComponent(f.project) : '';
+    api('/api/v1/callsites?limit=1000' + scope).then(function (all) {
       if (seq !== renderSeq) return null;
       var tags = {}, builds = {};
       all.callsites.forEach(function (c) {
@@ -657,6 +684,7 @@
       var buildList = Object.keys(builds).sort(buildCmp);
       var latest = buildList[buildList.length - 1] || '';
       var q = new URLSearchParams({limit: '1000'});
+      if (f.project) q.set('project', f.project);
       if (f.tag) q.set('tag', f.tag);
       if (f.q) q.set('q', f.q);
       if (f.build) q.set(f['new'] ? 'new_in_build' : 'build', f.build);
@@ -670,6 +698,7 @@
         var search = h('input', {type: 'search', name: 'q', value: f.q, placeholder: 'function or API',
                                  onkeydown: function (ev) { if (ev.key === 'Enter') go('q', ev.target.value.trim()); }});
         var filters = h('form.filters#privacy-filters', {onsubmit: function (ev) { ev.preventDefault(); }},
+          projectSelect(f.project, function (v) { go('project', v); }),
           select('tag', 'API', [['', 'all']].concat(Object.keys(tags).sort().map(function (t) { return [t, t]; }))),
           select('build', 'Build', [['', 'all']].concat(buildList.slice().reverse().map(function (b) { return [b, b]; }))),
           h('label', 'Only new', h('input#only-new', {type: 'checkbox', checked: f['new'], disabled: !f.build,
