@@ -2,8 +2,9 @@
  * store_sessions - release health counters (see store_sessions.h). A batch is four
  * statements in one transaction, whatever its size: the project's advisory lock, the stored
  * states of the batch's sessions, the release_envs rows it needs, then one statement with
- * data-modifying CTEs that writes states, hourly counters and users. Rows travel as one
- * JSON parameter per kind (json_to_recordset).
+ * data-modifying CTEs that writes states, hourly counters and users. The many rows (new
+ * states, devices) travel as one array parameter per column (unnest: about twice as fast
+ * to read as json_to_recordset), the few (hours, changed states) as JSON.
  */
 #include "store/store_sessions.h"
 
@@ -299,20 +300,61 @@ static void hours_json(jsonw *w, const hour_delta *h, size_t n)
     jsonw_array_end(w);
 }
 
-static void users_json(jsonw *w, const user_add *u, size_t n)
+/* Postgres array literals, one buf per column: "{a,b,NULL}". Values are hex, numbers,
+ * t/f or one letter: nothing needs quoting. */
+typedef struct {
+    buf b;
+    bool any;
+} pg_array;
+
+static void arr_init(pg_array *a)
+{
+    buf_init(&a->b);
+    buf_putc(&a->b, '{');
+    a->any = false;
+}
+
+static void arr_add(pg_array *a, const char *v)
+{
+    if (a->any)
+        buf_putc(&a->b, ',');
+    buf_append_str(&a->b, v ? v : "NULL");
+    a->any = true;
+}
+
+static void arr_add_int(pg_array *a, int64_t v)
+{
+    char t[24];
+    snprintf(t, sizeof t, "%lld", (long long)v);
+    arr_add(a, t);
+}
+
+static const char *arr_text(pg_array *a)
+{
+    buf_append_str(&a->b, "}");
+    buf_putc(&a->b, '\0');
+    return (const char *)a->b.data;
+}
+
+/* The users' columns: renv, uid, lvl, crashed. */
+static void users_arrays(pg_array col[4], const user_add *u, size_t n)
 {
     char hex[33];
-    jsonw_array_begin(w);
+    for (int c = 0; c < 4; c++)
+        arr_init(&col[c]);
     for (size_t i = 0; i < n; i++) {
         hex16(hex, u[i].uid);
-        jsonw_object_begin(w);
-        jsonw_kint(w, "r", u[i].renv);
-        jsonw_kstr(w, "u", hex);
-        jsonw_kint(w, "l", u[i].lvl);
-        jsonw_kbool(w, "c", u[i].crashed);
-        jsonw_object_end(w);
+        arr_add_int(&col[0], u[i].renv);
+        arr_add(&col[1], hex);
+        arr_add_int(&col[2], u[i].lvl);
+        arr_add(&col[3], u[i].crashed ? "t" : "f");
     }
-    jsonw_array_end(w);
+}
+
+static void arrays_reset(pg_array *col, int n)
+{
+    for (int c = 0; c < n; c++)
+        buf_reset(&col[c].b);
 }
 
 /* Hours and users in one statement: the counters add up (a change may be negative: errored
@@ -328,8 +370,8 @@ static void users_json(jsonw *w, const user_add *u, size_t n)
     "crashed = h.crashed + EXCLUDED.crashed, abnormal = h.abnormal + EXCLUDED.abnormal, "    \
     "errored = h.errored + EXCLUDED.errored RETURNING 1), "                                  \
     "ins AS (INSERT INTO release_users AS u (renv, uid, lvl, crashed) "                      \
-    "SELECT t.r, t.u::uuid, t.l, t.c FROM json_to_recordset($2::json) AS t(r bigint, u text, " \
-    "l smallint, c boolean) JOIN release_envs re ON re.id = t.r "                            \
+    "SELECT t.r, t.u, t.l, t.c FROM unnest($2::bigint[], $4::uuid[], $5::int2[], "           \
+    "$6::bool[]) AS t(r, u, l, c) JOIN release_envs re ON re.id = t.r "                      \
     "WHERE t.l >= re.user_level ORDER BY t.r, t.u "                                          \
     "ON CONFLICT (renv, uid) DO UPDATE SET crashed = true "                                  \
     "WHERE EXCLUDED.crashed AND NOT u.crashed "                                              \
@@ -341,13 +383,13 @@ static void users_json(jsonw *w, const user_add *u, size_t n)
 
 static const store_stmt SQL_APPLY = {"sessions_apply",
     "WITH new_states AS (INSERT INTO session_states (project_id, sid, renv, uid, lvl, started, "
-    "counted, errored, final) SELECT $4::bigint, t.s::uuid, t.r, t.u::uuid, t.l, "
+    "counted, errored, final) SELECT $7::bigint, t.s, t.r, t.u, t.l, "
     "to_timestamp(t.t / 1000.0), t.n, t.e, t.f::\"char\" "
-    "FROM json_to_recordset($5::json) AS t(s text, r bigint, u text, l smallint, t bigint, "
-    "n boolean, e boolean, f text) RETURNING 1), "
+    "FROM unnest($8::uuid[], $9::bigint[], $10::uuid[], $11::int2[], $12::bigint[], "
+    "$13::bool[], $14::bool[], $15::text[]) AS t(s, r, u, l, t, n, e, f) RETURNING 1), "
     "old_states AS (UPDATE session_states st SET counted = t.n, errored = t.e, "
-    "final = t.f::\"char\" FROM json_to_recordset($6::json) AS t(s text, n boolean, e boolean, "
-    "f text) WHERE st.project_id = $4::bigint AND st.sid = t.s::uuid RETURNING 1), "
+    "final = t.f::\"char\" FROM json_to_recordset($16::json) AS t(s text, n boolean, "
+    "e boolean, f text) WHERE st.project_id = $7::bigint AND st.sid = t.s::uuid RETURNING 1), "
     SQL_COUNTERS_CTES
     "SELECT id FROM envs WHERE user_rows > $3::bigint "
     "UNION ALL SELECT -count(*) FROM new_states UNION ALL SELECT -count(*) FROM old_states "
@@ -525,11 +567,15 @@ static err_code do_apply(pconn *c, void *vctx, err_info *err)
     hour_delta *hours = xcalloc(2 * x->n + 1, sizeof *hours);
     user_add *users = xcalloc(x->n + 1, sizeof *users);
     size_t nhours = 0, nusers = 0;
-    buf jnew, jold, jhours, jusers;
-    buf_init(&jnew);
+    buf jold, jhours;
+    pg_array ncol[8], ucol[4];   /* new states: sid, renv, uid, lvl, started, counted,
+                                    errored, final; users: as users_arrays */
     buf_init(&jold);
     buf_init(&jhours);
-    buf_init(&jusers);
+    for (int k = 0; k < 8; k++)
+        arr_init(&ncol[k]);
+    for (int k = 0; k < 4; k++)
+        arr_init(&ucol[k]);
     PGresult *res = NULL;
 
     /* A large batch takes longer than one statement may (100,000 sessions: seconds); the
@@ -552,10 +598,8 @@ static err_code do_apply(pconn *c, void *vctx, err_info *err)
     if (rc != ERR_OK)
         goto done;
 
-    jsonw wn, wo;
-    jsonw_init(&wn, &jnew);
+    jsonw wo;
     jsonw_init(&wo, &jold);
-    jsonw_array_begin(&wn);
     jsonw_array_begin(&wo);
     char hex[33], fin[2];
     for (size_t i = 0; i < x->n; i++) {
@@ -572,21 +616,17 @@ static err_code do_apply(pconn *c, void *vctx, err_info *err)
         hex16(hex, d->sid);
         final_text(fin, after.final);
         if (old == NULL) {
-            jsonw_object_begin(&wn);
-            jsonw_kstr(&wn, "s", hex);
-            jsonw_kint(&wn, "r", renv);
-            if (uid) {
-                char uhex[33];
+            char uhex[33];
+            if (uid)
                 hex16(uhex, uid);
-                jsonw_kstr(&wn, "u", uhex);
-            }
-            jsonw_kint(&wn, "l", lvl);
-            jsonw_kint(&wn, "t", started);
-            jsonw_kbool(&wn, "n", after.counted);
-            jsonw_kbool(&wn, "e", after.errored);
-            if (after.final)
-                jsonw_kstr(&wn, "f", fin);
-            jsonw_object_end(&wn);
+            arr_add(&ncol[0], hex);
+            arr_add_int(&ncol[1], renv);
+            arr_add(&ncol[2], uid ? uhex : NULL);
+            arr_add_int(&ncol[3], lvl);
+            arr_add_int(&ncol[4], started);
+            arr_add(&ncol[5], after.counted ? "t" : "f");
+            arr_add(&ncol[6], after.errored ? "t" : "f");
+            arr_add(&ncol[7], after.final ? fin : NULL);
         } else if (memcmp(&before, &after, sizeof before) != 0) {
             jsonw_object_begin(&wo);
             jsonw_kstr(&wo, "s", hex);
@@ -612,25 +652,25 @@ static err_code do_apply(pconn *c, void *vctx, err_info *err)
             u->crashed = crashed_after;
         }
     }
-    jsonw_array_end(&wn);
     jsonw_array_end(&wo);
     nhours = hours_merge(hours, nhours);
     nusers = users_merge(users, nusers);
-    jsonw wh, wu;
+    arrays_reset(ucol, 4);
+    users_arrays(ucol, users, nusers);
+    jsonw wh;
     jsonw_init(&wh, &jhours);
-    jsonw_init(&wu, &jusers);
     hours_json(&wh, hours, nhours);
-    users_json(&wu, users, nusers);
-    buf_putc(&jnew, '\0');
     buf_putc(&jold, '\0');
     buf_putc(&jhours, '\0');
-    buf_putc(&jusers, '\0');
     char pid[24], limit[24];
     snprintf(pid, sizeof pid, "%lld", (long long)x->project_id);
     snprintf(limit, sizeof limit, "%llu", (unsigned long long)atomic_load(&users_exact));
-    const char *v[6] = {(const char *)jhours.data, (const char *)jusers.data, limit, pid,
-                        (const char *)jnew.data, (const char *)jold.data};
-    rc = exec(&res, c, &SQL_APPLY, 6, v, err);
+    const char *v[16] = {(const char *)jhours.data, arr_text(&ucol[0]), limit,
+                         arr_text(&ucol[1]), arr_text(&ucol[2]), arr_text(&ucol[3]), pid,
+                         arr_text(&ncol[0]), arr_text(&ncol[1]), arr_text(&ncol[2]),
+                         arr_text(&ncol[3]), arr_text(&ncol[4]), arr_text(&ncol[5]),
+                         arr_text(&ncol[6]), arr_text(&ncol[7]), (const char *)jold.data};
+    rc = exec(&res, c, &SQL_APPLY, 16, v, err);
     if (rc == ERR_OK)
         rc = downsample(c, res, err);
     if (rc == ERR_OK)
@@ -639,10 +679,10 @@ static err_code do_apply(pconn *c, void *vctx, err_info *err)
         rc = store_command(c, "COMMIT", "counting sessions", err);
 done:
     PQclear(res);
-    buf_reset(&jnew);
     buf_reset(&jold);
     buf_reset(&jhours);
-    buf_reset(&jusers);
+    arrays_reset(ncol, 8);
+    arrays_reset(ucol, 4);
     free(hours);
     free(users);
     free(renvs.v);
@@ -674,9 +714,11 @@ static err_code do_add(pconn *c, void *vctx, err_info *err)
     hour_delta *hours = xcalloc(x->n + 1, sizeof *hours);
     user_add *users = xcalloc(x->n + 1, sizeof *users);
     size_t nhours = 0, nusers = 0;
-    buf jhours, jusers;
+    buf jhours;
+    pg_array ucol[4];
     buf_init(&jhours);
-    buf_init(&jusers);
+    for (int k = 0; k < 4; k++)
+        arr_init(&ucol[k]);
     PGresult *res = NULL;
     err_code rc = x->n > SESSIONS_UNBOUNDED_FROM ? store_unbounded(c, err) : ERR_OK;
     if (rc == ERR_OK)
@@ -702,17 +744,17 @@ static err_code do_add(pconn *c, void *vctx, err_info *err)
     }
     nhours = hours_merge(hours, nhours);
     nusers = users_merge(users, nusers);
-    jsonw wh, wu;
+    arrays_reset(ucol, 4);
+    users_arrays(ucol, users, nusers);
+    jsonw wh;
     jsonw_init(&wh, &jhours);
-    jsonw_init(&wu, &jusers);
     hours_json(&wh, hours, nhours);
-    users_json(&wu, users, nusers);
     buf_putc(&jhours, '\0');
-    buf_putc(&jusers, '\0');
     char limit[24];
     snprintf(limit, sizeof limit, "%llu", (unsigned long long)atomic_load(&users_exact));
-    const char *v[3] = {(const char *)jhours.data, (const char *)jusers.data, limit};
-    rc = exec(&res, c, &SQL_ADD, 3, v, err);
+    const char *v[6] = {(const char *)jhours.data, arr_text(&ucol[0]), limit,
+                        arr_text(&ucol[1]), arr_text(&ucol[2]), arr_text(&ucol[3])};
+    rc = exec(&res, c, &SQL_ADD, 6, v, err);
     if (rc == ERR_OK)
         rc = downsample(c, res, err);
     if (rc == ERR_OK)
@@ -722,7 +764,7 @@ static err_code do_add(pconn *c, void *vctx, err_info *err)
 done:
     PQclear(res);
     buf_reset(&jhours);
-    buf_reset(&jusers);
+    arrays_reset(ucol, 4);
     free(hours);
     free(users);
     free(renvs.v);

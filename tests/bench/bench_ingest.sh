@@ -21,7 +21,9 @@
 # Postgres (nothing shared but the database: it fetches the symcache from Postgres) and splits
 # the connections between the two (two wrk processes at once); compare with NODES=1.
 # Env: BUILD_DIR (default build), STACKSIFT_FIXTURES (default build-fixtures), CONNECTIONS (8),
-# HTTP_THREADS (4), WORKERS (2), POOL (8), BATCH (64), NODES (1), PG_FSYNC (off).
+# HTTP_THREADS (4), WORKERS (2), POOL (8), BATCH (64), NODES (1), PG_FSYNC (off),
+# ALERT_RULES (0): that many alert rules (the five kinds in turn) posting to a receiver on
+# loopback that answers 200, active during the run (tests/bench/bench_alerts.sh compares).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -40,7 +42,9 @@ chmod 755 "$work"   # as root, the cluster belongs to postgres, which must reach
 pgdir=$work/pg
 server_pid=""
 second_pid=""
+hook_pid=""
 cleanup() {
+  [ -n "$hook_pid" ] && kill "$hook_pid" 2>/dev/null && wait "$hook_pid" 2>/dev/null || true
   [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null || true
   [ -n "$second_pid" ] && kill "$second_pid" 2>/dev/null && wait "$second_pid" 2>/dev/null || true
   tests/pg.sh stop "$pgdir" >/dev/null 2>&1 || true
@@ -55,6 +59,22 @@ export STACKSIFT_LOG_LEVEL=warn STACKSIFT_HTTP_THREADS=${HTTP_THREADS:-4} STACKS
 export STACKSIFT_DB_POOL_SIZE=${POOL:-8} STACKSIFT_WORKER_BATCH=${BATCH:-64}
 "$bin" migrate >/dev/null
 token=$("$bin" token create --name bench --scopes ingest,upload,read,admin | tail -1)
+if [ "${ALERT_RULES:-0}" -gt 0 ]; then
+  hook_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  python3 -c '
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self.send_response(200); self.send_header("Content-Length", "0"); self.end_headers()
+    def log_message(self, *a): pass
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()' "$hook_port" &
+  hook_pid=$!
+  kinds=(new_issue regression spike crash_free new_callsite)
+  for i in $(seq 0 $((ALERT_RULES - 1))); do
+    "$bin" alert add --kind "${kinds[i % 5]}" --url "http://127.0.0.1:$hook_port/rule$i" >/dev/null
+  done
+fi
 STACKSIFT_NODE_NAME=bench-a "$bin" serve 2>"$work/serve.log" &
 server_pid=$!
 for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done
@@ -195,7 +215,9 @@ e2e=$(python3 -c "print(round($processed / $span, 1) if $span > 0 else 0)")
 non2xx=$(awk '/Non-2xx/ {print $5}' "$work/wrk.txt")
 
 cat "$work/wrk.err" >&2 || true
-printf '{"bench":"ingest","nodes":%s,"seconds":%s,"connections":%s,"posted":%s,"processed":%s,"issues":%s,' \
+printf '{"bench":"ingest","alert_rules":%s,"alert_events":%s,' "${ALERT_RULES:-0}" \
+  "$(psql "$url" -Atc "SELECT count(*) FROM alert_events" 2>/dev/null || echo 0)"
+printf '"nodes":%s,"seconds":%s,"connections":%s,"posted":%s,"processed":%s,"issues":%s,' \
   "$nodes" "$secs" "$conns" "$total" "$processed" "$issues"
 printf '"post_rps":%s,"post_p50_ms":%s,"post_p99_ms":%s,"e2e_rps":%s,' "$rps" "$p50" "$p99" "$e2e"
 printf '"lag_p50_s":%.3f,"lag_p99_s":%.3f,"lag_max_s":%.3f,"drain_after_post_s":%.2f,' \
