@@ -139,6 +139,7 @@ def main():
     rows, shown, bad = [], [], []
     totals = {"addresses": 0, "agree": 0}
     policy = {}
+    names = {}  # frames, inlined addresses, and frames matched by each name rule
     with tempfile.TemporaryDirectory(prefix="stacksift-realdsyms.") as tmp:
         for label, given, dwarfs in inputs(root, tmp):
             outdir = os.path.join(tmp, "symc", label.replace("/", "_"))
@@ -164,6 +165,8 @@ def main():
                     got = lo.stacksift_lookup(binpath, ["-o", symc], addrs)
                     counts, mism = {}, []
                     rx.compare(name, addrs, exp, shorts, got, counts, mism)
+                    for k, v in counts.items():
+                        names[k] = names.get(k, 0) + v
                     pol = {}
                     left = []
                     for m in mism:
@@ -183,6 +186,7 @@ def main():
                     shown += left
                     if 100.0 * agree / len(addrs) < args.min:
                         bad.append(f"{name}: {agree}/{len(addrs)} agree, under {args.min}%")
+    print(f"real_dsyms: frames, addresses with inlined frames, and the name rules used: " + ", ".join(f"{k} {v}" for k, v in sorted(names.items())))
     print(f"real_dsyms: {len(rows)} slices, {totals['addresses']} addresses; per slice "
           f"(agree/sampled, policy differences counted apart):")
     for name, n, agree, pol in rows:

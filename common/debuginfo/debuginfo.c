@@ -24,7 +24,8 @@
 #include "base/xalloc.h"
 #include "debuginfo/dieread_internal.h"
 
-#define MAX_NAME_HOPS 16   /* abstract_origin/specification chain length we follow */
+#define MAX_NAME_HOPS 64   /* abstract_origin/specification chain length we follow (a
+                              * cycle in corrupt DWARF ends here) */
 #define MAX_SCOPE_DEPTH 256 /* nesting of inlinees and lexical blocks we descend into */
 
 /* ---- the __DWARF sections of a Mach-O image ------------------------------------------ */
