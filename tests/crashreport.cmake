@@ -5,7 +5,7 @@ set_tests_properties(test_crashreport PROPERTIES TIMEOUT 300)
 stacksift_unit_test(test_symbolicate SOURCES test_symbolicate.c LIBS symbolicate dsym
   LABELS "unit;fixtures")
 
-# Reports generated from the fixtures (five formats) symbolicate as llvm-symbolizer-14 says.
+# Reports generated from the fixtures (seven forms) symbolicate as llvm-symbolizer-14 says.
 find_program(STACKSIFT_PYTHON3 python3 REQUIRED)
 add_test(NAME symbolicate_reports
   COMMAND ${STACKSIFT_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/symbolicate_reports.py

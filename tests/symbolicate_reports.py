@@ -11,8 +11,11 @@ Each round builds one crash in the fixture app (arm64-O2 with the FixtureKit fra
 arm64-O0, x86_64-O2): a random slide for every image, several threads mixing app, framework
 and system frames (system images with made-up UUIDs and no dSYM), a crashed thread, a Last
 Exception Backtrace, and on arm64 some return addresses carrying pointer-authentication bits.
-The same crash is written in five formats: Apple text (frame-line and parenthesised-list Last
-Exception Backtrace), .ips JSON, KSCrash JSON and stacksift JSON. Then
+The same crash is written in seven forms: Apple text (frame-line and parenthesised-list Last
+Exception Backtrace), .ips JSON, KSCrash JSON, stacksift JSON, and Sentry events as
+sentry-cocoa sends them (macho images, image_vmaddr given for some) and as the older
+KSCrash-based SDKs did (apple images, image_vmaddr "0x0", arm64 addresses cut to 32 bits).
+Then
 
     stacksift symbolicate --dsym <app dSYM> [--dsym <kit dSYM>] --json REPORT
 
@@ -283,6 +286,47 @@ def stack_report(imgs, threads, leb, crashed, arch):
     }, indent=1) + "\n"
 
 
+def sentry_report(imgs, threads, leb, crashed, arch, legacy):
+    """A Sentry event: sentry-cocoa's (macho images, image_vmaddr given or left out) or, with
+    `legacy`, the KSCrash-based SDKs' (apple images with cpu_type, image_vmaddr "0x0", arm64
+    addresses cut to 32 bits). Frames caller first; no Last Exception Backtrace."""
+    cut = (lambda a: a & 0xFFFFFFFF) if legacy and arch != "x86_64" else (lambda a: a)
+
+    def fr(f):
+        d = {"instruction_addr": f"0x{cut(f.addr):x}", "image_addr": f"0x{cut(f.image.load):x}",
+             "package": f.image.path, "function": f.symbol or "<redacted>"}
+        if f.symbol:
+            d["symbol_addr"] = f"0x{cut(f.addr - f.sym_off):x}"
+        return d
+
+    def image(im):
+        if legacy:
+            return {"type": "apple", "uuid": im.uuid, "name": im.path, "image_addr":
+                    f"0x{cut(im.load):x}", "image_size": im.size, "image_vmaddr": "0x0",
+                    "cpu_type": CPU[im.arch][0], "cpu_subtype": CPU[im.arch][1]}
+        d = {"type": "macho", "debug_id": im.uuid.lower(), "code_file": im.path,
+             "image_addr": f"0x{im.load:x}", "image_size": im.size}
+        if im.text_vmaddr is not None and int(im.uuid[:2], 16) % 2 == 0:
+            d["image_vmaddr"] = f"0x{im.text_vmaddr:x}"  # given for some, the dSYM's otherwise
+        return d
+    return json.dumps({
+        "event_id": "6f8a2c1e11114222833394445555666" + ("1" if legacy else "0"),
+        "platform": "cocoa", "level": "fatal", "release": "com.example.FixtureApp@1.0+7",
+        "sdk": {"name": "sentry-swift" if legacy else "sentry.cocoa", "version": "8.40.1"},
+        "contexts": {"os": {"name": "iOS", "version": "17.5", "build": "21F79"},
+                     "device": {"model": "iPhone14,2", "arch": arch}},
+        "exception": {"values": [{"type": "EXC_CRASH", "value": "abort", "thread_id": crashed,
+                                  "mechanism": {"type": "mach", "meta": {
+                                      "signal": {"number": 6, "name": "SIGABRT"},
+                                      "mach_exception": {"exception": 10, "code": 0,
+                                                         "subcode": 0, "name": "EXC_CRASH"}}}}]},
+        "threads": {"values": [{"id": t, "name": n, "crashed": cr,
+                                "stacktrace": {"frames": [fr(f) for f in reversed(frames)]}}
+                               for t, (n, q, cr, frames) in enumerate(threads)]},
+        "debug_meta": {"images": [image(im) for im in imgs]},
+    }, indent=1) + "\n"
+
+
 # --- checking -------------------------------------------------------------------------------
 
 class Checker:
@@ -500,6 +544,10 @@ def main():
                 ("ips", ips_report(imgs, threads, leb, crashed, arch), True, False),
                 ("kscrash.json", kscrash_report(imgs, threads, leb, crashed, arch), None, False),
                 ("json", stack_report(imgs, threads, leb, crashed, arch), True, False),
+                ("sentry.json", sentry_report(imgs, threads, leb, crashed, arch, False), None,
+                 False),
+                ("sentry-legacy.json", sentry_report(imgs, threads, leb, crashed, arch, True),
+                 None, False),
             ]
             for ext, text, leb_symbols, is_text in variants:
                 path = os.path.join(out_dir, f"{label}.{ext}")
@@ -514,7 +562,7 @@ def main():
         label, imgs, fx = reports[0][0], reports[0][1], reports[0][2]
         check_cli(ck, binpath, tmp, os.path.join(out_dir, f"{label}.crash"),
                   [im.dsym for im in fx])
-    print(f"symbolicate_reports: {len(reports)} crashes x 5 formats, {ck.app_frames} app frames "
+    print(f"symbolicate_reports: {len(reports)} crashes x 7 formats, {ck.app_frames} app frames "
           f"({ck.symbols} symbols incl. inlined), {ck.system_frames} system frames; "
           f"tolerated: {ck.rules}")
     if ck.mismatches:

@@ -190,18 +190,10 @@ static const corpus_row CORPUS[] = {
     REJ("other/pycrashreport-panic-1.ips", ERR_UNSUPPORTED,
         "kernel panic report (bug_type 151) is not an app crash report"),
     OK("other/sentrycocoa-metrickit-1.json", "metrickit", 16, 92, 11, -1, 0, 0),
-    REJ("other/symbolic-crashprobe-1.json", ERR_UNSUPPORTED,
-        "Sentry event JSON is not a supported report format (send the raw crash report "
-        "instead)"),
-    REJ("other/symbolic-crashprobe-2.json", ERR_UNSUPPORTED,
-        "Sentry event JSON is not a supported report format (send the raw crash report "
-        "instead)"),
-    REJ("other/symbolic-crashprobe-3.json", ERR_UNSUPPORTED,
-        "Sentry event JSON is not a supported report format (send the raw crash report "
-        "instead)"),
-    REJ("other/symbolic-crashprobe-4.json", ERR_UNSUPPORTED,
-        "Sentry event JSON is not a supported report format (send the raw crash report "
-        "instead)"),
+    OK("other/symbolic-crashprobe-1.json", "sentry", 11, 63, 327, -1, 0, 0),
+    OK("other/symbolic-crashprobe-2.json", "sentry", 12, 67, 239, -1, 0, 0),
+    OK("other/symbolic-crashprobe-3.json", "sentry", 12, 73, 299, -1, 0, 0),
+    OK("other/symbolic-crashprobe-4.json", "sentry", 12, 143, 327, -1, 0, 0),
     OK("plcrash-text/acrp-bruno-1.txt", "apple-text", 55, 452, 272, -1, 5, 0),
     OK("plcrash-text/acrp-handcrafted-1.txt", "apple-text", 2, 17, 5, -1, 5, 0),
     OK("plcrash-text/acrp-xcdyoutubekit-1.txt", "apple-text", 18, 113, 244, -1, 0, 0),
@@ -982,7 +974,7 @@ static void truncated_everywhere(void)
     static const char *const FILES[] = {
         "apple-text/eatfit-1.crash", "apple-text/macsym-3.crash", "ips/lldb-1.ips",
         "ips/macsym-7.ips", "kscrash-json/bugsnag-2.json", "apple-text/crabyface-1.crash",
-        "plcrash-text/acrp-handcrafted-1.txt",
+        "plcrash-text/acrp-handcrafted-1.txt", "other/symbolic-crashprobe-2.json",
     };
     size_t attempts = 0, ok = 0;
     for (size_t i = 0; i < sizeof FILES / sizeof FILES[0]; i++) {
@@ -1292,6 +1284,139 @@ static void pac_and_image_lookup(void)
     CHECK_EQ_U64(crashreport_strip_pac(0x00007fffffffffffull, "arm64"), 0x00007fffffffffffull);
 }
 
+
+/* Sentry events: the legacy KSCrash-based SDK's event of the corpus, sentry-cocoa's shape,
+ * and events without native frames (handled errors, messages). */
+static void sentry_events_by_hand(void)
+{
+    arena *a;
+    err_info err;
+    crashreport *r = corpus_parse("other/symbolic-crashprobe-1.json", &a, &err, NULL);
+    CHECK(r != NULL);
+    if (r != NULL) {
+        CHECK_EQ_STR(r->meta.incident_id, "77C57898523E45F3BDAB3B1C63BD1889");
+        CHECK_EQ_STR(r->meta.exception_type, "EXC_BREAKPOINT");
+        CHECK_EQ_STR(r->meta.signal, "SIGTRAP"); /* posix_signal.signal 5, no name given */
+        CHECK_EQ_STR(r->meta.os_version, "iOS 10.2 (14C92)");
+        CHECK_EQ_STR(r->meta.hardware_model, "iPhone9,4");
+        CHECK_EQ_STR(r->meta.arch, "arm64");
+        const crashreport_thread *t = &r->threads[0];
+        CHECK(t->crashed);
+        /* caller first in the event: frame 0 here is the event's last frame */
+        CHECK_EQ_U64(t->frames[0].addr, 0x22d280);
+        CHECK_EQ_STR(t->frames[0].symbol, "CRLFramelessDWARF_test");
+        CHECK_EQ_U64(t->frames[0].symbol_offset, 0x22d280 - 0x22cf78);
+        CHECK_EQ_STR(t->frames[0].image_name, "CrashLibiOS");
+        CHECK_EQ_U64(t->frames[t->nframes - 1].addr, 0x805315b8);
+        CHECK(t->frames[t->nframes - 1].symbol == NULL); /* "<redacted>" */
+        CHECK_EQ_STR(r->images[0].uuid, "54039061-A983-3323-A49D-837A894D667F");
+        CHECK_EQ_STR(r->images[0].arch, "arm64");
+        CHECK_EQ_STR(r->images[0].name, "CrashProbeiOS");
+        CHECK_EQ_U64(r->images[0].load_addr, 0xdc000);
+        CHECK_EQ_U64(r->images[0].end_addr, 0xdc000 + 65536 - 1);
+        CHECK_EQ_U64(r->images[0].vmaddr, 0); /* "0x0": the dSYM's */
+        CHECK(t->frames[0].image >= 0 && strcmp(r->images[t->frames[0].image].name,
+                                                "CrashLibiOS") == 0);
+    }
+    arena_free(a);
+    r = corpus_parse("other/symbolic-crashprobe-2.json", &a, &err, NULL);
+    CHECK(r != NULL);
+    if (r != NULL) {
+        CHECK_EQ_STR(r->meta.exception_type, "EXC_CRASH");
+        CHECK_EQ_STR(r->meta.signal, "SIGABRT");
+        CHECK(strncmp(r->meta.exception_reason, "NSGenericException: ", 20) == 0);
+        CHECK_EQ_U64(r->images[0].vmaddr, 0x4000); /* armv7: __TEXT at 0x4000, as given */
+        CHECK_EQ_STR(r->images[0].arch, "armv7");
+    }
+    arena_free(a);
+
+    /* sentry-cocoa: macho images, mechanism.meta, release/dist, epoch timestamp */
+    char path[8192];
+    snprintf(path, sizeof path, "%s/sentry-cocoa.json", golden_dir);
+    file_data fd;
+    CHECK(read_file(&fd, path));
+    CHECK_EQ_INT(parse_str(&r, &a, fd.data, fd.len, &err), ERR_OK);
+    if (r != NULL) {
+        CHECK_EQ_STR(r->meta.exception_type, "EXC_CRASH");
+        CHECK_EQ_STR(r->meta.signal, "SIGABRT");
+        CHECK_EQ_STR(r->meta.release, "com.example.Shop@2.4.1+311");
+        CHECK_EQ_STR(r->meta.dist, "311");
+        CHECK_EQ_STR(r->meta.bundle_id, "com.example.Shop");
+        CHECK_EQ_STR(r->meta.date, "2025-11-27 00:00:00.250 +0000");
+        CHECK_EQ_INT(r->nimages, 6); /* the sourcemap image is skipped (noted) */
+        CHECK_EQ_INT(r->nerrors, 1);
+        CHECK_EQ_STR(r->images[0].uuid, "8C3F6A2E-1B4D-3E5F-A6B7-C8D9E0F1A2B3");
+        CHECK_EQ_U64(r->images[0].vmaddr, 0x100000000);
+        CHECK_EQ_STR(r->images[0].arch, "arm64e"); /* the device's */
+        CHECK_EQ_INT(r->threads[1].index, 3);
+        CHECK_EQ_STR(r->threads[1].frames[0].symbol, "mach_msg2_trap");
+        buf o;
+        buf_init(&o);
+        crashreport_render_text(&o, r);
+        CHECK(strstr((char *)o.data, "Exception Type:      EXC_CRASH (SIGABRT)\n") != NULL);
+        CHECK(strstr((char *)o.data, "Thread 0 Crashed:\n0   CoreFoundation") != NULL);
+        buf_reset(&o);
+    }
+    arena_free(a);
+    free(fd.data);
+
+    /* bare arrays, a handled error without native frames, the exception's own stacktrace */
+    static const char HANDLED[] =
+        "{\"event_id\":\"aa\",\"level\":\"error\",\"exception\":[{\"type\":\"ValueError\","
+        "\"value\":\"bad\",\"stacktrace\":{\"frames\":[{\"function\":\"main\",\"filename\":"
+        "\"app.py\",\"lineno\":3},{\"function\":\"parse\",\"filename\":\"lib.py\","
+        "\"lineno\":77}]}}]}";
+    CHECK_EQ_INT(parse_str(&r, &a, HANDLED, strlen(HANDLED), &err), ERR_OK);
+    if (r != NULL) {
+        CHECK_EQ_INT(r->nthreads, 1);
+        CHECK(r->threads[0].crashed);
+        CHECK_EQ_INT(r->threads[0].nframes, 2);
+        CHECK_EQ_STR(r->threads[0].frames[0].symbol, "parse");
+        CHECK_EQ_STR(r->threads[0].frames[0].file, "lib.py");
+        CHECK_EQ_INT(r->threads[0].frames[0].line, 77);
+        CHECK_EQ_INT(r->threads[0].frames[0].image, -1);
+        CHECK_EQ_STR(r->meta.exception_type, "ValueError");
+        CHECK_EQ_STR(r->meta.exception_reason, "bad");
+    }
+    arena_free(a);
+    /* a message: no frames at all, still a report */
+    static const char MESSAGE[] =
+        "{\"event_id\":\"bb\",\"message\":{\"formatted\":\"cache miss storm\"},\"sdk\":{}}";
+    CHECK_EQ_INT(parse_str(&r, &a, MESSAGE, strlen(MESSAGE), &err), ERR_OK);
+    if (r != NULL) {
+        CHECK_EQ_INT(r->nthreads, 0);
+        CHECK_EQ_STR(r->meta.app_specific_info, "cache miss storm");
+        buf o;
+        buf_init(&o);
+        crashreport_render_text(&o, r);
+        CHECK(strstr((char *)o.data, "cache miss storm") != NULL);
+        buf_reset(&o);
+        check_json_shape(r, "message event");
+    }
+    arena_free(a);
+    /* nothing to report: refused */
+    static const char EMPTY[] = "{\"debug_meta\":{},\"exception\":{}}";
+    CHECK_EQ_INT(parse_str(&r, &a, EMPTY, strlen(EMPTY), &err), ERR_INVALID);
+    CHECK_EQ_STR(err.msg, "Sentry event has no stack frames, no exception and no message");
+    arena_free(a);
+    /* hostile values: wrong types everywhere give a report or a clean error */
+    static const char *const ODD[] = {
+        "{\"event_id\":1,\"threads\":7,\"exception\":{\"values\":[3]},\"debug_meta\":[]}",
+        "{\"sdk\":{},\"threads\":[{\"stacktrace\":{\"frames\":[1,{\"instruction_addr\":\"0x\"}]}}]}",
+        "{\"sdk\":{},\"threads\":{\"values\":[{\"id\":-1,\"stacktrace\":{\"frames\":["
+        "{\"instruction_addr\":\"0xffffffffffffffff\",\"image_addr\":\"0xffffffffffffffff\"}]}}]},"
+        "\"debug_meta\":{\"images\":[{\"type\":\"macho\",\"image_addr\":\"0xffffffffffffffff\","
+        "\"image_size\":99999999999,\"debug_id\":\"zz\"}]}}",
+    };
+    for (size_t i = 0; i < sizeof ODD / sizeof ODD[0]; i++) {
+        err_code rc = parse_str(&r, &a, ODD[i], strlen(ODD[i]), &err);
+        CHECK(rc == ERR_OK || rc == ERR_INVALID);
+        if (r != NULL)
+            check_json_shape(r, ODD[i]);
+        arena_free(a);
+    }
+}
+
 /* ---- golden files ------------------------------------------------------------------------- */
 
 static void golden_case(const char *name)
@@ -1356,6 +1481,7 @@ static void golden_files(void)
     golden_case("hang.json");
     golden_case("minimal.ips");
     golden_case("jailbreak-sections.crash");
+    golden_case("sentry-cocoa.json");
 }
 
 int main(void)
@@ -1377,6 +1503,7 @@ int main(void)
     RUN(json_formats_by_hand);
     RUN(bugsnag_payload_gives_one_report_per_event);
     RUN(bugsnag_bad_fields_are_named);
+    RUN(sentry_events_by_hand);
     RUN(stack_json_valid);
     RUN(stack_json_invalid);
     RUN(detection_rejects_unknown);

@@ -52,6 +52,92 @@ static const symcache *resolve(void *ctx, const char *uuid, const char *arch)
     return NULL;
 }
 
+
+/* Sentry events (crashreport format "sentry") of the same crash: frames caller first; file
+ * address = instruction_addr - image_addr + (image_vmaddr if non-zero, else the dSYM's);
+ * the KSCrash-based SDKs' arm64 addresses cut to 32 bits, one wrapped past 2^32 inside its
+ * image; a frame the SDK named keeps that name where no dSYM covers it, `<redacted>` is none. */
+static void sentry_events(resolver_ctx *ctx)
+{
+    static const struct {
+        const char *image;  /* debug_meta.images[0] after "type" */
+        const char *pc, *ra; /* instruction_addr of frame 0 and its caller */
+        uint64_t want_pc, want_ra;
+        crashreport_sym_status status;
+    } CASES[] = {
+        /* sentry-cocoa: macho, debug_id lower-case, no vmaddr */
+        {"\"macho\",\"debug_id\":\"%s\",\"image_addr\":\"0x104c00000\",\"image_size\":32768,"
+         "\"code_file\":\"/private/var/containers/Bundle/Application/X/FixtureApp.app/FixtureApp\"",
+         "\"0x104c04010\"", "\"0x104c04014\"", 0x100004010, 0x100004010, CRASHREPORT_SYM_OK},
+        /* the event's vmaddr wins over the dSYM's (here one that holds no code) */
+        {"\"macho\",\"debug_id\":\"%s\",\"image_addr\":\"0x104c00000\",\"image_size\":32768,"
+         "\"image_vmaddr\":\"0x200000000\",\"code_file\":\"/App\"",
+         "\"0x104c04010\"", "\"0x104c04014\"", 0x200004010, 0x200004010,
+         CRASHREPORT_SYM_NOT_FOUND},
+        /* legacy apple image, addresses cut to 32 bits, image_vmaddr "0x0", integer address */
+        {"\"apple\",\"uuid\":\"%s\",\"image_addr\":\"0x4c00000\",\"image_size\":32768,"
+         "\"image_vmaddr\":\"0x0\",\"cpu_type\":16777228,\"cpu_subtype\":0,\"name\":\"/App\"",
+         "79708176", "\"0x4c04014\"", 0x100004010, 0x100004010, CRASHREPORT_SYM_OK},
+        /* cut, and the image crosses 2^32: its frames wrapped to small addresses */
+        {"\"apple\",\"uuid\":\"%s\",\"image_addr\":\"0xffffc000\",\"image_size\":32768,"
+         "\"image_vmaddr\":\"0x0\",\"cpu_type\":16777228,\"cpu_subtype\":0,\"name\":\"/App\"",
+         "\"0x10\"", "\"0x14\"", 0x100004010, 0x100004010, CRASHREPORT_SYM_OK},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        char image[1024], ev[4096];
+        const char *load = i == 3 ? "0xffffc000" : i == 2 ? "0x4c00000" : "0x104c00000";
+        snprintf(image, sizeof image, CASES[i].image, ctx->uuid);
+        snprintf(ev, sizeof ev,
+                 "{\"event_id\":\"0123456789abcdef0123456789abcdef\",\"platform\":\"cocoa\","
+                 "\"contexts\":{\"device\":{\"arch\":\"arm64\"}},"
+                 "\"exception\":{\"values\":[{\"type\":\"EXC_BAD_ACCESS\",\"thread_id\":0,"
+                 "\"mechanism\":{\"type\":\"mach\"}}]},"
+                 "\"threads\":{\"values\":[{\"id\":0,\"crashed\":true,\"stacktrace\":{\"frames\":["
+                 "{\"instruction_addr\":\"0x1a0000030\",\"image_addr\":\"0x1a0000000\","
+                 "\"function\":\"<redacted>\"},"
+                 "{\"instruction_addr\":\"0x1a0000020\",\"image_addr\":\"0x1a0000000\","
+                 "\"function\":\"mach_msg\"},"
+                 "{\"instruction_addr\":%s,\"image_addr\":\"%s\",\"function\":\"given\"},"
+                 "{\"instruction_addr\":%s,\"image_addr\":\"%s\",\"function\":\"<redacted>\"}"
+                 "]}}]},"
+                 "\"debug_meta\":{\"images\":[{\"type\":%s},{\"type\":\"macho\","
+                 "\"debug_id\":\"9e195be1-1733-345e-a9bf-50d0d7059647\","
+                 "\"image_addr\":\"0x1a0000000\",\"image_size\":1048576,"
+                 "\"code_file\":\"/usr/lib/system/libsystem_kernel.dylib\"}]}}",
+                 CASES[i].ra, load, CASES[i].pc, load, image);
+        arena *a = arena_new(0);
+        err_info err = {0};
+        crashreport *r = NULL;
+        CHECK_EQ_INT(crashreport_parse(&r, ev, strlen(ev), a, &err), ERR_OK);
+        if (r == NULL) {
+            fprintf(stderr, "case %zu: %s\n", i, err.msg);
+            arena_free(a);
+            continue;
+        }
+        CHECK_EQ_STR(crashreport_format_name(r->format), "sentry");
+        CHECK_EQ_INT(symbolicate_report(r, resolve, ctx, a, &err), ERR_OK);
+        const crashreport_frame *f = r->threads[0].frames;
+        CHECK_EQ_INT(r->threads[0].nframes, 4);
+        CHECK_EQ_INT(f[0].sym_status, CASES[i].status);
+        CHECK_EQ_U64(f[0].lookup_addr, CASES[i].want_pc);
+        CHECK_EQ_INT(f[1].sym_status, CASES[i].status);
+        CHECK_EQ_U64(f[1].lookup_addr, CASES[i].want_ra);
+        CHECK(f[0].symbol == NULL);                 /* <redacted>: no name */
+        CHECK_EQ_STR(f[1].symbol, "given");
+        if (CASES[i].status == CRASHREPORT_SYM_OK)
+            CHECK_EQ_STR(f[1].symbols[f[1].nsymbols - 1].function,
+                         f[0].symbols[f[0].nsymbols - 1].function);
+        else
+            CHECK_EQ_INT(f[0].nsymbols, 0);          /* nothing made up */
+        CHECK_EQ_INT(f[2].sym_status, CRASHREPORT_SYM_MISSING);
+        CHECK_EQ_STR(f[2].symbol, "mach_msg");     /* the SDK's name stays */
+        CHECK_EQ_INT(f[3].sym_status, CRASHREPORT_SYM_MISSING);
+        CHECK(f[3].symbol == NULL);
+        CHECK_EQ_INT(r->nmissing_uuids, 1);
+        arena_free(a);
+    }
+}
+
 static char built_path[4096];
 static void remember(const dsym_built *b, void *ctx)
 {
@@ -176,6 +262,7 @@ static void report_against_fixture(void)
         arena_free(a);
     }
     CHECK(sym_too_large > 0 && sym_ok > 0);
+    sentry_events(&ctx);
     symcache_close(sc);
     unlink(built_path);
     rmdir(tmp);

@@ -21,6 +21,7 @@ const char *crashreport_format_name(crashreport_format f)
     case CRASHREPORT_FORMAT_METRICKIT:  return "metrickit";
     case CRASHREPORT_FORMAT_BUGSNAG:    return "bugsnag";
     case CRASHREPORT_FORMAT_PLCRASH:    return "plcrash";
+    case CRASHREPORT_FORMAT_SENTRY:     return "sentry";
     }
     return "unknown";
 }

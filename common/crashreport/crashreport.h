@@ -25,6 +25,9 @@
  *               crashreport_parse_all gives every event.
  *   plcrash     PLCrashReporter's own binary report (.plcrash: "plcrash", version byte 1, then
  *               a protobuf CrashReport): threads with registers, images, exception, signal.
+ *   sentry      a Sentry event as SDKs send it (sentry-cocoa's `macho` images, the older
+ *               `apple` images of the KSCrash-based SDKs; exception, threads, debug_meta,
+ *               contexts), also events without native images (handled errors, messages).
  *
  * Everything a parser produces lives in the caller's arena and stays valid until
  * arena_free(). Addresses are runtime addresses exactly as the report gives them
@@ -50,6 +53,7 @@ typedef enum {
     CRASHREPORT_FORMAT_METRICKIT,  /* "metrickit": one MetricKit diagnostic (a call tree) */
     CRASHREPORT_FORMAT_BUGSNAG,    /* "bugsnag": one event of a Bugsnag notifier payload */
     CRASHREPORT_FORMAT_PLCRASH,    /* "plcrash": PLCrashReporter's protobuf .plcrash file */
+    CRASHREPORT_FORMAT_SENTRY,     /* "sentry": a Sentry SDK event (sentry-cocoa and older) */
 } crashreport_format;
 
 typedef enum {
@@ -88,6 +92,8 @@ typedef struct {
     uint64_t load_addr;  /* runtime address of the image's first byte (__TEXT start) */
     uint64_t end_addr;   /* runtime address of its last byte, inclusive as Apple prints it;
                             0 = size unknown */
+    uint64_t vmaddr;     /* the image's __TEXT vmaddr as the report gives it (Sentry's
+                            image_vmaddr); 0 = not given: symbolication uses the symcache's */
     bool user;           /* Apple text "+" prefix: not part of the OS */
     uint8_t in_app;      /* CRASHREPORT_IN_APP_*: whether this is the app's own code; the
                             parsers leave UNKNOWN unless the report says (stacksift JSON),
@@ -189,6 +195,8 @@ typedef struct {
                                        apart from its stacks (a KSCrash report of only
                                        `crash.error`: the image holding error.address, else
                                        the main executable); NULL otherwise */
+    const char *release;            /* sentry: "com.example.App@1.2+34" as the SDK sends it */
+    const char *dist;               /* sentry: the distribution ("34"), NULL if none */
 } crashreport_metadata;
 
 typedef struct {
@@ -230,7 +238,7 @@ typedef struct {
  * Errors  ERR_INVALID   not valid UTF-8, a NUL byte, malformed JSON, no stack frames at all,
  *                       or not a crash report of any known format (the message says which);
  *         ERR_UNSUPPORTED a recognized document that is not an app crash/stack report
- *                       (kernel panic, Sentry or Bugsnag event JSON, MetricKit tree, ...);
+ *                       (kernel panic, Bugsnag event JSON, ...);
  *         ERR_TOO_LARGE the arena's budget ran out.
  * Problems that still leave a usable report (a truncated report, an unreadable frame line,
  * a frame whose imageIndex is out of range) are listed in out->errors instead.

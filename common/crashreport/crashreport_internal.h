@@ -105,6 +105,18 @@ err_code cr_bugsnag_split(const char ***docs, size_t **lens, size_t *n, const vo
 err_code cr_parse_json_all(crashreport ***out, size_t *n, const char *data, size_t len, arena *a,
                            err_info *err);
 
+/* cr_is_sentry - whether a parsed JSON object (json_t *), none of the formats tried before, is
+ * a Sentry event: it has `event_id`, `sdk`, `debug_meta`, `platform`, `logentry`, `message`,
+ * an `exception` list or `threads.values`, and no Bugsnag key (`apiKey`, `exceptions`). */
+bool cr_is_sentry(const void *root);
+
+/* cr_parse_sentry - a Sentry event (json_t *) as one report (parse_sentry.c). */
+err_code cr_parse_sentry(crashreport **out, const void *root, arena *a, err_info *err);
+
+/* cr_json_u64 - a non-negative integer from a JSON value (json_t *): an integer, an exact
+ * real (< 2^53) or a "0x..." hex string of at most 16 digits; false otherwise. */
+bool cr_json_u64(const void *v, uint64_t *out);
+
 /* cr_parse_ips_header_into - fill empty metadata of `b->r` from a one-line .ips JSON header
  * (apple-text with a JSON header line). Malformed headers are noted, not fatal. */
 void cr_parse_ips_header_into(cr_builder *b, const char *line, size_t len);

@@ -1,7 +1,8 @@
 /*
  * parse_json.c - the JSON formats: .ips (header line + body), KSCrash, stacksift's own stack
- * format; hands MetricKit (parse_metrickit.c) and Bugsnag (parse_bugsnag.c) documents on;
- * recognizes and rejects other JSON documents (kernel panics, Sentry events) with a message
+ * format; hands MetricKit (parse_metrickit.c), Bugsnag (parse_bugsnag.c) and Sentry
+ * (parse_sentry.c) documents on; recognizes and rejects other JSON documents (kernel
+ * panics) with a message
  * that names them.
  *
  * jansson limits nesting to JSON_PARSER_MAX_DEPTH (2048 in jansson 2.14) and checks UTF-8,
@@ -41,8 +42,9 @@ static const char *jdup(cr_builder *b, const json_t *o, const char *key)
 }
 
 /* A non-negative integer: a JSON integer, an exact real (< 2^53), or a "0x..." string. */
-static bool ju64(const json_t *v, uint64_t *out)
+bool cr_json_u64(const void *jv, uint64_t *out)
 {
+    const json_t *v = jv;
     if (json_is_integer(v)) {
         json_int_t i = json_integer_value(v);
         if (i < 0)
@@ -77,6 +79,11 @@ static bool ju64(const json_t *v, uint64_t *out)
         return true;
     }
     return false;
+}
+
+static bool ju64(const json_t *v, uint64_t *out)
+{
+    return cr_json_u64(v, out);
 }
 
 static bool jget_u64(const json_t *o, const char *key, uint64_t *out)
@@ -754,11 +761,8 @@ static err_code classify(crashreport **out, const json_t *root, arena *a, err_in
         return parse_stack_json(out, root, a, err);
     if (json_object_get(root, "usedImages") != NULL || json_object_get(root, "bug_type"))
         return parse_ips(out, NULL, root, a, err);
-    if (json_object_get(root, "debug_meta") != NULL || json_object_get(root, "sdk") != NULL ||
-        json_object_get(root, "event_id") != NULL)
-        return err_set(err, ERR_UNSUPPORTED,
-                       "Sentry event JSON is not a supported report format (send the raw "
-                       "crash report instead)");
+    if (cr_is_sentry(root))
+        return cr_parse_sentry(out, root, a, err);
     return err_set(err, ERR_INVALID,
                    "unrecognized JSON document: not an .ips, KSCrash or stacksift report");
 }

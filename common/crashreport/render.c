@@ -143,6 +143,10 @@ void crashreport_render_json(buf *o, const crashreport *r)
         jsonw_kraw(&w, "exception_detail", m->exception_detail); /* JSON made by the parser */
     if (m->crash_image != NULL)
         jsonw_kstr(&w, "crash_image", m->crash_image);
+    if (m->release != NULL)
+        jsonw_kstr(&w, "release", m->release);
+    if (m->dist != NULL)
+        jsonw_kstr(&w, "dist", m->dist);
     jsonw_object_end(&w);
     jsonw_key(&w, "threads");
     jsonw_array_begin(&w);
@@ -189,6 +193,8 @@ void crashreport_render_json(buf *o, const crashreport *r)
         jsonw_kstr(&w, "path", im->path);
         jsonw_kstr(&w, "version", im->version);
         jsonw_kbool(&w, "user", im->user);
+        if (im->vmaddr != 0)
+            jsonw_khex(&w, "vmaddr", im->vmaddr);
         jsonw_key(&w, "in_app");
         if (im->in_app == CRASHREPORT_IN_APP_YES || im->in_app == CRASHREPORT_IN_APP_NO)
             jsonw_bool(&w, im->in_app == CRASHREPORT_IN_APP_YES);

@@ -72,7 +72,9 @@ static err_code frame_symbolicate(sym_ctx *c, crashreport_frame *f, bool caller)
         f->sym_status = CRASHREPORT_SYM_NO_IMAGE;
         return ERR_OK;
     }
-    uint64_t vmaddr = symcache_text_vmaddr(st->sc);
+    /* the report's own __TEXT vmaddr when it gives one (Sentry's image_vmaddr), else the
+     * dSYM's */
+    uint64_t vmaddr = im->vmaddr != 0 ? im->vmaddr : symcache_text_vmaddr(st->sc);
     uint64_t file_addr = look - im->load_addr + vmaddr;
     uint64_t shown_addr = addr - im->load_addr + vmaddr; /* offsets are shown from it */
     symcache_frame out[SYMCACHE_MAX_FRAMES];

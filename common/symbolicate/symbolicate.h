@@ -16,7 +16,9 @@
  *        unknown arch              addr - 1
  *      This is what Apple's own symbolication does (callers show odd "+ N" offsets in
  *      Apple-symbolicated reports), applied to the Last Exception Backtrace as well.
- *   3. file address = address - image load address + symcache_text_vmaddr(sc).
+ *   3. file address = address - image load address + the image's vmaddr as the report gives
+ *      it (crashreport_image.vmaddr: Sentry's image_vmaddr), or symcache_text_vmaddr(sc)
+ *      when the report gives none (0).
  * Inlined functions come back as several symbols per frame, innermost first.
  */
 #ifndef STACKSIFT_SYMBOLICATE_SYMBOLICATE_H

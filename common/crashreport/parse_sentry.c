@@ -1,0 +1,462 @@
+/*
+ * parse_sentry.c - a Sentry event as SDKs send it (the JSON of an `event` envelope item or
+ * of the legacy store endpoint) into the report model.
+ *
+ * Read:
+ *   event_id, timestamp, release, dist, message (string or {formatted, message}), level;
+ *   contexts.os (name, version, build), contexts.device (model, arch), contexts.app
+ *   (app_identifier, app_name, app_version, app_build);
+ *   exception.values[] (the last one is the exception that ended the process): type, value,
+ *     thread_id, stacktrace, mechanism: sentry-cocoa's {type: mach|signal|nsexception|...,
+ *     meta: {mach_exception: {name, exception, code, subcode}, signal: {name, number,
+ *     code_name}}} and the older {mach_exception: {exception_name, ...}, posix_signal:
+ *     {name, signal, ...}} of the KSCrash-based SDKs;
+ *   threads.values[]: id, name, crashed, stacktrace.frames[] (caller first, as Sentry orders
+ *     them: the model turns them around) with instruction_addr, image_addr, symbol_addr,
+ *     function (`<redacted>` = not named), package, filename/abs_path, lineno;
+ *   debug_meta.images[]: `macho` (debug_id, code_file, image_addr, image_size, image_vmaddr,
+ *     arch) and the older `apple` (uuid, name, cpu_type/cpu_subtype, image_vmaddr); other
+ *     image types are noted and skipped.
+ * `exception` and `threads` may also be bare arrays (the protocol allows both).
+ *
+ * Addresses: arm64 events of the KSCrash-based SDKs cut every address to 32 bits (image
+ * 0x1000dc000 is sent as 0xdc000); only instruction_addr - image_addr matters, so a frame
+ * whose image_addr names an image is kept in that image, a cut address that wrapped below
+ * its image's start being moved up by 2^32. image_vmaddr goes to the model's image vmaddr
+ * (0 = use the dSYM's __TEXT vmaddr, which "0x0" also means: those SDKs send it for images
+ * whose __TEXT is not at 0).
+ *
+ * An event without any frame (a message, a handled error without a stack) is still a report:
+ * it is grouped by its exception. An event with neither frames nor an exception nor a
+ * message is refused.
+ *
+ * Sources: develop.sentry.dev "Event Payloads" (exception, threads, stacktrace, debugmeta,
+ * contexts); Relay's protocol crate for what it still accepts (apple images); the events of
+ * ../shared/corpus/reports/other/symbolic-crashprobe-*.json.
+ */
+#include <jansson.h>
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "crashreport/crashreport_internal.h"
+
+/* Frames of one event; more are cut (noted): no SDK sends this many. */
+#define SENTRY_MAX_FRAMES 100000
+
+static const char *jstr(const json_t *o, const char *key)
+{
+    const json_t *v = json_object_get(o, key);
+    const char *s = json_is_string(v) ? json_string_value(v) : NULL;
+    return s != NULL && s[0] != '\0' ? s : NULL;
+}
+
+static const char *jdup(cr_builder *b, const json_t *o, const char *key)
+{
+    const json_t *v = json_object_get(o, key);
+    if (!json_is_string(v) || json_string_length(v) == 0)
+        return NULL;
+    return cr_strndup(b, json_string_value(v), json_string_length(v));
+}
+
+static bool jget_u64(const json_t *o, const char *key, uint64_t *out)
+{
+    return cr_json_u64(json_object_get(o, key), out);
+}
+
+static const char *basename_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash != NULL && slash[1] != '\0' ? slash + 1 : path;
+}
+
+/* `{"values": [...]}` or a bare array: the array, NULL if neither. */
+static const json_t *values_of(const json_t *v)
+{
+    if (json_is_array(v))
+        return v;
+    const json_t *vals = json_object_get(v, "values");
+    return json_is_array(vals) ? vals : NULL;
+}
+
+bool cr_is_sentry(const void *jroot)
+{
+    const json_t *root = jroot;
+    if (!json_is_object(root))
+        return false;
+    /* Bugsnag events carry "exceptions" / "apiKey"; KSCrash has "report" + "crash" */
+    if (json_object_get(root, "apiKey") != NULL || json_object_get(root, "exceptions") != NULL)
+        return false;
+    /* keys only Sentry's event payload has at its top level (the formats tried before this
+     * one own "threads", "exception" without "values", "kind") */
+    static const char *const KEYS[] = {"event_id", "sdk", "debug_meta", "platform", "logentry",
+                                       "message"};
+    for (size_t i = 0; i < sizeof KEYS / sizeof KEYS[0]; i++)
+        if (json_object_get(root, KEYS[i]) != NULL)
+            return true;
+    return values_of(json_object_get(root, "exception")) != NULL ||
+           json_object_get(json_object_get(root, "threads"), "values") != NULL;
+}
+
+static const char *signal_name(uint64_t n)
+{
+    /* Darwin's numbering (sys/signal.h) */
+    static const char *const NAMES[] = {
+        NULL,      "SIGHUP",  "SIGINT",  "SIGQUIT", "SIGILL",  "SIGTRAP", "SIGABRT",
+        "SIGEMT",  "SIGFPE",  "SIGKILL", "SIGBUS",  "SIGSEGV", "SIGSYS",  "SIGPIPE",
+        "SIGALRM", "SIGTERM",
+    };
+    return n < sizeof NAMES / sizeof NAMES[0] ? NAMES[n] : NULL;
+}
+
+static const char *mach_exception_name(uint64_t n)
+{
+    /* mach/exception_types.h */
+    static const char *const NAMES[] = {
+        NULL,          "EXC_BAD_ACCESS",   "EXC_BAD_INSTRUCTION", "EXC_ARITHMETIC",
+        "EXC_EMULATION", "EXC_SOFTWARE",   "EXC_BREAKPOINT",      "EXC_SYSCALL",
+        "EXC_MACH_SYSCALL", "EXC_RPC_ALERT", "EXC_CRASH",         "EXC_RESOURCE",
+        "EXC_GUARD",   "EXC_CORPSE_NOTIFY",
+    };
+    return n < sizeof NAMES / sizeof NAMES[0] ? NAMES[n] : NULL;
+}
+
+/* The metadata of the exception that ended the process (the last of exception.values). */
+static void exception_metadata(cr_builder *b, const json_t *ex)
+{
+    crashreport_metadata *m = &b->r->meta;
+    const json_t *mech = json_object_get(ex, "mechanism");
+    const json_t *meta = json_object_get(mech, "meta");
+    /* sentry-cocoa: mechanism.meta.{mach_exception,signal}; older SDKs: mechanism.{...} */
+    const json_t *mach = json_object_get(meta, "mach_exception");
+    if (mach == NULL)
+        mach = json_object_get(mech, "mach_exception");
+    const json_t *sig = json_object_get(meta, "signal");
+    if (sig == NULL)
+        sig = json_object_get(mech, "posix_signal");
+    const char *type = jstr(ex, "type"), *value = jstr(ex, "value");
+    const char *mname = jstr(mach, "name");
+    if (mname == NULL)
+        mname = jstr(mach, "exception_name");
+    uint64_t n;
+    if (mname == NULL && jget_u64(mach, "exception", &n))
+        mname = mach_exception_name(n);
+    const char *sname = jstr(sig, "name");
+    if (sname == NULL && (jget_u64(sig, "number", &n) || jget_u64(sig, "signal", &n)))
+        sname = signal_name(n);
+    m->exception_type = cr_strdup(b, mname != NULL ? mname : sname != NULL ? sname : type);
+    m->signal = cr_strdup(b, sname);
+    uint64_t code, sub;
+    if (jget_u64(mach, "code", &code) && jget_u64(mach, "subcode", &sub))
+        m->exception_codes = cr_sprintf(b, "0x%016" PRIx64 ", 0x%016" PRIx64, code, sub);
+    m->exception_subtype = jdup(b, sig, "code_name");
+    /* The exception's own name beside its value ("NSInvalidArgumentException: reason"), so
+     * that grouping sees the same exception class as in Apple's reports of the crash. */
+    bool type_is_class = type != NULL && (mname != NULL || sname != NULL) &&
+                         strcmp(type, mname ? mname : sname) != 0;
+    if (type_is_class)
+        m->exception_reason = cr_sprintf(b, "%s%s%s", type, value ? ": " : "", value ? value : "");
+    else if (value != NULL)
+        m->exception_reason = cr_strdup(b, value);
+}
+
+/* Image lookup by the image_addr frames name: (load_addr, index) sorted by address. */
+typedef struct {
+    uint64_t load;
+    int32_t index;
+} image_key;
+
+static int key_cmp(const void *x, const void *y)
+{
+    const image_key *a = x, *c = y;
+    if (a->load != c->load)
+        return a->load < c->load ? -1 : 1;
+    return a->index < c->index ? -1 : a->index > c->index;
+}
+
+static int32_t image_by_load(const image_key *keys, size_t n, uint64_t load)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (keys[mid].load < load)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && keys[lo].load == load ? keys[lo].index : -1;
+}
+
+typedef struct {
+    cr_builder *b;
+    image_key *keys;
+    size_t nkeys;
+    size_t frames;   /* frames read so far */
+    bool cut_noted;
+} sentry_ctx;
+
+/* Append the frames of one Sentry stacktrace (caller first) to thread `ti`, innermost first. */
+static void read_frames(sentry_ctx *c, const json_t *stacktrace, size_t ti, const char *where)
+{
+    cr_builder *b = c->b;
+    const json_t *frames = json_object_get(stacktrace, "frames");
+    size_t n = json_array_size(frames);
+    for (size_t k = n; k > 0 && !b->failed; k--) {
+        const json_t *jf = json_array_get(frames, k - 1);
+        if (!json_is_object(jf)) {
+            cr_note(b, "%s frame %zu is not an object, skipped", where, k - 1);
+            continue;
+        }
+        if (c->frames >= SENTRY_MAX_FRAMES) {
+            if (!c->cut_noted)
+                cr_note(b, "more than %d frames: the rest were skipped", SENTRY_MAX_FRAMES);
+            c->cut_noted = true;
+            return;
+        }
+        uint64_t addr = 0, image_addr = 0, sym_addr = 0, line = 0;
+        bool has_addr = jget_u64(jf, "instruction_addr", &addr);
+        const char *function = jstr(jf, "function");
+        if (function != NULL && strcmp(function, "<redacted>") == 0)
+            function = NULL;
+        const char *file = jstr(jf, "filename");
+        if (file == NULL)
+            file = jstr(jf, "abs_path");
+        if (!has_addr && function == NULL && file == NULL) {
+            cr_note(b, "%s frame %zu has neither instruction_addr nor function, skipped", where,
+                    k - 1);
+            continue;
+        }
+        crashreport_frame *f = cr_add_frame(b, &b->r->threads[ti]);
+        if (f == NULL)
+            return;
+        c->frames++;
+        crashreport_thread *t = &b->r->threads[ti];
+        f->index = (uint32_t)(t->nframes - 1);
+        f->addr = addr;
+        f->symbol = cr_strdup(b, function);
+        f->file = cr_strdup(b, file);
+        if (jget_u64(jf, "lineno", &line) && line <= UINT32_MAX)
+            f->line = (uint32_t)line;
+        const char *package = jstr(jf, "package");
+        if (package != NULL)
+            f->image_name = cr_strdup(b, basename_of(package));
+        if (f->symbol != NULL && jget_u64(jf, "symbol_addr", &sym_addr) && sym_addr <= addr &&
+            has_addr) {
+            f->symbol_offset = addr - sym_addr;
+            f->has_symbol_offset = true;
+        }
+        if (has_addr && jget_u64(jf, "image_addr", &image_addr)) {
+            int32_t im = image_by_load(c->keys, c->nkeys, image_addr);
+            if (im >= 0) {
+                f->image = im;
+                /* an address cut to 32 bits that wrapped past 2^32 inside its image */
+                if (addr < image_addr && image_addr <= UINT32_MAX && addr <= UINT32_MAX)
+                    f->addr = addr + (UINT64_C(1) << 32);
+            }
+        }
+    }
+}
+
+static void read_images(cr_builder *b, const json_t *images)
+{
+    const char *default_arch = b->r->meta.arch;
+    for (size_t i = 0; i < json_array_size(images) && !b->failed; i++) {
+        const json_t *ji = json_array_get(images, i);
+        const char *type = jstr(ji, "type");
+        if (!json_is_object(ji) || type == NULL ||
+            (strcmp(type, "macho") != 0 && strcmp(type, "apple") != 0)) {
+            cr_note(b, "debug_meta.images[%zu] is not a macho or apple image, skipped", i);
+            continue;
+        }
+        crashreport_image *im = cr_add_image(b);
+        if (im == NULL)
+            return;
+        uint64_t size = 0, ct = 0, cs = 0;
+        if (!jget_u64(ji, "image_addr", &im->load_addr))
+            cr_note(b, "debug_meta.images[%zu] has no image_addr", i);
+        if (jget_u64(ji, "image_size", &size) && size > 0 && size - 1 <= UINT64_MAX - im->load_addr)
+            im->end_addr = im->load_addr + size - 1;
+        jget_u64(ji, "image_vmaddr", &im->vmaddr); /* absent or "0x0": the dSYM's */
+        const char *uuid = jstr(ji, "debug_id");
+        if (uuid == NULL)
+            uuid = jstr(ji, "uuid");
+        if (uuid != NULL) {
+            /* a debug_id may carry an age appendix ("<uuid>-0"); the UUID is its first 36 */
+            size_t n = strlen(uuid);
+            cr_uuid_set(im->uuid, uuid, n > 36 && uuid[36] == '-' ? 36 : n);
+        }
+        im->path = jdup(b, ji, "code_file");
+        if (im->path == NULL)
+            im->path = jdup(b, ji, "name");
+        if (im->path != NULL)
+            im->name = cr_strdup(b, basename_of(im->path));
+        const char *arch = jstr(ji, "arch");
+        if (arch != NULL)
+            im->arch = cr_arch_normalize(arch, strlen(arch));
+        else if (jget_u64(ji, "cpu_type", &ct) && jget_u64(ji, "cpu_subtype", &cs))
+            im->arch = cr_arch_from_cpu(ct, cs);
+        if (im->arch == NULL)
+            im->arch = default_arch;
+    }
+}
+
+static void event_metadata(cr_builder *b, const json_t *root)
+{
+    crashreport_metadata *m = &b->r->meta;
+    const json_t *contexts = json_object_get(root, "contexts");
+    const json_t *os = json_object_get(contexts, "os");
+    const json_t *dev = json_object_get(contexts, "device");
+    const json_t *app = json_object_get(contexts, "app");
+    m->incident_id = jdup(b, root, "event_id");
+    m->date = jdup(b, root, "timestamp");
+    const json_t *ts = json_object_get(root, "timestamp");
+    if (m->date == NULL && json_is_number(ts)) {
+        /* seconds since the epoch: shown the way Apple's reports show a date */
+        double secs = json_number_value(ts);
+        struct tm tm;
+        time_t whole = (time_t)secs;
+        if (secs >= 0 && secs < 253402300800.0 && gmtime_r(&whole, &tm) != NULL)
+            m->date = cr_sprintf(b, "%04d-%02d-%02d %02d:%02d:%02d.%03d +0000", tm.tm_year + 1900,
+                                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                                 (int)((secs - (double)whole) * 1000.0));
+    }
+    m->release = jdup(b, root, "release");
+    m->dist = jdup(b, root, "dist");
+    const char *on = jstr(os, "name"), *ov = jstr(os, "version"), *ob = jstr(os, "build");
+    if (ov != NULL)
+        m->os_version = cr_sprintf(b, "%s%s%s%s%s%s", on ? on : "", on ? " " : "", ov,
+                                   ob ? " (" : "", ob ? ob : "", ob ? ")" : "");
+    m->hardware_model = jdup(b, dev, "model");
+    const char *arch = jstr(dev, "arch");
+    if (arch != NULL)
+        m->arch = cr_arch_normalize(arch, strlen(arch));
+    m->bundle_id = jdup(b, app, "app_identifier");
+    m->app_name = jdup(b, app, "app_name");
+    m->process = m->app_name;
+    m->app_version = jdup(b, app, "app_version");
+    m->build = jdup(b, app, "app_build");
+    /* sentry-cocoa's default release is "<bundle id>@<version>+<build>" */
+    const char *rel = m->release;
+    const char *at = rel != NULL ? strrchr(rel, '@') : NULL;
+    if (at != NULL) {
+        const char *plus = strchr(at, '+');
+        if (m->bundle_id == NULL && at > rel)
+            m->bundle_id = cr_strndup(b, rel, (size_t)(at - rel));
+        if (m->app_version == NULL && (plus ? plus : at + strlen(at)) > at + 1)
+            m->app_version = cr_strndup(b, at + 1, plus ? (size_t)(plus - at - 1) : strlen(at + 1));
+        if (m->build == NULL && plus != NULL && plus[1] != '\0')
+            m->build = cr_strdup(b, plus + 1);
+    }
+    if (m->build == NULL)
+        m->build = m->dist;
+    const json_t *msg = json_object_get(root, "message");
+    const char *text = json_is_string(msg) ? jstr(root, "message") : jstr(msg, "formatted");
+    if (text == NULL)
+        text = jstr(msg, "message");
+    const json_t *logentry = json_object_get(root, "logentry");
+    if (text == NULL)
+        text = jstr(logentry, "formatted");
+    if (text == NULL)
+        text = jstr(logentry, "message");
+    m->app_specific_info = cr_strdup(b, text);
+}
+
+/* The thread `id` names: its position in r->threads, -1 if none. */
+static int32_t thread_by_id(const crashreport *r, uint64_t id)
+{
+    for (size_t i = 0; i < r->nthreads; i++)
+        if (r->threads[i].index == id)
+            return (int32_t)i;
+    return -1;
+}
+
+err_code cr_parse_sentry(crashreport **out, const void *jroot, arena *a, err_info *err)
+{
+    const json_t *root = jroot;
+    cr_builder b;
+    *out = NULL;
+    if (!cr_builder_init(&b, CRASHREPORT_FORMAT_SENTRY, a, err))
+        return ERR_TOO_LARGE;
+    b.frameless_ok = true;
+    sentry_ctx c = {.b = &b};
+    event_metadata(&b, root);
+
+    const json_t *exceptions = values_of(json_object_get(root, "exception"));
+    size_t nex = json_array_size(exceptions);
+    const json_t *ex = nex > 0 ? json_array_get(exceptions, nex - 1) : NULL;
+    if (json_is_object(ex))
+        exception_metadata(&b, ex);
+
+    const json_t *images = json_object_get(json_object_get(root, "debug_meta"), "images");
+    read_images(&b, images);
+    if (b.r->nimages > 0 && !b.failed) {
+        c.keys = arena_alloc_array(a, b.r->nimages, sizeof *c.keys, err);
+        if (c.keys == NULL)
+            return ERR_TOO_LARGE;
+        for (size_t i = 0; i < b.r->nimages; i++)
+            c.keys[i] = (image_key){b.r->images[i].load_addr, (int32_t)i};
+        c.nkeys = b.r->nimages;
+        qsort(c.keys, c.nkeys, sizeof *c.keys, key_cmp);
+    }
+
+    const json_t *threads = values_of(json_object_get(root, "threads"));
+    for (size_t i = 0; i < json_array_size(threads) && !b.failed; i++) {
+        const json_t *jt = json_array_get(threads, i);
+        if (!json_is_object(jt)) {
+            cr_note(&b, "threads[%zu] is not an object, skipped", i);
+            continue;
+        }
+        crashreport_thread *t = cr_add_thread(&b);
+        if (t == NULL)
+            break;
+        uint64_t id;
+        t->index = jget_u64(jt, "id", &id) && id <= UINT32_MAX ? (uint32_t)id : (uint32_t)i;
+        t->name = jdup(&b, jt, "name");
+        t->crashed = json_is_true(json_object_get(jt, "crashed"));
+        char where[48];
+        snprintf(where, sizeof where, "threads[%zu]", i);
+        read_frames(&c, json_object_get(jt, "stacktrace"), b.r->nthreads - 1, where);
+    }
+
+    /* The exception's thread is the crashed one when no thread says so; its stacktrace stands
+     * in for that thread's when the thread has none, or is the only stack of the event. */
+    uint64_t tid = 0;
+    bool has_tid = json_is_object(ex) && jget_u64(ex, "thread_id", &tid) && tid <= UINT32_MAX;
+    bool any_crashed = false;
+    for (size_t i = 0; i < b.r->nthreads; i++)
+        any_crashed |= b.r->threads[i].crashed;
+    if (has_tid && !any_crashed && b.r->meta.exception_type != NULL) {
+        int32_t ti = thread_by_id(b.r, tid);
+        if (ti >= 0)
+            b.r->threads[ti].crashed = true;
+    }
+    const json_t *exst = json_object_get(ex, "stacktrace");
+    if (json_array_size(json_object_get(exst, "frames")) > 0 && !b.failed) {
+        int32_t ti = has_tid ? thread_by_id(b.r, tid) : -1;
+        if (ti < 0 && b.r->nthreads == 0) {
+            crashreport_thread *t = cr_add_thread(&b);
+            if (t != NULL) {
+                t->index = has_tid ? (uint32_t)tid : 0;
+                t->crashed = true;
+                ti = 0;
+            }
+        }
+        if (ti >= 0 && b.r->threads[ti].nframes == 0)
+            read_frames(&c, exst, (size_t)ti, "exception");
+    }
+
+    size_t frames = 0;
+    for (size_t i = 0; i < b.r->nthreads; i++)
+        frames += b.r->threads[i].nframes;
+    if (frames == 0 && b.r->meta.exception_type == NULL && b.r->meta.exception_reason == NULL &&
+        b.r->meta.app_specific_info == NULL && !b.failed)
+        return err_set(err, ERR_INVALID,
+                       "Sentry event has no stack frames, no exception and no message");
+    err_code rc = cr_finish(&b, "Sentry event");
+    if (rc == ERR_OK)
+        *out = b.r;
+    return rc;
+}
