@@ -33,6 +33,7 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from web_instance import Instance, check, checks_done  # noqa: E402
+from test_sentry import project_create  # noqa: E402
 
 MAX_REPORT = 1 << 20
 MAX_UPLOAD = 1 << 20
@@ -40,6 +41,10 @@ MAX_UPLOAD = 1 << 20
 # Documented answers this test does not provoke, and why.
 NOT_PRODUCED = {
     ("get", "/readyz", "503"): "needs Postgres down (test_server's outage test covers it)",
+    ("post", "/api/{project_id}/envelope/", "429"): "needs Postgres down and a full spool "
+                                                    "(reliability_spool covers it)",
+    ("post", "/api/{project_id}/store/", "429"): "needs Postgres down and a full spool "
+                                                 "(reliability_spool covers it)",
 }
 
 produced = set()
@@ -148,7 +153,9 @@ def main():
     for (method, _), (path, op) in c.paths.items():
         check("operationId" in op, f"{method} {path}: operationId")
         if path.startswith("/api/"):
-            check(op.get("x-scope") in ("ingest", "upload", "read", "admin"), f"{method} {path}: x-scope")
+            # "dsn": the Sentry endpoints take a project's DSN key, not a bearer token
+            check(op.get("x-scope") in ("ingest", "upload", "read", "admin", "dsn"),
+                  f"{method} {path}: x-scope")
             check("401" in op["responses"] and "403" in op["responses"], f"{method} {path}: 401 and 403 documented")
 
     env = {"STACKSIFT_MAX_REPORT_BYTES": str(MAX_REPORT), "STACKSIFT_MAX_UPLOAD_BYTES": str(MAX_UPLOAD)}
@@ -182,13 +189,39 @@ def run_cases(inst, c, source):
     # Every /api/v1 route without a token, and with a token lacking its scope.
     wrong = {"ingest": T["read"], "upload": T["read"], "read": T["ingest"], "admin": T["read"]}
     for (method, _), (path, op) in c.paths.items():
-        if not path.startswith("/api/"):
+        if not path.startswith("/api/") or op["x-scope"] == "dsn":
             continue
         concrete = path.replace("{id}", "1").replace("{uuid}", "4C4C44B4-5555-3144-A19C-7D6EB1CD3545") \
             .replace("{org}", "acme").replace("{project}", "default")
         call(method, path, concrete, 401)
         call(method, path, concrete, 401, token="ss_000000000000_" + "0" * 64)
         call(method, path, concrete, 403, token=wrong[op["x-scope"]])
+
+    # Sentry endpoints: DSN keys, not tokens (tests/test_sentry.py has the rest).
+    (key_a, pid_a), (key_b, _) = (project_create(inst, "openapi-a"), project_create(inst, "openapi-b"))
+    def sentry_event(eid):
+        return json.dumps({"event_id": eid, "message": "openapi", "threads": {"values": [
+            {"stacktrace": {"frames": [{"function": "f"}]}}]}}).encode()
+    eids = {"envelope": "0123456789abcdef0123456789abcde1", "store": "0123456789abcdef0123456789abcde2"}
+    env = (b'{"event_id":"' + eids["envelope"].encode() + b'"}\n{"type":"event"}\n' +
+           sentry_event(eids["envelope"]) + b"\n")
+    for kind, body, ctype in (("envelope", env, "application/x-sentry-envelope"),
+                              ("store", sentry_event(eids["store"]), "application/json")):
+        tmpl = f"/api/{{project_id}}/{kind}/"
+        url = f"/api/{pid_a}/{kind}/"
+        auth = lambda key: {"X-Sentry-Auth": f"Sentry sentry_key={key}, sentry_version=7",
+                            "Content-Type": ctype}
+        call("post", tmpl, url, 401, body=body, headers={"Content-Type": ctype})
+        call("post", tmpl, url, 401, body=body, headers=auth("0" * 32))
+        call("post", tmpl, url, 403, body=body, headers=auth(key_b))
+        call("post", tmpl, f"/api/x{pid_a}/{kind}/", 404, body=body, headers=auth(key_a))
+        call("post", tmpl, url, 400, body=b"\x1f\x8b\x08\x00garbage",
+             headers=dict(auth(key_a), **{"Content-Encoding": "gzip"}))
+        call("post", tmpl, url, 422, body=body, headers=dict(auth(key_a), **{"Content-Encoding": "br"}))
+        call("post", tmpl, url, 413, body=b"x" * (MAX_REPORT + 1), headers=auth(key_a))
+        r = call("post", tmpl, url, 200, body=body, headers=auth(key_a))
+        check(r.status == 200 and r.json() == {"id": eids[kind]},
+              f"sentry {kind}: answer {r.body[:200]!r}")
 
     # Service.
     call("get", "/healthz", "/healthz", 200)

@@ -20,8 +20,11 @@
     X(ERR_FORBIDDEN, "forbidden")                                                                 \
     X(ERR_CONFLICT, "conflict")                                                                   \
     X(ERR_INTERNAL, "internal")                                                                   \
-    X(ERR_OUTDATED, "outdated")
+    X(ERR_OUTDATED, "outdated")                                                                   \
+    X(ERR_BUSY, "busy")
 
+/* ERR_BUSY: a bounded resource is full for now (a node's disk spool while the database is
+ * unreachable); the client should retry later (HTTP 429 with Retry-After). */
 /* ERR_OUTDATED: a derived file (a .symc) was written by an older format version that this
  * build no longer reads; rebuild it from its source (the stored dSYM), do not retry as is. */
 #define ERR_AS_ENUM(code, name) code,

@@ -417,6 +417,9 @@ static const config_var VARS[] = {
     {"STACKSIFT_DSN_GRACE_S", "86400", parse_grace, offsetof(config, dsn_grace_s),
      "after `stacksift project key rotate`, the old DSN key keeps working this many seconds "
      "(0..31536000; 0: it stops at once)"},
+    {"STACKSIFT_SPOOL_MB", "1024", parse_megabytes, offsetof(config, spool_bytes),
+     "disk spool (STACKSIFT_DATA_DIR/spool) for Sentry envelopes accepted while Postgres is "
+     "unreachable; full (or 0): 429 + Retry-After"},
 };
 
 #define NVARS (sizeof VARS / sizeof VARS[0])

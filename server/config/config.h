@@ -62,6 +62,8 @@ typedef struct {
     uint32_t alert_timeout_ms;     /* STACKSIFT_ALERT_TIMEOUT_MS: one webhook request */
     uint32_t alert_sweep_s;        /* STACKSIFT_ALERT_SWEEP_S: spike rules evaluated */
     uint32_t dsn_grace_s;          /* STACKSIFT_DSN_GRACE_S: a rotated DSN key's grace period */
+    uint64_t spool_bytes;          /* STACKSIFT_SPOOL_MB (in bytes): Sentry envelopes spooled
+                                      while Postgres is unreachable */
 } config;
 
 /* One row of the table: what `stacksift serve --help` and the README print. */

@@ -30,6 +30,7 @@
 #define MAX_UPLOAD_PARTS 16
 
 typedef struct http_request http_request;
+typedef struct sentry_state sentry_state; /* routes_sentry.c: the spool and its replay */
 typedef enum { BODY_NONE, BODY_MEMORY, BODY_FILE } body_kind;
 typedef enum MHD_Result (*handler_fn)(http_request *r);
 
@@ -57,6 +58,7 @@ struct http_server {
     conns *conns;            /* every open connection and the reaper (conns.h) */
     auth_tokens *tokens;     /* the token table (server/auth) */
     ingest_assembler *assembler; /* sentry-cli uploads: files assembled from chunks */
+    sentry_state *sentry;    /* the Sentry endpoints' disk spool and replay thread (owned) */
     /* handler threads: requests that may wait (database, symbolication, dSYMs) run there,
      * never on libmicrohttpd's threads (server.c "handler threads") */
     pthread_mutex_t jobs_mu;
@@ -148,6 +150,21 @@ err_code request_limit_arg(unsigned *out, http_request *r, unsigned def, unsigne
 enum MHD_Result handle_healthz(http_request *r);
 enum MHD_Result handle_readyz(http_request *r);
 enum MHD_Result handle_metrics(http_request *r);
+
+/* ---- Sentry SDK endpoints (routes_sentry.c) ---------------------------------------------- */
+
+enum MHD_Result handle_sentry_envelope(http_request *r); /* POST /api/{project}/envelope/ */
+enum MHD_Result handle_sentry_store(http_request *r);    /* POST /api/{project}/store/ */
+/* sentry_start - open the spool (STACKSIFT_DATA_DIR/spool, STACKSIFT_SPOOL_MB) and start its
+ * replay thread, which commits what an earlier run left there. Errors ERR_IO, ERR_INTERNAL. */
+err_code sentry_start(http_server *srv, err_info *err);
+/* sentry_stop - stop the replay thread (before the intake it commits through goes; spooled
+ * entries stay on disk). sentry_free - then, once no handler runs, close the spool. Both are
+ * no-ops when there is nothing to stop or free. */
+void sentry_stop(http_server *srv);
+void sentry_free(http_server *srv);
+/* sentry_metrics_render - the Sentry endpoints' counters and the spool (GET /metrics). */
+void sentry_metrics_render(buf *out, http_server *srv);
 
 /* ---- /api/v1/reports (routes_reports.c) ------------------------------------------------ */
 

@@ -2,6 +2,7 @@
  * metrics - counters behind one mutex; cheap next to a request's database round trip.
  */
 #include "http/metrics.h"
+#include "ingest/ingest_sentry.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -12,7 +13,7 @@
 static const double BUCKETS[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                                  0.25,  0.5,    1,     2.5,  5,     10,   30};
 #define NBUCKETS (sizeof BUCKETS / sizeof BUCKETS[0])
-#define NERR (ERR_INTERNAL + 1)
+#define NERR (ERR_BUSY + 1)
 
 typedef struct {
     unsigned status[MAX_STATUSES];
@@ -249,4 +250,95 @@ void metrics_intake_render(buf *out, const store_intake_stats *st)
                (unsigned long long)st->batches, (unsigned long long)st->reports,
                (unsigned long long)st->largest, (unsigned long long)st->failures,
                (unsigned long long)st->processed, (unsigned long long)st->processed_fallbacks);
+}
+
+/* ---- Sentry endpoints ---------------------------------------------------------------------- */
+
+static uint64_t sentry_items[INGEST_SENTRY_ITEM_KINDS], sentry_events, sentry_no_event,
+    sentry_refused[NERR], sentry_spool_full;
+
+void metrics_sentry_items(const size_t *items)
+{
+    pthread_mutex_lock(&mu);
+    for (unsigned k = 0; k < INGEST_SENTRY_ITEM_KINDS; k++)
+        sentry_items[k] += items[k];
+    pthread_mutex_unlock(&mu);
+}
+
+void metrics_sentry_answered(bool with_event)
+{
+    pthread_mutex_lock(&mu);
+    if (with_event)
+        sentry_events++;
+    else
+        sentry_no_event++;
+    pthread_mutex_unlock(&mu);
+}
+
+void metrics_sentry_refused(err_code code)
+{
+    pthread_mutex_lock(&mu);
+    if ((unsigned)code < NERR)
+        sentry_refused[code]++;
+    pthread_mutex_unlock(&mu);
+}
+
+void metrics_sentry_spool_full(void)
+{
+    pthread_mutex_lock(&mu);
+    sentry_spool_full++;
+    pthread_mutex_unlock(&mu);
+}
+
+void metrics_sentry_render(buf *out, uint64_t spool_entries, uint64_t spool_bytes,
+                           uint64_t spooled, uint64_t replayed, uint64_t dropped)
+{
+    pthread_mutex_lock(&mu);
+    buf_append_str(out, "# HELP stacksift_sentry_items_total Items of accepted Sentry envelopes "
+                        "by type: event (stored), session (recorded), attachment, ignored "
+                        "(transactions, replays, ...) and unknown types (accepted, not stored).\n"
+                        "# TYPE stacksift_sentry_items_total counter\n");
+    for (unsigned k = 0; k < INGEST_SENTRY_ITEM_KINDS; k++)
+        buf_printf(out, "stacksift_sentry_items_total{type=\"%s\"} %llu\n",
+                   ingest_sentry_item_kind_name((ingest_sentry_item_kind)k),
+                   (unsigned long long)sentry_items[k]);
+    buf_printf(out, "# HELP stacksift_sentry_accepted_total Sentry requests answered 200, with "
+                    "and without an event.\n"
+                    "# TYPE stacksift_sentry_accepted_total counter\n"
+                    "stacksift_sentry_accepted_total{event=\"yes\"} %llu\n"
+                    "stacksift_sentry_accepted_total{event=\"no\"} %llu\n",
+               (unsigned long long)sentry_events, (unsigned long long)sentry_no_event);
+    buf_append_str(out, "# HELP stacksift_sentry_rejected_total Sentry requests refused, by "
+                        "error code.\n"
+                        "# TYPE stacksift_sentry_rejected_total counter\n");
+    for (unsigned c = 1; c < NERR; c++)
+        buf_printf(out, "stacksift_sentry_rejected_total{code=\"%s\"} %llu\n",
+                   err_name((err_code)c), (unsigned long long)sentry_refused[c]);
+    uint64_t full = sentry_spool_full;
+    pthread_mutex_unlock(&mu);
+    buf_printf(out, "# HELP stacksift_spool_entries Envelopes in this node's disk spool, waiting "
+                    "for Postgres.\n"
+                    "# TYPE stacksift_spool_entries gauge\n"
+                    "stacksift_spool_entries %llu\n"
+                    "# HELP stacksift_spool_bytes Bytes of this node's disk spool.\n"
+                    "# TYPE stacksift_spool_bytes gauge\n"
+                    "stacksift_spool_bytes %llu\n"
+                    "# HELP stacksift_spool_written_total Envelopes spooled since start.\n"
+                    "# TYPE stacksift_spool_written_total counter\n"
+                    "stacksift_spool_written_total %llu\n"
+                    "# HELP stacksift_spool_replayed_total Spooled envelopes committed since "
+                    "start.\n"
+                    "# TYPE stacksift_spool_replayed_total counter\n"
+                    "stacksift_spool_replayed_total %llu\n"
+                    "# HELP stacksift_spool_dropped_total Spooled envelopes dropped at replay "
+                    "(a wrong key, a body that no longer parses).\n"
+                    "# TYPE stacksift_spool_dropped_total counter\n"
+                    "stacksift_spool_dropped_total %llu\n"
+                    "# HELP stacksift_spool_full_total Envelopes answered 429 because the spool "
+                    "was full.\n"
+                    "# TYPE stacksift_spool_full_total counter\n"
+                    "stacksift_spool_full_total %llu\n",
+               (unsigned long long)spool_entries, (unsigned long long)spool_bytes,
+               (unsigned long long)spooled, (unsigned long long)replayed,
+               (unsigned long long)dropped, (unsigned long long)full);
 }

@@ -5,6 +5,7 @@
 #ifndef STACKSIFT_HTTP_METRICS_H
 #define STACKSIFT_HTTP_METRICS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "base/buf.h"
@@ -12,7 +13,7 @@
 #include "store/store.h"
 #include "store/store_intake.h"
 
-#define METRICS_MAX_ROUTES 32
+#define METRICS_MAX_ROUTES 64
 
 /* metrics_init - register the route names (static strings; index = route id). */
 void metrics_init(const char *const *routes, unsigned nroutes);
@@ -30,6 +31,19 @@ void metrics_dsym_skipped(uint64_t warnings, uint64_t slices);
 void metrics_in_flight(int delta);
 void metrics_connections(int delta);               /* open HTTP connections */
 void metrics_connection_closed(unsigned reason);   /* conns.h conn_closed_reason */
+
+/* Sentry endpoints (routes_sentry.c): items of accepted envelopes by kind
+ * (ingest_sentry_item_kind order, INGEST_SENTRY_ITEM_KINDS entries), answers, refusals by
+ * error code, spool writes refused because it was full. */
+void metrics_sentry_items(const size_t *items);
+void metrics_sentry_answered(bool with_event);
+void metrics_sentry_refused(err_code code);
+void metrics_sentry_spool_full(void);
+
+/* metrics_sentry_render - append the Sentry counters and the spool's state (entries and
+ * bytes on disk now; spooled, replayed and dropped since start). */
+void metrics_sentry_render(buf *out, uint64_t spool_entries, uint64_t spool_bytes,
+                           uint64_t spooled, uint64_t replayed, uint64_t dropped);
 
 /* metrics_render - append every metric; `pool` and `queued` (< 0: unknown) are sampled now. */
 void metrics_render(buf *out, const store_pool_stats *pool, int64_t queued);

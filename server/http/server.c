@@ -39,6 +39,7 @@
 #include "log/log.h"
 
 #define RETRY_AFTER_S "5"
+#define RETRY_AFTER_BUSY_S "60" /* 429: a full spool drains at the database's pace */
 #define DRAIN_SLACK_BYTES (64u << 20) /* past a limit, bytes still read to send the 413 */
 
 double http_now_ms(void)
@@ -67,6 +68,8 @@ enum MHD_Result queue_body(http_request *r, unsigned status, const char *content
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_DISPOSITION, r->disposition);
     if (status == 503)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, RETRY_AFTER_S);
+    if (status == 429)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, RETRY_AFTER_BUSY_S);
     if (status == 401)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
     if (r->offloaded) {
@@ -456,6 +459,10 @@ static const route ROUTES[] = {
     /* projects (routes_projects.c) */
     {"GET", "/api/v1/projects", false, "projects_list", AUTH_SCOPE_READ, BODY_NONE,
      handle_projects_list},
+    /* Sentry SDKs (routes_sentry.c): the DSN key is checked by the handler */
+    {"POST", "/api/*/envelope/", true, "sentry_envelope", 0, BODY_MEMORY,
+     handle_sentry_envelope},
+    {"POST", "/api/*/store/", true, "sentry_store", 0, BODY_MEMORY, handle_sentry_store},
     /* the dashboard and its sparklines (routes_web.c) */
     {"GET", "/", false, "dashboard", 0, BODY_NONE, handle_dashboard},
     {"GET", "/ui/", true, "dashboard_file", 0, BODY_NONE, handle_dashboard_asset},
@@ -969,6 +976,8 @@ err_code http_server_start(http_server **out, const config *cfg, store *s, pipel
         commits = cfg->intake_processing && cfg->workers > 0 ? 1 : 4;
     store_intake_options io = {.max_inflight = commits};
     rc = store_intake_new(&srv->intake, s, &io, err);
+    if (rc == ERR_OK)
+        rc = sentry_start(srv, err);   /* needs the intake: replays into it */
     if (rc != ERR_OK) {
         freeaddrinfo(ai);
         goto fail;
@@ -1026,6 +1035,7 @@ err_code http_server_start(http_server **out, const config *cfg, store *s, pipel
     *out = srv;
     return ERR_OK;
 fail:
+    sentry_free(srv);
     store_intake_free(srv->intake);
     if (srv->job_threads)
         jobs_stop(srv, http_now_ms());   /* nothing was queued: returns at once */
@@ -1055,6 +1065,9 @@ unsigned http_server_stop(http_server *srv)
     }
     unsigned left = (unsigned)atomic_load(&srv->in_flight);
     log_event(LOG_INFO, "http_draining_done", "idle_closed=%u unfinished=%u", closed, left);
+    /* The spool's replay commits through the intake: stopped first (what it holds stays on
+     * disk for the next start). */
+    sentry_stop(srv);
     /* Commits what is queued and resumes every suspended connection: libmicrohttpd must not
      * be stopped with a connection still suspended. */
     store_intake_free(srv->intake);
@@ -1070,6 +1083,7 @@ unsigned http_server_stop(http_server *srv)
     if (srv->metrics_daemon)
         MHD_stop_daemon(srv->metrics_daemon);
     ingest_assembler_free(srv->assembler);   /* lets each thread finish its file */
+    sentry_free(srv);                        /* no handler spools any more */
     auth_tokens_close(srv->tokens);
     conns_free(srv->conns);
     free(srv->tmp_dir);

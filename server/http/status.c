@@ -20,6 +20,8 @@ unsigned http_status_for(err_code code)
         return 409;
     case ERR_TOO_LARGE:
         return 413;
+    case ERR_BUSY:
+        return 429;
     case ERR_UNSUPPORTED:
         return 422;
     case ERR_IO:

@@ -99,7 +99,24 @@ void store_intake_stats_get(store_intake_stats *out, store_intake *q)
 
 /* ---- ids ------------------------------------------------------------------------------- */
 
-/* UUIDv7 (RFC 9562 section 5.7): 48-bit Unix time in ms, version 7, 74 random bits. */
+/* The 16 bytes of a canonical UUID text (store_report_id_norm's form); false if it is not one. */
+static bool uuid_bytes(uint8_t out[16], const char *text)
+{
+    char norm[37];
+    if (!store_report_id_norm(norm, text))
+        return false;
+    for (int i = 0, k = 0; i < 16; k += 2) {
+        if (norm[k] == '-')
+            k++;
+        unsigned hi = (unsigned)(norm[k] <= '9' ? norm[k] - '0' : norm[k] - 'a' + 10);
+        unsigned lo = (unsigned)(norm[k + 1] <= '9' ? norm[k + 1] - '0' : norm[k + 1] - 'a' + 10);
+        out[i++] = (uint8_t)(hi << 4 | lo);
+    }
+    return true;
+}
+
+/* UUIDv7 (RFC 9562 section 5.7): 48-bit Unix time in ms, version 7, 74 random bits; a report
+ * that brings its own id (a Sentry event_id) keeps it. */
 static void uuid7_fill(intake_entry *batch, size_t n)
 {
     struct timespec ts;
@@ -107,6 +124,8 @@ static void uuid7_fill(intake_entry *batch, size_t n)
     uint64_t ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
     for (intake_entry *e = batch; n > 0; e = e->next, n--) {
         uint8_t *u = e->id;
+        if (e->r->id != NULL && uuid_bytes(u, e->r->id))
+            continue;
         size_t got = 0;
         while (got < 10) {
             ssize_t k = getrandom(u + 6 + got, 10 - got, 0);

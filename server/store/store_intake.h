@@ -14,7 +14,8 @@
  * Durability: the INSERT runs outside any transaction block, so it is its own transaction; a
  * request hears ERR_OK only after Postgres acknowledged that commit (synchronous_commit as the
  * server has it, on by default: the WAL is flushed). Ids are UUIDv7 made here (time-ordered:
- * inserts append at the primary key's right edge), so before a batch is retried on a fresh
+ * inserts append at the primary key's right edge), or the report's own (store_report_new.id:
+ * a Sentry event_id), so before a batch is retried on a fresh
  * connection after the old one broke, it can tell "already committed" (every id present)
  * from "lost" and never stores a report twice.
  *
@@ -59,8 +60,8 @@ typedef void (*store_intake_done_fn)(void *ctx, err_code rc, const char *id, con
 
 /*
  * store_intake_submit - queue `r` (status, format, content_type, raw, parsed_json, app,
- * app_version, os_version and processed are stored; missing_uuids_json and error must be
- * NULL) for the next
+ * app_version, os_version, processed and id, when given, are stored; missing_uuids_json and
+ * error must be NULL) for the next
  * commit; `r` and its strings must stay valid until `done` ran. ERR_OK: `done(ctx, ...)` will
  * be called exactly once. Else `done` is never called: ERR_TOO_LARGE (over 2 GiB).
  */

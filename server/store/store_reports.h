@@ -43,6 +43,8 @@ typedef struct {
                                                 NULL (see store_intake_submit) */
     int64_t project_id;       /* projects.id it belongs to (and is grouped in); 0 = the
                                  default project, STORE_PROJECT_DEFAULT */
+    const char *id;           /* store_intake only: the id the client gave the report (a Sentry
+                                 event_id, store_report_id_norm's forms), NULL = a new UUIDv7 */
 } store_report_new;
 
 /* A stored report; strings allocated in the caller's arena, NULL when the column is NULL. */

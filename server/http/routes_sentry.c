@@ -1,0 +1,396 @@
+/*
+ * routes_sentry - the Sentry SDK endpoints: POST /api/{project_id}/envelope/ and the legacy
+ * POST /api/{project_id}/store/, answered as Relay answers them: 200 {"id":"<event_id>"}
+ * once the event is durable (committed to Postgres, or fsync'd into this node's disk spool
+ * while Postgres is unreachable), a JSON error otherwise.
+ *
+ * Auth as Relay takes it, first found wins: X-Sentry-Auth ("Sentry sentry_key=KEY, ..."),
+ * Authorization ("Sentry sentry_key=KEY, ..."), ?sentry_key=, then the envelope header's
+ * "dsn" (server/auth parses them all). The key must be a DSN key of the path's project.
+ *
+ * The spool (ingest/spool.h): an envelope whose commit fails with ERR_STORE is written to
+ * STACKSIFT_DATA_DIR/spool and answered 200; a replay thread commits spooled envelopes
+ * oldest first once Postgres answers again and removes each after its commit. While the spool
+ * holds entries and Postgres is known to be down, new envelopes go straight to the spool
+ * (order kept, no client waits for a doomed commit). A full spool answers 429 + Retry-After.
+ * DSN keys are checked against the in-memory key table, so a key is checked before its
+ * envelope is spooled even while Postgres is down.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "base/xalloc.h"
+#include "http/http_internal.h"
+#include "http/metrics.h"
+#include "ingest/ingest_sentry.h"
+#include "ingest/spool.h"
+#include "log/log.h"
+
+#define REPLAY_BACKOFF_MAX_MS 5000
+
+struct sentry_state {
+    spool *sp;
+    pthread_t replay;
+    bool replay_started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool stop;
+    atomic_bool db_down;      /* the last commit (live or replay) failed with ERR_STORE */
+    atomic_uint_fast64_t spooled, replayed, dropped;
+};
+
+/* ---- auth ------------------------------------------------------------------------------- */
+
+/* The project id of the path ("/api/42/envelope/"): decimal, > 0. */
+static bool path_project(int64_t *out, const char *param)
+{
+    if (param == NULL || *param == '\0' || strlen(param) > 18)
+        return false;
+    int64_t v = 0;
+    for (const char *p = param; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return false;
+        v = v * 10 + (*p - '0');
+    }
+    *out = v;
+    return v > 0;
+}
+
+/* ERR_OK when `key` is a live DSN key of project `pid` (the in-memory key table: no database
+ * round trip, so it works while Postgres is down). Errors ERR_UNAUTHORIZED (unknown,
+ * malformed, expired), ERR_FORBIDDEN (another project's key). */
+static err_code key_check(http_server *srv, int64_t pid, const char *key, err_info *err)
+{
+    int64_t kp = 0;
+    err_code rc = auth_dsn_key_check(&kp, srv->tokens, key, err);
+    if (rc != ERR_OK)
+        return rc;
+    if (kp != pid)
+        return err_set(err, ERR_FORBIDDEN, "this DSN key belongs to project %" PRId64 ", not to "
+                       "project %" PRId64 " of the path", kp, pid);
+    return ERR_OK;
+}
+
+/* ---- answers ------------------------------------------------------------------------------ */
+
+/* 200 {"id":"<event_id>"} (32 hex digits, as Sentry writes it), {} for an envelope without
+ * an event (sessions only), as Relay answers. */
+static enum MHD_Result sentry_answer(http_request *r, const ingest_sentry_result *res)
+{
+    buf body;
+    jsonw w;
+    json_body_begin(&body, &w);
+    jsonw_object_begin(&w);
+    if (res->has_event)
+        jsonw_kstr(&w, "id", res->event_id);
+    jsonw_object_end(&w);
+    metrics_sentry_answered(res->has_event);
+    return respond_json(r, 200, &body);
+}
+
+static enum MHD_Result sentry_refused(http_request *r, err_code rc)
+{
+    metrics_sentry_refused(rc);
+    return respond_err(r, &r->err);
+}
+
+/* Sessions of the envelope: counted in /metrics (by metrics_sentry_items) until the release
+ * view records them. */
+static err_code sentry_sessions_record(http_server *srv, int64_t pid, const ingest_sentry_result *res,
+                                       arena *a, err_info *err)
+{
+    (void)srv, (void)pid, (void)res, (void)a, (void)err;
+    return ERR_OK;
+}
+
+/* ---- commit -------------------------------------------------------------------------------- */
+
+/* Commit what `res` holds for project `pid`: its sessions, then its event. With `replay`, an
+ * event already stored (the spool entry outlived its commit in a crash) is not stored again.
+ * Blocking. Errors ERR_STORE (Postgres unreachable: nothing half stored that a replay would
+ * not redo), others as store_intake_insert. */
+static err_code commit_result(http_server *srv, int64_t pid, ingest_sentry_result *res,
+                              bool replay, arena *a, err_info *err)
+{
+    err_code rc = sentry_sessions_record(srv, pid, res, a, err);
+    if (rc != ERR_OK)
+        return rc;
+    if (!res->has_event)
+        return ERR_OK;
+    if (replay) {
+        store_report rep;
+        err_info gerr = {0};
+        rc = store_report_get(&rep, srv->store, res->id, a, &gerr);
+        if (rc == ERR_OK)
+            return ERR_OK;
+        if (rc == ERR_STORE)
+            return err_set(err, ERR_STORE, "%s", gerr.msg);
+    }
+    res->row.id = res->id;
+    char id[37];
+    return store_intake_insert(id, srv->intake, &res->row, err);
+}
+
+/* ---- replay ------------------------------------------------------------------------------ */
+
+static void sleep_ms(unsigned ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* One spool entry: ERR_STORE leaves it for later; anything else removes it. */
+static err_code replay_one(http_server *srv, sentry_state *st, const spool_entry *e, arena *a)
+{
+    err_info err = {0};
+    ingest_sentry_input in = {
+        .body = e->body,
+        .len = e->len,
+        .store_endpoint = strcmp(e->kind, "store") == 0,
+        .max_body_bytes = e->len + 1,
+        .max_event_bytes = srv->cfg->max_report_bytes,
+        .pipe = srv->pipe,
+        .project_id = e->project_id,
+    };
+    ingest_sentry_result res;
+    err_code rc = ingest_sentry_prepare(&res, &in, a, &err);
+    if (rc == ERR_OK)
+        rc = commit_result(srv, e->project_id, &res, true, a, &err);
+    if (rc == ERR_STORE)
+        return rc;
+    if (rc == ERR_OK) {
+        atomic_fetch_add(&st->replayed, 1);
+        log_event(LOG_INFO, "sentry_spool_replayed", "seq=%" PRIu64 " project=%" PRId64,
+                  e->seq, e->project_id);
+    } else {
+        atomic_fetch_add(&st->dropped, 1);
+        log_event(LOG_WARN, "sentry_spool_dropped", "seq=%" PRIu64 " error=%s message=%s",
+                  e->seq, err_name(rc), err.msg);
+    }
+    err_info rerr = {0};
+    if (spool_remove(st->sp, e->seq, &rerr) != ERR_OK)
+        log_event(LOG_ERROR, "sentry_spool_remove_failed", "message=%s", rerr.msg);
+    return ERR_OK;
+}
+
+static void *replay_main(void *arg)
+{
+    http_server *srv = arg;
+    sentry_state *st = srv->sentry;
+    unsigned backoff = 0;
+    for (;;) {
+        pthread_mutex_lock(&st->mu);
+        if (st->stop) {
+            pthread_mutex_unlock(&st->mu);
+            break;
+        }
+        uint64_t entries, bytes;
+        spool_stats(st->sp, &entries, &bytes);
+        if (entries == 0) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += 1;
+            pthread_cond_timedwait(&st->cv, &st->mu, &ts);
+            pthread_mutex_unlock(&st->mu);
+            continue;
+        }
+        pthread_mutex_unlock(&st->mu);
+        if (backoff > 0)
+            sleep_ms(backoff);
+        arena *a = arena_new((size_t)srv->cfg->max_report_bytes * 24 + (16u << 20));
+        spool_entry e;
+        err_info err = {0};
+        err_code rc = spool_oldest(&e, st->sp, a, &err);
+        if (rc == ERR_INVALID) {
+            log_event(LOG_WARN, "sentry_spool_dropped", "seq=%" PRIu64 " message=%s", e.seq,
+                      err.msg);
+            atomic_fetch_add(&st->dropped, 1);
+            spool_remove(st->sp, e.seq, &err);
+        } else if (rc == ERR_OK) {
+            rc = replay_one(srv, st, &e, a);
+        }
+        arena_free(a);
+        if (rc == ERR_STORE) {
+            atomic_store(&st->db_down, true);
+            backoff = backoff == 0 ? 250 : backoff * 2 > REPLAY_BACKOFF_MAX_MS
+                                               ? REPLAY_BACKOFF_MAX_MS : backoff * 2;
+        } else {
+            if (rc == ERR_OK)
+                atomic_store(&st->db_down, false);
+            backoff = rc == ERR_OK || rc == ERR_INVALID ? 0 : 1000;
+        }
+    }
+    return NULL;
+}
+
+err_code sentry_start(http_server *srv, err_info *err)
+{
+    sentry_state *st = xcalloc(1, sizeof *st);
+    pthread_mutex_init(&st->mu, NULL);
+    pthread_cond_init(&st->cv, NULL);
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/spool", srv->cfg->data_dir);
+    err_code rc = spool_open(&st->sp, dir, srv->cfg->spool_bytes, err);
+    if (rc != ERR_OK) {
+        free(st);
+        return rc;
+    }
+    srv->sentry = st;
+    uint64_t entries, bytes;
+    spool_stats(st->sp, &entries, &bytes);
+    if (entries > 0)
+        log_event(LOG_INFO, "sentry_spool_found", "entries=%" PRIu64 " bytes=%" PRIu64,
+                  entries, bytes);
+    if (pthread_create(&st->replay, NULL, replay_main, srv) != 0) {
+        sentry_free(srv);
+        return err_set(err, ERR_INTERNAL, "cannot start the spool replay thread");
+    }
+    st->replay_started = true;
+    return ERR_OK;
+}
+
+void sentry_stop(http_server *srv)
+{
+    sentry_state *st = srv->sentry;
+    if (st == NULL || !st->replay_started)
+        return;
+    pthread_mutex_lock(&st->mu);
+    st->stop = true;
+    pthread_cond_broadcast(&st->cv);
+    pthread_mutex_unlock(&st->mu);
+    pthread_join(st->replay, NULL);
+    st->replay_started = false;
+}
+
+void sentry_free(http_server *srv)
+{
+    sentry_state *st = srv->sentry;
+    if (st == NULL)
+        return;
+    sentry_stop(srv);
+    spool_close(st->sp);
+    pthread_cond_destroy(&st->cv);
+    pthread_mutex_destroy(&st->mu);
+    free(st);
+    srv->sentry = NULL;
+}
+
+void sentry_metrics_render(buf *out, http_server *srv)
+{
+    sentry_state *st = srv->sentry;
+    uint64_t entries = 0, bytes = 0;
+    if (st != NULL)
+        spool_stats(st->sp, &entries, &bytes);
+    metrics_sentry_render(out, entries, bytes, st ? atomic_load(&st->spooled) : 0,
+                          st ? atomic_load(&st->replayed) : 0, st ? atomic_load(&st->dropped) : 0);
+}
+
+/* ---- the endpoints ----------------------------------------------------------------------- */
+
+/* Spool the request's decoded body: 200 once it is on disk, 429 when the spool is full. */
+static enum MHD_Result spool_and_answer(http_request *r, int64_t pid, bool store_endpoint,
+                                        const ingest_sentry_result *res)
+{
+    sentry_state *st = r->srv->sentry;
+    err_info err = {0};
+    /* ERR_BUSY: 429 with Retry-After (server.c) */
+    err_code rc = spool_put(st->sp, pid, store_endpoint ? "store" : "envelope", res->decoded,
+                            res->decoded_len, &err);
+    if (rc == ERR_BUSY) {
+        metrics_sentry_spool_full();
+        return respond_err(r, &err);
+    }
+    if (rc != ERR_OK) {
+        log_event(LOG_ERROR, "sentry_spool_failed", "req=%s message=%s", r->id, err.msg);
+        return respond_err(r, &err);
+    }
+    atomic_fetch_add(&st->spooled, 1);
+    pthread_mutex_lock(&st->mu);
+    pthread_cond_broadcast(&st->cv);
+    pthread_mutex_unlock(&st->mu);
+    return sentry_answer(r, res);
+}
+
+static enum MHD_Result sentry_post(http_request *r, bool store_endpoint)
+{
+    http_server *srv = r->srv;
+    int64_t pid;
+    if (!path_project(&pid, r->param))
+        return sentry_refused(r, err_set(&r->err, ERR_NOT_FOUND, "no such project: the path "
+                                         "must be /api/{numeric project id}/envelope/"));
+    /* A key in the headers or the query (Relay's order) is checked before the body is read;
+     * else the envelope header's dsn names it. */
+    char key[AUTH_DSN_KEY_MAX];
+    err_code rc = auth_sentry_key_find(
+        key, MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Sentry-Auth"),
+        MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
+        request_arg(r, "sentry_key"), &r->err);
+    bool have_key = rc == ERR_OK;
+    if (rc != ERR_OK && rc != ERR_NOT_FOUND)
+        return sentry_refused(r, rc);
+    if (have_key && (rc = key_check(srv, pid, key, &r->err)) != ERR_OK)
+        return sentry_refused(r, rc);
+    ingest_sentry_input in = {
+        .content_encoding = request_media_type(r, MHD_HTTP_HEADER_CONTENT_ENCODING),
+        .body = r->mem ? r->mem : (const uint8_t *)"",
+        .len = (size_t)r->body_bytes,
+        .store_endpoint = store_endpoint,
+        .max_body_bytes = srv->cfg->max_report_bytes * 4,
+        .max_event_bytes = srv->cfg->max_report_bytes,
+        .pipe = srv->pipe,
+        .project_id = pid,
+    };
+    ingest_sentry_result res;
+    err_code prc = ingest_sentry_prepare(&res, &in, r->a, &r->err);
+    if (!have_key) {
+        /* the key of the envelope header's dsn; without any key, the body is not judged */
+        int64_t dsn_pid;
+        err_info kerr = {0};
+        if (res.dsn == NULL)
+            rc = err_set(&kerr, ERR_UNAUTHORIZED,
+                         "missing DSN key: send X-Sentry-Auth: Sentry sentry_key=KEY, "
+                         "?sentry_key=KEY, or an envelope header \"dsn\"");
+        else if (auth_dsn_parse(key, &dsn_pid, res.dsn, strlen(res.dsn), &kerr) != ERR_OK)
+            rc = err_set(&kerr, ERR_UNAUTHORIZED, "the envelope header's dsn is not a DSN");
+        else
+            rc = key_check(srv, pid, key, &kerr);
+        if (rc != ERR_OK) {
+            r->err = kerr;
+            return sentry_refused(r, rc);
+        }
+    }
+    if (prc != ERR_OK)
+        return sentry_refused(r, prc);
+    metrics_sentry_items(res.items);
+    sentry_state *st = srv->sentry;
+    uint64_t entries, bytes;
+    spool_stats(st->sp, &entries, &bytes);
+    /* Postgres known down with envelopes waiting: to the spool at once, behind them. */
+    if (entries > 0 && atomic_load(&st->db_down))
+        return spool_and_answer(r, pid, store_endpoint, &res);
+    rc = commit_result(srv, pid, &res, false, r->a, &r->err);
+    if (rc == ERR_STORE) {
+        atomic_store(&st->db_down, true);
+        err_clear(&r->err);
+        return spool_and_answer(r, pid, store_endpoint, &res);
+    }
+    if (rc != ERR_OK)
+        return sentry_refused(r, rc);
+    return sentry_answer(r, &res);
+}
+
+enum MHD_Result handle_sentry_envelope(http_request *r)
+{
+    return sentry_post(r, false);
+}
+
+enum MHD_Result handle_sentry_store(http_request *r)
+{
+    return sentry_post(r, true);
+}

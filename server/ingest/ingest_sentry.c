@@ -1,0 +1,282 @@
+/*
+ * ingest_sentry.c - Sentry envelopes and store-endpoint events in (ingest_sentry.h).
+ *
+ * Relay's rules followed: an envelope holds at most one event; the envelope header's
+ * event_id names it (else the event's own); attachments and other items travel beside it and
+ * are never a reason to refuse it. Item types Relay knows but stacksift does not store
+ * (transactions, replays, profiles, client reports, spans, logs, check-ins, user feedback)
+ * are counted as "ignored", any other type as "unknown".
+ */
+#include "ingest/ingest_sentry.h"
+
+#include <jansson.h>
+#include <openssl/rand.h>
+#include <stdio.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "envelope/envelope.h"
+#include "ingest/ingest.h"
+
+const char *ingest_sentry_item_kind_name(ingest_sentry_item_kind k)
+{
+    switch (k) {
+    case INGEST_SENTRY_ITEM_EVENT:      return "event";
+    case INGEST_SENTRY_ITEM_SESSION:    return "session";
+    case INGEST_SENTRY_ITEM_ATTACHMENT: return "attachment";
+    case INGEST_SENTRY_ITEM_IGNORED:    return "ignored";
+    case INGEST_SENTRY_ITEM_UNKNOWN:    return "unknown";
+    case INGEST_SENTRY_ITEM_KINDS:      break;
+    }
+    return "unknown";
+}
+
+static ingest_sentry_item_kind kind_of(const char *type)
+{
+    static const char *const IGNORED[] = {
+        "transaction", "replay_event", "replay_recording", "replay_video", "profile",
+        "profile_chunk", "client_report", "span", "spans", "log", "otel_log", "check_in",
+        "user_report", "feedback", "statsd", "metric_buckets", "form_data", "security",
+        "raw_security", "nel", "unreal_report", "otel_span",
+    };
+    if (strcmp(type, "event") == 0)
+        return INGEST_SENTRY_ITEM_EVENT;
+    if (strcmp(type, "session") == 0 || strcmp(type, "sessions") == 0)
+        return INGEST_SENTRY_ITEM_SESSION;
+    if (strcmp(type, "attachment") == 0)
+        return INGEST_SENTRY_ITEM_ATTACHMENT;
+    for (size_t i = 0; i < sizeof IGNORED / sizeof IGNORED[0]; i++)
+        if (strcmp(type, IGNORED[i]) == 0)
+            return INGEST_SENTRY_ITEM_IGNORED;
+    return INGEST_SENTRY_ITEM_UNKNOWN;
+}
+
+/* One inflate pass with zlib window bits `wbits`; *data_error set when the stream is not of
+ * that wrapping at all (nothing decoded), so the caller may try another. */
+static err_code inflate_pass(uint8_t **out, size_t *out_len, const uint8_t *in, size_t in_len,
+                             int wbits, const char *encoding, uint64_t max, const char *what,
+                             bool *data_error, arena *a, err_info *err)
+{
+    z_stream zs;
+    memset(&zs, 0, sizeof zs);
+    *data_error = false;
+    if (inflateInit2(&zs, wbits) != Z_OK)
+        return err_set(err, ERR_INTERNAL, "%s: cannot initialize zlib", encoding);
+    size_t cap = in_len * 4 + 1024, len = 0;
+    if (cap > max + 1)
+        cap = (size_t)max + 1;
+    uint8_t *dst = arena_alloc(a, cap, err);
+    err_code rc = ERR_OK;
+    if (dst == NULL) {
+        rc = ERR_TOO_LARGE;
+        goto done;
+    }
+    zs.next_in = (Bytef *)in;
+    zs.avail_in = (uInt)in_len;
+    for (;;) {
+        if (len == cap) {
+            if (cap > max) {
+                rc = err_set(err, ERR_TOO_LARGE, "%s is larger than %llu bytes after %s "
+                             "decoding", what, (unsigned long long)max, encoding);
+                goto done;
+            }
+            size_t ncap = cap * 2 > max + 1 ? (size_t)max + 1 : cap * 2;
+            dst = arena_grow(a, dst, cap, ncap, err);
+            if (dst == NULL) {
+                rc = ERR_TOO_LARGE;
+                goto done;
+            }
+            cap = ncap;
+        }
+        zs.next_out = dst + len;
+        zs.avail_out = (uInt)(cap - len);
+        int zr = inflate(&zs, Z_NO_FLUSH);
+        len = cap - zs.avail_out;
+        if (zr == Z_STREAM_END)
+            break;
+        if (zr == Z_BUF_ERROR && zs.avail_in == 0) {
+            rc = err_set(err, ERR_INVALID, "%s body is truncated after %zu bytes", encoding,
+                         in_len);
+            goto done;
+        }
+        if (zr != Z_OK && zr != Z_BUF_ERROR) {
+            *data_error = zr == Z_DATA_ERROR && zs.total_out == 0;
+            rc = err_set(err, ERR_INVALID, "%s body is corrupt: %s", encoding,
+                         zs.msg ? zs.msg : "inflate failed");
+            goto done;
+        }
+    }
+    if (len > max) {
+        rc = err_set(err, ERR_TOO_LARGE, "%s is larger than %llu bytes after %s decoding", what,
+                     (unsigned long long)max, encoding);
+        goto done;
+    }
+    *out = dst;
+    *out_len = len;
+done:
+    inflateEnd(&zs);
+    return rc;
+}
+
+err_code ingest_inflate(uint8_t **out, size_t *out_len, const uint8_t *in, size_t in_len,
+                        const char *encoding, uint64_t max, const char *what, arena *a,
+                        err_info *err)
+{
+    bool gzip = strcmp(encoding, "gzip") == 0, data_error = false;
+    *out = NULL;
+    *out_len = 0;
+    if (in_len > UINT32_MAX)
+        return err_set(err, ERR_TOO_LARGE, "%s body of %zu bytes is too large to decode",
+                       encoding, in_len);
+    /* gzip: the gzip wrapper; deflate: zlib's or gzip's (32 = detect), then raw deflate */
+    err_code rc = inflate_pass(out, out_len, in, in_len, gzip ? 16 + MAX_WBITS : 32 + MAX_WBITS,
+                               encoding, max, what, &data_error, a, err);
+    if (rc != ERR_OK && !gzip && data_error)
+        rc = inflate_pass(out, out_len, in, in_len, -MAX_WBITS, encoding, max, what,
+                          &data_error, a, err);
+    return rc;
+}
+
+/* The event_id of an event payload, NULL if it has none (or is no JSON object). */
+static const char *payload_event_id(const uint8_t *p, size_t n, arena *a, err_info *err)
+{
+    json_error_t e;
+    json_t *j = json_loadb((const char *)p, n, 0, &e);
+    const json_t *v = json_object_get(j, "event_id");
+    const char *id = json_is_string(v) ? arena_strdup(a, json_string_value(v), err) : NULL;
+    json_decref(j);
+    return id;
+}
+
+/* out->id and out->event_id from `given` (a UUID in either form), or a new random one. */
+static err_code set_event_id(ingest_sentry_result *out, const char *given, err_info *err)
+{
+    if (given != NULL) {
+        if (!store_report_id_norm(out->id, given))
+            return err_set(err, ERR_INVALID, "event_id '%.64s' is not a UUID (32 hex digits)",
+                           given);
+    } else {
+        uint8_t u[16];
+        if (RAND_bytes(u, sizeof u) != 1)
+            return err_set(err, ERR_INTERNAL, "no random bytes for an event id");
+        u[6] = (uint8_t)((u[6] & 0x0f) | 0x40); /* version 4 */
+        u[8] = (uint8_t)((u[8] & 0x3f) | 0x80);
+        char hex[33];
+        for (int i = 0; i < 16; i++)
+            snprintf(hex + 2 * i, 3, "%02x", u[i]);
+        store_report_id_norm(out->id, hex);
+    }
+    size_t k = 0;
+    for (const char *p = out->id; *p; p++)
+        if (*p != '-')
+            out->event_id[k++] = *p;
+    out->event_id[k] = '\0';
+    return ERR_OK;
+}
+
+/* The event (n bytes at p) as the report row; `header_id` is the envelope's event_id. */
+static err_code prepare_event(ingest_sentry_result *out, const uint8_t *p, size_t n,
+                              const char *header_id, const ingest_sentry_input *in, arena *a,
+                              err_info *err)
+{
+    if (n > in->max_event_bytes)
+        return err_set(err, ERR_TOO_LARGE, "event of %zu bytes is over the limit of %llu bytes",
+                       n, (unsigned long long)in->max_event_bytes);
+    ingest_report_input rin = {
+        .content_type = "application/json",
+        .content_encoding = NULL,
+        .body = p,
+        .len = n,
+        .max_report_bytes = in->max_event_bytes,
+        .pipe = in->pipe,
+        .project_id = in->project_id,
+    };
+    store_report_new *rows;
+    size_t nrows;
+    err_code rc = ingest_report_prepare(&rows, &nrows, &rin, a, err);
+    if (rc != ERR_OK) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        return err_set(err, rc, "event: %s", msg);
+    }
+    if (nrows != 1)
+        return err_set(err, ERR_INVALID, "event item holds %zu reports (a MetricKit payload?), "
+                       "not one event", nrows);
+    const char *id = header_id != NULL ? header_id : payload_event_id(p, n, a, err);
+    rc = set_event_id(out, id, err);
+    if (rc != ERR_OK)
+        return rc;
+    out->row = rows[0];
+    out->has_event = true;
+    return ERR_OK;
+}
+
+err_code ingest_sentry_prepare(ingest_sentry_result *out, const ingest_sentry_input *in, arena *a,
+                               err_info *err)
+{
+    memset(out, 0, sizeof *out);
+    const uint8_t *body = in->body;
+    size_t len = in->len;
+    const char *enc = in->content_encoding;
+    if (enc != NULL && enc[0] != '\0' && strcmp(enc, "identity") != 0) {
+        if (strcmp(enc, "gzip") != 0 && strcmp(enc, "deflate") != 0)
+            return err_set(err, ERR_UNSUPPORTED, "content encoding '%s' is not accepted: send "
+                           "gzip, deflate or identity", enc);
+        uint8_t *dec;
+        err_code rc = ingest_inflate(&dec, &len, in->body, in->len, enc, in->max_body_bytes,
+                                     in->store_endpoint ? "event" : "envelope", a, err);
+        if (rc != ERR_OK)
+            return rc;
+        body = dec;
+    }
+    if (len > in->max_body_bytes)
+        return err_set(err, ERR_TOO_LARGE, "%s of %zu bytes is over the limit of %llu bytes",
+                       in->store_endpoint ? "event" : "envelope", len,
+                       (unsigned long long)in->max_body_bytes);
+    out->decoded = body;
+    out->decoded_len = len;
+    if (in->store_endpoint) {
+        out->items[INGEST_SENTRY_ITEM_EVENT] = 1;
+        return prepare_event(out, body, len, NULL, in, a, err);
+    }
+
+    envelope *env;
+    envelope_limits lim = {0, (size_t)(in->max_body_bytes < SIZE_MAX ? in->max_body_bytes : 0)};
+    err_code rc = envelope_parse(&env, (const char *)body, len, &lim, a, err);
+    if (rc != ERR_OK) {
+        /* the header line alone may still name the DSN key: the caller checks it first */
+        const char *nl = memchr(body, '\n', len);
+        envelope *head;
+        err_info herr = {0};
+        if (nl != NULL && envelope_parse(&head, (const char *)body, (size_t)(nl - (const char *)body),
+                                         &lim, a, &herr) == ERR_OK)
+            out->dsn = head->dsn;
+        return rc;
+    }
+    out->dsn = env->dsn;
+    size_t nsessions = 0;
+    for (size_t i = 0; i < env->nitems; i++)
+        nsessions += kind_of(env->items[i].type) == INGEST_SENTRY_ITEM_SESSION;
+    if (nsessions > 0) {
+        out->sessions = arena_alloc_array(a, nsessions, sizeof *out->sessions, err);
+        if (out->sessions == NULL)
+            return ERR_TOO_LARGE;
+    }
+    for (size_t i = 0; i < env->nitems; i++) {
+        const envelope_item *it = &env->items[i];
+        ingest_sentry_item_kind k = kind_of(it->type);
+        out->items[k]++;
+        if (k == INGEST_SENTRY_ITEM_EVENT) {
+            if (out->has_event)
+                return err_set(err, ERR_INVALID, "envelope holds more than one event item");
+            rc = prepare_event(out, (const uint8_t *)it->payload, it->payload_len,
+                               env->event_id, in, a, err);
+            if (rc != ERR_OK)
+                return rc;
+        } else if (k == INGEST_SENTRY_ITEM_SESSION) {
+            out->sessions[out->nsessions++] = (ingest_sentry_session){
+                (const uint8_t *)it->payload, it->payload_len, strcmp(it->type, "sessions") == 0};
+        }
+    }
+    return ERR_OK;
+}

@@ -1,0 +1,345 @@
+#!/usr/bin/env python3
+"""test_sentry - the Sentry SDK endpoints through the real server and Postgres (ctest
+sentry_ingest, labels db;fixtures): POST /api/{project}/envelope/ and /store/.
+
+- Crashes generated from the fixture app (symbolicate_reports.py's generator: random slides,
+  app, framework and system frames, PAC bits) are sent as sentry-cocoa events (macho images)
+  and as the older SDKs' events (apple images, arm64 addresses cut to 32 bits) in gzip'd
+  envelopes; with the app's and the framework's dSYMs uploaded first, every app frame of the
+  stored report symbolicates exactly as llvm-symbolizer says, system frames keep the names the
+  SDK gave, and the report groups with the same crash sent as an .ips (same fingerprint).
+- The answer is 200 {"id": "<event_id>"} and GET /api/v1/reports/<event_id> finds it, in the
+  project of the DSN; ?format=text renders it as Apple crash text.
+- Auth as Relay takes it: X-Sentry-Auth, Authorization: Sentry, ?sentry_key=, the envelope
+  header's dsn; deflate as well as gzip; the store endpoint; sessions, attachments and unknown
+  item types accepted and counted in /metrics; an event without frames (a message) stored.
+- The real sentry-cli (tests/sentry_cli's pinned @sentry/cli-linux-x64) sends a crash event
+  with `send-envelope --raw` and another with `send-event --raw` to the project's DSN: both
+  are stored, symbolicated and grouped as above.
+- Bad input, each a 4xx with a JSON error body and nothing stored: no key, a wrong key,
+  another project's key, a malformed auth header, bad gzip, a truncated envelope, a length
+  past the end, an event over the size limit, 10,000 items, nesting 10,000 deep, two events,
+  an event_id that is no UUID, a project id that is no number.
+"""
+import gzip
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import time
+import zlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import lookup_oracle as lo  # noqa: E402
+import symbolicate_reports as sr  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "sentry_cli"))
+from run import npm_ci  # noqa: E402  (the pinned @sentry/cli-linux-x64, tests/sentry_cli)
+from web_instance import Instance, check, checks_done  # noqa: E402
+
+
+def project_create(inst, slug):
+    """(key, project id) of a new project, from the DSN `stacksift project create` prints."""
+    p = subprocess.run([inst.bin, "project", "create", slug], env=inst.env(),
+                       capture_output=True, text=True, timeout=30)
+    if p.returncode == 2:
+        # `stacksift project` is not in this build yet (the projects work's second part):
+        # the project and its key as migration 0008 stores them (the key's SHA-256), picked up
+        # by the server's key table within its reload interval
+        key = os.urandom(16).hex()
+        pid = int(inst.psql(inst.db_url, f"INSERT INTO projects (slug, name) VALUES ('{slug}', "
+                            f"'{slug}') RETURNING id").split()[0])
+        inst.psql(inst.db_url, f"INSERT INTO dsn_keys (project_id, key_sha256) VALUES ({pid}, "
+                  f"sha256('{key}'::bytea))")
+        time.sleep(1.5)   # the server reloads its key table twice a second
+        return key, pid
+    m = re.search(r"^DSN=\w+://([0-9a-fA-F]+)@[^/]+/(\d+)$", p.stdout, re.M)
+    if p.returncode != 0 or not m:
+        raise RuntimeError(f"project create {slug}: exit {p.returncode}, {p.stdout!r} {p.stderr!r}")
+    return m.group(1), int(m.group(2))
+
+
+def envelope(items, header=None):
+    """An envelope: header line, then (item header, payload) pairs, each with its length."""
+    out = json.dumps(header or {}).encode() + b"\n"
+    for h, payload in items:
+        h = dict(h)
+        h.setdefault("length", len(payload))
+        out += json.dumps(h).encode() + b"\n" + payload + b"\n"
+    return out
+
+
+def post_envelope(inst, pid, body, key=None, how="x-sentry-auth", encoding="gzip", path=None):
+    headers = {"Content-Type": "application/x-sentry-envelope"}
+    url = path or f"/api/{pid}/envelope/"
+    if key is not None:
+        if how == "x-sentry-auth":
+            headers["X-Sentry-Auth"] = (f"Sentry sentry_version=7, sentry_key={key}, "
+                                        "sentry_client=sentry.cocoa/8.40.1")
+        elif how == "authorization":
+            headers["Authorization"] = f"Sentry sentry_key={key}, sentry_version=7"
+        elif how == "query":
+            url += f"?sentry_key={key}"
+    if encoding == "gzip":
+        body = gzip.compress(body)
+        headers["Content-Encoding"] = "gzip"
+    elif encoding == "deflate":
+        body = zlib.compress(body)
+        headers["Content-Encoding"] = "deflate"
+    return inst.request("POST", url, body, headers=headers)
+
+
+def wait_processed(inst, rid, secs=60):
+    deadline = time.time() + secs
+    while time.time() < deadline:
+        r = inst.request("GET", f"/api/v1/reports/{rid}", token=inst.tokens["read"])
+        if r.status == 200 and r.json()["status"] in ("processed", "pending_dsym", "failed"):
+            return r.json()
+        time.sleep(0.1)
+    return None
+
+
+def report_count(inst):
+    return int(inst.psql(inst.db_url, "SELECT count(*) FROM reports").strip())
+
+
+def event_id(k):
+    return f"{k:032x}"
+
+
+def main():
+    fixtures = os.environ["STACKSIFT_FIXTURES"]
+    manifest = lo.load_manifest(fixtures)
+    rng = random.Random(20261127)
+    ck = sr.Checker()
+    crashes = []
+    for rnd in range(3):
+        app = sr.fixture_image(fixtures, manifest, "arm64-O2", rng, 0x100000000)
+        kit = sr.fixture_image(fixtures, manifest, "kit", rng, 0x110000000)
+        imgs = [app, kit] + sr.system_images(rng, "arm64")
+        rng.shuffle(imgs)
+        threads, _leb, crashed = sr.make_crash(rng, imgs, [app, kit], "arm64")
+        crashes.append((imgs, threads, crashed))
+    wanted = {}
+    for imgs, threads, _ in crashes:
+        for f in [f for _, _, _, fr in threads for f in fr]:
+            if f.image.fixture:
+                wanted.setdefault((f.image.dwarf, f.image.arch), set()).add(f.lookup)
+    ck.oracle = {k: lo.symbolize(k[0], k[1], sorted(v)) for k, v in wanted.items()}
+
+    with Instance("sentry", workers=1) as inst:
+        key_a, pid_a = project_create(inst, "ios-app")
+        key_b, pid_b = project_create(inst, "other-app")
+        check(pid_a != pid_b and key_a != key_b, "two projects, two keys")
+        for name in ("arm64-O2", "kit"):
+            fx = next(f for f in manifest["fixtures"] if f["name"] == name)
+            with open(os.path.join(fixtures, fx["dwarf"]), "rb") as f:
+                r = inst.request("POST", f"/api/v1/dsyms?name={fx['image']}", f.read(),
+                                 token=inst.tokens["upload"])
+            check(r.status in (200, 201), f"dSYM {name}: {r.status} {r.body[:200]!r}")
+
+        # ---- events of the fixture crashes: symbolicated, grouped like the .ips ----------
+        n = 0
+        for ci, (imgs, threads, crashed) in enumerate(crashes):
+            for legacy in (False, True):
+                n += 1
+                ev = json.loads(sr.sentry_report(imgs, threads, [], crashed, "arm64", legacy))
+                eid = event_id(0x5e000 + n)
+                ev["event_id"] = eid
+                body = envelope([({"type": "event", "content_type": "application/json"},
+                                  json.dumps(ev).encode())], {"event_id": eid})
+                r = post_envelope(inst, pid_a, body, key_a)
+                label = f"crash {ci} {'legacy' if legacy else 'macho'}"
+                if not check(r.status == 200 and r.json() == {"id": eid},
+                             f"{label}: {r.status} {r.body[:300]!r}"):
+                    continue
+                rep = wait_processed(inst, eid)
+                if not check(rep is not None and rep["status"] == "processed",
+                             f"{label}: not processed: {rep and rep['status']} {rep and rep['error']}"):
+                    continue
+                check(rep["format"] == "sentry", f"{label}: format {rep['format']}")
+                sr.check_json(ck, label, json.dumps(rep["symbolicated"]), imgs, threads, None,
+                              False)
+                # the same crash as an .ips (no Last Exception Backtrace): the same group key
+                ips = sr.ips_report(imgs, threads, [], crashed, "arm64")
+                r2 = inst.request("POST", "/api/v1/reports", ips.encode(),
+                                  headers={"Content-Type": "application/json"},
+                                  token=inst.tokens["ingest"])
+                check(r2.status == 202, f"{label}: .ips POST {r2.status}")
+                rep2 = wait_processed(inst, r2.json()["id"]) if r2.status == 202 else None
+                check(rep2 is not None and rep2["fingerprint"] == rep["fingerprint"],
+                      f"{label}: fingerprint {rep['fingerprint']} vs .ips "
+                      f"{rep2 and rep2['fingerprint']}")
+                t = inst.request("GET", f"/api/v1/reports/{eid}?format=text",
+                                 token=inst.tokens["read"])
+                check(t.status == 200 and b"Binary Images:" in t.body and
+                      b"Report Format:       sentry" in t.body, f"{label}: text {t.status}")
+        # ---- the real sentry-cli: send-envelope --raw and send-event --raw -----------------
+        exe = npm_ci(os.environ["STACKSIFT_BUILD_DIR"])
+        cli_env = {k: v for k, v in os.environ.items() if not k.startswith("SENTRY_")}
+        cli_env.update(HOME=inst.tmp, SENTRY_DSN=f"http://{key_a}@127.0.0.1:{inst.port}/{pid_a}")
+        imgs, threads, crashed = crashes[0]
+        for k, cmd in enumerate(("send-envelope", "send-event")):
+            eid = event_id(0x5c000 + k)
+            ev = json.loads(sr.sentry_report(imgs, threads, [], crashed, "arm64", k == 1))
+            ev["event_id"] = eid
+            path = os.path.join(inst.tmp, f"{cmd}.txt")
+            with open(path, "wb") as f:
+                if cmd == "send-envelope":
+                    f.write(envelope([({"type": "event"}, json.dumps(ev).encode())],
+                                     {"event_id": eid}))
+                else:
+                    f.write(json.dumps(ev).encode())
+            p = subprocess.run([exe, cmd, "--raw", path], env=cli_env, capture_output=True,
+                               text=True, timeout=120)
+            check(p.returncode == 0, f"sentry-cli {cmd}: exit {p.returncode}: {p.stderr[-500:]}")
+            rep = wait_processed(inst, eid)
+            if not check(rep is not None and rep["status"] == "processed",
+                         f"sentry-cli {cmd}: event {eid} not stored and processed"):
+                continue
+            sr.check_json(ck, f"sentry-cli {cmd}", json.dumps(rep["symbolicated"]), imgs, threads,
+                          None, False)
+
+        check(ck.app_frames >= 30 and not ck.mismatches,
+              f"symbolication: {ck.app_frames} app frames, mismatches {ck.mismatches[:5]}")
+
+        # ---- the four ways to give the key, encodings, the store endpoint ---------------
+        msg = lambda eid: json.dumps({"event_id": eid, "level": "error", "platform": "cocoa",
+                                      "message": {"formatted": "checkout failed"},
+                                      "exception": {"values": [{"type": "NSURLErrorDomain",
+                                                                "value": "Code=-1009"}]},
+                                      "threads": {"values": [{"id": 0, "current": True,
+                                                              "stacktrace": {"frames": [
+                                                                  {"function": "main"},
+                                                                  {"function": "-[Cart pay]"}]}}]}
+                                      }).encode()
+        variants = [("x-sentry-auth", "gzip"), ("authorization", "gzip"), ("query", "identity"),
+                    ("dsn", "deflate")]
+        for i, (how, enc) in enumerate(variants):
+            eid = event_id(0xa0000 + i)
+            hdr = {"event_id": eid}
+            if how == "dsn":
+                hdr["dsn"] = f"http://{key_a}@127.0.0.1:{inst.port}/{pid_a}"
+            body = envelope([({"type": "event"}, msg(eid))], hdr)
+            r = post_envelope(inst, pid_a, body, None if how == "dsn" else key_a, how, enc)
+            check(r.status == 200 and r.json() == {"id": eid},
+                  f"key by {how}, {enc}: {r.status} {r.body[:200]!r}")
+        eid = event_id(0xb0001)
+        r = inst.request("POST", f"/api/{pid_a}/store/", gzip.compress(msg(eid)),
+                         headers={"Content-Type": "application/json", "Content-Encoding": "gzip",
+                                  "X-Sentry-Auth": f"Sentry sentry_key={key_a}"})
+        check(r.status == 200 and r.json() == {"id": eid}, f"store endpoint: {r.status} {r.body!r}")
+        rep = wait_processed(inst, eid)
+        check(rep is not None and rep["status"] == "processed" and rep["format"] == "sentry",
+              f"handled error stored and processed: {rep and rep['status']}")
+        # grouped by exception type and function names: the four variants share one issue
+        ids = [event_id(0xa0000 + i) for i in range(4)] + [eid]
+        fps = {(wait_processed(inst, x) or {}).get("fingerprint") for x in ids}
+        check(len(fps) == 1 and None not in fps, f"handled errors group together: {fps}")
+        # a message without any frame
+        eid = event_id(0xb0002)
+        body = envelope([({"type": "event"}, json.dumps({"event_id": eid, "message": "low disk",
+                                                         "level": "warning"}).encode())],
+                        {"event_id": eid})
+        r = post_envelope(inst, pid_a, body, key_a)
+        check(r.status == 200, f"message event: {r.status} {r.body!r}")
+        rep = wait_processed(inst, eid)
+        check(rep is not None and rep["status"] == "processed", "message event processed")
+
+        # ---- sessions, attachments, unknown items beside an event; nothing else ----------
+        eid = event_id(0xc0001)
+        body = envelope([
+            ({"type": "event"}, msg(eid)),
+            ({"type": "attachment", "filename": "log.txt", "attachment_type": "event.attachment"},
+             b"line 1\nline 2\n\x00binary"),
+            ({"type": "session"}, json.dumps({"sid": "2f8e2b5c-4c1d-4a57-9c6e-0c6f8f7c1a11",
+                                              "init": True, "started": "2026-11-27T00:00:00Z",
+                                              "status": "ok", "attrs": {"release": "a@1"}}).encode()),
+            ({"type": "client_report"}, b'{"discarded_events":[]}'),
+            ({"type": "totally_new_item"}, b"whatever"),
+        ], {"event_id": eid})
+        r = post_envelope(inst, pid_a, body, key_a)
+        check(r.status == 200 and r.json() == {"id": eid}, f"mixed envelope: {r.status} {r.body!r}")
+        body = envelope([({"type": "sessions"}, json.dumps({
+            "aggregates": [{"started": "2026-11-27T00:00:00Z", "exited": 3}],
+            "attrs": {"release": "a@1"}}).encode())])
+        r = post_envelope(inst, pid_a, body, key_a)
+        check(r.status == 200 and r.json() == {}, f"sessions-only envelope: {r.status} {r.body!r}")
+        m = inst.request("GET", "/metrics", token=inst.tokens["read"]).body.decode()
+        for typ, at_least in (("event", 12), ("session", 2), ("attachment", 1), ("ignored", 1),
+                              ("unknown", 1)):
+            got = re.search(rf'^stacksift_sentry_items_total{{type="{typ}"}} (\d+)$', m, re.M)
+            check(got is not None and int(got.group(1)) >= at_least,
+                  f"/metrics items {typ}: {got and got.group(1)}")
+
+        # ---- bad input: a 4xx with a JSON error, nothing stored ---------------------------
+        good = lambda eid: envelope([({"type": "event"}, msg(eid))], {"event_id": eid})
+        deep = b"[" * 10000 + b"]" * 10000
+        many = b"{}\n" + b'{"type":"session","length":2}\n{}\n' * 10000
+        big_event = json.dumps({"event_id": event_id(0xd0009), "message": "x" * (6 << 20)}).encode()
+        bad = [
+            ("no key", lambda: post_envelope(inst, pid_a, good(event_id(0xd0001)), None), 401),
+            ("wrong key", lambda: post_envelope(inst, pid_a, good(event_id(0xd0002)), "0" * 32), 401),
+            ("other project's key",
+             lambda: post_envelope(inst, pid_a, good(event_id(0xd0003)), key_b), 403),
+            ("malformed auth header",
+             lambda: inst.request("POST", f"/api/{pid_a}/envelope/", good(event_id(0xd0004)),
+                                  headers={"X-Sentry-Auth": "Sentry sentry_key"}), 401),
+            ("bad gzip",
+             lambda: inst.request("POST", f"/api/{pid_a}/envelope/", b"\x1f\x8b\x08\x00garbage",
+                                  headers={"X-Sentry-Auth": f"Sentry sentry_key={key_a}",
+                                           "Content-Encoding": "gzip"}), 400),
+            ("truncated envelope",
+             lambda: post_envelope(inst, pid_a, good(event_id(0xd0005))[:-40], key_a), 400),
+            ("length past the end",
+             lambda: post_envelope(inst, pid_a, b'{}\n{"type":"event","length":999999}\n{}\n',
+                                   key_a), 400),
+            ("event over the size limit",
+             lambda: post_envelope(inst, pid_a, envelope([({"type": "event"}, big_event)]), key_a),
+             413),
+            ("10,000 items", lambda: post_envelope(inst, pid_a, many, key_a), 413),
+            ("nesting 10,000 deep in an item header",
+             lambda: post_envelope(inst, pid_a, b'{}\n{"type":"event","x":' + deep + b'}\n{}\n',
+                                   key_a), 400),
+            ("nesting 10,000 deep in the event",
+             lambda: post_envelope(inst, pid_a, envelope([({"type": "event"}, b'{"a":' + deep + b"}")]),
+                                   key_a), 400),
+            ("two events",
+             lambda: post_envelope(inst, pid_a, envelope([({"type": "event"}, msg(event_id(0xd0006))),
+                                                          ({"type": "event"}, msg(event_id(0xd0007)))]),
+                                   key_a), 400),
+            ("event_id not a UUID",
+             lambda: post_envelope(inst, pid_a, envelope([({"type": "event"}, msg("zz"))],
+                                                         {"event_id": "not-a-uuid"}), key_a), 400),
+            ("project id not a number",
+             lambda: post_envelope(inst, pid_a, good(event_id(0xd0008)), key_a,
+                                   path="/api/abc/envelope/"), 404),
+            ("unknown content encoding",
+             lambda: inst.request("POST", f"/api/{pid_a}/envelope/", good(event_id(0xd000a)),
+                                  headers={"X-Sentry-Auth": f"Sentry sentry_key={key_a}",
+                                           "Content-Encoding": "br"}), 422),
+        ]
+        before = report_count(inst)
+        for what, send, status in bad:
+            r = send()
+            body = None
+            try:
+                body = r.json()
+            except ValueError:
+                pass
+            check(r.status == status and isinstance(body, dict) and "error" in body,
+                  f"{what}: {r.status} (want {status}) {r.body[:200]!r}")
+        time.sleep(0.5)
+        check(report_count(inst) == before, f"bad input stored reports: {before} -> {report_count(inst)}")
+        for k in range(1, 0xb):
+            r = inst.request("GET", f"/api/v1/reports/{event_id(0xd0000 + k)}", token=inst.tokens["read"])
+            check(r.status == 404, f"refused event {k} is not stored: {r.status}")
+    print(f"test_sentry: {n} crash events, {ck.app_frames} app frames "
+          f"({ck.symbols} symbols), {ck.system_frames} system frames, {len(bad)} bad inputs")
+    return checks_done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
