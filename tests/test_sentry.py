@@ -11,8 +11,10 @@ sentry_ingest, labels db;fixtures): POST /api/{project}/envelope/ and /store/.
 - The answer is 200 {"id": "<event_id>"} and GET /api/v1/reports/<event_id> finds it, in the
   project of the DSN; ?format=text renders it as Apple crash text.
 - Auth as Relay takes it: X-Sentry-Auth, Authorization: Sentry, ?sentry_key=, the envelope
-  header's dsn; deflate as well as gzip; the store endpoint; sessions, attachments and unknown
-  item types accepted and counted in /metrics; an event without frames (a message) stored.
+  header's dsn; deflate as well as gzip; the store endpoint; attachments and unknown item
+  types accepted and counted in /metrics; sessions recorded for the release view (a session
+  item that does not parse is dropped, not the event beside it); an event without frames (a
+  message) stored.
 - The real sentry-cli (tests/sentry_cli's pinned @sentry/cli-linux-x64) sends a crash event
   with `send-envelope --raw` and another with `send-event --raw` to the project's DSN: both
   are stored, symbolicated and grouped as above.
@@ -267,7 +269,20 @@ def main():
             "attrs": {"release": "a@1"}}).encode())])
         r = post_envelope(inst, pid_a, body, key_a)
         check(r.status == 200 and r.json() == {}, f"sessions-only envelope: {r.status} {r.body!r}")
+        # recorded for the release view: one session (init) and an aggregate of 3 exited
+        n_sessions = inst.psql(inst.db_url, "SELECT coalesce(sum(h.sessions), 0) FROM session_hours h "
+                               f"JOIN release_envs r ON r.id = h.renv WHERE r.project_id = {pid_a} "
+                               "AND r.release = 'a@1'").strip()
+        check(n_sessions == "4", f"sessions recorded for release a@1: {n_sessions}, want 4")
+        # a session item that does not parse is dropped; the event beside it is stored
+        eid = event_id(0xc0002)
+        body = envelope([({"type": "event"}, msg(eid)), ({"type": "session"}, b'{"sid": 12}')],
+                        {"event_id": eid})
+        r = post_envelope(inst, pid_a, body, key_a)
+        check(r.status == 200 and r.json() == {"id": eid}, f"bad session beside an event: {r.status}")
         m = inst.request("GET", "/metrics", token=inst.tokens["read"]).body.decode()
+        got = re.search(r"^stacksift_sentry_sessions_dropped_total (\d+)$", m, re.M)
+        check(got is not None and int(got.group(1)) >= 1, f"/metrics sessions dropped: {got and got.group(1)}")
         for typ, at_least in (("event", 12), ("session", 2), ("attachment", 1), ("ignored", 1),
                               ("unknown", 1)):
             got = re.search(rf'^stacksift_sentry_items_total{{type="{typ}"}} (\d+)$', m, re.M)

@@ -255,7 +255,14 @@ void metrics_intake_render(buf *out, const store_intake_stats *st)
 /* ---- Sentry endpoints ---------------------------------------------------------------------- */
 
 static uint64_t sentry_items[INGEST_SENTRY_ITEM_KINDS], sentry_events, sentry_no_event,
-    sentry_refused[NERR], sentry_spool_full;
+    sentry_refused[NERR], sentry_spool_full, sentry_sessions_dropped;
+
+void metrics_sentry_session_dropped(void)
+{
+    pthread_mutex_lock(&mu);
+    sentry_sessions_dropped++;
+    pthread_mutex_unlock(&mu);
+}
 
 void metrics_sentry_items(const size_t *items)
 {
@@ -314,6 +321,11 @@ void metrics_sentry_render(buf *out, uint64_t spool_entries, uint64_t spool_byte
     for (unsigned c = 1; c < NERR; c++)
         buf_printf(out, "stacksift_sentry_rejected_total{code=\"%s\"} %llu\n",
                    err_name((err_code)c), (unsigned long long)sentry_refused[c]);
+    buf_printf(out, "# HELP stacksift_sentry_sessions_dropped_total Session items of accepted "
+                    "envelopes that did not parse (or were refused by the release view).\n"
+                    "# TYPE stacksift_sentry_sessions_dropped_total counter\n"
+                    "stacksift_sentry_sessions_dropped_total %llu\n",
+               (unsigned long long)sentry_sessions_dropped);
     uint64_t full = sentry_spool_full;
     pthread_mutex_unlock(&mu);
     buf_printf(out, "# HELP stacksift_spool_entries Envelopes in this node's disk spool, waiting "

@@ -39,6 +39,7 @@ void metrics_sentry_items(const size_t *items);
 void metrics_sentry_answered(bool with_event);
 void metrics_sentry_refused(err_code code);
 void metrics_sentry_spool_full(void);
+void metrics_sentry_session_dropped(void); /* a session item that did not parse or count */
 
 /* metrics_sentry_render - append the Sentry counters and the spool's state (entries and
  * bytes on disk now; spooled, replayed and dropped since start). */

@@ -29,6 +29,7 @@
 #include "http/http_internal.h"
 #include "http/metrics.h"
 #include "ingest/ingest_sentry.h"
+#include "ingest/sessions.h"
 #include "ingest/spool.h"
 #include "log/log.h"
 
@@ -100,12 +101,59 @@ static enum MHD_Result sentry_refused(http_request *r, err_code rc)
     return respond_err(r, &r->err);
 }
 
-/* Sessions of the envelope: counted in /metrics (by metrics_sentry_items) until the release
- * view records them. */
+/* The envelope's session items into the release view (ingest/sessions.h): every `session`
+ * update in one call, each `sessions` aggregate in its own. A session item that does not parse
+ * is dropped and counted (stacksift_sentry_sessions_dropped_total), never a reason to refuse
+ * the event beside it. Errors ERR_STORE (Postgres unreachable: the caller spools the envelope;
+ * updates are idempotent, aggregates are not and are then counted again at replay). */
 static err_code sentry_sessions_record(http_server *srv, int64_t pid, const ingest_sentry_result *res,
                                        arena *a, err_info *err)
 {
-    (void)srv, (void)pid, (void)res, (void)a, (void)err;
+    if (res->nsessions == 0)
+        return ERR_OK;
+    session_update *upd = arena_alloc_array(a, res->nsessions, sizeof *upd, err);
+    if (upd == NULL)
+        return ERR_TOO_LARGE;
+    size_t nupd = 0;
+    char field[SESSIONS_FIELD_MAX];
+    sessions_result sr;
+    for (size_t i = 0; i < res->nsessions; i++) {
+        const ingest_sentry_session *it = &res->sessions[i];
+        err_info perr = {0};
+        err_code rc;
+        if (!it->aggregate) {
+            rc = sessions_parse_sentry_session(&upd[nupd], field, (const char *)it->payload,
+                                               it->len, a, &perr);
+            if (rc == ERR_OK)
+                nupd++;
+        } else {
+            session_aggregate *ag;
+            size_t n;
+            rc = sessions_parse_sentry_aggregates(&ag, &n, field, (const char *)it->payload,
+                                                  it->len, a, &perr);
+            if (rc == ERR_OK)
+                rc = sessions_ingest_aggregates(&sr, field, srv->store, pid, ag, n, "aggregates",
+                                                0, &perr);
+            if (rc == ERR_STORE)
+                return err_set(err, ERR_STORE, "%s", perr.msg);
+        }
+        if (rc != ERR_OK) {
+            metrics_sentry_session_dropped();
+            log_event(LOG_INFO, "sentry_session_dropped", "project=%" PRId64 " message=%s", pid,
+                      perr.msg);
+        }
+    }
+    if (nupd == 0)
+        return ERR_OK;
+    err_info ierr = {0};
+    err_code rc = sessions_ingest(&sr, field, srv->store, pid, upd, nupd, "session", 0, &ierr);
+    if (rc == ERR_STORE)
+        return err_set(err, ERR_STORE, "%s", ierr.msg);
+    if (rc != ERR_OK) {
+        metrics_sentry_session_dropped();
+        log_event(LOG_INFO, "sentry_session_dropped", "project=%" PRId64 " message=%s", pid,
+                  ierr.msg);
+    }
     return ERR_OK;
 }
 
