@@ -339,10 +339,11 @@ static void malformed_reports_are_refused(void)
     resp_free(&r);
     free(h);
 
-    /* a Sentry event is no crash report: 422 naming it */
-    char *sentry = corpus("other/symbolic-crashprobe-1.json");
-    CHECK_STATUS(post_file("/api/v1/reports", tok_ingest, "Content-Type: application/json\r\n", sentry), 422);
-    free(sentry);
+    /* a kernel panic is no app crash report: 422 naming it (Sentry events are reports now:
+     * tests/test_sentry.py) */
+    char *panic = corpus("other/pycrashreport-panic-1.ips");
+    CHECK_STATUS(post_file("/api/v1/reports", tok_ingest, "Content-Type: application/json\r\n", panic), 422);
+    free(panic);
 
     h = auth(tok_read, NULL);
     CHECK_STATUS(http_req(port, "GET", "/api/v1/reports/00000000-0000-0000-0000-000000000000", h, NULL, 0, false), 404);
