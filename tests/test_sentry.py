@@ -49,7 +49,17 @@ def project_create(inst, slug):
     m = re.search(r"^DSN=\w+://([0-9a-fA-F]+)@[^/]+/(\d+)$", p.stdout, re.M)
     if p.returncode != 0 or not m:
         raise RuntimeError(f"project create {slug}: exit {p.returncode}, {p.stdout!r} {p.stderr!r}")
-    return m.group(1), int(m.group(2))
+    key, pid = m.group(1), int(m.group(2))
+    # the server learns new keys at its next key-table reload (twice a second): until then an
+    # empty envelope is 401, after that 400
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        r = inst.request("POST", f"/api/{pid}/envelope/", b"",
+                         headers={"X-Sentry-Auth": f"Sentry sentry_key={key}"})
+        if r.status != 401:
+            break
+        time.sleep(0.1)
+    return key, pid
 
 
 def envelope(items, header=None):
