@@ -333,8 +333,10 @@ def nodes_and_kill(inst, rec, rules):
     # the node holding it: the one whose claim transaction is open (its application_name)
     who = sql(inst, "SELECT application_name FROM pg_stat_activity WHERE state LIKE 'idle in "
               "transaction%' AND query LIKE '%alert_events%' LIMIT 1")
-    victims = {"b": procs["b"][0], "c": procs["c"][0]}
-    proc = next((p for name, p in victims.items() if who.endswith(name) or who == name), inst.proc)
+    # application_name is the node name (serve sets it): the victim is the node delivering
+    check(who in ("a", "b", "c"), f"the delivering node is known: {who!r}")
+    proc = {"a": inst.proc, "b": procs["b"][0], "c": procs["c"][0]}.get(who, inst.proc)
+    print(f"killing node {who!r} (pid {proc.pid}) while it delivers {held[1]}", flush=True)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     check(wait_for(lambda: any(g[0] == "/new_issue" and g[1] == held[1] for g in rec.got), 30),
