@@ -4,7 +4,9 @@
 #      FixtureApp-dSYMs.zip (the -O2 app and FixtureKit) and the -O0 app's DWARF file;
 #   2. crash and hang reports of that app made by deploy/demo_reports.py (two versions,
 #      random slides, system frames, devices), grouped into a handful of real issues;
-#   3. every real report in ../shared/corpus/reports/ (refused ones are counted, not hidden);
+#   3. every real report in ../shared/corpus/reports/ (refused ones are listed with the reason:
+#      only what is no crash report or is cut short); the KSCrash JSON reports go in one batch
+#      the way KSCrash's standard sink sends them (multipart "reports", ?token= in the URL);
 #   4. privacy-API sample batches of two builds from six test devices (deploy/demo_samples.py).
 # Then it waits until the workers have processed the queue and counted the samples.
 #
@@ -76,8 +78,28 @@ post() {   # post FILE: one report; Content-Type from its first byte
 for f in "$work"/reports/*; do post "$f"; done
 log "generated reports: $accepted accepted"
 gen=$accepted
-while IFS= read -r f; do post "$f"; done < <(find "$corpus" -mindepth 2 -type f | sort)
-log "corpus reports: $((accepted - gen)) accepted, $refused refused (not crash reports, or truncated)"
+# KSCrash's standard sink: every pending report in one multipart body, the token in the URL.
+ksfiles=()
+while IFS= read -r f; do ksfiles+=("$f"); done < <(find "$corpus/kscrash-json" -type f -name '*.json' | sort)
+if [ ${#ksfiles[@]} -gt 0 ]; then
+  # the files as they are, one after the other in a JSON array (no re-encoding)
+  { printf '['; sep=''; for f in "${ksfiles[@]}"; do printf '%s' "$sep"; cat "$f"; sep=','; done; printf ']'; } >"$work/reports.json"
+  code=$(curl -sS -o "$work/sink.json" -w '%{http_code}' -H 'User-Agent: KSCrashReporter' \
+    -F "reports=@$work/reports.json;type=application/json;filename=reports.json" \
+    "$url/api/v1/reports?token=$INGEST_TOKEN")
+  case "$code" in
+    202|400) ;;
+    *) die "KSCrash sink batch answered $code: $(cat "$work/sink.json")" ;;
+  esac
+  accepted=$((accepted + $(jq '.accepted' "$work/sink.json")))
+  refused=$((refused + $(jq '.refused' "$work/sink.json")))
+  for i in $(jq -r '.reports[] | select(.error) | .index' "$work/sink.json"); do
+    log "refused (KSCrash sink) ${ksfiles[$i]#"$corpus/"}: $(jq -r ".reports[$i].error.message" "$work/sink.json" | head -c 160)"
+  done
+  log "KSCrash sink batch of ${#ksfiles[@]}: $(jq '.accepted' "$work/sink.json") accepted, $(jq '.refused' "$work/sink.json") refused"
+fi
+while IFS= read -r f; do post "$f"; done < <(find "$corpus" -mindepth 2 -type f -not -path "$corpus/kscrash-json/*" | sort)
+log "corpus reports: $((accepted - gen)) accepted, $refused refused (not crash reports, or cut short: reasons above)"
 
 # 4. Privacy-API samples, gzip as a device sends them.
 sample_calls=$(python3 deploy/demo_samples.py "$bin" "$fixtures" "$work/samples")

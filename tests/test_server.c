@@ -351,6 +351,157 @@ static void malformed_reports_are_refused(void)
     free(h);
 }
 
+/* ---- KSCrash's standard sink ------------------------------------------------------------ */
+
+/* A multipart body as KSCrashReportSinkStandard sends it: one part named "reports"
+ * (filename reports.json, application/json) holding `json`. *len gets its size. */
+static char *sink_body(const char *json, size_t json_len, size_t *len)
+{
+    const char *boundary = "0xKhTmLbOuNdArY-KSCrash";
+    char *pre = xsprintf("--%s\r\nContent-Disposition: form-data; name=\"reports\"; "
+                         "filename=\"reports.json\"\r\nContent-Type: application/json\r\n\r\n",
+                         boundary);
+    char *post = xsprintf("\r\n--%s--\r\n", boundary);
+    *len = strlen(pre) + json_len + strlen(post);
+    char *body = malloc(*len);
+    memcpy(body, pre, strlen(pre));
+    memcpy(body + strlen(pre), json, json_len);
+    memcpy(body + strlen(pre) + json_len, post, strlen(post));
+    free(pre);
+    free(post);
+    return body;
+}
+
+static http_resp sink_post(const char *path, const char *json)
+{
+    size_t len;
+    char *body = sink_body(json, strlen(json), &len);
+    http_resp r = http_req(port, "POST", path, "Content-Type: multipart/form-data; "
+                           "boundary=0xKhTmLbOuNdArY-KSCrash\r\nUser-Agent: KSCrashReporter\r\n",
+                           body, len, false);
+    free(body);
+    return r;
+}
+
+/* The JSON text of `s` (a JSON string literal), malloc'd. */
+static char *json_quoted(const char *s)
+{
+    json_t *j = json_string(s);
+    char *out = json_dumps(j, JSON_ENCODE_ANY);
+    json_decref(j);
+    return out;
+}
+
+static void kscrash_sink_batch_is_taken_report_by_report(void)
+{
+    char *f1 = corpus("kscrash-json/kscrash-example-1.json");
+    char *f2 = corpus("kscrash-json/sentrycocoa-5.json");
+    char *f3 = corpus("kscrash-json/kscrash-test-2.json");   /* trailing comma: not JSON */
+    char *f4 = corpus("apple-text/kscrash-example-7.crash");
+    char *r1 = read_file(f1, NULL), *r2 = read_file(f2, NULL), *r3 = read_file(f3, NULL);
+    char *r4 = read_file(f4, NULL);
+    char *text = r4 ? json_quoted(r4) : NULL;
+    /* as the sink writes it: reports in a JSON array, a string for an Apple-format report */
+    char *json = xsprintf("[%s,%s,{\"hello\":1},%s,%s]", r1 ? r1 : "{}", r2 ? r2 : "{}",
+                          r3 ? r3 : "{}", text ? text : "\"\"");
+    char *path = xsprintf("/api/v1/reports?token=%s", tok_ingest);
+    http_resp r = sink_post(path, json);
+    CHECK_EQ_INT(r.status, 202);
+    json_t *reps = r.json ? json_object_get(r.json, "reports") : NULL;
+    CHECK_EQ_INT(json_array_size(reps), 5);
+    CHECK_EQ_INT(r.json ? json_integer_value(json_object_get(r.json, "accepted")) : -1, 3);
+    CHECK_EQ_INT(r.json ? json_integer_value(json_object_get(r.json, "refused")) : -1, 2);
+    static const char *const FORMAT[5] = {"kscrash", "kscrash", NULL, NULL, "apple-text"};
+    char *h = auth(tok_read, NULL);
+    for (size_t i = 0; i < json_array_size(reps) && i < 5; i++) {
+        json_t *e = json_array_get(reps, i);
+        CHECK_EQ_INT(json_integer_value(json_object_get(e, "index")), i);
+        if (FORMAT[i] == NULL) {
+            json_t *er = json_object_get(e, "error");
+            CHECK_EQ_STR(jstr(er, "code"), "invalid_input");
+            CHECK(jstr(er, "message") != NULL && strlen(jstr(er, "message")) > 10);
+            continue;
+        }
+        CHECK_EQ_STR(jstr(e, "format"), FORMAT[i]);
+        /* each report is stored as its own document, readable as sent */
+        const char *id = jstr(e, "id");
+        CHECK(id != NULL && strlen(id) == 36);
+        char *raw = xsprintf("/api/v1/reports/%s/raw", id ? id : "x");
+        http_resp g = http_req(port, "GET", raw, h, NULL, 0, false);
+        CHECK_EQ_INT(g.status, 200);
+        /* the report's own bytes: the file's (a JSON value ends at its last brace) */
+        const char *want = i == 0 ? r1 : i == 1 ? r2 : r4;
+        size_t wlen = want ? strlen(want) : 0;
+        while (i < 2 && wlen > 0 && isspace((unsigned char)want[wlen - 1]))
+            wlen--;
+        if (!(g.body_len == wlen && want && memcmp(g.body, want, wlen) == 0))
+            fprintf(stderr, "report %zu: %zu bytes stored, %zu sent\n", i, g.body_len, wlen);
+        CHECK(want != NULL && g.body != NULL && g.body_len == wlen &&
+              memcmp(g.body, want, g.body_len) == 0);
+        resp_free(&g);
+        free(raw);
+    }
+    free(h);
+    resp_free(&r);
+    /* the token never reaches the log */
+    size_t loglen = 0;
+    char *log = read_file(server_log, &loglen);
+    CHECK(log != NULL && strstr(log, tok_ingest + 20) == NULL);
+    free(log);
+    free(path);
+    free(json);
+    free(text);
+    free(r1), free(r2), free(r3), free(r4);
+    free(f1), free(f2), free(f3), free(f4);
+}
+
+static void kscrash_sink_refusals(void)
+{
+    char *path = xsprintf("/api/v1/reports?token=%s", tok_ingest);
+    /* a truncated array, no array, no "reports" part, nothing acceptable: 4xx naming it */
+    http_resp r = sink_post(path, "[{\"report\":{},\"crash\":{\"threads\":[");
+    CHECK_EQ_INT(r.status, 400);
+    json_t *e = r.json ? json_object_get(r.json, "error") : NULL;
+    CHECK(e && strstr(jstr(e, "message") ? jstr(e, "message") : "", "truncated") != NULL);
+    resp_free(&r);
+    r = sink_post(path, "{\"report\":{}}");
+    CHECK_EQ_INT(r.status, 400);
+    resp_free(&r);
+    r = sink_post(path, "[{\"a\":1},\"not a crash report\"]");
+    CHECK_EQ_INT(r.status, 400);
+    CHECK_EQ_INT(r.json ? json_integer_value(json_object_get(r.json, "refused")) : -1, 2);
+    CHECK_EQ_INT(r.json ? json_array_size(json_object_get(r.json, "reports")) : 0, 2);
+    resp_free(&r);
+    const char *other = "--bnd42\r\nContent-Disposition: form-data; name=\"other\"\r\n\r\nx\r\n"
+                        "--bnd42--\r\n";
+    r = http_req(port, "POST", path, "Content-Type: multipart/form-data; boundary=bnd42\r\n", other,
+                 strlen(other), false);
+    CHECK_EQ_INT(r.status, 400);
+    e = r.json ? json_object_get(r.json, "error") : NULL;
+    if (!(e && strstr(jstr(e, "message") ? jstr(e, "message") : "", "\"reports\"") != NULL))
+        fprintf(stderr, "no reports part: %s\n", r.body ? r.body : "");
+    CHECK(e && strstr(jstr(e, "message") ? jstr(e, "message") : "", "\"reports\"") != NULL);
+    resp_free(&r);
+    free(path);
+    /* the URL token: ingest-only tokens, ingest routes only, a bad one is 401 */
+    path = xsprintf("/api/v1/reports?token=%s", tok_admin);
+    r = sink_post(path, "[]");
+    CHECK_EQ_INT(r.status, 403);
+    resp_free(&r);
+    free(path);
+    r = sink_post("/api/v1/reports?token=ss_000000000000_00", "[]");
+    CHECK_EQ_INT(r.status, 401);
+    resp_free(&r);
+    r = sink_post("/api/v1/reports", "[]");
+    CHECK_EQ_INT(r.status, 401);
+    resp_free(&r);
+    path = xsprintf("/api/v1/dsyms?token=%s", tok_read);
+    r = http_req(port, "GET", path, NULL, NULL, 0, false);
+    CHECK_EQ_INT(r.status, 401);
+    resp_free(&r);
+    free(path);
+}
+
 static void report_limits_are_413(void)
 {
     /* STACKSIFT_MAX_REPORT_BYTES is 1M for this server. */
@@ -989,6 +1140,8 @@ int main(void)
         RUN(malformed_uploads_leave_nothing);
         RUN(metrics_count_requests);
         RUN(dsym_bad_parts_are_skipped_and_reported);
+        RUN(kscrash_sink_batch_is_taken_report_by_report);
+        RUN(kscrash_sink_refusals);
         RUN(graceful_shutdown_finishes_in_flight);
         RUN(reports_survive_restart);
     }

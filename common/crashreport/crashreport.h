@@ -271,6 +271,28 @@ err_code crashreport_parse_all(crashreport ***out, size_t *n, const char *data, 
 err_code crashreport_split(const char ***docs, size_t **lens, size_t *n, const char *data, size_t len,
                            arena *a, err_info *err);
 
+/* One report of an array of reports (crashreport_split_array). */
+typedef struct {
+    const char *data; /* its bytes: a slice of the array's text (a JSON value), or, for a
+                         report given as a JSON string, the decoded string in the arena */
+    size_t len;
+    bool text;        /* given as a JSON string (Apple text, as KSCrash's AppleFmt filter
+                         makes), not as a JSON object */
+} crashreport_doc;
+
+/*
+ * crashreport_split_array - the elements of a JSON array of reports, each a standalone
+ * document: what KSCrash's standard sink (KSCrashReportSinkStandard) sends as its "reports"
+ * part, KSCrash report objects or reports as JSON strings. Elements are found by a scanner
+ * that matches strings and brackets (no element is parsed here: each is parsed on its own
+ * later, so one bad report refuses only itself).
+ * out     *n (>= 1) documents in `a` (slices of `data` or arena copies), valid while both are.
+ * Errors  ERR_INVALID (not a JSON array, an element or the array unterminated: truncated,
+ *         no element), ERR_TOO_LARGE (more than `max` elements, or the arena's budget).
+ */
+err_code crashreport_split_array(crashreport_doc **out, size_t *n, const char *data, size_t len,
+                                 size_t max, arena *a, err_info *err);
+
 /* crashreport_format_name / crashreport_kind_name / crashreport_sym_status_name - the
  * stable strings above ("apple-text", "crash", "ok", ...). Static strings. */
 const char *crashreport_format_name(crashreport_format f);

@@ -859,3 +859,133 @@ static err_code parse_json_one(crashreport **out, crashreport ***all, size_t *na
     rc = parse_ips(out, first, body, a, err);
     return rc;
 }
+
+/* ---- arrays of reports ---------------------------------------------------------------------- */
+
+/* End (one past) of the JSON value starting at data[i]: strings and brackets are matched
+ * (escapes honoured, up to JSON_PARSER_MAX_DEPTH deep), scalars run to the next ',', ']' or
+ * blank. 0 when the value is unterminated or its brackets do not match. */
+static size_t value_end(const char *data, size_t len, size_t i)
+{
+    char stack[2048];
+    size_t depth = 0;
+    if (data[i] != '{' && data[i] != '[' && data[i] != '"') {
+        while (i < len && data[i] != ',' && data[i] != ']' && data[i] != ' ' && data[i] != '\t' &&
+               data[i] != '\r' && data[i] != '\n' && data[i] != '}' && data[i] != '[' &&
+               data[i] != '{' && data[i] != '"')
+            i++;
+        return i;
+    }
+    while (i < len) {
+        char c = data[i++];
+        if (c == '"') {
+            while (i < len && data[i] != '"')
+                i += data[i] == '\\' ? 2 : 1;
+            if (i >= len)
+                return 0;
+            i++;
+        } else if (c == '{' || c == '[') {
+            if (depth == sizeof stack)
+                return 0;
+            stack[depth++] = c == '{' ? '}' : ']';
+        } else if (c == '}' || c == ']') {
+            if (depth == 0 || stack[depth - 1] != c)
+                return 0;
+            depth--;
+        }
+        if (depth == 0)
+            return i;
+    }
+    return 0;
+}
+
+static bool is_blank(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+err_code crashreport_split_array(crashreport_doc **out, size_t *n, const char *data, size_t len,
+                                 size_t max, arena *a, err_info *err)
+{
+    *out = NULL;
+    *n = 0;
+    size_t i = 0;
+    if (len >= 3 && memcmp(data, "\xef\xbb\xbf", 3) == 0)
+        i = 3;
+    while (i < len && is_blank(data[i]))
+        i++;
+    if (i == len || data[i] != '[')
+        return err_set(err, ERR_INVALID, "reports must be a JSON array of reports");
+    i++;
+    size_t cap = 0, count = 0;
+    crashreport_doc *docs = NULL;
+    for (;;) {
+        while (i < len && is_blank(data[i]))
+            i++;
+        if (i < len && data[i] == ']' && count == 0) {
+            i++;
+            break;
+        }
+        if (i == len)
+            return err_set(err, ERR_INVALID, "reports: the JSON array ends early (truncated?) "
+                           "after %zu reports", count);
+        size_t end = value_end(data, len, i);
+        if (end == 0 || end == i)
+            return err_set(err, ERR_INVALID, "reports: report %zu is not a complete JSON value "
+                           "(truncated?) at byte %zu", count, i);
+        if (count == max)
+            return err_set(err, ERR_TOO_LARGE, "reports: more than %zu reports in one array", max);
+        if (count == cap) {
+            size_t ncap = cap ? cap * 2 : 16;
+            docs = arena_grow(a, docs, cap * sizeof *docs, ncap * sizeof *docs, err);
+            if (docs == NULL)
+                return ERR_TOO_LARGE;
+            cap = ncap;
+        }
+        crashreport_doc *d = &docs[count++];
+        d->data = data + i;
+        d->len = end - i;
+        d->text = false;
+        if (data[i] == '"') {
+            /* a report as a JSON string (Apple text made by KSCrash's AppleFmt filter) */
+            json_error_t e;
+            json_t *s = json_loadb(data + i, end - i, JSON_DECODE_ANY, &e);
+            if (!json_is_string(s)) {
+                json_decref(s);
+                return err_set(err, ERR_INVALID, "reports: report %zu is not a valid JSON string",
+                               count - 1);
+            }
+            d->data = arena_strndup(a, json_string_value(s), json_string_length(s), err);
+            d->len = json_string_length(s);
+            d->text = true;
+            json_decref(s);
+            if (d->data == NULL)
+                return ERR_TOO_LARGE;
+        }
+        i = end;
+        while (i < len && is_blank(data[i]))
+            i++;
+        if (i < len && data[i] == ',') {
+            i++;
+            continue;
+        }
+        if (i < len && data[i] == ']') {
+            i++;
+            break;
+        }
+        if (i == len)
+            return err_set(err, ERR_INVALID, "reports: the JSON array ends early (truncated?) "
+                           "after %zu reports", count);
+        return err_set(err, ERR_INVALID, "reports: expected ',' or ']' after report %zu at byte %zu",
+                       count - 1, i);
+    }
+    while (i < len && is_blank(data[i]))
+        i++;
+    if (i != len)
+        return err_set(err, ERR_INVALID, "reports: bytes after the JSON array at byte %zu", i);
+    if (count == 0)
+        return err_set(err, ERR_INVALID, "reports: the JSON array holds no report");
+    *out = docs;
+    *n = count;
+    return ERR_OK;
+}

@@ -599,3 +599,19 @@ int auth_dsn_format(char *out, size_t cap, const char *public_url, const char *k
     return snprintf(out, cap, "%.*s://%s@%.*s/%lld", scheme_len, scheme, key, (int)hl, host,
                     (long long)project_id);
 }
+err_code auth_check_url_token(auth_tokens *t, const char *token, unsigned need_scope,
+                              err_info *err)
+{
+    if (need_scope != AUTH_SCOPE_INGEST)
+        return err_set(err, ERR_UNAUTHORIZED, "a token in the URL (?token=) is accepted by the "
+                       "ingest routes only: send \"Authorization: Bearer TOKEN\"");
+    unsigned scopes;
+    err_code rc = auth_token_check(&scopes, t, token, err);
+    if (rc != ERR_OK)
+        return rc;
+    if (scopes != AUTH_SCOPE_INGEST)
+        return err_set(err, ERR_FORBIDDEN, "a token in the URL (?token=) must have the ingest "
+                       "scope and no other (a URL ends up in app settings and logs): create one "
+                       "with --scopes ingest");
+    return ERR_OK;
+}

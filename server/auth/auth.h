@@ -65,6 +65,17 @@ err_code auth_token_check(unsigned *scopes, auth_tokens *t, const char *token, e
  * ERR_STORE. */
 err_code auth_token_revoke(store *s, const char *id_or_token, err_info *err);
 
+/*
+ * auth_check_url_token - may a request with `token` in its URL (?token=, for crash reporters
+ * that can set no header, like KSCrash's standard sink) use a route that needs `need_scope`?
+ * Only ingest routes take a token from the URL, and only a token whose one scope is ingest: a
+ * URL ends up in device settings and proxy logs, so it must not carry more.
+ * Errors  ERR_UNAUTHORIZED (not an ingest route; malformed, unknown, revoked or wrong token),
+ *         ERR_FORBIDDEN (a valid token with another scope than ingest alone).
+ */
+err_code auth_check_url_token(auth_tokens *t, const char *token, unsigned need_scope,
+                              err_info *err);
+
 /* auth_scope_name - "ingest", "upload", "read" or "admin" for one AUTH_SCOPE_* bit. */
 const char *auth_scope_name(unsigned scope);
 

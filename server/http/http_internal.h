@@ -22,12 +22,16 @@
 #include "http/conns.h"
 #include "http/http.h"
 #include "ingest/assemble.h"
+#include "ingest/ingest.h"
 #include "ingest/pipeline.h"
 #include "store/store.h"
 #include "store/store_intake.h"
 #include "store/store_reports.h"
 
 #define MAX_UPLOAD_PARTS 16
+#define REPORT_BATCH_FACTOR 4 /* a multipart batch of reports (KSCrash's standard sink) may be
+                                 this many times STACKSIFT_MAX_REPORT_BYTES; each report alone
+                                 stays within it */
 
 typedef struct http_request http_request;
 typedef struct sentry_state sentry_state; /* routes_sentry.c: the spool and its replay */
@@ -115,6 +119,12 @@ struct http_request {
     atomic_size_t intake_pending;  /* rows not committed yet */
     atomic_int intake_failed;      /* the first failure owns intake_rc and err */
     err_code intake_rc;
+    /* a multipart batch (KSCrash's standard sink): every report's verdict; the accepted ones
+     * are the intake rows, batch_row[i] the row of report i (SIZE_MAX: refused at parse) */
+    bool batch_mode;
+    ingest_batch_item *batch;
+    size_t nbatch;
+    size_t *batch_row;
 };
 
 /* ---- requests and responses (server.c) ------------------------------------------------ */
@@ -142,6 +152,8 @@ const char *request_arg(http_request *r, const char *name);
 /* request_media_type - header `header` without parameters (";..."), lower case, in the
  * arena; "" when absent (Content-Type, Content-Encoding). */
 const char *request_media_type(http_request *r, const char *header);
+/* request_is_multipart - whether the request's Content-Type is multipart/form-data. */
+bool request_is_multipart(http_request *r);
 /* request_limit_arg - ?limit= within [1, max], `def` when absent. Errors ERR_INVALID. */
 err_code request_limit_arg(unsigned *out, http_request *r, unsigned def, unsigned max);
 
@@ -168,7 +180,8 @@ void sentry_metrics_render(buf *out, http_server *srv);
 
 /* ---- /api/v1/reports (routes_reports.c) ------------------------------------------------ */
 
-enum MHD_Result handle_report_post(http_request *r);    /* POST /api/v1/reports */
+enum MHD_Result handle_report_post(http_request *r);    /* POST /api/v1/reports (one report,
+                                                           or a multipart batch) */
 enum MHD_Result handle_report_get(http_request *r);     /* GET /api/v1/reports/{id}[?format=] */
 enum MHD_Result handle_report_raw(http_request *r);     /* GET /api/v1/reports/{id}/raw */
 

@@ -1,10 +1,14 @@
 /*
  * routes_reports - /api/v1/reports: POST a report (ingest_report_prepare: decode, parse, a
- * MetricKit payload split into one report per diagnostic; then store_intake's group commit,
- * the connection suspended meanwhile; 202 once every row is durable), GET one by id (JSON with the pipeline's results, or ?format=text
- * for Apple crash text symbolicated now) and GET its raw bytes. Report ids follow
- * store_report_id_norm (32 or 36 hex-digit forms). Shapes in docs/openapi.yaml.
+ * MetricKit or Bugsnag payload split into one report per diagnostic or event; then
+ * store_intake's group commit, the connection suspended meanwhile; 202 once every row is
+ * durable) or a multipart batch as KSCrash's standard sink sends it (a "reports" part holding
+ * a JSON array: each report accepted or refused on its own, ingest_report_prepare_batch); GET
+ * one by id (JSON with the pipeline's results, or ?format=text for Apple crash text
+ * symbolicated now) and GET its raw bytes. Report ids follow store_report_id_norm (32 or 36
+ * hex-digit forms). Shapes in docs/openapi.yaml.
  */
+#include <stdint.h>
 #include <string.h>
 
 #include "base/buf.h"
@@ -68,12 +72,227 @@ static enum MHD_Result report_accepted(http_request *r)
     return respond_json(r, 202, &body);
 }
 
+/* ---- KSCrash's standard sink: multipart/form-data with a "reports" part ------------------------ */
+
+/* Collects the "reports" part of a multipart body (libmicrohttpd's post processor over the
+ * gathered body); other parts are ignored. */
+typedef struct {
+    http_request *r;
+    uint8_t *data;
+    size_t len, cap;
+    bool seen, failed;
+} reports_part;
+
+static enum MHD_Result on_reports_part(void *cls, enum MHD_ValueKind kind, const char *key,
+                                       const char *filename, const char *content_type,
+                                       const char *transfer_encoding, const char *data,
+                                       uint64_t off, size_t size)
+{
+    reports_part *p = cls;
+    (void)kind, (void)filename, (void)content_type, (void)transfer_encoding, (void)off;
+    if (key == NULL || strcmp(key, "reports") != 0 || p->failed)
+        return MHD_YES;
+    p->seen = true;
+    if (p->len + size > p->cap) {
+        size_t ncap = p->cap ? p->cap : 65536;
+        while (ncap < p->len + size)
+            ncap *= 2;
+        p->data = arena_grow(p->r->a, p->data, p->cap, ncap, &p->r->err);
+        if (p->data == NULL) {
+            p->failed = true;
+            return MHD_NO;
+        }
+        p->cap = ncap;
+    }
+    memcpy(p->data + p->len, data, size);
+    p->len += size;
+    return MHD_YES;
+}
+
+/* The bytes of the "reports" part of the request's multipart body (gzip decoded first when
+ * the request says so). Errors ERR_INVALID (malformed, no such part), ERR_TOO_LARGE. */
+static err_code reports_part_get(const uint8_t **out, size_t *out_len, http_request *r)
+{
+    const uint8_t *body = r->mem ? r->mem : (const uint8_t *)"";
+    size_t len = (size_t)r->body_bytes;
+    const char *enc = request_media_type(r, MHD_HTTP_HEADER_CONTENT_ENCODING);
+    uint64_t max = r->srv->cfg->max_report_bytes * REPORT_BATCH_FACTOR;
+    if (strcmp(enc, "gzip") == 0) {
+        uint8_t *dec;
+        err_code rc = ingest_gunzip(&dec, &len, body, len, max, "report batch", r->a, &r->err);
+        if (rc != ERR_OK)
+            return rc;
+        body = dec;
+    } else if (enc[0] != '\0' && strcmp(enc, "identity") != 0) {
+        return err_set(&r->err, ERR_UNSUPPORTED, "content encoding '%s' is not accepted: send gzip "
+                       "or identity", enc);
+    }
+    reports_part p = {.r = r};
+    struct MHD_PostProcessor *pp = MHD_create_post_processor(r->conn, 65536, on_reports_part, &p);
+    if (pp == NULL)
+        return err_set(&r->err, ERR_INVALID, "multipart/form-data without a boundary");
+    enum MHD_Result ok = MHD_post_process(pp, (const char *)body, len);
+    /* ignored: the parts were all delivered by MHD_post_process */
+    (void)MHD_destroy_post_processor(pp);
+    if (p.failed)
+        return ERR_TOO_LARGE;
+    if (ok != MHD_YES)
+        return err_set(&r->err, ERR_INVALID, "malformed multipart/form-data body");
+    if (!p.seen)
+        return err_set(&r->err, ERR_INVALID, "multipart/form-data body has no \"reports\" part "
+                       "(KSCrash's standard sink sends the reports as a JSON array there)");
+    *out = p.data ? p.data : (const uint8_t *)"";
+    *out_len = p.len;
+    return ERR_OK;
+}
+
+/* {"accepted":N,"refused":M,"reports":[{"index","id","status","format"} |
+ *  {"index","error":{"code","message"}}...]} (after "error" for a 4xx/5xx). */
+static void batch_json(jsonw *w, http_request *r)
+{
+    size_t accepted = 0;
+    for (size_t i = 0; i < r->nbatch; i++)
+        accepted += r->batch_row[i] != SIZE_MAX && r->intake_ids[r->batch_row[i]][0] != '\0';
+    jsonw_kuint(w, "accepted", accepted);
+    jsonw_kuint(w, "refused", r->nbatch - accepted);
+    jsonw_key(w, "reports");
+    jsonw_array_begin(w);
+    for (size_t i = 0; i < r->nbatch; i++) {
+        jsonw_object_begin(w);
+        jsonw_kuint(w, "index", i);
+        size_t row = r->batch_row[i];
+        if (row != SIZE_MAX && r->intake_ids[row][0] != '\0') {
+            jsonw_kstr(w, "id", r->intake_ids[row]);
+            jsonw_kstr(w, "status", r->intake_rows[row].status);
+            jsonw_kstr(w, "format", r->intake_rows[row].format);
+        } else {
+            const err_info *e = row == SIZE_MAX ? &r->batch[i].err : &r->err;
+            jsonw_key(w, "error");
+            jsonw_object_begin(w);
+            jsonw_kstr(w, "code", err_name(row == SIZE_MAX ? r->batch[i].rc : r->intake_rc));
+            jsonw_kstr(w, "message", e->msg);
+            jsonw_object_end(w);
+        }
+        jsonw_object_end(w);
+    }
+    jsonw_array_end(w);
+}
+
+/* The batch's answer: 202 when every accepted report is durable (refused ones listed with
+ * their reason); else the error of the commit (503: retry) or, when no report was accepted,
+ * of the first report, each with the per-report list. */
+static enum MHD_Result batch_answer(http_request *r, err_code rc, const err_info *why)
+{
+    buf body;
+    jsonw w;
+    json_body_begin(&body, &w);
+    jsonw_object_begin(&w);
+    if (rc != ERR_OK) {
+        jsonw_key(&w, "error");
+        jsonw_object_begin(&w);
+        jsonw_kstr(&w, "code", err_name(rc));
+        jsonw_kstr(&w, "message", why->msg);
+        jsonw_object_end(&w);
+    }
+    batch_json(&w, r);
+    jsonw_object_end(&w);
+    if (rc != ERR_OK && why != &r->err)
+        r->err = *why;
+    return respond_json(r, rc == ERR_OK ? 202 : http_status_for(rc), &body);
+}
+
+/* Suspend the connection and queue every intake row for the group commit; the last verdict
+ * resumes it (report_committed). `r` may be gone when this returns. */
+static enum MHD_Result submit_rows(http_request *r, intake_slot *slots)
+{
+    /* Suspended before the rows are queued: the commits may finish (and resume it) at once.
+     * The answer goes out only after every row's commit. */
+    r->intake_rc = ERR_OK;
+    atomic_store(&r->intake_failed, 0);
+    atomic_store(&r->intake_pending, r->nintake);
+    r->intake = INTAKE_WAITING;
+    MHD_suspend_connection(r->conn);
+    /* r may be resumed and gone once the last row is queued: nothing of it is read after */
+    size_t n = r->nintake;
+    store_intake *q = r->srv->intake;
+    for (size_t i = 0; i < n; i++)
+        slots[i] = (intake_slot){r, i};
+    for (size_t i = 0; i < n; i++) {
+        err_info err = {0};
+        err_code rc = store_intake_submit(q, &r->intake_rows[i], report_committed, &slots[i], &err);
+        if (rc != ERR_OK) /* not queued: its verdict now, the others' when they come */
+            report_committed(&slots[i], rc, NULL, &err);
+    }
+    return MHD_YES;
+}
+
+/* A multipart batch (KSCrash's standard sink): every report of the "reports" part accepted
+ * or refused on its own; the accepted ones are committed like single reports. */
+static enum MHD_Result report_batch_post(http_request *r)
+{
+    const uint8_t *part = NULL;
+    size_t len = 0;
+    err_code rc = reports_part_get(&part, &len, r);
+    if (rc == ERR_OK) {
+        ingest_report_input in = {
+            .content_type = "application/json",
+            .body = part,
+            .len = len,
+            .max_report_bytes = r->srv->cfg->max_report_bytes,
+            .pipe = r->srv->pipe,
+        };
+        rc = ingest_report_prepare_batch(&r->batch, &r->nbatch, &in, r->a, &r->err);
+    }
+    size_t accepted = 0;
+    for (size_t i = 0; rc == ERR_OK && i < r->nbatch; i++)
+        accepted += r->batch[i].rc == ERR_OK;
+    intake_slot *slots = NULL;
+    if (rc == ERR_OK) {
+        r->batch_row = arena_alloc_array(r->a, r->nbatch, sizeof *r->batch_row, &r->err);
+        r->intake_rows = arena_alloc_array(r->a, accepted ? accepted : 1, sizeof *r->intake_rows, &r->err);
+        r->intake_ids = arena_alloc_array(r->a, accepted ? accepted : 1, sizeof r->intake_ids[0], &r->err);
+        slots = arena_alloc_array(r->a, accepted ? accepted : 1, sizeof *slots, &r->err);
+        if (r->batch_row == NULL || r->intake_rows == NULL || r->intake_ids == NULL || slots == NULL)
+            rc = ERR_TOO_LARGE;
+    }
+    if (rc != ERR_OK) {
+        metrics_report_rejected(rc);
+        return respond_err(r, &r->err);
+    }
+    r->batch_mode = true;
+    r->nintake = 0;
+    for (size_t i = 0; i < r->nbatch; i++) {
+        if (r->batch[i].rc != ERR_OK) {
+            r->batch_row[i] = SIZE_MAX;
+            metrics_report_rejected(r->batch[i].rc);
+            continue;
+        }
+        r->batch_row[i] = r->nintake;
+        r->intake_rows[r->nintake++] = r->batch[i].row;
+    }
+    if (accepted == 0) {
+        err_info none;
+        err_set(&none, r->batch[0].rc, "none of the %zu reports was accepted; report 0: %s",
+                r->nbatch, r->batch[0].err.msg);
+        return batch_answer(r, none.code, &none);
+    }
+    return submit_rows(r, slots);
+}
+
 /* POST /api/v1/reports. Runs on a libmicrohttpd thread and never waits there: after the parse
  * it suspends its own connection until the group commit answers (report_committed), then is
  * called again to send the 202. A transport that runs handlers on threads of its own, its
  * connection already suspended, must call it inline or commit with store_intake_insert. */
 enum MHD_Result handle_report_post(http_request *r)
 {
+    if (r->intake == INTAKE_DONE && r->batch_mode) {
+        for (size_t i = 0; i < r->nintake; i++)
+            if (r->intake_ids[i][0] != '\0')
+                metrics_report_accepted();
+        if (r->intake_rc != ERR_OK)
+            metrics_report_rejected(r->intake_rc);
+        return batch_answer(r, r->intake_rc, &r->err);
+    }
     if (r->intake == INTAKE_DONE) {
         if (r->intake_rc != ERR_OK) {
             metrics_report_rejected(r->intake_rc);
@@ -83,6 +302,8 @@ enum MHD_Result handle_report_post(http_request *r)
             metrics_report_accepted();
         return report_accepted(r);
     }
+    if (request_is_multipart(r))
+        return report_batch_post(r);
     ingest_report_input in = {
         .content_type = request_media_type(r, MHD_HTTP_HEADER_CONTENT_TYPE),
         .content_encoding = request_media_type(r, MHD_HTTP_HEADER_CONTENT_ENCODING),
@@ -105,25 +326,7 @@ enum MHD_Result handle_report_post(http_request *r)
         metrics_report_rejected(rc);
         return respond_err(r, &r->err);
     }
-    /* Suspended before the rows are queued: the commits may finish (and resume it) at once.
-     * The 202 goes out only after every row's commit. */
-    r->intake_rc = ERR_OK;
-    atomic_store(&r->intake_failed, 0);
-    atomic_store(&r->intake_pending, r->nintake);
-    r->intake = INTAKE_WAITING;
-    MHD_suspend_connection(r->conn);
-    /* r may be resumed and gone once the last row is queued: nothing of it is read after */
-    size_t n = r->nintake;
-    store_intake *q = r->srv->intake;
-    for (size_t i = 0; i < n; i++)
-        slots[i] = (intake_slot){r, i};
-    for (size_t i = 0; i < n; i++) {
-        err_info err = {0};
-        rc = store_intake_submit(q, &r->intake_rows[i], report_committed, &slots[i], &err);
-        if (rc != ERR_OK) /* not queued: its verdict now, the others' when they come */
-            report_committed(&slots[i], rc, NULL, &err);
-    }
-    return MHD_YES;
+    return submit_rows(r, slots);
 }
 
 /* The wire format of a report (docs/openapi.yaml, Report). The stored JSON (the parsed and

@@ -311,6 +311,9 @@ static err_code prepare_body(http_request *r)
     r->body_limit = r->route->body == BODY_MEMORY ? cfg->max_report_bytes : cfg->max_upload_bytes;
     if (r->route->handler == handle_chunk_post)   /* the chunk-upload options' maxRequestSize */
         r->body_limit = CHUNK_POST_MAX_BYTES;
+    /* KSCrash's standard sink sends every pending report in one multipart body */
+    if (r->route->handler == handle_report_post && request_is_multipart(r))
+        r->body_limit *= REPORT_BATCH_FACTOR;
     const char *cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
                                                  MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl && strtoull(cl, NULL, 10) > r->body_limit)
@@ -346,10 +349,14 @@ static err_code authorize(http_request *r)
     unsigned need = r->route->handler == handle_metrics && r->srv->cfg->metrics_public
                         ? 0
                         : r->route->scope;
-    return auth_check_header(r->srv->tokens,
-                             MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
-                                                         MHD_HTTP_HEADER_AUTHORIZATION),
-                             need, &r->err);
+    const char *header = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                                     MHD_HTTP_HEADER_AUTHORIZATION);
+    /* Crash reporters that can set no header (KSCrash's standard sink) put an ingest token in
+     * the URL. The request log line has the path only, never the query. */
+    const char *url_token = header == NULL && need != 0 ? request_arg(r, "token") : NULL;
+    if (url_token != NULL)
+        return auth_check_url_token(r->srv->tokens, url_token, need, &r->err);
+    return auth_check_header(r->srv->tokens, header, need, &r->err);
 }
 
 /* ---- request helpers ------------------------------------------------------------------- */
@@ -375,6 +382,13 @@ const char *request_media_type(http_request *r, const char *header)
         if (*p >= 'A' && *p <= 'Z')
             *p = (char)(*p - 'A' + 'a');
     return out;
+}
+
+bool request_is_multipart(http_request *r)
+{
+    const char *ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                                 MHD_HTTP_HEADER_CONTENT_TYPE);
+    return ct != NULL && strncasecmp(ct, "multipart/form-data", 19) == 0;
 }
 
 err_code request_limit_arg(unsigned *out, http_request *r, unsigned def, unsigned max)

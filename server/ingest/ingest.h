@@ -52,6 +52,28 @@ typedef struct {
 err_code ingest_report_prepare(store_report_new **rows, size_t *nrows, const ingest_report_input *in,
                                arena *a, err_info *err);
 
+/* One report of a batch (ingest_report_prepare_batch): its row, or why it was refused. */
+typedef struct {
+    store_report_new row; /* valid when rc == ERR_OK */
+    err_code rc;          /* this report's verdict at intake */
+    err_info err;         /* why, when rc != ERR_OK */
+} ingest_batch_item;
+
+#define INGEST_BATCH_MAX 1000 /* reports in one batch */
+
+/*
+ * ingest_report_prepare_batch - a JSON array of reports (what KSCrash's standard sink sends in
+ * its "reports" part: KSCrash report objects, or reports as JSON strings) at in->body: each
+ * report prepared on its own as ingest_report_prepare prepares one (parsed, summary columns,
+ * processed at intake when the pipeline can), so that a bad report refuses only itself
+ * (items[i].rc, items[i].err); each must fit in in->max_report_bytes. in->content_type and
+ * in->content_encoding are not read (the caller decoded the body). *items an arena array of *n.
+ * Errors  (the whole batch) ERR_INVALID (not a JSON array of reports, truncated),
+ *         ERR_TOO_LARGE (more than INGEST_BATCH_MAX reports, the arena's budget).
+ */
+err_code ingest_report_prepare_batch(ingest_batch_item **items, size_t *n,
+                                     const ingest_report_input *in, arena *a, err_info *err);
+
 /* ingest_report_model_json - the parsed model of stored raw bytes as JSON text
  * (crashreport_render_json), in `a`: what GET /api/v1/reports/{id} shows as "report" for a
  * report whose model was not stored. Errors as crashreport_parse, ERR_TOO_LARGE. */

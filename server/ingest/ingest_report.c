@@ -194,6 +194,34 @@ err_code ingest_report_prepare(store_report_new **rows, size_t *nrows, const ing
     return ERR_OK;
 }
 
+err_code ingest_report_prepare_batch(ingest_batch_item **items, size_t *n,
+                                     const ingest_report_input *in, arena *a, err_info *err)
+{
+    *items = NULL;
+    *n = 0;
+    crashreport_doc *docs;
+    size_t nd;
+    err_code rc = crashreport_split_array(&docs, &nd, (const char *)in->body, in->len,
+                                          INGEST_BATCH_MAX, a, err);
+    if (rc != ERR_OK)
+        return rc;
+    ingest_batch_item *out = arena_alloc_array(a, nd, sizeof *out, err);
+    if (out == NULL)
+        return ERR_TOO_LARGE;
+    for (size_t i = 0; i < nd; i++) {
+        ingest_batch_item *it = &out[i];
+        if (docs[i].len > in->max_report_bytes)
+            it->rc = err_set(&it->err, ERR_TOO_LARGE, "report of %zu bytes is over the limit "
+                             "of %llu bytes", docs[i].len, (unsigned long long)in->max_report_bytes);
+        else
+            it->rc = prepare_row(&it->row, docs[i].text ? "text/plain" : "application/json",
+                                 (const uint8_t *)docs[i].data, docs[i].len, in->pipe, a, &it->err);
+    }
+    *items = out;
+    *n = nd;
+    return ERR_OK;
+}
+
 err_code ingest_report_model_json(const char **json, const uint8_t *raw, size_t len, arena *a,
                                   err_info *err)
 {
