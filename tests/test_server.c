@@ -502,6 +502,63 @@ static void kscrash_sink_refusals(void)
     free(path);
 }
 
+/* A project's DSN key in the URL (?sentry_key=) puts the sink's reports into that project. */
+#define TEST_DSN_KEY "0123456789abcdef0123456789ABCDEF"
+static long long test_project_id;
+
+static void dsn_project_create(void)
+{
+    PGconn *db = PQconnectdb(db_url);
+    PGresult *res = PQexec(db, "INSERT INTO projects (slug, name) VALUES ('ios-sdks', 'iOS') "
+                               "RETURNING id");
+    if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
+        test_project_id = atoll(PQgetvalue(res, 0, 0));
+    PQclear(res);
+    char *sql = xsprintf("INSERT INTO dsn_keys (project_id, key_sha256) VALUES (%lld, "
+                         "sha256(lower('%s')::bytea))", test_project_id, TEST_DSN_KEY);
+    res = PQexec(db, sql);
+    CHECK(PQresultStatus(res) == PGRES_COMMAND_OK);
+    PQclear(res);
+    free(sql);
+    PQfinish(db);
+    CHECK(test_project_id > 1);
+    sleep_ms(1200); /* the key table reloads every AUTH_TOKENS_REFRESH_MS */
+}
+
+static void kscrash_sink_with_dsn_key_goes_to_its_project(void)
+{
+    dsn_project_create();
+    char *f1 = corpus("kscrash-json/kscrash-example-2.json");
+    char *r1 = read_file(f1, NULL);
+    char *json = xsprintf("[%s]", r1 ? r1 : "{}");
+    http_resp r = sink_post("/api/v1/reports?sentry_key=" TEST_DSN_KEY, json);
+    CHECK_EQ_INT(r.status, 202);
+    json_t *e = r.json ? json_array_get(json_object_get(r.json, "reports"), 0) : NULL;
+    const char *id = e ? jstr(e, "id") : NULL;
+    CHECK(id != NULL);
+    if (id != NULL) {
+        PGconn *db = PQconnectdb(db_url);
+        const char *v[1] = {id};
+        PGresult *res = PQexecParams(db, "SELECT project_id FROM reports WHERE id = $1", 1, NULL,
+                                     v, NULL, NULL, 0);
+        CHECK(PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
+              atoll(PQgetvalue(res, 0, 0)) == test_project_id);
+        PQclear(res);
+        PQfinish(db);
+    }
+    resp_free(&r);
+    /* a wrong key is 401; a DSN key does not open other routes */
+    r = sink_post("/api/v1/reports?sentry_key=ffffffffffffffffffffffffffffffff", json);
+    CHECK_EQ_INT(r.status, 401);
+    resp_free(&r);
+    r = http_req(port, "GET", "/api/v1/issues?sentry_key=" TEST_DSN_KEY, NULL, NULL, 0, false);
+    CHECK_EQ_INT(r.status, 401);
+    resp_free(&r);
+    free(json);
+    free(r1);
+    free(f1);
+}
+
 static void report_limits_are_413(void)
 {
     /* STACKSIFT_MAX_REPORT_BYTES is 1M for this server. */
@@ -1142,6 +1199,7 @@ int main(void)
         RUN(dsym_bad_parts_are_skipped_and_reported);
         RUN(kscrash_sink_batch_is_taken_report_by_report);
         RUN(kscrash_sink_refusals);
+        RUN(kscrash_sink_with_dsn_key_goes_to_its_project);
         RUN(graceful_shutdown_finishes_in_flight);
         RUN(reports_survive_restart);
     }

@@ -119,6 +119,8 @@ struct http_request {
     atomic_size_t intake_pending;  /* rows not committed yet */
     atomic_int intake_failed;      /* the first failure owns intake_rc and err */
     err_code intake_rc;
+    int64_t project_id;            /* the project a DSN key (?sentry_key=, Bugsnag's API key)
+                                      authenticated the request for; 0 = the default */
     /* a multipart batch (KSCrash's standard sink): every report's verdict; the accepted ones
      * are the intake rows, batch_row[i] the row of report i (SIZE_MAX: refused at parse) */
     bool batch_mode;

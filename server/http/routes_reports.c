@@ -240,6 +240,7 @@ static enum MHD_Result report_batch_post(http_request *r)
             .len = len,
             .max_report_bytes = r->srv->cfg->max_report_bytes,
             .pipe = r->srv->pipe,
+            .project_id = r->project_id,
         };
         rc = ingest_report_prepare_batch(&r->batch, &r->nbatch, &in, r->a, &r->err);
     }
@@ -311,6 +312,7 @@ enum MHD_Result handle_report_post(http_request *r)
         .len = (size_t)r->body_bytes,
         .max_report_bytes = r->srv->cfg->max_report_bytes,
         .pipe = r->srv->pipe,
+        .project_id = r->project_id,
     };
     if (in.content_encoding[0] == '\0')
         in.content_encoding = NULL;

@@ -351,11 +351,19 @@ static err_code authorize(http_request *r)
                         : r->route->scope;
     const char *header = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
                                                      MHD_HTTP_HEADER_AUTHORIZATION);
-    /* Crash reporters that can set no header (KSCrash's standard sink) put an ingest token in
-     * the URL. The request log line has the path only, never the query. */
+    /* Crash reporters that can set no header (KSCrash's standard sink) put an ingest token or
+     * a project's DSN key in the URL. The request log line has the path only, never the
+     * query. */
     const char *url_token = header == NULL && need != 0 ? request_arg(r, "token") : NULL;
     if (url_token != NULL)
         return auth_check_url_token(r->srv->tokens, url_token, need, &r->err);
+    const char *url_key = header == NULL && need != 0 ? request_arg(r, "sentry_key") : NULL;
+    if (url_key != NULL) {
+        if (need != AUTH_SCOPE_INGEST)
+            return err_set(&r->err, ERR_UNAUTHORIZED, "a DSN key (?sentry_key=) is accepted by "
+                           "the ingest routes only: send \"Authorization: Bearer TOKEN\"");
+        return auth_dsn_key_check(&r->project_id, r->srv->tokens, url_key, &r->err);
+    }
     return auth_check_header(r->srv->tokens, header, need, &r->err);
 }
 

@@ -216,6 +216,7 @@ err_code ingest_report_prepare_batch(ingest_batch_item **items, size_t *n,
         else
             it->rc = prepare_row(&it->row, docs[i].text ? "text/plain" : "application/json",
                                  (const uint8_t *)docs[i].data, docs[i].len, in->pipe, a, &it->err);
+        it->row.project_id = in->project_id ? in->project_id : STORE_PROJECT_DEFAULT;
     }
     *items = out;
     *n = nd;
