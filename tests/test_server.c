@@ -559,6 +559,203 @@ static void kscrash_sink_with_dsn_key_goes_to_its_project(void)
     free(f1);
 }
 
+/* ---- Bugsnag ----------------------------------------------------------------------------- */
+
+/* POST path with Bugsnag-Api-Key `key` (NULL: none) and `extra` headers. */
+static http_resp bugsnag_post(const char *path, const char *key, const char *extra, const char *body,
+                              size_t len)
+{
+    char *h = xsprintf("Content-Type: application/json\r\n%s%s%s%s", key ? "Bugsnag-Api-Key: " : "",
+                       key ? key : "", key ? "\r\n" : "", extra ? extra : "");
+    http_resp r = http_req(port, "POST", path, h, body, len, false);
+    free(h);
+    return r;
+}
+
+static void bugsnag_notify_stores_each_event_in_the_key_project(void)
+{
+    char *f = corpus("other/bugsnag-event-1.json");
+    size_t elen = 0;
+    char *ev = read_file(f, &elen);
+    /* the payload as BSGEventUploadOperation wraps the event, here with the event twice */
+    char *payload = xsprintf("{\"apiKey\":\"%s\",\"notifier\":{\"name\":\"iOS Bugsnag Notifier\","
+                             "\"version\":\"6.28.0\"},\"payloadVersion\":\"4.0\",\"events\":[%s,%s]}",
+                             TEST_DSN_KEY, ev ? ev : "{}", ev ? ev : "{}");
+    const char *hdr = "Bugsnag-Payload-Version: 4.0\r\nBugsnag-Sent-At: 2021-01-19T11:16:26.000Z\r\n";
+    http_resp r = bugsnag_post("/bugsnag/notify", TEST_DSN_KEY, hdr, payload, strlen(payload));
+    CHECK_EQ_INT(r.status, 202);
+    CHECK_EQ_STR(r.json ? jstr(r.json, "format") : NULL, "bugsnag");
+    json_t *reps = r.json ? json_object_get(r.json, "reports") : NULL;
+    CHECK_EQ_INT(json_array_size(reps), 2);
+    const char *id = r.json ? jstr(r.json, "id") : NULL;
+    if (id != NULL) {
+        PGconn *db = PQconnectdb(db_url);
+        const char *v[1] = {id};
+        PGresult *res = PQexecParams(db, "SELECT project_id, format, app FROM reports WHERE id = $1",
+                                     1, NULL, v, NULL, NULL, 0);
+        CHECK(PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1);
+        if (PQntuples(res) == 1) {
+            CHECK_EQ_INT(atoll(PQgetvalue(res, 0, 0)), test_project_id);
+            CHECK_EQ_STR(PQgetvalue(res, 0, 1), "bugsnag");
+            CHECK_EQ_STR(PQgetvalue(res, 0, 2), "Bugsnag Test App");
+        }
+        PQclear(res);
+        PQfinish(db);
+    }
+    resp_free(&r);
+    /* no header: the payload's apiKey */
+    r = bugsnag_post("/bugsnag/notify", NULL, NULL, payload, strlen(payload));
+    CHECK_EQ_INT(r.status, 202);
+    resp_free(&r);
+    /* refusals: no key, a wrong key, another payload version, not a Bugsnag payload, a bad field */
+    r = bugsnag_post("/bugsnag/notify", NULL, NULL, ev ? ev : "{}", elen);
+    CHECK_EQ_INT(r.status, 401);
+    resp_free(&r);
+    r = bugsnag_post("/bugsnag/notify", "ffffffffffffffffffffffffffffffff", NULL, payload, strlen(payload));
+    CHECK_EQ_INT(r.status, 401);
+    resp_free(&r);
+    r = bugsnag_post("/bugsnag/notify", TEST_DSN_KEY, "Bugsnag-Payload-Version: 3.0\r\n", payload,
+                     strlen(payload));
+    CHECK_EQ_INT(r.status, 422);
+    resp_free(&r);
+    char *ks = corpus("kscrash-json/kscrash-example-3.json");
+    size_t klen = 0;
+    char *kd = read_file(ks, &klen);
+    r = bugsnag_post("/bugsnag/notify", TEST_DSN_KEY, NULL, kd ? kd : "", klen);
+    CHECK_EQ_INT(r.status, 400);
+    CHECK(r.body && strstr(r.body, "takes bugsnag reports; this is a kscrash report") != NULL);
+    resp_free(&r);
+    const char *bad = "{\"events\":[{\"exceptions\":[{\"stacktrace\":[{\"frameAddress\":7.5}]}]}]}";
+    r = bugsnag_post("/bugsnag/notify", TEST_DSN_KEY, NULL, bad, strlen(bad));
+    CHECK_EQ_INT(r.status, 400);
+    CHECK(r.body && strstr(r.body, "events[0].exceptions[0].stacktrace[0].frameAddress") != NULL);
+    resp_free(&r);
+    free(kd), free(ks), free(payload), free(ev), free(f);
+}
+
+static long long metric_value(const char *name)
+{
+    char *h = auth(tok_read, NULL);
+    http_resp r = http_req(port, "GET", "/metrics", h, NULL, 0, false);
+    free(h);
+    long long v = -1;
+    char *want = xsprintf("\n%s ", name);
+    const char *p = r.body ? strstr(r.body, want) : NULL;
+    if (p)
+        v = atoll(p + strlen(want));
+    free(want);
+    resp_free(&r);
+    return v;
+}
+
+static void bugsnag_sessions_are_counted(void)
+{
+    long long before = metric_value("stacksift_bugsnag_sessions_total");
+    char now[32];
+    time_t t = time(NULL) - 60;
+    strftime(now, sizeof now, "%Y-%m-%dT%H:%M:%S.259Z", gmtime(&t));
+    /* as BSGSessionUploader sends one */
+    char *one = xsprintf("{\"app\":{\"version\":\"1.0\",\"releaseStage\":\"production\"},\"device\":"
+                         "{\"id\":\"dev-1\",\"osName\":\"iOS\"},\"notifier\":{\"name\":\"iOS Bugsnag Notifier\"},"
+                         "\"sessions\":[{\"id\":\"5C5C6908-726F-4CCE-A081-23BDA1157911\","
+                         "\"startedAt\":\"%s\",\"user\":{}}]}", now);
+    http_resp r = bugsnag_post("/bugsnag/sessions", TEST_DSN_KEY, "Bugsnag-Payload-Version: 1.0\r\n",
+                               one, strlen(one));
+    CHECK_EQ_INT(r.status, 202);
+    resp_free(&r);
+    char *counts = xsprintf("{\"app\":{\"version\":\"1.0\"},\"sessionCounts\":[{\"startedAt\":"
+                            "\"%.19sZ\",\"sessionsStarted\":4}]}", now);
+    r = bugsnag_post("/bugsnag/sessions", TEST_DSN_KEY, NULL, counts, strlen(counts));
+    CHECK_EQ_INT(r.status, 202);
+    resp_free(&r);
+    CHECK_EQ_INT(metric_value("stacksift_bugsnag_sessions_total"), before + 5);
+    const char *bad = "{\"app\":{\"version\":\"1.0\"},\"sessions\":[{\"id\":\"x\",\"startedAt\":\"yesterday\"}]}";
+    r = bugsnag_post("/bugsnag/sessions", TEST_DSN_KEY, NULL, bad, strlen(bad));
+    CHECK_EQ_INT(r.status, 400);
+    CHECK(r.body && strstr(r.body, "sessions[0].startedAt") != NULL);
+    resp_free(&r);
+    r = bugsnag_post("/bugsnag/sessions", NULL, NULL, one, strlen(one));
+    CHECK_EQ_INT(r.status, 401);
+    resp_free(&r);
+    CHECK_EQ_INT(metric_value("stacksift_bugsnag_sessions_total"), before + 5);
+    /* counted as release health: 5 sessions of release 1.0 in the key's project */
+    PGconn *db = PQconnectdb(db_url);
+    char *sql = xsprintf("SELECT coalesce(sum(h.sessions), 0) FROM session_hours h JOIN release_envs e "
+                         "ON e.id = h.renv WHERE e.project_id = %lld AND e.release = '1.0'",
+                         test_project_id);
+    PGresult *res = PQexec(db, sql);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK)
+        fprintf(stderr, "%s: %s", sql, PQerrorMessage(db));
+    CHECK(PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 && atoll(PQgetvalue(res, 0, 0)) == 5);
+    PQclear(res);
+    PQfinish(db);
+    free(sql);
+    free(one);
+    free(counts);
+}
+
+/* A multipart dSYM upload the way bugsnag-cli (POST /dsym) and bugsnag-dsym-upload (POST /,
+ * curl -F) send it: apiKey, overwrite and the file field "dsym". */
+static http_resp bugsnag_dsym_post(const char *path, const char *key, const char *overwrite,
+                                   const char *file)
+{
+    size_t len = 0;
+    char *data = read_file(file, &len);
+    const char *boundary = "c3bc5fa7e1b1a3a59aa7aa9b3c8b0d2f";
+    char *pre = xsprintf("%s%s%s%s%s%s--%s\r\nContent-Disposition: form-data; name=\"dsym\"; "
+                         "filename=\"FixtureD5\"\r\nContent-Type: application/octet-stream\r\n\r\n",
+                         key ? "--" : "", key ? boundary : "",
+                         key ? "\r\nContent-Disposition: form-data; name=\"apiKey\"\r\n\r\n" : "",
+                         key ? key : "", key ? "\r\n" : "",
+                         overwrite ? "" : "", boundary);
+    char *ow = overwrite ? xsprintf("\r\n--%s\r\nContent-Disposition: form-data; name=\"overwrite\""
+                                    "\r\n\r\n%s", boundary, overwrite)
+                         : xsprintf("%s", "");
+    char *post = xsprintf("%s\r\n--%s--\r\n", ow, boundary);
+    size_t total = strlen(pre) + len + strlen(post);
+    char *body = malloc(total);
+    memcpy(body, pre, strlen(pre));
+    memcpy(body + strlen(pre), data ? data : "", len);
+    memcpy(body + strlen(pre) + len, post, strlen(post));
+    char *ct = xsprintf("Content-Type: multipart/form-data; boundary=%s\r\n", boundary);
+    http_resp r = http_req(port, "POST", path, ct, body, total, false);
+    free(ct), free(body), free(post), free(ow), free(pre), free(data);
+    return r;
+}
+
+static void bugsnag_dsym_upload_and_duplicate(void)
+{
+    /* the DWARF 5 app's DWARF file: not uploaded by the tests before this one */
+    char *dwarf = fixture("dwarf5/FixtureD5.app.dSYM/Contents/Resources/DWARF/FixtureD5");
+    http_resp r = bugsnag_dsym_post("/bugsnag/dsym", TEST_DSN_KEY, NULL, dwarf);
+    CHECK(r.status == 201 || r.status == 200);
+    CHECK(r.json && json_array_size(json_object_get(r.json, "files")) >= 1);
+    resp_free(&r);
+    /* again: a duplicate, 409 as bugsnag-cli expects; with overwrite=true, 200 */
+    r = bugsnag_dsym_post("/bugsnag/dsym", TEST_DSN_KEY, NULL, dwarf);
+    CHECK_EQ_INT(r.status, 409);
+    CHECK_EQ_STR(err_code_of(&r), "conflict");
+    resp_free(&r);
+    r = bugsnag_dsym_post("/", TEST_DSN_KEY, "true", dwarf);
+    CHECK_EQ_INT(r.status, 200);
+    resp_free(&r);
+    r = bugsnag_dsym_post("/", TEST_DSN_KEY, NULL, dwarf);
+    CHECK_EQ_INT(r.status, 409);
+    resp_free(&r);
+    /* no key, a wrong key */
+    r = bugsnag_dsym_post("/bugsnag/dsym", NULL, NULL, dwarf);
+    CHECK_EQ_INT(r.status, 401);
+    resp_free(&r);
+    r = bugsnag_dsym_post("/bugsnag/dsym", "ffffffffffffffffffffffffffffffff", NULL, dwarf);
+    CHECK_EQ_INT(r.status, 401);
+    resp_free(&r);
+    /* GET / is still the dashboard */
+    r = http_req(port, "GET", "/", NULL, NULL, 0, false);
+    CHECK_EQ_INT(r.status, 200);
+    resp_free(&r);
+    free(dwarf);
+}
+
 static void report_limits_are_413(void)
 {
     /* STACKSIFT_MAX_REPORT_BYTES is 1M for this server. */
@@ -1200,6 +1397,9 @@ int main(void)
         RUN(kscrash_sink_batch_is_taken_report_by_report);
         RUN(kscrash_sink_refusals);
         RUN(kscrash_sink_with_dsn_key_goes_to_its_project);
+        RUN(bugsnag_notify_stores_each_event_in_the_key_project);
+        RUN(bugsnag_sessions_are_counted);
+        RUN(bugsnag_dsym_upload_and_duplicate);
         RUN(graceful_shutdown_finishes_in_flight);
         RUN(reports_survive_restart);
     }

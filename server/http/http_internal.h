@@ -29,6 +29,8 @@
 #include "store/store_reports.h"
 
 #define MAX_UPLOAD_PARTS 16
+#define MAX_FORM_FIELDS 16   /* multipart fields without a filename kept for the handler */
+#define FORM_FIELD_MAX 1024  /* bytes of one such field's value; longer ones are dropped */
 #define REPORT_BATCH_FACTOR 4 /* a multipart batch of reports (KSCrash's standard sink) may be
                                  this many times STACKSIFT_MAX_REPORT_BYTES; each report alone
                                  stays within it */
@@ -106,6 +108,10 @@ struct http_request {
     int fd;
     struct MHD_PostProcessor *pp;
     char *parts[MAX_UPLOAD_PARTS];
+    const char *form_names[MAX_FORM_FIELDS]; /* fields without a filename (request_form_field) */
+    char *form_values[MAX_FORM_FIELDS];      /* in the arena, NUL-terminated; NULL: dropped */
+    size_t form_lens[MAX_FORM_FIELDS];
+    size_t nform;
     const char *part_fields[MAX_UPLOAD_PARTS]; /* multipart field name; NULL for a bare body */
     const char *part_names[MAX_UPLOAD_PARTS];  /* the file name as sent; NULL if none */
     size_t nparts;
@@ -154,6 +160,9 @@ const char *request_arg(http_request *r, const char *name);
 /* request_media_type - header `header` without parameters (";..."), lower case, in the
  * arena; "" when absent (Content-Type, Content-Encoding). */
 const char *request_media_type(http_request *r, const char *header);
+/* request_form_field - the value of a multipart form field without a filename (fields of at
+ * most FORM_FIELD_MAX bytes, MAX_FORM_FIELDS of them, are kept), NULL if not sent. */
+const char *request_form_field(http_request *r, const char *name);
 /* request_is_multipart - whether the request's Content-Type is multipart/form-data. */
 bool request_is_multipart(http_request *r);
 /* request_limit_arg - ?limit= within [1, max], `def` when absent. Errors ERR_INVALID. */
@@ -186,10 +195,20 @@ enum MHD_Result handle_report_post(http_request *r);    /* POST /api/v1/reports 
                                                            or a multipart batch) */
 enum MHD_Result handle_report_get(http_request *r);     /* GET /api/v1/reports/{id}[?format=] */
 enum MHD_Result handle_report_raw(http_request *r);     /* GET /api/v1/reports/{id}/raw */
+/* report_intake - one report (or one per MetricKit diagnostic / Bugsnag event) from the
+ * request's body into the group commit, answered 202 once durable, into project
+ * r->project_id; with `want_format` (NULL: any), a report of another format is 400. Suspends
+ * the connection and is called again when the commit answers (runs inline, never on a handler
+ * thread). */
+enum MHD_Result report_intake(http_request *r, const char *want_format);
 
 /* ---- /api/v1/dsyms (routes_dsyms.c) ---------------------------------------------------- */
 
 enum MHD_Result handle_dsym_post(http_request *r);      /* POST /api/v1/dsyms */
+/* dsym_upload_respond - the request's uploaded files (r->parts) stored as POST /api/v1/dsyms
+ * stores them, answered 201/200 {"files":[...]}; with `conflict_if_known`, an upload whose
+ * every debug file was stored already is 409 (what bugsnag-cli takes as a duplicate). */
+enum MHD_Result dsym_upload_respond(http_request *r, bool conflict_if_known);
 enum MHD_Result handle_dsym_list(http_request *r);      /* GET /api/v1/dsyms */
 enum MHD_Result handle_dsym_get(http_request *r);       /* GET /api/v1/dsyms/{uuid} */
 enum MHD_Result handle_dsyms_missing(http_request *r);  /* GET /api/v1/dsyms/missing */
@@ -243,6 +262,12 @@ enum MHD_Result handle_projects_list(http_request *r);  /* GET /api/v1/projects 
 /* request_project_filter - a list's ?project= (slug or id, as request_project_arg) as a
  * project id; 0 when absent: every project. Errors as request_project_arg. */
 err_code request_project_filter(int64_t *project_id, http_request *r);
+
+/* ---- Bugsnag's clients (routes_bugsnag.c) ---------------------------------------------- */
+
+enum MHD_Result handle_bugsnag_notify(http_request *r);   /* POST /bugsnag/notify */
+enum MHD_Result handle_bugsnag_sessions(http_request *r); /* POST /bugsnag/sessions */
+enum MHD_Result handle_bugsnag_dsym(http_request *r);     /* POST /bugsnag/dsym, POST / */
 
 /* ---- the dashboard (routes_web.c) ------------------------------------------------------ */
 

@@ -31,8 +31,16 @@ static route_stats routes[METRICS_MAX_ROUTES];
 static uint64_t reports_accepted, reports_rejected[NERR];
 static uint64_t dsyms_created, dsyms_updated, dsyms_existing, dsym_uploads_failed[NERR];
 static uint64_t dsym_skipped_dwarf, dsym_skipped_slices;
+static uint64_t bugsnag_sessions;
 static int64_t in_flight, connections;
 static uint64_t connections_closed[CONN_CLOSED_NREASONS];
+
+void metrics_bugsnag_sessions(uint64_t n)
+{
+    pthread_mutex_lock(&mu);
+    bugsnag_sessions += n;
+    pthread_mutex_unlock(&mu);
+}
 
 void metrics_init(const char *const *names, unsigned n)
 {
@@ -174,6 +182,11 @@ void metrics_render(buf *out, const store_pool_stats *pool, int64_t queued)
         buf_printf(out, "stacksift_http_connections_closed_total{reason=\"%s\"} %llu\n",
                    conns_reason_name((conn_closed_reason)i),
                    (unsigned long long)connections_closed[i]);
+    buf_printf(out, "# HELP stacksift_bugsnag_sessions_total Sessions Bugsnag's notifier "
+                    "reported (POST /bugsnag/sessions).\n"
+                    "# TYPE stacksift_bugsnag_sessions_total counter\n"
+                    "stacksift_bugsnag_sessions_total %llu\n",
+               (unsigned long long)bugsnag_sessions);
     buf_printf(out, "# HELP stacksift_reports_accepted_total Reports committed and answered 202.\n"
                     "# TYPE stacksift_reports_accepted_total counter\n"
                     "stacksift_reports_accepted_total %llu\n",

@@ -24,6 +24,7 @@ void metrics_request(unsigned route, unsigned status, double seconds);
 void metrics_report_accepted(void);
 void metrics_report_rejected(err_code code);
 void metrics_dsym_processed(const char *status);   /* "created", "updated", "exists" */
+void metrics_bugsnag_sessions(uint64_t n);         /* sessions Bugsnag's notifier reported */
 void metrics_dsym_failed(err_code code);
 /* metrics_dsym_skipped - parts of uploaded debug files left out as unreadable: `warnings`
  * DWARF parts of built slices (units, functions, line sequences), `slices` fat-file slices. */

@@ -62,6 +62,11 @@ static void note_skipped(const char *name, const char *arch, const char *why, vo
 
 enum MHD_Result handle_dsym_post(http_request *r)
 {
+    return dsym_upload_respond(r, false);
+}
+
+enum MHD_Result dsym_upload_respond(http_request *r, bool conflict_if_known)
+{
     const config *cfg = r->srv->cfg;
     if (r->pp) {
         enum MHD_Result ok = MHD_destroy_post_processor(r->pp);   /* flushes the last part */
@@ -137,6 +142,13 @@ enum MHD_Result handle_dsym_post(http_request *r)
     jsonw_object_end(&w);
     metrics_dsym_skipped(dwarf_skipped, skipped.n);
     buf_reset(&skipped.list);
+    if (conflict_if_known && created == 0) {
+        buf_reset(&body);
+        return respond_error(r, ERR_CONFLICT, n == 1 ? "duplicate: this debug file is "
+                             "stored already (with overwrite=true the answer is 200)"
+                             : "duplicate: every debug file of this upload is stored already "
+                             "(with overwrite=true the answer is 200)");
+    }
     return respond_json(r, created ? 201 : 200, &body);
 }
 

@@ -294,6 +294,13 @@ enum MHD_Result handle_report_post(http_request *r)
             metrics_report_rejected(r->intake_rc);
         return batch_answer(r, r->intake_rc, &r->err);
     }
+    if (r->intake == INTAKE_NONE && request_is_multipart(r))
+        return report_batch_post(r);
+    return report_intake(r, NULL);
+}
+
+enum MHD_Result report_intake(http_request *r, const char *want_format)
+{
     if (r->intake == INTAKE_DONE) {
         if (r->intake_rc != ERR_OK) {
             metrics_report_rejected(r->intake_rc);
@@ -303,8 +310,6 @@ enum MHD_Result handle_report_post(http_request *r)
             metrics_report_accepted();
         return report_accepted(r);
     }
-    if (request_is_multipart(r))
-        return report_batch_post(r);
     ingest_report_input in = {
         .content_type = request_media_type(r, MHD_HTTP_HEADER_CONTENT_TYPE),
         .content_encoding = request_media_type(r, MHD_HTTP_HEADER_CONTENT_ENCODING),
@@ -317,6 +322,9 @@ enum MHD_Result handle_report_post(http_request *r)
     if (in.content_encoding[0] == '\0')
         in.content_encoding = NULL;
     err_code rc = ingest_report_prepare(&r->intake_rows, &r->nintake, &in, r->a, &r->err);
+    if (rc == ERR_OK && want_format != NULL && strcmp(r->intake_rows[0].format, want_format) != 0)
+        rc = err_set(&r->err, ERR_INVALID, "%s takes %s reports; this is a %s report", r->url,
+                     want_format, r->intake_rows[0].format);
     intake_slot *slots = NULL;
     if (rc == ERR_OK) {
         r->intake_ids = arena_alloc_array(r->a, r->nintake, sizeof r->intake_ids[0], &r->err);

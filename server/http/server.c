@@ -244,7 +244,48 @@ static err_code write_all(http_request *r, const char *data, size_t size)
     return ERR_OK;
 }
 
-/* Multipart: every part with a filename is one input file; other fields are ignored. */
+/* A multipart field without a filename: its bytes from `off` kept (small ones only). */
+static void form_field_add(http_request *r, const char *key, const char *data, uint64_t off,
+                           size_t size)
+{
+    size_t i = 0;
+    while (i < r->nform && strcmp(r->form_names[i], key) != 0)
+        i++;
+    if (i == r->nform) {
+        if (off != 0 || r->nform == MAX_FORM_FIELDS)
+            return;
+        r->form_names[i] = arena_strdup(r->a, key, &r->err);
+        if (r->form_names[i] == NULL)
+            return;
+        r->nform++;
+    }
+    if (r->form_values[i] == NULL && off != 0)
+        return; /* dropped: over FORM_FIELD_MAX */
+    size_t have = r->form_lens[i];
+    if (have + size > FORM_FIELD_MAX) {
+        r->form_values[i] = NULL;
+        r->form_lens[i] = 0;
+        return;
+    }
+    char *v = arena_grow(r->a, r->form_values[i], have ? have + 1 : 0, have + size + 1, &r->err);
+    if (v == NULL)
+        return;
+    memcpy(v + have, data, size);
+    v[have + size] = '\0';
+    r->form_values[i] = v;
+    r->form_lens[i] = have + size;
+}
+
+const char *request_form_field(http_request *r, const char *name)
+{
+    for (size_t i = 0; i < r->nform; i++)
+        if (strcmp(r->form_names[i], name) == 0)
+            return r->form_values[i];
+    return NULL;
+}
+
+/* Multipart: every part with a filename is one input file; small fields without one are kept
+ * for the handler (request_form_field), larger ones dropped. */
 static enum MHD_Result on_post_part(void *cls, enum MHD_ValueKind kind, const char *key,
                                     const char *filename, const char *content_type,
                                     const char *transfer_encoding, const char *data,
@@ -254,8 +295,11 @@ static enum MHD_Result on_post_part(void *cls, enum MHD_ValueKind kind, const ch
     (void)kind, (void)key, (void)content_type, (void)transfer_encoding;
     if (r->failed)
         return MHD_YES;
-    if (filename == NULL)
+    if (filename == NULL) {
+        if (key != NULL && size > 0)
+            form_field_add(r, key, data, off, size);
         return MHD_YES;
+    }
     err_code rc = ERR_OK;
     if (off == 0)
         rc = open_part(r, key, filename);
@@ -485,6 +529,13 @@ static const route ROUTES[] = {
     {"POST", "/api/*/envelope/", true, "sentry_envelope", 0, BODY_MEMORY,
      handle_sentry_envelope},
     {"POST", "/api/*/store/", true, "sentry_store", 0, BODY_MEMORY, handle_sentry_store},
+    /* Bugsnag's clients, unchanged: notifier events and sessions, dSYM uploads as bugsnag-cli
+     * and bugsnag-dsym-upload send them (routes_bugsnag.c); the API key is checked there */
+    {"POST", "/bugsnag/notify", false, "bugsnag_notify", 0, BODY_MEMORY, handle_bugsnag_notify},
+    {"POST", "/bugsnag/sessions", false, "bugsnag_sessions", 0, BODY_MEMORY,
+     handle_bugsnag_sessions},
+    {"POST", "/bugsnag/dsym", false, "bugsnag_dsym", 0, BODY_FILE, handle_bugsnag_dsym},
+    {"POST", "/", false, "bugsnag_dsym_root", 0, BODY_FILE, handle_bugsnag_dsym},
     /* the dashboard and its sparklines (routes_web.c) */
     {"GET", "/", false, "dashboard", 0, BODY_NONE, handle_dashboard},
     {"GET", "/ui/", true, "dashboard_file", 0, BODY_NONE, handle_dashboard_asset},
@@ -559,7 +610,8 @@ static bool runs_inline(const route *rt)
 {
     /* POST /api/v1/reports suspends itself while store_intake commits it (routes_reports.c) */
     return rt->handler == handle_healthz || rt->handler == handle_dashboard ||
-           rt->handler == handle_dashboard_asset || rt->handler == handle_report_post;
+           rt->handler == handle_dashboard_asset || rt->handler == handle_report_post ||
+           rt->handler == handle_bugsnag_notify;
 }
 
 static void *job_main(void *arg)
