@@ -284,66 +284,6 @@ def run_cases(inst, c, source):
          token=T["ingest"], headers={"Content-Type": "text/plain"})
     call("post", "/api/v1/reports", "/api/v1/reports", 422, body=b"\x89PNG", token=T["ingest"],
          headers={"Content-Type": "image/png"})
-    # KSCrash's standard sink: a multipart "reports" array, each report on its own.
-    ks = os.path.join(source, "../shared/corpus/reports/kscrash-json/kscrash-example-1.json")
-    with open(ks, "rb") as f:
-        ksdata = f.read()
-    r = inst.multipart("/api/v1/reports?token=" + T["ingest"], "reports", "reports.json",
-                       b"[" + ksdata + b",{\"not\":\"a report\"}]", None)
-    c.answer("post", "/api/v1/reports", r, 202)
-    check(r.status == 202 and r.json()["accepted"] == 1 and r.json()["refused"] == 1, "sink batch: 1 + 1")
-    r = inst.multipart("/api/v1/reports?token=" + T["ingest"], "reports", "reports.json", b"[{}]", None)
-    c.answer("post", "/api/v1/reports", r, 400)
-    check(r.status == 400 and r.json()["refused"] == 1, "sink batch of nothing acceptable: 400 listing it")
-
-    # Bugsnag's clients: the API key is a project's DSN key.
-    key = "00112233445566778899aabbccddeeff"
-    inst.psql(inst.db_url, "INSERT INTO projects (slug, name) VALUES ('bugsnag-app', 'Bugsnag app'); "
-              "INSERT INTO dsn_keys (project_id, key_sha256) SELECT id, sha256('%s'::bytea) FROM projects "
-              "WHERE slug = 'bugsnag-app'" % key)
-    time.sleep(1.2)   # the key table reloads twice a second
-    with open(os.path.join(source, "../shared/corpus/reports/other/bugsnag-event-1.json"), "rb") as f:
-        event = f.read()
-    payload = b'{"apiKey":"' + key.encode() + b'","payloadVersion":"4.0","events":[' + event + b"]}"
-    bh = {"Content-Type": "application/json", "Bugsnag-Api-Key": key, "Bugsnag-Payload-Version": "4.0"}
-    r = call("post", "/bugsnag/notify", "/bugsnag/notify", 202, body=payload, headers=bh)
-    check(r.status == 202 and r.json()["format"] == "bugsnag", "notify: a bugsnag report")
-    call("post", "/bugsnag/notify", "/bugsnag/notify", 400, body=ksdata, headers=bh)
-    call("post", "/bugsnag/notify", "/bugsnag/notify", 401, body=event,
-         headers={"Content-Type": "application/json"})
-    call("post", "/bugsnag/notify", "/bugsnag/notify", 422, body=payload,
-         headers=dict(bh, **{"Bugsnag-Payload-Version": "9.0"}))
-    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 60))
-    sess = {"app": {"version": "1.0"}, "sessions": [{"id": "s1", "startedAt": started}]}
-    sh = {"Bugsnag-Api-Key": key, "Bugsnag-Payload-Version": "1.0"}
-    call("post", "/bugsnag/sessions", "/bugsnag/sessions", 202, body=sess, headers=sh)
-    call("post", "/bugsnag/sessions", "/bugsnag/sessions", 400, body={"sessions": 3}, headers=sh)
-    call("post", "/bugsnag/sessions", "/bugsnag/sessions", 401, body=sess)
-    d5 = os.path.join(fixtures, "dwarf5/FixtureD5.app.dSYM/Contents/Resources/DWARF/FixtureD5")
-    with open(d5, "rb") as f:
-        d5data = f.read()
-
-    def bugsnag_dsym(path, fields, data):
-        boundary = "bugsnag-test-boundary-5e1a"
-        body = b""
-        for k, v in fields.items():
-            body += (f"--{boundary}\r\nContent-Disposition: form-data; name=\"{k}\"\r\n\r\n{v}\r\n").encode()
-        if data is not None:
-            body += (f"--{boundary}\r\nContent-Disposition: form-data; name=\"dsym\"; filename=\"FixtureD5\"\r\n"
-                     "Content-Type: application/octet-stream\r\n\r\n").encode() + data + b"\r\n"
-        body += f"--{boundary}--\r\n".encode()
-        return inst.request("POST", path, body=body,
-                            headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
-    c.answer("post", "/bugsnag/dsym", bugsnag_dsym("/bugsnag/dsym", {"apiKey": key}, d5data), 201)
-    c.answer("post", "/bugsnag/dsym", bugsnag_dsym("/bugsnag/dsym", {"apiKey": key}, d5data), 409)
-    c.answer("post", "/bugsnag/dsym", bugsnag_dsym("/bugsnag/dsym", {"apiKey": key, "overwrite": "true"}, d5data), 200)
-    c.answer("post", "/bugsnag/dsym", bugsnag_dsym("/bugsnag/dsym", {"apiKey": key}, None), 400)
-    c.answer("post", "/bugsnag/dsym", bugsnag_dsym("/bugsnag/dsym", {}, d5data), 401)
-    c.answer("post", "/", bugsnag_dsym("/", {"apiKey": key}, d5data), 409)
-    c.answer("post", "/", bugsnag_dsym("/", {"apiKey": key, "overwrite": "true"}, d5data), 200)
-    c.answer("post", "/", bugsnag_dsym("/", {"apiKey": key}, None), 400)
-    c.answer("post", "/", bugsnag_dsym("/", {"apiKey": "0" * 32}, d5data), 401)
-
     check(inst.wait_processed(60), "the workers processed every report within 60 s")
 
     rid, raw = next(iter(posted.items()))
@@ -558,6 +498,66 @@ def run_cases(inst, c, source):
         check(r.status == 200 and r.json() == {"id": eids[kind]},
               f"sentry {kind}: answer {r.body[:200]!r}")
 
+    # KSCrash's standard sink: a multipart "reports" array, each report on its own (last: the
+    # Bugsnag cases put reports into a project of their own).
+    ks = os.path.join(source, "../shared/corpus/reports/kscrash-json/kscrash-example-1.json")
+    with open(ks, "rb") as f:
+        ksdata = f.read()
+    r = inst.multipart("/api/v1/reports?token=" + T["ingest"], "reports", "reports.json",
+                       b"[" + ksdata + b",{\"not\":\"a report\"}]", None)
+    c.answer("post", "/api/v1/reports", r, 202)
+    check(r.status == 202 and r.json()["accepted"] == 1 and r.json()["refused"] == 1, "sink batch: 1 + 1")
+    r = inst.multipart("/api/v1/reports?token=" + T["ingest"], "reports", "reports.json", b"[{}]", None)
+    c.answer("post", "/api/v1/reports", r, 400)
+    check(r.status == 400 and r.json()["refused"] == 1, "sink batch of nothing acceptable: 400 listing it")
+
+    # Bugsnag's clients: the API key is a project's DSN key.
+    key = "00112233445566778899aabbccddeeff"
+    inst.psql(inst.db_url, "INSERT INTO projects (slug, name) VALUES ('bugsnag-app', 'Bugsnag app'); "
+              "INSERT INTO dsn_keys (project_id, key_sha256) SELECT id, sha256('%s'::bytea) FROM projects "
+              "WHERE slug = 'bugsnag-app'" % key)
+    time.sleep(1.2)   # the key table reloads twice a second
+    with open(os.path.join(source, "../shared/corpus/reports/other/bugsnag-event-1.json"), "rb") as f:
+        event = f.read()
+    payload = b'{"apiKey":"' + key.encode() + b'","payloadVersion":"4.0","events":[' + event + b"]}"
+    bh = {"Content-Type": "application/json", "Bugsnag-Api-Key": key, "Bugsnag-Payload-Version": "4.0"}
+    r = call("post", "/bugsnag/notify", "/bugsnag/notify", 202, body=payload, headers=bh)
+    check(r.status == 202 and r.json()["format"] == "bugsnag", "notify: a bugsnag report")
+    call("post", "/bugsnag/notify", "/bugsnag/notify", 400, body=ksdata, headers=bh)
+    call("post", "/bugsnag/notify", "/bugsnag/notify", 401, body=event,
+         headers={"Content-Type": "application/json"})
+    call("post", "/bugsnag/notify", "/bugsnag/notify", 422, body=payload,
+         headers=dict(bh, **{"Bugsnag-Payload-Version": "9.0"}))
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 60))
+    sess = {"app": {"version": "1.0"}, "sessions": [{"id": "s1", "startedAt": started}]}
+    sh = {"Bugsnag-Api-Key": key, "Bugsnag-Payload-Version": "1.0"}
+    call("post", "/bugsnag/sessions", "/bugsnag/sessions", 202, body=sess, headers=sh)
+    call("post", "/bugsnag/sessions", "/bugsnag/sessions", 400, body={"sessions": 3}, headers=sh)
+    call("post", "/bugsnag/sessions", "/bugsnag/sessions", 401, body=sess)
+    d5 = os.path.join(fixtures, "dwarf5/FixtureD5.app.dSYM/Contents/Resources/DWARF/FixtureD5")
+    with open(d5, "rb") as f:
+        d5data = f.read()
+
+    def bugsnag_dsym(path, fields, data):
+        boundary = "bugsnag-test-boundary-5e1a"
+        body = b""
+        for k, v in fields.items():
+            body += (f"--{boundary}\r\nContent-Disposition: form-data; name=\"{k}\"\r\n\r\n{v}\r\n").encode()
+        if data is not None:
+            body += (f"--{boundary}\r\nContent-Disposition: form-data; name=\"dsym\"; filename=\"FixtureD5\"\r\n"
+                     "Content-Type: application/octet-stream\r\n\r\n").encode() + data + b"\r\n"
+        body += f"--{boundary}--\r\n".encode()
+        return inst.request("POST", path, body=body,
+                            headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+    c.answer("post", "/bugsnag/dsym", bugsnag_dsym("/bugsnag/dsym", {"apiKey": key}, d5data), 201)
+    c.answer("post", "/bugsnag/dsym", bugsnag_dsym("/bugsnag/dsym", {"apiKey": key}, d5data), 409)
+    c.answer("post", "/bugsnag/dsym", bugsnag_dsym("/bugsnag/dsym", {"apiKey": key, "overwrite": "true"}, d5data), 200)
+    c.answer("post", "/bugsnag/dsym", bugsnag_dsym("/bugsnag/dsym", {"apiKey": key}, None), 400)
+    c.answer("post", "/bugsnag/dsym", bugsnag_dsym("/bugsnag/dsym", {}, d5data), 401)
+    c.answer("post", "/", bugsnag_dsym("/", {"apiKey": key}, d5data), 409)
+    c.answer("post", "/", bugsnag_dsym("/", {"apiKey": key, "overwrite": "true"}, d5data), 200)
+    c.answer("post", "/", bugsnag_dsym("/", {"apiKey": key}, None), 400)
+    c.answer("post", "/", bugsnag_dsym("/", {"apiKey": "0" * 32}, d5data), 401)
 
 if __name__ == "__main__":
     sys.exit(main())
