@@ -14,8 +14,9 @@
  *        when this request started the assembly (ingest/assemble.c, in the background),
  *        "assembling" while it runs, then "ok" with the debug file or "error" with why.
  *
- * `org` is accepted as given (one stacksift is one organization); `project` is the project
- * slug. The token is a stacksift API token with scope `upload` (Authorization: Bearer).
+ * `org` is accepted as given (one stacksift is one organization); `project` is the slug of
+ * a project (store_projects.h): debug files are shared by every project (a UUID names one
+ * build), but an upload to a project that does not exist is refused (404). The token is a stacksift API token with scope `upload` (Authorization: Bearer).
  * Shapes in docs/openapi.yaml.
  */
 #include <jansson.h>
@@ -29,6 +30,7 @@
 #include "ingest/assemble.h"
 #include "log/log.h"
 #include "store/store_chunks.h"
+#include "store/store_projects.h"
 
 #define ASSEMBLE_MAX_FILES 1024     /* files in one assemble request */
 #define CHUNKS_PER_REQUEST MAX_UPLOAD_PARTS
@@ -63,12 +65,6 @@ static char *sha1_lower(http_request *r, const char *s)
     return out;
 }
 
-/* A project slug as `stacksift project create` makes them. */
-static bool is_slug(const char *s)
-{
-    size_t n = strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-_");
-    return n > 0 && n <= 100 && s[n] == '\0';
-}
 
 enum MHD_Result handle_chunk_options(http_request *r)
 {
@@ -350,11 +346,17 @@ enum MHD_Result handle_difs_assemble(http_request *r)
     const char *project = path_segment(r, 4);
     if (!project)
         return respond_err(r, &r->err);
-    if (!is_slug(project)) {
-        err_set(&r->err, ERR_NOT_FOUND, "no project \"%.100s\" (SENTRY_PROJECT is the "
-                "project's slug)", project);
+    store_project p;
+    err_code rc = store_project_slug_valid(project)
+                      ? store_project_find_slug(&p, r->srv->store, project, &r->err)
+                      : ERR_NOT_FOUND;
+    if (rc == ERR_NOT_FOUND) {
+        err_set(&r->err, ERR_NOT_FOUND, "no project \"%.100s\" (SENTRY_PROJECT is the slug "
+                "of a project: stacksift project list)", project);
         return respond_err(r, &r->err);
     }
+    if (rc != ERR_OK)
+        return respond_err(r, &r->err);
     json_error_t je;
     json_t *in = json_loadb((const char *)(r->mem ? r->mem : (uint8_t *)""),
                             (size_t)r->body_bytes, 0, &je);
@@ -362,7 +364,7 @@ enum MHD_Result handle_difs_assemble(http_request *r)
         return respond_error(r, ERR_INVALID, "body is not JSON");
     dif_request *files;
     size_t n;
-    err_code rc = parse_assemble(&files, &n, r, in);
+    rc = parse_assemble(&files, &n, r, in);
     json_decref(in);
     if (rc != ERR_OK)
         return respond_err(r, &r->err);

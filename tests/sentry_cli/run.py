@@ -274,7 +274,16 @@ def bad_input(inst, cli, fixtures):
     is_json_error(assemble(inst, {fake: {"name": "x", "chunks": [good_sha]}},
                            path="/api/0/projects/acme/No%20Such/files/difs/assemble/"), 404,
                   "assemble: not a project slug")
+    is_json_error(assemble(inst, {fake: {"name": "x", "chunks": [good_sha]}},
+                           path="/api/0/projects/acme/nosuchproject/files/difs/assemble/"), 404,
+                  "assemble: a project that does not exist")
     check(counts(inst) == before, "nothing recorded for refused assemble requests")
+    # Another project's slug is accepted once the project exists.
+    inst.psql(inst.db_url, "INSERT INTO projects (slug, name) VALUES ('ios-app', 'iOS app')")
+    r = assemble(inst, {fake: {"name": "x", "chunks": [other]}},
+                 path="/api/0/projects/acme/ios-app/files/difs/assemble/")
+    check(r.status == 200 and r.json()[fake]["state"] == "not_found",
+          f"assemble into project ios-app: {r.status} {r.body[:200]!r}")
 
     # Chunks that are fine but do not make the file named: error, no debug file.
     r = post_chunks(inst, [("file", good_sha, good)])
