@@ -75,6 +75,43 @@ typedef struct {
 
 /* ---- errors -------------------------------------------------------------------------------- */
 
+/* Where a field is: "threads[2].frames[7]". A chain built on the stack as the parser descends
+ * and printed only when something is wrong (a frame or an image costs no formatting). */
+typedef struct plc_path {
+    const struct plc_path *up; /* enclosing message, NULL at the top */
+    const char *name;          /* field name */
+    size_t index;              /* position in a repeated field, if indexed */
+    bool indexed;
+} plc_path;
+
+static size_t path_fmt(char *out, size_t cap, const plc_path *p)
+{
+    size_t n = p->up != NULL ? path_fmt(out, cap, p->up) : 0;
+    if (n >= cap)
+        return n;
+    int k = p->indexed ? snprintf(out + n, cap - n, "%s%s[%zu]", n ? "." : "", p->name, p->index)
+                       : snprintf(out + n, cap - n, "%s%s", n ? "." : "", p->name);
+    return k < 0 ? n : n + (size_t)k;
+}
+
+/* "plcrash report: <path>[.<field>]: <message>", ERR_INVALID or `code`. */
+static err_code fail_at(plc *c, err_code code, const plc_path *path, const char *field,
+                        const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static err_code fail_at(plc *c, err_code code, const plc_path *path, const char *field,
+                        const char *fmt, ...)
+{
+    char where[128] = "", msg[sizeof c->err->msg];
+    size_t n = path != NULL ? path_fmt(where, sizeof where, path) : 0;
+    if (field != NULL && n < sizeof where)
+        snprintf(where + n, sizeof where - n, "%s%s", n ? "." : "", field);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return err_set(c->err, code, "plcrash report: %s%s%s", where, where[0] ? ": " : "", msg);
+}
+
 static err_code bad(plc *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static err_code bad(plc *c, const char *fmt, ...)
@@ -88,10 +125,13 @@ static err_code bad(plc *c, const char *fmt, ...)
 }
 
 /* The reader's own message (wire-level problem), with the field path in front. */
-static err_code wire_error(plc *c, const char *path)
+static err_code wire_error(plc *c, const plc_path *path)
 {
-    if (path[0] != '\0')
-        err_prefix(c->err, "%s", path);
+    if (path != NULL) {
+        char where[128];
+        path_fmt(where, sizeof where, path);
+        err_prefix(c->err, "%s", where);
+    }
     return err_prefix(c->err, "plcrash report");
 }
 
@@ -106,13 +146,24 @@ static const char *wire_name(cr_pb_wire w)
     return "?";
 }
 
-static bool wire_is(plc *c, const cr_pb_field *f, cr_pb_wire w, const char *path, const char *field)
+static bool wire_is(plc *c, const cr_pb_field *f, cr_pb_wire w, const plc_path *path, const char *field)
 {
     if (f->wire == w)
         return true;
-    bad(c, "%s%s%s: wire type %u at offset %zu, want %s", path, path[0] ? "." : "", field,
-        (unsigned)f->wire, f->offset, wire_name(w));
+    fail_at(c, ERR_INVALID, path, field, "wire type %u at offset %zu, want %s", (unsigned)f->wire,
+            f->offset, wire_name(w));
     return false;
+}
+
+/* 16 bytes as 32 hex digits and a NUL (UUIDs; cr_uuid_set dashes them) */
+static void hex16(char out[33], const uint8_t *d)
+{
+    static const char HEX[] = "0123456789abcdef";
+    for (size_t i = 0; i < 16; i++) {
+        out[2 * i] = HEX[d[i] >> 4];
+        out[2 * i + 1] = HEX[d[i] & 15];
+    }
+    out[32] = '\0';
 }
 
 static const char *str_of(plc *c, const cr_pb_field *f)
@@ -121,7 +172,7 @@ static const char *str_of(plc *c, const cr_pb_field *f)
 }
 
 /* A varint (or, leniently, a fixed field of the same width) as uint64. */
-static bool num(plc *c, const cr_pb_field *f, uint64_t *out, const char *path, const char *field)
+static bool num(plc *c, const cr_pb_field *f, uint64_t *out, const plc_path *path, const char *field)
 {
     if (!wire_is(c, f, CR_PB_VARINT, path, field))
         return false;
@@ -129,7 +180,7 @@ static bool num(plc *c, const cr_pb_field *f, uint64_t *out, const char *path, c
     return true;
 }
 
-static bool text(plc *c, const cr_pb_field *f, const char **out, const char *path, const char *field)
+static bool text(plc *c, const cr_pb_field *f, const char **out, const plc_path *path, const char *field)
 {
     if (!wire_is(c, f, CR_PB_LEN, path, field))
         return false;
@@ -137,7 +188,7 @@ static bool text(plc *c, const cr_pb_field *f, const char **out, const char *pat
     return *out != NULL;
 }
 
-static bool enter(plc *c, cr_pb *child, const cr_pb *parent, const cr_pb_field *f, const char *path)
+static bool enter(plc *c, cr_pb *child, const cr_pb *parent, const cr_pb_field *f, const plc_path *path)
 {
     if (cr_pb_enter(child, parent, f, c->err) == ERR_OK)
         return true;
@@ -149,7 +200,7 @@ static bool enter(plc *c, cr_pb *child, const cr_pb *parent, const cr_pb_field *
 
 /* Processor: encoding, type, subtype. Only Mach encodings (1, or none given: every writer of
  * this format is on Apple platforms) are interpreted. */
-static bool read_processor(plc *c, const cr_pb *m0, const cr_pb_field *pf, const char *path,
+static bool read_processor(plc *c, const cr_pb *m0, const cr_pb_field *pf, const plc_path *path,
                            bool *has, uint64_t *type, uint64_t *subtype)
 {
     cr_pb m;
@@ -179,7 +230,7 @@ static bool read_processor(plc *c, const cr_pb *m0, const cr_pb_field *pf, const
 
 static bool read_system_info(plc *c, const cr_pb *top, const cr_pb_field *pf)
 {
-    const char *path = "system_info";
+    const plc_path at = {NULL, "system_info", 0, false}, *path = &at;
     cr_pb m;
     if (!enter(c, &m, top, pf, path))
         return false;
@@ -228,7 +279,7 @@ static bool read_system_info(plc *c, const cr_pb *top, const cr_pb_field *pf)
 
 static bool read_app_info(plc *c, const cr_pb *top, const cr_pb_field *pf)
 {
-    const char *path = "application_info";
+    const plc_path at = {NULL, "application_info", 0, false}, *path = &at;
     cr_pb m;
     if (!enter(c, &m, top, pf, path))
         return false;
@@ -256,7 +307,7 @@ static bool read_app_info(plc *c, const cr_pb *top, const cr_pb_field *pf)
 }
 
 /* Symbol: the name and start address a client-side symbolication guessed for a frame. */
-static bool read_symbol(plc *c, const cr_pb *m0, const cr_pb_field *pf, const char *path,
+static bool read_symbol(plc *c, const cr_pb *m0, const cr_pb_field *pf, const plc_path *path,
                         crashreport_frame *fr)
 {
     cr_pb m;
@@ -293,7 +344,7 @@ static bool read_symbol(plc *c, const cr_pb *m0, const cr_pb_field *pf, const ch
 }
 
 /* StackFrame into fr (already added); `path` names it ("threads[1].frames[4]"). */
-static bool read_frame(plc *c, const cr_pb *m0, const cr_pb_field *pf, const char *path,
+static bool read_frame(plc *c, const cr_pb *m0, const cr_pb_field *pf, const plc_path *path,
                        crashreport_frame *fr)
 {
     cr_pb m;
@@ -322,22 +373,21 @@ static bool read_frame(plc *c, const cr_pb *m0, const cr_pb_field *pf, const cha
         return false;
     }
     if (!has_pc) {
-        bad(c, "%s: no pc (field 3)", path);
+        fail_at(c, ERR_INVALID, path, NULL, "no pc (field 3)");
         return false;
     }
     return sym == NULL || read_symbol(c, &m, sym, path, fr);
 }
 
-static crashreport_frame *new_frame(plc *c, crashreport_thread *t, const char *path)
+static crashreport_frame *new_frame(plc *c, crashreport_thread *t, const plc_path *path)
 {
     if ((t != NULL ? t->nframes : c->b.r->nleb) >= PLC_MAX_THREAD_FRAMES) {
-        err_set(c->err, ERR_TOO_LARGE, "plcrash report: %s: more than %d frames in one stack",
-                path, PLC_MAX_THREAD_FRAMES);
+        fail_at(c, ERR_TOO_LARGE, path, NULL, "more than %d frames in one stack",
+                PLC_MAX_THREAD_FRAMES);
         return NULL;
     }
     if (c->nframes >= PLC_MAX_FRAMES) {
-        err_set(c->err, ERR_TOO_LARGE, "plcrash report: %s: more than %d frames in the report",
-                path, PLC_MAX_FRAMES);
+        fail_at(c, ERR_TOO_LARGE, path, NULL, "more than %d frames in the report", PLC_MAX_FRAMES);
         return NULL;
     }
     c->nframes++;
@@ -347,7 +397,7 @@ static crashreport_frame *new_frame(plc *c, crashreport_thread *t, const char *p
     return fr;
 }
 
-static bool read_register(plc *c, const cr_pb *m0, const cr_pb_field *pf, const char *path,
+static bool read_register(plc *c, const cr_pb *m0, const cr_pb_field *pf, const plc_path *path,
                           crashreport_register *reg)
 {
     cr_pb m;
@@ -367,7 +417,7 @@ static bool read_register(plc *c, const cr_pb *m0, const cr_pb_field *pf, const 
         return false;
     }
     if (reg->name == NULL) {
-        bad(c, "%s: no name (field 1)", path);
+        fail_at(c, ERR_INVALID, path, NULL, "no name (field 1)");
         return false;
     }
     return true;
@@ -375,8 +425,7 @@ static bool read_register(plc *c, const cr_pb *m0, const cr_pb_field *pf, const 
 
 static bool read_thread(plc *c, const cr_pb *top, const cr_pb_field *pf, size_t ti)
 {
-    char path[64];
-    snprintf(path, sizeof path, "threads[%zu]", ti);
+    const plc_path at = {NULL, "threads", ti, true}, *path = &at;
     if (c->b.r->nthreads >= PLC_MAX_THREADS) {
         err_set(c->err, ERR_TOO_LARGE, "plcrash report: threads: more than %d threads",
                 PLC_MAX_THREADS);
@@ -399,17 +448,16 @@ static bool read_thread(plc *c, const cr_pb *top, const cr_pb_field *pf, size_t 
             if (!num(c, &f, &n, path, "thread_number"))
                 return false;
             if (n > INT32_MAX) {
-                bad(c, "%s.thread_number: %" PRIu64 " is out of range", path, n);
+                fail_at(c, ERR_INVALID, path, "thread_number", "%" PRIu64 " is out of range", n);
                 return false;
             }
             t->index = (uint32_t)n;
             break;
         }
         case 2: {
-            char fp[96];
-            snprintf(fp, sizeof fp, "%s.frames[%zu]", path, t->nframes);
-            crashreport_frame *fr = new_frame(c, t, fp);
-            if (fr == NULL || !read_frame(c, &m, &f, fp, fr))
+            const plc_path fp = {path, "frames", t->nframes, true};
+            crashreport_frame *fr = new_frame(c, t, &fp);
+            if (fr == NULL || !read_frame(c, &m, &f, &fp, fr))
                 return false;
             break;
         }
@@ -421,15 +469,14 @@ static bool read_thread(plc *c, const cr_pb *top, const cr_pb_field *pf, size_t 
             break;
         }
         case 4: {
-            char rp[96];
-            snprintf(rp, sizeof rp, "%s.registers[%zu]", path, nregs);
+            const plc_path rp = {path, "registers", nregs, true};
             if (nregs >= PLC_MAX_REGISTERS) {
-                err_set(c->err, ERR_TOO_LARGE, "plcrash report: %s.registers: more than %d "
-                        "registers", path, PLC_MAX_REGISTERS);
+                fail_at(c, ERR_TOO_LARGE, path, "registers", "more than %d registers",
+                        PLC_MAX_REGISTERS);
                 return false;
             }
             crashreport_register *reg = cr_push(&c->b, (void **)&t->registers, &nregs, sizeof *reg);
-            if (reg == NULL || !read_register(c, &m, &f, rp, reg))
+            if (reg == NULL || !read_register(c, &m, &f, &rp, reg))
                 return false;
             t->nregisters = nregs;
             break;
@@ -452,8 +499,7 @@ static const char *base_name(const char *path)
 
 static bool read_image(plc *c, const cr_pb *top, const cr_pb_field *pf, size_t ii)
 {
-    char path[64];
-    snprintf(path, sizeof path, "binary_images[%zu]", ii);
+    const plc_path at = {NULL, "binary_images", ii, true}, *path = &at;
     if (c->b.r->nimages >= PLC_MAX_IMAGES) {
         err_set(c->err, ERR_TOO_LARGE, "plcrash report: binary_images: more than %d images",
                 PLC_MAX_IMAGES);
@@ -482,21 +528,19 @@ static bool read_image(plc *c, const cr_pb *top, const cr_pb_field *pf, size_t i
             if (!wire_is(c, &f, CR_PB_LEN, path, "uuid"))
                 return false;
             if (f.len != 16) {
-                cr_note(&c->b, "%s.uuid: %zu bytes, want 16 (ignored)", path, f.len);
+                cr_note(&c->b, "binary_images[%zu].uuid: %zu bytes, want 16 (ignored)", ii, f.len);
                 break;
             }
             char hex[33];
-            for (size_t i = 0; i < 16; i++)
-                snprintf(hex + 2 * i, 3, "%02x", f.data[i]);
+            hex16(hex, f.data);
             cr_uuid_set(im->uuid, hex, 32);
             break;
         }
         case 5: {
-            char cp[96];
+            const plc_path cp = {path, "code_type", 0, false};
             bool has;
             uint64_t type, sub;
-            snprintf(cp, sizeof cp, "%s.code_type", path);
-            if (!read_processor(c, &m, &f, cp, &has, &type, &sub))
+            if (!read_processor(c, &m, &f, &cp, &has, &type, &sub))
                 return false;
             if (has)
                 im->arch = cr_arch_from_cpu(type, sub);
@@ -510,11 +554,11 @@ static bool read_image(plc *c, const cr_pb *top, const cr_pb_field *pf, size_t i
         return false;
     }
     if (!has_base) {
-        bad(c, "%s: no base_address (field 1)", path);
+        fail_at(c, ERR_INVALID, path, NULL, "no base_address (field 1)");
         return false;
     }
     if (im->path == NULL || im->path[0] == '\0') {
-        bad(c, "%s: no name (field 3)", path);
+        fail_at(c, ERR_INVALID, path, NULL, "no name (field 3)");
         return false;
     }
     im->name = base_name(im->path);
@@ -526,7 +570,7 @@ static bool read_image(plc *c, const cr_pb *top, const cr_pb_field *pf, size_t i
 
 static bool read_exception(plc *c, const cr_pb *top, const cr_pb_field *pf)
 {
-    const char *path = "exception";
+    const plc_path at = {NULL, "exception", 0, false}, *path = &at;
     cr_pb m;
     if (!enter(c, &m, top, pf, path))
         return false;
@@ -537,10 +581,9 @@ static bool read_exception(plc *c, const cr_pb *top, const cr_pb_field *pf)
         case 1: if (!text(c, &f, &c->exc_name, path, "name")) return false; break;
         case 2: if (!text(c, &f, &c->exc_reason, path, "reason")) return false; break;
         case 3: {
-            char fp[64];
-            snprintf(fp, sizeof fp, "exception.frames[%zu]", c->b.r->nleb);
-            crashreport_frame *fr = new_frame(c, NULL, fp);
-            if (fr == NULL || !read_frame(c, &m, &f, fp, fr))
+            const plc_path fp = {path, "frames", c->b.r->nleb, true};
+            crashreport_frame *fr = new_frame(c, NULL, &fp);
+            if (fr == NULL || !read_frame(c, &m, &f, &fp, fr))
                 return false;
             c->b.r->has_leb = true;
             break;
@@ -557,7 +600,8 @@ static bool read_exception(plc *c, const cr_pb *top, const cr_pb_field *pf)
 
 static bool read_mach_exception(plc *c, const cr_pb *m0, const cr_pb_field *pf)
 {
-    const char *path = "signal.mach_exception";
+    const plc_path up = {NULL, "signal", 0, false}, at = {&up, "mach_exception", 0, false};
+    const plc_path *path = &at;
     cr_pb m;
     if (!enter(c, &m, m0, pf, path))
         return false;
@@ -578,12 +622,12 @@ static bool read_mach_exception(plc *c, const cr_pb *m0, const cr_pb_field *pf)
                 while (p < end) {
                     uint64_t v;
                     if (!cr_pb_varint(&v, &p, end)) {
-                        bad(c, "%s.codes: malformed packed varint at offset %zu", path,
-                            f.offset);
+                        fail_at(c, ERR_INVALID, path, "codes", "malformed packed varint at "
+                                "offset %zu", f.offset);
                         return false;
                     }
                     if (c->nmach_codes >= PLC_MAX_CODES) {
-                        bad(c, "%s.codes: more than %d codes", path, PLC_MAX_CODES);
+                        fail_at(c, ERR_INVALID, path, "codes", "more than %d codes", PLC_MAX_CODES);
                         return false;
                     }
                     c->mach_codes[c->nmach_codes++] = v;
@@ -591,7 +635,7 @@ static bool read_mach_exception(plc *c, const cr_pb *m0, const cr_pb_field *pf)
                 break;
             }
             if (c->nmach_codes >= PLC_MAX_CODES) {
-                bad(c, "%s.codes: more than %d codes", path, PLC_MAX_CODES);
+                fail_at(c, ERR_INVALID, path, "codes", "more than %d codes", PLC_MAX_CODES);
                 return false;
             }
             if (!num(c, &f, &c->mach_codes[c->nmach_codes], path, "codes"))
@@ -611,7 +655,7 @@ static bool read_mach_exception(plc *c, const cr_pb *m0, const cr_pb_field *pf)
 
 static bool read_signal(plc *c, const cr_pb *top, const cr_pb_field *pf)
 {
-    const char *path = "signal";
+    const plc_path at = {NULL, "signal", 0, false}, *path = &at;
     cr_pb m;
     if (!enter(c, &m, top, pf, path))
         return false;
@@ -647,7 +691,7 @@ static bool read_signal(plc *c, const cr_pb *top, const cr_pb_field *pf)
 
 static bool read_process_info(plc *c, const cr_pb *top, const cr_pb_field *pf)
 {
-    const char *path = "process_info";
+    const plc_path at = {NULL, "process_info", 0, false}, *path = &at;
     crashreport_metadata *meta = &c->b.r->meta;
     cr_pb m;
     if (!enter(c, &m, top, pf, path))
@@ -692,7 +736,7 @@ static bool read_process_info(plc *c, const cr_pb *top, const cr_pb_field *pf)
 
 static bool read_machine_info(plc *c, const cr_pb *top, const cr_pb_field *pf)
 {
-    const char *path = "machine_info";
+    const plc_path at = {NULL, "machine_info", 0, false}, *path = &at;
     cr_pb m;
     if (!enter(c, &m, top, pf, path))
         return false;
@@ -704,11 +748,12 @@ static bool read_machine_info(plc *c, const cr_pb *top, const cr_pb_field *pf)
             if (!text(c, &f, &c->b.r->meta.hardware_model, path, "model"))
                 return false;
             break;
-        case 2:
-            if (!read_processor(c, &m, &f, "machine_info.processor", &c->has_cpu, &c->cpu_type,
-                                &c->cpu_subtype))
+        case 2: {
+            const plc_path pp = {path, "processor", 0, false};
+            if (!read_processor(c, &m, &f, &pp, &c->has_cpu, &c->cpu_type, &c->cpu_subtype))
                 return false;
             break;
+        }
         default: break;
         }
     }
@@ -721,7 +766,7 @@ static bool read_machine_info(plc *c, const cr_pb *top, const cr_pb_field *pf)
 
 static bool read_report_info(plc *c, const cr_pb *top, const cr_pb_field *pf)
 {
-    const char *path = "report_info";
+    const plc_path at = {NULL, "report_info", 0, false}, *path = &at;
     cr_pb m;
     if (!enter(c, &m, top, pf, path))
         return false;
@@ -746,8 +791,7 @@ static bool read_report_info(plc *c, const cr_pb *top, const cr_pb_field *pf)
                 return false;
             }
             char hex[33], id[37];
-            for (size_t i = 0; i < 16; i++)
-                snprintf(hex + 2 * i, 3, "%02x", f.data[i]);
+            hex16(hex, f.data);
             if (cr_uuid_set(id, hex, 32))
                 c->b.r->meta.incident_id = cr_strdup(&c->b, id);
             break;
@@ -943,14 +987,15 @@ err_code cr_parse_plcrash(crashreport **out, const char *data, size_t len, arena
         static const char *const TOP[] = {NULL, "system_info", "application_info", "threads",
                                           "binary_images", "exception", "signal", "process_info",
                                           "machine_info", "report_info", "custom_data"};
-        char path[64] = "";
-        if (f.number == 3 || f.number == 4)
-            snprintf(path, sizeof path, "%s[%zu]", TOP[f.number], f.number == 3 ? nthreads : nimages);
-        else if (f.number > 0 && f.number < sizeof TOP / sizeof TOP[0])
-            snprintf(path, sizeof path, "%s", TOP[f.number]);
-        else if (f.number > 0)
-            snprintf(path, sizeof path, "field %u", f.number);
-        return wire_error(&c, path);
+        char other[32];
+        plc_path at = {NULL, NULL, f.number == 3 ? nthreads : nimages, f.number == 3 || f.number == 4};
+        if (f.number > 0 && f.number < sizeof TOP / sizeof TOP[0]) {
+            at.name = TOP[f.number];
+        } else {
+            snprintf(other, sizeof other, "field %u", f.number);
+            at.name = other;
+        }
+        return wire_error(&c, f.number > 0 ? &at : NULL);
     }
     if (!has_system)
         return bad(&c, "no system_info (field 1)");

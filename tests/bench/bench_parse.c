@@ -11,6 +11,9 @@
  *                         (what a regex-per-line parser pays before building anything)
  *   ips         crashreport_parse of the same crash as .ips JSON
  *       peer    "jansson": json_loadb + json_decref of the same bytes (the JSON floor)
+ *   plcrash     crashreport_parse of the same crash as PLCrashReporter's .plcrash file
+ *               (protobuf, written here following PLCrashReport.proto's field numbers)
+ *       peer    "apple-text": the text parse above, measured again beside it
  *   symbolicate parse + symbolicate_report of a 100-frame report whose app frames all hit a
  *               warm symcache (built from the arm64-O2 fixture dSYM, STACKSIFT_FIXTURES)
  *       peer    "lookups": symcache_lookup of the same 100 addresses, nothing else
@@ -228,6 +231,138 @@ static void gen_ips(buf *o, const gen_crash *c)
     buf_append_str(o, "]\n}\n");
 }
 
+/* The same crash as a .plcrash file: a protobuf writer of just what PLCrashReport.proto needs
+ * here (varints and length-delimited fields), nested messages written into scratch buffers. */
+static void pb_varint(buf *o, uint64_t v)
+{
+    do {
+        uint8_t b = (uint8_t)(v & 0x7f);
+        v >>= 7;
+        buf_putc(o, (char)(v ? b | 0x80 : b));
+    } while (v);
+}
+
+static void pb_u64(buf *o, uint32_t field, uint64_t v)
+{
+    pb_varint(o, (uint64_t)field << 3);
+    pb_varint(o, v);
+}
+
+static void pb_bytes(buf *o, uint32_t field, const void *d, size_t n)
+{
+    pb_varint(o, (uint64_t)field << 3 | 2);
+    pb_varint(o, n);
+    buf_append(o, d, n);
+}
+
+static void pb_str(buf *o, uint32_t field, const char *s)
+{
+    pb_bytes(o, field, s, strlen(s));
+}
+
+static void pb_msg(buf *o, uint32_t field, buf *sub) /* appends sub as a message, empties it */
+{
+    pb_bytes(o, field, sub->data, sub->len);
+    sub->len = 0;
+}
+
+static void gen_plcrash(buf *o, const gen_crash *c)
+{
+    buf m, sub, sub2;
+    buf_init(&m);
+    buf_init(&sub);
+    buf_init(&sub2);
+    buf_append(o, "plcrash\x01", 8);
+    pb_u64(&m, 1, 1);
+    pb_str(&m, 2, "18.5");
+    pb_u64(&m, 3, 6);
+    pb_u64(&m, 4, 1752938772);
+    pb_str(&m, 5, "22F76");
+    pb_msg(o, 1, &m);
+    pb_str(&m, 1, "com.example.FixtureApp");
+    pb_str(&m, 2, "12");
+    pb_str(&m, 3, "1.0.0");
+    pb_msg(o, 2, &m);
+    /* threads 0..7 with their frames; the LEB frames go into the exception */
+    for (int t = 0; t < 8; t++) {
+        pb_u64(&m, 1, (uint64_t)t);
+        for (int f = 0; f < c->nframes; f++) {
+            if (c->thread_of[f] != t)
+                continue;
+            pb_u64(&sub, 3, c->addr[f]);
+            if (c->image_of[f] != 0) {
+                char name[64];
+                snprintf(name, sizeof name, "-[NSObject(Category%d) perform:with:]", f);
+                pb_str(&sub2, 1, name);
+                pb_u64(&sub2, 2, c->addr[f] - c->addr[f] % 997);
+                pb_msg(&sub, 6, &sub2);
+            }
+            pb_msg(&m, 2, &sub);
+        }
+        pb_u64(&m, 3, t == 5);
+        if (t == 5)
+            for (int r = 0; r < 34; r++) {
+                char name[8];
+                snprintf(name, sizeof name, "x%d", r);
+                pb_str(&sub, 1, name);
+                pb_u64(&sub, 2, 0x16f745000u + (uint64_t)r);
+                pb_msg(&m, 4, &sub);
+            }
+        pb_msg(o, 3, &m);
+    }
+    for (int i = 0; i < 30; i++) {
+        const gen_image *im = &c->images[i];
+        uint8_t uuid[16];
+        for (int k = 0; k < 16; k++)
+            sscanf(im->uuid + 2 * k, "%2hhx", &uuid[k]);
+        char path[80];
+        snprintf(path, sizeof path, "/usr/lib/%s", im->name);
+        pb_u64(&m, 1, im->load);
+        pb_u64(&m, 2, im->size);
+        pb_str(&m, 3, path);
+        pb_bytes(&m, 4, uuid, 16);
+        pb_u64(&sub, 1, 1);
+        pb_u64(&sub, 2, 0x0100000c);
+        pb_u64(&sub, 3, i == 0 ? 0 : 2);
+        pb_msg(&m, 5, &sub);
+        pb_msg(o, 4, &m);
+    }
+    pb_str(&m, 1, "NSInvalidArgumentException");
+    pb_str(&m, 2, "abort() called");
+    for (int f = 0; f < c->nframes; f++)
+        if (c->thread_of[f] == -1) {
+            pb_u64(&sub, 3, c->addr[f]);
+            pb_msg(&m, 3, &sub);
+        }
+    pb_msg(o, 5, &m);
+    pb_str(&m, 1, "SIGABRT");
+    pb_str(&m, 2, "#0");
+    pb_u64(&m, 3, 0);
+    pb_u64(&sub, 1, 10);
+    pb_u64(&sub, 2, 0);
+    pb_u64(&sub, 2, 0);
+    pb_msg(&m, 4, &sub);
+    pb_msg(o, 6, &m);
+    pb_str(&m, 1, "FixtureApp");
+    pb_u64(&m, 2, 8009);
+    pb_str(&m, 3, "/usr/lib/FixtureApp");
+    pb_str(&m, 4, "launchd");
+    pb_u64(&m, 5, 1);
+    pb_u64(&m, 6, 1);
+    pb_msg(o, 7, &m);
+    pb_str(&m, 1, "iPhone14,5");
+    pb_u64(&sub, 1, 1);
+    pb_u64(&sub, 2, 0x0100000c);
+    pb_u64(&sub, 3, 2);
+    pb_msg(&m, 2, &sub);
+    pb_u64(&m, 3, 6);
+    pb_u64(&m, 4, 6);
+    pb_msg(o, 8, &m);
+    buf_reset(&m);
+    buf_reset(&sub);
+    buf_reset(&sub2);
+}
+
 /* ---- the runs ---------------------------------------------------------------------------- */
 
 typedef struct {
@@ -384,11 +519,13 @@ int main(int argc, char **argv)
     }
     gen_crash crash;
     gen(&crash, 0x104c00000ull, uuid_hex[0] ? uuid_hex : NULL);
-    buf text, ips;
+    buf text, ips, plc;
     buf_init(&text);
     buf_init(&ips);
+    buf_init(&plc);
     gen_text(&text, &crash);
     gen_ips(&ips, &crash);
+    gen_plcrash(&plc, &crash);
 
     int errcode;
     PCRE2_SIZE erroff;
@@ -415,6 +552,12 @@ int main(int argc, char **argv)
     c.len = ips.len;
     double ips_rate = rate(run_parse, &c);
     print_row("ips 100 frames, 30 images", ips_rate, ips.len, "jansson", rate(run_jansson, &c));
+    c.data = (const char *)plc.data;
+    c.len = plc.len;
+    double plc_rate = rate(run_parse, &c);
+    c.data = (const char *)text.data;
+    c.len = text.len;
+    print_row("plcrash 100 frames, 30 images", plc_rate, plc.len, "apple-text", rate(run_parse, &c));
     if (sc != NULL) {
         c.sc = sc;
         c.data = (const char *)text.data;
