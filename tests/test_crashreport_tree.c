@@ -1,5 +1,5 @@
 /*
- * test_crashreport_tree - the call-tree formats of common/crashreport (issue #12): macOS
+ * test_crashreport_tree - the call-tree formats of common/crashreport: macOS
  * `sample` and spindump text, MetricKit payloads.
  *
  * - The real `sample` reports of ../shared/real-xcode/ parse into the tree they print (every

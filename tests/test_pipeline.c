@@ -14,7 +14,7 @@
  * then the query API, status changes and regressions, synchronous symbolication, and every
  * real corpus report (processed, pending or cleanly failed, never stuck).
  *
- * Two nodes (issue #14): two server processes with separate data directories share nothing
+ * Two nodes: two server processes with separate data directories share nothing
  * but the database. dSYMs are uploaded to node A, reports posted to node B (which has never
  * seen a dSYM file: it fetches symcaches from Postgres), and POST /api/v1/symbolicate on node
  * B answers every frame; a third, empty node serves at once, throws away a half-written
@@ -1166,7 +1166,7 @@ static json_t *model_symbol(json_t *model, const char *function)
     return NULL;
 }
 
-/* Issue #11: every JSON frame a server answer gives for a C++ function carries its raw
+/* Every JSON frame a server answer gives for a C++ function carries its raw
  * linkage name ("mangled", what `stacksift lookup --json` gives for it): POST
  * /api/v1/symbolicate, the issue's signature frames and the stored model of its sample. */
 static void server_json_carries_mangled(void)
@@ -1307,7 +1307,7 @@ static void metrics_show_cache_hit_rate(void)
 }
 
 
-/* ---- processing at intake (issue #15) ------------------------------------------------- */
+/* ---- processing at intake ------------------------------------------------- */
 
 /* A single SQL text value (malloc'd), NULL for none or SQL NULL. */
 static char *sql_str(const char *sql, const char *param)
@@ -1600,7 +1600,7 @@ static void failed_issue_upsert_still_stores_the_report(void)
     free(id);
 }
 
-/* ---- shared-nothing nodes (issue #14) -------------------------------------------------- */
+/* ---- shared-nothing nodes -------------------------------------------------- */
 
 static int has_name(const char *dir, const char *name)
 {
@@ -2085,7 +2085,7 @@ static void frameless_kscrash_reports_are_grouped(void)
     free(basis);
 }
 
-/* Issue #12: a real macOS `sample` report and our MetricKit payload (4 diagnostics) through
+/* A real macOS `sample` report and our MetricKit payload (4 diagnostics) through
  * the real server into issues: the payload is stored as one report per diagnostic, the sample
  * becomes a hang issue, the payload's diagnostics crash / hang / sample issues, and with the
  * real iOS app's dSYM uploaded the crash diagnostic's frames carry Apple's Swift names. */

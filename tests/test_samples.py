@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""test_samples - privacy-API samples and call sites (issue #13) through the real server and
+"""test_samples - privacy-API samples and call sites through the real server and
 Postgres: POST /api/v1/samples, GET /api/v1/callsites (filters, sorts, pages), the CSV,
 new-in-build, a retried batch counted once, a late dSYM, and every bad-input case of the
 issue answered 4xx with the field named and nothing stored.

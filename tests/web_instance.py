@@ -1,4 +1,4 @@
-"""web_instance - a real stacksift instance for the Python/browser tests of issue #6.
+"""web_instance - a real stacksift instance for the Python and browser tests.
 
     with Instance("openapi") as inst:       # own database in STACKSIFT_TEST_DATABASE_URL's
         inst.request("GET", "/api/v1/issues", token=inst.tokens["read"])

@@ -1,5 +1,5 @@
 /*
- * samplebatch - batches of privacy-API stack samples (issue #13): the JSON a device POSTs to
+ * samplebatch - batches of privacy-API stack samples: the JSON a device POSTs to
  * /api/v1/samples, checked field by field, and its canonical form, the same JSON with
  * identical stacks merged (counts summed) that the server stores until a worker counts it.
  *

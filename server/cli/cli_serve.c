@@ -151,7 +151,7 @@ int cli_serve(int argc, char **argv)
         log_event(LOG_ERROR, "database_unreachable", "message=%s", err.msg);
         goto done;
     }
-    /* The call site workers (issue #13) likewise, as many as the report workers. */
+    /* The call site workers likewise, as many as the report workers. */
     if (cfg.workers > 0 && store_open(&count_store, cfg.database_url, cfg.workers,
                                       cfg.db_timeout_ms, &err) != ERR_OK) {
         log_event(LOG_ERROR, "database_unreachable", "message=%s", err.msg);

@@ -1,5 +1,5 @@
 /*
- * routes_samples - privacy-API samples and call sites (issue #13):
+ * routes_samples - privacy-API samples and call sites:
  *   POST /api/v1/samples        a batch of stack samples (ingest scope) -> 202
  *   GET  /api/v1/callsites      call sites per API, build and version (read scope)
  *   GET  /api/v1/callsites.csv  the same rows as RFC 4180 CSV, every page

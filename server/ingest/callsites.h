@@ -1,5 +1,5 @@
 /*
- * callsites - privacy-API call sites at fleet volume (issue #13): intake of sample batches
+ * callsites - privacy-API call sites at fleet volume: intake of sample batches
  * and the workers that count them.
  *
  *   POST /api/v1/samples -> callsites_accept: gunzip, samplebatch_parse (all or nothing),

@@ -1,7 +1,7 @@
 /*
  * ingest_dsym - turn an uploaded debug file into symcaches and rows.
  *
- * Postgres is the only shared state (issue #14): every new symcache and the upload part it
+ * Postgres is the only shared state: every new symcache and the upload part it
  * was built from are stored as blobs (store_blobs.h) in the same transaction that makes the
  * dSYM row visible, so any node can fetch it and a rebuild can re-derive it. Order:
  *   1. build every slice into work_dir/symc/ (dsym_build_symcaches writes temp + rename);

@@ -1,5 +1,5 @@
 /*
- * maintain - the node's background duties besides processing reports (issue #14): a
+ * maintain - the node's background duties besides processing reports: a
  * heartbeat every MAINTAIN_HEARTBEAT_S into the nodes table (health, work in progress,
  * symcache cache hit ratio: what GET /metrics on any node shows for all of them), and the
  * retention run (store_maintain.h), tried every minute and done at most once per interval

@@ -1,5 +1,5 @@
 /*
- * pipeline - what happens to a report after intake (issue #5): worker threads claim received
+ * pipeline - what happens to a report after intake: worker threads claim received
  * reports from Postgres (FOR UPDATE SKIP LOCKED, so several server processes can share one
  * database), parse, symbolicate, compute the signature, and store the symbolicated model and
  * the issue upsert in one transaction.

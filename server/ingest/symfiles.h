@@ -1,5 +1,5 @@
 /*
- * symfiles - this node's cache of symcache files (issue #14). Postgres holds every symcache
+ * symfiles - this node's cache of symcache files. Postgres holds every symcache
  * (store_blobs.h); a node keeps local copies in DATA_DIR/symcaches/<sha256>.symc, fetched on
  * first use and evicted least-recently-used first beyond a byte budget.
  *

@@ -1,5 +1,5 @@
 /*
- * store_blobs - content-addressed blobs in Postgres (issue #14): symcaches and the original
+ * store_blobs - content-addressed blobs in Postgres: symcaches and the original
  * dSYM uploads they were built from, so that Postgres is the only state nodes share.
  *
  * A blob is one `blobs` row (hex SHA-256, size, chunk count) and its `blob_chunks` rows of

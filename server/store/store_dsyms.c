@@ -191,7 +191,7 @@ err_code store_dsyms_missing(store_dsym_missing **out, size_t *n, store *s, unsi
     return store_run(s, do_dsyms_missing, &m, err);
 }
 
-/* ---- rows with their stored symcaches (issue #14) ----------------------------------------------------------- */
+/* ---- rows with their stored symcaches ----------------------------------------------------------- */
 
 static err_code do_blobs_get(pconn *c, void *vctx, err_info *err)
 {

@@ -1,5 +1,5 @@
 /*
- * store_intake - group commit of new reports (issue #15). Intake requests queue their row and
+ * store_intake - group commit of new reports. Intake requests queue their row and
  * wait; `max_inflight` committer threads each take every row queued so far (up to `max_batch`
  * rows / `max_batch_bytes`) and commit them with one INSERT (the batch as binary arrays, unnest) on one pooled connection, then
  * answer each request of the batch. There is no timer: a batch is what queued while the

@@ -287,7 +287,7 @@ static err_code expire_aggregates(store_retention_result *r, pconn *c, unsigned 
         rc = exec_int(&r->issues_expired, c, "expiring issues",
                       "DELETE FROM issues WHERE last_seen < now() - $1::int * interval '1 day'",
                       1, values, err);
-    /* Privacy-API call sites (issue #13), when that migration is there: per-day rows and
+    /* Privacy-API call sites, when that migration is there: per-day rows and
      * call sites not seen for as long are aggregates too. */
     int64_t have = 0;
     if (rc == ERR_OK)

@@ -1,5 +1,5 @@
 /*
- * store_maintain - what keeps a multi-node deployment healthy and bounded (issue #14):
+ * store_maintain - what keeps a multi-node deployment healthy and bounded:
  * node heartbeats (for /metrics) and the retention run (daily report partitions ahead of
  * time, expired partitions dropped, old aggregates and unused dSYMs with their blobs deleted).
  *

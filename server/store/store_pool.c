@@ -153,7 +153,7 @@ static err_code store_connect(pconn **out, store *s, double deadline, err_info *
      * stderr unstructured. */
     PQsetNoticeProcessor(pg, store_ignore_notice, NULL);
     /* Values TOASTed on this connection (raw reports, 5-50 KB each) are compressed with lz4,
-     * not pglz: pglz was the largest single cost of intake in Postgres (issue #15). Ignored
+     * not pglz: pglz was the largest single cost of intake in Postgres. Ignored
      * where the server has no lz4: values are then compressed with pglz as before. */
     pconn *c = xcalloc(1, sizeof *c);
     c->pg = pg;

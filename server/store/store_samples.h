@@ -1,5 +1,5 @@
 /*
- * store_samples - privacy-API samples in Postgres (issue #13, migrations/0005): accepted
+ * store_samples - privacy-API samples in Postgres, migrations/0005: accepted
  * batches, the workers' counting transaction (call sites, per build and day counts with
  * device sets, stacks waiting for a dSYM) and the read side of /api/v1/callsites.
  *

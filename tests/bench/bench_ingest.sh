@@ -16,8 +16,8 @@
 # Postgres runs with fsync=off like the tests' (commits acknowledged, WAL written, not forced
 # to disk); PG_FSYNC=on measures with every commit flushed to this machine's disk, where
 # 8 connections can never exceed 8 reports per WAL flush.
-# Targets (issue #15): >= 5000 reports/s, p99 POST < 25 ms, server RSS < 150 MB.
-# NODES=2 (issue #14) starts a second `stacksift serve` with its own data directory on the same
+# Targets: >= 5000 reports/s, p99 POST < 25 ms, server RSS < 150 MB.
+# NODES=2 starts a second `stacksift serve` with its own data directory on the same
 # Postgres (nothing shared but the database: it fetches the symcache from Postgres) and splits
 # the connections between the two (two wrk processes at once); compare with NODES=1.
 # Env: BUILD_DIR (default build), STACKSIFT_FIXTURES (default build-fixtures), CONNECTIONS (8),

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench_samples.py [--devices N] [--samples N] [--builds N] [--threads N] [--min-rate R]
 
-Privacy-API samples at fleet volume (issue #13), end to end through a real `stacksift serve`
+Privacy-API samples at fleet volume, end to end through a real `stacksift serve`
 and Postgres (tests/web_instance.py: its own database in STACKSIFT_TEST_DATABASE_URL's
 cluster, FixtureApp's and FixtureKit's dSYMs uploaded first):
 
