@@ -1,13 +1,21 @@
-# Hostile requests, the upload race, slow clients and a frozen database against a
-# real `stacksift serve` (tests/reliability/, Python 3 standard library, loopback only).
+# Hostile requests, the upload race, slow clients and a database that stops answering against
+# a real `stacksift serve` (tests/reliability/, Python 3 standard library, loopback only).
 # Run by both CI runs (plain and ASan+UBSan); each test is bounded to well under a minute.
-# The two timing tests (slow clients, frozen database) run alone: their bounds (1 s, 100 ms)
-# are about the server, not about CPU taken by tests running beside them.
+# The timing tests (slow clients; the database frozen, killed, cut off) run alone: their
+# bounds (1 s, 3.5 s, 100 ms) are about the server, not about CPU taken by tests beside them.
 set(_rel_env "${STACKSIFT_TEST_ENV}")
-foreach(t hostile upload_race slow_clients kill_nodes db_freeze auth)
+foreach(t hostile upload_race slow_clients kill_nodes auth)
   add_test(NAME reliability_${t}
     COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/reliability/test_${t}.py)
   set_tests_properties(reliability_${t} PROPERTIES LABELS "reliability;db" TIMEOUT 180
     ENVIRONMENT "${_rel_env}")
 endforeach()
-set_tests_properties(reliability_slow_clients reliability_db_freeze PROPERTIES RUN_SERIAL TRUE)
+# test_db_outage.py --mode: SIGSTOP (freeze), SIGKILL and restart (kill), a proxy that stops
+# relaying (drop).
+foreach(mode freeze kill drop)
+  add_test(NAME reliability_db_${mode}
+    COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/reliability/test_db_outage.py --mode ${mode})
+  set_tests_properties(reliability_db_${mode} PROPERTIES LABELS "reliability;db" TIMEOUT 240
+    ENVIRONMENT "${_rel_env}" RUN_SERIAL TRUE)
+endforeach()
+set_tests_properties(reliability_slow_clients PROPERTIES RUN_SERIAL TRUE)

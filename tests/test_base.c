@@ -1,5 +1,8 @@
-/* Tests for common/base: arena budgets, buffers, JSON escaping, errors, file mapping. */
+/* Tests for common/base: arena budgets, buffers, JSON escaping, errors, file mapping, the
+ * worker pool. */
+#include <stdatomic.h>
 #include <stdint.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/arena.h"
@@ -8,6 +11,7 @@
 #include "base/bytes.h"
 #include "base/err.h"
 #include "base/utf8.h"
+#include "base/workpool.h"
 #include "harness.h"
 
 static void arena_enforces_budget(void)
@@ -137,6 +141,58 @@ static void map_missing_file_is_not_found(void)
     CHECK_EQ_INT(bytes_map_file(&b, "/", &err), ERR_IO);
 }
 
+/* workpool: every thread runs with its own index, a long workpool_wait ends at once on stop,
+ * workpool_wake ends a wait without stopping, join waits for every function to return. */
+typedef struct {
+    atomic_uint started, woken, finished;
+    atomic_uint seen_mask;
+} wp_probe;
+
+static void wp_body(workpool *wp, unsigned index, void *ctx)
+{
+    wp_probe *p = ctx;
+    atomic_fetch_or(&p->seen_mask, 1u << index);
+    atomic_fetch_add(&p->started, 1);
+    workpool_wait(wp, 60000);           /* ended by workpool_wake below */
+    if (!workpool_stopping(wp))
+        atomic_fetch_add(&p->woken, 1);
+    while (!workpool_stopping(wp))
+        workpool_wait(wp, 60000);       /* ended by workpool_stop */
+    atomic_fetch_add(&p->finished, 1);
+}
+
+static void workpool_runs_wakes_and_stops(void)
+{
+    wp_probe p = {0};
+    workpool *wp = NULL;
+    err_info err = {0};
+    CHECK_EQ_INT(workpool_start(&wp, 3, wp_body, &p, &err), ERR_OK);
+    struct timespec nap = {0, 1000000L};
+    for (int i = 0; i < 5000 && atomic_load(&p.started) < 3; i++)
+        nanosleep(&nap, NULL);
+    CHECK_EQ_INT(atomic_load(&p.started), 3);
+    CHECK_EQ_INT(atomic_load(&p.seen_mask), 7);
+    CHECK(!workpool_stopping(wp));
+    workpool_wake(wp);
+    for (int i = 0; i < 5000 && atomic_load(&p.woken) < 3; i++)
+        nanosleep(&nap, NULL);
+    CHECK_EQ_INT(atomic_load(&p.woken), 3);
+    CHECK_EQ_INT(atomic_load(&p.finished), 0);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    workpool_join(wp);                  /* stops, then waits: far sooner than the 60 s waits */
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    CHECK_EQ_INT(atomic_load(&p.finished), 3);
+    CHECK(t1.tv_sec - t0.tv_sec < 5);
+    CHECK(workpool_stopping(wp));
+    workpool_join(wp);                  /* twice is fine */
+    workpool_free(wp);
+    workpool_free(NULL);
+    workpool *none = NULL;              /* no threads: a pool that only stops */
+    CHECK_EQ_INT(workpool_start(&none, 0, wp_body, &p, &err), ERR_OK);
+    workpool_free(none);
+}
+
 int main(void)
 {
     RUN(arena_enforces_budget);
@@ -147,5 +203,6 @@ int main(void)
     RUN(err_formats_and_names);
     RUN(utf8_checks_and_repairs);
     RUN(map_missing_file_is_not_found);
+    RUN(workpool_runs_wakes_and_stops);
     return harness_done();
 }

@@ -416,7 +416,7 @@ static void eatfit_by_hand(void)
     arena_free(a);
 }
 
-/* Jailbreak-era CrashReporter (issue 16): images in "Binary Images (dpkg):", "(App Store):"
+/* Jailbreak-era CrashReporter: images in "Binary Images (dpkg):", "(App Store):"
  * and "(Other):" sections with the package JSON after the path; frames "0xLOAD + 0xOFF //
  * symbol + 0xOFF"; "+ Name (*)" image marks. */
 static void jailbreak_sections_by_hand(void)

@@ -137,7 +137,7 @@ static void normalize_block_invoke_number(void)
 
 static void normalize_swift_closure(void)
 {
-    /* issue 11: a closure keeps its "closure #N in" context; each closure is its own function */
+    /* a closure keeps its "closure #N in" context; each closure is its own function */
     CHECK_EQ_STR(norm("closure #1 in ViewController.viewDidLoad()"),
                  "closure #1 in ViewController.viewDidLoad");
     CHECK_EQ_STR(norm("closure #2 in closure #1 in Model.load()"),
@@ -149,7 +149,7 @@ static void normalize_swift_closure(void)
     CHECK_EQ_STR(norm("$s4main5ModelC4loadyyFyycfU_"), "closure #1 in Model.load");
 }
 
-/* ---- Swift (issue 11): wrappers collapse onto the function they wrap ---------------------- */
+/* ---- Swift: wrappers collapse onto the function they wrap ---------------------- */
 
 static void normalize_swift_mangled_demangled(void)
 {
@@ -415,7 +415,7 @@ static void same_crash_other_addresses_same_fingerprint(void)
     CHECK_EQ_STR(a.fingerprint, b.fingerprint);
 }
 
-/* issue 11: two closures of one function are two issues, and so are a closure and the function
+/* Swift closures: two closures of one function are two issues, and so are a closure and the function
  * that encloses it; the same closure in another build (other address, offset) is one. */
 static void swift_closures_keep_their_number_in_the_fingerprint(void)
 {

@@ -114,7 +114,7 @@ bool signature_function_in_app(const char *normalized);
  * "(anonymous namespace)" spelled one way (also for "`anonymous namespace'", "{anonymous}");
  * ".cold.N", ".llvm.N", ".constprop.N", ".isra.N", ".part.N", " [clone ...]" dropped;
  * "block_invoke_N" -> "block_invoke"; Swift "closure #N in X" kept (each closure is its own
- * function, issue 11);
+ * function);
  * libc++ ABI tags "[abi:...]" dropped; Objective-C "-[Class sel:]" kept as is. A bare address
  * ("0x1234") or a placeholder ("<deduplicated_symbol>", "<redacted>") becomes "".
  */

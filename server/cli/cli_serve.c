@@ -81,6 +81,19 @@ static void serve_usage(FILE *f)
                 docs[i].default_value ? docs[i].default_value : "(required)", docs[i].doc);
 }
 
+
+/* The log lines of a pool's circuit breaker (store_on_breaker); `ctx` names the pool. */
+static void log_breaker(void *ctx, bool opened, unsigned failures, double open_ms,
+                        const char *why)
+{
+    if (opened)
+        log_event(LOG_ERROR, "db_breaker_opened", "pool=%s failures=%u message=%s",
+                  (const char *)ctx, failures, why);
+    else
+        log_event(LOG_WARN, "db_breaker_closed", "pool=%s open_ms=%.0f message=%s",
+                  (const char *)ctx, open_ms, "a probe query was answered");
+}
+
 int cli_serve(int argc, char **argv)
 {
     if (argc > 1) {
@@ -130,6 +143,7 @@ int cli_serve(int argc, char **argv)
         goto done;
     }
     store_sessions_configure(cfg.release_users_exact);
+    store_on_breaker(s, log_breaker, "requests");
     if (store_schema_version(&version, s, &err) != ERR_OK) {
         log_event(LOG_ERROR, "schema_check_failed", "message=%s", err.msg);
         goto done;
@@ -157,6 +171,10 @@ int cli_serve(int argc, char **argv)
         log_event(LOG_ERROR, "database_unreachable", "message=%s", err.msg);
         goto done;
     }
+    if (work_store)
+        store_on_breaker(work_store, log_breaker, "report_workers");
+    if (count_store)
+        store_on_breaker(count_store, log_breaker, "callsite_workers");
     /* A worker's batch statements may take longer than a request's; they still fail, rather
      * than hang, when the database does. */
     if (work_store)

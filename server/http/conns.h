@@ -1,6 +1,6 @@
 /*
  * conns - every open HTTP connection, and the reaper that closes the ones that hold a slot
- * without using it (issue 16). Internal to server/http.
+ * without using it. Internal to server/http.
  *
  * libmicrohttpd 0.9.75 has one inactivity timeout for everything, so a client that sends a
  * header line every few seconds (slowloris), trickles a body, or half-closes in the middle

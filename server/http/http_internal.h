@@ -90,6 +90,11 @@ struct http_request {
     arena *a;
     char id[17];
     double t0_ms;
+    double deadline_ms;      /* every store call of the request ends by then (http_now_ms's
+                                clock), whatever thread makes it; set once the request is
+                                read, before its handler runs (server.c) */
+    bool no_store;           /* runs on a libmicrohttpd thread (GET /metrics while every
+                                handler thread is busy): must not call the store */
     const route *route;      /* NULL: no route matched */
     unsigned route_index;    /* metrics label; the last index is "unmatched" */
     const char *method, *url;

@@ -228,8 +228,21 @@ void metrics_render(buf *out, const store_pool_stats *pool, int64_t queued)
                     "stacksift_db_pool_connections{state=\"in_use\"} %u\n"
                     "# HELP stacksift_db_pool_waiting Requests waiting for a connection.\n"
                     "# TYPE stacksift_db_pool_waiting gauge\n"
-                    "stacksift_db_pool_waiting %u\n",
-               pool->size, pool->idle, pool->open - pool->idle, pool->waiting);
+                    "stacksift_db_pool_waiting %u\n"
+                    "# HELP stacksift_db_breaker_open 1 while the circuit breaker in front of "
+                    "the pool refuses database calls (the database stopped answering).\n"
+                    "# TYPE stacksift_db_breaker_open gauge\n"
+                    "stacksift_db_breaker_open %d\n"
+                    "# HELP stacksift_db_breaker_opened_total Times the circuit breaker opened.\n"
+                    "# TYPE stacksift_db_breaker_opened_total counter\n"
+                    "stacksift_db_breaker_opened_total %llu\n"
+                    "# HELP stacksift_db_breaker_rejected_total Database calls the open breaker "
+                    "refused at once (each a 503 + Retry-After).\n"
+                    "# TYPE stacksift_db_breaker_rejected_total counter\n"
+                    "stacksift_db_breaker_rejected_total %llu\n",
+               pool->size, pool->idle, pool->open - pool->idle, pool->waiting,
+               pool->breaker_open ? 1 : 0, (unsigned long long)pool->breaker_opened,
+               (unsigned long long)pool->breaker_rejected);
     if (queued >= 0)
         buf_printf(out, "# HELP stacksift_reports_queued Reports received and not processed yet.\n"
                         "# TYPE stacksift_reports_queued gauge\n"

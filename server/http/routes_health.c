@@ -1,7 +1,8 @@
 /*
  * routes_health - the service's own state: GET /healthz (the process answers), GET /readyz
  * (the database is reachable and its schema is the one this binary expects), GET /metrics
- * (Prometheus text: http/metrics.c, the pool, the queue and the pipeline). No token.
+ * (Prometheus text: http/metrics.c, the pool and its circuit breaker, the queue and the
+ * pipeline). /readyz answers 503 at once while the breaker is open. No token.
  */
 #include "base/buf.h"
 #include "http/http_internal.h"
@@ -24,6 +25,12 @@ enum MHD_Result handle_readyz(http_request *r)
 {
     int version;
     err_info err = {0};
+    double open_ms = 0;
+    if (store_breaker_open(r->srv->store, &open_ms)) {
+        err_set(&err, ERR_STORE, "the database circuit breaker is open (for %.0f ms): the "
+                "database stopped answering and is probed until it does", open_ms);
+        return respond_err(r, &err);
+    }
     if (store_schema_version(&version, r->srv->store, &err) != ERR_OK)
         return respond_err(r, &err);
     int need = store_schema_required();
@@ -48,7 +55,9 @@ enum MHD_Result handle_metrics(http_request *r)
     int64_t queued = -1;
     err_info err;
     store_pool_stats_get(&pool, r->srv->store);
-    if (store_reports_count(&queued, r->srv->store, "received", &err) != ERR_OK)
+    /* On a libmicrohttpd thread (every handler thread was busy) nothing waits for the
+     * database: the gauges read from it are left out, as when it is down. */
+    if (r->no_store || store_reports_count(&queued, r->srv->store, "received", &err) != ERR_OK)
         queued = -1;   /* the database being down must not hide the other metrics */
     buf out;
     buf_init(&out);
@@ -61,7 +70,7 @@ enum MHD_Result handle_metrics(http_request *r)
     maintain_metrics_render(&out, r->srv->node);   /* NULL: nothing */
     sentry_metrics_render(&out, r->srv);
     store_samples_stats ss;
-    if (store_samples_counts(&ss, r->srv->store, &err) == ERR_OK)   /* else left out */
+    if (!r->no_store && store_samples_counts(&ss, r->srv->store, &err) == ERR_OK)   /* else left out */
         buf_printf(&out,
                    "# HELP stacksift_sample_batches_queued Sample batches accepted and not "
                    "counted yet.\n"

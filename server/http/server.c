@@ -633,11 +633,12 @@ static void *job_main(void *arg)
         if (srv->jobs_stop) {
             respond_error(r, ERR_STORE, "the server is stopping: retry on another node");
         } else {
-            /* A request's database calls end together within the timeout (503 after), except
-             * where big symcaches move (uploads, symbolication): there each statement is
-             * bounded on its own. */
+            /* A request's database calls end together by its deadline (503 after), fixed
+             * when it was read (request_deadline), so the time it queued here counts too,
+             * except where big symcaches move (uploads, symbolication): there each
+             * statement is bounded on its own. */
             if (r->route->body != BODY_FILE && r->route->handler != handle_symbolicate)
-                store_deadline_begin(srv->cfg->db_timeout_ms);
+                store_deadline_set(r->deadline_ms);
             r->route->handler(r);   /* its answer is in r->pending (none: see on_request) */
             store_deadline_end();
         }
@@ -649,6 +650,15 @@ static void *job_main(void *arg)
     }
     pthread_mutex_unlock(&srv->jobs_mu);
     return NULL;
+}
+
+/* Whether a handler thread would take a request queued now without waiting. */
+static bool jobs_thread_free(http_server *srv)
+{
+    pthread_mutex_lock(&srv->jobs_mu);
+    bool free_now = srv->jobs_running + srv->jobs_queued < srv->njob_threads && !srv->jobs_stop;
+    pthread_mutex_unlock(&srv->jobs_mu);
+    return free_now;
 }
 
 /* Suspend r's connection and queue r for a handler thread; false (nothing done) when the
@@ -850,8 +860,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;   /* answered already */
     if (r->failed)
         return respond_err(r, &r->err);
-    if (runs_inline(r->route))
-        return r->route->handler(r);
+    /* The request's one deadline: from here, whichever thread runs the handler, every store
+     * call under it gets what is left (never a fresh budget). */
+    if (r->deadline_ms == 0)
+        r->deadline_ms = http_now_ms() + srv->cfg->db_timeout_ms;
+    /* /metrics is served whatever the handler threads do: when none is free, here, with
+     * what the process knows (no database gauges). */
+    if (r->route->handler == handle_metrics && !jobs_thread_free(srv))
+        r->no_store = true;
+    if (r->no_store || runs_inline(r->route)) {
+        store_deadline_set(r->deadline_ms);
+        enum MHD_Result ok = r->route->handler(r);
+        store_deadline_end();
+        return ok;
+    }
     if (!jobs_push(srv, r))
         return respond_error(r, ERR_STORE, "every handler thread is busy: retry shortly");
     return MHD_YES;

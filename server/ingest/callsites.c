@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/workpool.h"
 #include "base/xalloc.h"
 #include "ingest/ingest.h"
 #include "log/log.h"
@@ -150,21 +151,11 @@ static size_t smap_get_or_put(smap *m, const char *key, size_t v)
 
 /* ---- workers --------------------------------------------------------------------------- */
 
-typedef struct cs_worker {
-    callsites *c;
-    unsigned index;
-    pthread_t thread;
-    bool started;
-} cs_worker;
-
 struct callsites {
     callsites_options o;
     store *store;
     pipeline *pipe;
-    pthread_mutex_t run_mu;
-    pthread_cond_t run_cv;
-    bool stopping;
-    cs_worker *workers;
+    workpool *workers;     /* NULL until callsites_start */
     /* Batches and pending stacks this process could not read or count (a bug, logged once
      * each): left in the queue for a fixed server, skipped here so the rest goes on. */
     pthread_mutex_t poison_mu;
@@ -572,30 +563,6 @@ static err_code count_sample(claim *k, const samplebatch *b, const samplebatch_s
     return ERR_OK;
 }
 
-static bool should_stop(callsites *c)
-{
-    pthread_mutex_lock(&c->run_mu);
-    bool s = c->stopping;
-    pthread_mutex_unlock(&c->run_mu);
-    return s;
-}
-
-static void idle_wait(callsites *c, unsigned ms)
-{
-    struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += ms / 1000;
-    dl.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (dl.tv_nsec >= 1000000000L) {
-        dl.tv_sec++;
-        dl.tv_nsec -= 1000000000L;
-    }
-    pthread_mutex_lock(&c->run_mu);
-    if (!c->stopping)
-        pthread_cond_timedwait(&c->run_cv, &c->run_mu, &dl);
-    pthread_mutex_unlock(&c->run_mu);
-}
-
 static double now_ms(void)
 {
     struct timespec ts;
@@ -669,22 +636,22 @@ static err_code claim_count(claim *k, store_sample_work *w, const store_claimed_
     return store_samples_commit(w, adds, nadds, pend, npend, k->err);
 }
 
-static void *worker_main(void *arg)
+/* One call site counter (workpool_fn): claim sample batches, count them, until stopped. */
+static void worker_run(workpool *wp, unsigned index, void *ctx)
 {
-    cs_worker *wk = arg;
-    callsites *c = wk->c;
+    callsites *c = ctx;
     unsigned idle_ms = c->o.idle_poll_ms, store_errors = 0;
     double next_sweep = now_ms() + SWEEP_EVERY_S * 1000.0;
     pipeline_worker_thread_init("callsite-worker", c->o.nice);
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     if (md == NULL) {
-        log_event(LOG_ERROR, "callsites_worker_failed", "worker=%u message=%s", wk->index,
+        log_event(LOG_ERROR, "callsites_worker_failed", "worker=%u message=%s", index,
                   "sha-256: out of memory");
-        return NULL;
+        return;
     }
-    while (!should_stop(c)) {
+    while (!workpool_stopping(wp)) {
         err_info err = {0};
-        if (wk->index == 0 && now_ms() >= next_sweep) {
+        if (index == 0 && now_ms() >= next_sweep) {
             int64_t released = 0;
             if (store_samples_sweep(&released, c->store, &err) == ERR_OK && released > 0)
                 log_event(LOG_INFO, "callsites_pending_released", "stacks=%lld",
@@ -710,11 +677,11 @@ static void *worker_main(void *arg)
             if (rc != ERR_OK) {
                 if (store_errors++ % 20 == 0)
                     log_event(LOG_WARN, "callsites_queue_unavailable", "worker=%u error=%s "
-                              "message=%s", wk->index, err_name(rc), err.msg);
-                idle_wait(c, 1000);
+                              "message=%s", index, err_name(rc), err.msg);
+                workpool_wait(wp, 1000);
             } else {
                 store_errors = 0;
-                idle_wait(c, idle_ms);
+                workpool_wait(wp, idle_ms);
                 if (idle_ms < c->o.idle_poll_ms * 4)
                     idle_ms *= 2;
             }
@@ -728,13 +695,13 @@ static void *worker_main(void *arg)
             atomic_fetch_add(&c->batches, nb);
             atomic_fetch_add(&c->commits, 1);
             log_event(LOG_DEBUG, "callsites_counted", "worker=%u batches=%zu pending=%zu "
-                      "stacks=%zu rows=%zu ms=%.1f", wk->index, nb, np, k.nev, k.nrows,
+                      "stacks=%zu rows=%zu ms=%.1f", index, nb, np, k.nev, k.nrows,
                       now_ms() - t0);
         } else if (k.culprit != 0) {
             /* one row cannot be read or counted: skip it from now on, count the others */
             atomic_fetch_add(&c->commit_failures, 1);
             log_event(LOG_ERROR, "callsites_row_skipped", "worker=%u batch=%lld pending_stack=%lld "
-                      "error=%s message=%s", wk->index, (long long)(k.culprit > 0 ? k.culprit : 0),
+                      "error=%s message=%s", index, (long long)(k.culprit > 0 ? k.culprit : 0),
                       (long long)(k.culprit < 0 ? -k.culprit : 0), err_name(rc), err.msg);
             pthread_mutex_lock(&c->poison_mu);
             buf *list = k.culprit > 0 ? &c->poison_batches : &c->poison_pending;
@@ -744,9 +711,9 @@ static void *worker_main(void *arg)
         } else {
             atomic_fetch_add(&c->commit_failures, 1);
             log_event(LOG_WARN, "callsites_count_failed", "worker=%u batches=%zu pending=%zu "
-                      "error=%s message=%s", wk->index, nb, np, err_name(rc), err.msg);
+                      "error=%s message=%s", index, nb, np, err_name(rc), err.msg);
             /* the rows went back to the queue; give the database (or a fix) time */
-            idle_wait(c, 1000);
+            workpool_wait(wp, 1000);
         }
         for (size_t i = 0; i < k.nrows; i++)
             free(k.rows_v[i].devices.ids);
@@ -757,7 +724,6 @@ static void *worker_main(void *arg)
         arena_free(a);
     }
     EVP_MD_CTX_free(md);
-    return NULL;
 }
 
 err_code callsites_new(callsites **out, store *work_store, pipeline *pipe,
@@ -772,8 +738,6 @@ err_code callsites_new(callsites **out, store *work_store, pipeline *pipe,
         c->o.idle_poll_ms = 50;
     c->store = work_store;
     c->pipe = pipe;
-    pthread_mutex_init(&c->run_mu, NULL);
-    pthread_cond_init(&c->run_cv, NULL);
     pthread_mutex_init(&c->poison_mu, NULL);
     buf_init(&c->poison_batches);
     buf_init(&c->poison_pending);
@@ -785,45 +749,20 @@ err_code callsites_start(callsites *c, err_info *err)
 {
     if (c->o.workers == 0 || c->workers != NULL)
         return ERR_OK;
-    c->workers = xcalloc(c->o.workers, sizeof *c->workers);
-    for (unsigned i = 0; i < c->o.workers; i++) {
-        cs_worker *w = &c->workers[i];
-        w->c = c;
-        w->index = i;
-        int e = pthread_create(&w->thread, NULL, worker_main, w);
-        if (e != 0) {
-            callsites_stop(c);
-            return err_set(err, ERR_INTERNAL, "starting call site worker %u: %s", i,
-                           strerror(e));
-        }
-        w->started = true;
-    }
-    return ERR_OK;
+    return workpool_start(&c->workers, c->o.workers, worker_run, c, err);
 }
 
 void callsites_stop(callsites *c)
 {
-    if (c == NULL)
-        return;
-    pthread_mutex_lock(&c->run_mu);
-    c->stopping = true;
-    pthread_cond_broadcast(&c->run_cv);
-    pthread_mutex_unlock(&c->run_mu);
-    for (unsigned i = 0; c->workers && i < c->o.workers; i++)
-        if (c->workers[i].started) {
-            pthread_join(c->workers[i].thread, NULL);
-            c->workers[i].started = false;
-        }
+    if (c != NULL)
+        workpool_join(c->workers);
 }
 
 void callsites_free(callsites *c)
 {
     if (c == NULL)
         return;
-    callsites_stop(c);
-    free(c->workers);
-    pthread_mutex_destroy(&c->run_mu);
-    pthread_cond_destroy(&c->run_cv);
+    workpool_free(c->workers);
     pthread_mutex_destroy(&c->poison_mu);
     buf_reset(&c->poison_batches);
     buf_reset(&c->poison_pending);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "base/jsonw.h"
+#include "base/workpool.h"
 #include "base/xalloc.h"
 #include "ingest/grouping.h"
 #include "ingest/ingest.h"
@@ -24,10 +25,6 @@
 #include "symbolicate/symbolicate.h"
 
 #define STACK_BUCKETS 65536u
-#define INTAKE_ROW_ASKS 32  /* Postgres round trips one report's processing at intake may
-                               spend on symcache rows not known recently (sc_locate_in): a
-                               crash names ~5-15 images, each looked up again after its
-                               row's TTL; a report naming more waits for the workers */
 #define SWEEP_EVERY_S 30
 
 /* ---- symcache cache -------------------------------------------------------------------- */
@@ -59,13 +56,6 @@ typedef struct stack_entry {
     crashreport_symbol *symbols;     /* inside this allocation; strings too */
 } stack_entry;
 
-typedef struct worker {
-    pipeline *p;
-    unsigned index;
-    pthread_t thread;
-    bool started;
-} worker;
-
 struct pipeline {
     pipeline_options o;
     char *symcache_dir;
@@ -82,10 +72,7 @@ struct pipeline {
     stack_entry *lru_head, *lru_tail;
     uint64_t st_bytes, st_entries;
 
-    pthread_mutex_t run_mu;
-    pthread_cond_t run_cv;
-    bool stopping;
-    worker *workers;
+    workpool *workers;     /* NULL until pipeline_start */
 
     atomic_uint_fast64_t stack_hits, stack_misses, frame_hits, frame_misses, symcache_opens;
     atomic_uint_fast64_t processed, pending, failed, batches, regressions, commit_errors;
@@ -120,50 +107,40 @@ err_code pipeline_new(pipeline **out, store *work_store, const pipeline_options 
     pthread_mutex_init(&p->sc_mu, NULL);
     pthread_mutex_init(&p->rebuild_mu, NULL);
     pthread_mutex_init(&p->st_mu, NULL);
-    pthread_mutex_init(&p->run_mu, NULL);
-    pthread_cond_init(&p->run_cv, NULL);
     *out = p;
     return ERR_OK;
 }
 
 static bool sc_locate_in(char path[4096], uint64_t *version, pipeline *p, const char *uuid,
-                         unsigned *asks, bool *unknown);
+                         bool memory_only, bool *unknown);
 
 /* Where the symcache of `uuid` is and which version: from the node's file cache (version =
  * the first 64 bits of its SHA-256), or symcache_dir/<uuid>.symc (version from inode and
  * mtime, so a replaced file is noticed). false: there is none (yet). */
 static bool sc_locate(char path[4096], uint64_t *version, pipeline *p, const char *uuid)
 {
-    return sc_locate_in(path, version, p, uuid, NULL, NULL);
+    return sc_locate_in(path, version, p, uuid, false, NULL);
 }
 
-/* sc_locate; with `asks` (the intake's processing), from the row cache alone, no file fetched
- * or checked (path is then left empty: the caller uses only a symcache already open), and
- * Postgres asked about a row the cache does not know recently only while *asks > 0 (each
- * ask takes one): a report with many unknown images costs its request a bounded number of
- * round trips. Past that, false and *unknown = true. */
+/* sc_locate; `memory_only` (the intake's processing, on an HTTP thread): from the row cache
+ * alone (symfiles_known), no file fetched or checked (path is then left empty: the caller
+ * uses only a symcache already open) and never Postgres: a row the cache does not know
+ * recently gives false and *unknown = true (the workers ask). */
 static bool sc_locate_in(char path[4096], uint64_t *version, pipeline *p, const char *uuid,
-                         unsigned *asks, bool *unknown)
+                         bool memory_only, bool *unknown)
 {
     if (p->o.files) {
         char sha[65];
         err_info err = {0};
         err_code rc;
-        if (asks) {
+        if (memory_only) {
             path[0] = '\0';
             int known = symfiles_known(sha, p->o.files, uuid);
-            if (known < 0 && *asks == 0) {
+            if (known < 0) {
                 *unknown = true;
                 return false;
             }
-            if (known < 0) {
-                (*asks)--;
-                rc = symfiles_current(sha, p->o.files, uuid, &err);
-            } else {
-                rc = ERR_OK;
-            }
-            if (rc == ERR_OK && sha[0] == '\0')
-                rc = ERR_NOT_FOUND;
+            rc = known > 0 ? ERR_OK : ERR_NOT_FOUND;
         } else {
             rc = symfiles_get(path, sha, p->o.files, uuid, false, &err);
         }
@@ -239,15 +216,12 @@ static bool rebuild_outdated(pipeline *p, const char *uuid, uint64_t outdated)
 /* The open symcache for `uuid` with one more reference, or NULL if it has none (yet). Not
  * cached when missing: the dSYM may come any time. `warm_only`: only a symcache this node
  * has open already, current by the row cache; when it would have to be fetched, opened or
- * rebuilt first, or its row is not known recently and *asks is spent, NULL and
- * *cold = true. */
-static sc_entry *sc_acquire(pipeline *p, const char *uuid, bool warm_only, unsigned *asks,
-                            bool *cold)
+ * rebuilt first, or its row is not known recently, NULL and *cold = true. */
+static sc_entry *sc_acquire(pipeline *p, const char *uuid, bool warm_only, bool *cold)
 {
     char path[4096];
     uint64_t version = 0;
-    if (!sc_locate_in(path, &version, p, uuid, warm_only ? asks : NULL,
-                      warm_only ? cold : NULL))
+    if (!sc_locate_in(path, &version, p, uuid, warm_only, warm_only ? cold : NULL))
         return NULL;
     pthread_mutex_lock(&p->sc_mu);
     for (size_t i = 0; i < p->nsc; i++) {
@@ -353,8 +327,8 @@ typedef struct {
     uint8_t *state;     /* per image: 0 not asked, 1 asked and this image holds the
                            reference, 2 asked (no symcache, or shares another image's) */
     bool warm_only;     /* use only symcaches open already (sc_acquire) */
-    unsigned asks;      /* warm_only: rows Postgres may still be asked about (sc_locate_in) */
-    bool cold;          /* warm_only, and an image's symcache was not (or not known) */
+    bool cold;          /* warm_only, and an image's symcache was not (or not known): no
+                           further image is looked at, the report goes to the workers */
 } rctx;
 
 static sc_entry *image_symcache(rctx *c, size_t image)
@@ -367,9 +341,10 @@ static sc_entry *image_symcache(rctx *c, size_t image)
                 c->ent[image] = c->ent[k];
                 c->state[image] = 2;
             }
+        if (c->state[image] == 0 && c->cold)
+            return NULL;   /* given up already: not even the row cache is asked again */
         if (c->state[image] == 0) {
-            c->ent[image] = uuid[0] ? sc_acquire(c->p, uuid, c->warm_only, &c->asks, &c->cold)
-                                     : NULL;
+            c->ent[image] = uuid[0] ? sc_acquire(c->p, uuid, c->warm_only, &c->cold) : NULL;
             c->state[image] = c->ent[image] ? 1 : 2;
         }
     }
@@ -404,6 +379,8 @@ static void stack_key(uint8_t key[32], EVP_MD_CTX *md, rctx *c, const crashrepor
         if (f->image >= 0 && (size_t)f->image < r->nimages) {
             const crashreport_image *im = &r->images[f->image];
             sc_entry *e = image_symcache(c, (size_t)f->image);
+            if (c->cold)
+                break;   /* the first cold image ends it: the key is not used */
             uuid = im->uuid;
             addr -= im->load_addr;
             version = e ? e->version | 1 : 0;
@@ -636,7 +613,7 @@ static err_code symbolicate_pass(pipeline *p, crashreport *r, const char ***miss
 {
     size_t ni = r->nimages ? r->nimages : 1;
     rctx c = {p, r, arena_alloc_array(a, ni, sizeof(sc_entry *), err),
-              arena_alloc_array(a, ni, 1, err), warm_only, INTAKE_ROW_ASKS, false};
+              arena_alloc_array(a, ni, 1, err), warm_only, false};
     if (missing_in_app) {
         *missing_in_app = NULL;
         *nmissing = 0;
@@ -846,31 +823,6 @@ bool pipeline_process_at_intake(pipeline *p, crashreport *r, const char *app, st
     return process_parsed(p, r, app, o, true, a);
 }
 
-static bool should_stop(pipeline *p)
-{
-    pthread_mutex_lock(&p->run_mu);
-    bool s = p->stopping;
-    pthread_mutex_unlock(&p->run_mu);
-    return s;
-}
-
-/* Sleep up to `ms`, waking at once when the pipeline stops. */
-static void idle_wait(pipeline *p, unsigned ms)
-{
-    struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += ms / 1000;
-    dl.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (dl.tv_nsec >= 1000000000L) {
-        dl.tv_sec++;
-        dl.tv_nsec -= 1000000000L;
-    }
-    pthread_mutex_lock(&p->run_mu);
-    if (!p->stopping)
-        pthread_cond_timedwait(&p->run_cv, &p->run_mu, &dl);
-    pthread_mutex_unlock(&p->run_mu);
-}
-
 void pipeline_worker_thread_init(const char *name, unsigned nice)
 {
     pthread_setname_np(pthread_self(), name);
@@ -883,10 +835,10 @@ void pipeline_worker_thread_init(const char *name, unsigned nice)
                   strerror(errno));
 }
 
-static void *worker_main(void *arg)
+/* One report worker (workpool_fn): claim a batch, process it, commit, until stopped. */
+static void worker_run(workpool *wp, unsigned index, void *ctx)
 {
-    worker *w = arg;
-    pipeline *p = w->p;
+    pipeline *p = ctx;
     pipeline_worker_thread_init("report-worker", p->o.nice);
     unsigned solo = 0;       /* > 0: claim one report at a time, after a batch was refused */
     unsigned store_errors = 0;
@@ -894,8 +846,8 @@ static void *worker_main(void *arg)
     double next_sweep = now_ms() + SWEEP_EVERY_S * 1000.0;
     size_t budget = (size_t)p->o.max_report_bytes * 24 + (16u << 20);
 
-    while (!should_stop(p)) {
-        if (w->index == 0 && now_ms() >= next_sweep) {
+    while (!workpool_stopping(wp)) {
+        if (index == 0 && now_ms() >= next_sweep) {
             int64_t released = 0;
             err_info err = {0};
             if (store_pending_sweep(&released, p->store, &err) == ERR_OK && released > 0)
@@ -915,11 +867,11 @@ static void *worker_main(void *arg)
             if (rc != ERR_OK) {
                 if (store_errors++ % 20 == 0)
                     log_event(LOG_WARN, "queue_unavailable", "worker=%u error=%s message=%s",
-                              w->index, err_name(rc), err.msg);
-                idle_wait(p, 1000);
+                              index, err_name(rc), err.msg);
+                workpool_wait(wp, 1000);
             } else {
                 store_errors = 0;
-                idle_wait(p, idle_ms);
+                workpool_wait(wp, idle_ms);
                 if (idle_ms < p->o.idle_poll_ms * 4)
                     idle_ms *= 2;
             }
@@ -962,14 +914,14 @@ static void *worker_main(void *arg)
             if (solo)
                 solo--;
             log_event(LOG_DEBUG, "batch_done", "worker=%u reports=%zu processed=%u pending=%u "
-                      "failed=%u regressions=%u process_ms=%.1f commit_ms=%.1f", w->index, n,
+                      "failed=%u regressions=%u process_ms=%.1f commit_ms=%.1f", index, n,
                       counts[0], counts[1], counts[2], regressions, t1 - t0, now_ms() - t1);
         } else {
             atomic_fetch_add(&p->commit_errors, 1);
             log_event(LOG_WARN, "batch_failed", "worker=%u reports=%zu error=%s message=%s",
-                      w->index, n, err_name(rc), err.msg);
+                      index, n, err_name(rc), err.msg);
             if (rc == ERR_STORE) {
-                idle_wait(p, 1000);   /* database trouble: the reports wait in the queue */
+                workpool_wait(wp, 1000);   /* database trouble: the reports wait in the queue */
             } else if (n == 1) {
                 /* This one report cannot be stored: fail it, with the reason, and go on. */
                 err_info ferr = {0};
@@ -988,49 +940,26 @@ static void *worker_main(void *arg)
         free(arenas);
         arena_free(batch_a);
     }
-    return NULL;
 }
 
 err_code pipeline_start(pipeline *p, err_info *err)
 {
     if (p->o.workers == 0 || p->workers != NULL)
         return ERR_OK;
-    p->workers = xcalloc(p->o.workers, sizeof *p->workers);
-    for (unsigned i = 0; i < p->o.workers; i++) {
-        worker *w = &p->workers[i];
-        w->p = p;
-        w->index = i;
-        int e = pthread_create(&w->thread, NULL, worker_main, w);
-        if (e != 0) {
-            pipeline_stop(p);
-            return err_set(err, ERR_INTERNAL, "starting worker %u: %s", i, strerror(e));
-        }
-        w->started = true;
-    }
-    return ERR_OK;
+    return workpool_start(&p->workers, p->o.workers, worker_run, p, err);
 }
 
 void pipeline_stop(pipeline *p)
 {
-    if (p == NULL)
-        return;
-    pthread_mutex_lock(&p->run_mu);
-    p->stopping = true;
-    pthread_cond_broadcast(&p->run_cv);
-    pthread_mutex_unlock(&p->run_mu);
-    for (unsigned i = 0; p->workers && i < p->o.workers; i++)
-        if (p->workers[i].started) {
-            pthread_join(p->workers[i].thread, NULL);
-            p->workers[i].started = false;
-        }
+    if (p != NULL)
+        workpool_join(p->workers);
 }
 
 void pipeline_free(pipeline *p)
 {
     if (p == NULL)
         return;
-    pipeline_stop(p);
-    free(p->workers);
+    workpool_free(p->workers);
     for (size_t i = 0; i < p->nsc; i++)
         symcache_close(p->sc[i].sc);
     free(p->sc);
@@ -1043,8 +972,6 @@ void pipeline_free(pipeline *p)
     pthread_mutex_destroy(&p->sc_mu);
     pthread_mutex_destroy(&p->rebuild_mu);
     pthread_mutex_destroy(&p->st_mu);
-    pthread_mutex_destroy(&p->run_mu);
-    pthread_cond_destroy(&p->run_cv);
     free(p->symcache_dir);
     free(p);
 }

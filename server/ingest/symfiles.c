@@ -341,11 +341,6 @@ static err_code current_sha(char sha[65], symfiles *f, const char *uuid, bool fr
     }
 }
 
-err_code symfiles_current(char sha256[65], symfiles *f, const char *uuid, err_info *err)
-{
-    return current_sha(sha256, f, uuid, false, err);
-}
-
 int symfiles_known(char sha256[65], symfiles *f, const char *uuid)
 {
     double now = mono_ms();

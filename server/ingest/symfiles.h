@@ -52,18 +52,10 @@ void symfiles_close(symfiles *f);
 err_code symfiles_get(char path[4096], char sha256[65], symfiles *f, const char *uuid,
                       bool fresh, err_info *err);
 
-/*
- * symfiles_current - the hex SHA-256 of `uuid`'s current symcache ("" if it has none) as the
- * row cache of symfiles_get knows it (asking Postgres only when that answer is older than
- * the TTLs above); never downloads or reads a file. For the intake's processing, which uses
- * a symcache only when this node has it open already.
- * Errors  ERR_STORE.
- */
-err_code symfiles_current(char sha256[65], symfiles *f, const char *uuid, err_info *err);
-
-/* symfiles_known - what the row cache knows of `uuid` within the TTLs above, without asking
- * Postgres: 1 (sha256 of its current symcache written), 0 (it has none), -1 (nothing recent:
- * symfiles_current would ask). */
+/* symfiles_known - what the row cache knows of `uuid` within the TTLs above, from memory
+ * alone (never Postgres, never a file; for the intake's processing, which runs on an HTTP
+ * thread): 1 (sha256 of its current symcache written), 0 (it has none), -1 (nothing recent:
+ * symfiles_get would ask). */
 int symfiles_known(char sha256[65], symfiles *f, const char *uuid);
 
 /*

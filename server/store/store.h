@@ -36,6 +36,9 @@ typedef struct {
     unsigned open;    /* connections open now (idle + in use) */
     unsigned idle;    /* open and waiting in the pool */
     unsigned waiting; /* callers waiting for a connection */
+    bool breaker_open;         /* the circuit breaker refuses calls now (store_on_breaker) */
+    uint64_t breaker_opened;   /* times it opened since store_open */
+    uint64_t breaker_rejected; /* calls it refused at once, without a connection attempt */
 } store_pool_stats;
 
 /* store_open - a pool of at most `pool_size` connections to `url` (libpq URI or conninfo).
@@ -59,6 +62,33 @@ void store_set_statement_timeout(store *s, unsigned ms);
  * database hangs. Thread-local; _end lifts it. */
 void store_deadline_begin(unsigned ms);
 void store_deadline_end(void);
+
+/* store_deadline_set - the same with an absolute deadline: `deadline_ms` on store_now_ms()'s
+ * clock (CLOCK_MONOTONIC in ms), 0 = none. For a request whose deadline was fixed when it
+ * started: every store call under it, on whatever thread, uses what is left of it, never a
+ * fresh budget. store_deadline_get - this thread's deadline now (0 = none). */
+void   store_deadline_set(double deadline_ms);
+double store_deadline_get(void);
+double store_now_ms(void);
+
+/*
+ * The circuit breaker in front of the pool. Three timeouts in a row (a statement or a
+ * connection attempt that got no answer by its deadline after at least 250 ms, a connection
+ * refused or lost) open it: from then on every call fails at once with ERR_STORE ("the
+ * database is not answering ...") without a connection attempt, and a probe thread tries a
+ * new connection and `SELECT 1` every 200 ms (each bounded by 1 s). The first probe answered
+ * closes it, and the idle connections made before are closed (after a restart of the
+ * database they are all broken). Every store has its own.
+ *
+ * store_breaker_fn - told of each change, on the thread that made it: opened (`failures` in
+ * a row, `why` the last one) or closed (`open_ms` it was open; why NULL). Must not call the
+ * store. store_on_breaker - set it (before the store is shared between threads).
+ * store_breaker_open - whether it is open now, and for how long (ms; NULL: not wanted).
+ */
+typedef void (*store_breaker_fn)(void *ctx, bool opened, unsigned failures, double open_ms,
+                                 const char *why);
+void store_on_breaker(store *s, store_breaker_fn fn, void *ctx);
+bool store_breaker_open(store *s, double *open_ms);
 
 /* store_close - close every connection; callers must have returned theirs. NULL is a no-op. */
 void store_close(store *s);

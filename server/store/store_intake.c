@@ -29,8 +29,9 @@ typedef struct intake_entry {
     store_intake_done_fn done;
     void *ctx;
     uint8_t id[16];            /* UUIDv7, set by the committer */
-    double t0_ms;              /* when submitted (monotonic): its commit must end by
-                                  t0_ms + the store's timeout (a 503 rather than a hang) */
+    double deadline_ms;        /* its commit must end by then (store_now_ms): the
+                                  submitting request's deadline, else submission + the
+                                  store's timeout (a 503 rather than a hang) */
     err_code rc;
     err_info err;
     bool processed;            /* stored as processed (its issue upserted in the commit) */
@@ -483,16 +484,60 @@ static double intake_now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* Answer `e` (and free it) with `rc`, `id` when ERR_OK. */
+static void answer(intake_entry *e, err_code rc, const err_info *err)
+{
+    char id[37] = "";
+    if (rc == ERR_OK)
+        uuid_text(id, e->id);
+    e->done(e->ctx, rc, id, err);
+    free(e);
+}
+
+/* The entries of `batch` whose deadline passed while they queued (behind a commit that
+ * waited for a hung database) are answered ERR_STORE now, without asking the database;
+ * returns the rest (*n updated). */
+static intake_entry *drop_expired(store_intake *q, intake_entry *batch, size_t *n)
+{
+    double now = intake_now_ms();
+    intake_entry *keep = NULL, **tail = &keep;
+    unsigned expired = 0;
+    for (intake_entry *e = batch, *next; e; e = next) {
+        next = e->next;
+        e->next = NULL;
+        if (e->deadline_ms > now + 1) {
+            *tail = e;
+            tail = &e->next;
+            continue;
+        }
+        err_info err = {0};
+        err_set(&err, ERR_STORE, "the request's time for the database was spent waiting for "
+                "an earlier commit");
+        answer(e, ERR_STORE, &err);
+        expired++;
+        (*n)--;
+    }
+    if (expired) {
+        pthread_mutex_lock(&q->mu);
+        q->stats.failures += expired;
+        pthread_mutex_unlock(&q->mu);
+    }
+    return keep;
+}
+
 static void commit_and_answer(store_intake *q, intake_entry *batch, size_t n)
 {
+    batch = drop_expired(q, batch, &n);
+    if (batch == NULL)
+        return;
     uuid7_fill(batch, n);
     err_info err = {0};
-    /* The oldest report of the batch sets the deadline of all its database work. */
-    double oldest = batch->t0_ms;
+    /* The earliest deadline of the batch bounds all its database work: no request is
+     * answered after its own. */
+    double first = batch->deadline_ms;
     for (intake_entry *e = batch; e; e = e->next)
-        oldest = e->t0_ms < oldest ? e->t0_ms : oldest;
-    double left = oldest + store_timeout_ms(q->s) - intake_now_ms();
-    store_deadline_begin(left > 1 ? (unsigned)left : 1);
+        first = e->deadline_ms < first ? e->deadline_ms : first;
+    store_deadline_set(first);
     bool with_processed = false;
     for (intake_entry *e = batch; e && !with_processed; e = e->next)
         with_processed = e->r->processed != NULL;
@@ -542,11 +587,7 @@ static void commit_and_answer(store_intake *q, intake_entry *batch, size_t n)
 
     for (intake_entry *e = batch; e;) {
         intake_entry *next = e->next;   /* `e` is freed below; the callback may free e->r */
-        char id[37] = "";
-        if (e->rc == ERR_OK)
-            uuid_text(id, e->id);
-        e->done(e->ctx, e->rc, id, &e->err);
-        free(e);
+        answer(e, e->rc, &e->err);
         e = next;
     }
 }
@@ -596,7 +637,10 @@ err_code store_intake_submit(store_intake *q, const store_report_new *r,
     e->r = r;
     e->done = done;
     e->ctx = ctx;
-    e->t0_ms = intake_now_ms();
+    double now = intake_now_ms();
+    e->deadline_ms = store_deadline_get();
+    if (e->deadline_ms <= 0)
+        e->deadline_ms = now + store_timeout_ms(q->s);
     pthread_mutex_lock(&q->mu);
     assert(!q->stop);
     if (q->tail)

@@ -54,6 +54,8 @@ typedef struct {
     unsigned statement_ms;   /* longest wait for one statement's answer; 0 = none */
     unsigned server_ms;      /* the statement_timeout the server applies on this session */
     bool timed_out;          /* a statement missed its deadline: the answer may still come */
+    bool unanswered;         /* ... after waiting long enough (BREAKER_MIN_WAIT_MS) to count
+                                as the database not answering (the circuit breaker) */
     bool discard;            /* session settings changed (store_unbounded): close on release */
 } pconn;
 

@@ -29,15 +29,40 @@ static const store_stmt ST_SCHEMA_VERSION = {
 
 /* ---- pool ------------------------------------------------------------------------------ */
 
+/* The circuit breaker: BREAKER_TRIPS timeouts in a row (a statement or a connection attempt
+ * that got no answer by its deadline, a connection refused) open it; while it is open every
+ * store_acquire fails at once with ERR_STORE, and the probe thread tries a connection and
+ * `SELECT 1` every BREAKER_PROBE_EVERY_MS (each bounded by BREAKER_PROBE_MS) until one
+ * answers, which closes it. Why: without it, every request of a hung database spends its
+ * whole deadline before its 503, holding a connection slot and a thread all along. */
+#define BREAKER_TRIPS 3
+#define BREAKER_PROBE_EVERY_MS 200
+#define BREAKER_PROBE_MS 1000
+#define BREAKER_MIN_WAIT_MS 250 /* a timeout after less waiting (a request whose time was
+                                   nearly spent) says nothing about the database */
+
 struct store {
     char *url;
     unsigned size, timeout_ms;
     _Atomic unsigned statement_ms;  /* per statement, 0 = none (store_set_statement_timeout) */
     pthread_mutex_t mu;
-    pthread_cond_t cv;
+    pthread_cond_t cv;              /* a connection came back; the breaker opened; stop */
     pconn **idle;   /* stack of `n_idle` idle connections */
     unsigned n_idle, n_open, n_waiting;
+    /* the breaker: state and counters under mu, `open` also read without it */
+    _Atomic bool breaker_open;
+    unsigned failures_in_row;       /* timeouts since the last answer */
+    uint64_t breaker_opened, breaker_rejected;
+    double opened_at_ms;
+    char breaker_why[200];          /* the failure that opened it */
+    store_breaker_fn on_breaker;
+    void *on_breaker_ctx;
+    bool stopping, probe_started;
+    pthread_cond_t probe_cv;        /* the breaker opened, or stop */
+    pthread_t probe;
 };
+
+static void breaker_failure(store *s, const char *why);
 
 /* First line of a libpq message, without the trailing newline. */
 static void store_first_line(char *out, size_t cap, const char *msg)
@@ -69,6 +94,21 @@ static _Thread_local double thread_deadline;
 void store_deadline_begin(unsigned ms)
 {
     thread_deadline = mono_ms() + ms;
+}
+
+void store_deadline_set(double deadline_ms)
+{
+    thread_deadline = deadline_ms > 0 ? deadline_ms : 0;
+}
+
+double store_deadline_get(void)
+{
+    return thread_deadline;
+}
+
+double store_now_ms(void)
+{
+    return mono_ms();
 }
 
 void store_deadline_end(void)
@@ -182,7 +222,8 @@ static PGresult *await_result(pconn *c, int sent)
 {
     if (!sent)
         return NULL;
-    double deadline = sooner(c->statement_ms ? mono_ms() + c->statement_ms : 0);
+    double start = mono_ms();
+    double deadline = sooner(c->statement_ms ? start + c->statement_ms : 0);
     for (;;) {   /* push the query out */
         int f = PQflush(c->pg);
         if (f == 0)
@@ -220,6 +261,7 @@ static PGresult *await_result(pconn *c, int sent)
     return last;
 timeout:
     c->timed_out = true;
+    c->unanswered = mono_ms() - start >= BREAKER_MIN_WAIT_MS;
     return NULL;
 }
 
@@ -262,10 +304,24 @@ static void store_disconnect(pconn *c)
     }
 }
 
+/* An ERR_STORE for a request refused while the breaker is open; under s->mu. */
+static err_code breaker_refuse(store *s, err_info *err)
+{
+    s->breaker_rejected++;
+    return err_set(err, ERR_STORE, "the database is not answering (for %.0f ms: %s); not "
+                   "asked again until a probe query succeeds", mono_ms() - s->opened_at_ms,
+                   s->breaker_why);
+}
+
 err_code store_acquire(pconn **out, store *s, err_info *err)
 {
-    double connect_deadline = sooner(mono_ms() + s->timeout_ms);
-    double wait_ms = connect_deadline - mono_ms();
+    double now = mono_ms();
+    *out = NULL;
+    if (thread_deadline > 0 && thread_deadline <= now)
+        return err_set(err, ERR_STORE, "the request's %u ms for the database were spent before "
+                       "this call", s->timeout_ms);
+    double connect_deadline = sooner(now + s->timeout_ms);
+    double wait_ms = connect_deadline - now;
     unsigned wait = wait_ms > 0 ? (unsigned)wait_ms : 0;
     struct timespec deadline;
     clock_gettime(CLOCK_REALTIME, &deadline);
@@ -275,16 +331,25 @@ err_code store_acquire(pconn **out, store *s, err_info *err)
         deadline.tv_sec++;
         deadline.tv_nsec -= 1000000000L;
     }
-    *out = NULL;
     pthread_mutex_lock(&s->mu);
+    if (s->breaker_open) {
+        err_code rc = breaker_refuse(s, err);
+        pthread_mutex_unlock(&s->mu);
+        return rc;
+    }
     while (s->n_idle == 0 && s->n_open >= s->size) {
         s->n_waiting++;
         int rc = pthread_cond_timedwait(&s->cv, &s->mu, &deadline);
         s->n_waiting--;
+        if (s->breaker_open) {   /* opened while this caller waited: no use waiting on */
+            err_code brc = breaker_refuse(s, err);
+            pthread_mutex_unlock(&s->mu);
+            return brc;
+        }
         if (rc == ETIMEDOUT && s->n_idle == 0 && s->n_open >= s->size) {
             pthread_mutex_unlock(&s->mu);
-            return err_set(err, ERR_STORE, "no free database connection within %u ms",
-                           s->timeout_ms);
+            return err_set(err, ERR_STORE, "no free database connection within %.0f ms",
+                           wait_ms > 0 ? wait_ms : 0);
         }
     }
     if (s->n_idle > 0) {
@@ -310,10 +375,14 @@ err_code store_acquire(pconn **out, store *s, err_info *err)
     if (rc == ERR_OK)
         (*out)->statement_ms = s->statement_ms;
     if (rc != ERR_OK) {
+        double end = mono_ms();
         pthread_mutex_lock(&s->mu);
         s->n_open--;
         pthread_cond_signal(&s->cv);
         pthread_mutex_unlock(&s->mu);
+        /* refused, or no answer for long enough: the database's fault, not the caller's */
+        if (end < connect_deadline || end - now >= BREAKER_MIN_WAIT_MS)
+            breaker_failure(s, err->msg);
     }
     return rc;
 }
@@ -325,8 +394,15 @@ void store_release(store *s, pconn *c)
     if (!c->timed_out && !c->discard && PQstatus(c->pg) == CONNECTION_OK &&
         PQtransactionStatus(c->pg) != PQTRANS_IDLE)
         PQclear(store_pq(c, "ROLLBACK"));
-    int broken = c->timed_out || c->discard || PQstatus(c->pg) != CONNECTION_OK ||
+    bool lost = PQstatus(c->pg) != CONNECTION_OK;
+    int broken = c->timed_out || c->discard || lost ||
                  PQtransactionStatus(c->pg) != PQTRANS_IDLE;
+    bool failed = c->unanswered || lost;
+    char why[200] = "";
+    if (c->unanswered)
+        snprintf(why, sizeof why, "a statement got no answer within its deadline");
+    else if (lost)
+        store_first_line(why, sizeof why, PQerrorMessage(c->pg));
     pthread_mutex_lock(&s->mu);
     if (broken) {
         s->n_open--;
@@ -334,9 +410,124 @@ void store_release(store *s, pconn *c)
         s->idle[s->n_idle++] = c;
         c = NULL;
     }
+    if (!failed && !broken)
+        s->failures_in_row = 0;   /* it answered */
     pthread_cond_signal(&s->cv);
     pthread_mutex_unlock(&s->mu);
     store_disconnect(c);
+    if (failed)
+        breaker_failure(s, why[0] ? why : "database connection lost");
+}
+
+/* ---- the circuit breaker --------------------------------------------------------------- */
+
+static void *probe_main(void *arg);
+
+/* One more failure in a row (called without s->mu); BREAKER_TRIPS of them open the breaker. */
+static void breaker_failure(store *s, const char *why)
+{
+    bool opened = false;
+    pthread_mutex_lock(&s->mu);
+    s->failures_in_row++;
+    if (!s->breaker_open && s->failures_in_row >= BREAKER_TRIPS && !s->stopping) {
+        s->breaker_open = true;
+        s->breaker_opened++;
+        s->opened_at_ms = mono_ms();
+        snprintf(s->breaker_why, sizeof s->breaker_why, "%s", why);
+        opened = true;
+        if (!s->probe_started)
+            s->probe_started = pthread_create(&s->probe, NULL, probe_main, s) == 0;
+        pthread_cond_broadcast(&s->cv);   /* callers waiting for a connection fail now */
+        pthread_cond_signal(&s->probe_cv);
+    }
+    unsigned n = s->failures_in_row;
+    pthread_mutex_unlock(&s->mu);
+    if (opened && s->on_breaker)
+        s->on_breaker(s->on_breaker_ctx, true, n, 0, why);
+}
+
+/* One probe: a new connection and SELECT 1 within BREAKER_PROBE_MS. */
+static bool probe_once(store *s, err_info *err)
+{
+    pconn *c = NULL;
+    double deadline = mono_ms() + BREAKER_PROBE_MS;
+    store_deadline_set(deadline);
+    bool ok = store_connect(&c, s, deadline, err) == ERR_OK;
+    if (ok) {
+        PGresult *res = store_pq(c, "SELECT 1");
+        ok = PQresultStatus(res) == PGRES_TUPLES_OK;
+        if (!ok)
+            store_translate(res, c, "probing the database", err);
+        PQclear(res);
+    }
+    store_disconnect(c);
+    store_deadline_end();
+    return ok;
+}
+
+/* The probe thread: while the breaker is open, probe every BREAKER_PROBE_EVERY_MS; the first
+ * probe answered closes it. Idle connections made before are closed then too: after a
+ * restart of the database they are all broken, and each would cost a request its retry. */
+static void *probe_main(void *arg)
+{
+    store *s = arg;
+    pthread_mutex_lock(&s->mu);
+    while (!s->stopping) {
+        if (!s->breaker_open) {
+            pthread_cond_wait(&s->probe_cv, &s->mu);
+            continue;
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += BREAKER_PROBE_EVERY_MS * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&s->probe_cv, &s->mu, &ts);
+        if (s->stopping)
+            break;
+        pthread_mutex_unlock(&s->mu);
+        err_info err = {0};
+        bool ok = probe_once(s, &err);
+        pthread_mutex_lock(&s->mu);
+        if (!ok)
+            continue;
+        pconn **stale = xcalloc(s->n_idle + 1, sizeof *stale);
+        unsigned nstale = s->n_idle;
+        memcpy(stale, s->idle, nstale * sizeof *stale);
+        s->n_open -= nstale;
+        s->n_idle = 0;
+        s->breaker_open = false;
+        s->failures_in_row = 0;
+        double open_ms = mono_ms() - s->opened_at_ms;
+        pthread_mutex_unlock(&s->mu);
+        for (unsigned i = 0; i < nstale; i++)
+            store_disconnect(stale[i]);
+        free(stale);
+        if (s->on_breaker)
+            s->on_breaker(s->on_breaker_ctx, false, 0, open_ms, NULL);
+        pthread_mutex_lock(&s->mu);
+        pthread_cond_broadcast(&s->cv);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+void store_on_breaker(store *s, store_breaker_fn fn, void *ctx)
+{
+    s->on_breaker = fn;
+    s->on_breaker_ctx = ctx;
+}
+
+bool store_breaker_open(store *s, double *open_ms)
+{
+    pthread_mutex_lock(&s->mu);
+    bool open = s->breaker_open;
+    if (open_ms)
+        *open_ms = open ? mono_ms() - s->opened_at_ms : 0;
+    pthread_mutex_unlock(&s->mu);
+    return open;
 }
 
 err_code store_open(store **out, const char *url, unsigned pool_size, unsigned timeout_ms,
@@ -354,6 +545,7 @@ err_code store_open(store **out, const char *url, unsigned pool_size, unsigned t
     s->idle = xcalloc(pool_size, sizeof *s->idle);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
+    pthread_cond_init(&s->probe_cv, NULL);
     pconn *c;
     err_code rc = store_acquire(&c, s, err);
     if (rc != ERR_OK) {
@@ -369,8 +561,15 @@ void store_close(store *s)
 {
     if (!s)
         return;
+    pthread_mutex_lock(&s->mu);
+    s->stopping = true;
+    pthread_cond_broadcast(&s->probe_cv);
+    pthread_mutex_unlock(&s->mu);
+    if (s->probe_started)
+        pthread_join(s->probe, NULL);
     for (unsigned i = 0; i < s->n_idle; i++)
         store_disconnect(s->idle[i]);
+    pthread_cond_destroy(&s->probe_cv);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
     free(s->idle);
@@ -395,6 +594,9 @@ void store_pool_stats_get(store_pool_stats *out, store *s)
     out->open = s->n_open;
     out->idle = s->n_idle;
     out->waiting = s->n_waiting;
+    out->breaker_open = s->breaker_open;
+    out->breaker_opened = s->breaker_opened;
+    out->breaker_rejected = s->breaker_rejected;
     pthread_mutex_unlock(&s->mu);
 }
 

@@ -391,7 +391,7 @@
         h('h2', 'Signature'),
         signatureTable(it.frames || []),
         h('h2', 'Sample stack',
-          sample ? h('span.muted', ' — report ', h('a', {href: '#/reports/' + sample.id}, sample.id.slice(0, 8)),
+          sample ? h('span.muted', ' — report ', h('a.mono#sample-report', {href: '#/reports/' + sample.id, title: sample.id}, shortId(sample.id)),
                      ', ' + [sample.app_version, sample.os_version, sample.hardware_model].filter(Boolean).join(' · ')) : null),
         sample && sample.report ? sampleStack(sample.report) : h('p.muted', 'No processed sample yet.'),
         sample && sample.report && sample.report.tree ? callGraph(sample.report) : null,
@@ -499,8 +499,33 @@
     return !!(img && img.in_app === true);
   }
 
+  // A report id in a few characters that still tell reports apart. Ids are UUIDv7: the first
+  // 12 hex digits are the time in ms (reports of the same minute share the first 8), the last
+  // 12 are random: those are shown, the whole id is the link and its title.
+  function shortId(id) {
+    var hexOnly = String(id || '').replace(/-/g, '');
+    return hexOnly.length > 8 ? '…' + hexOnly.slice(-8) : hexOnly;
+  }
+
+  // What a hang report shows: the main thread's stack as it was during the hang (the thread
+  // the report marks, else thread 0, the main thread by Apple's numbering) and how long the
+  // app hung, when the report says.
+  function hangStack(rep) {
+    var threads = rep.threads || [];
+    var t = threads.filter(function (x) { return x.crashed; })[0] ||
+            threads.filter(function (x) { return x.index === 0; })[0] || threads[0];
+    if (!t) return null;
+    var ms = (rep.metadata || {}).hang_duration_ms;
+    return {label: 'Main thread during the hang' + (t.index !== 0 ? ' (thread ' + t.index + ')' : '') +
+            (t.name ? ' — ' + t.name : '') + (t.queue ? ' (' + t.queue + ')' : ''),
+            detail: ms ? 'the app did not respond for ' + ms + ' ms' : 'hang duration not reported',
+            frames: t.frames || []};
+  }
+
   // The crashing stack: the Last Exception Backtrace, else the crashed thread, else thread 0.
+  // A hang has no crash: its main thread's stack (hangStack).
   function crashingStack(rep) {
+    if (rep.kind === 'hang') return hangStack(rep);
     var threads = rep.threads || [];
     if (rep.last_exception_backtrace && rep.last_exception_backtrace.length) {
       return {label: 'Last Exception Backtrace', frames: rep.last_exception_backtrace};
@@ -564,8 +589,9 @@
     var meta = rep.metadata || {};
     var exc = [meta.exception_type, meta.signal && '(' + meta.signal + ')'].filter(Boolean).join(' ');
     return h('div#sample',
-      h('p', h('strong', main.label),
-        exc ? h('span.muted', ' — ' + exc) : null,
+      h('p', h('strong#stack-label', main.label),
+        main.detail ? h('span.muted#hang-detail', ' — ' + main.detail) : null,
+        exc && !main.detail ? h('span.muted', ' — ' + exc) : null,
         meta.exception_reason ? h('div.mono', meta.exception_reason) : null,
         meta.termination_reason ? h('div.mono.muted', meta.termination_reason) : null),
       stackTable(rep, main.frames),

@@ -340,6 +340,16 @@ async function main() {
       const hd = hang.hang_duration_ms;
       check(hd && hd.max === 3000 && (await page.textContent('#hang-duration')).includes('max 3000 ms'),
             'hang duration shown');
+      // the sample stack describes a hang, not a crash: the main thread and how long it hung
+      const label = await page.textContent('#stack-label');
+      check(/^Main thread during the hang/.test(label) && !/crashed/.test(label),
+            `hang stack label (${label})`);
+      check((await page.textContent('#hang-detail')).includes('3000 ms'), 'the hang\'s duration beside its stack');
+      // the sample's report id: its random tail (UUIDv7 ids of the same minute share their head)
+      const sid = hang.latest_sample.id;
+      const link = await page.$eval(`#sample-report`, a => ({ text: a.textContent, title: a.title }));
+      check(link.title === sid && link.text === '…' + sid.replace(/-/g, '').slice(-8),
+            `sample report id shown by its random tail (${link.text} for ${sid})`);
       await shot('hang', { fullPage: true });
     }
 

@@ -1,4 +1,4 @@
-"""reliability - what tests/reliability/test_*.py share (issue 16): raw HTTP exchanges with
+"""reliability - what tests/reliability/test_*.py share: raw HTTP exchanges with
 timing, the checks every answer must pass, loopback source addresses, the fd limit.
 
     from reliability import Instance, check, checks_done, exchange, check_json_answer

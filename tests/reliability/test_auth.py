@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""test_auth - tokens and the answers' headers (issue 16, point 5; ctest reliability_auth,
+"""test_auth - tokens and the answers' headers (ctest reliability_auth,
 labels reliability;db).
 
 Two `stacksift serve` nodes share one database (node B also runs with

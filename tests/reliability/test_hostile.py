@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""test_hostile - every hostile URL and header gets an answer (issue 16, point 1; ctest
+"""test_hostile - every hostile URL and header gets an answer (ctest
 reliability_hostile, labels reliability;db).
 
 Generated cases, each on a new loopback connection to a real `stacksift serve`:

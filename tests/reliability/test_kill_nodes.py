@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """test_kill_nodes - kill -9 a node while it writes a dSYM upload into Postgres, and right
-after it acknowledged reports (issue 14, Reliability; ctest reliability_kill_nodes).
+after it acknowledged reports (ctest reliability_kill_nodes).
 
 Two nodes share the database and nothing else: node A (web_instance.Instance) and node K,
 started here with its own data directory. Each round K receives a dSYM upload (a zip holding

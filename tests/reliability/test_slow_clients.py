@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """test_slow_clients - slow, idle and half-closed clients hold no slot a normal client needs,
-and SIGTERM ends the server within 10 s whatever the clients do (issue 16, point 3; ctest
+and SIGTERM ends the server within 10 s whatever the clients do (ctest
 reliability_slow_clients, labels reliability;db).
 
 The server runs with its default limits. Attackers connect from other loopback addresses

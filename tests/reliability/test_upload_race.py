@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""test_upload_race - a binary and its dSYM uploaded at the same moment (issue 16, point 2;
-ctest reliability_upload_race, labels reliability;db).
+"""test_upload_race - a binary and its dSYM uploaded at the same moment
+(ctest reliability_upload_race, labels reliability;db).
 
 Each of 30 rounds gives the fixture app (tests/fixtures, arm64 -O2) a fresh LC_UUID, patched
 into both the app binary (symbol table only) and its dSYM's DWARF file, then sends both
