@@ -4,7 +4,7 @@
 # The timing tests (slow clients; the database frozen, killed, cut off) run alone: their
 # bounds (1 s, 3.5 s, 100 ms) are about the server, not about CPU taken by tests beside them.
 set(_rel_env "${STACKSIFT_TEST_ENV}")
-foreach(t hostile upload_race slow_clients kill_nodes auth)
+foreach(t hostile upload_race slow_clients kill_nodes auth early_answers)
   add_test(NAME reliability_${t}
     COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/reliability/test_${t}.py)
   set_tests_properties(reliability_${t} PROPERTIES LABELS "reliability;db" TIMEOUT 180

@@ -12,6 +12,8 @@
  *   - is sending a body below min_body_rate bytes/s on average, once header_timeout_ms of
  *     body time have passed;
  *   - has half-closed (FIN) before its declared body was complete.
+ * Connections answered before their body was read close with a lingering close
+ * (conns_request_linger): one more thread drains and closes them.
  * The registry is a list under one mutex; a connection's slot is freed in libmicrohttpd's
  * "closed" notification, which comes before it closes the descriptor, so the reaper never
  * shuts down a descriptor number that another connection reuses.
@@ -55,6 +57,14 @@ conn_slot *conns_slot(struct MHD_Connection *conn);
 void conns_request_begin(conn_slot *s, uint64_t declared);
 void conns_request_body(conn_slot *s, uint64_t bytes);
 void conns_request_handling(conn_slot *s);
+
+/* conns_request_linger - the request was answered before its body was read, and
+ * libmicrohttpd will close the connection: when it does, the socket stays open a little
+ * longer (lingering close, as nginx does): FIN after the answer, then what the client still
+ * sends is read and discarded, for up to 5 s without a byte, 30 s and 64 MiB in all, before
+ * the descriptor is closed. Without it, closing with unread bytes sends a reset, and a client
+ * that writes its whole body before reading never sees the answer (401, 413). */
+void conns_request_linger(conn_slot *s);
 void conns_request_end(conn_slot *s);
 
 /* conns_close_idle - on shutdown: close every connection that has no request in progress

@@ -142,6 +142,12 @@ struct http_request {
 
 /* ---- requests and responses (server.c) ------------------------------------------------ */
 
+/* handler_detach - called by a handler on a handler thread that gave its (suspended)
+ * connection to another owner, which resumes it: the handler thread then leaves it alone, and
+ * `r` may be gone as soon as that owner resumes it. When resumed, the route's handler runs
+ * again on the libmicrohttpd thread to answer (r->intake is INTAKE_DONE). */
+void handler_detach(void);
+
 /* http_now_ms - a monotonic clock in milliseconds, for durations. */
 double http_now_ms(void);
 

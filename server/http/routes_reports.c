@@ -201,8 +201,9 @@ static enum MHD_Result batch_answer(http_request *r, err_code rc, const err_info
     return respond_json(r, rc == ERR_OK ? 202 : http_status_for(rc), &body);
 }
 
-/* Suspend the connection and queue every intake row for the group commit; the last verdict
- * resumes it (report_committed). `r` may be gone when this returns. */
+/* Suspend the connection (or, on a handler thread, hand it to the group commit) and queue
+ * every intake row for the group commit; the last verdict resumes it (report_committed).
+ * `r` may be gone when this returns. */
 static enum MHD_Result submit_rows(http_request *r, intake_slot *slots)
 {
     /* Suspended before the rows are queued: the commits may finish (and resume it) at once.
@@ -211,7 +212,10 @@ static enum MHD_Result submit_rows(http_request *r, intake_slot *slots)
     atomic_store(&r->intake_failed, 0);
     atomic_store(&r->intake_pending, r->nintake);
     r->intake = INTAKE_WAITING;
-    MHD_suspend_connection(r->conn);
+    if (r->offloaded)
+        handler_detach();   /* suspended already (jobs_push); the commit resumes it */
+    else
+        MHD_suspend_connection(r->conn);
     /* r may be resumed and gone once the last row is queued: nothing of it is read after */
     size_t n = r->nintake;
     store_intake *q = r->srv->intake;
@@ -280,10 +284,13 @@ static enum MHD_Result report_batch_post(http_request *r)
     return submit_rows(r, slots);
 }
 
-/* POST /api/v1/reports. Runs on a libmicrohttpd thread and never waits there: after the parse
- * it suspends its own connection until the group commit answers (report_committed), then is
- * called again to send the 202. A transport that runs handlers on threads of its own, its
- * connection already suspended, must call it inline or commit with store_intake_insert. */
+/* POST /api/v1/reports. Parses (and processes, when the node can from memory) on a handler
+ * thread, its connection suspended; then hands the connection to the group commit
+ * (handler_detach) and returns: no thread waits for the commit. The last row's verdict
+ * (report_committed) resumes the connection and libmicrohttpd's thread calls this again to
+ * send the 202. Called on a libmicrohttpd thread (not offloaded), it suspends the connection
+ * itself. Every store call made meanwhile, the commit included, ends by the request's
+ * deadline (r->deadline_ms, set on this thread by the transport). */
 enum MHD_Result handle_report_post(http_request *r)
 {
     if (r->intake == INTAKE_DONE && r->batch_mode) {

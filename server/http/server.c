@@ -598,20 +598,28 @@ static const route *route_match(const char *method, const char *url, const char 
 
 /* ---- handler threads ------------------------------------------------------------------- */
 
-/* A handler that waits (for Postgres, a symbolication, a dSYM conversion) must not hold one of
- * libmicrohttpd's threads: every other connection of that thread would wait with it, /healthz
- * included. So the request's connection is suspended and the handler runs on one of
- * njob_threads handler threads; its answer is kept in r->pending and queued when
- * libmicrohttpd resumes the connection and calls on_request again. Only the handlers that
- * never wait run inline. */
+/* A handler that waits (for Postgres, a symbolication, a dSYM conversion) or works for long
+ * (parsing and processing a report) must not hold one of libmicrohttpd's threads: every other
+ * connection of that thread would wait with it, /healthz included. So the request's
+ * connection is suspended and the handler runs on one of njob_threads handler threads; its
+ * answer is kept in r->pending and queued when libmicrohttpd resumes the connection and calls
+ * on_request again. A handler that hands the suspended connection on (POST /api/v1/reports to
+ * the group commit) calls handler_detach: the commit resumes it. Only the handlers that never
+ * wait and do little run inline. */
 #define JOBS_MAX_QUEUED 1024
 
 static bool runs_inline(const route *rt)
 {
-    /* POST /api/v1/reports suspends itself while store_intake commits it (routes_reports.c) */
     return rt->handler == handle_healthz || rt->handler == handle_dashboard ||
-           rt->handler == handle_dashboard_asset || rt->handler == handle_report_post ||
-           rt->handler == handle_bugsnag_notify;
+           rt->handler == handle_dashboard_asset;
+}
+
+/* Set by handler_detach on a handler thread: its connection is resumed by someone else. */
+static _Thread_local bool job_detached;
+
+void handler_detach(void)
+{
+    job_detached = true;
 }
 
 static void *job_main(void *arg)
@@ -630,6 +638,8 @@ static void *job_main(void *arg)
         srv->jobs_queued--;
         srv->jobs_running++;
         pthread_mutex_unlock(&srv->jobs_mu);
+        struct MHD_Connection *conn = r->conn;
+        job_detached = false;
         if (srv->jobs_stop) {
             respond_error(r, ERR_STORE, "the server is stopping: retry on another node");
         } else {
@@ -639,11 +649,12 @@ static void *job_main(void *arg)
              * statement is bounded on its own. */
             if (r->route->body != BODY_FILE && r->route->handler != handle_symbolicate)
                 store_deadline_set(r->deadline_ms);
+            job_detached = false;
             r->route->handler(r);   /* its answer is in r->pending (none: see on_request) */
             store_deadline_end();
         }
-        struct MHD_Connection *conn = r->conn;
-        MHD_resume_connection(conn);   /* r may be freed from here on */
+        if (!job_detached)   /* detached: r may be freed already, the commit resumes it */
+            MHD_resume_connection(conn);   /* r may be freed from here on */
         pthread_mutex_lock(&srv->jobs_mu);
         srv->jobs_running--;
         pthread_cond_broadcast(&srv->jobs_cv);
@@ -790,6 +801,16 @@ static http_request *request_new(http_server *srv, struct MHD_Connection *conn,
     return r;
 }
 
+/* An answer on the first callback (no route, no token, a body declared too large): sent
+ * before the body is read, after which libmicrohttpd closes the connection. A declared body
+ * means the client may still be writing it: the close lingers (conns_request_linger). */
+static enum MHD_Result answer_early(http_request *r)
+{
+    if (declared_body_bytes(r->conn) > 0)
+        conns_request_linger(r->slot);
+    return respond_err(r, &r->err);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size,
@@ -803,29 +824,31 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *con_cls = r;
         r->slot = conns_slot(conn);
         conns_request_begin(r->slot, declared_body_bytes(conn));
-        if (!url_is_utf8(conn, url))
-            return respond_error(r, ERR_INVALID, "the request URL is not UTF-8 once "
-                                 "percent-decoded (or it holds %00)");
+        if (!url_is_utf8(conn, url)) {
+            err_set(&r->err, ERR_INVALID, "the request URL is not UTF-8 once percent-decoded "
+                    "(or it holds %%00)");
+            return answer_early(r);
+        }
         bool path_known;
         const char *param;
         r->route = route_match(method, url, &param, &path_known);
         if (!r->route) {
             err_set(&r->err, ERR_NOT_FOUND, "%s %s: %s", method, url,
                     path_known ? "method not allowed on this path" : "no such endpoint");
-            return respond_err(r, &r->err);
+            return answer_early(r);
         }
         r->route_index = (unsigned)(r->route - ROUTES);
         if (param) {
             r->param = arena_strndup(r->a, param, strcspn(param, "/"), &r->err);
             if (!r->param)
-                return respond_err(r, &r->err);
+                return answer_early(r);
         }
         /* Answered before the body is read: clients that sent Expect: 100-continue never
          * send it; libmicrohttpd closes the connection after such an early answer. */
         if (authorize(r) != ERR_OK)
-            return respond_err(r, &r->err);
+            return answer_early(r);
         if (r->route->body != BODY_NONE && prepare_body(r) != ERR_OK)
-            return respond_err(r, &r->err);
+            return answer_early(r);
         return MHD_YES;
     }
     if (*upload_data_size > 0) {
@@ -846,6 +869,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     conns_request_handling(r->slot);
     if (r->offloaded) {   /* resumed: the handler thread is done with r */
         r->offloaded = false;
+        if (!r->pending && r->intake == INTAKE_DONE)   /* the group commit resumed it */
+            return r->route->handler(r);
         if (!r->pending)
             return respond_error(r, ERR_INTERNAL, "the request's handler gave no answer");
         struct MHD_Response *resp = r->pending;
@@ -1161,20 +1186,21 @@ unsigned http_server_stop(http_server *srv)
     }
     unsigned left = (unsigned)atomic_load(&srv->in_flight);
     log_event(LOG_INFO, "http_draining_done", "idle_closed=%u unfinished=%u", closed, left);
+    /* A handler still running (a long dSYM conversion) holds a suspended connection, which
+     * libmicrohttpd cannot stop under it: past the deadline the process just ends (nothing
+     * acknowledged is lost: an answer is sent only after its commit). Before the intake
+     * stops: a report's handler submits to it. */
+    if (!jobs_stop(srv, deadline + 500)) {
+        log_event(LOG_WARN, "server_stopped", "unfinished_requests=%u message=%s", left,
+                  "a handler is still running: exiting without waiting for it");
+        _exit(1);
+    }
     /* The spool's replay commits through the intake: stopped first (what it holds stays on
      * disk for the next start). */
     sentry_stop(srv);
     /* Commits what is queued and resumes every suspended connection: libmicrohttpd must not
      * be stopped with a connection still suspended. */
     store_intake_free(srv->intake);
-    /* A handler still running (a long dSYM conversion) holds a suspended connection, which
-     * libmicrohttpd cannot stop under it: past the deadline the process just ends (nothing
-     * acknowledged is lost: an answer is sent only after its commit). */
-    if (!jobs_stop(srv, deadline + 500)) {
-        log_event(LOG_WARN, "server_stopped", "unfinished_requests=%u message=%s", left,
-                  "a handler is still running: exiting without waiting for it");
-        _exit(1);
-    }
     MHD_stop_daemon(srv->daemon);
     if (srv->metrics_daemon)
         MHD_stop_daemon(srv->metrics_daemon);

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/workpool.h"
 #include "base/xalloc.h"
 #include "ingest/ingest.h"
 #include "log/log.h"
@@ -39,6 +40,7 @@ typedef struct row_entry {
     double touched_ms;       /* when last_used_at was last moved by this node */
     uint64_t gen;            /* bumped by symfiles_forget: a read that began before it is
                                 not remembered (it may predate a commit this node made) */
+    bool wanted;             /* the intake found it out of date: the refresher reads it */
     struct row_entry *next;
 } row_entry;
 
@@ -61,8 +63,10 @@ struct symfiles {
     row_entry *rows[ROW_BUCKETS];
     file_entry *files[FILE_BUCKETS];
     uint64_t bytes, nfiles, tick;
+    unsigned nwanted;        /* rows with `wanted` set */
+    workpool *refresher;     /* one thread: re-reads the rows the intake wants (symfiles_known) */
     atomic_uint_fast64_t hits, misses, downloads, download_bytes, download_failures, evictions,
-        tmp_seq;
+        tmp_seq, refresh_failures;
 };
 
 static double mono_ms(void)
@@ -146,6 +150,8 @@ static void evict(symfiles *f, const file_entry *keep)
     }
 }
 
+static void refresher_run(workpool *wp, unsigned index, void *ctx);
+
 err_code symfiles_open(symfiles **out, store *s, const char *dir, uint64_t max_bytes,
                        err_info *err)
 {
@@ -186,6 +192,11 @@ err_code symfiles_open(symfiles **out, store *s, const char *dir, uint64_t max_b
     }
     closedir(d);
     evict(f, NULL);
+    err_code rc = workpool_start(&f->refresher, 1, refresher_run, f, err);
+    if (rc != ERR_OK) {
+        symfiles_close(f);
+        return rc;
+    }
     *out = f;
     return ERR_OK;
 }
@@ -194,6 +205,7 @@ void symfiles_close(symfiles *f)
 {
     if (f == NULL)
         return;
+    workpool_free(f->refresher);   /* first: it reads the tables below */
     for (unsigned b = 0; b < ROW_BUCKETS; b++)
         for (row_entry *e = f->rows[b], *next; e; e = next) {
             next = e->next;
@@ -344,15 +356,59 @@ static err_code current_sha(char sha[65], symfiles *f, const char *uuid, bool fr
 int symfiles_known(char sha256[65], symfiles *f, const char *uuid)
 {
     double now = mono_ms();
+    bool wake = false;
     pthread_mutex_lock(&f->mu);
-    row_entry *re = row_find(f, uuid, false);
+    row_entry *re = row_find(f, uuid, true);
+    double age = now - re->checked_ms;
     int known = -1;
-    if (re && now - re->checked_ms <= (re->sha[0] ? SYMFILES_ROW_TTL_MS : SYMFILES_MISS_TTL_MS)) {
+    if (age <= SYMFILES_INTAKE_STALE_MS) {
         snprintf(sha256, 65, "%s", re->sha);
         known = re->sha[0] ? 1 : 0;
     }
+    if (age > (re->sha[0] ? SYMFILES_ROW_TTL_MS : SYMFILES_MISS_TTL_MS) && !re->wanted &&
+        f->nwanted < SYMFILES_WANTED_MAX) {
+        re->wanted = true;   /* read again in the background, never on the caller's thread */
+        f->nwanted++;
+        wake = true;
+    }
     pthread_mutex_unlock(&f->mu);
+    if (wake && f->refresher)
+        workpool_wake(f->refresher);
     return known;
+}
+
+/* The refresher (workpool_fn, one thread): reads the rows symfiles_known found out of date,
+ * each bounded like a request (the store's timeout); after a failure (the database away) it
+ * waits a second before the next round. */
+static void refresher_run(workpool *wp, unsigned index, void *ctx)
+{
+    symfiles *f = ctx;
+    (void)index;
+    while (!workpool_stopping(wp)) {
+        char uuid[37] = "";
+        pthread_mutex_lock(&f->mu);
+        for (unsigned b = 0; b < ROW_BUCKETS && !uuid[0] && f->nwanted > 0; b++)
+            for (row_entry *e = f->rows[b]; e && !uuid[0]; e = e->next)
+                if (e->wanted) {
+                    e->wanted = false;
+                    f->nwanted--;
+                    snprintf(uuid, sizeof uuid, "%s", e->uuid);
+                }
+        pthread_mutex_unlock(&f->mu);
+        if (!uuid[0]) {
+            workpool_wait(wp, 1000);
+            continue;
+        }
+        char sha[65];
+        err_info err = {0};
+        store_deadline_begin(store_timeout_ms(f->s));
+        err_code rc = current_sha(sha, f, uuid, false, &err);
+        store_deadline_end();
+        if (rc != ERR_OK) {
+            atomic_fetch_add(&f->refresh_failures, 1);
+            workpool_wait(wp, 1000);
+        }
+    }
 }
 
 /* ---- get ------------------------------------------------------------------------------- */
@@ -555,10 +611,15 @@ void symfiles_metrics_render(buf *out, symfiles *f)
                "stacksift_symcache_cache_files %llu\n"
                "# HELP stacksift_symcache_cache_max_bytes STACKSIFT_SYMCACHE_CACHE_MB in bytes.\n"
                "# TYPE stacksift_symcache_cache_max_bytes gauge\n"
-               "stacksift_symcache_cache_max_bytes %llu\n",
+               "stacksift_symcache_cache_max_bytes %llu\n"
+               "# HELP stacksift_symcache_row_refresh_failures_total Background re-reads of "
+               "symcache rows (for the intake) that failed.\n"
+               "# TYPE stacksift_symcache_row_refresh_failures_total counter\n"
+               "stacksift_symcache_row_refresh_failures_total %llu\n",
                (unsigned long long)s.hits, (unsigned long long)s.misses,
                total ? (double)s.hits / (double)total : 0.0, (unsigned long long)s.downloads,
                (unsigned long long)s.download_bytes, (unsigned long long)s.download_failures,
                (unsigned long long)s.evictions, (unsigned long long)s.bytes,
-               (unsigned long long)s.files, (unsigned long long)s.max_bytes);
+               (unsigned long long)s.files, (unsigned long long)s.max_bytes,
+               (unsigned long long)atomic_load(&f->refresh_failures));
 }

@@ -30,12 +30,16 @@
 
 #define SYMFILES_ROW_TTL_MS 10000 /* a UUID's row is re-read this often (rebuilds, upgrades) */
 #define SYMFILES_MISS_TTL_MS 2000 /* "no dSYM" is believed this long, unless asked `fresh` */
+#define SYMFILES_INTAKE_STALE_MS 60000 /* symfiles_known answers from a row this old at most
+                                          (while the refresher re-reads it) */
+#define SYMFILES_WANTED_MAX 4096  /* rows waiting for the refresher at most */
 
 typedef struct symfiles symfiles;
 
 /* symfiles_open - the cache in `dir` (created if missing) holding at most `max_bytes` of
- * symcache files, fetching through `s`. Scans `dir`: adopts <sha256>.symc files, deletes
- * temporary ones. Owned by the caller: symfiles_close(). Errors ERR_IO. */
+ * symcache files, fetching through `s`, and its refresher thread (symfiles_known). Scans
+ * `dir`: adopts <sha256>.symc files, deletes temporary ones. Owned by the caller:
+ * symfiles_close(). Errors ERR_IO, ERR_INTERNAL (no thread). */
 err_code symfiles_open(symfiles **out, store *s, const char *dir, uint64_t max_bytes,
                        err_info *err);
 
@@ -52,10 +56,14 @@ void symfiles_close(symfiles *f);
 err_code symfiles_get(char path[4096], char sha256[65], symfiles *f, const char *uuid,
                       bool fresh, err_info *err);
 
-/* symfiles_known - what the row cache knows of `uuid` within the TTLs above, from memory
- * alone (never Postgres, never a file; for the intake's processing, which runs on an HTTP
- * thread): 1 (sha256 of its current symcache written), 0 (it has none), -1 (nothing recent:
- * symfiles_get would ask). */
+/* symfiles_known - what the row cache knows of `uuid`, from memory alone (never Postgres,
+ * never a file: for the intake's processing, on a request's thread): 1 (sha256 of its
+ * current symcache written), 0 (it has none), -1 (never read, or not for
+ * SYMFILES_INTAKE_STALE_MS). A row older than the TTLs above is still answered from, and is
+ * handed to the cache's refresher thread, which reads it again from Postgres in the
+ * background: a request never waits for that, and in steady state the rows the intake uses
+ * stay as current as the workers' (a replaced symcache is noticed a TTL later, plus one
+ * read; while the database is away, up to SYMFILES_INTAKE_STALE_MS). */
 int symfiles_known(char sha256[65], symfiles *f, const char *uuid);
 
 /*

@@ -51,6 +51,9 @@ typedef struct {
 err_code store_open(store **out, const char *url, unsigned pool_size, unsigned timeout_ms,
                     err_info *err);
 
+/* store_timeout_ms - the store's timeout (store_open), ms. */
+unsigned store_timeout_ms(const store *s);
+
 /* store_set_statement_timeout - change the per-statement bound of connections made from now
  * on and of every statement run from now on (ms; 0 = none). For background work whose
  * statements may legitimately take longer than a request's. */

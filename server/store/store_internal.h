@@ -59,8 +59,6 @@ typedef struct {
     bool discard;            /* session settings changed (store_unbounded): close on release */
 } pconn;
 
-/* store_timeout_ms - the store's timeout (store_open). */
-unsigned store_timeout_ms(const store *s);
 
 /* store_unbounded - lift the statement deadline on `c` for long work (migrations, retention):
  * no client deadline, statement_timeout 0; the connection is closed when released. */
