@@ -79,9 +79,9 @@ double store_now_ms(void);
  * connection attempt that got no answer by its deadline after at least 250 ms, a connection
  * refused or lost) open it: from then on every call fails at once with ERR_STORE ("the
  * database is not answering ...") without a connection attempt, and a probe thread tries a
- * new connection and `SELECT 1` every 200 ms (each bounded by 1 s). The first probe answered
- * closes it, and the idle connections made before are closed (after a restart of the
- * database they are all broken). Every store has its own.
+ * new connection and `SELECT 1` every 100 ms (each bounded by 1 s). The first probe answered
+ * closes it, and the idle connections whose peer went meanwhile (EOF or a reset waiting on
+ * the socket: the database restarted) are closed. Every store has its own.
  *
  * store_breaker_fn - told of each change, on the thread that made it: opened (`failures` in
  * a row, `why` the last one) or closed (`open_ms` it was open; why NULL). Must not call the

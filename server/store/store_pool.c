@@ -36,7 +36,7 @@ static const store_stmt ST_SCHEMA_VERSION = {
  * answers, which closes it. Why: without it, every request of a hung database spends its
  * whole deadline before its 503, holding a connection slot and a thread all along. */
 #define BREAKER_TRIPS 3
-#define BREAKER_PROBE_EVERY_MS 200
+#define BREAKER_PROBE_EVERY_MS 100
 #define BREAKER_PROBE_MS 1000
 #define BREAKER_MIN_WAIT_MS 250 /* a timeout after less waiting (a request whose time was
                                    nearly spent) says nothing about the database */
@@ -466,8 +466,9 @@ static bool probe_once(store *s, err_info *err)
 }
 
 /* The probe thread: while the breaker is open, probe every BREAKER_PROBE_EVERY_MS; the first
- * probe answered closes it. Idle connections made before are closed then too: after a
- * restart of the database they are all broken, and each would cost a request its retry. */
+ * probe answered closes it. Idle connections whose peer went meanwhile are closed then too:
+ * after a restart of the database they are all broken, and each would cost a request its
+ * retry. */
 static void *probe_main(void *arg)
 {
     store *s = arg;
@@ -493,11 +494,20 @@ static void *probe_main(void *arg)
         pthread_mutex_lock(&s->mu);
         if (!ok)
             continue;
+        /* Idle connections that saw their peer go (the database restarted: EOF or a reset
+         * waits on the socket) are closed; the others (it was only frozen, or cut off) are
+         * good as they are and spare the first requests a connection each. */
         pconn **stale = xcalloc(s->n_idle + 1, sizeof *stale);
-        unsigned nstale = s->n_idle;
-        memcpy(stale, s->idle, nstale * sizeof *stale);
+        unsigned nstale = 0, kept = 0;
+        for (unsigned i = 0; i < s->n_idle; i++) {
+            struct pollfd pf = {PQsocket(s->idle[i]->pg), POLLIN, 0};
+            if (pf.fd < 0 || poll(&pf, 1, 0) != 0)
+                stale[nstale++] = s->idle[i];
+            else
+                s->idle[kept++] = s->idle[i];
+        }
         s->n_open -= nstale;
-        s->n_idle = 0;
+        s->n_idle = kept;
         s->breaker_open = false;
         s->failures_in_row = 0;
         double open_ms = mono_ms() - s->opened_at_ms;
