@@ -1,7 +1,8 @@
 /*
  * workpool - a small pool of threads that each run one function until told to stop: the
- * report workers (server/ingest/pipeline.c), the call site counters (callsites.c), the
- * server's background gauges; anything that loops "take work, or sleep a while".
+ * report workers (server/ingest/pipeline.c), the call site counters (callsites.c), the alert
+ * deliverer (alerts.c), the symcache row refresher (symfiles.c), the lingering-close thread
+ * (server/http/conns.c); anything that loops "take work, or sleep a while".
  *
  *   workpool_start(&wp, n, fn, ctx)   n threads, each runs fn(wp, index, ctx) once; fn loops
  *                                     while !workpool_stopping(wp), sleeping with

@@ -265,8 +265,9 @@ int cli_serve(int argc, char **argv)
             .batch = 16,
             .public_url = public_url,
         };
-        if (store_open(&alert_store, cfg.database_url, 1, cfg.db_timeout_ms, &err) != ERR_OK ||
-            alerts_new(&deliverer, alert_store, &ao, &err) != ERR_OK ||
+        if (store_open(&alert_store, cfg.database_url, 1, cfg.db_timeout_ms, &err) == ERR_OK)
+            store_on_breaker(alert_store, log_breaker, "alerts");
+        if (alert_store == NULL || alerts_new(&deliverer, alert_store, &ao, &err) != ERR_OK ||
             alerts_start(deliverer, &err) != ERR_OK) {
             log_event(LOG_ERROR, "alerts_failed", "message=%s", err.msg);
             goto done;

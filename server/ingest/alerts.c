@@ -8,13 +8,13 @@
 #include <math.h>
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "base/jsonw.h"
+#include "base/workpool.h"
 #include "base/xalloc.h"
 #include "log/log.h"
 
@@ -24,11 +24,7 @@ struct alerts {
     alerts_options o;
     char *public_url;
     store *s;
-    pthread_t thread;
-    bool started;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bool stop;
+    workpool *thread;   /* the one delivery thread; NULL until alerts_start */
 };
 
 /* ---- rules ----------------------------------------------------------------------------- */
@@ -348,13 +344,14 @@ static double mono_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void *run(void *vctx)
+/* The delivery thread (workpool_fn): spike sweeps, then batches of events until none is due,
+ * then a nap of poll_ms, until stopped. */
+static void run(workpool *wp, unsigned index, void *vctx)
 {
     alerts *a = vctx;
+    (void)index;
     double next_sweep = mono_s();
-    pthread_mutex_lock(&a->mu);
-    while (!a->stop) {
-        pthread_mutex_unlock(&a->mu);
+    while (!workpool_stopping(wp)) {
         if (a->o.sweep_s && mono_s() >= next_sweep) {
             int64_t made = 0;
             err_info err = {0};
@@ -364,22 +361,9 @@ static void *run(void *vctx)
                 log_event(LOG_INFO, "alerts_spikes", "events=%lld", (long long)made);
             next_sweep = mono_s() + a->o.sweep_s;
         }
-        size_t n = deliver_batch(a);
-        pthread_mutex_lock(&a->mu);
-        if (n == 0 && !a->stop) {
-            struct timespec until;
-            clock_gettime(CLOCK_REALTIME, &until);
-            until.tv_sec += a->o.poll_ms / 1000;
-            until.tv_nsec += (long)(a->o.poll_ms % 1000) * 1000000L;
-            if (until.tv_nsec >= 1000000000L) {
-                until.tv_sec++;
-                until.tv_nsec -= 1000000000L;
-            }
-            pthread_cond_timedwait(&a->cv, &a->mu, &until);
-        }
+        if (deliver_batch(a) == 0)
+            workpool_wait(wp, a->o.poll_ms);
     }
-    pthread_mutex_unlock(&a->mu);
-    return NULL;
 }
 
 err_code alerts_new(alerts **out, store *s, const alerts_options *o, err_info *err)
@@ -400,33 +384,22 @@ err_code alerts_new(alerts **out, store *s, const alerts_options *o, err_info *e
     while (len > 0 && a->public_url[len - 1] == '/')
         a->public_url[--len] = '\0';
     a->s = s;
-    pthread_mutex_init(&a->mu, NULL);
-    pthread_cond_init(&a->cv, NULL);
     *out = a;
     return ERR_OK;
 }
 
 err_code alerts_start(alerts *a, err_info *err)
 {
-    if (pthread_create(&a->thread, NULL, run, a) != 0)
-        return err_set(err, ERR_INTERNAL, "alerts: no thread");
-    a->started = true;
-    return ERR_OK;
+    if (a->thread != NULL)
+        return ERR_OK;
+    return workpool_start(&a->thread, 1, run, a, err);
 }
 
 void alerts_free(alerts *a)
 {
     if (a == NULL)
         return;
-    if (a->started) {
-        pthread_mutex_lock(&a->mu);
-        a->stop = true;
-        pthread_cond_broadcast(&a->cv);
-        pthread_mutex_unlock(&a->mu);
-        pthread_join(a->thread, NULL);
-    }
-    pthread_mutex_destroy(&a->mu);
-    pthread_cond_destroy(&a->cv);
+    workpool_free(a->thread);   /* a delivery in flight finishes or times out first */
     free(a->public_url);
     free(a);
     curl_global_cleanup();
