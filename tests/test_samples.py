@@ -18,6 +18,7 @@ import io
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -390,6 +391,36 @@ def main():
         check(k1 is not None and k1["count"] == 10 and k1["devices"] == 2 and
               k1["builds"] == ["102"], f"after the dSYM: call site {norm(kf)}/{n1}/{n2} with 10 calls ({k1})")
         check(all_callsites(inst)["pending"] == {"stacks": 0, "calls": 0}, "nothing pending")
+
+        # ---- projects: a batch sent with a project's DSN key counts in that project only ----
+        p = subprocess.run([inst.bin, "project", "create", "privacy-qa"], env=inst.env(),
+                           capture_output=True, text=True, timeout=30)
+        m = re.search(r"^DSN=\w+://([0-9a-fA-F]+)@[^/]+/(\d+)$", p.stdout, re.M)
+        check(p.returncode == 0 and m is not None, f"project create: {p.stdout!r} {p.stderr!r}")
+        key, pid = m.group(1), int(m.group(2))
+        # the same batch_id as a default-project batch: each project has its own batch ids
+        bp = batch("100", "device-0100", images, [{"tag": T1, "frames": stack_a, "count": 6}],
+                   batch_id="b2-device-0002")
+        deadline = time.time() + 10
+        while True:   # the server learns new keys at its next key-table reload
+            r = inst.request("POST", f"/api/v1/samples?sentry_key={key}", json.dumps(bp).encode(),
+                             headers={"Content-Type": "application/json"})
+            if r.status != 401 or time.time() > deadline:
+                break
+            time.sleep(0.1)
+        check(r.status == 202 and r.json() == {"accepted": 1, "calls": 6},
+              f"batch with the project's DSN key: 202, not a duplicate (got {r.status} {r.body!r})")
+        check(wait_counted(inst), "the project's batch counted")
+        mine = all_callsites(inst, f"&project={pid}")["callsites"]
+        check(len(mine) == 1 and mine[0]["count"] == 6 and mine[0]["devices"] == 1 and
+              mine[0]["first_seen_build"] == "100",
+              f"project {pid} has its own call site of 6 calls from 1 device ({mine})")
+        a1d = find(all_callsites(inst, "&project=1")["callsites"], T1, [n1, n2, n3])
+        check(a1d is not None and a1d["count"] == 8 and a1d["devices"] == 3,
+              f"the default project's call site is unchanged (8 calls, 3 devices: {a1d})")
+        owners = inst.psql(inst.db_url, "SELECT project_id FROM sample_batches WHERE "
+                                        "batch_id = 'b2-device-0002' ORDER BY 1").split()
+        check(owners == ["1", str(pid)], f"the batch rows belong to projects 1 and {pid} ({owners})")
 
         # ---- bad input: 4xx naming the field, nothing stored ----
         before = inst.psql(inst.db_url, "SELECT count(*) FROM sample_batches").strip()

@@ -29,6 +29,7 @@ enum MHD_Result handle_samples_post(http_request *r)
         .len = (size_t)r->body_bytes,
         /* a batch may be larger than a report: 100,000 samples of ~200 bytes of JSON */
         .max_bytes = r->srv->cfg->max_report_bytes * 4,
+        .project_id = r->project_id,   /* a DSN key's project (?sentry_key=), else the default */
     };
     callsites_result res;
     char field[SAMPLEBATCH_FIELD_MAX];

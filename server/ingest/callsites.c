@@ -76,6 +76,7 @@ err_code callsites_accept(callsites_result *out, char field[SAMPLEBATCH_FIELD_MA
     char sha[65];
     sha256_hex(sha, canon.data, canon.len);
     store_sample_batch row = {
+        .project_id = in->project_id,
         .app = b->bundle_id ? b->bundle_id : b->app_name,
         .batch_id = b->batch_id,
         .sha256 = sha,
@@ -463,11 +464,12 @@ static void seen_merge(const char **first, const char **last, const char *f, con
         *last = l;
 }
 
-/* Count `count` calls of sample `s` (of batch `b`) made by `devices` between first and
- * last seen, on `day`. joined_devices: \x1f-joined ids (a pending row), else b->device_id. */
-static err_code count_sample(claim *k, const samplebatch *b, const samplebatch_sample *s,
-                             int64_t count, const char *day, const char *first_seen,
-                             const char *last_seen, char *joined_devices)
+/* Count `count` calls of sample `s` (of batch `b`, sent to project `project_id`) made by
+ * `devices` between first and last seen, on `day`. joined_devices: \x1f-joined ids (a pending row), else b->device_id. */
+static err_code count_sample(claim *k, int64_t project_id, const samplebatch *b,
+                             const samplebatch_sample *s, int64_t count, const char *day,
+                             const char *first_seen, const char *last_seen,
+                             char *joined_devices)
 {
     const stack_eval *ev;
     char skey[65];
@@ -489,7 +491,8 @@ static err_code count_sample(claim *k, const samplebatch *b, const samplebatch_s
         md_str(k->md, skey);
         EVP_DigestFinal_ex(k->md, md, &n);
         hex32(pkey, md);
-        rkey = arena_sprintf(k->a, k->err, "p\x1f%s\x1f%s\x1f%s\x1f%s", app, pkey, b->build, day);
+        rkey = arena_sprintf(k->a, k->err, "p\x1f%lld\x1f%s\x1f%s\x1f%s\x1f%s",
+                            (long long)project_id, app, pkey, b->build, day);
         if (rkey == NULL)
             return ERR_TOO_LARGE;
         row = row_get(k, rkey, &is_new);
@@ -498,6 +501,7 @@ static err_code count_sample(claim *k, const samplebatch *b, const samplebatch_s
         if (is_new) {
             row->is_pending = true;
             store_pending_add *p = &row->pend;
+            p->project_id = project_id;
             p->app = app;
             p->stack_key = arena_strdup(k->a, pkey, k->err);
             p->build = b->build;
@@ -533,8 +537,8 @@ static err_code count_sample(claim *k, const samplebatch *b, const samplebatch_s
         md_str(k->md, ev->names);
         EVP_DigestFinal_ex(k->md, md, &n);
         hex32(ckey, md);
-        rkey = arena_sprintf(k->a, k->err, "c\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s", app, s->tag, ckey,
-                             b->build, day);
+        rkey = arena_sprintf(k->a, k->err, "c\x1f%lld\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s",
+                             (long long)project_id, app, s->tag, ckey, b->build, day);
         if (rkey == NULL)
             return ERR_TOO_LARGE;
         row = row_get(k, rkey, &is_new);
@@ -542,6 +546,7 @@ static err_code count_sample(claim *k, const samplebatch *b, const samplebatch_s
             return ERR_TOO_LARGE;
         if (is_new) {
             store_callsite_add *x = &row->add;
+            x->project_id = project_id;
             x->app = app;
             x->tag = s->tag;
             x->key = arena_strdup(k->a, ckey, k->err);
@@ -582,8 +587,9 @@ static err_code claim_count(claim *k, store_sample_work *w, const store_claimed_
         rc = samplebatch_parse(&b, field, bs[i].canonical, bs[i].canonical_len,
                                SAMPLEBATCH_STORED, k->a, k->err);
         for (size_t j = 0; rc == ERR_OK && j < b->nsamples; j++)
-            rc = count_sample(k, b, &b->samples[j], (int64_t)b->samples[j].count, bs[i].day,
-                              bs[i].received_at, bs[i].received_at, NULL);
+            rc = count_sample(k, bs[i].project_id, b, &b->samples[j],
+                              (int64_t)b->samples[j].count, bs[i].day, bs[i].received_at,
+                              bs[i].received_at, NULL);
         if (rc != ERR_OK) {
             err_prefix(k->err, "sample batch %lld", (long long)bs[i].id);
             k->culprit = bs[i].id;
@@ -599,8 +605,8 @@ static err_code claim_count(claim *k, store_sample_work *w, const store_claimed_
         if (rc == ERR_OK && joined == NULL)
             rc = ERR_TOO_LARGE;
         if (rc == ERR_OK)
-            rc = count_sample(k, b, &b->samples[0], ps[i].count, ps[i].day, ps[i].first_seen,
-                              ps[i].last_seen, joined);
+            rc = count_sample(k, ps[i].project_id, b, &b->samples[0], ps[i].count, ps[i].day,
+                              ps[i].first_seen, ps[i].last_seen, joined);
         if (rc != ERR_OK) {
             err_prefix(k->err, "pending stack %lld", (long long)ps[i].id);
             k->culprit = -ps[i].id;

@@ -35,6 +35,7 @@ typedef struct {
     const uint8_t *body;
     size_t len;
     uint64_t max_bytes;           /* limit on the decoded batch */
+    int64_t project_id;           /* the project it was sent to (a DSN key's); 0 = default */
 } callsites_input;
 
 typedef struct {

@@ -33,11 +33,11 @@ static err_code exec(PGresult **out, pconn *c, const store_stmt *st, int n,
 /* ---- intake ---------------------------------------------------------------------------- */
 
 static const store_stmt SQL_INSERT = {"samples_insert",
-    "INSERT INTO sample_batches (app, batch_id, sha256, build, device, samples, calls, canonical) "
-    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8) "
+    "INSERT INTO sample_batches (app, batch_id, sha256, build, device, samples, calls, canonical, "
+    "project_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) "
     "ON CONFLICT (project_id, app, batch_id) WHERE batch_id IS NOT NULL DO NOTHING RETURNING id"};
 static const store_stmt SQL_EXISTING = {"samples_existing",
-    "SELECT sha256 FROM sample_batches WHERE project_id = 1 AND app = $1 AND batch_id = $2"};
+    "SELECT sha256 FROM sample_batches WHERE project_id = $3 AND app = $1 AND batch_id = $2"};
 
 typedef struct {
     const store_sample_batch *b;
@@ -48,13 +48,15 @@ static err_code do_insert(pconn *c, void *vctx, err_info *err)
 {
     insert_ctx *x = vctx;
     const store_sample_batch *b = x->b;
-    char samples[24], calls[24];
+    char samples[24], calls[24], project[24];
     snprintf(samples, sizeof samples, "%lld", (long long)b->samples);
     snprintf(calls, sizeof calls, "%lld", (long long)b->calls);
-    const char *values[8] = {b->app, b->batch_id, b->sha256, b->build, b->device, samples, calls,
-                             b->canonical};
+    snprintf(project, sizeof project, "%lld",
+             (long long)(b->project_id ? b->project_id : STORE_PROJECT_DEFAULT));
+    const char *values[9] = {b->app, b->batch_id, b->sha256, b->build, b->device, samples, calls,
+                             b->canonical, project};
     PGresult *res;
-    err_code rc = exec(&res, c, &SQL_INSERT, 8, values, err);
+    err_code rc = exec(&res, c, &SQL_INSERT, 9, values, err);
     if (rc != ERR_OK)
         return rc;
     int stored = PQntuples(res);
@@ -64,7 +66,8 @@ static err_code do_insert(pconn *c, void *vctx, err_info *err)
         return ERR_OK;
     }
     /* batch_id taken: the same content is a retry, other content a client bug */
-    rc = exec(&res, c, &SQL_EXISTING, 2, values, err);
+    const char *existing[3] = {b->app, b->batch_id, project};
+    rc = exec(&res, c, &SQL_EXISTING, 3, existing, err);
     if (rc != ERR_OK)
         return rc;
     bool same = PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, 0), b->sha256) == 0;
@@ -94,13 +97,14 @@ struct store_sample_work {
 
 static const store_stmt SQL_CLAIM_BATCHES = {"samples_claim_batches",
     "SELECT id::text, canonical, " STORE_TS_US("received_at") ", "
-    "to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') "
+    "to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD'), project_id::text "
     "FROM sample_batches WHERE status = 'received' "
     "AND id <> ALL(string_to_array($2, ',')::bigint[]) "
     "ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED"};
 static const store_stmt SQL_CLAIM_PENDING = {"samples_claim_pending",
     "SELECT id::text, app, build, day::text, version, sample, count::text, "
-    "array_to_string(devices, chr(31)), " STORE_TS_US("first_seen") ", " STORE_TS_US("last_seen") " "
+    "array_to_string(devices, chr(31)), " STORE_TS_US("first_seen") ", " STORE_TS_US("last_seen") ", "
+    "project_id::text "
     "FROM callsite_pending WHERE status = 'ready' "
     "AND id <> ALL(string_to_array($2, ',')::bigint[]) "
     "ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED"};
@@ -159,6 +163,7 @@ err_code store_samples_claim(store_sample_work **out, const store_claimed_batch 
             bs[i].canonical_len = (size_t)PQgetlength(res, r, 1);
             bs[i].received_at = store_dup(a, res, r, 2, err, &rc);
             bs[i].day = store_dup(a, res, r, 3, err, &rc);
+            bs[i].project_id = strtoll(PQgetvalue(res, r, 4), NULL, 10);
             if (rc == ERR_OK && bs[i].canonical == NULL)
                 rc = err_set(err, ERR_INTERNAL, "sample batch %lld has no canonical form",
                              (long long)bs[i].id);
@@ -191,6 +196,7 @@ err_code store_samples_claim(store_sample_work **out, const store_claimed_batch 
             p->devices = store_dup(a, res, r, 7, err, &rc);
             p->first_seen = store_dup(a, res, r, 8, err, &rc);
             p->last_seen = store_dup(a, res, r, 9, err, &rc);
+            p->project_id = strtoll(PQgetvalue(res, r, 10), NULL, 10);
         }
         w->npending = np;
     }
@@ -315,6 +321,7 @@ static err_code do_commit(store_sample_work *w, const store_callsite_add *adds, 
         for (size_t i = 0; i < nadds; i++) {
             const store_callsite_add *x = &adds[i];
             buf_append_str(&b, i ? ",{" : "{");
+            buf_printf(&b, "\"project_id\":%lld", (long long)x->project_id);
             kv(&b, "app", x->app);
             kv(&b, "tag", x->tag);
             kv(&b, "key", x->key);
@@ -350,6 +357,7 @@ static err_code do_commit(store_sample_work *w, const store_callsite_add *adds, 
         for (size_t i = 0; i < npend; i++) {
             const store_pending_add *x = &pend[i];
             buf_append_str(&b, i ? ",{" : "{");
+            buf_printf(&b, "\"project_id\":%lld", (long long)x->project_id);
             kv(&b, "app", x->app);
             kv(&b, "stack_key", x->stack_key);
             kv(&b, "build", x->build);

@@ -23,6 +23,7 @@
 
 /* An accepted batch; strings NUL-terminated, batch_id NULL if the client sent none. */
 typedef struct {
+    int64_t project_id;     /* the project the batch was sent to; 0 = STORE_PROJECT_DEFAULT */
     const char *app;        /* bundle id, else app name */
     const char *batch_id;
     const char *sha256;     /* 64 hex: of `canonical` */
@@ -53,6 +54,7 @@ typedef struct store_sample_work store_sample_work; /* claimed rows: one connect
 /* A claimed batch; strings in the claim's arena. */
 typedef struct {
     int64_t id;
+    int64_t project_id;
     const char *canonical;
     size_t canonical_len;
     const char *received_at; /* RFC 3339 UTC, microseconds */
@@ -62,6 +64,7 @@ typedef struct {
 /* A claimed stack that waited for a dSYM that has arrived since. */
 typedef struct {
     int64_t id;
+    int64_t project_id;
     const char *app, *build, *day, *version;
     const char *sample;       /* one-sample canonical batch */
     size_t sample_len;
@@ -83,6 +86,7 @@ err_code store_samples_claim(store_sample_work **out, const store_claimed_batch 
 /* Calls to add to one (call site, build, day); the list handed to commit holds each such
  * key at most once. Strings NUL-terminated. */
 typedef struct {
+    int64_t project_id;
     const char *app, *tag, *key;   /* the call site: key = hex SHA-256 of tag + frames */
     const char *frames_json;       /* [{function,file,line,image}] */
     const char *stack_json;        /* one symbolicated stack */
@@ -94,6 +98,7 @@ typedef struct {
 
 /* Calls of one stack still waiting for a dSYM; (app, stack_key, build, day) at most once. */
 typedef struct {
+    int64_t project_id;
     const char *app, *stack_key, *build, *day, *version;
     const char *sample;            /* one-sample canonical batch */
     int64_t count;
