@@ -2485,6 +2485,30 @@ static swift_node *demangle_conformance_h(dm *d)
 
 static swift_node *demangle_operator(dm *d);
 
+/* The value witness a two-letter code names (Mangling.rst, "value-witness-kind"), or NULL.
+ * The old (Swift 3) mangling has all but the last two, the single-payload enum witnesses. */
+static const char *value_witness_name(char a, char b, bool old_mangling)
+{
+    static const char *const names[][2] = {
+        {"al", "allocateBuffer"}, {"ca", "assignWithCopy"}, {"ta", "assignWithTake"},
+        {"de", "deallocateBuffer"}, {"xx", "destroy"}, {"XX", "destroyBuffer"},
+        {"Xx", "destroyArray"}, {"CP", "initializeBufferWithCopyOfBuffer"},
+        {"Cp", "initializeBufferWithCopy"}, {"cp", "initializeWithCopy"},
+        {"Tk", "initializeBufferWithTake"}, {"tk", "initializeWithTake"},
+        {"pr", "projectBuffer"}, {"TK", "initializeBufferWithTakeOfBuffer"},
+        {"Cc", "initializeArrayWithCopy"}, {"Tt", "initializeArrayWithTakeFrontToBack"},
+        {"tT", "initializeArrayWithTakeBackToFront"}, {"xs", "storeExtraInhabitant"},
+        {"xg", "getExtraInhabitantIndex"}, {"ug", "getEnumTag"},
+        {"up", "destructiveProjectEnumData"}, {"ui", "destructiveInjectEnumTag"},
+        {"et", "getEnumTagSinglePayload"}, {"st", "storeEnumTagSinglePayload"},
+    };
+    size_t n = sizeof names / sizeof *names - (old_mangling ? 2 : 0);
+    for (size_t i = 0; i < n; i++)
+        if (names[i][0][0] == a && names[i][0][1] == b)
+            return names[i][1];
+    return NULL;
+}
+
 static swift_node *demangle_operator(dm *d)
 {
     if (++d->depth > MAX_DEPTH)
@@ -2567,25 +2591,10 @@ static swift_node *demangle_operator(dm *d)
     case 'v': r = demangle_accessor(d, demangle_entity(d, K_Variable)); break;
     case 'w': {
         /* value witness: two letters */
-        static const char *const names[][2] = {
-            {"al", "allocateBuffer"}, {"ca", "assignWithCopy"}, {"ta", "assignWithTake"},
-            {"de", "deallocateBuffer"}, {"xx", "destroy"}, {"XX", "destroyBuffer"},
-            {"Xx", "destroyArray"}, {"CP", "initializeBufferWithCopyOfBuffer"},
-            {"Cp", "initializeBufferWithCopy"}, {"cp", "initializeWithCopy"},
-            {"Tk", "initializeBufferWithTake"}, {"tk", "initializeWithTake"},
-            {"pr", "projectBuffer"}, {"TK", "initializeBufferWithTakeOfBuffer"},
-            {"Cc", "initializeArrayWithCopy"}, {"Tt", "initializeArrayWithTakeFrontToBack"},
-            {"tT", "initializeArrayWithTakeBackToFront"}, {"xs", "storeExtraInhabitant"},
-            {"xg", "getExtraInhabitantIndex"}, {"ug", "getEnumTag"},
-            {"up", "destructiveProjectEnumData"}, {"ui", "destructiveInjectEnumTag"},
-            {"et", "getEnumTagSinglePayload"}, {"st", "storeEnumTagSinglePayload"},
-        };
         char a = next(d), b = next(d);
-        for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-            if (names[i][0][0] == a && names[i][0][1] == b) {
-                r = with2(d, K_ValueWitness, mk_str(d, K_Identifier, names[i][1]), pop_kind(d, K_Type));
-                break;
-            }
+        const char *name = value_witness_name(a, b, false);
+        if (name != NULL)
+            r = with2(d, K_ValueWitness, mk_str(d, K_Identifier, name), pop_kind(d, K_Type));
         break;
     }
     case 'x': r = type_of(d, dependent_param(d, 0, 0)); break;
@@ -3614,24 +3623,10 @@ static swift_node *o_global(dm *d)
     } else if (next_if(d, 't')) {
         r = with1(d, K_TypeMangling, o_type(d));
     } else if (next_if(d, 'w')) {
-        static const char *const names[][2] = {
-            {"al", "allocateBuffer"}, {"ca", "assignWithCopy"}, {"ta", "assignWithTake"},
-            {"de", "deallocateBuffer"}, {"xx", "destroy"}, {"XX", "destroyBuffer"},
-            {"Xx", "destroyArray"}, {"CP", "initializeBufferWithCopyOfBuffer"},
-            {"Cp", "initializeBufferWithCopy"}, {"cp", "initializeWithCopy"},
-            {"Tk", "initializeBufferWithTake"}, {"tk", "initializeWithTake"},
-            {"pr", "projectBuffer"}, {"TK", "initializeBufferWithTakeOfBuffer"},
-            {"Cc", "initializeArrayWithCopy"}, {"Tt", "initializeArrayWithTakeFrontToBack"},
-            {"tT", "initializeArrayWithTakeBackToFront"}, {"xs", "storeExtraInhabitant"},
-            {"xg", "getExtraInhabitantIndex"}, {"ug", "getEnumTag"},
-            {"up", "destructiveProjectEnumData"}, {"ui", "destructiveInjectEnumTag"},
-        };
         char a = next(d), b = next(d);
-        for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-            if (names[i][0][0] == a && names[i][0][1] == b) {
-                r = with2(d, K_ValueWitness, mk_str(d, K_Identifier, names[i][1]), o_type(d));
-                break;
-            }
+        const char *name = value_witness_name(a, b, true);
+        if (name != NULL)
+            r = with2(d, K_ValueWitness, mk_str(d, K_Identifier, name), o_type(d));
     } else if (next_if(d, 'W')) {
         char c = next(d);
         switch (c) {

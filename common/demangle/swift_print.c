@@ -310,6 +310,28 @@ static void print_function_type(printer *p, const swift_node *labels, const swif
     print(p, child(fn, i + 1), false);
 }
 
+/* An impl function type prints as `attrs (inputs) -> (results)`: this opens the next
+ * parenthesized section, the inputs (after the attributes and any `@substituted` pattern) or
+ * the results (after ` -> ` and any `sending`). */
+static void impl_open_section(printer *p, bool inputs, const swift_node *pattern,
+                              const swift_node *sending)
+{
+    if (inputs) {
+        if (pattern != NULL) {
+            outs(p, "@substituted ");
+            print(p, child(pattern, 0), false);
+            outc(p, ' ');
+        }
+    } else {
+        outs(p, ") -> ");
+        if (sending != NULL) {
+            text(p, sending);
+            outc(p, ' ');
+        }
+    }
+    outc(p, '(');
+}
+
 static void print_impl_function_type(printer *p, const swift_node *fn)
 {
     const swift_node *pattern = NULL, *invocation = NULL, *sending = NULL;
@@ -324,24 +346,8 @@ static void print_impl_function_type(printer *p, const swift_node *fn)
         if (target >= 0) {
             if ((int)state == target)
                 outs(p, ", ");
-            while ((int)state < target) {
-                if (state == ATTRS) {
-                    if (pattern != NULL) {
-                        outs(p, "@substituted ");
-                        print(p, child(pattern, 0), false);
-                        outc(p, ' ');
-                    }
-                    outc(p, '(');
-                } else {
-                    outs(p, ") -> ");
-                    if (sending != NULL) {
-                        text(p, sending);
-                        outc(p, ' ');
-                    }
-                    outc(p, '(');
-                }
-                state++;
-            }
+            for (; (int)state < target; state++)
+                impl_open_section(p, state == ATTRS, pattern, sending);
             print(p, c, false);
         } else if (c->kind == K_ImplPatternSubstitutions) {
             pattern = c;
@@ -354,24 +360,8 @@ static void print_impl_function_type(printer *p, const swift_node *fn)
             outc(p, ' ');
         }
     }
-    while (state < RESULTS) {
-        if (state == ATTRS) {
-            if (pattern != NULL) {
-                outs(p, "@substituted ");
-                print(p, child(pattern, 0), false);
-                outc(p, ' ');
-            }
-            outc(p, '(');
-        } else {
-            outs(p, ") -> ");
-            if (sending != NULL) {
-                text(p, sending);
-                outc(p, ' ');
-            }
-            outc(p, '(');
-        }
-        state++;
-    }
+    for (; state < RESULTS; state++)
+        impl_open_section(p, state == ATTRS, pattern, sending);
     outc(p, ')');
     if (pattern != NULL) {
         outs(p, " for <");
