@@ -102,19 +102,12 @@ static const store_report_processed *processed_of(const store_outcome *o, arena 
     return p;
 }
 
-/* One decoded report (raw_len bytes at raw) into row: parsed for its 4xx and its summary;
- * processed now if `pipe` can (pipeline_process_at_intake). */
-static err_code prepare_row(store_report_new *row, const char *content_type, const uint8_t *raw,
-                            size_t raw_len, pipeline *pipe, arena *a, err_info *err)
+/* The row of one decoded report (raw_len bytes at raw) parsed into `r`: its summary, and
+ * its outcome when `pipe` can process it now (pipeline_process_at_intake). */
+static void row_of(store_report_new *row, const crashreport *r, const char *content_type,
+                   const uint8_t *raw, size_t raw_len, pipeline *pipe, arena *a)
 {
     memset(row, 0, sizeof *row);
-    /* Parsed here so that a bad report gets its 4xx now; only the summary is kept: the model
-     * is rebuilt from the raw bytes when someone reads it (ingest_report_model_json), which
-     * keeps intake's commit to the bytes that cannot be rebuilt. */
-    crashreport *r;
-    err_code rc = ingest_report_parse(&r, raw, raw_len, a, err);
-    if (rc != ERR_OK)
-        return rc;
     row->status = "received";
     row->format = crashreport_format_name(r->format);
     row->content_type = content_type;
@@ -124,8 +117,23 @@ static err_code prepare_row(store_report_new *row, const char *content_type, con
     row->app_version = r->meta.app_version;
     row->os_version = r->meta.os_version;
     store_outcome o;
-    if (pipe && pipeline_process_at_intake(pipe, r, row->app, &o, a))
+    if (pipe && pipeline_process_at_intake(pipe, (crashreport *)r, row->app, &o, a))
         row->processed = processed_of(&o, a);
+}
+
+/* One decoded report (raw_len bytes at raw) into row: parsed for its 4xx and its summary;
+ * processed now if `pipe` can. */
+static err_code prepare_row(store_report_new *row, const char *content_type, const uint8_t *raw,
+                            size_t raw_len, pipeline *pipe, arena *a, err_info *err)
+{
+    /* Parsed here so that a bad report gets its 4xx now; only the summary is kept: the model
+     * is rebuilt from the raw bytes when someone reads it (ingest_report_model_json), which
+     * keeps intake's commit to the bytes that cannot be rebuilt. */
+    crashreport *r;
+    err_code rc = ingest_report_parse(&r, raw, raw_len, a, err);
+    if (rc != ERR_OK)
+        return rc;
+    row_of(row, r, content_type, raw, raw_len, pipe, a);
     return ERR_OK;
 }
 
@@ -164,11 +172,29 @@ err_code ingest_report_prepare(store_report_new **rows, size_t *nrows, const ing
         return err_set(err, ERR_INVALID, "a %s body must be a PLCrashReporter report: it does "
                        "not start with the \"plcrash\" magic", in->content_type);
 
-    /* A MetricKit payload of several diagnostics is stored as one report per diagnostic
-     * (each a standalone payload of that diagnostic): each is grouped on its own. */
+    /* One parse for the common case of one report (a JSON document parsed once, not once to
+     * look for several and again to read it). */
+    crashreport **all = NULL;
+    size_t nall = 0;
+    err_code rc = crashreport_parse_all(&all, &nall, (const char *)raw, raw_len, a, err);
+    if (rc != ERR_OK) /* the message names the diagnostic or event */
+        return rc;
+    if (nall == 1) {
+        store_report_new *one = arena_alloc_array(a, 1, sizeof *one, err);
+        if (one == NULL)
+            return ERR_TOO_LARGE;
+        row_of(one, all[0], in->content_type, raw, raw_len, in->pipe, a);
+        one->project_id = in->project_id ? in->project_id : STORE_PROJECT_DEFAULT;
+        *rows = one;
+        *nrows = 1;
+        return ERR_OK;
+    }
+    /* A MetricKit payload of several diagnostics (a Bugsnag payload of several events) is
+     * stored as one report per diagnostic (event), each a standalone payload of it: each is
+     * grouped on its own. */
     const char **docs;
     size_t *lens, ndocs;
-    err_code rc = crashreport_split(&docs, &lens, &ndocs, (const char *)raw, raw_len, a, err);
+    rc = crashreport_split(&docs, &lens, &ndocs, (const char *)raw, raw_len, a, err);
     if (rc != ERR_OK)
         return rc;
     size_t n = ndocs > 0 ? ndocs : 1;
@@ -184,7 +210,8 @@ err_code ingest_report_prepare(store_report_new **rows, size_t *nrows, const ing
             if (ndocs > 0) {
                 char msg[sizeof err->msg];
                 snprintf(msg, sizeof msg, "%s", err->msg);
-                err_set(err, rc, "MetricKit diagnostic %zu of %zu: %s", i + 1, n, msg);
+                err_set(err, rc, "%s %zu of %zu: %s", all[0]->format == CRASHREPORT_FORMAT_BUGSNAG
+                        ? "Bugsnag event" : "MetricKit diagnostic", i + 1, n, msg);
             }
             return rc;
         }

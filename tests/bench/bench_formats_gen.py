@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""bench_formats_gen.py FIXTURES OUTDIR COUNT - COUNT crashes of the fixture app written once per
+format for tests/bench/bench_formats.sh, each as its client sends it:
+
+  report-N.crash    Apple text (the body of POST /api/v1/reports, text/plain)
+  report-N.kscrash  KSCrashReportSinkStandard's multipart/form-data body: one part "reports"
+                    (reports.json) holding a JSON array with this one KSCrash report
+  report-N.bugsnag  bugsnag-cocoa's notify payload: {apiKey, notifier, payloadVersion, events:[EVENT]}
+  report-N.plcrash  PLCrashReporter's own protobuf file
+
+The crashes are tests/symbolicate_reports.py's (the fixture app arm64-O2 with FixtureKit, random
+slides, 3-5 threads of app, framework and system frames, an NSException's backtrace), the text
+and .plcrash forms as tests/plcrash_reports.py writes them for test_plcrash_server: the same
+threads, frames, images and exception in every format. The multipart boundary is
+BOUNDARY below; the Bugsnag apiKey is a placeholder (the bench sends the project's key in the
+Bugsnag-Api-Key header, which wins).
+"""
+import json
+import os
+import random
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import lookup_oracle as lo  # noqa: E402
+import plcrash_reports as pr  # noqa: E402
+import symbolicate_reports as sr  # noqa: E402
+from test_plcrash_server import text_twin  # noqa: E402
+
+BOUNDARY = "stacksift-bench-5d1c0a"
+
+
+def kscrash_sink_body(imgs, threads, leb, crashed, arch):
+    """The sink's multipart body: KSCrash's report (symbolicate_reports.kscrash_report) with the
+    NSException in crash.error as KSCrash records it."""
+    rep = json.loads(sr.kscrash_report(imgs, threads, leb, crashed, arch))
+    rep["crash"]["error"] = {"type": "nsexception", "reason": pr.EXC_REASON,
+                             "nsexception": {"name": pr.EXC_NAME},
+                             "signal": {"name": "SIGABRT", "signal": 6},
+                             "mach": {"exception_name": "EXC_CRASH", "exception": 10,
+                                      "code": 0, "subcode": 0}}
+    part = json.dumps([rep]).encode()
+    return (f"--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"reports\"; "
+            f"filename=\"reports.json\"\r\nContent-Type: application/json\r\n\r\n").encode() + \
+        part + f"\r\n--{BOUNDARY}--\r\n".encode()
+
+
+def bugsnag_payload(imgs, threads, leb, crashed, arch):
+    """bugsnag-cocoa's payload with one event: threads[] with the error reporting thread,
+    exceptions[0].stacktrace the NSException's backtrace, frames as BugsnagStackframe writes
+    them (hex strings, machoUUID, machoLoadAddress, machoVMAddress, machoFile, method and
+    symbolAddress where the device symbolicated them)."""
+    def fr(k, f):
+        d = {"frameAddress": f"0x{f.addr:x}", "machoLoadAddress": f"0x{f.image.load:x}",
+             "machoUUID": f.image.uuid, "machoFile": f.image.path,
+             "machoVMAddress": f"0x{f.image.text_vmaddr or 0x180000000:x}"}
+        if f.symbol:
+            d.update(method=f.symbol, symbolAddress=f"0x{f.addr - f.sym_off:x}")
+        if k == 0:
+            d["isPC"] = True
+        return d
+    event = {
+        "exceptions": [{"errorClass": pr.EXC_NAME, "message": pr.EXC_REASON, "type": "cocoa",
+                        "stacktrace": [fr(k, f) for k, f in enumerate(leb)]}],
+        "threads": [{"id": str(t), "name": n or q or "", "type": "cocoa",
+                     "errorReportingThread": cr,
+                     "stacktrace": [fr(k, f) for k, f in enumerate(frames)]}
+                    for t, (n, q, cr, frames) in enumerate(threads)],
+        "app": {"id": "com.example.FixtureApp", "version": "1.0", "bundleVersion": "7",
+                "binaryArch": arch, "releaseStage": "production", "type": "iOS"},
+        "device": {"osName": "iOS", "osVersion": "17.5", "model": "iPhone14,2",
+                   "runtimeVersions": {"osBuild": "21F79"}, "time": "2024-06-01T12:00:00Z"},
+        "metaData": {"app": {"name": "FixtureApp"},
+                     "error": {"type": "nsexception", "reason": pr.EXC_REASON,
+                               "nsexception": {"name": pr.EXC_NAME},
+                               "signal": {"name": "SIGABRT", "signal": 6},
+                               "mach": {"exception_name": "EXC_CRASH", "exception": 10,
+                                        "code": 0, "subcode": 0}}},
+        "severity": "error", "unhandled": True,
+        "severityReason": {"type": "unhandledException"},
+    }
+    return json.dumps({"apiKey": "0" * 32, "payloadVersion": "4.0",
+                       "notifier": {"name": "iOS Bugsnag Notifier", "version": "6.28.0",
+                                    "url": "https://github.com/bugsnag/bugsnag-cocoa"},
+                       "events": [event]}).encode()
+
+
+def main():
+    fixtures, out, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    os.makedirs(out, exist_ok=True)
+    manifest = lo.load_manifest(fixtures)
+    rng = random.Random(7)
+    for i in range(count):
+        app = sr.fixture_image(fixtures, manifest, "arm64-O2", rng, 0x100000000)
+        kit = sr.fixture_image(fixtures, manifest, "kit", rng, 0x110000000)
+        imgs = [app, kit] + sr.system_images(rng, app.arch)
+        rng.shuffle(imgs)
+        crash = sr.make_crash(rng, imgs, [app, kit], app.arch)
+        args = (imgs,) + crash + (app.arch,)
+        bodies = {"crash": text_twin(*args).encode(), "kscrash": kscrash_sink_body(*args),
+                  "bugsnag": bugsnag_payload(*args), "plcrash": pr.plcrash_report(*args)}
+        for ext, body in bodies.items():
+            with open(os.path.join(out, f"report-{i}.{ext}"), "wb") as f:
+                f.write(body)
+
+
+if __name__ == "__main__":
+    main()
