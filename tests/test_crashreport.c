@@ -771,6 +771,71 @@ static void bugsnag_payload_gives_one_report_per_event(void)
     arena_free(a);
 }
 
+/* Every exception of an event is read: exceptions[1...] are the causes of exceptions[0], in
+ * order, with their own stacks; rendered after the backtrace as "Caused by:" blocks (JSON:
+ * "causes"), and the text still reads back as the same crash. */
+static void bugsnag_chained_exceptions_are_causes(void)
+{
+    static const char EVENT[] =
+        "{\"exceptions\":[{\"errorClass\":\"NSInvalidArgumentException\",\"message\":\"outer\","
+        "\"stacktrace\":[" BSG_APP_FRAME("0x104000120") "," BSG_APP_FRAME("0x104000200") "]},"
+        "{\"errorClass\":\"NSGenericException\",\"message\":\"inner\",\"stacktrace\":["
+        BSG_APP_FRAME("0x104000500") "," BSG_FRAME("0x1a0000010", "0x1a0000000", "objc_exception_throw",
+                                                  "0x1a0000000", "11111111-2222-3333-4444-555555555555",
+                                                  "/usr/lib/libobjc.A.dylib") "]},"
+        "{\"errorClass\":\"NSError\",\"message\":\"root cause\"}],"
+        "\"threads\":[{\"id\":\"0\",\"errorReportingThread\":true,\"stacktrace\":["
+        BSG_APP_FRAME("0x104000700") "]}],\"app\":{\"binaryArch\":\"arm64\"}}";
+    arena *a = arena_new(0);
+    err_info err = {0};
+    crashreport **rs = NULL;
+    size_t n = 0;
+    CHECK_EQ_INT(crashreport_parse_all(&rs, &n, EVENT, strlen(EVENT), a, &err), ERR_OK);
+    CHECK_EQ_INT(n, 1);
+    const crashreport *r = n == 1 ? rs[0] : NULL;
+    CHECK(r != NULL && r->ncauses == 2);
+    if (r != NULL && r->ncauses == 2) {
+        CHECK_EQ_STR(r->meta.exception_reason, "NSInvalidArgumentException: outer");
+        CHECK(r->has_leb && r->nleb == 2); /* exceptions[0]'s own stack */
+        CHECK_EQ_STR(r->causes[0].type, "NSGenericException");
+        CHECK_EQ_STR(r->causes[0].reason, "inner");
+        CHECK_EQ_INT(r->causes[0].nframes, 2);
+        CHECK_EQ_U64(r->causes[0].frames[0].addr, 0x104000500);
+        CHECK_EQ_INT(r->causes[0].frames[0].image, 0); /* the app, shared with the threads */
+        CHECK_EQ_STR(r->causes[0].frames[1].symbol, "objc_exception_throw");
+        CHECK(r->causes[0].frames[1].image >= 0 &&
+              strcmp(r->images[r->causes[0].frames[1].image].name, "libobjc.A.dylib") == 0);
+        CHECK_EQ_STR(r->causes[1].type, "NSError");
+        CHECK_EQ_STR(r->causes[1].reason, "root cause");
+        CHECK_EQ_INT(r->causes[1].nframes, 0);
+        CHECK_EQ_INT(r->nerrors, 0);
+        check_json_shape(r, "bugsnag causes");
+        buf o;
+        buf_init(&o);
+        crashreport_render_json(&o, r);
+        json_t *j = json_loadb((const char *)o.data, o.len, 0, NULL);
+        const json_t *causes = json_object_get(j, "causes");
+        CHECK_EQ_INT(json_array_size(causes), 2);
+        CHECK_EQ_STR(json_string_value(json_object_get(json_array_get(causes, 1), "reason")),
+                     "root cause");
+        CHECK_EQ_INT(json_array_size(json_object_get(json_array_get(causes, 0), "frames")), 2);
+        json_decref(j);
+        buf_reset(&o);
+        crashreport_render_text(&o, r);
+        buf_putc(&o, '\0');
+        const char *text = (const char *)o.data;
+        const char *c1 = strstr(text, "Caused by: NSGenericException: inner\n0   App ");
+        const char *c2 = strstr(text, "\nCaused by: NSError: root cause\n\n");
+        CHECK(c1 != NULL && c2 != NULL && c1 < c2 && strstr(text, "Last Exception Backtrace:") < c1);
+        crashreport *back = NULL;
+        CHECK_EQ_INT(crashreport_parse(&back, text, strlen(text), a, &err), ERR_OK);
+        CHECK(back != NULL && back->nthreads == 1 && back->threads[0].nframes == 1 &&
+              back->nleb == 2 && back->nimages == r->nimages);
+        buf_reset(&o);
+    }
+    arena_free(a);
+}
+
 /* A bad field is refused with its path; nothing of the document is kept. */
 static void bugsnag_bad_fields_are_named(void)
 {
@@ -794,6 +859,11 @@ static void bugsnag_bad_fields_are_named(void)
          "Bugsnag events[0].threads must be an array"},
         {"{\"events\":[{\"exceptions\":[{\"stacktrace\":[]}]}]}", "Bugsnag event has no stack frames"},
         {"{\"exceptions\":[{\"stacktrace\":7}]}", "Bugsnag event.exceptions[0].stacktrace must be an array"},
+        {"{\"exceptions\":[{\"stacktrace\":[{\"frameAddress\":\"0x1\"}]},7]}",
+         "Bugsnag event.exceptions[1] must be an object"},
+        {"{\"exceptions\":[{\"stacktrace\":[{\"frameAddress\":\"0x1\"}]},{\"stacktrace\":"
+         "[{\"frameAddress\":\"0x2\",\"machoUUID\":\"x\",\"machoLoadAddress\":\"0x0\"}]}]}",
+         "Bugsnag event.exceptions[1].stacktrace[0].machoUUID is not a UUID"},
     };
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
         arena *a;
@@ -1551,6 +1621,7 @@ int main(void)
     RUN(jailbreak_sections_by_hand);
     RUN(json_formats_by_hand);
     RUN(bugsnag_payload_gives_one_report_per_event);
+    RUN(bugsnag_chained_exceptions_are_causes);
     RUN(bugsnag_bad_fields_are_named);
     RUN(sentry_events_by_hand);
     RUN(report_arrays_split_into_documents);

@@ -114,6 +114,19 @@ crashreport_frame *cr_add_leb_frame(cr_builder *b)
     return f;
 }
 
+crashreport_cause *cr_add_cause(cr_builder *b)
+{
+    return cr_push(b, (void **)&b->r->causes, &b->r->ncauses, sizeof(crashreport_cause));
+}
+
+crashreport_frame *cr_add_cause_frame(cr_builder *b, crashreport_cause *c)
+{
+    crashreport_frame *f = cr_push(b, (void **)&c->frames, &c->nframes, sizeof *f);
+    if (f != NULL)
+        frame_init(f);
+    return f;
+}
+
 crashreport_image *cr_add_image(cr_builder *b)
 {
     return cr_push(b, (void **)&b->r->images, &b->r->nimages, sizeof(crashreport_image));
@@ -132,6 +145,20 @@ char *cr_strndup(cr_builder *b, const char *s, size_t n)
 char *cr_strdup(cr_builder *b, const char *s)
 {
     return s == NULL ? NULL : cr_strndup(b, s, strlen(s));
+}
+
+const char *cr_basename(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash != NULL && slash[1] != '\0' ? slash + 1 : path;
+}
+
+const char *cr_os_version(cr_builder *b, const char *name, const char *version, const char *build)
+{
+    if (version == NULL)
+        return NULL;
+    return cr_sprintf(b, "%s%s%s%s%s%s", name ? name : "", name ? " " : "", version,
+                      build ? " (" : "", build ? build : "", build ? ")" : "");
 }
 
 char *cr_sprintf(cr_builder *b, const char *fmt, ...)
@@ -408,6 +435,8 @@ err_code cr_finish(cr_builder *b, const char *what)
         any_crashed |= r->threads[t].crashed;
     }
     resolve_frames(b, r->leb, r->nleb);
+    for (size_t c = 0; c < r->ncauses; c++)
+        resolve_frames(b, r->causes[c].frames, r->causes[c].nframes);
     if (!any_crashed && r->meta.crashed_thread >= 0)
         for (size_t t = 0; t < r->nthreads; t++)
             if (r->threads[t].index == (uint32_t)r->meta.crashed_thread)
@@ -539,6 +568,8 @@ void crashreport_use_raw_names(crashreport *r)
     raw_frames(r->leb, r->nleb);
     for (size_t t = 0; t < r->nthreads; t++)
         raw_frames(r->threads[t].frames, r->threads[t].nframes);
+    for (size_t c = 0; c < r->ncauses; c++)
+        raw_frames(r->causes[c].frames, r->causes[c].nframes);
 }
 
 static err_code display_names(crashreport *r, arena *a, err_info *err)
@@ -547,6 +578,9 @@ static err_code display_names(crashreport *r, arena *a, err_info *err)
         return ERR_TOO_LARGE;
     for (size_t t = 0; t < r->nthreads; t++)
         if (display_frames(r->threads[t].frames, r->threads[t].nframes, a, err) != ERR_OK)
+            return ERR_TOO_LARGE;
+    for (size_t c = 0; c < r->ncauses; c++)
+        if (display_frames(r->causes[c].frames, r->causes[c].nframes, a, err) != ERR_OK)
             return ERR_TOO_LARGE;
     return ERR_OK;
 }

@@ -199,6 +199,15 @@ typedef struct {
     const char *dist;               /* sentry: the distribution ("34"), NULL if none */
 } crashreport_metadata;
 
+/* An error the reported exception was caused by, as a report chains them (a Bugsnag event's
+ * exceptions[1...], each the cause of the one before it); strings and frames in the arena. */
+typedef struct {
+    const char *type;          /* "NSGenericException" (Bugsnag errorClass); NULL if none */
+    const char *reason;        /* its message; NULL if none */
+    crashreport_frame *frames; /* its own stack, innermost first; none (0) when not given */
+    size_t nframes;
+} crashreport_cause;
+
 typedef struct {
     crashreport_format format;
     crashreport_kind kind;
@@ -212,6 +221,9 @@ typedef struct {
     bool has_leb;                  /* a Last Exception Backtrace is present */
     crashreport_frame *leb;        /* its frames, innermost (the throw) first */
     size_t nleb;
+    crashreport_cause *causes;     /* the errors the exception was caused by, nearest first;
+                                      NULL (0) when the report chains none */
+    size_t ncauses;
     crashreport_image *images;     /* in report order (.ips: imageIndex order) */
     size_t nimages;
     const char **errors;           /* non-fatal problems met while parsing, one line each */

@@ -30,12 +30,22 @@ void *cr_push(cr_builder *b, void **arr, size_t *n, size_t elsize);
 crashreport_thread *cr_add_thread(cr_builder *b);
 crashreport_frame *cr_add_frame(cr_builder *b, crashreport_thread *t);
 crashreport_frame *cr_add_leb_frame(cr_builder *b);
+crashreport_cause *cr_add_cause(cr_builder *b);
+crashreport_frame *cr_add_cause_frame(cr_builder *b, crashreport_cause *c);
 crashreport_image *cr_add_image(cr_builder *b);
 
 /* cr_strndup - arena copy of n bytes + NUL; NULL (b->failed) over budget. */
 char *cr_strndup(cr_builder *b, const char *s, size_t n);
 char *cr_strdup(cr_builder *b, const char *s);          /* NULL s gives NULL */
 char *cr_sprintf(cr_builder *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* cr_basename - the file name of a '/' path (borrowed from `path`); the path itself when it
+ * has no '/' or ends in one. */
+const char *cr_basename(const char *path);
+
+/* cr_os_version - "iOS 17.5 (21F79)" from its parts as every format gives them apart (name and
+ * build may be NULL); NULL when version is NULL, or b->failed over budget. */
+const char *cr_os_version(cr_builder *b, const char *name, const char *version, const char *build);
 
 /* cr_note - record a non-fatal parse error (one line, like err messages). */
 void cr_note(cr_builder *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

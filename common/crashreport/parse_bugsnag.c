@@ -16,7 +16,8 @@
  * The model: the threads as given (the error reporting thread is the crashed one); the first
  * exception's stacktrace is the crashed thread when the event has no threads, and its Last
  * Exception Backtrace when it differs from the crashed thread's stack (an NSException's
- * backtrace); images are the distinct Mach-O files the frames name (machoLoadAddress,
+ * backtrace); every further exception is a cause (crashreport_cause: errorClass, message,
+ * its own stacktrace), in order; images are the distinct Mach-O files the frames name (machoLoadAddress,
  * machoUUID, machoFile). App hangs (severityReason "appHang" or errorClass "App Hang") are hang
  * reports, everything else crashes.
  *
@@ -31,59 +32,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "crashreport/crashreport_internal.h"
+#include "crashreport/json_field.h"
 
 #define MAX_EVENTS 1000 /* events of one payload; more is ERR_TOO_LARGE */
-
-static const char *jstr(const json_t *o, const char *key)
-{
-    const json_t *v = json_object_get(o, key);
-    const char *s = json_is_string(v) ? json_string_value(v) : NULL;
-    return s != NULL && s[0] != '\0' ? s : NULL;
-}
-
-static const char *jdup(cr_builder *b, const json_t *o, const char *key)
-{
-    const json_t *v = json_object_get(o, key);
-    if (!json_is_string(v) || json_string_length(v) == 0)
-        return NULL;
-    return cr_strndup(b, json_string_value(v), json_string_length(v));
-}
-
-/* An address: "0x..." (at most 16 hex digits) as the notifier writes them, or a non-negative
- * integer. */
-static bool jaddr(const json_t *v, uint64_t *out)
-{
-    if (json_is_integer(v) && json_integer_value(v) >= 0) {
-        *out = (uint64_t)json_integer_value(v);
-        return true;
-    }
-    if (!json_is_string(v))
-        return false;
-    const char *s = json_string_value(v);
-    size_t n = json_string_length(v);
-    if (n < 3 || n > 18 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
-        return false;
-    uint64_t x = 0;
-    for (size_t i = 2; i < n; i++) {
-        char c = s[i];
-        int d = c >= '0' && c <= '9' ? c - '0'
-                : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                       : -1;
-        if (d < 0)
-            return false;
-        x = (x << 4) | (uint64_t)d;
-    }
-    *out = x;
-    return true;
-}
-
-static const char *basename_of(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    return slash != NULL && slash[1] != '\0' ? slash + 1 : path;
-}
 
 bool cr_is_bugsnag(const void *root_v)
 {
@@ -97,25 +48,25 @@ bool cr_is_bugsnag(const void *root_v)
             json_object_get(root, "crash") == NULL);
 }
 
-/* The image of one frame: found among those seen so far by load address and UUID, else
- * added; -1 when the frame names no Mach-O. */
-static int32_t frame_image(cr_builder *b, const json_t *jf, const char *where, err_info *err,
-                           err_code *rc)
+/* The image of one frame (`where`[fi]): found among those seen so far by load address and
+ * UUID, else added; -1 when the frame names no Mach-O. */
+static int32_t frame_image(cr_builder *b, const json_t *jf, const char *where, size_t fi,
+                           err_info *err, err_code *rc)
 {
     uint64_t load;
     const json_t *jl = json_object_get(jf, "machoLoadAddress");
     if (jl == NULL)
         return -1;
-    if (!jaddr(jl, &load)) {
-        *rc = err_set(err, ERR_INVALID, "%s.machoLoadAddress must be a \"0x...\" hex string",
-                      where);
+    if (!cr_json_u64(jl, &load)) {
+        *rc = err_set(err, ERR_INVALID, "%s[%zu].machoLoadAddress must be a \"0x...\" hex string",
+                      where, fi);
         return -1;
     }
-    const char *uuid = jstr(jf, "machoUUID");
+    const char *uuid = cr_json_str(jf, "machoUUID");
     char norm[37] = "";
     if (uuid != NULL && !cr_uuid_set(norm, uuid, strlen(uuid)) &&
         strspn(uuid, "0-") != strlen(uuid)) {
-        *rc = err_set(err, ERR_INVALID, "%s.machoUUID is not a UUID", where);
+        *rc = err_set(err, ERR_INVALID, "%s[%zu].machoUUID is not a UUID", where, fi);
         return -1;
     }
     crashreport *r = b->r;
@@ -127,47 +78,62 @@ static int32_t frame_image(cr_builder *b, const json_t *jf, const char *where, e
         return -1;
     im->load_addr = load;
     memcpy(im->uuid, norm, sizeof norm);
-    im->path = jdup(b, jf, "machoFile");
+    im->path = cr_json_dup(b, jf, "machoFile");
     if (im->path != NULL)
-        im->name = cr_strdup(b, basename_of(im->path));
+        im->name = cr_strdup(b, cr_basename(im->path));
     return (int32_t)(r->nimages - 1);
 }
 
-/* One stacktrace[] into thread `t` (or the Last Exception Backtrace when t is NULL). */
-static err_code read_stack(cr_builder *b, const json_t *st, crashreport_thread *t, size_t ti,
+/* Where read_stack puts the frames it reads: thread `i`, the Last Exception Backtrace, or
+ * cause `i` (indexes: the arrays move as they grow). */
+typedef enum { TO_THREAD, TO_LEB, TO_CAUSE } stack_dest;
+
+static crashreport_frame *dest_frame(cr_builder *b, stack_dest dest, size_t i)
+{
+    switch (dest) {
+    case TO_THREAD: return cr_add_frame(b, &b->r->threads[i]);
+    case TO_LEB: return cr_add_leb_frame(b);
+    case TO_CAUSE: return cr_add_cause_frame(b, &b->r->causes[i]);
+    }
+    return NULL;
+}
+
+/* One stacktrace[] into `dest` (thread or cause `di`). */
+static err_code read_stack(cr_builder *b, const json_t *st, stack_dest dest, size_t di,
                            const char *where, err_info *err)
 {
     if (!json_is_array(st))
         return err_set(err, ERR_INVALID, "%s must be an array", where);
     for (size_t i = 0; i < json_array_size(st); i++) {
         const json_t *jf = json_array_get(st, i);
-        char fw[160];
-        snprintf(fw, sizeof fw, "%s[%zu]", where, i);
+        /* the field's path is formatted only for a message: per frame it costs as much as
+         * reading the frame */
         if (!json_is_object(jf))
-            return err_set(err, ERR_INVALID, "%s must be an object", fw);
+            return err_set(err, ERR_INVALID, "%s[%zu] must be an object", where, i);
         uint64_t addr = 0, sym = 0;
         const json_t *ja = json_object_get(jf, "frameAddress");
-        if (ja != NULL && !jaddr(ja, &addr))
-            return err_set(err, ERR_INVALID, "%s.frameAddress must be a \"0x...\" hex string", fw);
+        if (ja != NULL && !cr_json_u64(ja, &addr))
+            return err_set(err, ERR_INVALID, "%s[%zu].frameAddress must be a \"0x...\" hex string",
+                           where, i);
         err_code rc = ERR_OK;
-        int32_t im = frame_image(b, jf, fw, err, &rc);
+        int32_t im = frame_image(b, jf, where, i, err, &rc);
         if (rc != ERR_OK)
             return rc;
         if (b->failed)
             return ERR_TOO_LARGE;
-        crashreport_frame *f = t != NULL ? cr_add_frame(b, &b->r->threads[ti]) : cr_add_leb_frame(b);
+        crashreport_frame *f = dest_frame(b, dest, di);
         if (f == NULL)
             return ERR_TOO_LARGE;
         f->index = (uint32_t)i;
         f->addr = addr;
         f->image = im;
-        f->symbol = jdup(b, jf, "method");
-        if (f->symbol != NULL && jaddr(json_object_get(jf, "symbolAddress"), &sym) && sym <= addr &&
+        f->symbol = cr_json_dup(b, jf, "method");
+        if (f->symbol != NULL && cr_json_u64(json_object_get(jf, "symbolAddress"), &sym) && sym <= addr &&
             ja != NULL) {
             f->symbol_offset = addr - sym;
             f->has_symbol_offset = true;
         }
-        f->file = jdup(b, jf, "file");
+        f->file = cr_json_dup(b, jf, "file");
         const json_t *ln = json_object_get(jf, "lineNumber");
         if (json_is_integer(ln) && json_integer_value(ln) > 0 && json_integer_value(ln) <= UINT32_MAX)
             f->line = (uint32_t)json_integer_value(ln);
@@ -183,8 +149,8 @@ static bool same_stack(const json_t *x, const json_t *y)
         return false;
     for (size_t i = 0; i < n; i++) {
         uint64_t a = 0, c = 0;
-        bool ha = jaddr(json_object_get(json_array_get(x, i), "frameAddress"), &a);
-        bool hc = jaddr(json_object_get(json_array_get(y, i), "frameAddress"), &c);
+        bool ha = cr_json_u64(json_object_get(json_array_get(x, i), "frameAddress"), &a);
+        bool hc = cr_json_u64(json_object_get(json_array_get(y, i), "frameAddress"), &c);
         if (ha != hc || a != c)
             return false;
     }
@@ -200,30 +166,28 @@ static void event_metadata(cr_builder *b, const json_t *ev, const json_t *ex)
     if (md == NULL)
         md = json_object_get(ev, "metadata");
     const json_t *error = json_object_get(md, "error");
-    m->bundle_id = jdup(b, app, "id");
-    m->app_name = jdup(b, json_object_get(md, "app"), "name");
-    m->process = jdup(b, app, "executable"); /* not in every notifier version */
+    m->bundle_id = cr_json_dup(b, app, "id");
+    m->app_name = cr_json_dup(b, json_object_get(md, "app"), "name");
+    m->process = cr_json_dup(b, app, "executable"); /* not in every notifier version */
     if (m->process == NULL)
         m->process = m->app_name;
-    m->app_version = jdup(b, app, "version");
-    m->build = jdup(b, app, "bundleVersion");
-    const char *arch = jstr(app, "binaryArch");
+    m->app_version = cr_json_dup(b, app, "version");
+    m->build = cr_json_dup(b, app, "bundleVersion");
+    const char *arch = cr_json_str(app, "binaryArch");
     if (arch != NULL)
         m->arch = cr_arch_normalize(arch, strlen(arch));
-    m->hardware_model = jdup(b, dev, "model");
-    m->date = jdup(b, dev, "time");
-    const char *osn = jstr(dev, "osName"), *osv = jstr(dev, "osVersion");
-    const char *osb = jstr(json_object_get(dev, "runtimeVersions"), "osBuild");
-    if (osv != NULL)
-        m->os_version = cr_sprintf(b, "%s%s%s%s%s%s", osn ? osn : "", osn ? " " : "", osv,
-                                   osb ? " (" : "", osb ? osb : "", osb ? ")" : "");
+    m->hardware_model = cr_json_dup(b, dev, "model");
+    m->date = cr_json_dup(b, dev, "time");
+    const char *osn = cr_json_str(dev, "osName"), *osv = cr_json_str(dev, "osVersion");
+    const char *osb = cr_json_str(json_object_get(dev, "runtimeVersions"), "osBuild");
+    m->os_version = cr_os_version(b, osn, osv, osb);
     /* the crash as KSCrash recorded it (metaData.error), else the error as Bugsnag names it */
     const json_t *mach = json_object_get(error, "mach");
-    m->exception_type = jdup(b, mach, "exception_name");
-    m->signal = jdup(b, json_object_get(error, "signal"), "name");
+    m->exception_type = cr_json_dup(b, mach, "exception_name");
+    m->signal = cr_json_dup(b, json_object_get(error, "signal"), "name");
     if (m->exception_type == NULL)
         m->exception_type = m->signal;
-    const char *cls = jstr(ex, "errorClass"), *msg = jstr(ex, "message");
+    const char *cls = cr_json_str(ex, "errorClass"), *msg = cr_json_str(ex, "message");
     if (m->exception_type == NULL && cls != NULL)
         m->exception_type = cr_strdup(b, cls);
     json_int_t code = 0, sub = 0;
@@ -233,15 +197,15 @@ static void event_metadata(cr_builder *b, const json_t *ev, const json_t *ex)
         m->exception_codes = cr_sprintf(b, "0x%016" PRIx64 ", 0x%016" PRIx64, (uint64_t)code,
                                         (uint64_t)sub);
     }
-    m->exception_subtype = jdup(b, mach, "code_name");
+    m->exception_subtype = cr_json_dup(b, mach, "code_name");
     if (cls != NULL || msg != NULL)
         m->exception_reason = cr_sprintf(b, "%s%s%s", cls ? cls : "", cls && msg ? ": " : "",
                                          msg ? msg : "");
     /* how Bugsnag classed it: "error" + unhandled is a crash, "warning"/"info" a handled one */
-    const char *sev = jstr(ev, "severity");
-    const char *why = jstr(json_object_get(ev, "severityReason"), "type");
+    const char *sev = cr_json_str(ev, "severity");
+    const char *why = cr_json_str(json_object_get(ev, "severityReason"), "type");
     const json_t *unh = json_object_get(ev, "unhandled");
-    const char *ctx = jstr(ev, "context");
+    const char *ctx = cr_json_str(ev, "context");
     if (sev != NULL || why != NULL || json_is_boolean(unh) || ctx != NULL)
         m->app_specific_info = cr_sprintf(
             b, "Bugsnag: severity %s%s%s%s%s%s%s", sev ? sev : "?",
@@ -250,6 +214,32 @@ static void event_metadata(cr_builder *b, const json_t *ev, const json_t *ex)
             ctx ? ctx : "");
     if ((why != NULL && strcmp(why, "appHang") == 0) || (cls != NULL && strcmp(cls, "App Hang") == 0))
         b->r->kind = CRASHREPORT_KIND_HANG;
+}
+
+/* exceptions[1...]: the errors exceptions[0] was caused by, each the cause of the one before
+ * (BugsnagError: the notifiers list an error's causes after it), with their own stacks. */
+static err_code read_causes(cr_builder *b, const json_t *exs, const char *where, err_info *err)
+{
+    for (size_t i = 1; i < json_array_size(exs); i++) {
+        const json_t *ex = json_array_get(exs, i);
+        if (!json_is_object(ex))
+            return err_set(err, ERR_INVALID, "Bugsnag %s.exceptions[%zu] must be an object", where,
+                           i);
+        crashreport_cause *c = cr_add_cause(b);
+        if (c == NULL)
+            return ERR_TOO_LARGE;
+        c->type = cr_json_dup(b, ex, "errorClass");
+        c->reason = cr_json_dup(b, ex, "message");
+        const json_t *st = json_object_get(ex, "stacktrace");
+        if (st != NULL) {
+            char w[128];
+            snprintf(w, sizeof w, "Bugsnag %s.exceptions[%zu].stacktrace", where, i);
+            err_code rc = read_stack(b, st, TO_CAUSE, b->r->ncauses - 1, w, err);
+            if (rc != ERR_OK)
+                return rc;
+        }
+    }
+    return b->failed ? ERR_TOO_LARGE : ERR_OK;
 }
 
 /* One event into a report. `where` names it in messages ("events[2]", "event"). */
@@ -295,7 +285,7 @@ static err_code parse_event(crashreport **out, const json_t *ev, const char *whe
             t->index = (uint32_t)json_integer_value(jid);
         else
             t->index = (uint32_t)i;
-        t->name = jdup(&b, jt, "name");
+        t->name = cr_json_dup(&b, jt, "name");
         t->crashed = json_is_true(json_object_get(jt, "errorReportingThread"));
         if (t->crashed && crashed_stack == NULL) {
             crashed_stack = json_object_get(jt, "stacktrace");
@@ -305,7 +295,7 @@ static err_code parse_event(crashreport **out, const json_t *ev, const char *whe
         snprintf(sw, sizeof sw, "%s.stacktrace", w);
         const json_t *st = json_object_get(jt, "stacktrace");
         if (st != NULL)
-            rc = read_stack(&b, st, t, b.r->nthreads - 1, sw, err);
+            rc = read_stack(&b, st, TO_THREAD, b.r->nthreads - 1, sw, err);
     }
     if (rc != ERR_OK)
         return rc;
@@ -324,12 +314,12 @@ static err_code parse_event(crashreport **out, const json_t *ev, const char *whe
         }
         t->crashed = true;
         b.r->meta.crashed_thread = 0;
-        rc = read_stack(&b, est, t, 0, w, err);
+        rc = read_stack(&b, est, TO_THREAD, 0, w, err);
     } else if (crashed_stack == NULL || !same_stack(est, crashed_stack)) {
         /* an NSException's backtrace (or a handled error's stack) beside the threads */
         if (json_array_size(est) > 0) {
             b.r->has_leb = true;
-            rc = read_stack(&b, est, NULL, 0, w, err);
+            rc = read_stack(&b, est, TO_LEB, 0, w, err);
         } else if (!json_is_array(est)) {
             rc = err_set(err, ERR_INVALID, "%s must be an array", w);
         }
@@ -337,9 +327,9 @@ static err_code parse_event(crashreport **out, const json_t *ev, const char *whe
     json_decref((json_t *)est);
     if (rc != ERR_OK)
         return rc;
-    if (json_array_size(exs) > 1)
-        cr_note(&b, "%zu further exceptions (the errors this one was caused by) were not read",
-                json_array_size(exs) - 1);
+    rc = read_causes(&b, exs, where, err);
+    if (rc != ERR_OK)
+        return rc;
     rc = cr_finish(&b, "Bugsnag event");
     if (rc == ERR_OK)
         *out = b.r;

@@ -21,93 +21,21 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "crashreport/crashreport_internal.h"
+#include "crashreport/json_field.h"
 
 /* ---- jansson helpers ------------------------------------------------------------------------ */
-
-/* A borrowed string value of o[key], NULL if missing, not a string, or empty. */
-static const char *jstr(const json_t *o, const char *key)
-{
-    const json_t *v = json_object_get(o, key);
-    const char *s = json_is_string(v) ? json_string_value(v) : NULL;
-    return s != NULL && s[0] != '\0' ? s : NULL;
-}
-
-static const char *jdup(cr_builder *b, const json_t *o, const char *key)
-{
-    const json_t *v = json_object_get(o, key);
-    if (!json_is_string(v) || json_string_length(v) == 0)
-        return NULL;
-    return cr_strndup(b, json_string_value(v), json_string_length(v));
-}
-
-/* A non-negative integer: a JSON integer, an exact real (< 2^53), or a "0x..." string. */
-bool cr_json_u64(const void *jv, uint64_t *out)
-{
-    const json_t *v = jv;
-    if (json_is_integer(v)) {
-        json_int_t i = json_integer_value(v);
-        if (i < 0)
-            return false;
-        *out = (uint64_t)i;
-        return true;
-    }
-    if (json_is_real(v)) {
-        double d = json_real_value(v);
-        if (!(d >= 0 && d < 9007199254740992.0) || d != floor(d))
-            return false;
-        *out = (uint64_t)d;
-        return true;
-    }
-    if (json_is_string(v)) {
-        const char *s = json_string_value(v);
-        size_t n = json_string_length(v);
-        if (n < 3 || n > 18 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
-            return false;
-        uint64_t x = 0;
-        for (size_t i = 2; i < n; i++) {
-            char c = s[i];
-            int d = c >= '0' && c <= '9' ? c - '0'
-                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                    : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                           : -1;
-            if (d < 0)
-                return false;
-            x = (x << 4) | (uint64_t)d;
-        }
-        *out = x;
-        return true;
-    }
-    return false;
-}
-
-static bool ju64(const json_t *v, uint64_t *out)
-{
-    return cr_json_u64(v, out);
-}
-
-static bool jget_u64(const json_t *o, const char *key, uint64_t *out)
-{
-    return ju64(json_object_get(o, key), out);
-}
 
 /* A number or string value as text ("0x1", 6, "6"), NULL if absent. */
 static const char *jtext(cr_builder *b, const json_t *o, const char *key)
 {
     const json_t *v = json_object_get(o, key);
     if (json_is_string(v))
-        return jdup(b, o, key);
+        return cr_json_dup(b, o, key);
     if (json_is_integer(v))
         return cr_sprintf(b, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
     if (json_is_real(v))
         return cr_sprintf(b, "%.17g", json_real_value(v));
     return NULL;
-}
-
-static const char *basename_of(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    return slash != NULL && slash[1] != '\0' ? slash + 1 : path;
 }
 
 static void set_if_null(const char **slot, const char *v)
@@ -155,21 +83,21 @@ void cr_parse_ips_header_into(cr_builder *b, const char *line, size_t len)
         return;
     }
     crashreport_metadata *m = &b->r->meta;
-    set_if_null(&m->app_name, jdup(b, h, "app_name"));
-    set_if_null(&m->process, jdup(b, h, "name"));
-    set_if_null(&m->app_version, jdup(b, h, "app_version"));
-    set_if_null(&m->build, jdup(b, h, "build_version"));
-    set_if_null(&m->bundle_id, jdup(b, h, "bundleID"));
-    set_if_null(&m->os_version, jdup(b, h, "os_version"));
-    set_if_null(&m->incident_id, jdup(b, h, "incident_id"));
-    set_if_null(&m->date, jdup(b, h, "timestamp"));
+    set_if_null(&m->app_name, cr_json_dup(b, h, "app_name"));
+    set_if_null(&m->process, cr_json_dup(b, h, "name"));
+    set_if_null(&m->app_version, cr_json_dup(b, h, "app_version"));
+    set_if_null(&m->build, cr_json_dup(b, h, "build_version"));
+    set_if_null(&m->bundle_id, cr_json_dup(b, h, "bundleID"));
+    set_if_null(&m->os_version, cr_json_dup(b, h, "os_version"));
+    set_if_null(&m->incident_id, cr_json_dup(b, h, "incident_id"));
+    set_if_null(&m->date, cr_json_dup(b, h, "timestamp"));
     json_decref(h);
 }
 
 static const char *bug_type_of(const json_t *header, const json_t *body)
 {
-    const char *bt = jstr(header, "bug_type");
-    return bt != NULL ? bt : jstr(body, "bug_type");
+    const char *bt = cr_json_str(header, "bug_type");
+    return bt != NULL ? bt : cr_json_str(body, "bug_type");
 }
 
 /* One .ips frame list; inline frames ("inline": true) fold into the next real frame. */
@@ -189,8 +117,8 @@ static bool ips_frames(cr_builder *b, const json_t *frames, bool leb, crashrepor
         if (json_is_true(json_object_get(jf, "inline")))
             continue; /* collected when the frame it was inlined into comes */
         uint64_t off = 0, img = 0;
-        bool has_off = jget_u64(jf, "imageOffset", &off);
-        bool has_img = jget_u64(jf, "imageIndex", &img);
+        bool has_off = cr_json_get_u64(jf, "imageOffset", &off);
+        bool has_img = cr_json_get_u64(jf, "imageIndex", &img);
         crashreport_frame *f = leb ? cr_add_leb_frame(b) : cr_add_frame(b, t);
         if (f == NULL)
             return false;
@@ -210,12 +138,12 @@ static bool ips_frames(cr_builder *b, const json_t *frames, bool leb, crashrepor
                         img);
             f->addr = off;
         }
-        f->symbol = jdup(b, jf, "symbol");
-        f->has_symbol_offset = f->symbol != NULL && jget_u64(jf, "symbolLocation",
+        f->symbol = cr_json_dup(b, jf, "symbol");
+        f->has_symbol_offset = f->symbol != NULL && cr_json_get_u64(jf, "symbolLocation",
                                                              &f->symbol_offset);
-        f->file = jdup(b, jf, "sourceFile");
+        f->file = cr_json_dup(b, jf, "sourceFile");
         uint64_t line;
-        if (jget_u64(jf, "sourceLine", &line) && line <= UINT32_MAX)
+        if (cr_json_get_u64(jf, "sourceLine", &line) && line <= UINT32_MAX)
             f->line = (uint32_t)line;
         if (i > run_start) {
             size_t k = i - run_start;
@@ -230,13 +158,13 @@ static bool ips_frames(cr_builder *b, const json_t *frames, bool leb, crashrepor
                 if (!json_is_object(ji))
                     continue;
                 crashreport_symbol *s = &syms[w];
-                s->function = jdup(b, ji, "symbol");
+                s->function = cr_json_dup(b, ji, "symbol");
                 if (s->function == NULL)
                     continue;
-                s->file = jdup(b, ji, "sourceFile");
-                if (jget_u64(ji, "sourceLine", &line) && line <= UINT32_MAX)
+                s->file = cr_json_dup(b, ji, "sourceFile");
+                if (cr_json_get_u64(ji, "sourceLine", &line) && line <= UINT32_MAX)
                     s->line = (uint32_t)line;
-                jget_u64(ji, "symbolLocation", &s->offset);
+                cr_json_get_u64(ji, "symbolLocation", &s->offset);
                 s->inlined = true;
                 w++;
             }
@@ -254,37 +182,37 @@ static void ips_metadata(cr_builder *b, const json_t *h, const json_t *body)
 {
     crashreport_metadata *m = &b->r->meta;
     const json_t *bi = json_object_get(body, "bundleInfo");
-    m->incident_id = jdup(b, body, "incident");
-    m->process = jdup(b, body, "procName");
-    m->process_path = jdup(b, body, "procPath");
-    m->bundle_id = jdup(b, bi, "CFBundleIdentifier");
-    m->app_version = jdup(b, bi, "CFBundleShortVersionString");
-    m->build = jdup(b, bi, "CFBundleVersion");
-    m->code_type = jdup(b, body, "cpuType");
+    m->incident_id = cr_json_dup(b, body, "incident");
+    m->process = cr_json_dup(b, body, "procName");
+    m->process_path = cr_json_dup(b, body, "procPath");
+    m->bundle_id = cr_json_dup(b, bi, "CFBundleIdentifier");
+    m->app_version = cr_json_dup(b, bi, "CFBundleShortVersionString");
+    m->build = cr_json_dup(b, bi, "CFBundleVersion");
+    m->code_type = cr_json_dup(b, body, "cpuType");
     m->arch = cr_arch_from_code_type(m->code_type);
-    m->hardware_model = jdup(b, body, "modelCode");
-    m->date = jdup(b, body, "captureTime");
+    m->hardware_model = cr_json_dup(b, body, "modelCode");
+    m->date = cr_json_dup(b, body, "captureTime");
     const json_t *os = json_object_get(body, "osVersion");
-    const char *train = jstr(os, "train"), *build = jstr(os, "build");
+    const char *train = cr_json_str(os, "train"), *build = cr_json_str(os, "build");
     if (train != NULL)
         m->os_version = build ? cr_sprintf(b, "%s (%s)", train, build) : cr_strdup(b, train);
-    const char *parent = jstr(body, "parentProc");
+    const char *parent = cr_json_str(body, "parentProc");
     uint64_t ppid;
     if (parent != NULL)
-        m->parent_process = jget_u64(body, "parentPid", &ppid)
+        m->parent_process = cr_json_get_u64(body, "parentPid", &ppid)
                                 ? cr_sprintf(b, "%s [%" PRIu64 "]", parent, ppid)
                                 : cr_strdup(b, parent);
     const json_t *ex = json_object_get(body, "exception");
-    m->exception_type = jdup(b, ex, "type");
-    m->exception_codes = jdup(b, ex, "codes");
-    m->exception_subtype = jdup(b, ex, "subtype");
-    m->exception_reason = jdup(b, ex, "message");
-    m->signal = jdup(b, ex, "signal");
+    m->exception_type = cr_json_dup(b, ex, "type");
+    m->exception_codes = cr_json_dup(b, ex, "codes");
+    m->exception_subtype = cr_json_dup(b, ex, "subtype");
+    m->exception_reason = cr_json_dup(b, ex, "message");
+    m->signal = cr_json_dup(b, ex, "signal");
     const json_t *term = json_object_get(body, "termination");
     if (json_is_object(term)) {
-        const char *ns = jstr(term, "namespace"), *ind = jstr(term, "indicator");
+        const char *ns = cr_json_str(term, "namespace"), *ind = cr_json_str(term, "indicator");
         uint64_t code;
-        bool has_code = jget_u64(term, "code", &code);
+        bool has_code = cr_json_get_u64(term, "code", &code);
         char codebuf[32] = "";
         if (has_code)
             snprintf(codebuf, sizeof codebuf, code > 0xffff ? "0x%" PRIx64 : "%" PRIu64, code);
@@ -313,18 +241,18 @@ static void ips_metadata(cr_builder *b, const json_t *h, const json_t *body)
         buf_reset(&t);
     }
     uint64_t ft;
-    if (jget_u64(body, "faultingThread", &ft) && ft < INT32_MAX)
+    if (cr_json_get_u64(body, "faultingThread", &ft) && ft < INT32_MAX)
         m->crashed_thread = (int32_t)ft;
     /* the header fills what the body lacks */
     if (json_is_object(h)) {
-        set_if_null(&m->incident_id, jdup(b, h, "incident_id"));
-        set_if_null(&m->process, jdup(b, h, "name"));
-        set_if_null(&m->app_name, jdup(b, h, "app_name"));
-        set_if_null(&m->app_version, jdup(b, h, "app_version"));
-        set_if_null(&m->build, jdup(b, h, "build_version"));
-        set_if_null(&m->bundle_id, jdup(b, h, "bundleID"));
-        set_if_null(&m->os_version, jdup(b, h, "os_version"));
-        set_if_null(&m->date, jdup(b, h, "timestamp"));
+        set_if_null(&m->incident_id, cr_json_dup(b, h, "incident_id"));
+        set_if_null(&m->process, cr_json_dup(b, h, "name"));
+        set_if_null(&m->app_name, cr_json_dup(b, h, "app_name"));
+        set_if_null(&m->app_version, cr_json_dup(b, h, "app_version"));
+        set_if_null(&m->build, cr_json_dup(b, h, "build_version"));
+        set_if_null(&m->bundle_id, cr_json_dup(b, h, "bundleID"));
+        set_if_null(&m->os_version, cr_json_dup(b, h, "os_version"));
+        set_if_null(&m->date, cr_json_dup(b, h, "timestamp"));
     }
 }
 
@@ -363,22 +291,22 @@ static err_code parse_ips(crashreport **out, const json_t *h, const json_t *body
             continue;
         }
         uint64_t size = 0;
-        jget_u64(ji, "base", &im->load_addr);
-        if (jget_u64(ji, "size", &size) && size > 0 && size - 1 <= UINT64_MAX - im->load_addr)
+        cr_json_get_u64(ji, "base", &im->load_addr);
+        if (cr_json_get_u64(ji, "size", &size) && size > 0 && size - 1 <= UINT64_MAX - im->load_addr)
             im->end_addr = im->load_addr + size - 1;
-        const char *uuid = jstr(ji, "uuid");
+        const char *uuid = cr_json_str(ji, "uuid");
         if (uuid != NULL)
             cr_uuid_set(im->uuid, uuid, strlen(uuid));
-        im->path = jdup(&b, ji, "path");
-        im->name = jdup(&b, ji, "name");
+        im->path = cr_json_dup(&b, ji, "path");
+        im->name = cr_json_dup(&b, ji, "name");
         if (im->name == NULL && im->path != NULL)
-            im->name = cr_strdup(&b, basename_of(im->path));
-        const char *arch = jstr(ji, "arch");
+            im->name = cr_strdup(&b, cr_basename(im->path));
+        const char *arch = cr_json_str(ji, "arch");
         if (arch != NULL)
             im->arch = cr_arch_normalize(arch, strlen(arch));
-        im->version = jdup(&b, ji, "CFBundleShortVersionString");
+        im->version = cr_json_dup(&b, ji, "CFBundleShortVersionString");
         /* "source": "P" process image, "S" shared cache, "A" absolute (no image) */
-        const char *src = jstr(ji, "source");
+        const char *src = cr_json_str(ji, "source");
         im->user = src != NULL && strcmp(src, "P") == 0 && im->path != NULL &&
                    strncmp(im->path, "/usr/", 5) != 0 && strncmp(im->path, "/System/", 8) != 0;
     }
@@ -392,8 +320,8 @@ static err_code parse_ips(crashreport **out, const json_t *h, const json_t *body
             cr_note(&b, "threads[%zu] is not an object", i);
             continue;
         }
-        t->name = jdup(&b, jt, "name");
-        t->queue = jdup(&b, jt, "queue");
+        t->name = cr_json_dup(&b, jt, "name");
+        t->queue = cr_json_dup(&b, jt, "queue");
         t->crashed = json_is_true(json_object_get(jt, "triggered")) ||
                      (b.r->meta.crashed_thread >= 0 && (size_t)b.r->meta.crashed_thread == i);
         char where[32];
@@ -419,16 +347,16 @@ static void kscrash_thread(cr_builder *b, const json_t *jt, size_t pos)
     if (t == NULL)
         return;
     uint64_t idx;
-    t->index = jget_u64(jt, "index", &idx) && idx <= UINT32_MAX ? (uint32_t)idx : (uint32_t)pos;
-    t->name = jdup(b, jt, "name");
-    t->queue = jdup(b, jt, "dispatch_queue");
+    t->index = cr_json_get_u64(jt, "index", &idx) && idx <= UINT32_MAX ? (uint32_t)idx : (uint32_t)pos;
+    t->name = cr_json_dup(b, jt, "name");
+    t->queue = cr_json_dup(b, jt, "dispatch_queue");
     t->crashed = json_is_true(json_object_get(jt, "crashed"));
     const json_t *bt = json_object_get(json_object_get(jt, "backtrace"), "contents");
     size_t ti = b->r->nthreads - 1;
     for (size_t i = 0; i < json_array_size(bt); i++) {
         const json_t *jf = json_array_get(bt, i);
         uint64_t addr;
-        if (!json_is_object(jf) || !jget_u64(jf, "instruction_addr", &addr)) {
+        if (!json_is_object(jf) || !cr_json_get_u64(jf, "instruction_addr", &addr)) {
             cr_note(b, "thread %u frame %zu has no instruction_addr, skipped", t->index, i);
             continue;
         }
@@ -438,10 +366,10 @@ static void kscrash_thread(cr_builder *b, const json_t *jt, size_t pos)
         t = &b->r->threads[ti];
         f->index = (uint32_t)(t->nframes - 1);
         f->addr = addr;
-        f->image_name = jdup(b, jf, "object_name");
-        f->symbol = jdup(b, jf, "symbol_name");
+        f->image_name = cr_json_dup(b, jf, "object_name");
+        f->symbol = cr_json_dup(b, jf, "symbol_name");
         uint64_t sa;
-        if (f->symbol != NULL && jget_u64(jf, "symbol_addr", &sa) && sa <= addr) {
+        if (f->symbol != NULL && cr_json_get_u64(jf, "symbol_addr", &sa) && sa <= addr) {
             f->symbol_offset = addr - sa;
             f->has_symbol_offset = true;
         }
@@ -454,51 +382,49 @@ static void kscrash_metadata(cr_builder *b, const json_t *root)
     const json_t *rep = json_object_get(root, "report");
     const json_t *sys = json_object_get(root, "system");
     const json_t *error = json_object_get(json_object_get(root, "crash"), "error");
-    m->incident_id = jdup(b, rep, "id");
-    m->process = jdup(b, rep, "process_name");
+    m->incident_id = cr_json_dup(b, rep, "id");
+    m->process = cr_json_dup(b, rep, "process_name");
     m->date = jtext(b, rep, "timestamp");
-    set_if_null(&m->process, jdup(b, sys, "process_name"));
-    set_if_null(&m->process, jdup(b, sys, "CFBundleExecutable"));
-    m->process_path = jdup(b, sys, "CFBundleExecutablePath");
-    m->bundle_id = jdup(b, sys, "CFBundleIdentifier");
-    m->app_name = jdup(b, sys, "CFBundleName");
-    m->app_version = jdup(b, sys, "CFBundleShortVersionString");
-    m->build = jdup(b, sys, "CFBundleVersion");
-    m->hardware_model = jdup(b, sys, "machine");
-    const char *cpu = jstr(sys, "cpu_arch");
+    set_if_null(&m->process, cr_json_dup(b, sys, "process_name"));
+    set_if_null(&m->process, cr_json_dup(b, sys, "CFBundleExecutable"));
+    m->process_path = cr_json_dup(b, sys, "CFBundleExecutablePath");
+    m->bundle_id = cr_json_dup(b, sys, "CFBundleIdentifier");
+    m->app_name = cr_json_dup(b, sys, "CFBundleName");
+    m->app_version = cr_json_dup(b, sys, "CFBundleShortVersionString");
+    m->build = cr_json_dup(b, sys, "CFBundleVersion");
+    m->hardware_model = cr_json_dup(b, sys, "machine");
+    const char *cpu = cr_json_str(sys, "cpu_arch");
     if (cpu != NULL)
         m->arch = cr_arch_normalize(cpu, strlen(cpu));
-    const char *osn = jstr(sys, "system_name"), *osv = jstr(sys, "system_version");
-    const char *osb = jstr(sys, "os_version");
-    if (osv != NULL)
-        m->os_version = cr_sprintf(b, "%s%s%s%s%s%s", osn ? osn : "", osn ? " " : "", osv,
-                                   osb ? " (" : "", osb ? osb : "", osb ? ")" : "");
+    const char *osn = cr_json_str(sys, "system_name"), *osv = cr_json_str(sys, "system_version");
+    const char *osb = cr_json_str(sys, "os_version");
+    m->os_version = cr_os_version(b, osn, osv, osb);
     const json_t *mach = json_object_get(error, "mach");
     const json_t *sig = json_object_get(error, "signal");
-    m->exception_type = jdup(b, mach, "exception_name");
-    m->signal = jdup(b, sig, "name");
+    m->exception_type = cr_json_dup(b, mach, "exception_name");
+    m->signal = cr_json_dup(b, sig, "name");
     set_if_null(&m->exception_type, m->signal);
-    set_if_null(&m->exception_type, jdup(b, error, "type"));
+    set_if_null(&m->exception_type, cr_json_dup(b, error, "type"));
     uint64_t code, sub;
-    if (jget_u64(mach, "code", &code) && jget_u64(mach, "subcode", &sub))
+    if (cr_json_get_u64(mach, "code", &code) && cr_json_get_u64(mach, "subcode", &sub))
         m->exception_codes = cr_sprintf(b, "0x%016" PRIx64 ", 0x%016" PRIx64, code, sub);
-    m->exception_subtype = jdup(b, mach, "code_name");
-    const char *reason = jstr(error, "reason");
-    const char *exname = jstr(json_object_get(error, "nsexception"), "name");
+    m->exception_subtype = cr_json_dup(b, mach, "code_name");
+    const char *reason = cr_json_str(error, "reason");
+    const char *exname = cr_json_str(json_object_get(error, "nsexception"), "name");
     if (exname == NULL)
-        exname = jstr(json_object_get(error, "cpp_exception"), "name");
+        exname = cr_json_str(json_object_get(error, "cpp_exception"), "name");
     if (exname != NULL || reason != NULL)
         m->exception_reason = cr_sprintf(b, "%s%s%s", exname ? exname : "",
                                          exname && reason ? ": " : "", reason ? reason : "");
-    const char *diag = jstr(json_object_get(root, "crash"), "diagnosis");
+    const char *diag = cr_json_str(json_object_get(root, "crash"), "diagnosis");
     if (diag != NULL)
         m->app_specific_info = cr_strdup(b, diag);
     /* error.type names kills that are no exception and no signal of the app's own making:
      * "memory_termination" (KSCrash 2's OOM watchdog, SIGKILL), "deadlock" (main thread) */
-    const char *etype = jstr(error, "type");
+    const char *etype = cr_json_str(error, "type");
     if (etype != NULL && (strcmp(etype, "memory_termination") == 0 ||
                           strcmp(etype, "deadlock") == 0)) {
-        const char *level = jstr(json_object_get(error, "memory_termination"), "memory_level");
+        const char *level = cr_json_str(json_object_get(error, "memory_termination"), "memory_level");
         m->termination_reason = level != NULL ? cr_sprintf(b, "%s (memory level %s)", etype, level)
                                               : cr_strdup(b, etype);
     }
@@ -520,7 +446,7 @@ static void kscrash_frameless(cr_builder *b, const json_t *root)
     b->frameless_ok = true;
     uint64_t addr;
     int32_t im = -1;
-    for (size_t i = 0; i < r->nimages && jget_u64(error, "address", &addr) && addr != 0; i++) {
+    for (size_t i = 0; i < r->nimages && cr_json_get_u64(error, "address", &addr) && addr != 0; i++) {
         const crashreport_image *x = &r->images[i];
         if (addr >= x->load_addr && (x->end_addr == 0 ? addr - x->load_addr < 0x100000000ull
                                                       : addr <= x->end_addr)) {
@@ -549,17 +475,17 @@ static err_code parse_kscrash(crashreport **out, const json_t *root, arena *a, e
         if (im == NULL)
             break;
         uint64_t size = 0, ct = 0, cs = 0;
-        jget_u64(ji, "image_addr", &im->load_addr);
-        if (jget_u64(ji, "image_size", &size) && size > 0 &&
+        cr_json_get_u64(ji, "image_addr", &im->load_addr);
+        if (cr_json_get_u64(ji, "image_size", &size) && size > 0 &&
             size - 1 <= UINT64_MAX - im->load_addr)
             im->end_addr = im->load_addr + size - 1;
-        const char *uuid = jstr(ji, "uuid");
+        const char *uuid = cr_json_str(ji, "uuid");
         if (uuid != NULL)
             cr_uuid_set(im->uuid, uuid, strlen(uuid));
-        im->path = jdup(&b, ji, "name");
+        im->path = cr_json_dup(&b, ji, "name");
         if (im->path != NULL)
-            im->name = cr_strdup(&b, basename_of(im->path));
-        if (jget_u64(ji, "cpu_type", &ct) && jget_u64(ji, "cpu_subtype", &cs))
+            im->name = cr_strdup(&b, cr_basename(im->path));
+        if (cr_json_get_u64(ji, "cpu_type", &ct) && cr_json_get_u64(ji, "cpu_subtype", &cs))
             im->arch = cr_arch_from_cpu(ct, cs);
     }
     const json_t *crash = json_object_get(root, "crash");
@@ -594,7 +520,7 @@ static err_code stack_frames(cr_builder *b, const json_t *frames, crashreport_th
         const json_t *jf = json_array_get(frames, i);
         const json_t *av = json_is_object(jf) ? json_object_get(jf, "address") : jf;
         uint64_t addr;
-        if (!ju64(av, &addr))
+        if (!cr_json_u64(av, &addr))
             return err_set(err, ERR_INVALID,
                            "%s.frames[%zu]: address must be a \"0x...\" hex string of at most "
                            "16 digits or a non-negative integer",
@@ -606,8 +532,8 @@ static err_code stack_frames(cr_builder *b, const json_t *frames, crashreport_th
         f->index = (uint32_t)i;
         f->addr = addr;
         if (json_is_object(jf)) {
-            f->symbol = jdup(b, jf, "symbol");
-            f->image_name = jdup(b, jf, "image");
+            f->symbol = cr_json_dup(b, jf, "symbol");
+            f->image_name = cr_json_dup(b, jf, "image");
         }
     }
     return ERR_OK;
@@ -617,10 +543,10 @@ static err_code parse_stack_json(crashreport **out, const json_t *root, arena *a
 {
     uint64_t fv;
     const json_t *jfv = json_object_get(root, "format_version");
-    if (jfv != NULL && (!ju64(jfv, &fv) || fv != 1))
+    if (jfv != NULL && (!cr_json_u64(jfv, &fv) || fv != 1))
         return err_set(err, ERR_UNSUPPORTED,
                        "stacksift JSON format_version must be 1 (the only version so far)");
-    const char *kind = jstr(root, "kind");
+    const char *kind = cr_json_str(root, "kind");
     crashreport_kind k;
     if (kind != NULL && strcmp(kind, "crash") == 0)
         k = CRASHREPORT_KIND_CRASH;
@@ -645,33 +571,31 @@ static err_code parse_stack_json(crashreport **out, const json_t *root, arena *a
     b.r->kind = k;
     crashreport_metadata *m = &b.r->meta;
     const json_t *app = json_object_get(root, "app");
-    m->app_name = jdup(&b, app, "name");
+    m->app_name = cr_json_dup(&b, app, "name");
     m->process = m->app_name;
-    m->bundle_id = jdup(&b, app, "bundle_id");
-    m->app_version = jdup(&b, app, "version");
-    m->build = jdup(&b, app, "build");
+    m->bundle_id = cr_json_dup(&b, app, "bundle_id");
+    m->app_version = cr_json_dup(&b, app, "version");
+    m->build = cr_json_dup(&b, app, "build");
     const json_t *os = json_object_get(root, "os");
     if (json_is_string(os)) {
-        m->os_version = jdup(&b, root, "os");
+        m->os_version = cr_json_dup(&b, root, "os");
     } else {
-        const char *on = jstr(os, "name"), *ov = jstr(os, "version"), *ob = jstr(os, "build");
-        if (ov != NULL)
-            m->os_version = cr_sprintf(&b, "%s%s%s%s%s%s", on ? on : "", on ? " " : "", ov,
-                                       ob ? " (" : "", ob ? ob : "", ob ? ")" : "");
+        const char *on = cr_json_str(os, "name"), *ov = cr_json_str(os, "version"), *ob = cr_json_str(os, "build");
+        m->os_version = cr_os_version(&b, on, ov, ob);
     }
     const json_t *dev = json_object_get(root, "device");
-    m->hardware_model = json_is_string(dev) ? jdup(&b, root, "device") : jdup(&b, dev, "model");
-    const char *arch = jstr(root, "arch");
+    m->hardware_model = json_is_string(dev) ? cr_json_dup(&b, root, "device") : cr_json_dup(&b, dev, "model");
+    const char *arch = cr_json_str(root, "arch");
     if (arch != NULL)
         m->arch = cr_arch_normalize(arch, strlen(arch));
-    m->date = jdup(&b, root, "timestamp");
-    m->incident_id = jdup(&b, root, "incident_id");
-    m->app_specific_info = jdup(&b, root, "reason");
+    m->date = cr_json_dup(&b, root, "timestamp");
+    m->incident_id = cr_json_dup(&b, root, "incident_id");
+    m->app_specific_info = cr_json_dup(&b, root, "reason");
     const json_t *ex = json_object_get(root, "exception");
-    m->exception_type = jdup(&b, ex, "type");
-    m->exception_codes = jdup(&b, ex, "codes");
-    m->signal = jdup(&b, ex, "signal");
-    m->exception_reason = jdup(&b, ex, "reason");
+    m->exception_type = cr_json_dup(&b, ex, "type");
+    m->exception_codes = cr_json_dup(&b, ex, "codes");
+    m->signal = cr_json_dup(&b, ex, "signal");
+    m->exception_reason = cr_json_dup(&b, ex, "reason");
 
     for (size_t i = 0; i < json_array_size(images); i++) {
         const json_t *ji = json_array_get(images, i);
@@ -682,7 +606,7 @@ static err_code parse_stack_json(crashreport **out, const json_t *root, arena *a
         crashreport_image *im = cr_add_image(&b);
         if (im == NULL)
             break;
-        if (!jget_u64(ji, "load_address", &im->load_addr)) {
+        if (!cr_json_get_u64(ji, "load_address", &im->load_addr)) {
             rc = err_set(err, ERR_INVALID,
                          "stacksift JSON: images[%zu].load_address must be a \"0x...\" hex "
                          "string",
@@ -690,21 +614,21 @@ static err_code parse_stack_json(crashreport **out, const json_t *root, arena *a
             goto done;
         }
         uint64_t size = 0, end = 0;
-        if (jget_u64(ji, "size", &size) && size > 0 && size - 1 <= UINT64_MAX - im->load_addr)
+        if (cr_json_get_u64(ji, "size", &size) && size > 0 && size - 1 <= UINT64_MAX - im->load_addr)
             im->end_addr = im->load_addr + size - 1;
-        else if (jget_u64(ji, "end_address", &end) && end >= im->load_addr)
+        else if (cr_json_get_u64(ji, "end_address", &end) && end >= im->load_addr)
             im->end_addr = end;
-        const char *uuid = jstr(ji, "uuid");
+        const char *uuid = cr_json_str(ji, "uuid");
         if (uuid != NULL && !cr_uuid_set(im->uuid, uuid, strlen(uuid)) &&
             strspn(uuid, "0-") != strlen(uuid)) {
             rc = err_set(err, ERR_INVALID, "stacksift JSON: images[%zu].uuid is not a UUID", i);
             goto done;
         }
-        im->path = jdup(&b, ji, "path");
-        im->name = jdup(&b, ji, "name");
+        im->path = cr_json_dup(&b, ji, "path");
+        im->name = cr_json_dup(&b, ji, "name");
         if (im->name == NULL && im->path != NULL)
-            im->name = cr_strdup(&b, basename_of(im->path));
-        const char *ia = jstr(ji, "arch");
+            im->name = cr_strdup(&b, cr_basename(im->path));
+        const char *ia = cr_json_str(ji, "arch");
         if (ia != NULL)
             im->arch = cr_arch_normalize(ia, strlen(ia));
         const json_t *in_app = json_object_get(ji, "in_app");
@@ -724,8 +648,8 @@ static err_code parse_stack_json(crashreport **out, const json_t *root, arena *a
         if (t == NULL)
             break;
         t->index = (uint32_t)i;
-        t->name = jdup(&b, jt, "name");
-        t->queue = jdup(&b, jt, "queue");
+        t->name = cr_json_dup(&b, jt, "name");
+        t->queue = cr_json_dup(&b, jt, "queue");
         t->crashed = json_is_true(json_object_get(jt, "crashed"));
         rc = stack_frames(&b, json_object_get(jt, "frames"), t, i, where, err);
         if (rc != ERR_OK)
@@ -840,7 +764,7 @@ static err_code parse_json_one(crashreport **out, crashreport ***all, size_t *na
         return err_set(err, ERR_INVALID, "unrecognized report: text after a JSON array");
     if (data[rest] != '{') {
         /* a one-line .ips header before a text body (iOS 8-14, bug_type 109) */
-        const char *bt = jstr(first, "bug_type");
+        const char *bt = cr_json_str(first, "bug_type");
         if (bt != NULL && (strcmp(bt, "151") == 0 || strcmp(bt, "210") == 0))
             return err_set(err, ERR_UNSUPPORTED,
                            "kernel panic report (bug_type %s) is not an app crash report", bt);

@@ -39,20 +39,12 @@
 #include <string.h>
 
 #include "base/xalloc.h"
-#include "crashreport/crashreport_internal.h"
+#include "crashreport/json_field.h"
 
 #define MAX_DIAGNOSTICS 1000
 #define MAX_MERGE_STEPS 20000000u
 
 /* ---- small helpers -------------------------------------------------------------------------- */
-
-static const char *jdup(cr_builder *b, const json_t *o, const char *key)
-{
-    const json_t *v = json_object_get(o, key);
-    if (!json_is_string(v) || json_string_length(v) == 0)
-        return NULL;
-    return cr_strndup(b, json_string_value(v), json_string_length(v));
-}
 
 static bool ju64(const json_t *v, uint64_t *out)
 {
@@ -231,7 +223,7 @@ static int32_t frame_image(mk_ctx *c, json_t *uuids, const json_t *f)
             return -1;
         idx = (int32_t)(b->r->nimages - 1);
         memcpy(im->uuid, uuid, sizeof uuid);
-        im->name = jdup(b, f, "binaryName");
+        im->name = cr_json_dup(b, f, "binaryName");
         im->user = !system_image(im->name);
         json_object_set_new(uuids, uuid, json_integer(idx));
     }
@@ -241,7 +233,7 @@ static int32_t frame_image(mk_ctx *c, json_t *uuids, const json_t *f)
         ju64(json_object_get(f, "offsetIntoBinaryTextSegment"), &off) && addr >= off)
         im->load_addr = addr - off;
     if (im->name == NULL)
-        im->name = jdup(b, f, "binaryName");
+        im->name = cr_json_dup(b, f, "binaryName");
     return idx;
 }
 
@@ -391,13 +383,13 @@ static void set_meta_json(cr_builder *b, const json_t *md, const char *kind)
     crashreport_metadata *m = &b->r->meta;
     if (!json_is_object(md))
         return;
-    m->app_version = jdup(b, md, "appVersion");
-    m->build = jdup(b, md, "appBuildVersion");
-    m->os_version = jdup(b, md, "osVersion");
-    m->hardware_model = jdup(b, md, "deviceType");
-    m->bundle_id = jdup(b, md, "bundleIdentifier");
+    m->app_version = cr_json_dup(b, md, "appVersion");
+    m->build = cr_json_dup(b, md, "appBuildVersion");
+    m->os_version = cr_json_dup(b, md, "osVersion");
+    m->hardware_model = cr_json_dup(b, md, "deviceType");
+    m->bundle_id = cr_json_dup(b, md, "bundleIdentifier");
     m->app_name = m->bundle_id; /* MetricKit names no process: the bundle id names the app */
-    const char *arch = jdup(b, md, "platformArchitecture");
+    const char *arch = cr_json_dup(b, md, "platformArchitecture");
     if (arch != NULL) {
         m->code_type = arch;
         m->arch = cr_arch_normalize(arch, strlen(arch));
@@ -415,12 +407,12 @@ static void set_meta_json(cr_builder *b, const json_t *md, const char *kind)
         const char *n = signal_name(v);
         m->signal = n ? n : cr_sprintf(b, "signal %" PRIu64, v);
     }
-    m->termination_reason = jdup(b, md, "terminationReason");
-    m->exception_subtype = jdup(b, md, "virtualMemoryRegionInfo");
+    m->termination_reason = cr_json_dup(b, md, "terminationReason");
+    m->exception_subtype = cr_json_dup(b, md, "virtualMemoryRegionInfo");
     const json_t *reason = json_object_get(md, "exceptionReason");
     if (json_is_object(reason)) {
-        const char *name = jdup(b, reason, "exceptionName");
-        const char *msg = jdup(b, reason, "composedMessage");
+        const char *name = cr_json_dup(b, reason, "exceptionName");
+        const char *msg = cr_json_dup(b, reason, "composedMessage");
         if (name != NULL || msg != NULL)
             m->exception_reason = cr_sprintf(b, "%s%s%s", name ? name : "", name && msg ? ": " : "",
                                              msg ? msg : "");
@@ -465,9 +457,9 @@ static err_code parse_one(crashreport **out, const json_t *diag, const json_t *t
     if (diag != NULL)
         set_meta_json(&b, json_object_get(diag, "diagnosticMetaData"), kind);
     if (payload != NULL) {
-        r->meta.date = jdup(&b, payload, "timeStampEnd");
+        r->meta.date = cr_json_dup(&b, payload, "timeStampEnd");
         if (r->meta.date == NULL)
-            r->meta.date = jdup(&b, payload, "timeStampBegin");
+            r->meta.date = cr_json_dup(&b, payload, "timeStampBegin");
     }
     if (json_is_object(json_object_get(tree_json, "callStackTree")))
         tree_json = json_object_get(tree_json, "callStackTree");

@@ -491,12 +491,6 @@ static bool read_thread(plc *c, const cr_pb *top, const cr_pb_field *pf, size_t 
     return true;
 }
 
-static const char *base_name(const char *path)
-{
-    const char *s = strrchr(path, '/');
-    return s != NULL && s[1] != '\0' ? s + 1 : path;
-}
-
 static bool read_image(plc *c, const cr_pb *top, const cr_pb_field *pf, size_t ii)
 {
     const plc_path at = {NULL, "binary_images", ii, true}, *path = &at;
@@ -561,7 +555,7 @@ static bool read_image(plc *c, const cr_pb *top, const cr_pb_field *pf, size_t i
         fail_at(c, ERR_INVALID, path, NULL, "no name (field 3)");
         return false;
     }
-    im->name = base_name(im->path);
+    im->name = cr_basename(im->path);
     /* Apple prints the last byte (inclusive); an empty image has no known extent */
     if (size > 0 && size - 1 <= UINT64_MAX - im->load_addr)
         im->end_addr = im->load_addr + size - 1;
@@ -859,10 +853,7 @@ static void finish_metadata(plc *c)
     crashreport_metadata *m = &r->meta;
 
     const char *osn = c->has_os ? os_name(c->os) : NULL;
-    if (c->os_version != NULL)
-        m->os_version = cr_sprintf(b, "%s%s%s%s%s%s", osn ? osn : "", osn ? " " : "", c->os_version,
-                                   c->os_build ? " (" : "", c->os_build ? c->os_build : "",
-                                   c->os_build ? ")" : "");
+    m->os_version = cr_os_version(b, osn, c->os_version, c->os_build);
 
     if (c->has_cpu) {
         m->arch = cr_arch_from_cpu(c->cpu_type, c->cpu_subtype);
@@ -885,7 +876,7 @@ static void finish_metadata(plc *c)
         m->version_text = c->app_version;
     }
     if (m->process == NULL && m->process_path != NULL)
-        m->process = cr_strdup(b, base_name(m->process_path));
+        m->process = cr_strdup(b, cr_basename(m->process_path));
     if (c->parent_name != NULL || c->has_parent_pid) {
         if (c->has_parent_pid)
             m->parent_process = cr_sprintf(b, "%s [%" PRIu64 "]", c->parent_name ? c->parent_name : "???",

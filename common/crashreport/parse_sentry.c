@@ -42,36 +42,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "crashreport/crashreport_internal.h"
+#include "crashreport/json_field.h"
 
 /* Frames of one event; more are cut (noted): no SDK sends this many. */
 #define SENTRY_MAX_FRAMES 100000
-
-static const char *jstr(const json_t *o, const char *key)
-{
-    const json_t *v = json_object_get(o, key);
-    const char *s = json_is_string(v) ? json_string_value(v) : NULL;
-    return s != NULL && s[0] != '\0' ? s : NULL;
-}
-
-static const char *jdup(cr_builder *b, const json_t *o, const char *key)
-{
-    const json_t *v = json_object_get(o, key);
-    if (!json_is_string(v) || json_string_length(v) == 0)
-        return NULL;
-    return cr_strndup(b, json_string_value(v), json_string_length(v));
-}
-
-static bool jget_u64(const json_t *o, const char *key, uint64_t *out)
-{
-    return cr_json_u64(json_object_get(o, key), out);
-}
-
-static const char *basename_of(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    return slash != NULL && slash[1] != '\0' ? slash + 1 : path;
-}
 
 /* `{"values": [...]}` or a bare array: the array, NULL if neither. */
 static const json_t *values_of(const json_t *v)
@@ -137,22 +111,22 @@ static void exception_metadata(cr_builder *b, const json_t *ex)
     const json_t *sig = json_object_get(meta, "signal");
     if (sig == NULL)
         sig = json_object_get(mech, "posix_signal");
-    const char *type = jstr(ex, "type"), *value = jstr(ex, "value");
-    const char *mname = jstr(mach, "name");
+    const char *type = cr_json_str(ex, "type"), *value = cr_json_str(ex, "value");
+    const char *mname = cr_json_str(mach, "name");
     if (mname == NULL)
-        mname = jstr(mach, "exception_name");
+        mname = cr_json_str(mach, "exception_name");
     uint64_t n;
-    if (mname == NULL && jget_u64(mach, "exception", &n))
+    if (mname == NULL && cr_json_get_u64(mach, "exception", &n))
         mname = mach_exception_name(n);
-    const char *sname = jstr(sig, "name");
-    if (sname == NULL && (jget_u64(sig, "number", &n) || jget_u64(sig, "signal", &n)))
+    const char *sname = cr_json_str(sig, "name");
+    if (sname == NULL && (cr_json_get_u64(sig, "number", &n) || cr_json_get_u64(sig, "signal", &n)))
         sname = signal_name(n);
     m->exception_type = cr_strdup(b, mname != NULL ? mname : sname != NULL ? sname : type);
     m->signal = cr_strdup(b, sname);
     uint64_t code, sub;
-    if (jget_u64(mach, "code", &code) && jget_u64(mach, "subcode", &sub))
+    if (cr_json_get_u64(mach, "code", &code) && cr_json_get_u64(mach, "subcode", &sub))
         m->exception_codes = cr_sprintf(b, "0x%016" PRIx64 ", 0x%016" PRIx64, code, sub);
-    m->exception_subtype = jdup(b, sig, "code_name");
+    m->exception_subtype = cr_json_dup(b, sig, "code_name");
     /* The exception's own name beside its value ("NSInvalidArgumentException: reason"), so
      * that grouping sees the same exception class as in Apple's reports of the crash. */
     bool type_is_class = type != NULL && (mname != NULL || sname != NULL) &&
@@ -217,13 +191,13 @@ static void read_frames(sentry_ctx *c, const json_t *stacktrace, size_t ti, cons
             return;
         }
         uint64_t addr = 0, image_addr = 0, sym_addr = 0, line = 0;
-        bool has_addr = jget_u64(jf, "instruction_addr", &addr);
-        const char *function = jstr(jf, "function");
+        bool has_addr = cr_json_get_u64(jf, "instruction_addr", &addr);
+        const char *function = cr_json_str(jf, "function");
         if (function != NULL && strcmp(function, "<redacted>") == 0)
             function = NULL;
-        const char *file = jstr(jf, "filename");
+        const char *file = cr_json_str(jf, "filename");
         if (file == NULL)
-            file = jstr(jf, "abs_path");
+            file = cr_json_str(jf, "abs_path");
         if (!has_addr && function == NULL && file == NULL) {
             cr_note(b, "%s frame %zu has neither instruction_addr nor function, skipped", where,
                     k - 1);
@@ -238,17 +212,17 @@ static void read_frames(sentry_ctx *c, const json_t *stacktrace, size_t ti, cons
         f->addr = addr;
         f->symbol = cr_strdup(b, function);
         f->file = cr_strdup(b, file);
-        if (jget_u64(jf, "lineno", &line) && line <= UINT32_MAX)
+        if (cr_json_get_u64(jf, "lineno", &line) && line <= UINT32_MAX)
             f->line = (uint32_t)line;
-        const char *package = jstr(jf, "package");
+        const char *package = cr_json_str(jf, "package");
         if (package != NULL)
-            f->image_name = cr_strdup(b, basename_of(package));
-        if (f->symbol != NULL && jget_u64(jf, "symbol_addr", &sym_addr) && sym_addr <= addr &&
+            f->image_name = cr_strdup(b, cr_basename(package));
+        if (f->symbol != NULL && cr_json_get_u64(jf, "symbol_addr", &sym_addr) && sym_addr <= addr &&
             has_addr) {
             f->symbol_offset = addr - sym_addr;
             f->has_symbol_offset = true;
         }
-        if (has_addr && jget_u64(jf, "image_addr", &image_addr)) {
+        if (has_addr && cr_json_get_u64(jf, "image_addr", &image_addr)) {
             int32_t im = image_by_load(c->keys, c->nkeys, image_addr);
             if (im >= 0) {
                 f->image = im;
@@ -265,7 +239,7 @@ static void read_images(cr_builder *b, const json_t *images)
     const char *default_arch = b->r->meta.arch;
     for (size_t i = 0; i < json_array_size(images) && !b->failed; i++) {
         const json_t *ji = json_array_get(images, i);
-        const char *type = jstr(ji, "type");
+        const char *type = cr_json_str(ji, "type");
         if (!json_is_object(ji) || type == NULL ||
             (strcmp(type, "macho") != 0 && strcmp(type, "apple") != 0)) {
             cr_note(b, "debug_meta.images[%zu] is not a macho or apple image, skipped", i);
@@ -275,28 +249,28 @@ static void read_images(cr_builder *b, const json_t *images)
         if (im == NULL)
             return;
         uint64_t size = 0, ct = 0, cs = 0;
-        if (!jget_u64(ji, "image_addr", &im->load_addr))
+        if (!cr_json_get_u64(ji, "image_addr", &im->load_addr))
             cr_note(b, "debug_meta.images[%zu] has no image_addr", i);
-        if (jget_u64(ji, "image_size", &size) && size > 0 && size - 1 <= UINT64_MAX - im->load_addr)
+        if (cr_json_get_u64(ji, "image_size", &size) && size > 0 && size - 1 <= UINT64_MAX - im->load_addr)
             im->end_addr = im->load_addr + size - 1;
-        jget_u64(ji, "image_vmaddr", &im->vmaddr); /* absent or "0x0": the dSYM's */
-        const char *uuid = jstr(ji, "debug_id");
+        cr_json_get_u64(ji, "image_vmaddr", &im->vmaddr); /* absent or "0x0": the dSYM's */
+        const char *uuid = cr_json_str(ji, "debug_id");
         if (uuid == NULL)
-            uuid = jstr(ji, "uuid");
+            uuid = cr_json_str(ji, "uuid");
         if (uuid != NULL) {
             /* a debug_id may carry an age appendix ("<uuid>-0"); the UUID is its first 36 */
             size_t n = strlen(uuid);
             cr_uuid_set(im->uuid, uuid, n > 36 && uuid[36] == '-' ? 36 : n);
         }
-        im->path = jdup(b, ji, "code_file");
+        im->path = cr_json_dup(b, ji, "code_file");
         if (im->path == NULL)
-            im->path = jdup(b, ji, "name");
+            im->path = cr_json_dup(b, ji, "name");
         if (im->path != NULL)
-            im->name = cr_strdup(b, basename_of(im->path));
-        const char *arch = jstr(ji, "arch");
+            im->name = cr_strdup(b, cr_basename(im->path));
+        const char *arch = cr_json_str(ji, "arch");
         if (arch != NULL)
             im->arch = cr_arch_normalize(arch, strlen(arch));
-        else if (jget_u64(ji, "cpu_type", &ct) && jget_u64(ji, "cpu_subtype", &cs))
+        else if (cr_json_get_u64(ji, "cpu_type", &ct) && cr_json_get_u64(ji, "cpu_subtype", &cs))
             im->arch = cr_arch_from_cpu(ct, cs);
         if (im->arch == NULL)
             im->arch = default_arch;
@@ -310,8 +284,8 @@ static void event_metadata(cr_builder *b, const json_t *root)
     const json_t *os = json_object_get(contexts, "os");
     const json_t *dev = json_object_get(contexts, "device");
     const json_t *app = json_object_get(contexts, "app");
-    m->incident_id = jdup(b, root, "event_id");
-    m->date = jdup(b, root, "timestamp");
+    m->incident_id = cr_json_dup(b, root, "event_id");
+    m->date = cr_json_dup(b, root, "timestamp");
     const json_t *ts = json_object_get(root, "timestamp");
     if (m->date == NULL && json_is_number(ts)) {
         /* seconds since the epoch: shown the way Apple's reports show a date */
@@ -323,21 +297,19 @@ static void event_metadata(cr_builder *b, const json_t *root)
                                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
                                  (int)((secs - (double)whole) * 1000.0));
     }
-    m->release = jdup(b, root, "release");
-    m->dist = jdup(b, root, "dist");
-    const char *on = jstr(os, "name"), *ov = jstr(os, "version"), *ob = jstr(os, "build");
-    if (ov != NULL)
-        m->os_version = cr_sprintf(b, "%s%s%s%s%s%s", on ? on : "", on ? " " : "", ov,
-                                   ob ? " (" : "", ob ? ob : "", ob ? ")" : "");
-    m->hardware_model = jdup(b, dev, "model");
-    const char *arch = jstr(dev, "arch");
+    m->release = cr_json_dup(b, root, "release");
+    m->dist = cr_json_dup(b, root, "dist");
+    const char *on = cr_json_str(os, "name"), *ov = cr_json_str(os, "version"), *ob = cr_json_str(os, "build");
+    m->os_version = cr_os_version(b, on, ov, ob);
+    m->hardware_model = cr_json_dup(b, dev, "model");
+    const char *arch = cr_json_str(dev, "arch");
     if (arch != NULL)
         m->arch = cr_arch_normalize(arch, strlen(arch));
-    m->bundle_id = jdup(b, app, "app_identifier");
-    m->app_name = jdup(b, app, "app_name");
+    m->bundle_id = cr_json_dup(b, app, "app_identifier");
+    m->app_name = cr_json_dup(b, app, "app_name");
     m->process = m->app_name;
-    m->app_version = jdup(b, app, "app_version");
-    m->build = jdup(b, app, "app_build");
+    m->app_version = cr_json_dup(b, app, "app_version");
+    m->build = cr_json_dup(b, app, "app_build");
     /* sentry-cocoa's default release is "<bundle id>@<version>+<build>" */
     const char *rel = m->release;
     const char *at = rel != NULL ? strrchr(rel, '@') : NULL;
@@ -353,14 +325,14 @@ static void event_metadata(cr_builder *b, const json_t *root)
     if (m->build == NULL)
         m->build = m->dist;
     const json_t *msg = json_object_get(root, "message");
-    const char *text = json_is_string(msg) ? jstr(root, "message") : jstr(msg, "formatted");
+    const char *text = json_is_string(msg) ? cr_json_str(root, "message") : cr_json_str(msg, "formatted");
     if (text == NULL)
-        text = jstr(msg, "message");
+        text = cr_json_str(msg, "message");
     const json_t *logentry = json_object_get(root, "logentry");
     if (text == NULL)
-        text = jstr(logentry, "formatted");
+        text = cr_json_str(logentry, "formatted");
     if (text == NULL)
-        text = jstr(logentry, "message");
+        text = cr_json_str(logentry, "message");
     m->app_specific_info = cr_strdup(b, text);
 }
 
@@ -413,8 +385,8 @@ err_code cr_parse_sentry(crashreport **out, const void *jroot, arena *a, err_inf
         if (t == NULL)
             break;
         uint64_t id;
-        t->index = jget_u64(jt, "id", &id) && id <= UINT32_MAX ? (uint32_t)id : (uint32_t)i;
-        t->name = jdup(&b, jt, "name");
+        t->index = cr_json_get_u64(jt, "id", &id) && id <= UINT32_MAX ? (uint32_t)id : (uint32_t)i;
+        t->name = cr_json_dup(&b, jt, "name");
         t->crashed = json_is_true(json_object_get(jt, "crashed"));
         char where[48];
         snprintf(where, sizeof where, "threads[%zu]", i);
@@ -424,7 +396,7 @@ err_code cr_parse_sentry(crashreport **out, const void *jroot, arena *a, err_inf
     /* The exception's thread is the crashed one when no thread says so; its stacktrace stands
      * in for that thread's when the thread has none, or is the only stack of the event. */
     uint64_t tid = 0;
-    bool has_tid = json_is_object(ex) && jget_u64(ex, "thread_id", &tid) && tid <= UINT32_MAX;
+    bool has_tid = json_is_object(ex) && cr_json_get_u64(ex, "thread_id", &tid) && tid <= UINT32_MAX;
     bool any_crashed = false;
     for (size_t i = 0; i < b.r->nthreads; i++)
         any_crashed |= b.r->threads[i].crashed;

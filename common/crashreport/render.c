@@ -8,6 +8,7 @@
 
 #include "base/jsonw.h"
 #include "crashreport/crashreport.h"
+#include "crashreport/crashreport_internal.h"
 
 /* ---- JSON -------------------------------------------------------------------------------------- */
 
@@ -176,6 +177,19 @@ void crashreport_render_json(buf *o, const crashreport *r)
         json_frames(&w, r, r->leb, r->nleb);
     else
         jsonw_null(&w);
+    if (r->ncauses > 0) { /* only reports that chain errors (bugsnag) */
+        jsonw_key(&w, "causes");
+        jsonw_array_begin(&w);
+        for (size_t i = 0; i < r->ncauses; i++) {
+            jsonw_object_begin(&w);
+            jsonw_kstr(&w, "type", r->causes[i].type);
+            jsonw_kstr(&w, "reason", r->causes[i].reason);
+            jsonw_key(&w, "frames");
+            json_frames(&w, r, r->causes[i].frames, r->causes[i].nframes);
+            jsonw_object_end(&w);
+        }
+        jsonw_array_end(&w);
+    }
     jsonw_key(&w, "images");
     jsonw_array_begin(&w);
     for (size_t i = 0; i < r->nimages; i++) {
@@ -212,18 +226,12 @@ void crashreport_render_json(buf *o, const crashreport *r)
 
 /* ---- text ----------------------------------------------------------------------------------- */
 
-static const char *base_name(const char *path)
-{
-    const char *s = strrchr(path, '/');
-    return s != NULL && s[1] != '\0' ? s + 1 : path;
-}
-
 /* symbolicatecrash style: "function (File.m:42)", "function + 12" without a file. */
 static void symbol_text(buf *o, const crashreport_symbol *s, bool from_symbolication)
 {
     buf_append_str(o, s->function);
     if (s->file != NULL) {
-        buf_printf(o, " (%s", base_name(s->file));
+        buf_printf(o, " (%s", cr_basename(s->file));
         if (s->line > 0)
             buf_printf(o, ":%u", s->line);
         buf_putc(o, ')');
@@ -242,7 +250,7 @@ static void given_text(buf *o, const crashreport *r, const crashreport_frame *f)
         if (f->has_symbol_offset)
             buf_printf(o, " + %" PRIu64, f->symbol_offset);
         if (f->file != NULL) {
-            buf_printf(o, " (%s", base_name(f->file));
+            buf_printf(o, " (%s", cr_basename(f->file));
             if (f->line > 0)
                 buf_printf(o, ":%u", f->line);
             buf_putc(o, ')');
@@ -294,7 +302,7 @@ static void sample_frame_text(buf *o, const crashreport *r, const crashreport_fr
         const crashreport_symbol *s = &f->symbols[f->nsymbols - 1]; /* the concrete function */
         buf_printf(o, "%s (in %s)", s->function, image ? image : "???");
         if (s->file != NULL) {
-            buf_printf(o, " (%s", base_name(s->file));
+            buf_printf(o, " (%s", cr_basename(s->file));
             if (s->line > 0)
                 buf_printf(o, ":%u", s->line);
             buf_putc(o, ')');
@@ -491,6 +499,21 @@ static void render_registers(buf *o, const crashreport *r)
     buf_putc(o, '\n');
 }
 
+/* The errors the exception was caused by, after its backtrace, nearest first, each as
+ * "Caused by: Type: reason" and its own frames as backtrace lines (how Sentry and Java-style
+ * traces chain them; Apple's format has no place for them). */
+static void render_causes(buf *o, const crashreport *r)
+{
+    for (size_t c = 0; c < r->ncauses; c++) {
+        const crashreport_cause *k = &r->causes[c];
+        buf_printf(o, "Caused by: %s%s%s\n", k->type ? k->type : "",
+                   k->type && k->reason ? ": " : "", k->reason ? k->reason : "");
+        for (size_t i = 0; i < k->nframes; i++)
+            frame_lines(o, r, &k->frames[i]);
+        buf_putc(o, '\n');
+    }
+}
+
 static void render_synth(buf *o, const crashreport *r)
 {
     render_synth_header(o, r);
@@ -500,6 +523,7 @@ static void render_synth(buf *o, const crashreport *r)
             frame_lines(o, r, &r->leb[i]);
         buf_putc(o, '\n');
     }
+    render_causes(o, r);
     for (size_t t = 0; t < r->nthreads; t++) {
         const crashreport_thread *th = &r->threads[t];
         if (th->name != NULL)

@@ -131,6 +131,8 @@ err_code symbolicate_report(crashreport *r, symbolicate_resolve_fn resolve, void
         rc = frames_symbolicate(&c, r->threads[t].frames, r->threads[t].nframes);
     if (rc == ERR_OK)
         rc = frames_symbolicate(&c, r->leb, r->nleb);
+    for (size_t k = 0; k < r->ncauses && rc == ERR_OK; k++)
+        rc = frames_symbolicate(&c, r->causes[k].frames, r->causes[k].nframes);
     if (rc != ERR_OK)
         return rc;
 
