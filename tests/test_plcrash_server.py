@@ -116,6 +116,17 @@ def main():
                 raw = inst.request("GET", f"/api/v1/reports/{rid}/raw", token=inst.tokens["read"])
                 check(raw.status == 200 and raw.body == crashes[i][0],
                       f"crash {i}: raw bytes differ ({raw.status}, {len(raw.body)} bytes)")
+                # served back as the type PLCrashReporter's files are sent as, whatever the
+                # type it came in as; a download named .plcrash
+                disp = raw.headers.get("content-disposition", "")
+                check(raw.content_type == PLCRASH_TYPE and disp.endswith(f'filename="report-{rid}.plcrash"'),
+                      f"crash {i}: raw served as {raw.content_type!r}, {disp!r}")
+            else:
+                raw = inst.request("GET", f"/api/v1/reports/{rid}/raw", token=inst.tokens["read"])
+                disp = raw.headers.get("content-disposition", "")
+                check(raw.status == 200 and raw.content_type == "text/plain" and raw.body == crashes[i][1]
+                      and disp.endswith(f'filename="report-{rid}.txt"'),
+                      f"crash {i}: text raw served as {raw.status} {raw.content_type!r}, {disp!r}")
         for i in range(len(crashes)):
             a, b = issue.get((i, "text")), issue.get((i, "plcrash"))
             check(a is not None and b is not None and a[0] is not None and a == b,

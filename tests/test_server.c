@@ -9,6 +9,7 @@
 #include <ctype.h>
 #include <jansson.h>
 #include <libpq-fe.h>
+#include <openssl/evp.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <sys/stat.h>
@@ -559,6 +560,82 @@ static void kscrash_sink_with_dsn_key_goes_to_its_project(void)
     free(f1);
 }
 
+/* A KSCrash report naming itself `id`, with one frame. */
+static char *ks_report(const char *id, unsigned addr)
+{
+    return xsprintf("{\"report\":{\"id\":\"%s\",\"process_name\":\"App\",\"type\":\"standard\"},"
+                    "\"binary_images\":[{\"image_addr\":4294967296,\"image_size\":65536,"
+                    "\"name\":\"/private/var/containers/Bundle/Application/X/App.app/App\","
+                    "\"uuid\":\"4C4C4463-5555-3144-A17A-B29B2F88553E\",\"cpu_type\":16777228,"
+                    "\"cpu_subtype\":0}],\"crash\":{\"error\":{\"type\":\"signal\",\"signal\":"
+                    "{\"name\":\"SIGSEGV\"}},\"threads\":[{\"index\":0,\"crashed\":true,\"backtrace\":"
+                    "{\"contents\":[{\"instruction_addr\":%llu}]}}]}}", id, 4294967296ull + addr);
+}
+
+static long long sql_count(const char *sql)
+{
+    PGconn *db = PQconnectdb(db_url);
+    PGresult *res = PQexec(db, sql);
+    long long n = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1
+                      ? atoll(PQgetvalue(res, 0, 0)) : -1;
+    PQclear(res);
+    PQfinish(db);
+    return n;
+}
+
+/* The id of report i of a sink answer, "" if none. */
+static const char *sink_id(const http_resp *r, size_t i)
+{
+    json_t *e = r->json ? json_array_get(json_object_get(r->json, "reports"), i) : NULL;
+    const char *id = e ? jstr(e, "id") : NULL;
+    return id ? id : "";
+}
+
+/* The sink sends a batch again until it gets a 2xx (an answer lost on the way): the reports
+ * stored the first time are not stored again, and the answer names the same ids. A report's
+ * id is made of its own (report.id, a UUID or not) and its project; a repeat inside one batch
+ * is stored once. */
+static void kscrash_sink_batch_sent_again_is_stored_once(void)
+{
+    char *a = ks_report("2D0F8C44-7E51-4C8B-9E5A-0A1B2C3D4E5F", 0x1000);
+    char *b = ks_report("in-house-crash-42", 0x2000);
+    char *c = ks_report("9A3E1D77-0C2B-4F61-8D44-112233445566", 0x3000);
+    char *json = xsprintf("[%s,%s,%s]", a, b, a);
+    char *path = xsprintf("/api/v1/reports?token=%s", tok_ingest);
+    long long before = sql_count("SELECT count(*) FROM reports");
+    http_resp r1 = sink_post(path, json);
+    CHECK_EQ_INT(r1.status, 202);
+    CHECK_EQ_INT(r1.json ? json_integer_value(json_object_get(r1.json, "accepted")) : -1, 3);
+    CHECK(strlen(sink_id(&r1, 0)) == 36 && strlen(sink_id(&r1, 1)) == 36);
+    CHECK_EQ_STR(sink_id(&r1, 2), sink_id(&r1, 0));
+    CHECK(strcmp(sink_id(&r1, 0), sink_id(&r1, 1)) != 0);
+    CHECK_EQ_INT(sql_count("SELECT count(*) FROM reports"), before + 2);
+    /* the same batch again: the same ids, nothing stored */
+    http_resp r2 = sink_post(path, json);
+    CHECK_EQ_INT(r2.status, 202);
+    CHECK_EQ_INT(r2.json ? json_integer_value(json_object_get(r2.json, "accepted")) : -1, 3);
+    for (size_t i = 0; i < 3; i++)
+        CHECK_EQ_STR(sink_id(&r2, i), sink_id(&r1, i));
+    json_t *e0 = r2.json ? json_array_get(json_object_get(r2.json, "reports"), 0) : NULL;
+    CHECK_EQ_STR(e0 ? jstr(e0, "format") : NULL, "kscrash");
+    CHECK(e0 && jstr(e0, "status") != NULL);
+    CHECK_EQ_INT(sql_count("SELECT count(*) FROM reports"), before + 2);
+    /* a later batch with one of them and a new one: only the new one is stored */
+    char *json3 = xsprintf("[%s,%s]", c, b);
+    http_resp r3 = sink_post(path, json3);
+    CHECK_EQ_INT(r3.status, 202);
+    CHECK_EQ_STR(sink_id(&r3, 1), sink_id(&r1, 1));
+    CHECK(strlen(sink_id(&r3, 0)) == 36 && strcmp(sink_id(&r3, 0), sink_id(&r1, 0)) != 0);
+    CHECK_EQ_INT(sql_count("SELECT count(*) FROM reports"), before + 3);
+    /* the same report in another project is another report */
+    http_resp r4 = sink_post("/api/v1/reports?sentry_key=" TEST_DSN_KEY, json);
+    CHECK_EQ_INT(r4.status, 202);
+    CHECK(strlen(sink_id(&r4, 0)) == 36 && strcmp(sink_id(&r4, 0), sink_id(&r1, 0)) != 0);
+    CHECK_EQ_INT(sql_count("SELECT count(*) FROM reports"), before + 5);
+    resp_free(&r1), resp_free(&r2), resp_free(&r3), resp_free(&r4);
+    free(json3), free(path), free(json), free(a), free(b), free(c);
+}
+
 /* ---- Bugsnag ----------------------------------------------------------------------------- */
 
 /* POST path with Bugsnag-Api-Key `key` (NULL: none) and `extra` headers. */
@@ -694,6 +771,79 @@ static void bugsnag_sessions_are_counted(void)
     free(counts);
 }
 
+/* "Bugsnag-Integrity: sha1 <hex>\r\n" for `len` bytes at body, the hex in upper case with
+ * `upper`, one digit changed with `wrong`. */
+static char *integrity_header(const char *body, size_t len, bool upper, bool wrong)
+{
+    uint8_t md[20];
+    unsigned n = sizeof md;
+    EVP_Digest(body, len, md, &n, EVP_sha1(), NULL);
+    char hex[41];
+    for (int i = 0; i < 20; i++)
+        snprintf(hex + 2 * i, 3, upper ? "%02X" : "%02x", md[i]);
+    if (wrong)
+        hex[7] = hex[7] == '0' ? '1' : '0';
+    return xsprintf("Bugsnag-Integrity: sha1 %s\r\n", hex);
+}
+
+/* Bugsnag-Integrity (the SHA-1 of the body as sent, on events and sessions): a match is taken
+ * (either case), a body that changed on its way is 400 naming both digests, and so is a
+ * malformed header; nothing of a refused payload is stored. */
+static void bugsnag_integrity_is_checked(void)
+{
+    char *f = corpus("other/bugsnag-event-1.json");
+    size_t elen = 0;
+    char *ev = read_file(f, &elen);
+    char *sql = xsprintf("SELECT count(*) FROM reports WHERE project_id = %lld", test_project_id);
+    long long before = sql_count(sql);
+    char *h = integrity_header(ev ? ev : "", elen, false, false);
+    http_resp r = bugsnag_post("/bugsnag/notify", TEST_DSN_KEY, h, ev ? ev : "", elen);
+    CHECK_EQ_INT(r.status, 202);
+    resp_free(&r);
+    free(h);
+    h = integrity_header(ev ? ev : "", elen, true, false);
+    r = bugsnag_post("/bugsnag/notify", TEST_DSN_KEY, h, ev ? ev : "", elen);
+    CHECK_EQ_INT(r.status, 202);
+    resp_free(&r);
+    CHECK_EQ_INT(sql_count(sql), before + 2);
+    /* the body changed on its way: one byte more than was digested */
+    char *changed = xsprintf("%s ", ev ? ev : "");
+    r = bugsnag_post("/bugsnag/notify", TEST_DSN_KEY, h, changed, elen + 1);
+    CHECK_EQ_INT(r.status, 400);
+    CHECK_EQ_STR(err_code_of(&r), "invalid_input");
+    CHECK(r.body && strstr(r.body, "Bugsnag-Integrity: the body's SHA-1 is ") != NULL);
+    resp_free(&r);
+    free(h);
+    h = integrity_header(ev ? ev : "", elen, false, true);
+    r = bugsnag_post("/bugsnag/notify", TEST_DSN_KEY, h, ev ? ev : "", elen);
+    CHECK_EQ_INT(r.status, 400);
+    resp_free(&r);
+    r = bugsnag_post("/bugsnag/notify", TEST_DSN_KEY, "Bugsnag-Integrity: sha1 abc\r\n", ev ? ev : "",
+                     elen);
+    CHECK_EQ_INT(r.status, 400);
+    CHECK(r.body && strstr(r.body, "40 hex digits") != NULL);
+    resp_free(&r);
+    r = bugsnag_post("/bugsnag/notify", TEST_DSN_KEY, "Bugsnag-Integrity: md5 0123\r\n", ev ? ev : "",
+                     elen);
+    CHECK_EQ_INT(r.status, 400);
+    resp_free(&r);
+    CHECK_EQ_INT(sql_count(sql), before + 2);
+    /* sessions too */
+    const char *sess = "{\"app\":{\"version\":\"7.7\"},\"sessionCounts\":[{\"startedAt\":"
+                       "\"2024-06-01T12:00:00Z\",\"sessionsStarted\":2}]}";
+    free(h);
+    h = integrity_header(sess, strlen(sess), false, true);
+    r = bugsnag_post("/bugsnag/sessions", TEST_DSN_KEY, h, sess, strlen(sess));
+    CHECK_EQ_INT(r.status, 400);
+    resp_free(&r);
+    free(h);
+    h = integrity_header(sess, strlen(sess), false, false);
+    r = bugsnag_post("/bugsnag/sessions", TEST_DSN_KEY, h, sess, strlen(sess));
+    CHECK_EQ_INT(r.status, 202);
+    resp_free(&r);
+    free(h), free(changed), free(sql), free(ev), free(f);
+}
+
 /* A multipart dSYM upload the way bugsnag-cli (POST /dsym) and bugsnag-dsym-upload (POST /,
  * curl -F) send it: apiKey, overwrite and the file field "dsym". */
 static http_resp bugsnag_dsym_post(const char *path, const char *key, const char *overwrite,
@@ -754,6 +904,56 @@ static void bugsnag_dsym_upload_and_duplicate(void)
     CHECK_EQ_INT(r.status, 200);
     resp_free(&r);
     free(dwarf);
+}
+
+/* The server process's bytes written so far (write(2) and the like: /proc/PID/io wchar). */
+static long long server_wchar(void)
+{
+    char *path = xsprintf("/proc/%d/io", (int)server_pid);
+    FILE *f = fopen(path, "r"); /* a /proc file has no size: read as a stream */
+    char line[128];
+    long long n = -1;
+    while (f != NULL && fgets(line, sizeof line, f) != NULL)
+        if (strncmp(line, "wchar: ", 7) == 0)
+            n = atoll(line + 7);
+    if (f != NULL)
+        fclose(f);
+    free(path);
+    return n;
+}
+
+/* A dSYM upload whose apiKey field comes before the file (as bugsnag-cli and curl -F send it)
+ * and is not accepted: 401, and nothing of the file written to disk (a right key: it is). */
+static void bugsnag_dsym_wrong_key_first_spools_nothing(void)
+{
+    char *dir = xsprintf("%s/bugsnag-big", data_dir);
+    mkdir(dir, 0700);
+    char *big = xsprintf("%s/App", dir);
+    FILE *fp = fopen(big, "wb");
+    static char zeros[65536];
+    for (int i = 0; fp != NULL && i < 64; i++) /* 4 MiB */
+        fwrite(zeros, 1, sizeof zeros, fp);
+    if (fp != NULL)
+        fclose(fp);
+    long long w0 = server_wchar();
+    http_resp r = bugsnag_dsym_post("/bugsnag/dsym", "ffffffffffffffffffffffffffffffff", NULL, big);
+    CHECK_EQ_INT(r.status, 401);
+    resp_free(&r);
+    long long w1 = server_wchar();
+    if (!(w0 >= 0 && w1 - w0 < 1024 * 1024))
+        fprintf(stderr, "wrong key: the server wrote %lld bytes\n", w1 - w0);
+    CHECK(w0 >= 0 && w1 - w0 < 1024 * 1024);
+    /* the right key: the file is spooled (and then refused: zeros are no Mach-O) */
+    r = bugsnag_dsym_post("/bugsnag/dsym", TEST_DSN_KEY, NULL, big);
+    CHECK(r.status >= 400 && r.status < 500 && r.status != 401);
+    resp_free(&r);
+    long long w2 = server_wchar();
+    if (w2 - w1 < 4 * 1024 * 1024)
+        fprintf(stderr, "right key: the server wrote %lld bytes\n", w2 - w1);
+    CHECK(w2 - w1 >= 4 * 1024 * 1024);
+    unlink(big);
+    rmdir(dir);
+    free(big), free(dir);
 }
 
 static void report_limits_are_413(void)
@@ -1397,9 +1597,12 @@ int main(void)
         RUN(kscrash_sink_batch_is_taken_report_by_report);
         RUN(kscrash_sink_refusals);
         RUN(kscrash_sink_with_dsn_key_goes_to_its_project);
+        RUN(kscrash_sink_batch_sent_again_is_stored_once);
         RUN(bugsnag_notify_stores_each_event_in_the_key_project);
         RUN(bugsnag_sessions_are_counted);
         RUN(bugsnag_dsym_upload_and_duplicate);
+        RUN(bugsnag_integrity_is_checked);
+        RUN(bugsnag_dsym_wrong_key_first_spools_nothing);
         RUN(graceful_shutdown_finishes_in_flight);
         RUN(reports_survive_restart);
     }

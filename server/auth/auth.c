@@ -79,6 +79,35 @@ static void sha256(uint8_t out[32], const void *data, size_t len)
     (void)EVP_Digest(data, len, out, &n, EVP_sha256(), NULL);
 }
 
+err_code auth_integrity_check(const char *header, const void *body, size_t len, err_info *err)
+{
+    /* "sha1 <hex>"; the algorithm's name in any case, one space or more */
+    if (strncasecmp(header, "sha1 ", 5) != 0)
+        return err_set(err, ERR_INVALID, "Bugsnag-Integrity '%.40s' is not \"sha1 \" and a hex "
+                       "digest (the only kind of digest Bugsnag's clients send)", header);
+    const char *hex = header + 5;
+    while (*hex == ' ')
+        hex++;
+    size_t n = strlen(hex);
+    while (n > 0 && (hex[n - 1] == ' ' || hex[n - 1] == '\t'))
+        n--;
+    bool ok = n == 40;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = isxdigit((unsigned char)hex[i]) != 0;
+    if (!ok)
+        return err_set(err, ERR_INVALID, "Bugsnag-Integrity: the SHA-1 must be 40 hex digits");
+    uint8_t md[20];
+    unsigned mdn = sizeof md;
+    if (EVP_Digest(body, len, md, &mdn, EVP_sha1(), NULL) != 1)
+        return err_set(err, ERR_INTERNAL, "Bugsnag-Integrity: OpenSSL's SHA-1 failed");
+    char got[41];
+    hex_encode(got, md, sizeof md);
+    if (strncasecmp(got, hex, 40) != 0)
+        return err_set(err, ERR_INVALID, "Bugsnag-Integrity: the body's SHA-1 is %s, the header "
+                       "says %.40s (the body changed on its way)", got, hex);
+    return ERR_OK;
+}
+
 err_code auth_token_create(char token_out[AUTH_TOKEN_MAX], store *s, const char *name,
                            const char *scopes_csv, err_info *err)
 {

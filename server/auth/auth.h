@@ -125,6 +125,15 @@ err_code auth_dsn_key_rotate(store_project *project, char key_out[AUTH_DSN_KEY_M
  */
 err_code auth_dsn_key_check(int64_t *project_id, auth_tokens *t, const char *key, err_info *err);
 
+/*
+ * auth_integrity_check - a body checked against the digest its client sent beside it: the
+ * Bugsnag-Integrity header `header` ("sha1 " and the 40 hex digits of the SHA-1 of the body as
+ * sent, any case: bugsnag-cocoa's BSGIntegrityHeaderValue) against `len` bytes at body.
+ * Errors  ERR_INVALID: the header is malformed or names another algorithm, or the body's
+ *         digest differs (the message gives both: a body changed on its way).
+ */
+err_code auth_integrity_check(const char *header, const void *body, size_t len, err_info *err);
+
 /* What a Sentry auth header carries (auth_sentry_header_parse). */
 typedef struct {
     char key[AUTH_DSN_KEY_MAX]; /* sentry_key: "" if absent (or too long: refused anyway) */

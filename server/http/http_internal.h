@@ -133,11 +133,14 @@ struct http_request {
     int64_t project_id;            /* the project a DSN key (?sentry_key=, Bugsnag's API key)
                                       authenticated the request for; 0 = the default */
     /* a multipart batch (KSCrash's standard sink): every report's verdict; the accepted ones
-     * are the intake rows, batch_row[i] the row of report i (SIZE_MAX: refused at parse) */
+     * are the intake rows, batch_row[i] the row of report i (SIZE_MAX: refused at parse;
+     * SIZE_MAX - 1: stored already, batch_stored) */
     bool batch_mode;
     ingest_batch_item *batch;
     size_t nbatch;
     size_t *batch_row;
+    const char **batch_stored; /* the status of report i when it is stored already under its
+                                  own id (batch[i].row.id: a batch sent again), else NULL */
 };
 
 /* ---- requests and responses (server.c) ------------------------------------------------ */
@@ -174,6 +177,13 @@ const char *request_media_type(http_request *r, const char *header);
 /* request_form_field - the value of a multipart form field without a filename (fields of at
  * most FORM_FIELD_MAX bytes, MAX_FORM_FIELDS of them, are kept), NULL if not sent. */
 const char *request_form_field(http_request *r, const char *name);
+
+/* bugsnag_dsym_part_begin - called before the first byte of a file part of a Bugsnag dSYM
+ * upload is spooled: when the API key is known by then (an apiKey field before the file, as
+ * bugsnag-cli and curl -F send it, or the Bugsnag-Api-Key header) it is checked now, so that
+ * a wrong key costs no disk. ERR_OK when it is good or not known yet (the handler checks it
+ * after the body); ERR_UNAUTHORIZED (r->err set) when it is not accepted. */
+err_code bugsnag_dsym_part_begin(http_request *r);
 /* request_is_multipart - whether the request's Content-Type is multipart/form-data. */
 bool request_is_multipart(http_request *r);
 /* request_limit_arg - ?limit= within [1, max], `def` when absent. Errors ERR_INVALID. */

@@ -61,6 +61,18 @@ static err_code payload_version_check(http_request *r, const char *const *majors
                    "(%s.x is)", v, majors[0]);
 }
 
+/* Bugsnag-Integrity, when sent (bugsnag-cocoa sends it with every event and session payload):
+ * the SHA-1 of the body as sent must match. Errors ERR_INVALID (400: the notifier drops the
+ * payload rather than retrying a body that arrived changed). */
+static err_code integrity_check(http_request *r)
+{
+    const char *h = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Bugsnag-Integrity");
+    if (h == NULL)
+        return ERR_OK;
+    return auth_integrity_check(h, r->mem ? (const void *)r->mem : "", (size_t)r->body_bytes,
+                                &r->err);
+}
+
 enum MHD_Result handle_bugsnag_notify(http_request *r)
 {
     if (r->intake == INTAKE_NONE) {
@@ -75,7 +87,8 @@ enum MHD_Result handle_bugsnag_notify(http_request *r)
                 body_key = arena_strdup(r->a, json_string_value(k), &r->err);
             json_decref(j);
         }
-        if (payload_version_check(r, EVENTS, 2) != ERR_OK || bugsnag_project(r, body_key) != ERR_OK) {
+        if (payload_version_check(r, EVENTS, 2) != ERR_OK || bugsnag_project(r, body_key) != ERR_OK ||
+            integrity_check(r) != ERR_OK) {
             metrics_report_rejected(r->err.code);
             return respond_err(r, &r->err);
         }
@@ -122,7 +135,8 @@ static bool rfc3339_ms(const char *s, int64_t *out)
 enum MHD_Result handle_bugsnag_sessions(http_request *r)
 {
     static const char *const SESSIONS[] = {"1"};
-    if (payload_version_check(r, SESSIONS, 1) != ERR_OK || bugsnag_project(r, NULL) != ERR_OK)
+    if (payload_version_check(r, SESSIONS, 1) != ERR_OK || bugsnag_project(r, NULL) != ERR_OK ||
+        integrity_check(r) != ERR_OK)
         return respond_err(r, &r->err);
     json_error_t e;
     json_t *root = json_loadb(r->mem ? (const char *)r->mem : "", (size_t)r->body_bytes, 0, &e);
@@ -224,6 +238,15 @@ enum MHD_Result handle_bugsnag_sessions(http_request *r)
     jsonw_kuint(&w, "ignored", res.ignored + res2.ignored);
     jsonw_object_end(&w);
     return respond_json(r, 202, &body);
+}
+
+err_code bugsnag_dsym_part_begin(http_request *r)
+{
+    const char *key = request_form_field(r, "apiKey");
+    if (key == NULL &&
+        MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Bugsnag-Api-Key") == NULL)
+        return ERR_OK; /* not known yet: checked once the body is in */
+    return bugsnag_project(r, key);
 }
 
 enum MHD_Result handle_bugsnag_dsym(http_request *r)

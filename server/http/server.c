@@ -301,7 +301,10 @@ static enum MHD_Result on_post_part(void *cls, enum MHD_ValueKind kind, const ch
         return MHD_YES;
     }
     err_code rc = ERR_OK;
-    if (off == 0)
+    /* a Bugsnag dSYM upload whose key came first and is wrong: nothing of it spooled */
+    if (off == 0 && r->route->handler == handle_bugsnag_dsym)
+        rc = bugsnag_dsym_part_begin(r);
+    if (rc == ERR_OK && off == 0)
         rc = open_part(r, key, filename);
     if (rc == ERR_OK && size > 0)
         rc = write_all(r, data, size);

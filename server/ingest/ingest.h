@@ -66,13 +66,24 @@ typedef struct {
  * its "reports" part: KSCrash report objects, or reports as JSON strings) at in->body: each
  * report prepared on its own as ingest_report_prepare prepares one (parsed, summary columns,
  * processed at intake when the pipeline can), so that a bad report refuses only itself
- * (items[i].rc, items[i].err); each must fit in in->max_report_bytes. in->content_type and
- * in->content_encoding are not read (the caller decoded the body). *items an arena array of *n.
+ * (items[i].rc, items[i].err); each must fit in in->max_report_bytes. A report that names
+ * itself (KSCrash's report.id, an Apple report's Incident Identifier) gets row.id from that
+ * name and the project (a UUID of their SHA-256), so that the same batch sent again names the
+ * same rows; row.id NULL otherwise. in->content_type and in->content_encoding are not read (the
+ * caller decoded the body). *items an arena array of *n.
  * Errors  (the whole batch) ERR_INVALID (not a JSON array of reports, truncated),
  *         ERR_TOO_LARGE (more than INGEST_BATCH_MAX reports, the arena's budget).
  */
 err_code ingest_report_prepare_batch(ingest_batch_item **items, size_t *n,
                                      const ingest_report_input *in, arena *a, err_info *err);
+
+/* The media type PLCrashReporter's binary reports are sent as, and served back as (README
+ * "Using PLCrashReporter"). */
+#define INGEST_PLCRASH_CONTENT_TYPE "application/x-plcrashreporter"
+
+/* ingest_is_plcrash - whether `len` bytes at raw are a PLCrashReporter file: they start with
+ * its "plcrash" magic (what decides the format, whatever the Content-Type said). */
+bool ingest_is_plcrash(const uint8_t *raw, size_t len);
 
 /* ingest_report_model_json - the parsed model of stored raw bytes as JSON text
  * (crashreport_render_json), in `a`: what GET /api/v1/reports/{id} shows as "report" for a

@@ -5,16 +5,15 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <openssl/evp.h>
 #include <zlib.h>
 
 #include "base/buf.h"
 #include "ingest/ingest.h"
 #include "ingest/pipeline.h"
+#include "store/store_reports.h"
 
 #include "crashreport/crashreport.h"
-
-/* The media type PLCrashReporter's binary reports are sent as (README "Using PLCrashReporter"). */
-#define PLCRASH_CONTENT_TYPE "application/x-plcrashreporter"
 
 err_code ingest_gunzip(uint8_t **out, size_t *out_len, const uint8_t *in, size_t in_len,
                        uint64_t max, const char *what, arena *a, err_info *err)
@@ -121,10 +120,40 @@ static void row_of(store_report_new *row, const crashreport *r, const char *cont
         row->processed = processed_of(&o, a);
 }
 
+/* The id a report of a sink batch is stored under, made of the report's own id (KSCrash's
+ * report.id, an Apple report's Incident Identifier) and its project: a UUID (version 8, RFC
+ * 9562) of the SHA-256 of "<project id>/<own id>", so that a batch sent again (the sink sends
+ * it until it gets a 2xx) names the same rows, and the same report sent to two projects is
+ * two reports (ids are unique across projects). NULL (a new UUIDv7) when the report names
+ * itself not, or the arena is full. */
+static const char *report_own_id(const crashreport *r, int64_t project_id, arena *a)
+{
+    const char *given = r->meta.incident_id;
+    if (given == NULL || given[0] == '\0')
+        return NULL;
+    err_info err = {0};
+    char *name = arena_sprintf(a, &err, "%lld/%s", (long long)project_id, given);
+    char *id = arena_alloc(a, 37, &err);
+    if (name == NULL || id == NULL)
+        return NULL;
+    uint8_t md[32];
+    unsigned n = sizeof md;
+    if (EVP_Digest(name, strlen(name), md, &n, EVP_sha256(), NULL) != 1)
+        return NULL;
+    md[6] = (uint8_t)((md[6] & 0x0f) | 0x80); /* version 8: custom */
+    md[8] = (uint8_t)((md[8] & 0x3f) | 0x80); /* the RFC's variant */
+    char hex[33];
+    for (int i = 0; i < 16; i++)
+        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    return store_report_id_norm(id, hex) ? id : NULL;
+}
+
 /* One decoded report (raw_len bytes at raw) into row: parsed for its 4xx and its summary;
- * processed now if `pipe` can. */
+ * processed now if `pipe` can; with `own_id`, stored under an id made of the report's own
+ * in project `project_id` (report_own_id). */
 static err_code prepare_row(store_report_new *row, const char *content_type, const uint8_t *raw,
-                            size_t raw_len, pipeline *pipe, arena *a, err_info *err)
+                            size_t raw_len, bool own_id, int64_t project_id, pipeline *pipe,
+                            arena *a, err_info *err)
 {
     /* Parsed here so that a bad report gets its 4xx now; only the summary is kept: the model
      * is rebuilt from the raw bytes when someone reads it (ingest_report_model_json), which
@@ -134,6 +163,8 @@ static err_code prepare_row(store_report_new *row, const char *content_type, con
     if (rc != ERR_OK)
         return rc;
     row_of(row, r, content_type, raw, raw_len, pipe, a);
+    if (own_id)
+        row->id = report_own_id(r, project_id, a);
     return ERR_OK;
 }
 
@@ -144,12 +175,12 @@ err_code ingest_report_prepare(store_report_new **rows, size_t *nrows, const ing
     *nrows = 0;
     /* PLCrashReporter's binary reports come as its own type or as plain bytes; the format is
      * still decided by the bytes (the "plcrash" magic), checked once decoded below. */
-    bool binary = strcmp(in->content_type, PLCRASH_CONTENT_TYPE) == 0 ||
+    bool binary = strcmp(in->content_type, INGEST_PLCRASH_CONTENT_TYPE) == 0 ||
                   strcmp(in->content_type, "application/octet-stream") == 0;
     if (!binary && strcmp(in->content_type, "text/plain") != 0 &&
         strcmp(in->content_type, "application/json") != 0)
         return err_set(err, ERR_UNSUPPORTED, "content type '%s' is not accepted for reports: "
-                       "send text/plain, application/json or " PLCRASH_CONTENT_TYPE,
+                       "send text/plain, application/json or " INGEST_PLCRASH_CONTENT_TYPE,
                        in->content_type);
 
     const uint8_t *raw = in->body;
@@ -168,7 +199,7 @@ err_code ingest_report_prepare(store_report_new **rows, size_t *nrows, const ing
     if (raw_len > in->max_report_bytes)
         return err_set(err, ERR_TOO_LARGE, "report of %zu bytes is over the limit of %llu bytes",
                        raw_len, (unsigned long long)in->max_report_bytes);
-    if (binary && !(raw_len >= 7 && memcmp(raw, "plcrash", 7) == 0))
+    if (binary && !ingest_is_plcrash(raw, raw_len))
         return err_set(err, ERR_INVALID, "a %s body must be a PLCrashReporter report: it does "
                        "not start with the \"plcrash\" magic", in->content_type);
 
@@ -204,7 +235,7 @@ err_code ingest_report_prepare(store_report_new **rows, size_t *nrows, const ing
     for (size_t i = 0; i < n; i++) {
         const uint8_t *doc = ndocs > 0 ? (const uint8_t *)docs[i] : raw;
         size_t dlen = ndocs > 0 ? lens[i] : raw_len;
-        rc = prepare_row(&out[i], in->content_type, doc, dlen, in->pipe, a, err);
+        rc = prepare_row(&out[i], in->content_type, doc, dlen, false, 0, in->pipe, a, err);
         out[i].project_id = in->project_id ? in->project_id : STORE_PROJECT_DEFAULT;
         if (rc != ERR_OK) {
             if (ndocs > 0) {
@@ -242,12 +273,19 @@ err_code ingest_report_prepare_batch(ingest_batch_item **items, size_t *n,
                              "of %llu bytes", docs[i].len, (unsigned long long)in->max_report_bytes);
         else
             it->rc = prepare_row(&it->row, docs[i].text ? "text/plain" : "application/json",
-                                 (const uint8_t *)docs[i].data, docs[i].len, in->pipe, a, &it->err);
+                                 (const uint8_t *)docs[i].data, docs[i].len, true,
+                                 in->project_id ? in->project_id : STORE_PROJECT_DEFAULT,
+                                 in->pipe, a, &it->err);
         it->row.project_id = in->project_id ? in->project_id : STORE_PROJECT_DEFAULT;
     }
     *items = out;
     *n = nd;
     return ERR_OK;
+}
+
+bool ingest_is_plcrash(const uint8_t *raw, size_t len)
+{
+    return len >= 7 && memcmp(raw, "plcrash", 7) == 0;
 }
 
 err_code ingest_report_model_json(const char **json, const uint8_t *raw, size_t len, arena *a,
