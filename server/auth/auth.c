@@ -9,14 +9,19 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "auth/auth.h"
+#include "base/buf.h"
 #include "base/xalloc.h"
 #include "log/log.h"
 #include "store/store_projects.h"
@@ -161,6 +166,9 @@ struct auth_tokens {
     pthread_cond_t cv;
     bool stop, failing;
     pthread_t thread;
+    char *cache_path;            /* where the table is kept for a start without the database;
+                                    NULL: nowhere */
+    uint8_t cache_digest[32];    /* SHA-256 of the cache file last written or read */
 };
 
 static unsigned scopes_from_csv(const char *csv)
@@ -227,6 +235,139 @@ static err_code tokens_reload(auth_tokens *t, err_info *err)
     return ERR_OK;
 }
 
+/* ---- the table on disk: a node that starts while the database is away ----------------------
+ *
+ * After each reload that changed it, the table is written to the node's data directory (the
+ * same hashes the database holds, never a token or key; mode 0600; write, fsync, rename): a
+ * node started while Postgres is unreachable checks tokens and DSN keys against it, so it can
+ * take the Sentry envelopes it spools. Lines:
+ *   stacksift-auth-cache 1
+ *   t <public id> <sha256 hex> <scope bits>
+ *   k <sha256 hex> <project id> <expires, unix s, 0 = current>
+ */
+
+#define AUTH_CACHE_MAGIC "stacksift-auth-cache 1\n"
+
+/* The cache file's text of the table now, in `b` (buf_init'd by the caller). */
+static void cache_render(buf *b, const auth_tokens *t)
+{
+    buf_append_str(b, AUTH_CACHE_MAGIC);
+    char hex[65];
+    for (size_t i = 0; i < t->n; i++) {
+        hex_encode(hex, t->entries[i].hash, 32);
+        buf_printf(b, "t %s %s %u\n", t->entries[i].id, hex, t->entries[i].scopes);
+    }
+    for (size_t i = 0; i < t->nkeys; i++) {
+        hex_encode(hex, t->keys[i].key_sha256, 32);
+        buf_printf(b, "k %s %" PRId64 " %" PRId64 "\n", hex, t->keys[i].project_id,
+                   t->keys[i].expires_unix);
+    }
+}
+
+/* Write the table (held by the caller's read lock or the only thread) if it changed. */
+static void cache_write(auth_tokens *t)
+{
+    buf text;
+    buf_init(&text);
+    cache_render(&text, t);
+    uint8_t digest[32];
+    sha256(digest, text.data, text.len);
+    if (memcmp(digest, t->cache_digest, 32) == 0) {
+        buf_reset(&text);
+        return;
+    }
+    size_t pl = strlen(t->cache_path) + 8;
+    char *tmp = xmalloc(pl);
+    snprintf(tmp, pl, "%s.tmp", t->cache_path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    bool ok = fd >= 0 && write(fd, text.data, text.len) == (ssize_t)text.len && fsync(fd) == 0;
+    if (fd >= 0 && close(fd) != 0)
+        ok = false;
+    ok = ok && rename(tmp, t->cache_path) == 0;
+    if (ok)
+        memcpy(t->cache_digest, digest, 32);
+    else
+        log_event(LOG_WARN, "tokens_cache_write_failed", "path=%s message=%s", t->cache_path,
+                  strerror(errno));
+    if (!ok)
+        unlink(tmp);
+    free(tmp);
+    buf_reset(&text);
+}
+
+static bool hex32_decode(uint8_t out[32], const char *hex)
+{
+    if (strlen(hex) != 64)
+        return false;
+    for (int i = 0; i < 32; i++) {
+        unsigned v;
+        if (!isxdigit((unsigned char)hex[2 * i]) || !isxdigit((unsigned char)hex[2 * i + 1]) ||
+            sscanf(hex + 2 * i, "%2x", &v) != 1)
+            return false;
+        out[i] = (uint8_t)v;
+    }
+    return true;
+}
+
+/* Load the table from the cache file. Errors ERR_NOT_FOUND (no file), ERR_INVALID. */
+static err_code cache_read(auth_tokens *t, err_info *err)
+{
+    FILE *f = fopen(t->cache_path, "re");
+    if (f == NULL)
+        return err_set(err, errno == ENOENT ? ERR_NOT_FOUND : ERR_IO, "%s: %s", t->cache_path,
+                       strerror(errno));
+    char line[256];
+    size_t n = 0, nkeys = 0, cap = 16, kcap = 16;
+    tok_entry *e = xcalloc(cap, sizeof *e);
+    store_dsn_key *keys = xcalloc(kcap, sizeof *keys);
+    bool ok = fgets(line, sizeof line, f) != NULL && strcmp(line, AUTH_CACHE_MAGIC) == 0;
+    while (ok && fgets(line, sizeof line, f) != NULL) {
+        char id[PUBLIC_ID_HEX + 2], hex[66];
+        unsigned scopes;
+        int64_t project, expires;
+        if (line[0] == 't' && sscanf(line, "t %13s %65s %u", id, hex, &scopes) == 3 &&
+            strlen(id) == PUBLIC_ID_HEX) {
+            if (n == cap)
+                e = xrealloc(e, (cap *= 2) * sizeof *e);
+            memcpy(e[n].id, id, PUBLIC_ID_HEX + 1);
+            e[n].scopes = scopes;
+            ok = hex32_decode(e[n++].hash, hex);
+        } else if (line[0] == 'k' && sscanf(line, "k %65s %" SCNd64 " %" SCNd64, hex, &project,
+                                            &expires) == 3) {
+            if (nkeys == kcap)
+                keys = xrealloc(keys, (kcap *= 2) * sizeof *keys);
+            keys[nkeys].project_id = project;
+            keys[nkeys].expires_unix = expires;
+            ok = hex32_decode(keys[nkeys++].key_sha256, hex);
+        } else {
+            ok = false;
+        }
+    }
+    fclose(f);
+    if (!ok) {
+        free(e);
+        free(keys);
+        return err_set(err, ERR_INVALID, "%s: not a token table this build wrote",
+                       t->cache_path);
+    }
+    qsort(e, n, sizeof *e, entry_cmp);
+    qsort(keys, nkeys, sizeof *keys, key_cmp);
+    pthread_rwlock_wrlock(&t->lock);
+    free(t->entries);
+    free(t->keys);
+    t->entries = e;
+    t->n = n;
+    t->keys = keys;
+    t->nkeys = nkeys;
+    pthread_rwlock_unlock(&t->lock);
+    buf text;
+    buf_init(&text);
+    cache_render(&text, t);
+    sha256(t->cache_digest, text.data, text.len);
+    buf_reset(&text);
+    return ERR_OK;
+}
+
 static void *tokens_main(void *arg)
 {
     auth_tokens *t = arg;
@@ -245,6 +386,8 @@ static void *tokens_main(void *arg)
         pthread_mutex_unlock(&t->mu);
         err_info err = {0};
         err_code rc = tokens_reload(t, &err);
+        if (rc == ERR_OK && t->cache_path != NULL)
+            cache_write(t);   /* only this thread swaps the table: no lock needed to read it */
         pthread_mutex_lock(&t->mu);
         /* While the database is away the last table stays in force: tokens cannot be created
          * or revoked meanwhile anyway. One line when that starts and one when it ends. */
@@ -260,21 +403,43 @@ static void *tokens_main(void *arg)
 
 err_code auth_tokens_open(auth_tokens **out, store *s, err_info *err)
 {
+    return auth_tokens_open_cached(out, s, NULL, err);
+}
+
+err_code auth_tokens_open_cached(auth_tokens **out, store *s, const char *cache_path,
+                                 err_info *err)
+{
     *out = NULL;
     auth_tokens *t = xcalloc(1, sizeof *t);
     t->s = s;
+    t->cache_path = cache_path ? xstrdup(cache_path) : NULL;
     pthread_rwlock_init(&t->lock, NULL);
     pthread_mutex_init(&t->mu, NULL);
     pthread_cond_init(&t->cv, NULL);
     if (RAND_bytes(t->dummy, sizeof t->dummy) != 1)
         memset(t->dummy, 0xa5, sizeof t->dummy);   /* no token hashes to this either */
     err_code rc = tokens_reload(t, err);
+    if (rc == ERR_OK && t->cache_path != NULL) {
+        cache_write(t);
+    } else if (rc == ERR_STORE && t->cache_path != NULL) {
+        /* the database is away: the table this node last saw, until it answers */
+        err_info cerr = {0};
+        if (cache_read(t, &cerr) == ERR_OK) {
+            log_event(LOG_WARN, "tokens_from_cache", "tokens=%zu dsn_keys=%zu message=%s", t->n,
+                      t->nkeys, err->msg);
+            t->failing = true;
+            rc = ERR_OK;
+        } else {
+            log_event(LOG_WARN, "tokens_cache_unusable", "message=%s", cerr.msg);
+        }
+    }
     if (rc == ERR_OK && pthread_create(&t->thread, NULL, tokens_main, t) != 0)
         rc = err_set(err, ERR_INTERNAL, "cannot start the token table's thread");
     if (rc != ERR_OK) {
         t->stop = true;   /* no thread to join */
         free(t->entries);
         free(t->keys);
+        free(t->cache_path);
         pthread_cond_destroy(&t->cv);
         pthread_mutex_destroy(&t->mu);
         pthread_rwlock_destroy(&t->lock);
@@ -296,6 +461,7 @@ void auth_tokens_close(auth_tokens *t)
     pthread_join(t->thread, NULL);
     free(t->entries);
     free(t->keys);
+    free(t->cache_path);
     pthread_cond_destroy(&t->cv);
     pthread_mutex_destroy(&t->mu);
     pthread_rwlock_destroy(&t->lock);

@@ -49,6 +49,15 @@ typedef struct auth_tokens auth_tokens;
 /* auth_tokens_open - load the table now (ERR_STORE if the database does not answer) and start
  * reloading it. Owned by the caller: auth_tokens_close() (NULL is a no-op). */
 err_code auth_tokens_open(auth_tokens **out, store *s, err_info *err);
+
+/* auth_tokens_open_cached - the same, keeping the table in the file `cache_path` (hashes
+ * only, as the database holds them; mode 0600) after every reload that changed it. When the
+ * database does not answer now, the table is read from that file instead (log line
+ * tokens_from_cache) and reloaded from the database once it answers: a node can start, check
+ * tokens and DSN keys, and spool Sentry envelopes while Postgres is away. Errors ERR_STORE
+ * (no database and no usable file). */
+err_code auth_tokens_open_cached(auth_tokens **out, store *s, const char *cache_path,
+                                 err_info *err);
 void auth_tokens_close(auth_tokens *t);
 
 /*

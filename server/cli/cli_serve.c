@@ -82,6 +82,78 @@ static void serve_usage(FILE *f)
 }
 
 
+/* ---- a start while the database is away ------------------------------------------------ */
+
+/* The schema check a node started without Postgres makes once it answers (schema_watch_main):
+ * the same rule as at start, but a mismatch found then stops the node (SIGTERM to itself,
+ * exit status 1) since it has been taking requests meanwhile. The legacy backfill runs then
+ * too. */
+typedef struct {
+    store *s;
+    symfiles *files;
+    const char *symcache_dir;
+    int need;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool stop, started;
+    bool mismatch;      /* read after the thread was joined */
+} schema_watch;
+
+static bool schema_ok(int version, int need)
+{
+    if (version < need)
+        log_event(LOG_ERROR, "schema_outdated", "schema=%d needed=%d message=%s", version, need,
+                  "the database schema is older than this server: run `stacksift migrate` "
+                  "with the same STACKSIFT_DATABASE_URL, then start again");
+    else if (version > need)
+        log_event(LOG_ERROR, "schema_too_new", "schema=%d needed=%d message=%s", version, need,
+                  "the database schema is newer than this server: run a newer stacksift");
+    return version == need;
+}
+
+static void *schema_watch_main(void *arg)
+{
+    schema_watch *w = arg;
+    pthread_mutex_lock(&w->mu);
+    while (!w->stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 1;   /* once a second: the breaker's own probes say when it is back */
+        pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+        if (w->stop)
+            break;
+        pthread_mutex_unlock(&w->mu);
+        int version = 0;
+        err_info err = {0};
+        store_deadline_begin(store_timeout_ms(w->s));
+        err_code rc = store_schema_version(&version, w->s, &err);
+        store_deadline_end();
+        pthread_mutex_lock(&w->mu);
+        if (rc != ERR_OK)
+            continue;
+        log_event(LOG_INFO, "database_reachable", "schema=%d", version);
+        if (!schema_ok(version, w->need)) {
+            w->mismatch = true;
+            kill(getpid(), SIGTERM);
+        } else {
+            pthread_mutex_unlock(&w->mu);
+            backfill_legacy(w->s, w->files, w->symcache_dir);
+            pthread_mutex_lock(&w->mu);
+        }
+        break;
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+/* Open a pool; with `lazy` (the database was unreachable at start) without connecting now. */
+static err_code pool_open(store **out, const config *cfg, unsigned size, bool lazy, err_info *err)
+{
+    return lazy ? store_open_lazy(out, cfg->database_url, size, cfg->db_timeout_ms, err)
+                : store_open(out, cfg->database_url, size, cfg->db_timeout_ms, err);
+}
+
 /* The log lines of a pool's circuit breaker (store_on_breaker); `ctx` names the pool. */
 static void log_breaker(void *ctx, bool opened, unsigned failures, double open_ms,
                         const char *why)
@@ -115,6 +187,7 @@ int cli_serve(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     int status = 1;
+    schema_watch watch = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
     store *s = NULL, *work_store = NULL, *count_store = NULL, *alert_store = NULL;
     alerts *deliverer = NULL;
     pipeline *pipe = NULL;
@@ -138,36 +211,42 @@ int cli_serve(int argc, char **argv)
     char *url = url_for_node(cfg.database_url, cfg.node_name);
     free(cfg.database_url);
     cfg.database_url = url;
+    /* Postgres unreachable now (not a bad URL): the node starts all the same, its pools
+     * connecting on demand. Until the database answers, requests that need it get 503 from
+     * the breaker, Sentry envelopes go to the disk spool (tokens and DSN keys checked against
+     * the table this node kept on disk), and the schema is checked when it first answers. */
+    bool offline = false;
     if (store_open(&s, cfg.database_url, cfg.db_pool_size, cfg.db_timeout_ms, &err) != ERR_OK) {
-        log_event(LOG_ERROR, "database_unreachable", "message=%s", err.msg);
-        goto done;
+        if (err.code != ERR_STORE || !cfg.offline_start) {
+            log_event(LOG_ERROR, "database_unreachable", "message=%s", err.msg);
+            goto done;
+        }
+        log_event(LOG_WARN, "database_unreachable_at_start", "message=%s; starting without it: "
+                  "requests that need it answer 503, Sentry envelopes are spooled", err.msg);
+        err = (err_info){0};
+        offline = true;
+        if (pool_open(&s, &cfg, cfg.db_pool_size, true, &err) != ERR_OK) {
+            log_event(LOG_ERROR, "database_unreachable", "message=%s", err.msg);
+            goto done;
+        }
     }
     store_sessions_configure(cfg.release_users_exact);
     store_on_breaker(s, log_breaker, "requests");
-    if (store_schema_version(&version, s, &err) != ERR_OK) {
-        log_event(LOG_ERROR, "schema_check_failed", "message=%s", err.msg);
-        goto done;
-    }
-    if (version < need) {
-        log_event(LOG_ERROR, "schema_outdated", "schema=%d needed=%d message=%s", version, need,
-                  "the database schema is older than this server: run `stacksift migrate` "
-                  "with the same STACKSIFT_DATABASE_URL, then start again");
-        goto done;
-    }
-    if (version > need) {
-        log_event(LOG_ERROR, "schema_too_new", "schema=%d needed=%d message=%s", version, need,
-                  "the database schema is newer than this server: run a newer stacksift");
-        goto done;
+    if (!offline) {
+        if (store_schema_version(&version, s, &err) != ERR_OK) {
+            log_event(LOG_ERROR, "schema_check_failed", "message=%s", err.msg);
+            goto done;
+        }
+        if (!schema_ok(version, need))
+            goto done;
     }
     /* Workers hold a connection for a whole batch: they get their own pool. */
-    if (cfg.workers > 0 && store_open(&work_store, cfg.database_url, cfg.workers,
-                                      cfg.db_timeout_ms, &err) != ERR_OK) {
+    if (cfg.workers > 0 && pool_open(&work_store, &cfg, cfg.workers, offline, &err) != ERR_OK) {
         log_event(LOG_ERROR, "database_unreachable", "message=%s", err.msg);
         goto done;
     }
     /* The call site workers likewise, as many as the report workers. */
-    if (cfg.workers > 0 && store_open(&count_store, cfg.database_url, cfg.workers,
-                                      cfg.db_timeout_ms, &err) != ERR_OK) {
+    if (cfg.workers > 0 && pool_open(&count_store, &cfg, cfg.workers, offline, &err) != ERR_OK) {
         log_event(LOG_ERROR, "database_unreachable", "message=%s", err.msg);
         goto done;
     }
@@ -192,7 +271,8 @@ int cli_serve(int argc, char **argv)
         log_event(LOG_ERROR, "data_dir_unusable", "message=%s", err.msg);
         goto done;
     }
-    backfill_legacy(s, files, symcache_dir);
+    if (!offline)
+        backfill_legacy(s, files, symcache_dir);
     pipeline_options po = {
         .files = files,
         .symcache_dir = symcache_dir,
@@ -265,7 +345,7 @@ int cli_serve(int argc, char **argv)
             .batch = 16,
             .public_url = public_url,
         };
-        if (store_open(&alert_store, cfg.database_url, 1, cfg.db_timeout_ms, &err) == ERR_OK)
+        if (pool_open(&alert_store, &cfg, 1, offline, &err) == ERR_OK)
             store_on_breaker(alert_store, log_breaker, "alerts");
         if (alert_store == NULL || alerts_new(&deliverer, alert_store, &ao, &err) != ERR_OK ||
             alerts_start(deliverer, &err) != ERR_OK) {
@@ -277,6 +357,17 @@ int cli_serve(int argc, char **argv)
               "db_pool=%u workers=%u data_dir=%s schema=%d", cfg.node_name, cfg.listen_host,
               (unsigned)cfg.listen_port, cfg.http_threads, cfg.db_pool_size, cfg.workers,
               cfg.data_dir, version);
+    if (offline) {
+        watch.s = s;
+        watch.files = files;
+        watch.symcache_dir = symcache_dir;
+        watch.need = need;
+        watch.started = pthread_create(&watch.thread, NULL, schema_watch_main, &watch) == 0;
+        if (!watch.started) {
+            log_event(LOG_ERROR, "server_failed", "message=%s", "cannot start the schema check");
+            goto done;
+        }
+    }
 
     int sig = 0;
     sigwait(&stop, &sig);
@@ -291,6 +382,17 @@ int cli_serve(int argc, char **argv)
     log_event(left ? LOG_WARN : LOG_INFO, "server_stopped", "unfinished_requests=%u", left);
     status = left ? 1 : 0;
 done:
+    if (watch.started) {
+        pthread_mutex_lock(&watch.mu);
+        watch.stop = true;
+        pthread_cond_signal(&watch.cv);
+        pthread_mutex_unlock(&watch.mu);
+        pthread_join(watch.thread, NULL);
+        if (watch.mismatch)
+            status = 1;
+    }
+    pthread_mutex_destroy(&watch.mu);
+    pthread_cond_destroy(&watch.cv);
     http_server_stop(srv);
     maintain_stop(node);
     alerts_free(deliverer);

@@ -372,6 +372,11 @@ static const config_var VARS[] = {
      "1: a POSTed report whose symcaches this node has open is processed before its commit "
      "and stored processed with its issue (one write, no queue); 0: every report is queued "
      "for the workers (needs STACKSIFT_WORKERS > 0 either way)"},
+    {"STACKSIFT_OFFLINE_START", "1", parse_bool, offsetof(config, offline_start),
+     "1: a node whose database is unreachable at start starts all the same (requests that "
+     "need it answer 503, Sentry envelopes are spooled to disk, tokens and DSN keys are "
+     "checked against the table the node last saw, kept in STACKSIFT_DATA_DIR/auth-table); "
+     "0: it exits with status 1, as for a bad URL"},
     {"STACKSIFT_SYMCACHE_OPEN_MAX", "64", parse_count, offsetof(config, symcache_open_max),
      "symcaches kept memory-mapped (least recently used closed first)"},
     {"STACKSIFT_STACK_CACHE_BYTES", "64M", parse_size, offsetof(config, stack_cache_bytes),

@@ -43,6 +43,7 @@ typedef struct {
     uint32_t worker_batch;         /* STACKSIFT_WORKER_BATCH: reports per worker transaction */
     uint32_t worker_nice;          /* STACKSIFT_WORKER_NICE: added to the workers' nice value */
     int intake_processing;         /* STACKSIFT_INTAKE_PROCESSING: process at intake when warm */
+    int offline_start;             /* STACKSIFT_OFFLINE_START: start while Postgres is away */
     uint32_t symcache_open_max;    /* STACKSIFT_SYMCACHE_OPEN_MAX: symcaches kept mapped */
     uint64_t stack_cache_bytes;    /* STACKSIFT_STACK_CACHE_BYTES: symbolicated-stack cache */
     uint32_t signature_frames;     /* STACKSIFT_SIGNATURE_FRAMES: frames in a fingerprint */

@@ -1077,8 +1077,14 @@ err_code http_server_start(http_server **out, const config *cfg, store *s, pipel
         remove_tree(srv->tmp_dir);   /* scratch left by a process that was killed */
         rc = ensure_dir(srv->tmp_dir, err);
     }
-    if (rc == ERR_OK)
-        rc = auth_tokens_open(&srv->tokens, s, err);
+    if (rc == ERR_OK) {
+        /* the table on disk lets a node start (and spool envelopes) while Postgres is away */
+        size_t cl = strlen(cfg->data_dir) + 16;
+        char *cache = xmalloc(cl);
+        snprintf(cache, cl, "%s/auth-table", cfg->data_dir);
+        rc = auth_tokens_open_cached(&srv->tokens, s, cache, err);
+        free(cache);
+    }
     if (rc != ERR_OK)
         goto fail;
     jobs_start(srv, cfg->request_threads);

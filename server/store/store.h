@@ -51,6 +51,13 @@ typedef struct {
 err_code store_open(store **out, const char *url, unsigned pool_size, unsigned timeout_ms,
                     err_info *err);
 
+/* store_open_lazy - the same pool without the first connection: every connection is made on
+ * demand, so a database that is down now is not an error (the calls made meanwhile fail with
+ * ERR_STORE and open the breaker). For a node that starts while Postgres is away. The URL's
+ * syntax is still checked (PQconninfoParse). Errors ERR_INVALID. */
+err_code store_open_lazy(store **out, const char *url, unsigned pool_size, unsigned timeout_ms,
+                         err_info *err);
+
 /* store_timeout_ms - the store's timeout (store_open), ms. */
 unsigned store_timeout_ms(const store *s);
 

@@ -540,13 +540,21 @@ bool store_breaker_open(store *s, double *open_ms)
     return open;
 }
 
-err_code store_open(store **out, const char *url, unsigned pool_size, unsigned timeout_ms,
-                    err_info *err)
+err_code store_open_lazy(store **out, const char *url, unsigned pool_size, unsigned timeout_ms,
+                         err_info *err)
 {
     *out = NULL;
     if (pool_size == 0 || pool_size > 1024)
         return err_set(err, ERR_INVALID, "database pool size %u is out of range 1..1024",
                        pool_size);
+    char *why = NULL;
+    PQconninfoOption *opts = PQconninfoParse(url ? url : "", &why);
+    if (opts == NULL) {
+        err_set(err, ERR_INVALID, "database URL: %s", why ? why : "cannot be parsed");
+        PQfreemem(why);
+        return ERR_INVALID;
+    }
+    PQconninfoFree(opts);
     store *s = xcalloc(1, sizeof *s);
     s->url = xstrdup(url ? url : "");
     s->size = pool_size;
@@ -556,8 +564,19 @@ err_code store_open(store **out, const char *url, unsigned pool_size, unsigned t
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     pthread_cond_init(&s->probe_cv, NULL);
+    *out = s;
+    return ERR_OK;
+}
+
+err_code store_open(store **out, const char *url, unsigned pool_size, unsigned timeout_ms,
+                    err_info *err)
+{
+    store *s;
+    err_code rc = store_open_lazy(&s, url, pool_size, timeout_ms, err);
+    if (rc != ERR_OK)
+        return rc;
     pconn *c;
-    err_code rc = store_acquire(&c, s, err);
+    rc = store_acquire(&c, s, err);
     if (rc != ERR_OK) {
         store_close(s);
         return rc;

@@ -11,7 +11,9 @@ and a `stacksift serve` with STACKSIFT_SPOOL_MB=1 on it. Then:
     error, and a refused event is not stored later;
   - the node is killed with SIGKILL while Postgres is still down: every accepted envelope is
     in the spool directory;
-  - Postgres starts again, then the node: every accepted event is stored, in the order it was
+  - the node starts again while Postgres is still down: tokens and DSN keys are checked
+    against the table it kept on disk (a wrong key 401, the right one spooled), requests that need the database 503, /readyz 503;
+  - Postgres starts again: the same node stores every accepted event, in the order it was
     posted (received_at), none twice, the spool empties, and a spooled event is processed like
     any.
 """
@@ -123,12 +125,41 @@ def main():
             inst.proc.wait()
             check(len(spool_files(inst)) == len(accepted),
                   f"spool after SIGKILL: {len(spool_files(inst))} entries, want {len(accepted)}")
+            # the node starts again while Postgres is still down (STACKSIFT_OFFLINE_START):
+            # tokens and DSN keys come from the table it kept on disk, requests that need the
+            # database answer 503, the spool is kept, and it replays once Postgres is back
+            t0 = time.monotonic()
+            check(restart(inst), "node restarted after SIGKILL while Postgres is down")
+            figure("offline_start_s", f"{time.monotonic() - t0:.3f}")
+            with open(inst.log_path, "rb") as f:
+                log = f.read()
+            check(b"database_unreachable_at_start" in log and b"tokens_from_cache" in log,
+                  "the log says it started without the database, with the cached token table")
+            r = inst.request("GET", "/readyz")
+            check(r.status == 503, f"/readyz while Postgres is down: 503 (got {r.status})")
+            r = inst.request("GET", "/api/v1/issues", token=inst.tokens["read"])
+            check(r.status == 503 and r.headers.get("retry-after", "").isdigit(),
+                  f"a read token (from the cache) meets the missing database: 503 + Retry-After "
+                  f"(got {r.status} {r.body[:200]!r})")
+            r, _ = send(inst, pid, "0" * len(key), event_id(200))
+            check(r.status == 401, f"an unknown DSN key: 401 (got {r.status})")
+            r, _ = send(inst, pid, key, event_id(201))   # small: fits beside the big ones
+            if check(r.status == 200 and r.json() == {"id": event_id(201)},
+                     f"the project's key is known from the cache: its event is spooled, 200 "
+                     f"(got {r.status} {r.body[:200]!r})"):
+                accepted.append(event_id(201))
+            check(len(spool_files(inst)) == len(accepted),
+                  f"spool while offline: {len(spool_files(inst))} entries, want {len(accepted)}")
             subprocess.run([pg, "start", pgdir], check=True, capture_output=True, timeout=120)
-            check(restart(inst), "node restarted after SIGKILL")
             deadline = time.time() + 60
             while time.time() < deadline and spool_files(inst):
                 time.sleep(0.2)
             check(spool_files(inst) == [], f"spool drained: {len(spool_files(inst))} left")
+            deadline = time.time() + 10
+            while time.time() < deadline and b"database_reachable" not in open(inst.log_path, "rb").read():
+                time.sleep(0.1)
+            check(b"database_reachable" in open(inst.log_path, "rb").read(),
+                  "the node checked the schema once Postgres answered (log database_reachable)")
             rows = inst.psql(inst.db_url, "SELECT replace(id::text, '-', '') FROM reports "
                              "ORDER BY received_at, id").split()
             want = [event_id(1)] + accepted
