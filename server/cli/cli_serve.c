@@ -217,7 +217,11 @@ int cli_serve(int argc, char **argv)
      * the table this node kept on disk), and the schema is checked when it first answers. */
     bool offline = false;
     if (store_open(&s, cfg.database_url, cfg.db_pool_size, cfg.db_timeout_ms, &err) != ERR_OK) {
-        if (err.code != ERR_STORE || !cfg.offline_start) {
+        /* without the token table a node kept on disk (it never saw the database) it could
+         * check no token: nothing to serve */
+        char table[4200];
+        snprintf(table, sizeof table, "%s/auth-table", cfg.data_dir);
+        if (err.code != ERR_STORE || !cfg.offline_start || access(table, R_OK) != 0) {
             log_event(LOG_ERROR, "database_unreachable", "message=%s", err.msg);
             goto done;
         }

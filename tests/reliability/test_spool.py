@@ -83,7 +83,7 @@ def main():
         url = subprocess.run([pg, "start", pgdir], check=True, capture_output=True, text=True,
                              timeout=120).stdout.strip()
         os.environ["STACKSIFT_TEST_DATABASE_URL"] = url
-        with Instance("spool", extra_env={"STACKSIFT_SPOOL_MB": "1",
+        with Instance("spool", extra_env={"STACKSIFT_SPOOL_MB": "1", "STACKSIFT_LOG_LEVEL": "info",
                                           "STACKSIFT_DB_TIMEOUT_MS": "1000"}) as inst:
             key, pid = project_create(inst, "offline")
             r, _ = send(inst, pid, key, event_id(1))
