@@ -7,3 +7,8 @@ foreach(t sessions alerts)
   set_tests_properties(releases_${t} PROPERTIES LABELS "releases;db" TIMEOUT 300
     ENVIRONMENT "${_releases_env}")
 endforeach()
+
+# The node-local cache of devices known stored (server/store/store_devcache.c), on its own.
+stacksift_unit_test(test_store_devcache SOURCES test_store_devcache.c
+  ${PROJECT_SOURCE_DIR}/server/store/store_devcache.c LIBS base Threads::Threads)
+target_include_directories(test_store_devcache PRIVATE ${PROJECT_SOURCE_DIR}/server)

@@ -234,7 +234,7 @@ int cli_serve(int argc, char **argv)
             goto done;
         }
     }
-    store_sessions_configure(cfg.release_users_exact);
+    store_sessions_configure(cfg.release_users_exact, cfg.sessions_device_cache);
     store_on_breaker(s, log_breaker, "requests");
     if (!offline) {
         if (store_schema_version(&version, s, &err) != ERR_OK) {

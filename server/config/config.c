@@ -88,6 +88,17 @@ static int parse_users_exact(void *field, const char *value, const char **why)
     return 1;
 }
 
+static int parse_device_cache(void *field, const char *value, const char **why)
+{
+    uint64_t v;
+    if (!parse_u64_range(&v, value, 0, 100000000)) {
+        *why = "must be a whole number from 0 to 100000000";
+        return 0;
+    }
+    *(uint32_t *)field = (uint32_t)v;
+    return 1;
+}
+
 static int parse_count0(void *field, const char *value, const char **why)
 {
     uint64_t v;
@@ -403,6 +414,10 @@ static const config_var VARS[] = {
      offsetof(config, release_users_exact),
      "devices per release and environment counted exactly; above, one in 2^k is kept and "
      "counts 2^k (README, Release health)"},
+    {"STACKSIFT_SESSIONS_DEVICE_CACHE", "1000000", parse_device_cache,
+     offsetof(config, sessions_device_cache),
+     "(release, device) pairs this node remembers as stored, so that a device's sessions "
+     "skip its upsert; at most ~50 bytes each, 0 = off (README, Release health)"},
     {"STACKSIFT_PUBLIC_URL", NULL, parse_str, offsetof(config, public_url),
      "this server's address as people and SDKs reach it (e.g. https://crash.example.com): "
      "links in alerts, and the host of the DSNs `stacksift project` prints (default: "

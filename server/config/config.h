@@ -54,6 +54,8 @@ typedef struct {
     uint32_t dsym_retention_days;  /* STACKSIFT_DSYM_RETENTION_DAYS: unused dSYMs; 0 = keep */
     uint32_t maintenance_interval_s; /* STACKSIFT_MAINTENANCE_INTERVAL_S: retention runs */
     uint32_t release_users_exact;  /* STACKSIFT_RELEASE_USERS_EXACT: exact devices per release */
+    uint32_t sessions_device_cache; /* STACKSIFT_SESSIONS_DEVICE_CACHE: devices remembered as
+                                      stored (0 = off) */
     char *public_url;              /* STACKSIFT_PUBLIC_URL: dashboard links and the DSNs' host;
                                       NULL = from listen */
     int alerts;                    /* STACKSIFT_ALERTS: this node delivers alert webhooks */

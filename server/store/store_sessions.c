@@ -3,8 +3,16 @@
  * statements in one transaction, whatever its size: the project's advisory lock, the stored
  * states of the batch's sessions, the release_envs rows it needs, then one statement with
  * data-modifying CTEs that writes states, hourly counters and users. The many rows (new
- * states, devices) travel as one array parameter per column (unnest: about twice as fast
- * to read as json_to_recordset), the few (hours, changed states) as JSON.
+ * states, devices) travel as one array parameter per column in Postgres's binary array
+ * format (unnest of text arrays spent ~10 us a session parsing them), the few (hours,
+ * changed states) as JSON.
+ *
+ * Devices already known to be stored are not sent again (store_devcache.h): a device's
+ * upsert can only insert its row or set crashed, and a release_users row is never deleted
+ * except by the downsampling, which also raises the release's level so that the device
+ * could not be inserted again anyway. So when this node has seen the row committed (and
+ * crashed, if this batch would mark it crashed), the upsert would change nothing on any
+ * node's behalf: skipping it keeps the counts exact.
  */
 #include "store/store_sessions.h"
 
@@ -17,6 +25,7 @@
 #include "base/buf.h"
 #include "base/jsonw.h"
 #include "base/xalloc.h"
+#include "store/store_devcache.h"
 #include "store/store_internal.h"
 
 /* Advisory lock class of session batches (the second key is the project id). */
@@ -25,10 +34,15 @@
 #define SESSIONS_UNBOUNDED_FROM 5000
 
 static _Atomic uint64_t users_exact = 1000000;
+/* devices known stored, or NULL (store_sessions_configure) */
+static store_devcache *_Atomic devcache;
 
-void store_sessions_configure(uint64_t n)
+void store_sessions_configure(uint64_t n, size_t cache_devices)
 {
     atomic_store(&users_exact, n > 0 ? n : 1);
+    store_devcache *old = atomic_exchange(&devcache, cache_devices
+                                          ? store_devcache_new(cache_devices) : NULL);
+    store_devcache_free(old);   /* called before serving: nobody holds it */
 }
 
 static void hex16(char out[33], const uint8_t b[16])
@@ -78,10 +92,15 @@ static err_code exec(PGresult **out, pconn *c, const store_stmt *st, int n,
     return rc;
 }
 
+/* The lock, and what names this database in this Postgres run for the device cache: its oid
+ * and the postmaster's start (a restore from a backup means a restart). */
 static const store_stmt SQL_LOCK = {"sessions_lock",
-    "SELECT pg_advisory_xact_lock(" "7215843" ", $1::int)"};
+    "SELECT pg_advisory_xact_lock(" "7215843" ", $1::int), "
+    "(SELECT oid FROM pg_database WHERE datname = current_database())::text || ' ' || "
+    "extract(epoch FROM pg_postmaster_start_time())::text"};
 
-static err_code begin_locked(pconn *c, int64_t project_id, err_info *err)
+/* BEGIN and the project's lock; *gen = the device cache's generation (0 without a cache). */
+static err_code begin_locked(uint64_t *gen, pconn *c, int64_t project_id, err_info *err)
 {
     _Static_assert(SESSIONS_LOCK_CLASS == 7215843, "SQL_LOCK names the same class");
     err_code rc = store_command(c, "BEGIN", "counting sessions", err);
@@ -91,7 +110,16 @@ static err_code begin_locked(pconn *c, int64_t project_id, err_info *err)
     /* The two-key advisory lock takes int4 keys: projects beyond 2^31 share a lock. */
     snprintf(pid, sizeof pid, "%d", (int)(project_id & 0x7fffffff));
     const char *v[1] = {pid};
-    return exec(NULL, c, &SQL_LOCK, 1, v, err);
+    PGresult *res;
+    *gen = 0;
+    rc = exec(&res, c, &SQL_LOCK, 1, v, err);
+    if (rc != ERR_OK)
+        return rc;
+    store_devcache *dc = atomic_load(&devcache);
+    if (dc && PQntuples(res) == 1 && !PQgetisnull(res, 0, 1))
+        *gen = store_devcache_check_db(dc, PQgetvalue(res, 0, 1));
+    PQclear(res);
+    return ERR_OK;
 }
 
 /* ---- release_envs ---------------------------------------------------------------------- */
@@ -101,6 +129,7 @@ typedef struct {
     const char *release, *environment;
     int64_t first_ms, last_ms;
     int64_t id;               /* release_envs.id once upserted */
+    int level;                /* its user_level then (fixed while the project is locked) */
 } renv_key;
 
 typedef struct {
@@ -129,12 +158,12 @@ static void renv_add(renv_set *s, const char *release, const char *env, int64_t 
         s->cap = s->cap ? s->cap * 2 : 8;
         s->v = xrealloc(s->v, s->cap * sizeof *s->v);
     }
-    s->v[s->n++] = (renv_key){release, env, started_ms, started_ms, 0};
+    s->v[s->n++] = (renv_key){release, env, started_ms, started_ms, 0, 0};
 }
 
 static int64_t renv_id(const renv_set *s, const char *release, const char *env)
 {
-    renv_key k = {release, env, 0, 0, 0};
+    renv_key k = {release, env, 0, 0, 0, 0};
     const renv_key *f = bsearch(&k, s->v, s->n, sizeof *s->v, renv_cmp);
     return f ? f->id : 0;
 }
@@ -146,7 +175,7 @@ static const store_stmt SQL_RENV_UPSERT = {"sessions_renv_upsert",
     "ON CONFLICT (project_id, release, environment) DO UPDATE SET "
     "first_seen = least(e.first_seen, EXCLUDED.first_seen), "
     "last_seen = greatest(e.last_seen, EXCLUDED.last_seen) "
-    "RETURNING id, release, environment"};
+    "RETURNING id, release, environment, user_level"};
 
 /* Upsert every key of `s` (sorted first) and fill in their ids. */
 static err_code renv_upsert(renv_set *s, pconn *c, int64_t project_id, err_info *err)
@@ -178,10 +207,12 @@ static err_code renv_upsert(renv_set *s, pconn *c, int64_t project_id, err_info 
     if (rc != ERR_OK)
         return rc;
     for (int i = 0; i < PQntuples(res); i++) {
-        renv_key k = {PQgetvalue(res, i, 1), PQgetvalue(res, i, 2), 0, 0, 0};
+        renv_key k = {PQgetvalue(res, i, 1), PQgetvalue(res, i, 2), 0, 0, 0, 0};
         renv_key *f = bsearch(&k, s->v, s->n, sizeof *s->v, renv_cmp);
-        if (f)
+        if (f) {
             f->id = strtoll(PQgetvalue(res, i, 0), NULL, 10);
+            f->level = atoi(PQgetvalue(res, i, 3));
+        }
     }
     PQclear(res);
     for (size_t i = 0; i < s->n; i++)
@@ -300,55 +331,104 @@ static void hours_json(jsonw *w, const hour_delta *h, size_t n)
     jsonw_array_end(w);
 }
 
-/* Postgres array literals, one buf per column: "{a,b,NULL}". Values are hex, numbers,
- * t/f or one letter: nothing needs quoting. */
+/* Postgres arrays in the binary send/recv format (array_recv): a 20-byte header (dimensions,
+ * has-nulls, element type; length and lower bound of the one dimension), then each element
+ * as a big-endian int32 length (-1 = NULL) and its bytes in the type's binary format. */
+#define OID_BOOL 16
+#define OID_CHAR 18
+#define OID_INT8 20
+#define OID_INT2 21
+#define OID_TIMESTAMPTZ 1184
+#define OID_UUID 2950
+#define ARRAY_HEADER 20
+
 typedef struct {
     buf b;
-    bool any;
+    uint32_t n;         /* elements */
+    bool nulls;
+    uint32_t oid;       /* element type */
 } pg_array;
 
-static void arr_init(pg_array *a)
+static void put_be32(buf *b, uint32_t v)
 {
+    uint8_t t[4] = {(uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v};
+    buf_append(b, t, 4);
+}
+
+static void arr_init(pg_array *a, uint32_t oid)
+{
+    static const uint8_t header[ARRAY_HEADER];   /* written by arr_finish */
     buf_init(&a->b);
-    buf_putc(&a->b, '{');
-    a->any = false;
+    buf_append(&a->b, header, sizeof header);
+    a->n = 0;
+    a->nulls = false;
+    a->oid = oid;
 }
 
-static void arr_add(pg_array *a, const char *v)
+static void arr_add(pg_array *a, const void *p, uint32_t len)
 {
-    if (a->any)
-        buf_putc(&a->b, ',');
-    buf_append_str(&a->b, v ? v : "NULL");
-    a->any = true;
+    put_be32(&a->b, len);
+    buf_append(&a->b, p, len);
+    a->n++;
 }
 
-static void arr_add_int(pg_array *a, int64_t v)
+static void arr_add_null(pg_array *a)
 {
-    char t[24];
-    snprintf(t, sizeof t, "%lld", (long long)v);
-    arr_add(a, t);
+    put_be32(&a->b, 0xffffffffu);
+    a->nulls = true;
+    a->n++;
 }
 
-static const char *arr_text(pg_array *a)
+static void arr_add_int8(pg_array *a, int64_t v)
 {
-    buf_append_str(&a->b, "}");
-    buf_putc(&a->b, '\0');
-    return (const char *)a->b.data;
+    uint64_t u = (uint64_t)v;
+    uint8_t t[8];
+    for (int i = 0; i < 8; i++)
+        t[i] = (uint8_t)(u >> (56 - 8 * i));
+    arr_add(a, t, 8);
 }
 
-/* The users' columns: renv, uid, lvl, crashed. */
-static void users_arrays(pg_array col[4], const user_add *u, size_t n)
+/* timestamptz's binary form: microseconds since 2000-01-01 00:00 UTC. */
+static void arr_add_timestamptz(pg_array *a, int64_t unix_ms)
 {
-    char hex[33];
-    for (int c = 0; c < 4; c++)
-        arr_init(&col[c]);
-    for (size_t i = 0; i < n; i++) {
-        hex16(hex, u[i].uid);
-        arr_add_int(&col[0], u[i].renv);
-        arr_add(&col[1], hex);
-        arr_add_int(&col[2], u[i].lvl);
-        arr_add(&col[3], u[i].crashed ? "t" : "f");
+    arr_add_int8(a, (unix_ms - 946684800000LL) * 1000);
+}
+
+static void arr_add_int2(pg_array *a, int v)
+{
+    uint8_t t[2] = {(uint8_t)((unsigned)v >> 8), (uint8_t)v};
+    arr_add(a, t, 2);
+}
+
+static void arr_add_bool(pg_array *a, bool v)
+{
+    uint8_t t = v ? 1 : 0;
+    arr_add(a, &t, 1);
+}
+
+/* The parameter: *data and *len for PQexecPrepared with format 1. */
+static void arr_finish(const char **data, int *len, pg_array *a)
+{
+    buf h;
+    buf_init(&h);
+    if (a->n == 0) {                    /* no dimensions: the 12 bytes before them */
+        put_be32(&h, 0);
+        put_be32(&h, 0);
+        put_be32(&h, a->oid);
+        memcpy(a->b.data + ARRAY_HEADER - 12, h.data, 12);
+        *data = (const char *)a->b.data + ARRAY_HEADER - 12;
+        *len = 12;
+    } else {
+        put_be32(&h, 1);
+        put_be32(&h, a->nulls ? 1 : 0);
+        put_be32(&h, a->oid);
+        put_be32(&h, a->n);
+        put_be32(&h, 1);
+        memcpy(a->b.data, h.data, ARRAY_HEADER);
+        *data = (const char *)a->b.data;
+        *len = (int)a->b.len;
     }
+    buf_reset(&h);
 }
 
 static void arrays_reset(pg_array *col, int n)
@@ -360,7 +440,13 @@ static void arrays_reset(pg_array *col, int n)
 /* Hours and users in one statement: the counters add up (a change may be negative: errored
  * becomes crashed), new devices are inserted when in the release's current sample, a device
  * that crashes is marked, and release_envs keeps the row counts. Returns the release_envs
- * rows now over the exact limit ($3). */
+ * rows now over the exact limit ($2). Devices travel in two sets: $3-$5 (renv, uid, lvl)
+ * not crashed, inserted unless stored (one index probe each, LATERAL as in SQL_STATES; a
+ * plain insert: every writer of a release's devices holds its project's lock, so nothing
+ * inserts the same row meanwhile, and ON CONFLICT's speculative insertion, a lock-manager
+ * lock and an extra WAL record per row, cost ~3x the insert), and $6-$8 crashed, inserted
+ * or marked. A device is in one set only (the caller merges them), so the two inserts never
+ * meet the same key. */
 #define SQL_COUNTERS_CTES                                                                    \
     "hours AS (INSERT INTO session_hours AS h (renv, hour, sessions, crashed, abnormal, "    \
     "errored) SELECT t.r, to_timestamp(t.h), t.s, t.c, t.a, t.e "                            \
@@ -369,35 +455,75 @@ static void arrays_reset(pg_array *col, int n)
     "ON CONFLICT (renv, hour) DO UPDATE SET sessions = h.sessions + EXCLUDED.sessions, "     \
     "crashed = h.crashed + EXCLUDED.crashed, abnormal = h.abnormal + EXCLUDED.abnormal, "    \
     "errored = h.errored + EXCLUDED.errored RETURNING 1), "                                  \
-    "ins AS (INSERT INTO release_users AS u (renv, uid, lvl, crashed) "                      \
-    "SELECT t.r, t.u, t.l, t.c FROM unnest($2::bigint[], $4::uuid[], $5::int2[], "           \
-    "$6::bool[]) AS t(r, u, l, c) JOIN release_envs re ON re.id = t.r "                      \
-    "WHERE t.l >= re.user_level ORDER BY t.r, t.u "                                          \
-    "ON CONFLICT (renv, uid) DO UPDATE SET crashed = true "                                  \
-    "WHERE EXCLUDED.crashed AND NOT u.crashed "                                              \
-    "RETURNING u.renv, (u.xmax = 0) AS inserted, u.crashed), "                               \
+    "ins AS (INSERT INTO release_users AS u (renv, uid, lvl) "                               \
+    "SELECT t.r, t.u, t.l FROM unnest($3::bigint[], $4::uuid[], $5::int2[]) AS t(r, u, l) "  \
+    "JOIN release_envs re ON re.id = t.r LEFT JOIN LATERAL (SELECT true AS found "          \
+    "FROM release_users k WHERE k.renv = t.r AND k.uid = t.u LIMIT 1) x ON true "            \
+    "WHERE t.l >= re.user_level AND x.found IS NULL ORDER BY t.r, t.u "                      \
+    "RETURNING u.renv, 1 AS nu, 0 AS nc), "                                                  \
+    "crash AS (INSERT INTO release_users AS u (renv, uid, lvl, crashed) "                    \
+    "SELECT t.r, t.u, t.l, true FROM unnest($6::bigint[], $7::uuid[], $8::int2[]) "          \
+    "AS t(r, u, l) JOIN release_envs re ON re.id = t.r WHERE t.l >= re.user_level "          \
+    "ORDER BY t.r, t.u ON CONFLICT (renv, uid) DO UPDATE SET crashed = true "                \
+    "WHERE NOT u.crashed RETURNING u.renv, (u.xmax = 0)::int AS nu, 1 AS nc), "              \
     "envs AS (UPDATE release_envs e SET user_rows = e.user_rows + d.nu, "                    \
-    "crashed_rows = e.crashed_rows + d.nc FROM (SELECT renv, "                               \
-    "count(*) FILTER (WHERE inserted) AS nu, count(*) FILTER (WHERE crashed) AS nc "         \
-    "FROM ins GROUP BY renv) d WHERE e.id = d.renv RETURNING e.id, e.user_rows) "
+    "crashed_rows = e.crashed_rows + d.nc FROM (SELECT renv, sum(nu) AS nu, "                \
+    "sum(nc) AS nc FROM (SELECT * FROM ins UNION ALL SELECT * FROM crash) x GROUP BY renv) d "\
+    "WHERE e.id = d.renv RETURNING e.id, e.user_rows) "
 
 static const store_stmt SQL_APPLY = {"sessions_apply",
     "WITH new_states AS (INSERT INTO session_states (project_id, sid, renv, uid, lvl, started, "
-    "counted, errored, final) SELECT $7::bigint, t.s, t.r, t.u, t.l, "
-    "to_timestamp(t.t / 1000.0), t.n, t.e, t.f::\"char\" "
-    "FROM unnest($8::uuid[], $9::bigint[], $10::uuid[], $11::int2[], $12::bigint[], "
-    "$13::bool[], $14::bool[], $15::text[]) AS t(s, r, u, l, t, n, e, f) RETURNING 1), "
+    "counted, errored, final) SELECT $9::bigint, t.s, t.r, t.u, t.l, t.t, t.n, t.e, t.f "
+    "FROM unnest($10::uuid[], $11::bigint[], $12::uuid[], $13::int2[], $14::timestamptz[], "
+    "$15::bool[], $16::bool[], $17::\"char\"[]) AS t(s, r, u, l, t, n, e, f) RETURNING 1), "
     "old_states AS (UPDATE session_states st SET counted = t.n, errored = t.e, "
-    "final = t.f::\"char\" FROM json_to_recordset($16::json) AS t(s text, n boolean, "
-    "e boolean, f text) WHERE st.project_id = $7::bigint AND st.sid = t.s::uuid RETURNING 1), "
+    "final = t.f::\"char\" FROM json_to_recordset($18::json) AS t(s text, n boolean, "
+    "e boolean, f text) WHERE st.project_id = $9::bigint AND st.sid = t.s::uuid RETURNING 1), "
     SQL_COUNTERS_CTES
-    "SELECT id FROM envs WHERE user_rows > $3::bigint "
+    "SELECT id FROM envs WHERE user_rows > $2::bigint "
     "UNION ALL SELECT -count(*) FROM new_states UNION ALL SELECT -count(*) FROM old_states "
     "UNION ALL SELECT -count(*) FROM hours"};
 
 static const store_stmt SQL_ADD = {"sessions_add",
     "WITH " SQL_COUNTERS_CTES
-    "SELECT id FROM envs WHERE user_rows > $3::bigint UNION ALL SELECT -count(*) FROM hours"};
+    "SELECT id FROM envs WHERE user_rows > $2::bigint UNION ALL SELECT -count(*) FROM hours"};
+
+/* The device arrays of SQL_COUNTERS_CTES ($3-$8) from merged users: devices the cache knows
+ * to be stored (as crashed, when this batch crashes them) are left out; *keep gets the ones
+ * that will be stored once the transaction commits (their release's level is known and
+ * they are in its sample), to be added to the cache then. */
+static size_t users_arrays(pg_array col[6], user_add *keep, size_t *nkeep, const user_add *u,
+                           size_t n, const renv_set *renvs, uint64_t gen)
+{
+    store_devcache *dc = gen ? atomic_load(&devcache) : NULL;
+    size_t skipped = 0;
+    static const uint32_t oids[6] = {OID_INT8, OID_UUID, OID_INT2, OID_INT8, OID_UUID, OID_INT2};
+    for (int c = 0; c < 6; c++)
+        arr_init(&col[c], oids[c]);
+    *nkeep = 0;
+    for (size_t i = 0; i < n; i++) {
+        int level = -1;   /* unknown: the statement checks it */
+        for (size_t k = 0; k < renvs->n; k++)
+            if (renvs->v[k].id == u[i].renv)
+                level = renvs->v[k].level;
+        if (level >= 0 && u[i].lvl < level)
+            continue;     /* outside the release's sample: never stored */
+        if (dc) {
+            store_devcache_state st = store_devcache_lookup(dc, gen, u[i].renv, u[i].uid);
+            if (st == STORE_DEVCACHE_CRASHED || (st == STORE_DEVCACHE_STORED && !u[i].crashed)) {
+                skipped++;
+                continue;
+            }
+        }
+        pg_array *set = u[i].crashed ? &col[3] : &col[0];
+        arr_add_int8(&set[0], u[i].renv);
+        arr_add(&set[1], u[i].uid, 16);
+        arr_add_int2(&set[2], u[i].lvl);
+        if (level >= 0)
+            keep[(*nkeep)++] = u[i];
+    }
+    return skipped;
+}
 
 /* Over the exact limit: keep one device in two more (the next leading hash bit must be
  * zero) until the rows fit again; row counts recomputed from what is left. */
@@ -471,6 +597,9 @@ typedef struct {
     int64_t project_id;
     const store_session_delta *d;
     size_t n;
+    user_add *keep;           /* devices stored once the transaction commits (per attempt) */
+    size_t nkeep;
+    uint64_t gen;             /* the device cache's generation seen by that transaction */
 } apply_ctx;
 
 typedef struct {
@@ -489,34 +618,32 @@ static int stored_cmp(const void *pa, const void *pb)
 }
 
 static const store_stmt SQL_STATES = {"sessions_states",
-    "SELECT sid, s.renv, s.uid, s.lvl, (extract(epoch FROM s.started) * 1000)::bigint, "
+    "SELECT s.sid, s.renv, s.uid, s.lvl, (extract(epoch FROM s.started) * 1000)::bigint, "
     "s.counted, s.errored, coalesce(s.final::text, '') FROM unnest($2::uuid[]) AS q(sid) "
-    "JOIN session_states s USING (sid) WHERE s.project_id = $1::bigint"};
+    "CROSS JOIN LATERAL (SELECT * FROM session_states s WHERE s.project_id = $1::bigint "
+    "AND s.sid = q.sid LIMIT 1) s"};
 
-/* The stored states of the batch's sessions, sorted by sid. */
+/* The stored states of the batch's sessions, sorted by sid. One index probe per session
+ * whatever the planner thinks of the table: a LATERAL subquery with LIMIT is not pulled up
+ * into a join (as a join it became a hash join reading every state of the project for each
+ * batch: linear in the sessions of the last 5 days). */
 static err_code load_states(stored_state **out, size_t *nout, pconn *c, const apply_ctx *x,
                             err_info *err)
 {
     *out = NULL;
     *nout = 0;
-    buf ids;
-    buf_init(&ids);
-    buf_putc(&ids, '{');
-    char hex[33];
-    for (size_t i = 0; i < x->n; i++) {
-        hex16(hex, x->d[i].sid);
-        if (i)
-            buf_putc(&ids, ',');
-        buf_append(&ids, hex, 32);
-    }
-    buf_append_str(&ids, "}");
-    buf_putc(&ids, '\0');
+    pg_array ids;
+    arr_init(&ids, OID_UUID);
+    for (size_t i = 0; i < x->n; i++)
+        arr_add(&ids, x->d[i].sid, 16);
     char pid[24];
     snprintf(pid, sizeof pid, "%lld", (long long)x->project_id);
-    const char *v[2] = {pid, (const char *)ids.data};
+    const char *v[2] = {pid, NULL};
+    int len[2] = {0, 0}, fmt[2] = {0, 1};
+    arr_finish(&v[1], &len[1], &ids);
     PGresult *res;
-    err_code rc = exec(&res, c, &SQL_STATES, 2, v, err);
-    buf_reset(&ids);
+    err_code rc = store_exec(&res, c, &SQL_STATES, 2, v, len, fmt, err);
+    arrays_reset(&ids, 1);
     if (rc != ERR_OK)
         return rc;
     size_t n = (size_t)PQntuples(res);
@@ -552,15 +679,17 @@ static sess_state merge(sess_state old, const store_session_delta *d)
     return s;
 }
 
-static void final_text(char out[2], char f)
+/* After the commit: the devices it stored (or found stored) are known to this node. */
+static void devices_remember(const user_add *keep, size_t n, uint64_t gen)
 {
-    out[0] = f;
-    out[1] = '\0';
+    store_devcache *dc = atomic_load(&devcache);
+    for (size_t i = 0; dc && gen && i < n; i++)
+        store_devcache_add(dc, gen, keep[i].renv, keep[i].uid, keep[i].crashed);
 }
 
 static err_code do_apply(pconn *c, void *vctx, err_info *err)
 {
-    const apply_ctx *x = vctx;
+    apply_ctx *x = vctx;
     stored_state *stored = NULL;
     size_t nstored = 0;
     renv_set renvs = {0};
@@ -568,21 +697,25 @@ static err_code do_apply(pconn *c, void *vctx, err_info *err)
     user_add *users = xcalloc(x->n + 1, sizeof *users);
     size_t nhours = 0, nusers = 0;
     buf jold, jhours;
-    pg_array ncol[8], ucol[4];   /* new states: sid, renv, uid, lvl, started, counted,
+    pg_array ncol[8], ucol[6];   /* new states: sid, renv, uid, lvl, started, counted,
                                     errored, final; users: as users_arrays */
+    static const uint32_t noids[8] = {OID_UUID, OID_INT8, OID_UUID, OID_INT2, OID_TIMESTAMPTZ,
+                                      OID_BOOL, OID_BOOL, OID_CHAR};
     buf_init(&jold);
     buf_init(&jhours);
     for (int k = 0; k < 8; k++)
-        arr_init(&ncol[k]);
-    for (int k = 0; k < 4; k++)
-        arr_init(&ucol[k]);
+        arr_init(&ncol[k], noids[k]);
+    for (int k = 0; k < 6; k++)
+        arr_init(&ucol[k], OID_INT8);
+    x->nkeep = 0;
+    x->gen = 0;
     PGresult *res = NULL;
 
     /* A large batch takes longer than one statement may (100,000 sessions: seconds); the
      * caller's deadline (store_deadline_begin) still bounds the whole call. */
     err_code rc = x->n > SESSIONS_UNBOUNDED_FROM ? store_unbounded(c, err) : ERR_OK;
     if (rc == ERR_OK)
-        rc = begin_locked(c, x->project_id, err);
+        rc = begin_locked(&x->gen, c, x->project_id, err);
     if (rc == ERR_OK)
         rc = load_states(&stored, &nstored, c, x, err);
     if (rc != ERR_OK)
@@ -601,7 +734,7 @@ static err_code do_apply(pconn *c, void *vctx, err_info *err)
     jsonw wo;
     jsonw_init(&wo, &jold);
     jsonw_array_begin(&wo);
-    char hex[33], fin[2];
+    char hex[33], fin[2] = {0, 0};
     for (size_t i = 0; i < x->n; i++) {
         const store_session_delta *d = &x->d[i];
         stored_state key, *old;
@@ -613,21 +746,24 @@ static err_code do_apply(pconn *c, void *vctx, err_info *err)
         int64_t started = old ? old->started_ms : d->started_ms;
         const uint8_t *uid = old ? (old->has_uid ? old->uid : NULL) : (d->has_uid ? d->uid : NULL);
         uint8_t lvl = old ? old->lvl : d->lvl;
-        hex16(hex, d->sid);
-        final_text(fin, after.final);
         if (old == NULL) {
-            char uhex[33];
+            arr_add(&ncol[0], d->sid, 16);
+            arr_add_int8(&ncol[1], renv);
             if (uid)
-                hex16(uhex, uid);
-            arr_add(&ncol[0], hex);
-            arr_add_int(&ncol[1], renv);
-            arr_add(&ncol[2], uid ? uhex : NULL);
-            arr_add_int(&ncol[3], lvl);
-            arr_add_int(&ncol[4], started);
-            arr_add(&ncol[5], after.counted ? "t" : "f");
-            arr_add(&ncol[6], after.errored ? "t" : "f");
-            arr_add(&ncol[7], after.final ? fin : NULL);
+                arr_add(&ncol[2], uid, 16);
+            else
+                arr_add_null(&ncol[2]);
+            arr_add_int2(&ncol[3], lvl);
+            arr_add_timestamptz(&ncol[4], started);
+            arr_add_bool(&ncol[5], after.counted);
+            arr_add_bool(&ncol[6], after.errored);
+            if (after.final)
+                arr_add(&ncol[7], &after.final, 1);
+            else
+                arr_add_null(&ncol[7]);
         } else if (memcmp(&before, &after, sizeof before) != 0) {
+            hex16(hex, d->sid);
+            fin[0] = after.final;
             jsonw_object_begin(&wo);
             jsonw_kstr(&wo, "s", hex);
             jsonw_kbool(&wo, "n", after.counted);
@@ -655,8 +791,9 @@ static err_code do_apply(pconn *c, void *vctx, err_info *err)
     jsonw_array_end(&wo);
     nhours = hours_merge(hours, nhours);
     nusers = users_merge(users, nusers);
-    arrays_reset(ucol, 4);
-    users_arrays(ucol, users, nusers);
+    arrays_reset(ucol, 6);
+    x->keep = xrealloc(x->keep, (nusers + 1) * sizeof *x->keep);
+    users_arrays(ucol, x->keep, &x->nkeep, users, nusers, &renvs, x->gen);
     jsonw wh;
     jsonw_init(&wh, &jhours);
     hours_json(&wh, hours, nhours);
@@ -665,12 +802,19 @@ static err_code do_apply(pconn *c, void *vctx, err_info *err)
     char pid[24], limit[24];
     snprintf(pid, sizeof pid, "%lld", (long long)x->project_id);
     snprintf(limit, sizeof limit, "%llu", (unsigned long long)atomic_load(&users_exact));
-    const char *v[16] = {(const char *)jhours.data, arr_text(&ucol[0]), limit,
-                         arr_text(&ucol[1]), arr_text(&ucol[2]), arr_text(&ucol[3]), pid,
-                         arr_text(&ncol[0]), arr_text(&ncol[1]), arr_text(&ncol[2]),
-                         arr_text(&ncol[3]), arr_text(&ncol[4]), arr_text(&ncol[5]),
-                         arr_text(&ncol[6]), arr_text(&ncol[7]), (const char *)jold.data};
-    rc = exec(&res, c, &SQL_APPLY, 16, v, err);
+    const char *v[18] = {(const char *)jhours.data, limit};
+    int len[18] = {0}, fmt[18] = {0};
+    for (int k = 0; k < 6; k++) {
+        arr_finish(&v[2 + k], &len[2 + k], &ucol[k]);
+        fmt[2 + k] = 1;
+    }
+    v[8] = pid;
+    for (int k = 0; k < 8; k++) {
+        arr_finish(&v[9 + k], &len[9 + k], &ncol[k]);
+        fmt[9 + k] = 1;
+    }
+    v[17] = (const char *)jold.data;
+    rc = store_exec(&res, c, &SQL_APPLY, 18, v, len, fmt, err);
     if (rc == ERR_OK)
         rc = downsample(c, res, err);
     if (rc == ERR_OK)
@@ -678,11 +822,13 @@ static err_code do_apply(pconn *c, void *vctx, err_info *err)
     if (rc == ERR_OK)
         rc = store_command(c, "COMMIT", "counting sessions", err);
 done:
+    if (rc != ERR_OK)
+        x->nkeep = 0;
     PQclear(res);
     buf_reset(&jold);
     buf_reset(&jhours);
     arrays_reset(ncol, 8);
-    arrays_reset(ucol, 4);
+    arrays_reset(ucol, 6);
     free(hours);
     free(users);
     free(renvs.v);
@@ -695,8 +841,12 @@ err_code store_sessions_apply(store *s, int64_t project_id, const store_session_
 {
     if (n == 0)
         return ERR_OK;
-    apply_ctx x = {project_id, d, n};
-    return store_run(s, do_apply, &x, err);
+    apply_ctx x = {project_id, d, n, NULL, 0, 0};
+    err_code rc = store_run(s, do_apply, &x, err);
+    if (rc == ERR_OK)
+        devices_remember(x.keep, x.nkeep, x.gen);
+    free(x.keep);
+    return rc;
 }
 
 /* ---- aggregated rows ------------------------------------------------------------------- */
@@ -705,24 +855,29 @@ typedef struct {
     int64_t project_id;
     const store_session_agg *a;
     size_t n;
+    user_add *keep;           /* as in apply_ctx */
+    size_t nkeep;
+    uint64_t gen;
 } add_ctx;
 
 static err_code do_add(pconn *c, void *vctx, err_info *err)
 {
-    const add_ctx *x = vctx;
+    add_ctx *x = vctx;
     renv_set renvs = {0};
     hour_delta *hours = xcalloc(x->n + 1, sizeof *hours);
     user_add *users = xcalloc(x->n + 1, sizeof *users);
     size_t nhours = 0, nusers = 0;
     buf jhours;
-    pg_array ucol[4];
+    pg_array ucol[6];
     buf_init(&jhours);
-    for (int k = 0; k < 4; k++)
-        arr_init(&ucol[k]);
+    for (int k = 0; k < 6; k++)
+        arr_init(&ucol[k], OID_INT8);
+    x->nkeep = 0;
+    x->gen = 0;
     PGresult *res = NULL;
     err_code rc = x->n > SESSIONS_UNBOUNDED_FROM ? store_unbounded(c, err) : ERR_OK;
     if (rc == ERR_OK)
-        rc = begin_locked(c, x->project_id, err);
+        rc = begin_locked(&x->gen, c, x->project_id, err);
     for (size_t i = 0; i < x->n && rc == ERR_OK; i++)
         renv_add(&renvs, x->a[i].release, x->a[i].environment, x->a[i].started_ms);
     if (rc == ERR_OK)
@@ -744,17 +899,22 @@ static err_code do_add(pconn *c, void *vctx, err_info *err)
     }
     nhours = hours_merge(hours, nhours);
     nusers = users_merge(users, nusers);
-    arrays_reset(ucol, 4);
-    users_arrays(ucol, users, nusers);
+    arrays_reset(ucol, 6);
+    x->keep = xrealloc(x->keep, (nusers + 1) * sizeof *x->keep);
+    users_arrays(ucol, x->keep, &x->nkeep, users, nusers, &renvs, x->gen);
     jsonw wh;
     jsonw_init(&wh, &jhours);
     hours_json(&wh, hours, nhours);
     buf_putc(&jhours, '\0');
     char limit[24];
     snprintf(limit, sizeof limit, "%llu", (unsigned long long)atomic_load(&users_exact));
-    const char *v[6] = {(const char *)jhours.data, arr_text(&ucol[0]), limit,
-                        arr_text(&ucol[1]), arr_text(&ucol[2]), arr_text(&ucol[3])};
-    rc = exec(&res, c, &SQL_ADD, 6, v, err);
+    const char *v[8] = {(const char *)jhours.data, limit};
+    int len[8] = {0}, fmt[8] = {0};
+    for (int k = 0; k < 6; k++) {
+        arr_finish(&v[2 + k], &len[2 + k], &ucol[k]);
+        fmt[2 + k] = 1;
+    }
+    rc = store_exec(&res, c, &SQL_ADD, 8, v, len, fmt, err);
     if (rc == ERR_OK)
         rc = downsample(c, res, err);
     if (rc == ERR_OK)
@@ -762,9 +922,11 @@ static err_code do_add(pconn *c, void *vctx, err_info *err)
     if (rc == ERR_OK)
         rc = store_command(c, "COMMIT", "counting sessions", err);
 done:
+    if (rc != ERR_OK)
+        x->nkeep = 0;
     PQclear(res);
     buf_reset(&jhours);
-    arrays_reset(ucol, 4);
+    arrays_reset(ucol, 6);
     free(hours);
     free(users);
     free(renvs.v);
@@ -776,6 +938,10 @@ err_code store_sessions_add(store *s, int64_t project_id, const store_session_ag
 {
     if (n == 0)
         return ERR_OK;
-    add_ctx x = {project_id, a, n};
-    return store_run(s, do_add, &x, err);
+    add_ctx x = {project_id, a, n, NULL, 0, 0};
+    err_code rc = store_run(s, do_add, &x, err);
+    if (rc == ERR_OK)
+        devices_remember(x.keep, x.nkeep, x.gen);
+    free(x.keep);
+    return rc;
 }

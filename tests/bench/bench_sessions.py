@@ -8,7 +8,11 @@ ok/exited/crashed/abnormal/errored in fixed shares, `errors` on some, DEVICES di
 devices, in gzip batches of BATCH posted by THREADS client threads (keep-alive).
 
 Measured: sessions/s from the first POST until GET /api/v1/releases shows every release
-with exactly the expected sessions, crashed, abnormal, errored, users and crashed users.
+with exactly the expected sessions, crashed, abnormal, errored, users and crashed users; and
+the CPU time spent meanwhile by the server and by the whole Postgres cluster (its postmaster
+and every backend, live or exited: the cluster must run on this machine), per session. On a
+shared machine the rate swings with the other load; the CPU microseconds a session costs
+swing much less, so compare those between builds.
 Prints one JSON line. Exits 1 when a count is not exact or the rate is under --min-rate.
 """
 import argparse
@@ -65,6 +69,33 @@ def generate(n, devices, batch, seed=1):
     return bodies, exp
 
 
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def proc_cpu_s(pid, children=False):
+    """utime + stime of `pid` in seconds (and of its exited, waited-for children)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    t = int(fields[11]) + int(fields[12])
+    if children:
+        t += int(fields[13]) + int(fields[14])
+    return t / TICK
+
+
+def cluster_cpu_s(postmaster):
+    """CPU seconds of a Postgres cluster: the postmaster, its reaped children, live ones."""
+    total = proc_cpu_s(postmaster, children=True)
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == postmaster:
+                        total += proc_cpu_s(int(d))
+            except (OSError, ValueError, IndexError):
+                pass
+    return total
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sessions", type=int, default=500000)
@@ -80,6 +111,10 @@ def main():
            "STACKSIFT_MAX_REPORT_BYTES": "16M"}
     with Instance("bench_sessions", extra_env=env) as inst:
         tok = inst.tokens["ingest"]
+        datadir = inst.psql(inst.db_url, "SHOW data_directory").strip()
+        with open(os.path.join(datadir, "postmaster.pid")) as f:
+            postmaster = int(f.readline())
+        pg_cpu0, srv_cpu0 = cluster_cpu_s(postmaster), proc_cpu_s(inst.proc.pid)
         queue = list(range(len(bodies)))
         lock = threading.Lock()
         bad = []
@@ -118,6 +153,7 @@ def main():
                 break
             time.sleep(0.05)
         end = time.time()
+        pg_cpu, srv_cpu = cluster_cpu_s(postmaster) - pg_cpu0, proc_cpu_s(inst.proc.pid) - srv_cpu0
         rss = 0
         try:
             with open(f"/proc/{inst.proc.pid}/status") as f:
@@ -131,7 +167,10 @@ def main():
     out = {"bench": "sessions", "sessions": a.sessions, "batch": a.batch, "threads": a.threads,
            "devices": a.devices, "sessions_per_s": round(rate), "post_s": round(posted - start, 2),
            "visible_s": round(end - start, 2), "exact": exact, "errors": bad[:3],
-           "rss_peak_mb": round(rss, 1), "generate_s": round(gen_s, 1),
+           "rss_peak_mb": round(rss, 1),
+           "cpu_us_per_session": {"server": round(srv_cpu * 1e6 / a.sessions, 1),
+                                  "postgres": round(pg_cpu * 1e6 / a.sessions, 1)},
+           "load_avg": round(os.getloadavg()[0], 1), "generate_s": round(gen_s, 1),
            "bytes_per_session": {"states": round(int(sizes[0]) / a.sessions, 1),
                                  "hours_total": int(sizes[1]),
                                  "users_per_device": round(int(sizes[2]) / max(1, sum(

@@ -8,12 +8,14 @@ import gzip
 import json
 import os
 import random
+import subprocess
 import sys
 import threading
+import time
 import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from web_instance import Instance, check, checks_done  # noqa: E402
+from web_instance import Instance, check, checks_done, free_port  # noqa: E402
 
 NOW = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
 
@@ -240,6 +242,103 @@ def users_above_exact_limit():
         est = rows * 2 ** level
         check(level >= 4 and 1500 <= est <= 6000, f"estimate {est} (level {level}) for 3000")
         check(0.1 <= crashed / max(rows, 1) <= 0.45, f"crashed share {crashed}/{rows}")
+        # the same devices again (new sessions): the kept ones are skipped by the node's
+        # cache, the dropped ones stay out of the sample; the row counts still match
+        again = [session(rng, "cap@1", "crashed" if i % 3 == 0 else "exited", did=f"dev-{i}")
+                 for i in range(3000)]
+        r = post(inst, again)
+        check(r.status == 202, f"cap batch again: {r.status} {r.body[:200]!r}")
+        row = inst.psql(inst.db_url, "SELECT user_rows, crashed_rows, user_level, "
+                        "(SELECT count(*) FROM release_users), "
+                        "(SELECT count(*) FROM release_users WHERE crashed) FROM release_envs")
+        rows2, crashed2, level2, actual2, actual_crashed2 = (int(x) for x in
+                                                             row.strip().split("|"))
+        check(rows2 == actual2 and crashed2 == actual_crashed2 and rows2 <= 200 and
+              level2 >= level, f"again: rows {rows2}/{actual2}, crashed {crashed2}/"
+              f"{actual_crashed2}, level {level2}")
+        share = sum(1 for i in range(3000) if i % 4 == 0 or i % 3 == 0) / 3000
+        check(abs(crashed2 / max(rows2, 1) - share) <= 0.2, f"crashed share {crashed2}/{rows2}"
+              f" vs {share:.2f}")
+
+
+def start_second_node(inst):
+    """Another `stacksift serve` on the same database: (process, port)."""
+    port = free_port()
+    env = inst.env()
+    env.update({"STACKSIFT_LISTEN": f"127.0.0.1:{port}", "STACKSIFT_NODE_NAME": "b",
+                "STACKSIFT_DATA_DIR": os.path.join(inst.tmp, "data-b")})
+    log = open(os.path.join(inst.tmp, "serve-b.log"), "ab")
+    proc = subprocess.Popen([inst.bin, "serve"], env=env, stdout=log, stderr=log)
+    saved, inst.port = inst.port, port
+    try:
+        for _ in range(400):
+            try:
+                if proc.poll() is None and inst.request("GET", "/readyz").status == 200:
+                    return proc, port
+            except OSError:
+                pass
+            time.sleep(0.05)
+    finally:
+        inst.port = saved
+    proc.kill()
+    raise RuntimeError("the second node did not start")
+
+
+def post_to(inst, port, sessions):
+    saved, inst.port = inst.port, port
+    try:
+        return post(inst, sessions)
+    finally:
+        inst.port = saved
+
+
+def device_cache_two_nodes(inst):
+    """Each node remembers the devices it saw stored and skips their upserts: the counts stay
+    exact when another node stores or crashes the same devices in between, and release_users
+    holds exactly the rows release_envs counts."""
+    rng = random.Random(19)
+    model = Model()
+    rel = "cache@1.0"
+    proc, port_b = start_second_node(inst)
+    try:
+        rounds = [
+            # node A stores devices 0-49, not crashed (and remembers them)
+            ("a", [session(rng, rel, "exited", did=f"cd-{i}") for i in range(50)]),
+            # node B crashes 0-9 and adds 50-59
+            ("b", [session(rng, rel, "crashed", did=f"cd-{i}") for i in range(10)] +
+                  [session(rng, rel, "exited", did=f"cd-{i}") for i in range(50, 60)]),
+            # node A: crashes 0-19 (0-9 already crashed elsewhere, 10-19 new crashes), more
+            # clean sessions of 0-59 (all stored: skipped by its cache for 0-49)
+            ("a", [session(rng, rel, "crashed", did=f"cd-{i}") for i in range(20)] +
+                  [session(rng, rel, "exited", did=f"cd-{i}") for i in range(60)]),
+            # node B: its cache knows 0-9 crashed, 50-59 stored; new devices 60-69, and an
+            # open session that crashes in a later batch (state change, not a new session)
+            ("b", [session(rng, rel, "crashed", did=f"cd-{i}") for i in range(10)] +
+                  [session(rng, rel, "exited", did=f"cd-{i}") for i in range(50, 70)] +
+                  [session(rng, rel, "ok", did="cd-65", sid="cache-open-1")]),
+            ("a", [dict(session(rng, rel, "crashed", did="cd-65", sid="cache-open-1"),
+                        init=False)] +
+                  [session(rng, rel, "exited", did=f"cd-{i}") for i in range(0, 70, 3)]),
+        ]
+        open_started = None
+        for node, batch in rounds:
+            for u in batch:
+                if u["sid"] == "cache-open-1":   # the same start in every update
+                    open_started = open_started or u["started"]
+                    u["started"] = open_started
+                model.update(u)
+            r = post(inst, batch) if node == "a" else post_to(inst, port_b, batch)
+            check(r.status == 202, f"device cache, node {node}: {r.status} {r.body[:200]!r}")
+        want, got = model.totals(rel), db_totals(inst, rel)
+        check(got == want, f"device cache across nodes: stored {got}, model {want}")
+        check(want["users"] == 70 and want["crashed_users"] == 21, f"the data: {want}")
+        rows = inst.psql(inst.db_url, "SELECT count(*), count(*) FILTER (WHERE crashed) "
+                         "FROM release_users u JOIN release_envs e ON e.id = u.renv "
+                         f"WHERE e.release = '{rel}'").strip()
+        check(rows == "70|21", f"release_users rows (all, crashed): {rows}")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
 
 
 def frac(num, den):
@@ -328,6 +427,7 @@ def main():
         retried_and_concurrent(inst)
         old_sessions_ignored(inst)
         bad_input(inst)
+        device_cache_two_nodes(inst)
     users_above_exact_limit()
     return checks_done()
 
