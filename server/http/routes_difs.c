@@ -6,7 +6,7 @@
  *   GET  /api/0/organizations/{org}/chunk-upload/      the chunking options
  *   POST /api/0/organizations/{org}/chunk-upload/      chunks, multipart: each part a chunk
  *        in field `file_gzip` (gzip) or `file`, its file name the SHA-1 of the uncompressed
- *        chunk; every part is checked before any is stored (ingest_chunks_store)
+ *        chunk; every part is checked before any is stored (ingest_assembler_chunks_store)
  *   POST /api/0/projects/{org}/{project}/files/difs/assemble/
  *        {sha1 of file: {name, debug_id?, chunks: [sha1...]}} -> per file {state,
  *        missingChunks, detail, dif}: "not_found" with the chunks still to send (never an
@@ -20,6 +20,7 @@
  * Shapes in docs/openapi.yaml.
  */
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +34,19 @@
 #include "store/store_projects.h"
 
 #define ASSEMBLE_MAX_FILES 1024     /* files in one assemble request */
-#define CHUNKS_PER_REQUEST MAX_UPLOAD_PARTS
+/* What the client is told: one chunk a request, 8 requests at once. sentry-cli gzips a
+ * request's chunks on the thread that then waits for the answer, so small requests on more
+ * threads keep both its compression and the server's checking busy; the last requests of a
+ * file do not leave the client waiting on one big batch. */
+#define CHUNKS_PER_REQUEST 1
+#define CHUNK_CONCURRENCY 8
+/* A poll of a file being assembled on this node waits for it (at most this long a request,
+ * at most ASSEMBLE_WAITERS requests at once, so that handler threads stay free for others):
+ * sentry-cli polls once a second, so the answer comes as soon as the file is done. */
+#define ASSEMBLE_WAIT_MS 10000
+#define ASSEMBLE_WAITERS 4
+
+static atomic_uint assemble_waiters;
 
 /* Segment `i` of the request path (0 = "api"), in the arena; NULL if there is none. */
 static const char *path_segment(http_request *r, unsigned i)
@@ -88,7 +101,7 @@ enum MHD_Result handle_chunk_options(http_request *r)
     jsonw_kint(&w, "chunksPerRequest", CHUNKS_PER_REQUEST);
     jsonw_kint(&w, "maxRequestSize", CHUNK_REQUEST_BYTES);
     jsonw_kint(&w, "maxFileSize", (int64_t)cfg->max_upload_bytes);
-    jsonw_kint(&w, "concurrency", 4);
+    jsonw_kint(&w, "concurrency", CHUNK_CONCURRENCY);
     jsonw_kstr(&w, "hashAlgorithm", "sha1");
     jsonw_key(&w, "compression");
     jsonw_array_begin(&w);
@@ -134,7 +147,8 @@ enum MHD_Result handle_chunk_post(http_request *r)
     }
     unsigned created;
     double t0 = http_now_ms();
-    if (ingest_chunks_store(&created, r->srv->store, parts, r->nparts, &r->err) != ERR_OK)
+    if (ingest_assembler_chunks_store(&created, r->srv->assembler, parts, r->nparts, &r->err) !=
+        ERR_OK)
         return respond_err(r, &r->err);
     log_event(LOG_INFO, "chunks_stored", "req=%s chunks=%zu created=%u body_bytes=%llu ms=%.1f",
               r->id, r->nparts, created, (unsigned long long)r->body_bytes, http_now_ms() - t0);
@@ -206,13 +220,38 @@ static void assembly_json(jsonw *w, const dif_request *f, const store_assembly *
     file_json(w, f, a->state, a->detail, NULL, 0, a);
 }
 
-/* Where file `f` stands, starting its assembly when every chunk is stored. */
+/* File `f`, found assembling: wait (until `wait_until_ms`, http_now_ms) if it assembles on
+ * this node, and read its state again once done. */
+static err_code await_assembly(store_assembly *a, http_request *r, const dif_request *f,
+                               double wait_until_ms)
+{
+    double left = wait_until_ms - http_now_ms();
+    if (left < 1 || atomic_fetch_add(&assemble_waiters, 1) >= ASSEMBLE_WAITERS) {
+        if (left >= 1)
+            atomic_fetch_sub(&assemble_waiters, 1);
+        return ERR_OK;
+    }
+    bool done = ingest_assembler_wait(r->srv->assembler, f->sha1, (unsigned)left);
+    atomic_fetch_sub(&assemble_waiters, 1);
+    if (!done)
+        return ERR_OK;
+    /* the wait was no database call: the read after it gets the usual time */
+    store_deadline_begin(r->srv->cfg->db_timeout_ms);
+    return store_assembly_get(a, r->srv->store, f->sha1, ASSEMBLE_STALE_S, ASSEMBLE_ERROR_S,
+                              &r->err);
+}
+
+/* Where file `f` stands, starting its assembly when every chunk is stored. A file already
+ * assembling on this node is waited for until `wait_until_ms` (the request that starts an
+ * assembly answers "created" at once: sentry-cli without --wait stops there). */
 static err_code assemble_one(jsonw *w, http_request *r, const dif_request *f,
-                             const char *project)
+                             const char *project, double wait_until_ms)
 {
     store *s = r->srv->store;
     store_assembly a;
     err_code rc = store_assembly_get(&a, s, f->sha1, ASSEMBLE_STALE_S, ASSEMBLE_ERROR_S, &r->err);
+    if (rc == ERR_OK && !a.stale && strcmp(a.state, "assembling") == 0)
+        rc = await_assembly(&a, r, f, wait_until_ms);
     if (rc == ERR_OK && !a.stale) {
         assembly_json(w, f, &a);
         return ERR_OK;
@@ -372,8 +411,9 @@ enum MHD_Result handle_difs_assemble(http_request *r)
     jsonw w;
     json_body_begin(&body, &w);
     jsonw_object_begin(&w);
+    double wait_until_ms = http_now_ms() + ASSEMBLE_WAIT_MS;
     for (size_t i = 0; rc == ERR_OK && i < n; i++)
-        rc = assemble_one(&w, r, &files[i], project);
+        rc = assemble_one(&w, r, &files[i], project, wait_until_ms);
     jsonw_object_end(&w);
     if (rc != ERR_OK) {
         buf_reset(&body);

@@ -1,15 +1,25 @@
 /*
  * assemble - put a chunk-uploaded debug file together and ingest it (see assemble.h).
  *
- * One job per file: its chunks are fetched from Postgres in order into a scratch file
- * (gunzipped when stored as gzip), hashed with SHA-1 on the way, and only a file whose SHA-1
- * is the one the client named it by goes on to ingest_dsym_upload, the same ingest as
- * POST /api/v1/dsyms. sentry-cli sends the executable and the dSYM of one image as two
+ * One job per file: its chunks are put together in order into a scratch file, hashed with
+ * SHA-1 on the way, and only a file whose SHA-1 is the one the client named it by goes on to
+ * ingest_dsym_upload, the same ingest as POST /api/v1/dsyms. A chunk comes from this node's
+ * local copy when it has one (see "local chunk copies" below), else from Postgres (gunzipped
+ * when stored as gzip).
+ *
+ * Local chunk copies: Postgres holds every chunk (any node may assemble any file), but
+ * fetching and inflating a 300 MB file's chunks back out of it cost as much as the rest of
+ * the assembly. So the node that receives a chunk also keeps its uncompressed bytes in
+ * <tmp_dir>/chunks/<sha1> (written to a temporary name and renamed; no fsync: the copy is a
+ * cache, Postgres is the record). The assembly reads a local copy only if its bytes still hash
+ * to its name, deletes the copies of a file it assembled, and the sweep deletes copies older
+ * than the chunk expiry; <tmp_dir> is emptied when the server starts. sentry-cli sends the executable and the dSYM of one image as two
  * files with the same debug id, concurrently and in any order: ingest_dsym_upload's
  * transaction keeps the one with DWARF whichever comes first.
  */
 #include "ingest/assemble.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -45,8 +55,11 @@ typedef struct job {
 struct ingest_assembler {
     ingest_assembler_options o;
     char *tmp_dir;
+    char *chunk_dir;      /* local chunk copies: <tmp_dir>/chunks */
     pthread_mutex_t mu;
     pthread_cond_t cv;
+    pthread_cond_t done_cv;   /* broadcast when a job ends (ingest_assembler_wait) */
+    char (*running)[41];  /* per thread: the SHA-1 of the file it assembles, "" = none */
     job *head, *tail;
     unsigned queued;
     bool stop;
@@ -65,6 +78,8 @@ typedef struct {
     uint64_t written, max;
     z_stream z;
     uint8_t *out;         /* inflate's output buffer */
+    uint8_t *chunk;       /* ASSEMBLE_CHUNK_BYTES for a local copy */
+    size_t local;         /* chunks taken from local copies */
 } assembly;
 
 static err_code put_bytes(assembly *as, const uint8_t *data, size_t len, err_info *err)
@@ -147,9 +162,89 @@ static void disk_name(char *out, size_t cap, const char *given)
             *p = '_';
 }
 
+/* <dir>/<sha1> of a chunk's local copy. */
+static void chunk_path(char *out, size_t cap, const char *dir, const char *sha1)
+{
+    snprintf(out, cap, "%s/%s", dir, sha1);
+}
+
+/* 40 lower-case hex digits of a SHA-1 digest. */
+static void sha1_hex(char out[41], const uint8_t md[20])
+{
+    static const char digits[] = "0123456789abcdef";
+    for (unsigned i = 0; i < 20; i++) {
+        out[2 * i] = digits[md[i] >> 4];
+        out[2 * i + 1] = digits[md[i] & 15];
+    }
+    out[40] = '\0';
+}
+
+/* The local copy of chunk `sha1` into `buf` (ASSEMBLE_CHUNK_BYTES): its length, or -1 when
+ * there is none or it is not the chunk any more (short, too long, other bytes). */
+static ssize_t local_chunk_read(uint8_t *buf, const char *dir, const char *sha1)
+{
+    char path[4096];
+    chunk_path(path, sizeof path, dir, sha1);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    size_t got = 0;
+    bool bad = false;
+    for (;;) {
+        if (got == ASSEMBLE_CHUNK_BYTES) {   /* one byte more would be over the chunk size */
+            uint8_t extra;
+            bad = read(fd, &extra, 1) != 0;
+            break;
+        }
+        ssize_t n = read(fd, buf + got, ASSEMBLE_CHUNK_BYTES - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            bad = true;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fd);
+    uint8_t md[20];
+    unsigned md_len = 20;
+    char hex[41];
+    if (bad || EVP_Digest(buf, got, md, &md_len, EVP_sha1(), NULL) != 1)
+        return -1;
+    sha1_hex(hex, md);
+    return strcmp(hex, sha1) == 0 ? (ssize_t)got : -1;
+}
+
+/* Keep `len` uncompressed bytes of chunk `sha1` as its local copy. A copy that cannot be
+ * written is only a cache miss later: nothing is reported. */
+static void local_chunk_write(const char *dir, const char *sha1, const uint8_t *data, size_t len)
+{
+    char path[4096], tmp[4160];
+    chunk_path(path, sizeof path, dir, sha1);
+    snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0)
+        return;
+    bool ok = true;
+    while (ok && len > 0) {
+        ssize_t n = write(fd, data, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        ok = n > 0;
+        if (ok) {
+            data += n;
+            len -= (size_t)n;
+        }
+    }
+    if (close(fd) != 0)
+        ok = false;
+    if (!ok || rename(tmp, path) != 0)
+        (void)unlink(tmp);   /* ignored: the sweep removes what is left */
+}
+
 /* Fetch, check and ingest one file into `dir`; *file is the debug file to report. */
-static err_code assemble_file(ingest_dsym_file *file, ingest_assembler *asm_, const job *j,
-                              const char *dir, arena *a, err_info *err)
+static err_code assemble_file(ingest_dsym_file *file, size_t *local, ingest_assembler *asm_,
+                              const job *j, const char *dir, arena *a, err_info *err)
 {
     const ingest_assembler_options *o = &asm_->o;
     char name[200], path[4096];
@@ -178,7 +273,16 @@ static err_code assemble_file(ingest_dsym_file *file, ingest_assembler *asm_, co
         rc = err_set(err, ERR_IO, "creating %s: %s", path, strerror(errno));
         goto done;
     }
-    rc = store_chunks_fetch(o->store, chunks, j->n, put_chunk, &as, err);
+    as.chunk = xmalloc(ASSEMBLE_CHUNK_BYTES);
+    for (size_t i = 0; rc == ERR_OK && i < j->n; i++) {
+        ssize_t len = local_chunk_read(as.chunk, asm_->chunk_dir, chunks[i]);
+        if (len >= 0) {
+            as.local++;
+            rc = put_bytes(&as, as.chunk, (size_t)len, err);
+        } else {
+            rc = store_chunks_fetch(o->store, &chunks[i], 1, put_chunk, &as, err);
+        }
+    }
     if (rc != ERR_OK)
         goto done;
     if (close(as.fd) != 0) {
@@ -194,8 +298,7 @@ static err_code assemble_file(ingest_dsym_file *file, ingest_assembler *asm_, co
         goto done;
     }
     char hex[41];
-    for (unsigned i = 0; i < 20; i++)
-        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    sha1_hex(hex, md);
     if (strcmp(hex, j->sha1) != 0) {
         rc = err_set(err, ERR_INVALID, "the chunks put together have SHA-1 %s, not the checksum "
                      "%s the file was sent with", hex, j->sha1);
@@ -217,11 +320,20 @@ static err_code assemble_file(ingest_dsym_file *file, ingest_assembler *asm_, co
     for (size_t i = 0; i < n; i++)
         if (j->debug_id[0] && strncasecmp(files[i].row.uuid, j->debug_id, 36) == 0)
             *file = files[i];
+    /* The file is stored: its chunks' local copies are done with (another file sharing a
+     * chunk reads it from Postgres). */
+    for (size_t i = 0; i < j->n; i++) {
+        char cpath[4096];
+        chunk_path(cpath, sizeof cpath, asm_->chunk_dir, chunks[i]);
+        (void)unlink(cpath);   /* ignored: most often already gone (a chunk used twice) */
+    }
+    *local = as.local;
 done:
     if (as.fd >= 0)
         close(as.fd);
     if (z_ready)
         inflateEnd(&as.z);
+    free(as.chunk);
     free(as.out);
     EVP_MD_CTX_free(as.sha1);
     free(chunks);
@@ -233,6 +345,7 @@ static void run_job(ingest_assembler *asm_, const job *j)
     err_info err = {0};
     err_code rc;
     ingest_dsym_file file = {0};
+    size_t local = 0;
     char dir[4096];
     arena *a = arena_new(64u << 20);
     struct timespec t0, t1;
@@ -242,15 +355,15 @@ static void run_job(ingest_assembler *asm_, const job *j)
         rc = err_set(&err, ERR_IO, "creating a scratch directory in %s: %s", asm_->tmp_dir,
                      strerror(errno));
     else
-        rc = assemble_file(&file, asm_, j, dir, a, &err);
+        rc = assemble_file(&file, &local, asm_, j, dir, a, &err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
     err_info ferr;
     err_code frc;
     if (rc == ERR_OK) {
-        log_event(LOG_INFO, "dif_assembled", "sha1=%s name=%s chunks=%zu uuid=%s arch=%s "
-                  "status=%s has_dwarf=%d ms=%.1f", j->sha1, j->name, j->n, file.row.uuid,
-                  file.row.arch, file.status, (int)file.row.has_dwarf, ms);
+        log_event(LOG_INFO, "dif_assembled", "sha1=%s name=%s chunks=%zu local_chunks=%zu "
+                  "uuid=%s arch=%s status=%s has_dwarf=%d ms=%.1f", j->sha1, j->name, j->n,
+                  local, file.row.uuid, file.row.arch, file.status, (int)file.row.has_dwarf, ms);
         frc = store_assembly_finish(asm_->o.store, j->sha1, "ok", NULL, file.row.uuid,
                                     file.row.arch, file.row.has_dwarf, &ferr);
     } else {
@@ -278,6 +391,20 @@ static void sweep(ingest_assembler *asm_)
         log_event(LOG_WARN, "chunks_expire_failed", "error=%s message=%s", err_name(rc), err.msg);
     else if (chunks || assemblies)
         log_event(LOG_INFO, "chunks_expired", "chunks=%u assemblies=%u", chunks, assemblies);
+    /* local copies of chunks no file was assembled from (the upload was abandoned) */
+    DIR *d = opendir(asm_->chunk_dir);
+    if (!d)
+        return;
+    time_t cutoff = time(NULL) - (time_t)asm_->o.chunk_ttl_s;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        struct stat st;
+        if (e->d_name[0] == '.' || fstatat(dirfd(d), e->d_name, &st, 0) != 0 ||
+            !S_ISREG(st.st_mode) || st.st_mtime >= cutoff)
+            continue;
+        (void)unlinkat(dirfd(d), e->d_name, 0);   /* ignored: a race with the assembly */
+    }
+    closedir(d);
 }
 
 static void job_free(job *j)
@@ -287,9 +414,17 @@ static void job_free(job *j)
     free(j);
 }
 
-static void *thread_main(void *arg)
+typedef struct {
+    ingest_assembler *asm_;
+    unsigned slot;        /* index into asm_->running */
+} thread_arg;
+
+static void *thread_main(void *varg)
 {
-    ingest_assembler *asm_ = arg;
+    thread_arg *arg = varg;
+    ingest_assembler *asm_ = arg->asm_;
+    unsigned slot = arg->slot;
+    free(arg);
     pthread_mutex_lock(&asm_->mu);
     while (!asm_->stop) {
         time_t now = time(NULL);
@@ -312,10 +447,13 @@ static void *thread_main(void *arg)
         if (!asm_->head)
             asm_->tail = NULL;
         asm_->queued--;
+        memcpy(asm_->running[slot], j->sha1, sizeof asm_->running[slot]);
         pthread_mutex_unlock(&asm_->mu);
         run_job(asm_, j);
         job_free(j);
         pthread_mutex_lock(&asm_->mu);
+        asm_->running[slot][0] = '\0';
+        pthread_cond_broadcast(&asm_->done_cv);
     }
     pthread_mutex_unlock(&asm_->mu);
     return NULL;
@@ -338,13 +476,30 @@ err_code ingest_assembler_new(ingest_assembler **out, const ingest_assembler_opt
         asm_->sweep_s = 1;
     asm_->tmp_dir = xstrdup(o->tmp_dir);
     asm_->o.tmp_dir = asm_->tmp_dir;
+    size_t dl = strlen(o->tmp_dir) + sizeof "/chunks";
+    asm_->chunk_dir = xmalloc(dl);
+    snprintf(asm_->chunk_dir, dl, "%s/chunks", o->tmp_dir);
+    if (mkdir(asm_->chunk_dir, 0700) != 0 && errno != EEXIST) {
+        err_set(err, ERR_IO, "creating %s: %s", asm_->chunk_dir, strerror(errno));
+        free(asm_->chunk_dir);
+        free(asm_->tmp_dir);
+        free(asm_);
+        return ERR_IO;
+    }
     pthread_mutex_init(&asm_->mu, NULL);
     pthread_cond_init(&asm_->cv, NULL);
+    pthread_cond_init(&asm_->done_cv, NULL);
     asm_->last_sweep = 0;   /* the first thread sweeps at once */
     asm_->threads = xcalloc(asm_->o.threads, sizeof *asm_->threads);
+    asm_->running = xcalloc(asm_->o.threads, sizeof *asm_->running);
     for (unsigned i = 0; i < asm_->o.threads; i++) {
-        if (pthread_create(&asm_->threads[i], NULL, thread_main, asm_) != 0)
+        thread_arg *arg = xmalloc(sizeof *arg);
+        arg->asm_ = asm_;
+        arg->slot = i;
+        if (pthread_create(&asm_->threads[i], NULL, thread_main, arg) != 0) {
+            free(arg);
             break;
+        }
         asm_->nthreads++;
     }
     if (asm_->nthreads == 0) {
@@ -390,6 +545,7 @@ void ingest_assembler_free(ingest_assembler *asm_)
     pthread_mutex_lock(&asm_->mu);
     asm_->stop = true;
     pthread_cond_broadcast(&asm_->cv);
+    pthread_cond_broadcast(&asm_->done_cv);
     pthread_mutex_unlock(&asm_->mu);
     for (unsigned i = 0; i < asm_->nthreads; i++)
         pthread_join(asm_->threads[i], NULL);
@@ -404,9 +560,45 @@ void ingest_assembler_free(ingest_assembler *asm_)
     }
     pthread_mutex_destroy(&asm_->mu);
     pthread_cond_destroy(&asm_->cv);
+    pthread_cond_destroy(&asm_->done_cv);
     free(asm_->threads);
+    free(asm_->running);
+    free(asm_->chunk_dir);
     free(asm_->tmp_dir);
     free(asm_);
+}
+
+/* True while file `sha1` is queued or being assembled here. Called with asm_->mu held. */
+static bool pending_locked(const ingest_assembler *asm_, const char *sha1)
+{
+    for (const job *j = asm_->head; j; j = j->next)
+        if (strcmp(j->sha1, sha1) == 0)
+            return true;
+    for (unsigned i = 0; i < asm_->nthreads; i++)
+        if (strcmp(asm_->running[i], sha1) == 0)
+            return true;
+    return false;
+}
+
+bool ingest_assembler_wait(ingest_assembler *asm_, const char *sha1, unsigned timeout_ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&asm_->mu);
+    bool was = pending_locked(asm_, sha1), pending = was;
+    while (pending && !asm_->stop &&
+           pthread_cond_timedwait(&asm_->done_cv, &asm_->mu, &until) == 0)
+        pending = pending_locked(asm_, sha1);
+    if (pending)
+        pending = pending_locked(asm_, sha1);
+    pthread_mutex_unlock(&asm_->mu);
+    return was && !pending;
 }
 
 /* ---- chunks in ------------------------------------------------------------------------- */
@@ -501,9 +693,10 @@ static err_code check_part(uint32_t *bytes, const ingest_chunk_part *p, const ui
     return ERR_OK;
 }
 
-err_code ingest_chunks_store(unsigned *created, store *s, const ingest_chunk_part *parts,
-                             size_t n, err_info *err)
+err_code ingest_assembler_chunks_store(unsigned *created, ingest_assembler *asm_,
+                                       const ingest_chunk_part *parts, size_t n, err_info *err)
 {
+    store *s = asm_->o.store;
     /* what a gzip member of an incompressible chunk may take, with room for its header */
     const size_t max_part = ASSEMBLE_CHUNK_BYTES + (ASSEMBLE_CHUNK_BYTES >> 6) + 4096;
     uint8_t *plain = xmalloc(ASSEMBLE_CHUNK_BYTES);
@@ -521,6 +714,13 @@ err_code ingest_chunks_store(unsigned *created, store *s, const ingest_chunk_par
         rc = read_part(&data, &len, parts[i].path, max_part, err);
         if (rc == ERR_OK)
             rc = check_part(&bytes[i], &parts[i], data, len, plain, err);
+        if (rc == ERR_OK) {   /* the uncompressed bytes, checked: this node's copy */
+            char sha1[41];
+            for (size_t k = 0; k < 40; k++)
+                sha1[k] = (char)(parts[i].sha1[k] | 0x20);   /* hex digits: lower case */
+            sha1[40] = '\0';
+            local_chunk_write(asm_->chunk_dir, sha1, parts[i].gzip ? plain : data, bytes[i]);
+        }
         free(data);
     }
     /* Every part is right: store them (read again: one part in memory at a time). */

@@ -47,19 +47,21 @@ typedef struct {
 } ingest_chunk_part;
 
 /*
- * ingest_chunks_store - check every part (a SHA-1 name, gzip that inflates, at most
+ * ingest_assembler_chunks_store - check every part (a SHA-1 name, gzip that inflates, at most
  * ASSEMBLE_CHUNK_BYTES uncompressed, bytes that hash to the name), then store them all
- * (store_chunk_put: content addressed, a chunk stored already is kept). Nothing is stored
- * unless every part is right. *created = chunks new to the store.
+ * (store_chunk_put: content addressed, a chunk stored already is kept). Nothing is stored in
+ * Postgres unless every part is right. The uncompressed bytes of each checked part are also
+ * kept on this node (<tmp_dir>/chunks, a cache the assembly reads before Postgres).
+ * *created = chunks new to the store.
  * Errors  ERR_INVALID (a name that is not a SHA-1, corrupt gzip, a SHA-1 that differs: the
  *         message names the part), ERR_TOO_LARGE (a chunk over ASSEMBLE_CHUNK_BYTES),
  *         ERR_IO, ERR_STORE.
  */
-err_code ingest_chunks_store(unsigned *created, store *s, const ingest_chunk_part *parts,
-                             size_t n, err_info *err);
+err_code ingest_assembler_chunks_store(unsigned *created, ingest_assembler *as,
+                                       const ingest_chunk_part *parts, size_t n, err_info *err);
 
-/* ingest_assembler_new - start the threads. Owned by the caller: ingest_assembler_free.
- * Errors ERR_INTERNAL (no thread could be started). */
+/* ingest_assembler_new - make <tmp_dir>/chunks and start the threads. Owned by the caller:
+ * ingest_assembler_free. Errors ERR_IO (the directory), ERR_INTERNAL (no thread started). */
 err_code ingest_assembler_new(ingest_assembler **out, const ingest_assembler_options *o,
                               err_info *err);
 
@@ -73,6 +75,14 @@ err_code ingest_assembler_new(ingest_assembler **out, const ingest_assembler_opt
  */
 bool ingest_assembler_submit(ingest_assembler *as, const char *sha1, const char *name,
                              const char *debug_id, const char *const *chunks, size_t n);
+
+/*
+ * ingest_assembler_wait - wait until file `sha1` (40 lower-case hex digits), queued or being
+ * assembled on this node, is done, for at most `timeout_ms`. True if it was here and is done
+ * now (its outcome is in dif_assemblies); false at once if this node has no such job (it runs
+ * on another node, or ended already), or when the time is up.
+ */
+bool ingest_assembler_wait(ingest_assembler *as, const char *sha1, unsigned timeout_ms);
 
 /* ingest_assembler_free - stop taking work, let each thread finish the file it has, record
  * files still queued as failed ("the server stopped"), join. NULL is a no-op. */

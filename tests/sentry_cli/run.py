@@ -14,7 +14,10 @@ label db).
    then every slice is stored with DWARF, and POST /api/v1/symbolicate, which reads the
    symcaches stored in Postgres, agrees with llvm-symbolizer-14 on addresses sampled over each
    slice's __text (tests/lookup_oracle.py's sampling and comparison rules);
-4. bad input on the three routes, each a 4xx with a JSON body (and `detail`, which
+4. every file assembled from the node's local chunk copies, which are gone afterwards; a
+   local copy changed on disk or missing is read from Postgres; the chunk options; a poll
+   right after the request that started an assembly waits for its outcome;
+5. bad input on the three routes, each a 4xx with a JSON body (and `detail`, which
    sentry-cli prints) or an assemble "error", with nothing half stored.
 Prints "N passed, N failed" like tests/harness.h.
 """
@@ -187,6 +190,79 @@ def compare_symbolication(inst, fixtures, manifest):
           f"match llvm-symbolizer (tolerated: {st.rules})")
 
 
+# ---- local chunk copies, polls ------------------------------------------------------------------
+
+def log_events(inst, event):
+    out = []
+    with open(inst.log_path, "rb") as f:
+        for line in f:
+            if f'"event":"{event}"'.encode() in line:
+                out.append(json.loads(line))
+    return out
+
+
+def chunk_dir(inst):
+    return os.path.join(inst.tmp, "data", "tmp", "chunks")
+
+
+def send_file(inst, data):
+    """`data` as sentry-cli sends a file: 8 MiB chunks, gzip; returns (file SHA-1, chunk
+    SHA-1s)."""
+    shas = []
+    for at in range(0, len(data), 8 << 20):
+        piece = data[at:at + (8 << 20)]
+        shas.append(hashlib.sha1(piece).hexdigest())
+        r = post_chunks(inst, [("file_gzip", shas[-1], gzip.compress(piece, 1))])
+        check(r.status == 200, f"chunk {len(shas)} stored: {r.status} {r.body[:200]!r}")
+    return hashlib.sha1(data).hexdigest(), shas
+
+
+def poll_waits(inst, fixtures, fx):
+    """The request that starts an assembly answers "created" at once (sentry-cli without
+    --wait stops there); the next one, sent right after, waits on this node until the file
+    is done and answers its outcome instead of "assembling"."""
+    f = fx["arm64-O0"] if "arm64-O0" in fx else next(iter(fx.values()))
+    dsym = os.path.join(fixtures, f["dsym"], "Contents", "Resources", "DWARF")
+    path = os.path.join(dsym, os.listdir(dsym)[0])
+    data = open(path, "rb").read() + b"\0" * 16   # a file the store has not seen
+    sha, chunks = send_file(inst, data)
+    files = {sha: {"name": "Waited", "chunks": chunks}}
+    r = assemble(inst, files)
+    check(r.status == 200 and r.json()[sha]["state"] == "created",
+          f"the request that starts the assembly: created: {r.body[:200]!r}")
+    t0 = time.time()
+    r = assemble(inst, files)
+    state = r.json()[sha]["state"] if r.status == 200 else None
+    check(state == "ok", f"the poll right after waited for the outcome: {state} "
+          f"after {time.time() - t0:.2f} s: {r.body[:300]!r}")
+
+
+def local_copy_checked(inst):
+    """A local chunk copy is used only while its bytes hash to its name: a copy changed on
+    disk is read from Postgres instead (the file's SHA-1 then checks), and a missing one too."""
+    data = b"a chunk whose local copy goes bad " * 40
+    sha = hashlib.sha1(data).hexdigest()
+    r = post_chunks(inst, [("file_gzip", sha, gzip.compress(data))])
+    check(r.status == 200, f"chunk stored: {r.body!r}")
+    copy = os.path.join(chunk_dir(inst), sha)
+    check(open(copy, "rb").read() == data, "the node keeps the chunk's uncompressed bytes")
+    with open(copy, "r+b") as f:
+        f.write(b"X" * 8)
+    r = wait_assembled(inst, {sha: {"name": "notes.txt", "chunks": [sha]}})
+    res = r.json().get(sha, {}) if r.status == 200 else {}
+    # the whole file's SHA-1 checked (the bytes came from Postgres): only then "no Mach-O"
+    check(res.get("state") == "error" and "Mach-O" in (res.get("detail") or ""),
+          f"a changed local copy is not used: {r.body[:300]!r}")
+    data2 = b"a chunk whose local copy is gone " * 40
+    sha2 = hashlib.sha1(data2).hexdigest()
+    post_chunks(inst, [("file", sha2, data2)])
+    os.unlink(os.path.join(chunk_dir(inst), sha2))
+    r = wait_assembled(inst, {sha2: {"name": "notes2.txt", "chunks": [sha2]}})
+    res = r.json().get(sha2, {}) if r.status == 200 else {}
+    check(res.get("state") == "error" and "Mach-O" in (res.get("detail") or ""),
+          f"a missing local copy is read from Postgres: {r.body[:300]!r}")
+
+
 # ---- bad input ---------------------------------------------------------------------------------
 
 def raw_declared(inst, declared, token):
@@ -323,7 +399,8 @@ def main():
     home = tempfile.mkdtemp(prefix="stacksift-sentry-cli-home.")
     work = tempfile.mkdtemp(prefix="stacksift-sentry-cli-files.")
     try:
-        with Instance("sentrycli", workers=1) as inst:
+        # info: the dif_assembled events tell where each chunk came from
+        with Instance("sentrycli", workers=1, extra_env={"STACKSIFT_LOG_LEVEL": "info"}) as inst:
             cli = Cli(exe, inst, home)
             try:
                 run(inst, cli, fixtures, fx, manifest, work)
@@ -379,6 +456,9 @@ def run(inst, cli, fixtures, fx, manifest, work):
     cli.upload([os.path.dirname(exe_dir)], "kit executable again")
     row2 = dsym_row(inst, kit_uuid)
     check(row2 == row, f"the executable again changes nothing ({row} -> {row2})")
+    # One upload at a time so far: the local chunk copies are gone once their file is stored.
+    left = os.listdir(chunk_dir(inst))
+    check(left == [], f"no local chunk copy left once every file is stored: {left[:5]}")
 
     # 2. Three uploads at once, overlapping: fat (executable + dSYM, two slices each), the thin
     #    arm64 and x86_64 builds of the same UUIDs, and the rest.
@@ -403,12 +483,26 @@ def run(inst, cli, fixtures, fx, manifest, work):
     # 3. Symbolication through what was stored.
     compare_symbolication(inst, fixtures, manifest)
 
+    # Every file was put together from this node's copies of its chunks (none fetched back
+    # out of Postgres).
+    events = log_events(inst, "dif_assembled")
+    check(events and all(e["local_chunks"] == e["chunks"] for e in events),
+          f"assembled from local chunk copies: {[(e['name'], e['local_chunks'], e['chunks']) for e in events]}")
+
     # 4. The same upload again: nothing new, still success.
     before = counts(inst)
     rc, out, _ = cli.upload([os.path.join(fixtures, "fat")], "fat again")
     check(rc == 0 and counts(inst)[1:] == before[1:], f"a repeated upload stores nothing new: {out}")
 
-    # 5. Bad input.
+    # 5. The answer's options, and a poll of a file assembling here waits for its outcome.
+    opts = inst.request("GET", CHUNKS, token=inst.tokens["upload"]).json()
+    check(opts["compression"] == ["gzip"] and opts["chunksPerRequest"] == 1
+          and opts["concurrency"] == 8 and opts["chunkSize"] == 8 << 20,
+          f"chunk options: {opts}")
+    poll_waits(inst, fixtures, fx)
+    local_copy_checked(inst)
+
+    # 6. Bad input.
     bad_input(inst, cli, fixtures)
 
 
