@@ -9,6 +9,7 @@
 #include <libpq-fe.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,37 @@ static bool exec_ok(PGconn *c, const char *sql)
         fprintf(stderr, "exec failed: %.120s: %s", sql, PQerrorMessage(c));
     PQclear(r);
     return ok;
+}
+
+/* A store of its own (NULL, checked as a failure, if it cannot open) with two new projects
+ * `slug_x` and `slug_y` in *x and *y, their DSN keys in kx and ky. */
+static store *open_with_two_projects(store_project *x, char kx[AUTH_DSN_KEY_MAX],
+                                     const char *slug_x, store_project *y,
+                                     char ky[AUTH_DSN_KEY_MAX], const char *slug_y)
+{
+    store *s = open_store(db_url, 2);
+    CHECK(s != NULL);
+    if (!s)
+        return NULL;
+    err_info err = {0};
+    CHECK_EQ_INT(auth_project_create(x, kx, s, slug_x, NULL, &err), ERR_OK);
+    CHECK_EQ_INT(auth_project_create(y, ky, s, slug_y, NULL, &err), ERR_OK);
+    return s;
+}
+
+/* CHECK that the one value of the query (printf-style `fmt`) on db_url is `want`. */
+static void check_query(const char *want, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void check_query(const char *want, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char sql[1024];
+    vsnprintf(sql, sizeof sql, fmt, ap);
+    va_end(ap);
+    char *v = query1(db_url, sql);
+    CHECK_EQ_STR(v, want);
+    free(v);
 }
 
 /* Data made before projects existed (migrations 0001-0007 applied from migrations/ as
@@ -240,15 +272,12 @@ static void projects_created_listed_found(void)
  * is refused; a rotated key works during the grace period and not after. */
 static void keys_map_to_their_project_and_rotate(void)
 {
-    store *s = open_store(db_url, 2);
-    CHECK(s != NULL);
+    store_project a, b;
+    char ka[AUTH_DSN_KEY_MAX], kb[AUTH_DSN_KEY_MAX];
+    store *s = open_with_two_projects(&a, ka, "proj-a", &b, kb, "proj-b");
     if (!s)
         return;
     err_info err = {0};
-    store_project a, b;
-    char ka[AUTH_DSN_KEY_MAX], kb[AUTH_DSN_KEY_MAX];
-    CHECK_EQ_INT(auth_project_create(&a, ka, s, "proj-a", "A", &err), ERR_OK);
-    CHECK_EQ_INT(auth_project_create(&b, kb, s, "proj-b", "B", &err), ERR_OK);
     CHECK(a.id != b.id);
     CHECK(strcmp(ka, kb) != 0);
 
@@ -331,15 +360,12 @@ static void keys_map_to_their_project_and_rotate(void)
  * with its own report; the default project (project_id 0) is project 1. */
 static void same_crash_two_projects_at_intake(void)
 {
-    store *s = open_store(db_url, 2);
-    CHECK(s != NULL);
+    store_project x, y;
+    char kx[AUTH_DSN_KEY_MAX], ky[AUTH_DSN_KEY_MAX];
+    store *s = open_with_two_projects(&x, kx, "intake-x", &y, ky, "intake-y");
     if (!s)
         return;
     err_info err = {0};
-    store_project x, y;
-    char key[AUTH_DSN_KEY_MAX];
-    CHECK_EQ_INT(auth_project_create(&x, key, s, "intake-x", NULL, &err), ERR_OK);
-    CHECK_EQ_INT(auth_project_create(&y, key, s, "intake-y", NULL, &err), ERR_OK);
     store_intake *q;
     CHECK_EQ_INT(store_intake_new(&q, s, NULL, &err), ERR_OK);
     static const char FP[] = "cafe000000000000000000000000000000000000000000000000000000000009";
@@ -356,25 +382,16 @@ static void same_crash_two_projects_at_intake(void)
                                 .processed = &pr, .project_id = projects[i]};
         CHECK_EQ_INT(store_intake_insert(ids[i], q, &row, &err), ERR_OK);
     }
-    char *sql = xsprintf("SELECT string_agg(project_id || ':' || count, ',' ORDER BY project_id) "
-                         "FROM issues WHERE fingerprint = '%s'", FP);
-    char *v = query1(db_url, sql);
-    char *want = xsprintf("1:2,%lld:2,%lld:1", (long long)x.id, (long long)y.id);
-    CHECK_EQ_STR(v, want);
-    free(v);
-    free(want);
-    free(sql);
+    char want[64];
+    snprintf(want, sizeof want, "1:2,%lld:2,%lld:1", (long long)x.id, (long long)y.id);
+    check_query(want, "SELECT string_agg(project_id || ':' || count, ',' ORDER BY project_id) "
+                "FROM issues WHERE fingerprint = '%s'", FP);
     /* each report in its project and in its project's issue */
     for (int i = 0; i < 5; i++) {
-        sql = xsprintf("SELECT r.project_id || ' ' || i.project_id FROM reports r JOIN issues i "
-                       "ON i.id = r.issue_id WHERE r.id = '%s'", ids[i]);
-        v = query1(db_url, sql);
         long long p = projects[i] ? projects[i] : STORE_PROJECT_DEFAULT;
-        want = xsprintf("%lld %lld", p, p);
-        CHECK_EQ_STR(v, want);
-        free(v);
-        free(want);
-        free(sql);
+        snprintf(want, sizeof want, "%lld %lld", p, p);
+        check_query(want, "SELECT r.project_id || ' ' || i.project_id FROM reports r JOIN "
+                    "issues i ON i.id = r.issue_id WHERE r.id = '%s'", ids[i]);
         store_report rep;
         arena *a = arena_new(1 << 20);
         CHECK_EQ_INT(store_report_get(&rep, s, ids[i], a, &err), ERR_OK);
@@ -387,13 +404,8 @@ static void same_crash_two_projects_at_intake(void)
                               .content_type = "application/json", .raw = (const uint8_t *)"{}",
                               .raw_len = 2, .error = "bad", .project_id = y.id};
     CHECK_EQ_INT(store_intake_insert(one, q, &plain, &err), ERR_OK);
-    sql = xsprintf("SELECT project_id::text FROM reports WHERE id = '%s'", one);
-    v = query1(db_url, sql);
-    want = xsprintf("%lld", (long long)y.id);
-    CHECK_EQ_STR(v, want);
-    free(v);
-    free(want);
-    free(sql);
+    snprintf(want, sizeof want, "%lld", (long long)y.id);
+    check_query(want, "SELECT project_id::text FROM reports WHERE id = '%s'", one);
     store_intake_free(q);
     store_close(s);
 }
@@ -402,15 +414,12 @@ static void same_crash_two_projects_at_intake(void)
  * one batch, grouped by grouping_decide and committed: one issue per project. */
 static void same_crash_two_projects_by_workers(void)
 {
-    store *s = open_store(db_url, 2);
-    CHECK(s != NULL);
+    store_project x, y;
+    char kx[AUTH_DSN_KEY_MAX], ky[AUTH_DSN_KEY_MAX];
+    store *s = open_with_two_projects(&x, kx, "work-x", &y, ky, "work-y");
     if (!s)
         return;
     err_info err = {0};
-    store_project x, y;
-    char key[AUTH_DSN_KEY_MAX];
-    CHECK_EQ_INT(auth_project_create(&x, key, s, "work-x", NULL, &err), ERR_OK);
-    CHECK_EQ_INT(auth_project_create(&y, key, s, "work-y", NULL, &err), ERR_OK);
     /* nothing else queued: earlier tests left received reports; take them out of the way */
     char *v = query1(db_url, "UPDATE reports SET status = 'failed' WHERE status = 'received' "
                              "RETURNING 1");
@@ -447,18 +456,12 @@ static void same_crash_two_projects_by_workers(void)
         CHECK_EQ_INT(ng, 2);
         unsigned regressions = 0;
         CHECK_EQ_INT(store_work_commit(w, out, groups, ng, &regressions, &err), ERR_OK);
-        char *sql = xsprintf("SELECT string_agg(project_id || ':' || count, ',' ORDER BY "
-                             "project_id) FROM issues WHERE fingerprint = '%s'", FP);
-        v = query1(db_url, sql);
-        char *want = xsprintf("%lld:2,%lld:2", (long long)x.id, (long long)y.id);
-        CHECK_EQ_STR(v, want);
-        free(v);
-        free(want);
-        free(sql);
-        v = query1(db_url, "SELECT count(*) FROM reports r JOIN issues i ON i.id = r.issue_id "
-                           "WHERE r.app = 'Work' AND r.project_id = i.project_id");
-        CHECK_EQ_STR(v, "4");
-        free(v);
+        char want[64];
+        snprintf(want, sizeof want, "%lld:2,%lld:2", (long long)x.id, (long long)y.id);
+        check_query(want, "SELECT string_agg(project_id || ':' || count, ',' ORDER BY "
+                    "project_id) FROM issues WHERE fingerprint = '%s'", FP);
+        check_query("4", "SELECT count(*) FROM reports r JOIN issues i ON i.id = r.issue_id "
+                    "WHERE r.app = 'Work' AND r.project_id = i.project_id");
     } else {
         store_work_abort(w);
     }

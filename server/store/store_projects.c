@@ -76,6 +76,14 @@ static void project_from_row(store_project *p, PGresult *res, int row)
     p->keys = atoi(PQgetvalue(res, row, 4));
 }
 
+/* A list statement: its rows, each parsed into an element of `size` bytes by `row` (false:
+ * the row is skipped). */
+typedef struct {
+    const store_stmt *st;
+    size_t size;
+    bool (*row)(void *out, PGresult *res, int row);
+} list_kind;
+
 typedef struct {
     const char *slug, *name;
     int64_t id;
@@ -83,10 +91,43 @@ typedef struct {
     unsigned grace_s;
     store_project *out;
     char *expires_at;
-    store_project *rows;
-    store_dsn_key *keys;
+    const list_kind *list;
+    void *rows;         /* the list's result, xmalloc'd */
     size_t n;
 } project_ctx;
+
+static err_code do_list(pconn *c, void *vctx, err_info *err)
+{
+    project_ctx *x = vctx;
+    PGresult *res;
+    err_code rc = store_exec(&res, c, x->list->st, 0, NULL, NULL, NULL, err);
+    if (rc != ERR_OK)
+        return rc;
+    size_t n = (size_t)PQntuples(res), kept = 0;
+    uint8_t *rows = n ? xcalloc(n, x->list->size) : NULL;
+    for (size_t i = 0; i < n; i++)
+        kept += x->list->row(rows + kept * x->list->size, res, (int)i);
+    PQclear(res);
+    free(x->rows);   /* a retried run starts over */
+    x->rows = rows;
+    x->n = kept;
+    return ERR_OK;
+}
+
+/* Run list `kind`: *out (the caller frees it) and *n, or NULL and 0 on error. */
+static err_code run_list(void **out, size_t *n, store *s, const list_kind *kind, err_info *err)
+{
+    project_ctx x = {.list = kind};
+    err_code rc = store_run(s, do_list, &x, err);
+    if (rc != ERR_OK) {
+        free(x.rows);
+        x.rows = NULL;
+        x.n = 0;
+    }
+    *out = x.rows;
+    *n = x.n;
+    return rc;
+}
 
 static err_code do_project_create(pconn *c, void *vctx, err_info *err)
 {
@@ -123,35 +164,19 @@ err_code store_project_create(store_project *out, store *s, const char *slug, co
     return store_run(s, do_project_create, &x, err);
 }
 
-static err_code do_projects_list(pconn *c, void *vctx, err_info *err)
+static bool project_row(void *out, PGresult *res, int row)
 {
-    project_ctx *x = vctx;
-    PGresult *res;
-    err_code rc = store_exec(&res, c, &ST_PROJECT_LIST, 0, NULL, NULL, NULL, err);
-    if (rc != ERR_OK)
-        return rc;
-    size_t n = (size_t)PQntuples(res);
-    store_project *rows = n ? xcalloc(n, sizeof *rows) : NULL;
-    for (size_t i = 0; i < n; i++)
-        project_from_row(&rows[i], res, (int)i);
-    PQclear(res);
-    free(x->rows);   /* a retried run starts over */
-    x->rows = rows;
-    x->n = n;
-    return ERR_OK;
+    project_from_row(out, res, row);
+    return true;
 }
+
+static const list_kind LIST_PROJECTS = {&ST_PROJECT_LIST, sizeof(store_project), project_row};
 
 err_code store_projects_list(store_project **out, size_t *n, store *s, err_info *err)
 {
-    project_ctx x = {0};
-    err_code rc = store_run(s, do_projects_list, &x, err);
-    if (rc != ERR_OK) {
-        free(x.rows);
-        x.rows = NULL;
-        x.n = 0;
-    }
-    *out = x.rows;
-    *n = x.n;
+    void *rows;
+    err_code rc = run_list(&rows, n, s, &LIST_PROJECTS, err);
+    *out = rows;
     return rc;
 }
 
@@ -254,45 +279,26 @@ static int hex_nibble(char ch)
     return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
 }
 
-static err_code do_dsn_keys_list(pconn *c, void *vctx, err_info *err)
+static bool dsn_key_row(void *out, PGresult *res, int row)
 {
-    project_ctx *x = vctx;
-    PGresult *res;
-    err_code rc = store_exec(&res, c, &ST_DSN_KEY_LIST, 0, NULL, NULL, NULL, err);
-    if (rc != ERR_OK)
-        return rc;
-    size_t n = (size_t)PQntuples(res), kept = 0;
-    store_dsn_key *keys = n ? xcalloc(n, sizeof *keys) : NULL;
-    for (size_t i = 0; i < n; i++) {
-        int row = (int)i;
-        const char *hex = PQgetvalue(res, row, 0);
-        if (PQgetlength(res, row, 0) != 64)
-            continue;   /* the CHECK forbids it; a malformed hash would match no key anyway */
-        for (int b = 0; b < 32; b++)
-            keys[kept].key_sha256[b] =
-                (uint8_t)(hex_nibble(hex[2 * b]) << 4 | hex_nibble(hex[2 * b + 1]));
-        keys[kept].project_id = strtoll(PQgetvalue(res, row, 1), NULL, 10);
-        keys[kept].expires_unix = strtoll(PQgetvalue(res, row, 2), NULL, 10);
-        kept++;
-    }
-    PQclear(res);
-    free(x->keys);   /* a retried run starts over */
-    x->keys = keys;
-    x->n = kept;
-    return ERR_OK;
+    store_dsn_key *key = out;
+    const char *hex = PQgetvalue(res, row, 0);
+    if (PQgetlength(res, row, 0) != 64)
+        return false;   /* the CHECK forbids it; a malformed hash would match no key anyway */
+    for (int b = 0; b < 32; b++)
+        key->key_sha256[b] = (uint8_t)(hex_nibble(hex[2 * b]) << 4 | hex_nibble(hex[2 * b + 1]));
+    key->project_id = strtoll(PQgetvalue(res, row, 1), NULL, 10);
+    key->expires_unix = strtoll(PQgetvalue(res, row, 2), NULL, 10);
+    return true;
 }
+
+static const list_kind LIST_DSN_KEYS = {&ST_DSN_KEY_LIST, sizeof(store_dsn_key), dsn_key_row};
 
 err_code store_dsn_keys_list(store_dsn_key **out, size_t *n, store *s, err_info *err)
 {
-    project_ctx x = {0};
-    err_code rc = store_run(s, do_dsn_keys_list, &x, err);
-    if (rc != ERR_OK) {
-        free(x.keys);
-        x.keys = NULL;
-        x.n = 0;
-    }
-    *out = x.keys;
-    *n = x.n;
+    void *keys;
+    err_code rc = run_list(&keys, n, s, &LIST_DSN_KEYS, err);
+    *out = keys;
     return rc;
 }
 
