@@ -231,12 +231,16 @@ static err_code await_assembly(store_assembly *a, http_request *r, const dif_req
             atomic_fetch_sub(&assemble_waiters, 1);
         return ERR_OK;
     }
+    /* The wait is no database call: what was left of the request's database budget is
+     * left for the read after it (never more). */
+    double deadline = store_deadline_get();
+    double budget = deadline > 0 ? deadline - store_now_ms() : 0;
     bool done = ingest_assembler_wait(r->srv->assembler, f->sha1, (unsigned)left);
     atomic_fetch_sub(&assemble_waiters, 1);
+    if (deadline > 0)
+        store_deadline_set(store_now_ms() + (budget > 0 ? budget : 0));
     if (!done)
         return ERR_OK;
-    /* the wait was no database call: the read after it gets the usual time */
-    store_deadline_begin(r->srv->cfg->db_timeout_ms);
     return store_assembly_get(a, r->srv->store, f->sha1, ASSEMBLE_STALE_S, ASSEMBLE_ERROR_S,
                               &r->err);
 }
