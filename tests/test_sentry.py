@@ -18,19 +18,25 @@ sentry_ingest, labels db;fixtures): POST /api/{project}/envelope/ and /store/.
 - The real sentry-cli (tests/sentry_cli's pinned @sentry/cli-linux-x64) sends a crash event
   with `send-envelope --raw` and another with `send-event --raw` to the project's DSN: both
   are stored, symbolicated and grouped as above.
+- Resends of one event (16 at once, on two nodes sharing the database, then one later): each
+  answered 200 with the event's id, the event stored once per project and counted once.
 - Bad input, each a 4xx with a JSON error body and nothing stored: no key, a wrong key,
   another project's key, a malformed auth header, bad gzip, a truncated envelope, a length
   past the end, an event over the size limit, 10,000 items, nesting 10,000 deep, two events,
   an event_id that is no UUID, a project id that is no number.
 """
+import concurrent.futures
 import gzip
 import json
 import os
 import random
 import re
+import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -39,7 +45,7 @@ import lookup_oracle as lo  # noqa: E402
 import symbolicate_reports as sr  # noqa: E402
 sys.path.insert(0, os.path.join(HERE, "sentry_cli"))
 from run import npm_ci  # noqa: E402  (the pinned @sentry/cli-linux-x64, tests/sentry_cli)
-from web_instance import Instance, check, checks_done  # noqa: E402
+from web_instance import Instance, check, checks_done, free_port  # noqa: E402
 
 
 def project_create(inst, slug):
@@ -108,6 +114,92 @@ def report_count(inst):
 
 def event_id(k):
     return f"{k:032x}"
+
+
+class SecondNode:
+    """Another `stacksift serve` on the same database (its own port and data directory)."""
+
+    def __init__(self, inst):
+        self.inst = inst
+
+    def __enter__(self):
+        self.port = free_port()
+        env = self.inst.env()
+        env.update(STACKSIFT_LISTEN=f"127.0.0.1:{self.port}",
+                   STACKSIFT_DATA_DIR=os.path.join(self.inst.tmp, "data-node2"))
+        self.log = open(os.path.join(self.inst.tmp, "serve-node2.log"), "ab")
+        self.proc = subprocess.Popen([self.inst.bin, "serve"], env=env, stdout=self.log,
+                                     stderr=self.log)
+        deadline = time.time() + 20
+        while time.time() < deadline and self.proc.poll() is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=5):
+                    return self
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("the second node did not start")
+
+    def __exit__(self, *exc):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
+
+
+def post_raw(port, pid, key, body):
+    """A gzip'd envelope POST to the node on `port`: (status, JSON answer or None)."""
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}/api/{pid}/envelope/", data=gzip.compress(body), method="POST",
+        headers={"Content-Type": "application/x-sentry-envelope", "Content-Encoding": "gzip",
+                 "X-Sentry-Auth": f"Sentry sentry_version=7, sentry_key={key}"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, None
+
+
+def resends(inst, pid_a, key_a, pid_b, key_b, fixtures, manifest):
+    """An SDK that resends an event whose 200 it never saw: 16 copies at once, half to each
+    of two nodes on the same database, then one more later, each answered 200 with the same
+    id; the event is stored once, counted once in its issue and its day, and processed; the
+    same event_id in another project is that project's own event."""
+    rng = random.Random(7)
+    app = sr.fixture_image(fixtures, manifest, "arm64-O2", rng, 0x100000000)
+    imgs = [app] + sr.system_images(rng, "arm64")
+    threads, _leb, crashed = sr.make_crash(rng, imgs, [app], "arm64")
+    eid = event_id(0x5d0001)
+    ev = json.loads(sr.sentry_report(imgs, threads, [], crashed, "arm64", False))
+    ev["event_id"] = eid
+    body = envelope([({"type": "event", "content_type": "application/json"},
+                      json.dumps(ev).encode())], {"event_id": eid})
+    with SecondNode(inst) as node2:
+        ports = [inst.port, node2.port] * 8
+        with concurrent.futures.ThreadPoolExecutor(len(ports)) as pool:
+            answers = list(pool.map(lambda port: post_raw(port, pid_a, key_a, body), ports))
+    check(all(a == (200, {"id": eid}) for a in answers),
+          f"16 resends at once on two nodes: each 200 with the id: {sorted(set(map(str, answers)))}")
+    r = post_envelope(inst, pid_a, body, key_a)
+    check(r.status == 200 and r.json() == {"id": eid}, f"a resend later: {r.status} {r.body[:200]!r}")
+    rep = wait_processed(inst, eid)
+    check(rep is not None and rep["status"] == "processed", f"the event is processed: {rep and rep['status']}")
+    uuid = f"{eid[:8]}-{eid[8:12]}-{eid[12:16]}-{eid[16:20]}-{eid[20:]}"
+    got = inst.psql(inst.db_url, f"SELECT count(*), min(project_id), max(issue_id) FROM reports "
+                                 f"WHERE id = '{uuid}'").strip()
+    check(got.startswith(f"1|{pid_a}|"), f"stored once, in its project: {got!r}")
+    issue = got.split("|")[2]
+    if issue:
+        counts = inst.psql(inst.db_url, f"SELECT i.count, (SELECT sum(count) FROM issue_days d "
+                                        f"WHERE d.issue_id = i.id) FROM issues i "
+                                        f"WHERE i.id = {issue}").strip()
+        check(counts == "1|1", f"counted once in its issue and its day: {counts!r}")
+    r = post_envelope(inst, pid_b, body, key_b)
+    check(r.status == 200 and r.json() == {"id": eid}, f"the same id in another project: {r.status}")
+    got = inst.psql(inst.db_url, f"SELECT string_agg(project_id::text, ',' ORDER BY project_id) "
+                                 f"FROM reports WHERE id = '{uuid}'").strip()
+    check(got == f"{min(pid_a, pid_b)},{max(pid_a, pid_b)}", f"one in each project: {got!r}")
 
 
 def main():
@@ -287,6 +379,9 @@ def main():
             got = re.search(rf'^stacksift_sentry_items_total{{type="{typ}"}} (\d+)$', m, re.M)
             check(got is not None and int(got.group(1)) >= at_least,
                   f"/metrics items {typ}: {got and got.group(1)}")
+
+        # ---- resends: one event stored once per project, under concurrency, on two nodes --
+        resends(inst, pid_a, key_a, pid_b, key_b, fixtures, manifest)
 
         # ---- bad input: a 4xx with a JSON error, nothing stored ---------------------------
         good = lambda eid: envelope([({"type": "event"}, msg(eid))], {"event_id": eid})

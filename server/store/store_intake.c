@@ -35,6 +35,9 @@ typedef struct intake_entry {
     err_code rc;
     err_info err;
     bool processed;            /* stored as processed (its issue upserted in the commit) */
+    bool own;                  /* its id is the report's own (a Sentry event_id): claimed in
+                                  report_claims, stored once per project */
+    bool dup;                  /* own id repeated within this batch: only the first goes in */
     struct intake_entry *next;
 } intake_entry;
 
@@ -125,8 +128,15 @@ static void uuid7_fill(intake_entry *batch, size_t n)
     uint64_t ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
     for (intake_entry *e = batch; n > 0; e = e->next, n--) {
         uint8_t *u = e->id;
-        if (e->r->id != NULL && uuid_bytes(u, e->r->id))
+        e->own = e->r->id != NULL && uuid_bytes(u, e->r->id);
+        e->dup = false;
+        if (e->own) {   /* the same id twice in one batch (resends at once): one row */
+            for (intake_entry *o = batch; o != e && !e->dup; o = o->next)
+                e->dup = o->own && memcmp(o->id, u, 16) == 0 &&
+                         (o->r->project_id ? o->r->project_id : STORE_PROJECT_DEFAULT) ==
+                             (e->r->project_id ? e->r->project_id : STORE_PROJECT_DEFAULT);
             continue;
+        }
         size_t got = 0;
         while (got < 10) {
             ssize_t k = getrandom(u + 6 + got, 10 - got, 0);
@@ -160,20 +170,37 @@ static void uuid_text(char out[37], const uint8_t u[16])
  * COPY command, then the data), no escaping of the raw bytes, no text parsing of ids and
  * sizes. Outside a transaction block the statement is its own transaction: the answer comes
  * after the commit (synchronous_commit on: after its WAL is flushed). */
+/* The claims of the reports that bring their own id ($12, own; migration 0012): inserted
+ * in (project, id) order so that two commits claiming the same ids wait for each other in one
+ * order, never a deadlock; a claim another transaction holds makes this one wait for its
+ * outcome. Only reports whose claim this statement made, or that have no id of their own, are
+ * inserted: a resent event is stored once. */
+#define CLAIMS_CTE                                                                           \
+    "c AS (INSERT INTO report_claims (project_id, id) "                                       \
+    "SELECT o.p, o.i FROM unnest($1::uuid[], $11::int8[], $12::bool[]) AS o(i, p, own) "      \
+    "WHERE o.own ORDER BY o.p, o.i ON CONFLICT DO NOTHING RETURNING project_id, id)"
+#define CLAIMED(r) "(NOT " r ".own OR EXISTS (SELECT 1 FROM c WHERE c.project_id = " r       \
+                   ".project_id AND c.id = " r ".id))"
+
 static const store_stmt STMT_INSERT = {
     "reports_intake",
+    "WITH " CLAIMS_CTE " "
     "INSERT INTO reports (id, status, format, content_type, raw, raw_bytes, parsed, app, "
     "app_version, os_version, project_id) "
-    "SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bytea[], "
-    "$6::int4[], $7::jsonb[], $8::text[], $9::text[], $10::text[], $11::int8[])"};
+    "SELECT r.id, r.status, r.format, r.content_type, r.raw, r.raw_bytes, r.parsed, r.app, "
+    "r.app_version, r.os_version, r.project_id "
+    "FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bytea[], "
+    "$6::int4[], $7::jsonb[], $8::text[], $9::text[], $10::text[], $11::int8[], $12::bool[]) "
+    "AS r(id, status, format, content_type, raw, raw_bytes, parsed, app, app_version, "
+    "os_version, project_id, own) WHERE " CLAIMED("r")};
 enum { COL_ID, COL_STATUS, COL_FORMAT, COL_CTYPE, COL_RAW, COL_RAW_BYTES, COL_PARSED, COL_APP,
-       COL_APP_VERSION, COL_OS_VERSION, COL_PROJECT, NCOLS };
+       COL_APP_VERSION, COL_OS_VERSION, COL_PROJECT, COL_OWN, NCOLS };
 
 /* Element type OIDs (PostgreSQL's src/include/catalog/pg_type.dat): array_recv refuses an
  * array whose element type is not the parameter's. */
 static const uint32_t COL_TYPE[NCOLS] = {2950 /* uuid */, 25, 25, 25 /* text */,
                                          17 /* bytea */, 23 /* int4 */, 3802 /* jsonb */,
-                                         25, 25, 25, 20 /* int8 */};
+                                         25, 25, 25, 20 /* int8 */, 16 /* bool */};
 
 static void put_i32(buf *b, int32_t v)
 {
@@ -216,29 +243,38 @@ static void put_array_head(buf *b, bool has_nulls, uint32_t oid, size_t n)
 
 /* The same INSERT for a batch holding reports processed at intake: each of those is stored
  * 'processed' with its model and issue, and its issue upserted, in the one statement (so in
- * the one transaction whose commit precedes the 202s). $11..$15 are per report (NULL for a
- * report stored as received), $16 the batch's groups as JSON (one per project + issue_app +
- * fingerprint). The groups' receipt times are now(): the transaction's time, which is
+ * the one transaction whose commit precedes the 202s). $13..$17 are per report (NULL for a
+ * report stored as received), $18 the batch's groups as JSON (one per project + issue_app +
+ * fingerprint); the counts come from the reports actually inserted (k: not a resent event). The groups' receipt times are now(): the transaction's time, which is
  * received_at of every row it inserts. Upserts go in (project, app, fingerprint) order and per-day
  * counts in issue order, as the workers' (store_queue.c): no deadlock among them. The answer
  * is how many resolved issues the batch reopened. */
 static const store_stmt STMT_INSERT_PROCESSED = {
     "reports_intake_processed",
-    "WITH t AS (SELECT * FROM json_to_recordset($17::json) AS t(project_id bigint, app text, "
+    "WITH " CLAIMS_CTE ", "
+    "t AS (SELECT * FROM json_to_recordset($18::json) AS t(project_id bigint, app text, "
     "kind text, fingerprint text, title text, culprit text, exception text, basis text, "
     "provisional boolean, frames jsonb, n bigint, versions text[], last_report uuid)), "
+    /* per group, the reports this statement inserts (a resent event is not counted) */
+    "k AS (SELECT x.project_id, x.issue_app, x.fingerprint, count(*) AS n "
+    "FROM unnest($1::uuid[], $11::int8[], $12::bool[], $13::text[], $14::text[]) "
+    "AS x(id, project_id, own, issue_app, fingerprint) "
+    "WHERE x.fingerprint IS NOT NULL AND " CLAIMED("x") " GROUP BY 1, 2, 3), "
     "g AS (INSERT INTO issues AS i (project_id, app, kind, fingerprint, title, culprit, "
     "exception, basis, provisional, frames, first_seen, last_seen, count, versions, "
     "last_report) "
     "SELECT t.project_id, t.app, t.kind, t.fingerprint, t.title, t.culprit, t.exception, "
-    "t.basis, t.provisional, t.frames, now(), now(), t.n, "
+    "t.basis, t.provisional, t.frames, now(), now(), k.n, "
     "ARRAY(SELECT DISTINCT v FROM unnest(t.versions) v ORDER BY 1), t.last_report "
-    "FROM t ORDER BY t.project_id, t.app, t.fingerprint " STORE_ISSUE_UPSERT_CONFLICT
+    "FROM t JOIN k ON k.project_id = t.project_id AND k.issue_app = t.app "
+    "AND k.fingerprint = t.fingerprint "
+    "ORDER BY t.project_id, t.app, t.fingerprint " STORE_ISSUE_UPSERT_CONFLICT
     "RETURNING i.id, i.project_id, i.app, i.fingerprint, "
     "coalesce(i.regressed_at = now(), false) AS regressed), "
     "d AS (INSERT INTO issue_days AS d (issue_id, day, count) "
-    "SELECT g.id, (now() AT TIME ZONE 'UTC')::date, t.n FROM g "
-    "JOIN t ON t.project_id = g.project_id AND t.app = g.app AND t.fingerprint = g.fingerprint "
+    "SELECT g.id, (now() AT TIME ZONE 'UTC')::date, k.n FROM g "
+    "JOIN k ON k.project_id = g.project_id AND k.issue_app = g.app "
+    "AND k.fingerprint = g.fingerprint "
     "ORDER BY 1 "
     "ON CONFLICT (issue_id, day) DO UPDATE SET count = d.count + EXCLUDED.count), "
     "r AS (INSERT INTO reports (id, status, format, content_type, raw, raw_bytes, parsed, app, "
@@ -249,12 +285,12 @@ static const store_stmt STMT_INSERT_PROCESSED = {
     "r.model, CASE WHEN g.id IS NULL THEN 0 ELSE 1 END, "
     "CASE WHEN g.id IS NULL THEN NULL ELSE now() END "
     "FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bytea[], $6::int4[], "
-    "$7::jsonb[], $8::text[], $9::text[], $10::text[], $11::int8[], $12::text[], $13::text[], "
-    "$14::text[], $15::text[], $16::text[]) AS r(id, status, format, content_type, raw, "
-    "raw_bytes, parsed, app, app_version, os_version, project_id, issue_app, fingerprint, kind, "
-    "hardware_model, model) "
+    "$7::jsonb[], $8::text[], $9::text[], $10::text[], $11::int8[], $12::bool[], $13::text[], "
+    "$14::text[], $15::text[], $16::text[], $17::text[]) AS r(id, status, format, content_type, "
+    "raw, raw_bytes, parsed, app, app_version, os_version, project_id, own, issue_app, "
+    "fingerprint, kind, hardware_model, model) "
     "LEFT JOIN g ON g.project_id = r.project_id AND g.app = r.issue_app "
-    "AND g.fingerprint = r.fingerprint) "
+    "AND g.fingerprint = r.fingerprint WHERE " CLAIMED("r") ") "
     "SELECT count(*) FILTER (WHERE regressed) FROM g"};
 enum { PCOL_ISSUE_APP, PCOL_FINGERPRINT, PCOL_KIND, PCOL_HARDWARE_MODEL, PCOL_MODEL, NPCOLS };
 
@@ -278,11 +314,11 @@ static bool same_group(const store_report_new *a, const store_report_new *b)
  * "n","versions","last_report"}] in order of first appearance. A group's title and frames
  * come from its first report (the same signature gives the same ones), last_report is its
  * last (all share one receipt time), versions its reports' distinct app versions. */
-static void processed_columns(buf pcol[NPCOLS + 1], intake_entry *batch, size_t n)
+static void processed_columns(buf pcol[NPCOLS + 1], intake_entry *batch, size_t n, size_t rows)
 {
     for (int k = 0; k < NPCOLS; k++) {
         buf_init(&pcol[k]);
-        put_array_head(&pcol[k], true, 25, n);
+        put_array_head(&pcol[k], true, 25, rows);
     }
     buf *groups = &pcol[NPCOLS];
     buf_init(groups);
@@ -291,6 +327,8 @@ static void processed_columns(buf pcol[NPCOLS + 1], intake_entry *batch, size_t 
     jsonw_array_begin(&j);
     size_t k = n;
     for (intake_entry *e = batch; k > 0; e = e->next, k--) {
+        if (e->dup)   /* not inserted: no row, no count */
+            continue;
         const store_report_processed *p = e->r->processed;
         put_text(&pcol[PCOL_ISSUE_APP], p ? p->issue_app : NULL);
         put_text(&pcol[PCOL_FINGERPRINT], p ? p->fingerprint : NULL);
@@ -302,7 +340,7 @@ static void processed_columns(buf pcol[NPCOLS + 1], intake_entry *batch, size_t 
         /* the first report of its group writes the group */
         bool first = true;
         for (intake_entry *o = batch; o != e && first; o = o->next)
-            first = !same_group(o->r, e->r);
+            first = o->dup || !same_group(o->r, e->r);
         if (!first)
             continue;
         int64_t count = 0;
@@ -323,7 +361,7 @@ static void processed_columns(buf pcol[NPCOLS + 1], intake_entry *batch, size_t 
         size_t m = k;
         char last_id[37];
         for (intake_entry *o = e; m > 0; o = o->next, m--) {
-            if (!same_group(o->r, e->r))
+            if (o->dup || !same_group(o->r, e->r))
                 continue;
             count++;
             uuid_text(last_id, o->id);
@@ -356,16 +394,21 @@ static err_code insert_batch(pconn *c, intake_entry *batch, size_t n, bool with_
                              uint64_t *regressions, err_info *err)
 {
     buf col[NCOLS];
-    for (int k = 0; k < NCOLS; k++) {
-        buf_init(&col[k]);
-        put_array_head(&col[k], !(k == COL_ID || k == COL_STATUS || k == COL_FORMAT ||
-                                  k == COL_CTYPE || k == COL_RAW || k == COL_RAW_BYTES ||
-                                  k == COL_PROJECT),
-                       COL_TYPE[k], n);
+    size_t rows = 0, k = n;   /* the rows sent: an own id repeated in the batch goes once */
+    for (intake_entry *e = batch; k > 0; e = e->next, k--)
+        rows += !e->dup;
+    for (int i = 0; i < NCOLS; i++) {
+        buf_init(&col[i]);
+        put_array_head(&col[i], !(i == COL_ID || i == COL_STATUS || i == COL_FORMAT ||
+                                  i == COL_CTYPE || i == COL_RAW || i == COL_RAW_BYTES ||
+                                  i == COL_PROJECT || i == COL_OWN),
+                       COL_TYPE[i], rows);
     }
-    size_t k = n;
+    k = n;
     for (intake_entry *e = batch; k > 0; e = e->next, k--) {
         const store_report_new *r = e->r;
+        if (e->dup)
+            continue;
         put_elem(&col[COL_ID], e->id, 16);
         put_text(&col[COL_STATUS], with_processed && r->processed ? "processed" : r->status);
         put_text(&col[COL_FORMAT], r->format);
@@ -386,6 +429,8 @@ static err_code insert_batch(pconn *c, intake_entry *batch, size_t n, bool with_
         put_text(&col[COL_OS_VERSION], r->os_version);
         put_i32(&col[COL_PROJECT], 8);
         put_i64(&col[COL_PROJECT], project_of(r));
+        put_i32(&col[COL_OWN], 1);
+        buf_putc(&col[COL_OWN], e->own ? 1 : 0);
     }
     const char *values[NCOLS + NPCOLS + 1];
     int lengths[NCOLS + NPCOLS + 1], formats[NCOLS + NPCOLS + 1];
@@ -398,7 +443,7 @@ static err_code insert_batch(pconn *c, intake_entry *batch, size_t n, bool with_
     err_code rc;
     buf pcol[NPCOLS + 1];
     if (with_processed) {
-        processed_columns(pcol, batch, n);
+        processed_columns(pcol, batch, n, rows);
         for (int i = 0; i <= NPCOLS; i++) {
             values[NCOLS + i] = (const char *)pcol[i].data;
             lengths[NCOLS + i] = (int)pcol[i].len;

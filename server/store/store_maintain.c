@@ -270,6 +270,14 @@ static err_code drop_partitions(store_retention_result *r, pconn *c, unsigned da
                   "((now() AT TIME ZONE 'UTC')::date - $1::int)::timestamp AT TIME ZONE 'UTC'",
                   1, values, err);
     r->reports_expired += rows;
+    /* The once-only claims of reports with ids of their own (migration 0012) go with them:
+     * a claim is as old as its report. */
+    int64_t claims = 0;   /* not reported: a claim is not data anyone reads */
+    if (rc == ERR_OK)
+        rc = exec_int(&claims, c, "expiring report claims",
+                      "DELETE FROM report_claims WHERE received_at < "
+                      "((now() AT TIME ZONE 'UTC')::date - $1::int)::timestamp AT TIME ZONE 'UTC'",
+                      1, values, err);
     return rc;
 }
 
