@@ -12,4 +12,5 @@ dofile(here .. "bench_post.lua").setup{
             ["Content-Encoding"] = "gzip"}
   end,
   status = 200,
+  unique = true,   -- an event_id sent again is stored once: every envelope once
 }

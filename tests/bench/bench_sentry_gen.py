@@ -2,8 +2,9 @@
 """bench_sentry_gen.py STACKSIFT DIR COPIES - for the report-N.crash files of DIR
 (bench_ingest_gen.py's 30-frame Apple-text reports), envelope-M.bin files: the same crashes as
 sentry-cocoa events (macho images, frames caller first, mach exception) in gzip'd envelopes, as
-the SDK sends them, COPIES of each with distinct event_ids (M = copy * reports + N), so that a
-run repeats an event_id only after every envelope was sent once. Reads each report through
+the SDK sends them, COPIES of each with distinct event_ids (M = copy * reports + N): an event_id sent twice is
+stored once, so a run sends each envelope once (bench_post.lua's `unique`) and needs as many
+as it sends. Reads each report through
 `stacksift parse --json`, so both forms hold the same frames.
 """
 import gzip
@@ -52,14 +53,18 @@ while os.path.exists(os.path.join(d, f"report-{n}.crash")):
     }
     events.append(event)
     n += 1
+# The payload is serialized once per crash, with a placeholder where each copy's id goes.
+for k, event in enumerate(events):
+    event["event_id"] = "EVENT-ID-PLACEHOLDER-0123456789AB"   # 32 characters, as an id
+    events[k] = json.dumps(event).encode()
 for c in range(copies):
-    for k, event in enumerate(events):
+    for k, template in enumerate(events):
         m = c * len(events) + k
-        event["event_id"] = eid = uuid.UUID(int=(0x5e << 120) | m).hex
-        payload = json.dumps(event).encode()
+        eid = uuid.UUID(int=(0x5e << 120) | m).hex
+        payload = template.replace(b"EVENT-ID-PLACEHOLDER-0123456789AB", eid.encode())
         env = (json.dumps({"event_id": eid, "sent_at": "2026-11-27T00:00:00Z"}).encode() + b"\n" +
                json.dumps({"type": "event", "length": len(payload)}).encode() + b"\n" + payload +
                b"\n")
         with open(os.path.join(d, f"envelope-{m}.bin"), "wb") as f:
-            f.write(gzip.compress(env))
+            f.write(gzip.compress(env, 6))
 print(f"bench_sentry_gen: {copies * len(events)} envelopes", file=sys.stderr)
