@@ -6,7 +6,9 @@
 #      random slides, system frames, devices), grouped into a handful of real issues;
 #   3. every real report in ../shared/corpus/reports/ (refused ones are listed with the reason:
 #      only what is no crash report or is cut short); the KSCrash JSON reports go in one batch
-#      the way KSCrash's standard sink sends them (multipart "reports", ?token= in the URL);
+#      the way KSCrash's standard sink sends them (multipart "reports", ?token= in the URL), the
+#      Bugsnag events to /bugsnag/notify the way bugsnag-cocoa's notifier sends them (a project's
+#      DSN key as the Bugsnag API key, Bugsnag-Payload-Version, Bugsnag-Integrity);
 #   4. privacy-API sample batches of two builds from six test devices (deploy/demo_samples.py).
 # Then it waits until the workers have processed the queue and counted the samples.
 #
@@ -15,8 +17,13 @@
 # Environment: STACKSIFT_URL, UPLOAD_TOKEN, INGEST_TOKEN, READ_TOKEN (default: .data/listen and
 # .data/tokens.env as quickstart.sh leaves them), STACKSIFT_BIN (default build/server/stacksift),
 # STACKSIFT_FIXTURES (default build-fixtures), STACKSIFT_CORPUS (default
-# ../shared/corpus/reports), DEMO_WAIT_S (default 120: longest wait for the queue).
-# Running it twice posts the reports twice (counts double); the dSYMs are stored once.
+# ../shared/corpus/reports), DEMO_WAIT_S (default 120: longest wait for the queue),
+# BUGSNAG_API_KEY (a project's DSN key for the Bugsnag events; default: the key of a project
+# "demo-bugsnag" made, or its key rotated, with `stacksift project` on STACKSIFT_DATABASE_URL,
+# default the database deploy/quickstart.sh runs; with neither, the events go to
+# POST /api/v1/reports with the ingest token).
+# Running it twice posts the reports twice (counts double) but the KSCrash sink batch (stored
+# once: the sink's retries name the same reports); the dSYMs are stored once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -75,6 +82,38 @@ post() {   # post FILE: one report; Content-Type from its first byte
     log "refused ($code) ${1#"$corpus/"}: $(jq -r '.error.message // .' "$work/post.json" 2>/dev/null | head -c 160)"
   fi
 }
+# Bugsnag: the project whose DSN key is the Bugsnag API key (README "Using KSCrash / Bugsnag").
+if [ -z "${STACKSIFT_DATABASE_URL:-}" ] && [ -f "$root/.data/pg/password" ] && [ -f "$root/.data/pg/port" ]; then
+  STACKSIFT_DATABASE_URL="postgresql://stacksift:$(cat "$root/.data/pg/password")@127.0.0.1:$(cat "$root/.data/pg/port")/stacksift"
+  export STACKSIFT_DATABASE_URL
+fi
+bugsnag_key=${BUGSNAG_API_KEY:-}
+if [ -z "$bugsnag_key" ] && [ -n "${STACKSIFT_DATABASE_URL:-}" ]; then
+  dsn=$("$bin" project create demo-bugsnag --name "Bugsnag demo" 2>/dev/null ||
+        "$bin" project key rotate demo-bugsnag --grace 0 2>/dev/null || true)
+  dsn=$(printf '%s\n' "$dsn" | sed -n 's/^DSN=[a-z]*:\/\/\([0-9a-fA-F]*\)@.*/\1/p' | tail -n 1)
+  bugsnag_key=$dsn
+  [ -z "$bugsnag_key" ] || sleep 1.2   # the server reads new keys twice a second
+fi
+[ -n "$bugsnag_key" ] || log "no Bugsnag API key (BUGSNAG_API_KEY, or STACKSIFT_DATABASE_URL to make one): Bugsnag events go to /api/v1/reports"
+post_bugsnag() {   # post_bugsnag FILE: an event or payload as bugsnag-cocoa's notifier sends it
+  local code sha
+  sha=$(sha1sum "$1" | cut -d' ' -f1)
+  code=$(curl -sS -o "$work/post.json" -w '%{http_code}' -H "Bugsnag-Api-Key: $bugsnag_key" \
+    -H 'Bugsnag-Payload-Version: 4.0' -H "Bugsnag-Integrity: sha1 $sha" \
+    -H 'Content-Type: application/json' --data-binary "@$1" "$url/bugsnag/notify")
+  if [ "$code" = 202 ]; then
+    accepted=$((accepted + $(jq '.reports // [1] | length' "$work/post.json")))
+    bugsnag=$((bugsnag + 1))
+  else
+    refused=$((refused + 1))
+    log "refused ($code, /bugsnag/notify) ${1#"$corpus/"}: $(jq -r '.error.message // .' "$work/post.json" 2>/dev/null | head -c 160)"
+  fi
+}
+is_bugsnag() {   # a Bugsnag payload ("events") or event ("exceptions")
+  [ "$(head -c 1 "$1")" = "{" ] && jq -e 'type == "object" and (has("exceptions") or (has("events") and has("apiKey")))' "$1" >/dev/null 2>&1
+}
+bugsnag=0
 for f in "$work"/reports/*; do post "$f"; done
 log "generated reports: $accepted accepted"
 gen=$accepted
@@ -98,7 +137,10 @@ if [ ${#ksfiles[@]} -gt 0 ]; then
   done
   log "KSCrash sink batch of ${#ksfiles[@]}: $(jq '.accepted' "$work/sink.json") accepted, $(jq '.refused' "$work/sink.json") refused"
 fi
-while IFS= read -r f; do post "$f"; done < <(find "$corpus" -mindepth 2 -type f -not -path "$corpus/kscrash-json/*" | sort)
+while IFS= read -r f; do
+  if [ -n "$bugsnag_key" ] && is_bugsnag "$f"; then post_bugsnag "$f"; else post "$f"; fi
+done < <(find "$corpus" -mindepth 2 -type f -not -path "$corpus/kscrash-json/*" | sort)
+[ -z "$bugsnag_key" ] || log "Bugsnag notifier payloads: $bugsnag accepted at /bugsnag/notify (project demo-bugsnag or BUGSNAG_API_KEY's)"
 log "corpus reports: $((accepted - gen)) accepted, $refused refused (not crash reports, or cut short: reasons above)"
 
 # 4. Privacy-API samples, gzip as a device sends them.

@@ -161,8 +161,8 @@ async function main() {
     await page.selectOption('#filters select[name=kind]', '');
     await page.waitForFunction(() => !/kind=/.test(location.hash));
     await listSettled(page);
-    // the project selector: its options come from GET /api/v1/projects; every demo report
-    // went to the default project, so the same rows as the API gives for it
+    // the project selector: its options come from GET /api/v1/projects; the demo's reports
+    // went to the default project (but its Bugsnag event): the same rows as the API gives for it
     await page.waitForSelector('#filters select[name=project] option[value=default]',
                                { state: 'attached', timeout: STEP_TIMEOUT_MS });
     await page.selectOption('#filters select[name=project]', 'default');

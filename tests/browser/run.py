@@ -58,7 +58,8 @@ def main():
     with Instance("browser", workers=2) as inst:
         env = dict(os.environ, STACKSIFT_URL=inst.url, INGEST_TOKEN=inst.tokens["ingest"],
                    UPLOAD_TOKEN=inst.tokens["upload"], READ_TOKEN=inst.tokens["read"],
-                   ADMIN_TOKEN=inst.tokens["admin"], DEMO_WAIT_S="120")
+                   ADMIN_TOKEN=inst.tokens["admin"], DEMO_WAIT_S="120",
+                   STACKSIFT_DATABASE_URL=inst.db_url)   # the demo makes its Bugsnag project
         t0 = time.time()
         demo = subprocess.run([os.path.join(source, "deploy/demo.sh")], env=env, capture_output=True,
                               text=True, timeout=300)
@@ -68,6 +69,12 @@ def main():
             print("test_browser: deploy/demo.sh failed\n0 passed, 1 failed")
             return 1
         print(f"deploy/demo.sh: {time.time() - t0:.1f} s")
+        # the corpus's Bugsnag event went where bugsnag-cocoa sends it, with a project's key
+        if "Bugsnag notifier payloads: 1 accepted at /bugsnag/notify" not in demo.stderr:
+            print(demo.stderr[-3000:], file=sys.stderr)
+            print("test_browser: the demo's Bugsnag event did not go to /bugsnag/notify\n"
+                  "0 passed, 1 failed")
+            return 1
         env.update(NODE_PATH=os.path.join(node_dir, "node_modules"), ARTIFACT_DIR=artifacts,
                    MISSING_UUID=d5,
                    SAMPLE_REPORT=os.path.join(source, "../shared/real-xcode/macsymbolicator-2021-03/"
