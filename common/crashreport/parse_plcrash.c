@@ -198,185 +198,176 @@ static bool enter(plc *c, cr_pb *child, const cr_pb *parent, const cr_pb_field *
 
 /* ---- messages -------------------------------------------------------------------------------- */
 
-/* Processor: encoding, type, subtype. Only Mach encodings (1, or none given: every writer of
- * this format is on Apple platforms) are interpreted. */
+/* One field of a message being read; `m` is the message (for a nested one's cursor), `path`
+ * names the message in errors, `ctx` what the reader fills. False (c->err set) to stop. */
+typedef bool (*plc_field_fn)(plc *c, const cr_pb *m, const cr_pb_field *f, const plc_path *path,
+                             void *ctx);
+
+/* Every field of the message `pf` holds (inside `parent`), in wire order, through `field`;
+ * unknown fields are the callback's to skip. False (c->err set, naming `path`) on a wire error
+ * or when `field` fails. */
+static bool read_message(plc *c, const cr_pb *parent, const cr_pb_field *pf, const plc_path *path,
+                         plc_field_fn field, void *ctx)
+{
+    cr_pb m;
+    if (!enter(c, &m, parent, pf, path))
+        return false;
+    cr_pb_field f;
+    int rc;
+    while ((rc = cr_pb_next(&m, &f, c->err)) > 0)
+        if (!field(c, &m, &f, path, ctx))
+            return false;
+    if (rc < 0) {
+        wire_error(c, path);
+        return false;
+    }
+    return true;
+}
+
+/* Processor: encoding, type, subtype. */
+typedef struct {
+    uint64_t enc, type, subtype;
+    bool has_type;
+} plc_processor;
+
+static bool processor_field(plc *c, const cr_pb *m, const cr_pb_field *f, const plc_path *path,
+                            void *ctx)
+{
+    plc_processor *p = ctx;
+    (void)m;
+    switch (f->number) {
+    case 1: return num(c, f, &p->enc, path, "encoding");
+    case 2: p->has_type = true; return num(c, f, &p->type, path, "type");
+    case 3: return num(c, f, &p->subtype, path, "subtype");
+    default: return true;
+    }
+}
+
+/* A Processor message: its Mach type and subtype. Only Mach encodings (1, or none given: every
+ * writer of this format is on Apple platforms) are interpreted (*has). */
 static bool read_processor(plc *c, const cr_pb *m0, const cr_pb_field *pf, const plc_path *path,
                            bool *has, uint64_t *type, uint64_t *subtype)
 {
-    cr_pb m;
-    if (!enter(c, &m, m0, pf, path))
+    plc_processor p = {.enc = 1};
+    if (!read_message(c, m0, pf, path, processor_field, &p))
         return false;
-    uint64_t enc = 1, t = 0, s = 0;
-    bool has_t = false;
-    cr_pb_field f;
-    int rc;
-    while ((rc = cr_pb_next(&m, &f, c->err)) > 0) {
-        switch (f.number) {
-        case 1: if (!num(c, &f, &enc, path, "encoding")) return false; break;
-        case 2: if (!num(c, &f, &t, path, "type")) return false; has_t = true; break;
-        case 3: if (!num(c, &f, &s, path, "subtype")) return false; break;
-        default: break;
-        }
-    }
-    if (rc < 0) {
-        wire_error(c, path);
-        return false;
-    }
-    *has = has_t && enc == 1;
-    *type = t;
-    *subtype = s;
+    *has = p.has_type && p.enc == 1;
+    *type = p.type;
+    *subtype = p.subtype;
     return true;
 }
 
-static bool read_system_info(plc *c, const cr_pb *top, const cr_pb_field *pf)
+static bool system_info_field(plc *c, const cr_pb *m, const cr_pb_field *f, const plc_path *path,
+                              void *ctx)
 {
-    const plc_path at = {NULL, "system_info", 0, false}, *path = &at;
-    cr_pb m;
-    if (!enter(c, &m, top, pf, path))
-        return false;
-    crashreport_metadata *meta = &c->b.r->meta;
-    cr_pb_field f;
-    int rc;
-    while ((rc = cr_pb_next(&m, &f, c->err)) > 0) {
-        switch (f.number) {
-        case 1:
-            if (!num(c, &f, &c->os, path, "operating_system"))
-                return false;
-            c->has_os = true;
-            break;
-        case 2: if (!text(c, &f, &c->os_version, path, "os_version")) return false; break;
-        case 3:
-            if (!num(c, &f, &c->legacy_arch, path, "architecture"))
-                return false;
-            c->has_legacy_arch = true;
-            break;
-        case 4: {
-            uint64_t ts;
-            if (!num(c, &f, &ts, path, "timestamp"))
-                return false;
-            /* int64 seconds since 1970; 0 means unknown. Years past 9999 are not dates. */
-            int64_t secs = (int64_t)ts;
-            if (secs > 0 && secs < INT64_C(253402300800)) {
-                time_t t = (time_t)secs;
-                struct tm tm;
-                char when[64];
-                if (gmtime_r(&t, &tm) != NULL &&
-                    strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S +0000", &tm) > 0)
-                    meta->date = cr_strdup(&c->b, when);
-            }
-            break;
+    (void)m, (void)ctx;
+    switch (f->number) {
+    case 1: c->has_os = true; return num(c, f, &c->os, path, "operating_system");
+    case 2: return text(c, f, &c->os_version, path, "os_version");
+    case 3: c->has_legacy_arch = true; return num(c, f, &c->legacy_arch, path, "architecture");
+    case 4: {
+        uint64_t ts;
+        if (!num(c, f, &ts, path, "timestamp"))
+            return false;
+        /* int64 seconds since 1970; 0 means unknown. Years past 9999 are not dates. */
+        int64_t secs = (int64_t)ts;
+        if (secs > 0 && secs < INT64_C(253402300800)) {
+            time_t t = (time_t)secs;
+            struct tm tm;
+            char when[64];
+            if (gmtime_r(&t, &tm) != NULL &&
+                strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S +0000", &tm) > 0)
+                c->b.r->meta.date = cr_strdup(&c->b, when);
         }
-        case 5: if (!text(c, &f, &c->os_build, path, "os_build")) return false; break;
-        default: break;
-        }
+        return true;
     }
-    if (rc < 0) {
-        wire_error(c, path);
-        return false;
+    case 5: return text(c, f, &c->os_build, path, "os_build");
+    default: return true;
     }
-    return true;
 }
 
-static bool read_app_info(plc *c, const cr_pb *top, const cr_pb_field *pf)
+static bool app_info_field(plc *c, const cr_pb *m, const cr_pb_field *f, const plc_path *path,
+                           void *ctx)
 {
-    const plc_path at = {NULL, "application_info", 0, false}, *path = &at;
-    cr_pb m;
-    if (!enter(c, &m, top, pf, path))
-        return false;
-    cr_pb_field f;
-    int rc;
-    while ((rc = cr_pb_next(&m, &f, c->err)) > 0) {
-        switch (f.number) {
-        case 1:
-            if (!text(c, &f, &c->b.r->meta.bundle_id, path, "identifier"))
-                return false;
-            break;
-        case 2: if (!text(c, &f, &c->app_version, path, "version")) return false; break;
-        case 3:
-            if (!text(c, &f, &c->marketing_version, path, "marketing_version"))
-                return false;
-            break;
-        default: break;
-        }
+    (void)m, (void)ctx;
+    switch (f->number) {
+    case 1: return text(c, f, &c->b.r->meta.bundle_id, path, "identifier");
+    case 2: return text(c, f, &c->app_version, path, "version");
+    case 3: return text(c, f, &c->marketing_version, path, "marketing_version");
+    default: return true;
     }
-    if (rc < 0) {
-        wire_error(c, path);
-        return false;
-    }
-    return true;
 }
 
 /* Symbol: the name and start address a client-side symbolication guessed for a frame. */
+typedef struct {
+    const char *name;
+    uint64_t start;
+    bool has_start;
+} plc_symbol;
+
+static bool symbol_field(plc *c, const cr_pb *m, const cr_pb_field *f, const plc_path *path,
+                         void *ctx)
+{
+    plc_symbol *s = ctx;
+    (void)m;
+    switch (f->number) {
+    case 1: return text(c, f, &s->name, path, "symbol.name");
+    case 2: s->has_start = true; return num(c, f, &s->start, path, "symbol.start_address");
+    default: return true;
+    }
+}
+
 static bool read_symbol(plc *c, const cr_pb *m0, const cr_pb_field *pf, const plc_path *path,
                         crashreport_frame *fr)
 {
-    cr_pb m;
-    if (!enter(c, &m, m0, pf, path))
+    plc_symbol s = {0};
+    if (!read_message(c, m0, pf, path, symbol_field, &s))
         return false;
-    const char *name = NULL;
-    uint64_t start = 0;
-    bool has_start = false;
-    cr_pb_field f;
-    int rc;
-    while ((rc = cr_pb_next(&m, &f, c->err)) > 0) {
-        switch (f.number) {
-        case 1: if (!text(c, &f, &name, path, "symbol.name")) return false; break;
-        case 2:
-            if (!num(c, &f, &start, path, "symbol.start_address"))
-                return false;
-            has_start = true;
-            break;
-        default: break;
-        }
-    }
-    if (rc < 0) {
-        wire_error(c, path);
-        return false;
-    }
-    if (name != NULL && name[0] != '\0') {
-        fr->symbol = name;
-        if (has_start && start <= fr->addr) {
-            fr->symbol_offset = fr->addr - start;
+    if (s.name != NULL && s.name[0] != '\0') {
+        fr->symbol = s.name;
+        if (s.has_start && s.start <= fr->addr) {
+            fr->symbol_offset = fr->addr - s.start;
             fr->has_symbol_offset = true;
         }
     }
     return true;
 }
 
+typedef struct {
+    crashreport_frame *fr;
+    bool has_pc;
+    cr_pb msg;          /* the frame's message, the parent of its symbol */
+    cr_pb_field sym;    /* the symbol field, read after the pc (which may come later) */
+    bool has_sym;
+} plc_frame;
+
+static bool frame_field(plc *c, const cr_pb *m, const cr_pb_field *f, const plc_path *path,
+                        void *ctx)
+{
+    plc_frame *x = ctx;
+    switch (f->number) {
+    case 3: x->has_pc = true; return num(c, f, &x->fr->addr, path, "pc");
+    case 6:
+        x->msg = *m;
+        x->sym = *f;
+        x->has_sym = true;
+        return true;
+    default: return true;
+    }
+}
+
 /* StackFrame into fr (already added); `path` names it ("threads[1].frames[4]"). */
 static bool read_frame(plc *c, const cr_pb *m0, const cr_pb_field *pf, const plc_path *path,
                        crashreport_frame *fr)
 {
-    cr_pb m;
-    if (!enter(c, &m, m0, pf, path))
+    plc_frame x = {.fr = fr};
+    if (!read_message(c, m0, pf, path, frame_field, &x))
         return false;
-    bool has_pc = false;
-    const cr_pb_field *sym = NULL;
-    cr_pb_field f, symf;
-    int rc;
-    while ((rc = cr_pb_next(&m, &f, c->err)) > 0) {
-        switch (f.number) {
-        case 3:
-            if (!num(c, &f, &fr->addr, path, "pc"))
-                return false;
-            has_pc = true;
-            break;
-        case 6: /* read after the pc, which may come later on the wire */
-            symf = f;
-            sym = &symf;
-            break;
-        default: break;
-        }
-    }
-    if (rc < 0) {
-        wire_error(c, path);
-        return false;
-    }
-    if (!has_pc) {
+    if (!x.has_pc) {
         fail_at(c, ERR_INVALID, path, NULL, "no pc (field 3)");
         return false;
     }
-    return sym == NULL || read_symbol(c, &m, sym, path, fr);
+    return !x.has_sym || read_symbol(c, &x.msg, &x.sym, path, fr);
 }
 
 static crashreport_frame *new_frame(plc *c, crashreport_thread *t, const plc_path *path)
@@ -397,25 +388,23 @@ static crashreport_frame *new_frame(plc *c, crashreport_thread *t, const plc_pat
     return fr;
 }
 
+static bool register_field(plc *c, const cr_pb *m, const cr_pb_field *f, const plc_path *path,
+                           void *ctx)
+{
+    crashreport_register *reg = ctx;
+    (void)m;
+    switch (f->number) {
+    case 1: return text(c, f, &reg->name, path, "name");
+    case 2: return num(c, f, &reg->value, path, "value");
+    default: return true;
+    }
+}
+
 static bool read_register(plc *c, const cr_pb *m0, const cr_pb_field *pf, const plc_path *path,
                           crashreport_register *reg)
 {
-    cr_pb m;
-    if (!enter(c, &m, m0, pf, path))
+    if (!read_message(c, m0, pf, path, register_field, reg))
         return false;
-    cr_pb_field f;
-    int rc;
-    while ((rc = cr_pb_next(&m, &f, c->err)) > 0) {
-        switch (f.number) {
-        case 1: if (!text(c, &f, &reg->name, path, "name")) return false; break;
-        case 2: if (!num(c, &f, &reg->value, path, "value")) return false; break;
-        default: break;
-        }
-    }
-    if (rc < 0) {
-        wire_error(c, path);
-        return false;
-    }
     if (reg->name == NULL) {
         fail_at(c, ERR_INVALID, path, NULL, "no name (field 1)");
         return false;
@@ -423,72 +412,113 @@ static bool read_register(plc *c, const cr_pb *m0, const cr_pb_field *pf, const 
     return true;
 }
 
+typedef struct {
+    crashreport_thread *t;
+    size_t nregs;
+} plc_thread;
+
+static bool thread_field(plc *c, const cr_pb *m, const cr_pb_field *f, const plc_path *path,
+                         void *ctx)
+{
+    plc_thread *x = ctx;
+    crashreport_thread *t = x->t;
+    switch (f->number) {
+    case 1: {
+        uint64_t n;
+        if (!num(c, f, &n, path, "thread_number"))
+            return false;
+        if (n > INT32_MAX) {
+            fail_at(c, ERR_INVALID, path, "thread_number", "%" PRIu64 " is out of range", n);
+            return false;
+        }
+        t->index = (uint32_t)n;
+        return true;
+    }
+    case 2: {
+        const plc_path fp = {path, "frames", t->nframes, true};
+        crashreport_frame *fr = new_frame(c, t, &fp);
+        return fr != NULL && read_frame(c, m, f, &fp, fr);
+    }
+    case 3: {
+        uint64_t v;
+        if (!num(c, f, &v, path, "crashed"))
+            return false;
+        t->crashed = v != 0;
+        return true;
+    }
+    case 4: {
+        const plc_path rp = {path, "registers", x->nregs, true};
+        if (x->nregs >= PLC_MAX_REGISTERS) {
+            fail_at(c, ERR_TOO_LARGE, path, "registers", "more than %d registers",
+                    PLC_MAX_REGISTERS);
+            return false;
+        }
+        crashreport_register *reg = cr_push(&c->b, (void **)&t->registers, &x->nregs, sizeof *reg);
+        if (reg == NULL || !read_register(c, m, f, &rp, reg))
+            return false;
+        t->nregisters = x->nregs;
+        return true;
+    }
+    default: return true;
+    }
+}
+
 static bool read_thread(plc *c, const cr_pb *top, const cr_pb_field *pf, size_t ti)
 {
-    const plc_path at = {NULL, "threads", ti, true}, *path = &at;
+    const plc_path at = {NULL, "threads", ti, true};
     if (c->b.r->nthreads >= PLC_MAX_THREADS) {
         err_set(c->err, ERR_TOO_LARGE, "plcrash report: threads: more than %d threads",
                 PLC_MAX_THREADS);
         return false;
     }
-    crashreport_thread *t = cr_add_thread(&c->b);
-    if (t == NULL)
+    plc_thread x = {cr_add_thread(&c->b), 0};
+    if (x.t == NULL)
         return false;
-    t->index = (uint32_t)ti; /* thread_number replaces it when given */
-    cr_pb m;
-    if (!enter(c, &m, top, pf, path))
-        return false;
-    cr_pb_field f;
-    int rc;
-    size_t nregs = 0;
-    while ((rc = cr_pb_next(&m, &f, c->err)) > 0) {
-        switch (f.number) {
-        case 1: {
-            uint64_t n;
-            if (!num(c, &f, &n, path, "thread_number"))
-                return false;
-            if (n > INT32_MAX) {
-                fail_at(c, ERR_INVALID, path, "thread_number", "%" PRIu64 " is out of range", n);
-                return false;
-            }
-            t->index = (uint32_t)n;
-            break;
+    x.t->index = (uint32_t)ti; /* thread_number replaces it when given */
+    return read_message(c, top, pf, &at, thread_field, &x);
+}
+
+typedef struct {
+    crashreport_image *im;
+    size_t index;
+    uint64_t size;
+    bool has_base;
+} plc_image;
+
+static bool image_field(plc *c, const cr_pb *m, const cr_pb_field *f, const plc_path *path,
+                        void *ctx)
+{
+    plc_image *x = ctx;
+    crashreport_image *im = x->im;
+    switch (f->number) {
+    case 1: x->has_base = true; return num(c, f, &im->load_addr, path, "base_address");
+    case 2: return num(c, f, &x->size, path, "size");
+    case 3: return text(c, f, &im->path, path, "name");
+    case 4: {
+        if (!wire_is(c, f, CR_PB_LEN, path, "uuid"))
+            return false;
+        if (f->len != 16) {
+            cr_note(&c->b, "binary_images[%zu].uuid: %zu bytes, want 16 (ignored)", x->index,
+                    f->len);
+            return true;
         }
-        case 2: {
-            const plc_path fp = {path, "frames", t->nframes, true};
-            crashreport_frame *fr = new_frame(c, t, &fp);
-            if (fr == NULL || !read_frame(c, &m, &f, &fp, fr))
-                return false;
-            break;
-        }
-        case 3: {
-            uint64_t v;
-            if (!num(c, &f, &v, path, "crashed"))
-                return false;
-            t->crashed = v != 0;
-            break;
-        }
-        case 4: {
-            const plc_path rp = {path, "registers", nregs, true};
-            if (nregs >= PLC_MAX_REGISTERS) {
-                fail_at(c, ERR_TOO_LARGE, path, "registers", "more than %d registers",
-                        PLC_MAX_REGISTERS);
-                return false;
-            }
-            crashreport_register *reg = cr_push(&c->b, (void **)&t->registers, &nregs, sizeof *reg);
-            if (reg == NULL || !read_register(c, &m, &f, &rp, reg))
-                return false;
-            t->nregisters = nregs;
-            break;
-        }
-        default: break;
-        }
+        char hex[33];
+        hex16(hex, f->data);
+        cr_uuid_set(im->uuid, hex, 32);
+        return true;
     }
-    if (rc < 0) {
-        wire_error(c, path);
-        return false;
+    case 5: {
+        const plc_path cp = {path, "code_type", 0, false};
+        bool has;
+        uint64_t type, sub;
+        if (!read_processor(c, m, f, &cp, &has, &type, &sub))
+            return false;
+        if (has)
+            im->arch = cr_arch_from_cpu(type, sub);
+        return true;
     }
-    return true;
+    default: return true;
+    }
 }
 
 static bool read_image(plc *c, const cr_pb *top, const cr_pb_field *pf, size_t ii)
@@ -499,55 +529,11 @@ static bool read_image(plc *c, const cr_pb *top, const cr_pb_field *pf, size_t i
                 PLC_MAX_IMAGES);
         return false;
     }
-    crashreport_image *im = cr_add_image(&c->b);
-    if (im == NULL)
+    plc_image x = {cr_add_image(&c->b), ii, 0, false};
+    if (x.im == NULL || !read_message(c, top, pf, path, image_field, &x))
         return false;
-    cr_pb m;
-    if (!enter(c, &m, top, pf, path))
-        return false;
-    uint64_t size = 0;
-    bool has_base = false;
-    cr_pb_field f;
-    int rc;
-    while ((rc = cr_pb_next(&m, &f, c->err)) > 0) {
-        switch (f.number) {
-        case 1:
-            if (!num(c, &f, &im->load_addr, path, "base_address"))
-                return false;
-            has_base = true;
-            break;
-        case 2: if (!num(c, &f, &size, path, "size")) return false; break;
-        case 3: if (!text(c, &f, &im->path, path, "name")) return false; break;
-        case 4: {
-            if (!wire_is(c, &f, CR_PB_LEN, path, "uuid"))
-                return false;
-            if (f.len != 16) {
-                cr_note(&c->b, "binary_images[%zu].uuid: %zu bytes, want 16 (ignored)", ii, f.len);
-                break;
-            }
-            char hex[33];
-            hex16(hex, f.data);
-            cr_uuid_set(im->uuid, hex, 32);
-            break;
-        }
-        case 5: {
-            const plc_path cp = {path, "code_type", 0, false};
-            bool has;
-            uint64_t type, sub;
-            if (!read_processor(c, &m, &f, &cp, &has, &type, &sub))
-                return false;
-            if (has)
-                im->arch = cr_arch_from_cpu(type, sub);
-            break;
-        }
-        default: break;
-        }
-    }
-    if (rc < 0) {
-        wire_error(c, path);
-        return false;
-    }
-    if (!has_base) {
+    crashreport_image *im = x.im;
+    if (!x.has_base) {
         fail_at(c, ERR_INVALID, path, NULL, "no base_address (field 1)");
         return false;
     }
@@ -557,125 +543,93 @@ static bool read_image(plc *c, const cr_pb *top, const cr_pb_field *pf, size_t i
     }
     im->name = cr_basename(im->path);
     /* Apple prints the last byte (inclusive); an empty image has no known extent */
-    if (size > 0 && size - 1 <= UINT64_MAX - im->load_addr)
-        im->end_addr = im->load_addr + size - 1;
+    if (x.size > 0 && x.size - 1 <= UINT64_MAX - im->load_addr)
+        im->end_addr = im->load_addr + x.size - 1;
     return true;
 }
 
-static bool read_exception(plc *c, const cr_pb *top, const cr_pb_field *pf)
+static bool exception_field(plc *c, const cr_pb *m, const cr_pb_field *f, const plc_path *path,
+                            void *ctx)
 {
-    const plc_path at = {NULL, "exception", 0, false}, *path = &at;
-    cr_pb m;
-    if (!enter(c, &m, top, pf, path))
-        return false;
-    cr_pb_field f;
-    int rc;
-    while ((rc = cr_pb_next(&m, &f, c->err)) > 0) {
-        switch (f.number) {
-        case 1: if (!text(c, &f, &c->exc_name, path, "name")) return false; break;
-        case 2: if (!text(c, &f, &c->exc_reason, path, "reason")) return false; break;
-        case 3: {
-            const plc_path fp = {path, "frames", c->b.r->nleb, true};
-            crashreport_frame *fr = new_frame(c, NULL, &fp);
-            if (fr == NULL || !read_frame(c, &m, &f, &fp, fr))
-                return false;
-            c->b.r->has_leb = true;
-            break;
-        }
-        default: break;
-        }
+    (void)ctx;
+    switch (f->number) {
+    case 1: return text(c, f, &c->exc_name, path, "name");
+    case 2: return text(c, f, &c->exc_reason, path, "reason");
+    case 3: {
+        const plc_path fp = {path, "frames", c->b.r->nleb, true};
+        crashreport_frame *fr = new_frame(c, NULL, &fp);
+        if (fr == NULL || !read_frame(c, m, f, &fp, fr))
+            return false;
+        c->b.r->has_leb = true;
+        return true;
     }
-    if (rc < 0) {
-        wire_error(c, path);
+    default: return true;
+    }
+}
+
+/* One Mach exception code into c->mach_codes; false (c->err set) past PLC_MAX_CODES. */
+static bool mach_code_add(plc *c, const plc_path *path, uint64_t v)
+{
+    if (c->nmach_codes >= PLC_MAX_CODES) {
+        fail_at(c, ERR_INVALID, path, "codes", "more than %d codes", PLC_MAX_CODES);
         return false;
     }
+    c->mach_codes[c->nmach_codes++] = v;
     return true;
 }
 
-static bool read_mach_exception(plc *c, const cr_pb *m0, const cr_pb_field *pf)
+static bool mach_exception_field(plc *c, const cr_pb *m, const cr_pb_field *f,
+                                 const plc_path *path, void *ctx)
 {
-    const plc_path up = {NULL, "signal", 0, false}, at = {&up, "mach_exception", 0, false};
-    const plc_path *path = &at;
-    cr_pb m;
-    if (!enter(c, &m, m0, pf, path))
-        return false;
-    cr_pb_field f;
-    int rc;
-    bool has_type = false;
-    while ((rc = cr_pb_next(&m, &f, c->err)) > 0) {
-        switch (f.number) {
-        case 1:
-            if (!num(c, &f, &c->mach_type, path, "type"))
-                return false;
-            has_type = true;
-            break;
-        case 2:
-            if (f.wire == CR_PB_LEN) {
-                /* packed encoding: varints back to back */
-                const uint8_t *p = f.data, *end = f.data + f.len;
-                while (p < end) {
-                    uint64_t v;
-                    if (!cr_pb_varint(&v, &p, end)) {
-                        fail_at(c, ERR_INVALID, path, "codes", "malformed packed varint at "
-                                "offset %zu", f.offset);
-                        return false;
-                    }
-                    if (c->nmach_codes >= PLC_MAX_CODES) {
-                        fail_at(c, ERR_INVALID, path, "codes", "more than %d codes", PLC_MAX_CODES);
-                        return false;
-                    }
-                    c->mach_codes[c->nmach_codes++] = v;
-                }
-                break;
-            }
-            if (c->nmach_codes >= PLC_MAX_CODES) {
-                fail_at(c, ERR_INVALID, path, "codes", "more than %d codes", PLC_MAX_CODES);
-                return false;
-            }
-            if (!num(c, &f, &c->mach_codes[c->nmach_codes], path, "codes"))
-                return false;
-            c->nmach_codes++;
-            break;
-        default: break;
+    (void)m, (void)ctx;
+    switch (f->number) {
+    case 1: c->has_mach = true; return num(c, f, &c->mach_type, path, "type");
+    case 2: {
+        if (f->wire != CR_PB_LEN) {
+            uint64_t v;
+            return num(c, f, &v, path, "codes") && mach_code_add(c, path, v);
         }
+        /* packed encoding: varints back to back */
+        const uint8_t *p = f->data, *end = f->data + f->len;
+        while (p < end) {
+            uint64_t v;
+            if (!cr_pb_varint(&v, &p, end)) {
+                fail_at(c, ERR_INVALID, path, "codes", "malformed packed varint at offset %zu",
+                        f->offset);
+                return false;
+            }
+            if (!mach_code_add(c, path, v))
+                return false;
+        }
+        return true;
     }
-    if (rc < 0) {
-        wire_error(c, path);
-        return false;
+    default: return true;
     }
-    c->has_mach = has_type;
-    return true;
+}
+
+static bool signal_field(plc *c, const cr_pb *m, const cr_pb_field *f, const plc_path *path,
+                         void *ctx)
+{
+    (void)ctx;
+    switch (f->number) {
+    case 1: return text(c, f, &c->sig_name, path, "name");
+    case 2: return text(c, f, &c->sig_code, path, "code");
+    case 3: c->has_sig_addr = true; return num(c, f, &c->sig_addr, path, "address");
+    case 4: {
+        const plc_path at = {path, "mach_exception", 0, false};
+        c->has_mach = false; /* the last one given counts, as when it is read alone */
+        return read_message(c, m, f, &at, mach_exception_field, NULL);
+    }
+    default: return true;
+    }
 }
 
 static bool read_signal(plc *c, const cr_pb *top, const cr_pb_field *pf)
 {
-    const plc_path at = {NULL, "signal", 0, false}, *path = &at;
-    cr_pb m;
-    if (!enter(c, &m, top, pf, path))
-        return false;
+    const plc_path at = {NULL, "signal", 0, false};
     c->has_sig = true;
-    cr_pb_field f;
-    int rc;
-    while ((rc = cr_pb_next(&m, &f, c->err)) > 0) {
-        switch (f.number) {
-        case 1: if (!text(c, &f, &c->sig_name, path, "name")) return false; break;
-        case 2: if (!text(c, &f, &c->sig_code, path, "code")) return false; break;
-        case 3:
-            if (!num(c, &f, &c->sig_addr, path, "address"))
-                return false;
-            c->has_sig_addr = true;
-            break;
-        case 4:
-            if (!read_mach_exception(c, &m, &f))
-                return false;
-            break;
-        default: break;
-        }
-    }
-    if (rc < 0) {
-        wire_error(c, path);
+    if (!read_message(c, top, pf, &at, signal_field, NULL))
         return false;
-    }
     if (c->sig_name == NULL || c->sig_name[0] == '\0') {
         bad(c, "signal: no name (field 1)");
         return false;
@@ -683,124 +637,82 @@ static bool read_signal(plc *c, const cr_pb *top, const cr_pb_field *pf)
     return true;
 }
 
-static bool read_process_info(plc *c, const cr_pb *top, const cr_pb_field *pf)
+static bool process_info_field(plc *c, const cr_pb *m, const cr_pb_field *f, const plc_path *path,
+                               void *ctx)
 {
-    const plc_path at = {NULL, "process_info", 0, false}, *path = &at;
     crashreport_metadata *meta = &c->b.r->meta;
-    cr_pb m;
-    if (!enter(c, &m, top, pf, path))
-        return false;
-    cr_pb_field f;
-    int rc;
-    while ((rc = cr_pb_next(&m, &f, c->err)) > 0) {
-        switch (f.number) {
-        case 1: if (!text(c, &f, &meta->process, path, "process_name")) return false; break;
-        case 2:
-            if (!num(c, &f, &c->pid, path, "process_id"))
-                return false;
-            c->has_pid = true;
-            break;
-        case 3: if (!text(c, &f, &meta->process_path, path, "process_path")) return false; break;
-        case 4:
-            if (!text(c, &f, &c->parent_name, path, "parent_process_name"))
-                return false;
-            break;
-        case 5:
-            if (!num(c, &f, &c->parent_pid, path, "parent_process_id"))
-                return false;
-            c->has_parent_pid = true;
-            break;
-        case 6: {
-            uint64_t v;
-            if (!num(c, &f, &v, path, "native"))
-                return false;
-            c->has_native = true;
-            c->native = v != 0;
-            break;
-        }
-        default: break;
-        }
+    (void)m, (void)ctx;
+    switch (f->number) {
+    case 1: return text(c, f, &meta->process, path, "process_name");
+    case 2: c->has_pid = true; return num(c, f, &c->pid, path, "process_id");
+    case 3: return text(c, f, &meta->process_path, path, "process_path");
+    case 4: return text(c, f, &c->parent_name, path, "parent_process_name");
+    case 5: c->has_parent_pid = true; return num(c, f, &c->parent_pid, path, "parent_process_id");
+    case 6: {
+        uint64_t v;
+        if (!num(c, f, &v, path, "native"))
+            return false;
+        c->has_native = true;
+        c->native = v != 0;
+        return true;
     }
-    if (rc < 0) {
-        wire_error(c, path);
-        return false;
+    default: return true;
     }
-    return true;
 }
 
-static bool read_machine_info(plc *c, const cr_pb *top, const cr_pb_field *pf)
+static bool machine_info_field(plc *c, const cr_pb *m, const cr_pb_field *f, const plc_path *path,
+                               void *ctx)
 {
-    const plc_path at = {NULL, "machine_info", 0, false}, *path = &at;
-    cr_pb m;
-    if (!enter(c, &m, top, pf, path))
-        return false;
-    cr_pb_field f;
-    int rc;
-    while ((rc = cr_pb_next(&m, &f, c->err)) > 0) {
-        switch (f.number) {
-        case 1:
-            if (!text(c, &f, &c->b.r->meta.hardware_model, path, "model"))
-                return false;
-            break;
-        case 2: {
-            const plc_path pp = {path, "processor", 0, false};
-            if (!read_processor(c, &m, &f, &pp, &c->has_cpu, &c->cpu_type, &c->cpu_subtype))
-                return false;
-            break;
-        }
-        default: break;
-        }
+    (void)ctx;
+    switch (f->number) {
+    case 1: return text(c, f, &c->b.r->meta.hardware_model, path, "model");
+    case 2: {
+        const plc_path pp = {path, "processor", 0, false};
+        return read_processor(c, m, f, &pp, &c->has_cpu, &c->cpu_type, &c->cpu_subtype);
     }
-    if (rc < 0) {
-        wire_error(c, path);
-        return false;
+    default: return true;
     }
-    return true;
 }
 
-static bool read_report_info(plc *c, const cr_pb *top, const cr_pb_field *pf)
+static bool report_info_field(plc *c, const cr_pb *m, const cr_pb_field *f, const plc_path *path,
+                              void *ctx)
 {
-    const plc_path at = {NULL, "report_info", 0, false}, *path = &at;
-    cr_pb m;
-    if (!enter(c, &m, top, pf, path))
-        return false;
-    cr_pb_field f;
-    int rc;
-    while ((rc = cr_pb_next(&m, &f, c->err)) > 0) {
-        switch (f.number) {
-        case 1: {
-            uint64_t v;
-            if (!num(c, &f, &v, path, "user_requested"))
-                return false;
-            /* a report taken on request (no crash): a stack sample, grouped apart */
-            if (v != 0)
-                c->b.r->kind = CRASHREPORT_KIND_SAMPLE;
-            break;
-        }
-        case 2: {
-            if (!wire_is(c, &f, CR_PB_LEN, path, "uuid"))
-                return false;
-            if (f.len != 16) {
-                bad(c, "report_info.uuid: %zu bytes, want 16", f.len);
-                return false;
-            }
-            char hex[33], id[37];
-            hex16(hex, f.data);
-            if (cr_uuid_set(id, hex, 32))
-                c->b.r->meta.incident_id = cr_strdup(&c->b, id);
-            break;
-        }
-        default: break;
-        }
+    (void)m, (void)ctx;
+    switch (f->number) {
+    case 1: {
+        uint64_t v;
+        if (!num(c, f, &v, path, "user_requested"))
+            return false;
+        /* a report taken on request (no crash): a stack sample, grouped apart */
+        if (v != 0)
+            c->b.r->kind = CRASHREPORT_KIND_SAMPLE;
+        return true;
     }
-    if (rc < 0) {
-        wire_error(c, path);
-        return false;
+    case 2: {
+        if (!wire_is(c, f, CR_PB_LEN, path, "uuid"))
+            return false;
+        if (f->len != 16) {
+            bad(c, "report_info.uuid: %zu bytes, want 16", f->len);
+            return false;
+        }
+        char hex[33], id[37];
+        hex16(hex, f->data);
+        if (cr_uuid_set(id, hex, 32))
+            c->b.r->meta.incident_id = cr_strdup(&c->b, id);
+        return true;
     }
-    return true;
+    default: return true;
+    }
 }
 
-/* ---- metadata ---------------------------------------------------------------------------------- */
+/* A top-level message (system_info, application_info, exception, process_info, machine_info,
+ * report_info) read by its field function. */
+static bool read_top(plc *c, const cr_pb *top, const cr_pb_field *pf, const char *name,
+                     plc_field_fn field)
+{
+    const plc_path at = {NULL, name, 0, false};
+    return read_message(c, top, pf, &at, field, NULL);
+}
 
 static const char *mach_exception_name(uint64_t type)
 {
@@ -955,15 +867,15 @@ err_code cr_parse_plcrash(crashreport **out, const char *data, size_t len, arena
     int rc = 0;
     while (ok && (rc = cr_pb_next(&top, &f, err)) > 0) {
         switch (f.number) {
-        case 1: ok = read_system_info(&c, &top, &f); has_system = true; break;
-        case 2: ok = read_app_info(&c, &top, &f); has_app = true; break;
+        case 1: ok = read_top(&c, &top, &f, "system_info", system_info_field); has_system = true; break;
+        case 2: ok = read_top(&c, &top, &f, "application_info", app_info_field); has_app = true; break;
         case 3: ok = read_thread(&c, &top, &f, nthreads++); break;
         case 4: ok = read_image(&c, &top, &f, nimages++); break;
-        case 5: ok = read_exception(&c, &top, &f); break;
+        case 5: ok = read_top(&c, &top, &f, "exception", exception_field); break;
         case 6: ok = read_signal(&c, &top, &f); break;
-        case 7: ok = read_process_info(&c, &top, &f); break;
-        case 8: ok = read_machine_info(&c, &top, &f); break;
-        case 9: ok = read_report_info(&c, &top, &f); break;
+        case 7: ok = read_top(&c, &top, &f, "process_info", process_info_field); break;
+        case 8: ok = read_top(&c, &top, &f, "machine_info", machine_info_field); break;
+        case 9: ok = read_top(&c, &top, &f, "report_info", report_info_field); break;
         default: break;
         }
         ok = ok && !c.b.failed;
