@@ -77,7 +77,7 @@ run() { # run FORMAT SECONDS OUT
       hdr="Authorization: Bearer $itoken" ;;
     *) echo "bench_formats: unknown format $1" >&2; exit 2 ;;
   esac
-  BENCH_EXT=$ext BENCH_PATH=$path BENCH_TYPE=$type BENCH_HEADERS=$hdr \
+  BENCH_EXT=$ext BENCH_PATH=$path BENCH_TYPE=$type BENCH_HEADERS=$hdr BENCH_RUN=$(date +%s%N) \
     wrk -t2 -c"$conns" -d"$2s" --latency -s tests/bench/bench_formats.lua \
     "http://127.0.0.1:$port" >"$3" 2>>"$work/wrk.err"
 }

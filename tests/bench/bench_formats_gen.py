@@ -12,8 +12,8 @@ The crashes are tests/symbolicate_reports.py's (the fixture app arm64-O2 with Fi
 slides, 3-5 threads of app, framework and system frames, an NSException's backtrace), the text
 and .plcrash forms as tests/plcrash_reports.py writes them for test_plcrash_server: the same
 threads, frames, images and exception in every format. The multipart boundary is
-BOUNDARY below; the Bugsnag apiKey is a placeholder (the bench sends the project's key in the
-Bugsnag-Api-Key header, which wins).
+BOUNDARY below; the KSCrash report.id is ID_SLOT, replaced per request; the Bugsnag apiKey is a
+placeholder (the bench sends the project's key in the Bugsnag-Api-Key header, which wins).
 """
 import json
 import os
@@ -27,12 +27,16 @@ import symbolicate_reports as sr  # noqa: E402
 from test_plcrash_server import text_twin  # noqa: E402
 
 BOUNDARY = "stacksift-bench-5d1c0a"
+ID_SLOT = "@@REPORT_ID@@"
 
 
 def kscrash_sink_body(imgs, threads, leb, crashed, arch):
     """The sink's multipart body: KSCrash's report (symbolicate_reports.kscrash_report) with the
     NSException in crash.error as KSCrash records it."""
     rep = json.loads(sr.kscrash_report(imgs, threads, leb, crashed, arch))
+    # each report sent is a crash of its own: tests/bench/bench_formats.lua puts a new
+    # report.id here per request (the sink's reports are stored once per id)
+    rep["report"]["id"] = ID_SLOT
     rep["crash"]["error"] = {"type": "nsexception", "reason": pr.EXC_REASON,
                              "nsexception": {"name": pr.EXC_NAME},
                              "signal": {"name": "SIGABRT", "signal": 6},
