@@ -133,14 +133,11 @@ struct http_request {
     int64_t project_id;            /* the project a DSN key (?sentry_key=, Bugsnag's API key)
                                       authenticated the request for; 0 = the default */
     /* a multipart batch (KSCrash's standard sink): every report's verdict; the accepted ones
-     * are the intake rows, batch_row[i] the row of report i (SIZE_MAX: refused at parse;
-     * SIZE_MAX - 1: stored already, batch_stored) */
+     * are the intake rows, batch_row[i] the row of report i (SIZE_MAX: refused at parse) */
     bool batch_mode;
     ingest_batch_item *batch;
     size_t nbatch;
     size_t *batch_row;
-    const char **batch_stored; /* the status of report i when it is stored already under its
-                                  own id (batch[i].row.id: a batch sent again), else NULL */
 };
 
 /* ---- requests and responses (server.c) ------------------------------------------------ */

@@ -146,23 +146,13 @@ static err_code reports_part_get(const uint8_t **out, size_t *out_len, http_requ
     return ERR_OK;
 }
 
-/* batch_row[i] of a report stored already (a batch sent again): not committed again */
-#define BATCH_STORED (SIZE_MAX - 1)
-
-/* Whether report i of the batch is (now) stored: committed, or stored before. */
-static bool batch_stored(const http_request *r, size_t i)
-{
-    size_t row = r->batch_row[i];
-    return row == BATCH_STORED || (row != SIZE_MAX && r->intake_ids[row][0] != '\0');
-}
-
 /* {"accepted":N,"refused":M,"reports":[{"index","id","status","format"} |
  *  {"index","error":{"code","message"}}...]} (after "error" for a 4xx/5xx). */
 static void batch_json(jsonw *w, http_request *r)
 {
     size_t accepted = 0;
     for (size_t i = 0; i < r->nbatch; i++)
-        accepted += batch_stored(r, i);
+        accepted += r->batch_row[i] != SIZE_MAX && r->intake_ids[r->batch_row[i]][0] != '\0';
     jsonw_kuint(w, "accepted", accepted);
     jsonw_kuint(w, "refused", r->nbatch - accepted);
     jsonw_key(w, "reports");
@@ -171,11 +161,7 @@ static void batch_json(jsonw *w, http_request *r)
         jsonw_object_begin(w);
         jsonw_kuint(w, "index", i);
         size_t row = r->batch_row[i];
-        if (row == BATCH_STORED) {
-            jsonw_kstr(w, "id", r->batch[i].row.id);
-            jsonw_kstr(w, "status", r->batch_stored[i]);
-            jsonw_kstr(w, "format", r->batch[i].row.format);
-        } else if (batch_stored(r, i)) {
+        if (row != SIZE_MAX && r->intake_ids[row][0] != '\0') {
             jsonw_kstr(w, "id", r->intake_ids[row]);
             jsonw_kstr(w, "status", r->intake_rows[row].status);
             jsonw_kstr(w, "format", r->intake_rows[row].format);
@@ -244,41 +230,11 @@ static enum MHD_Result submit_rows(http_request *r, intake_slot *slots)
     return MHD_YES;
 }
 
-/* The reports of the batch stored already under their own ids (KSCrash's sink sends a batch
- * again until it gets a 2xx: a lost answer must not store it twice), and repeats of an
- * earlier report of the same batch: r->batch_stored[i] set (the stored status; "received"
- * for a repeat). Errors ERR_STORE (the database could not say: nothing committed). */
-static err_code batch_find_stored(http_request *r)
-{
-    r->batch_stored = arena_alloc_array(r->a, r->nbatch, sizeof *r->batch_stored, &r->err);
-    const char **ids = arena_alloc_array(r->a, r->nbatch, sizeof *ids, &r->err);
-    size_t *at = arena_alloc_array(r->a, r->nbatch, sizeof *at, &r->err);
-    const char **status = arena_alloc_array(r->a, r->nbatch, sizeof *status, &r->err);
-    if (r->batch_stored == NULL || ids == NULL || at == NULL || status == NULL)
-        return ERR_TOO_LARGE;
-    size_t n = 0;
-    for (size_t i = 0; i < r->nbatch; i++) {
-        r->batch_stored[i] = NULL;
-        const char *id = r->batch[i].rc == ERR_OK ? r->batch[i].row.id : NULL;
-        if (id == NULL)
-            continue;
-        for (size_t k = 0; k < n && r->batch_stored[i] == NULL; k++)
-            if (strcmp(ids[k], id) == 0)
-                r->batch_stored[i] = "received"; /* stored by this request, once */
-        if (r->batch_stored[i] == NULL) {
-            ids[n] = id;
-            at[n++] = i;
-        }
-    }
-    err_code rc = store_reports_status(status, r->srv->store, ids, n, r->a, &r->err);
-    for (size_t k = 0; rc == ERR_OK && k < n; k++)
-        r->batch_stored[at[k]] = status[k];
-    return rc;
-}
-
 /* A multipart batch (KSCrash's standard sink): every report of the "reports" part accepted
- * or refused on its own; the accepted ones are committed like single reports, those stored
- * already (the same batch sent again) answered with their ids and not stored twice. */
+ * or refused on its own; the accepted ones are committed like single reports. A report that
+ * names itself has an id of its own (ingest_report_prepare_batch), which the intake stores once
+ * per project: the same batch sent again (the sink retries until it gets a 2xx) is answered
+ * with the same ids and stores nothing new. */
 static enum MHD_Result report_batch_post(http_request *r)
 {
     const uint8_t *part = NULL;
@@ -295,13 +251,9 @@ static enum MHD_Result report_batch_post(http_request *r)
         };
         rc = ingest_report_prepare_batch(&r->batch, &r->nbatch, &in, r->a, &r->err);
     }
-    if (rc == ERR_OK)
-        rc = batch_find_stored(r);
-    size_t accepted = 0, stored = 0;
-    for (size_t i = 0; rc == ERR_OK && i < r->nbatch; i++) {
-        accepted += r->batch[i].rc == ERR_OK && r->batch_stored[i] == NULL;
-        stored += r->batch_stored[i] != NULL;
-    }
+    size_t accepted = 0;
+    for (size_t i = 0; rc == ERR_OK && i < r->nbatch; i++)
+        accepted += r->batch[i].rc == ERR_OK;
     intake_slot *slots = NULL;
     if (rc == ERR_OK) {
         r->batch_row = arena_alloc_array(r->a, r->nbatch, sizeof *r->batch_row, &r->err);
@@ -323,15 +275,9 @@ static enum MHD_Result report_batch_post(http_request *r)
             metrics_report_rejected(r->batch[i].rc);
             continue;
         }
-        if (r->batch_stored[i] != NULL) {
-            r->batch_row[i] = BATCH_STORED;
-            continue;
-        }
         r->batch_row[i] = r->nintake;
         r->intake_rows[r->nintake++] = r->batch[i].row;
     }
-    if (accepted == 0 && stored > 0) /* every accepted report was stored before */
-        return batch_answer(r, ERR_OK, &r->err);
     if (accepted == 0) {
         err_info none;
         err_set(&none, r->batch[0].rc, "none of the %zu reports was accepted; report 0: %s",

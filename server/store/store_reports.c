@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/buf.h"
 #include "store/store_internal.h"
 
 static const store_stmt ST_REPORT_INSERT = {
@@ -191,52 +190,6 @@ err_code store_report_raw_get(const uint8_t **raw, size_t *len, store *s, const 
         return err_set(err, ERR_NOT_FOUND, "no report with id %.64s", id);
     report_ctx ctx = {.id = norm, .raw = raw, .raw_len = len, .a = a};
     return store_run(s, do_report_raw, &ctx, err);
-}
-
-typedef struct {
-    const char **status;
-    const char *const *ids;
-    size_t n;
-    arena *a;
-} status_ctx;
-
-static err_code do_reports_status(pconn *c, void *vctx, err_info *err)
-{
-    status_ctx *x = vctx;
-    buf ids;
-    buf_init(&ids);
-    buf_putc(&ids, '{');
-    for (size_t i = 0; i < x->n; i++) {
-        if (i > 0)
-            buf_putc(&ids, ',');
-        buf_append_str(&ids, x->ids[i]);
-    }
-    buf_putc(&ids, '}');
-    const char *values[1] = {(const char *)ids.data};
-    PGresult *res;
-    err_code rc = store_exec_sql(&res, c, "looking up stored reports",
-                                 "SELECT id::text, status FROM reports WHERE id = ANY($1::uuid[])",
-                                 1, values, 0, err);
-    buf_reset(&ids);
-    if (rc != ERR_OK)
-        return rc;
-    for (int row = 0; row < PQntuples(res) && rc == ERR_OK; row++)
-        for (size_t i = 0; i < x->n; i++)
-            if (x->status[i] == NULL && strcmp(PQgetvalue(res, row, 0), x->ids[i]) == 0)
-                x->status[i] = store_dup(x->a, res, row, 1, err, &rc);
-    PQclear(res);
-    return rc;
-}
-
-err_code store_reports_status(const char **status, store *s, const char *const *ids, size_t n,
-                              arena *a, err_info *err)
-{
-    for (size_t i = 0; i < n; i++)
-        status[i] = NULL;
-    if (n == 0)
-        return ERR_OK;
-    status_ctx ctx = {status, ids, n, a};
-    return store_run(s, do_reports_status, &ctx, err);
 }
 
 static err_code do_reports_count(pconn *c, void *vctx, err_info *err)

@@ -91,12 +91,6 @@ err_code store_report_get(store_report *out, store *s, const char *id, arena *a,
 err_code store_report_raw_get(const uint8_t **raw, size_t *len, store *s, const char *id,
                               arena *a, err_info *err);
 
-/* store_reports_status - which of `n` report ids (store_report_id_norm's canonical form) are
- * stored already: status[i] the stored report's status (in `a`), NULL when there is none. One
- * query. Errors ERR_STORE, ERR_TOO_LARGE. */
-err_code store_reports_status(const char **status, store *s, const char *const *ids, size_t n,
-                              arena *a, err_info *err);
-
 /* store_reports_count - how many reports have `status` (NULL = all); for tests and metrics. */
 err_code store_reports_count(int64_t *out, store *s, const char *status, err_info *err);
 
