@@ -16,3 +16,9 @@ set_tests_properties(plcrash_reports PROPERTIES LABELS fixtures TIMEOUT 900
 add_test(NAME test_plcrash_server COMMAND ${STACKSIFT_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/test_plcrash_server.py)
 set_tests_properties(test_plcrash_server PROPERTIES LABELS db TIMEOUT 300
   ENVIRONMENT "${STACKSIFT_TEST_ENV};STACKSIFT_BUILD_DIR=${PROJECT_BINARY_DIR}")
+
+# A Bugsnag event with chained exceptions through the real server: the causes symbolicated like
+# the threads, a cause's own image among the missing UUIDs, "Caused by:" in the text.
+add_test(NAME test_bugsnag_server COMMAND ${STACKSIFT_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/test_bugsnag_server.py)
+set_tests_properties(test_bugsnag_server PROPERTIES LABELS db TIMEOUT 300
+  ENVIRONMENT "${STACKSIFT_TEST_ENV};STACKSIFT_BUILD_DIR=${PROJECT_BINARY_DIR}")

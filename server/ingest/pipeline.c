@@ -584,6 +584,8 @@ static err_code stack_symbolicate(rctx *c, EVP_MD_CTX *md, crashreport_thread *t
     view.nthreads = thread ? 1 : 0;
     view.leb = thread ? NULL : fs;
     view.nleb = thread ? 0 : n;
+    view.causes = NULL;   /* each cause's stack is a stack of its own (symbolicate_pass) */
+    view.ncauses = 0;
     rc = symbolicate_report(&view, resolve, c, a, err);
     if (rc != ERR_OK)
         return rc;
@@ -629,6 +631,9 @@ static err_code symbolicate_pass(pipeline *p, crashreport *r, const char ***miss
                                r->threads[t].nframes, a, err);
     if (rc == ERR_OK && !c.cold)
         rc = stack_symbolicate(&c, md, NULL, r->leb, r->nleb, a, err);
+    /* the errors the exception was caused by (bugsnag): backtraces like the LEB */
+    for (size_t k = 0; k < r->ncauses && rc == ERR_OK && !c.cold; k++)
+        rc = stack_symbolicate(&c, md, NULL, r->causes[k].frames, r->causes[k].nframes, a, err);
     EVP_MD_CTX_free(md);
     if (cold)
         *cold = c.cold;
@@ -645,9 +650,13 @@ static err_code symbolicate_pass(pipeline *p, crashreport *r, const char ***miss
     if (rc == ERR_OK && used == NULL)
         rc = ERR_TOO_LARGE;
     if (rc == ERR_OK) {
-        for (size_t t = 0; t <= r->nthreads; t++) {
-            const crashreport_frame *fs = t < r->nthreads ? r->threads[t].frames : r->leb;
-            size_t n = t < r->nthreads ? r->threads[t].nframes : r->nleb;
+        for (size_t t = 0; t <= r->nthreads + r->ncauses; t++) {
+            const crashreport_frame *fs = t < r->nthreads    ? r->threads[t].frames
+                                          : t == r->nthreads ? r->leb
+                                                             : r->causes[t - r->nthreads - 1].frames;
+            size_t n = t < r->nthreads    ? r->threads[t].nframes
+                       : t == r->nthreads ? r->nleb
+                                          : r->causes[t - r->nthreads - 1].nframes;
             for (size_t i = 0; i < n; i++)
                 if (fs[i].sym_status == CRASHREPORT_SYM_MISSING && fs[i].image >= 0 &&
                     (size_t)fs[i].image < r->nimages && r->images[fs[i].image].uuid[0])
