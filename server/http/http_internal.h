@@ -138,6 +138,9 @@ struct http_request {
     ingest_batch_item *batch;
     size_t nbatch;
     size_t *batch_row;
+    /* a Sentry envelope whose event waits for the group commit (routes_sentry.c), in the
+     * arena */
+    struct sentry_pending *sentry;
 };
 
 /* ---- requests and responses (server.c) ------------------------------------------------ */
@@ -147,6 +150,12 @@ struct http_request {
  * `r` may be gone as soon as that owner resumes it. When resumed, the route's handler runs
  * again on the libmicrohttpd thread to answer (r->intake is INTAKE_DONE). */
 void handler_detach(void);
+
+/* handler_requeue - from the owner of a detached request's suspended connection (a group
+ * commit's callback): run the route's handler again on a handler thread, which then resumes
+ * the connection, instead of resuming it now (for work that blocks: a spool write). False
+ * (nothing done) when the handler threads are stopping or their queue is full. */
+bool handler_requeue(http_request *r);
 
 /* http_now_ms - a monotonic clock in milliseconds, for durations. */
 double http_now_ms(void);

@@ -8,8 +8,12 @@
  * Authorization ("Sentry sentry_key=KEY, ..."), ?sentry_key=, then the envelope header's
  * "dsn" (server/auth parses them all). The key must be a DSN key of the path's project.
  *
+ * The event goes to the group commit as POST /api/v1/reports' rows do (store_intake_submit):
+ * parsed on a handler thread, which hands the suspended connection to the commit and moves
+ * on; the commit's verdict resumes it (event_committed), and the answer is sent then.
+ *
  * The spool (ingest/spool.h): an envelope whose commit fails with ERR_STORE is written to
- * STACKSIFT_DATA_DIR/spool and answered 200; a replay thread commits spooled envelopes
+ * STACKSIFT_DATA_DIR/spool (on a handler thread again: handler_requeue) and answered 200; a replay thread commits spooled envelopes
  * oldest first once Postgres answers again and removes each after its commit. While the spool
  * holds entries and Postgres is known to be down, new envelopes go straight to the spool
  * (order kept, no client waits for a doomed commit). A full spool answers 429 + Retry-After.
@@ -159,27 +163,19 @@ static err_code sentry_sessions_record(http_server *srv, int64_t pid, const inge
 
 /* ---- commit -------------------------------------------------------------------------------- */
 
-/* Commit what `res` holds for project `pid`: its sessions, then its event. With `replay`, an
- * event already stored (the spool entry outlived its commit in a crash) is not stored again.
- * Blocking. Errors ERR_STORE (Postgres unreachable: nothing half stored that a replay would
- * not redo), others as store_intake_insert. */
+/* A spooled envelope's content, committed for project `pid`: its sessions, then its event
+ * (an event stored already, because the spool entry outlived its commit in a crash, is not
+ * stored again: report_claims). Blocking: for the replay thread. Errors ERR_STORE (Postgres
+ * unreachable: nothing half stored that a replay would not redo), others as
+ * store_intake_insert. */
 static err_code commit_result(http_server *srv, int64_t pid, ingest_sentry_result *res,
-                              bool replay, arena *a, err_info *err)
+                              arena *a, err_info *err)
 {
     err_code rc = sentry_sessions_record(srv, pid, res, a, err);
     if (rc != ERR_OK)
         return rc;
     if (!res->has_event)
         return ERR_OK;
-    if (replay) {
-        store_report rep;
-        err_info gerr = {0};
-        rc = store_report_get(&rep, srv->store, res->id, a, &gerr);
-        if (rc == ERR_OK)
-            return ERR_OK;
-        if (rc == ERR_STORE)
-            return err_set(err, ERR_STORE, "%s", gerr.msg);
-    }
     res->row.id = res->id;
     char id[37];
     return store_intake_insert(id, srv->intake, &res->row, err);
@@ -209,7 +205,7 @@ static err_code replay_one(http_server *srv, sentry_state *st, const spool_entry
     ingest_sentry_result res;
     err_code rc = ingest_sentry_prepare(&res, &in, a, &err);
     if (rc == ERR_OK)
-        rc = commit_result(srv, e->project_id, &res, true, a, &err);
+        rc = commit_result(srv, e->project_id, &res, a, &err);
     if (rc == ERR_STORE)
         return rc;
     if (rc == ERR_OK) {
@@ -365,9 +361,77 @@ static enum MHD_Result spool_and_answer(http_request *r, int64_t pid, bool store
     return sentry_answer(r, res);
 }
 
+/* An envelope whose event is with the group commit: what its answer needs. */
+struct sentry_pending {
+    ingest_sentry_result res;
+    int64_t pid;
+    bool store_endpoint;
+};
+
+/* The group commit's verdict on the event, on a committer thread. Committed (or refused):
+ * hand the connection back to libmicrohttpd, which calls the handler again to answer.
+ * Postgres unreachable: the envelope goes to the spool, which writes and fsyncs, so the
+ * handler runs again on a handler thread (handler_requeue) rather than on a committer's or
+ * libmicrohttpd's. `r` may be gone as soon as either takes it. */
+static void event_committed(void *ctx, err_code rc, const char *id, const err_info *err)
+{
+    http_request *r = ctx;
+    (void)id;   /* the event's own id, which res holds already */
+    r->intake_rc = rc;
+    if (rc != ERR_OK)
+        r->err = *err;
+    r->intake = INTAKE_DONE;
+    if (rc == ERR_STORE && handler_requeue(r))
+        return;
+    MHD_resume_connection(r->conn);
+}
+
+/* The answer once the commit has given its verdict (event_committed). */
+static enum MHD_Result event_answer(http_request *r)
+{
+    struct sentry_pending *p = r->sentry;
+    if (r->intake_rc == ERR_STORE) {
+        /* on a handler thread (handler_requeue), or here when none could take it */
+        atomic_store(&r->srv->sentry->db_down, true);
+        err_clear(&r->err);
+        return spool_and_answer(r, p->pid, p->store_endpoint, &p->res);
+    }
+    if (r->intake_rc != ERR_OK)
+        return sentry_refused(r, r->intake_rc);
+    return sentry_answer(r, &p->res);
+}
+
+/* Hand the event to the group commit and the suspended connection with it (handler_detach
+ * on a handler thread): no thread waits for the commit, as for POST /api/v1/reports; the
+ * verdict comes to event_committed. `r` may be gone when this returns. */
+static enum MHD_Result event_submit(http_request *r, int64_t pid, bool store_endpoint,
+                                    const ingest_sentry_result *res)
+{
+    struct sentry_pending *p = arena_alloc(r->a, sizeof *p, &r->err);
+    if (p == NULL)
+        return sentry_refused(r, ERR_TOO_LARGE);
+    *p = (struct sentry_pending){.res = *res, .pid = pid, .store_endpoint = store_endpoint};
+    p->res.row.id = p->res.id;
+    r->sentry = p;
+    r->intake_rc = ERR_OK;
+    r->intake = INTAKE_WAITING;
+    /* suspended before the row is queued: the commit may finish (and resume it) at once */
+    if (r->offloaded)
+        handler_detach();
+    else
+        MHD_suspend_connection(r->conn);
+    err_info err = {0};
+    err_code rc = store_intake_submit(r->srv->intake, &p->res.row, event_committed, r, &err);
+    if (rc != ERR_OK)   /* not queued: its verdict now */
+        event_committed(r, rc, NULL, &err);
+    return MHD_YES;
+}
+
 static enum MHD_Result sentry_post(http_request *r, bool store_endpoint)
 {
     http_server *srv = r->srv;
+    if (r->intake == INTAKE_DONE)
+        return event_answer(r);
     int64_t pid;
     if (!path_project(&pid, r->param))
         return sentry_refused(r, err_set(&r->err, ERR_NOT_FOUND, "no such project: the path "
@@ -422,7 +486,10 @@ static enum MHD_Result sentry_post(http_request *r, bool store_endpoint)
     /* Postgres known down with envelopes waiting: to the spool at once, behind them. */
     if (entries > 0 && atomic_load(&st->db_down))
         return spool_and_answer(r, pid, store_endpoint, &res);
-    rc = commit_result(srv, pid, &res, false, r->a, &r->err);
+    /* The sessions first (they block, but are few), then the event to the group commit. */
+    rc = sentry_sessions_record(srv, pid, &res, r->a, &r->err);
+    if (rc == ERR_OK && res.has_event)
+        return event_submit(r, pid, store_endpoint, &res);
     if (rc == ERR_STORE) {
         atomic_store(&st->db_down, true);
         err_clear(&r->err);

@@ -666,6 +666,26 @@ static void *job_main(void *arg)
     return NULL;
 }
 
+bool handler_requeue(http_request *r)
+{
+    http_server *srv = r->srv;
+    pthread_mutex_lock(&srv->jobs_mu);
+    bool ok = !srv->jobs_stop && srv->jobs_queued < JOBS_MAX_QUEUED;
+    if (ok) {   /* suspended already: a handler thread runs it and then resumes it */
+        r->offloaded = true;
+        r->job_next = NULL;
+        if (srv->jobs_tail)
+            srv->jobs_tail->job_next = r;
+        else
+            srv->jobs_head = r;
+        srv->jobs_tail = r;
+        srv->jobs_queued++;
+        pthread_cond_signal(&srv->jobs_cv);
+    }
+    pthread_mutex_unlock(&srv->jobs_mu);
+    return ok;
+}
+
 /* Whether a handler thread would take a request queued now without waiting. */
 static bool jobs_thread_free(http_server *srv)
 {
