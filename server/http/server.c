@@ -666,12 +666,16 @@ static void *job_main(void *arg)
     return NULL;
 }
 
-bool handler_requeue(http_request *r)
+/* Queue r for a handler thread, its connection suspended by the caller (`suspend`: here,
+ * before a handler thread can see it, which may resume it at once); false (nothing done)
+ * when the queue is full or stopping. */
+static bool jobs_enqueue(http_server *srv, http_request *r, bool suspend)
 {
-    http_server *srv = r->srv;
     pthread_mutex_lock(&srv->jobs_mu);
     bool ok = !srv->jobs_stop && srv->jobs_queued < JOBS_MAX_QUEUED;
-    if (ok) {   /* suspended already: a handler thread runs it and then resumes it */
+    if (ok) {
+        if (suspend)
+            MHD_suspend_connection(r->conn);
         r->offloaded = true;
         r->job_next = NULL;
         if (srv->jobs_tail)
@@ -684,6 +688,11 @@ bool handler_requeue(http_request *r)
     }
     pthread_mutex_unlock(&srv->jobs_mu);
     return ok;
+}
+
+bool handler_requeue(http_request *r)
+{
+    return jobs_enqueue(r->srv, r, false);   /* suspended already: by the detached handler */
 }
 
 /* Whether a handler thread would take a request queued now without waiting. */
@@ -699,23 +708,7 @@ static bool jobs_thread_free(http_server *srv)
  * queue is full or stopping. */
 static bool jobs_push(http_server *srv, http_request *r)
 {
-    pthread_mutex_lock(&srv->jobs_mu);
-    bool ok = !srv->jobs_stop && srv->jobs_queued < JOBS_MAX_QUEUED;
-    if (ok) {
-        /* suspended before a handler thread can see it: that thread may resume it at once */
-        MHD_suspend_connection(r->conn);
-        r->offloaded = true;
-        r->job_next = NULL;
-        if (srv->jobs_tail)
-            srv->jobs_tail->job_next = r;
-        else
-            srv->jobs_head = r;
-        srv->jobs_tail = r;
-        srv->jobs_queued++;
-        pthread_cond_signal(&srv->jobs_cv);
-    }
-    pthread_mutex_unlock(&srv->jobs_mu);
-    return ok;
+    return jobs_enqueue(srv, r, true);
 }
 
 static void jobs_start(http_server *srv, unsigned n)
