@@ -104,22 +104,25 @@ err_code sessions_ingest_aggregates(sessions_result *out, char field[SESSIONS_FI
  *                  "status", "errors", "init"?, "timestamp"?}, ...]}
  * started/timestamp: RFC 3339 text or Unix seconds (number). `init` defaults to true: a
  * client that sends each session once, at its end, needs no flag. `len` bytes of JSON.
- * *out, *n in `a`. Errors ERR_INVALID / ERR_TOO_LARGE with `field` set ("sessions[7].status").
+ * *out, *n and every string of the updates (borrowed from the parsed JSON, which `a` owns)
+ * valid until arena_free(a). Errors ERR_INVALID / ERR_TOO_LARGE with `field` set
+ * ("sessions[7].status").
  */
 err_code sessions_parse_json(session_update **out, size_t *n, char field[SESSIONS_FIELD_MAX],
                              const char *json, size_t len, arena *a, err_info *err);
 
 /* sessions_parse_sentry_session - one Sentry envelope `session` item payload:
  * {"sid","did","init","started","timestamp","duration","status","errors","seq",
- *  "attrs":{"release","environment",...}} (develop.sentry.dev/sdk/sessions). Strings in `a`.
+ *  "attrs":{"release","environment",...}} (develop.sentry.dev/sdk/sessions). Strings valid
+ *  until arena_free(a).
  * Errors ERR_INVALID with `field` set. */
 err_code sessions_parse_sentry_session(session_update *out, char field[SESSIONS_FIELD_MAX],
                                        const char *json, size_t len, arena *a, err_info *err);
 
 /* sessions_parse_sentry_aggregates - one Sentry `sessions` item payload:
  * {"aggregates":[{"started","did","exited","errored","abnormal","crashed"}],
- *  "attrs":{"release","environment"}}; *out, *n in `a`. Errors ERR_INVALID / ERR_TOO_LARGE
- * with `field` set ("aggregates[2].crashed"). */
+ *  "attrs":{"release","environment"}}; *out, *n and the strings valid until arena_free(a).
+ * Errors ERR_INVALID / ERR_TOO_LARGE with `field` set ("aggregates[2].crashed"). */
 err_code sessions_parse_sentry_aggregates(session_aggregate **out, size_t *n,
                                           char field[SESSIONS_FIELD_MAX], const char *json,
                                           size_t len, arena *a, err_info *err);
