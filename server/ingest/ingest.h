@@ -98,6 +98,14 @@ err_code ingest_report_model_json(const char **json, const uint8_t *raw, size_t 
 err_code ingest_gunzip(uint8_t **out, size_t *out_len, const uint8_t *in, size_t in_len,
                        uint64_t max, const char *what, arena *a, err_info *err);
 
+/* ingest_inflate_wbits - the same for any zlib wrapping: `wbits` as inflateInit2 takes it (16 +
+ * MAX_WBITS gzip, MAX_WBITS zlib, -MAX_WBITS raw deflate), `encoding` names it in messages.
+ * *data_error is set when the stream is not of that wrapping at all (nothing decoded), so
+ * the caller may try another (HTTP `deflate` is sent both zlib-wrapped and raw). */
+err_code ingest_inflate_wbits(uint8_t **out, size_t *out_len, const uint8_t *in, size_t in_len,
+                              int wbits, const char *encoding, uint64_t max,
+                              const char *what, bool *data_error, arena *a, err_info *err);
+
 /* ---- dSYM uploads ---------------------------------------------------------------------- */
 
 /* One debug file of an upload, as answered to the client. */

@@ -15,19 +15,21 @@
 
 #include "crashreport/crashreport.h"
 
-err_code ingest_gunzip(uint8_t **out, size_t *out_len, const uint8_t *in, size_t in_len,
-                       uint64_t max, const char *what, arena *a, err_info *err)
+err_code ingest_inflate_wbits(uint8_t **out, size_t *out_len, const uint8_t *in, size_t in_len,
+                              int wbits, const char *encoding, uint64_t max,
+                              const char *what, bool *data_error, arena *a, err_info *err)
 {
     z_stream zs;
     memset(&zs, 0, sizeof zs);
-    if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)
-        return err_set(err, ERR_INTERNAL, "gzip: cannot initialize zlib");
+    *data_error = false;
+    if (inflateInit2(&zs, wbits) != Z_OK)
+        return err_set(err, ERR_INTERNAL, "%s: cannot initialize zlib", encoding);
     size_t cap = in_len * 4 + 1024, len = 0;
     if (cap > max + 1)
         cap = (size_t)max + 1;
     uint8_t *dst = arena_alloc(a, cap, err);
     err_code rc = ERR_OK;
-    if (!dst) {
+    if (dst == NULL) {
         rc = ERR_TOO_LARGE;
         goto done;
     }
@@ -36,13 +38,13 @@ err_code ingest_gunzip(uint8_t **out, size_t *out_len, const uint8_t *in, size_t
     for (;;) {
         if (len == cap) {
             if (cap > max) {
-                rc = err_set(err, ERR_TOO_LARGE, "%s is larger than %llu bytes after gzip "
-                             "decoding", what, (unsigned long long)max);
+                rc = err_set(err, ERR_TOO_LARGE, "%s is larger than %llu bytes after %s "
+                             "decoding", what, (unsigned long long)max, encoding);
                 goto done;
             }
             size_t ncap = cap * 2 > max + 1 ? (size_t)max + 1 : cap * 2;
             dst = arena_grow(a, dst, cap, ncap, err);
-            if (!dst) {
+            if (dst == NULL) {
                 rc = ERR_TOO_LARGE;
                 goto done;
             }
@@ -55,18 +57,20 @@ err_code ingest_gunzip(uint8_t **out, size_t *out_len, const uint8_t *in, size_t
         if (zr == Z_STREAM_END)
             break;
         if (zr == Z_BUF_ERROR && zs.avail_in == 0) {
-            rc = err_set(err, ERR_INVALID, "gzip body is truncated after %zu bytes", in_len);
+            rc = err_set(err, ERR_INVALID, "%s body is truncated after %zu bytes", encoding,
+                         in_len);
             goto done;
         }
         if (zr != Z_OK && zr != Z_BUF_ERROR) {
-            rc = err_set(err, ERR_INVALID, "gzip body is corrupt: %s",
+            *data_error = zr == Z_DATA_ERROR && zs.total_out == 0;
+            rc = err_set(err, ERR_INVALID, "%s body is corrupt: %s", encoding,
                          zs.msg ? zs.msg : "inflate failed");
             goto done;
         }
     }
     if (len > max) {
-        rc = err_set(err, ERR_TOO_LARGE, "%s is larger than %llu bytes after gzip decoding",
-                     what, (unsigned long long)max);
+        rc = err_set(err, ERR_TOO_LARGE, "%s is larger than %llu bytes after %s decoding", what,
+                     (unsigned long long)max, encoding);
         goto done;
     }
     *out = dst;
@@ -74,6 +78,14 @@ err_code ingest_gunzip(uint8_t **out, size_t *out_len, const uint8_t *in, size_t
 done:
     inflateEnd(&zs);
     return rc;
+}
+
+err_code ingest_gunzip(uint8_t **out, size_t *out_len, const uint8_t *in, size_t in_len,
+                       uint64_t max, const char *what, arena *a, err_info *err)
+{
+    bool not_gzip;
+    return ingest_inflate_wbits(out, out_len, in, in_len, 16 + MAX_WBITS, "gzip", max, what,
+                                &not_gzip, a, err);
 }
 
 /* ingest_report_parse - THE one place a report is parsed on its way in (and when its model

@@ -51,73 +51,6 @@ static ingest_sentry_item_kind kind_of(const char *type)
     return INGEST_SENTRY_ITEM_UNKNOWN;
 }
 
-/* One inflate pass with zlib window bits `wbits`; *data_error set when the stream is not of
- * that wrapping at all (nothing decoded), so the caller may try another. */
-static err_code inflate_pass(uint8_t **out, size_t *out_len, const uint8_t *in, size_t in_len,
-                             int wbits, const char *encoding, uint64_t max, const char *what,
-                             bool *data_error, arena *a, err_info *err)
-{
-    z_stream zs;
-    memset(&zs, 0, sizeof zs);
-    *data_error = false;
-    if (inflateInit2(&zs, wbits) != Z_OK)
-        return err_set(err, ERR_INTERNAL, "%s: cannot initialize zlib", encoding);
-    size_t cap = in_len * 4 + 1024, len = 0;
-    if (cap > max + 1)
-        cap = (size_t)max + 1;
-    uint8_t *dst = arena_alloc(a, cap, err);
-    err_code rc = ERR_OK;
-    if (dst == NULL) {
-        rc = ERR_TOO_LARGE;
-        goto done;
-    }
-    zs.next_in = (Bytef *)in;
-    zs.avail_in = (uInt)in_len;
-    for (;;) {
-        if (len == cap) {
-            if (cap > max) {
-                rc = err_set(err, ERR_TOO_LARGE, "%s is larger than %llu bytes after %s "
-                             "decoding", what, (unsigned long long)max, encoding);
-                goto done;
-            }
-            size_t ncap = cap * 2 > max + 1 ? (size_t)max + 1 : cap * 2;
-            dst = arena_grow(a, dst, cap, ncap, err);
-            if (dst == NULL) {
-                rc = ERR_TOO_LARGE;
-                goto done;
-            }
-            cap = ncap;
-        }
-        zs.next_out = dst + len;
-        zs.avail_out = (uInt)(cap - len);
-        int zr = inflate(&zs, Z_NO_FLUSH);
-        len = cap - zs.avail_out;
-        if (zr == Z_STREAM_END)
-            break;
-        if (zr == Z_BUF_ERROR && zs.avail_in == 0) {
-            rc = err_set(err, ERR_INVALID, "%s body is truncated after %zu bytes", encoding,
-                         in_len);
-            goto done;
-        }
-        if (zr != Z_OK && zr != Z_BUF_ERROR) {
-            *data_error = zr == Z_DATA_ERROR && zs.total_out == 0;
-            rc = err_set(err, ERR_INVALID, "%s body is corrupt: %s", encoding,
-                         zs.msg ? zs.msg : "inflate failed");
-            goto done;
-        }
-    }
-    if (len > max) {
-        rc = err_set(err, ERR_TOO_LARGE, "%s is larger than %llu bytes after %s decoding", what,
-                     (unsigned long long)max, encoding);
-        goto done;
-    }
-    *out = dst;
-    *out_len = len;
-done:
-    inflateEnd(&zs);
-    return rc;
-}
-
 err_code ingest_inflate(uint8_t **out, size_t *out_len, const uint8_t *in, size_t in_len,
                         const char *encoding, uint64_t max, const char *what, arena *a,
                         err_info *err)
@@ -129,11 +62,12 @@ err_code ingest_inflate(uint8_t **out, size_t *out_len, const uint8_t *in, size_
         return err_set(err, ERR_TOO_LARGE, "%s body of %zu bytes is too large to decode",
                        encoding, in_len);
     /* gzip: the gzip wrapper; deflate: zlib's or gzip's (32 = detect), then raw deflate */
-    err_code rc = inflate_pass(out, out_len, in, in_len, gzip ? 16 + MAX_WBITS : 32 + MAX_WBITS,
-                               encoding, max, what, &data_error, a, err);
+    err_code rc = ingest_inflate_wbits(out, out_len, in, in_len,
+                                       gzip ? 16 + MAX_WBITS : 32 + MAX_WBITS, encoding, max,
+                                       what, &data_error, a, err);
     if (rc != ERR_OK && !gzip && data_error)
-        rc = inflate_pass(out, out_len, in, in_len, -MAX_WBITS, encoding, max, what,
-                          &data_error, a, err);
+        rc = ingest_inflate_wbits(out, out_len, in, in_len, -MAX_WBITS, encoding, max, what,
+                                  &data_error, a, err);
     return rc;
 }
 
