@@ -164,3 +164,8 @@ size_t arena_used(const arena *a)
 {
     return a->used;
 }
+
+size_t arena_left(const arena *a)
+{
+    return a->budget - a->used;
+}

@@ -48,4 +48,7 @@ void arena_defer(arena *a, void (*fn)(void *), void *p);
 /* arena_used - bytes handed out so far (what the budget counts). */
 size_t arena_used(const arena *a);
 
+/* arena_left - bytes the budget still allows (SIZE_MAX - used when unlimited). */
+size_t arena_left(const arena *a);
+
 #endif

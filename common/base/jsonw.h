@@ -3,8 +3,8 @@
  * It places the commas and colons, escapes strings (buf_append_json_str: control characters
  * and invalid UTF-8 as \u00XX) and writes NULL strings as null, so that a caller states only
  * the shape. Used by every JSON the project produces: the report model (crashreport),
- * signature frames, the store's batch parameters and every HTTP answer. Parsing stays with
- * jansson.
+ * signature frames, the store's batch parameters and every HTTP answer. Its reading
+ * counterpart is jsonr.h.
  *
  * Why not jansson objects: a writer costs no allocation per value and no tree to free, which
  * matters where a report's model is written per report on the ingest path; one writer for

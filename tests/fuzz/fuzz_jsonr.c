@@ -1,0 +1,47 @@
+/*
+ * fuzz_jsonr - libFuzzer target for the JSON reader (common/base/jsonr), differential against
+ * jansson. Promises: any input is read or refused, never a crash, a hang or an overread;
+ * jsonr refuses exactly what jansson refuses (with the same flags) and otherwise builds the
+ * same tree; the first-value mode reads the same value and stops where the rest begins.
+ */
+#include <string.h>
+
+#include "../jsonr_compare.h"
+#include "fuzz_require.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
+{
+    /* a first byte below 4 picks the flags and is not text; seeds start as JSON does */
+    bool flagged = len > 0 && data[0] < 4;
+    unsigned flags = flagged ? data[0] : 0;
+    const uint8_t *text = flagged ? data + 1 : data;
+    size_t n = flagged ? len - 1 : len;
+    arena *a = arena_new(64u << 20);
+    err_info err = {0};
+    /* a copy of exactly n bytes: ASan sees any read past the end */
+    char *doc = arena_alloc(a, n ? n : 1, &err);
+    REQUIRE(doc != NULL);
+    memcpy(doc, text, n);
+    jsonr_error e;
+    jsonr_value *r = jsonr_parse(a, doc, n, flags, NULL, &e);
+    json_t *j = jsonr_compare_jansson(doc, n, flags);
+    REQUIRE((r == NULL) == (j == NULL));
+    if (r != NULL)
+        REQUIRE(jsonr_compare_equal(r, j));
+    else
+        REQUIRE(e.text[0] != '\0' && e.position <= n && e.line >= 1 && e.column >= 1);
+    json_decref(j);
+    /* first value only: what it read parses alone to the same tree */
+    size_t used = 0;
+    jsonr_value *first = jsonr_parse(a, doc, n, flags, &used, &e);
+    if (first != NULL) {
+        REQUIRE(used <= n);
+        jsonr_value *again = jsonr_parse(a, doc, used, flags, NULL, &e);
+        REQUIRE(again != NULL);
+        json_t *ja = jsonr_compare_jansson(doc, used, flags);
+        REQUIRE(ja != NULL && jsonr_compare_equal(first, ja) && jsonr_compare_equal(again, ja));
+        json_decref(ja);
+    }
+    arena_free(a);
+    return 0;
+}
