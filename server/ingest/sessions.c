@@ -3,7 +3,6 @@
  */
 #include "ingest/sessions.h"
 
-#include <jansson.h>
 #include <math.h>
 #include <openssl/evp.h>
 #include <pthread.h>
@@ -12,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/jsonr.h"
 #include "base/xalloc.h"
 #include "store/store_sessions.h"
 
@@ -326,68 +326,65 @@ err_code sessions_ingest_aggregates(sessions_result *out, char field[SESSIONS_FI
 /* ---- JSON ------------------------------------------------------------------------------ */
 
 /* A string member: NULL when absent or null; false when present with another type. The
- * string is borrowed from the tree, which the arena keeps until arena_free (load); jansson
- * refuses \u0000 (no JSON_ALLOW_NUL), so it is a whole C string. */
-static bool jstr(const char **out, json_t *o, const char *key, arena *a, err_info *err)
+ * string is borrowed from the tree, which lives in the arena until arena_free; jsonr refuses
+ * \u0000, so it is a whole C string. */
+static bool jstr(const char **out, const jsonr_value *o, const char *key)
 {
-    (void)a;
-    (void)err;
-    json_t *v = json_object_get(o, key);
+    const jsonr_value *v = jsonr_get(o, key);
     *out = NULL;
-    if (v == NULL || json_is_null(v))
+    if (v == NULL || jsonr_is_null(v))
         return true;
-    if (!json_is_string(v))
+    if (!jsonr_is_string(v))
         return false;
-    *out = json_string_value(v);
+    *out = jsonr_string(v);
     return true;
 }
 
 /* A time member: RFC 3339 text or Unix seconds. */
-static bool jtime(int64_t *out, bool *present, json_t *o, const char *key)
+static bool jtime(int64_t *out, bool *present, const jsonr_value *o, const char *key)
 {
-    json_t *v = json_object_get(o, key);
-    *present = v != NULL && !json_is_null(v);
+    const jsonr_value *v = jsonr_get(o, key);
+    *present = v != NULL && !jsonr_is_null(v);
     if (!*present)
         return true;
-    if (json_is_number(v)) {
-        double sec = json_number_value(v);
+    if (jsonr_is_number(v)) {
+        double sec = jsonr_number(v);
         if (!isfinite(sec) || fabs(sec) > 1e11)
             return false;
         *out = (int64_t)llround(sec * 1000.0);
         return true;
     }
-    return json_is_string(v) && sessions_time_parse(out, json_string_value(v));
+    return jsonr_is_string(v) && sessions_time_parse(out, jsonr_string(v));
 }
 
 /* A non-negative integer member, default 0. */
-static bool juint(uint32_t *out, json_t *o, const char *key)
+static bool juint(uint32_t *out, const jsonr_value *o, const char *key)
 {
-    json_t *v = json_object_get(o, key);
+    const jsonr_value *v = jsonr_get(o, key);
     *out = 0;
-    if (v == NULL || json_is_null(v))
+    if (v == NULL || jsonr_is_null(v))
         return true;
-    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > UINT32_MAX)
+    if (!jsonr_is_integer(v) || jsonr_integer(v) < 0 || jsonr_integer(v) > UINT32_MAX)
         return false;
-    *out = (uint32_t)json_integer_value(v);
+    *out = (uint32_t)jsonr_integer(v);
     return true;
 }
 
-static void release_json(void *p)
-{
-    json_decref(p);
-}
-
-static err_code load(json_t **root, char field[SESSIONS_FIELD_MAX], const char *json,
+/* The body as a tree in `a` (a batch of 100,000 sessions: ~35 MB of it, within a
+ * request's arena; past the arena's budget, ERR_TOO_LARGE). */
+static err_code load(const jsonr_value **root, char field[SESSIONS_FIELD_MAX], const char *json,
                      size_t len, arena *a, err_info *err)
 {
-    json_error_t je;
-    *root = json_loadb(json, len, 0, &je);
+    jsonr_error je;
+    *root = jsonr_parse(a, json, len, 0, NULL, &je);
     if (*root == NULL) {
         snprintf(field, SESSIONS_FIELD_MAX, "body");
+        if (je.code == JSONR_ERR_TOO_LARGE)
+            return err_set(err, ERR_TOO_LARGE, "body: too large to parse (%zu bytes of JSON)",
+                           len);
         return err_set(err, ERR_INVALID, "body: not JSON (line %d: %.100s)", je.line, je.text);
     }
-    arena_defer(a, release_json, *root);
-    if (!json_is_object(*root)) {
+    if (!jsonr_is_object(*root)) {
         snprintf(field, SESSIONS_FIELD_MAX, "body");
         return err_set(err, ERR_INVALID, "body: not a JSON object");
     }
@@ -395,8 +392,8 @@ static err_code load(json_t **root, char field[SESSIONS_FIELD_MAX], const char *
 }
 
 /* One update object (our API's or a Sentry item's; `sentry` picks the member names). */
-static err_code parse_update(session_update *x, char field[SESSIONS_FIELD_MAX], json_t *o,
-                             const char *prefix, size_t i, bool sentry, arena *a,
+static err_code parse_update(session_update *x, char field[SESSIONS_FIELD_MAX],
+                             const jsonr_value *o, const char *prefix, size_t i, bool sentry,
                              err_info *err)
 {
     memset(x, 0, sizeof *x);
@@ -406,20 +403,20 @@ static err_code parse_update(session_update *x, char field[SESSIONS_FIELD_MAX], 
         field_set(field, prefix, i, name);                                             \
         return err_set(err, ERR_INVALID, "%s[%zu].%s: %s", prefix, i, name, why);      \
     } while (0)
-    if (!json_is_object(o)) {
+    if (!jsonr_is_object(o)) {
         field_set(field, prefix, i, "");
         return err_set(err, ERR_INVALID, "%s[%zu]: not an object", prefix, i);
     }
-    if (!jstr(&x->sid, o, "sid", a, err))
+    if (!jstr(&x->sid, o, "sid"))
         BAD("sid", "not a string");
-    if (!jstr(&x->did, o, "did", a, err))
+    if (!jstr(&x->did, o, "did"))
         BAD("did", "not a string");
-    json_t *attrs = sentry ? json_object_get(o, "attrs") : o;
-    if (sentry && attrs != NULL && !json_is_object(attrs))
+    const jsonr_value *attrs = sentry ? jsonr_get(o, "attrs") : o;
+    if (sentry && attrs != NULL && !jsonr_is_object(attrs))
         BAD("attrs", "not an object");
-    if (!jstr(&x->release, attrs, "release", a, err))
+    if (!jstr(&x->release, attrs, "release"))
         BAD(sentry ? "attrs.release" : "release", "not a string");
-    if (!jstr(&x->environment, attrs, "environment", a, err))
+    if (!jstr(&x->environment, attrs, "environment"))
         BAD(sentry ? "attrs.environment" : "environment", "not a string");
     bool present;
     if (!jtime(&x->started_ms, &present, o, "started"))
@@ -429,16 +426,16 @@ static err_code parse_update(session_update *x, char field[SESSIONS_FIELD_MAX], 
     if (!jtime(&x->timestamp_ms, &present, o, "timestamp"))
         BAD("timestamp", "not an RFC 3339 time or Unix seconds");
     const char *dname = sentry ? "duration" : "duration_s";
-    json_t *dur = json_object_get(o, dname);
-    if (dur != NULL && !json_is_null(dur)) {
-        if (!json_is_number(dur))
+    const jsonr_value *dur = jsonr_get(o, dname);
+    if (dur != NULL && !jsonr_is_null(dur)) {
+        if (!jsonr_is_number(dur))
             BAD(dname, "not a number");
-        x->duration_s = json_number_value(dur);
+        x->duration_s = jsonr_number(dur);
         if (x->duration_s < 0)
             BAD(dname, "negative");
     }
     const char *status;
-    if (!jstr(&status, o, "status", a, err))
+    if (!jstr(&status, o, "status"))
         BAD("status", "not a string");
     if (status == NULL)
         x->status = SESSION_OK;
@@ -449,11 +446,11 @@ static err_code parse_update(session_update *x, char field[SESSIONS_FIELD_MAX], 
     }
     if (!juint(&x->errors, o, "errors"))
         BAD("errors", "not a non-negative integer");
-    json_t *init = json_object_get(o, "init");
-    if (init != NULL && !json_is_null(init) && !json_is_boolean(init))
+    const jsonr_value *init = jsonr_get(o, "init");
+    if (init != NULL && !jsonr_is_null(init) && !jsonr_is_boolean(init))
         BAD("init", "not a boolean");
     /* Sentry: init only when sent true; our API: each session sent once, so default true */
-    x->init = init != NULL && json_is_boolean(init) ? json_is_true(init) : !sentry;
+    x->init = jsonr_is_boolean(init) ? jsonr_is_true(init) : !sentry;
 #undef BAD
     return ERR_OK;
 }
@@ -464,16 +461,16 @@ err_code sessions_parse_json(session_update **out, size_t *n, char field[SESSION
     *out = NULL;
     *n = 0;
     field[0] = '\0';
-    json_t *root;
+    const jsonr_value *root;
     err_code rc = load(&root, field, json, len, a, err);
     if (rc != ERR_OK)
         return rc;
-    json_t *arr = json_object_get(root, "sessions");
-    if (!json_is_array(arr)) {
+    const jsonr_value *arr = jsonr_get(root, "sessions");
+    if (!jsonr_is_array(arr)) {
         snprintf(field, SESSIONS_FIELD_MAX, "sessions");
         return err_set(err, ERR_INVALID, "sessions: required, an array");
     }
-    size_t count = json_array_size(arr);
+    size_t count = jsonr_size(arr);
     if (count > SESSIONS_MAX_BATCH) {
         field_set(field, "sessions", SESSIONS_MAX_BATCH, "");
         return err_set(err, ERR_TOO_LARGE, "sessions[%d]: more than %d sessions in one batch "
@@ -483,7 +480,7 @@ err_code sessions_parse_json(session_update **out, size_t *n, char field[SESSION
     if (u == NULL)
         return ERR_TOO_LARGE;
     for (size_t i = 0; i < count; i++) {
-        rc = parse_update(&u[i], field, json_array_get(arr, i), "sessions", i, false, a, err);
+        rc = parse_update(&u[i], field, jsonr_at(arr, i), "sessions", i, false, err);
         if (rc != ERR_OK)
             return rc;
     }
@@ -496,11 +493,11 @@ err_code sessions_parse_sentry_session(session_update *out, char field[SESSIONS_
                                        const char *json, size_t len, arena *a, err_info *err)
 {
     field[0] = '\0';
-    json_t *root;
+    const jsonr_value *root;
     err_code rc = load(&root, field, json, len, a, err);
     if (rc != ERR_OK)
         return rc;
-    rc = parse_update(out, field, root, "session", 0, true, a, err);
+    rc = parse_update(out, field, root, "session", 0, true, err);
     if (rc == ERR_OK && out->timestamp_ms == 0)
         out->timestamp_ms = out->started_ms;
     return rc;
@@ -513,24 +510,24 @@ err_code sessions_parse_sentry_aggregates(session_aggregate **out, size_t *n,
     *out = NULL;
     *n = 0;
     field[0] = '\0';
-    json_t *root;
+    const jsonr_value *root;
     err_code rc = load(&root, field, json, len, a, err);
     if (rc != ERR_OK)
         return rc;
-    json_t *attrs = json_object_get(root, "attrs");
+    const jsonr_value *attrs = jsonr_get(root, "attrs");
     const char *release = NULL, *env = NULL;
-    if (!json_is_object(attrs) || !jstr(&release, attrs, "release", a, err) ||
-        !jstr(&env, attrs, "environment", a, err)) {
+    if (!jsonr_is_object(attrs) || !jstr(&release, attrs, "release") ||
+        !jstr(&env, attrs, "environment")) {
         snprintf(field, SESSIONS_FIELD_MAX, "attrs");
         return err_set(err, ERR_INVALID, "attrs: required, an object with string release and "
                        "environment");
     }
-    json_t *arr = json_object_get(root, "aggregates");
-    if (!json_is_array(arr)) {
+    const jsonr_value *arr = jsonr_get(root, "aggregates");
+    if (!jsonr_is_array(arr)) {
         snprintf(field, SESSIONS_FIELD_MAX, "aggregates");
         return err_set(err, ERR_INVALID, "aggregates: required, an array");
     }
-    size_t count = json_array_size(arr);
+    size_t count = jsonr_size(arr);
     if (count > SESSIONS_MAX_BATCH) {
         field_set(field, "aggregates", SESSIONS_MAX_BATCH, "");
         return err_set(err, ERR_TOO_LARGE, "aggregates[%d]: more than %d rows", SESSIONS_MAX_BATCH,
@@ -540,18 +537,18 @@ err_code sessions_parse_sentry_aggregates(session_aggregate **out, size_t *n,
     if (g == NULL)
         return ERR_TOO_LARGE;
     for (size_t i = 0; i < count; i++) {
-        json_t *o = json_array_get(arr, i);
+        const jsonr_value *o = jsonr_at(arr, i);
         session_aggregate *x = &g[i];
         memset(x, 0, sizeof *x);
         x->release = release;
         x->environment = env;
         bool present;
         const char *bad = NULL;
-        if (!json_is_object(o))
+        if (!jsonr_is_object(o))
             bad = "";
         else if (!jtime(&x->started_ms, &present, o, "started") || !present)
             bad = "started";
-        else if (!jstr(&x->did, o, "did", a, err))
+        else if (!jstr(&x->did, o, "did"))
             bad = "did";
         else if (!juint(&x->exited, o, "exited"))
             bad = "exited";
