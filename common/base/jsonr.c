@@ -347,7 +347,7 @@ static bool close_container(parser *p, const char *at, jsonr_value *v)
 {
     frame *f = &p->frames[--p->nframes];
     size_t n = p->nscratch - f->base;
-    jsonr_member *m = p->scratch + f->base;
+    jsonr_member *m = n > 0 ? p->scratch + f->base : NULL;   /* no stack yet: [] or {} */
     if (n >= UINT32_MAX)
         return too_large(p, at), false;
     v->type = f->type;
