@@ -64,6 +64,13 @@ typedef struct {
  * no client deadline, statement_timeout 0; the connection is closed when released. */
 err_code store_unbounded(pconn *c, err_info *err);
 
+/* store_unbounded_xact - the same for the rest of the transaction `c` is in (SET LOCAL:
+ * Postgres restores the timeout at COMMIT or ROLLBACK, and the next store_acquire restores
+ * the client's deadline), so the connection goes back to the pool: a new connection costs
+ * Postgres a backend fork, cold caches and every statement prepared again (~1 us a session
+ * in batches of 10,000). Call after BEGIN. */
+err_code store_unbounded_xact(pconn *c, err_info *err);
+
 /* store_pq_params / store_pq / store_pq_prepare / store_pq_prepared - PQexecParams, PQexec,
  * PQprepare and PQexecPrepared with c's deadline. NULL when the deadline passed (c->timed_out
  * is set) or the connection failed; store_translate(NULL, c, ...) names which. */

@@ -9,6 +9,7 @@
  */
 #include "store/store.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <libpq-fe.h>
@@ -294,6 +295,14 @@ err_code store_unbounded(pconn *c, err_info *err)
     c->discard = true;
     c->statement_ms = 0;
     return store_command(c, "SET statement_timeout = 0", "lifting the statement timeout", err);
+}
+
+err_code store_unbounded_xact(pconn *c, err_info *err)
+{
+    assert(PQtransactionStatus(c->pg) == PQTRANS_INTRANS);
+    c->statement_ms = 0;
+    return store_command(c, "SET LOCAL statement_timeout = 0", "lifting the statement timeout",
+                         err);
 }
 
 static void store_disconnect(pconn *c)

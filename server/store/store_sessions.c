@@ -99,11 +99,17 @@ static const store_stmt SQL_LOCK = {"sessions_lock",
     "(SELECT oid FROM pg_database WHERE datname = current_database())::text || ' ' || "
     "extract(epoch FROM pg_postmaster_start_time())::text"};
 
-/* BEGIN and the project's lock; *gen = the device cache's generation (0 without a cache). */
-static err_code begin_locked(uint64_t *gen, pconn *c, int64_t project_id, err_info *err)
+/* BEGIN and the project's lock; *gen = the device cache's generation (0 without a cache).
+ * A batch of `n` sessions: a large one takes longer than one statement may (100,000
+ * sessions: seconds), so its transaction runs without the per-statement timeout; the
+ * caller's deadline (store_deadline_begin) still bounds the whole call. */
+static err_code begin_locked(uint64_t *gen, pconn *c, int64_t project_id, size_t n,
+                             err_info *err)
 {
     _Static_assert(SESSIONS_LOCK_CLASS == 7215843, "SQL_LOCK names the same class");
     err_code rc = store_command(c, "BEGIN", "counting sessions", err);
+    if (rc == ERR_OK && n > SESSIONS_UNBOUNDED_FROM)
+        rc = store_unbounded_xact(c, err);
     if (rc != ERR_OK)
         return rc;
     char pid[24];
@@ -711,11 +717,7 @@ static err_code do_apply(pconn *c, void *vctx, err_info *err)
     x->gen = 0;
     PGresult *res = NULL;
 
-    /* A large batch takes longer than one statement may (100,000 sessions: seconds); the
-     * caller's deadline (store_deadline_begin) still bounds the whole call. */
-    err_code rc = x->n > SESSIONS_UNBOUNDED_FROM ? store_unbounded(c, err) : ERR_OK;
-    if (rc == ERR_OK)
-        rc = begin_locked(&x->gen, c, x->project_id, err);
+    err_code rc = begin_locked(&x->gen, c, x->project_id, x->n, err);
     if (rc == ERR_OK)
         rc = load_states(&stored, &nstored, c, x, err);
     if (rc != ERR_OK)
@@ -875,9 +877,7 @@ static err_code do_add(pconn *c, void *vctx, err_info *err)
     x->nkeep = 0;
     x->gen = 0;
     PGresult *res = NULL;
-    err_code rc = x->n > SESSIONS_UNBOUNDED_FROM ? store_unbounded(c, err) : ERR_OK;
-    if (rc == ERR_OK)
-        rc = begin_locked(&x->gen, c, x->project_id, err);
+    err_code rc = begin_locked(&x->gen, c, x->project_id, x->n, err);
     for (size_t i = 0; i < x->n && rc == ERR_OK; i++)
         renv_add(&renvs, x->a[i].release, x->a[i].environment, x->a[i].started_ms);
     if (rc == ERR_OK)

@@ -182,6 +182,40 @@ def old_sessions_ignored(inst):
     check(db_totals(inst, "app@3.0")["sessions"] == 3, "old sessions counted")
 
 
+def server_backends(inst):
+    """Pids of the server's connections to its database (not this psql's)."""
+    out = inst.psql(inst.db_url, "SELECT pid FROM pg_stat_activity WHERE datname = "
+                    "current_database() AND pid <> pg_backend_pid() AND backend_type = "
+                    "'client backend' ORDER BY pid")
+    return {int(x) for x in out.split()}
+
+
+def large_batches_keep_connections(inst):
+    """Batches above 5,000 sessions run without the statement timeout for their transaction
+    only: their connections go back to the pool (a new one per batch cost Postgres a fork,
+    cold caches and every statement prepared again), and are counted like any other. The
+    pool never closes a healthy idle connection, so the server's backends stay the same."""
+    rng = random.Random(23)
+    model = Model()
+    sent = [session(rng, "app@5.0+1", "exited", did="warm")]
+    r = post(inst, sent)
+    check(r.status == 202, f"warm-up batch: {r.status}")
+    before = server_backends(inst)
+    for k in range(2):
+        batch = [session(rng, "app@5.0+1", rng.choice(["exited", "crashed", "errored"]),
+                         did=f"big-{i % 300}") for i in range(6000)]
+        sent += batch
+        r = post(inst, batch, gz=True)
+        check(r.status == 202, f"large batch {k}: {r.status} {r.body[:200]!r}")
+    after = server_backends(inst)
+    check(before and after == before, f"large batches closed connections: before "
+          f"{sorted(before)}, after {sorted(after)}")
+    for u in sent:
+        model.update(u)
+    want, got = model.totals("app@5.0+1"), db_totals(inst, "app@5.0+1")
+    check(got == want, f"large batches: stored {got}, model {want}")
+
+
 def bad_input(inst):
     """4xx naming the field and its index; nothing of the batch counted."""
     rng = random.Random(5)
@@ -426,6 +460,7 @@ def main():
         projects(inst)
         retried_and_concurrent(inst)
         old_sessions_ignored(inst)
+        large_batches_keep_connections(inst)
         bad_input(inst)
         device_cache_two_nodes(inst)
     users_above_exact_limit()
