@@ -125,7 +125,7 @@ static void framing_errors(void)
     EXPECT("{}\n{\"type\":\"event\"}\n{}\nnot json\n", ERR_INVALID,
            "item 1 header is not valid JSON: '[' or '{' expected near 'not'");
     EXPECT("{}\n{\"type\":\"event\",\"type\":\"x\"}\n{}", ERR_INVALID,
-           "item 0 header is not valid JSON: duplicate object key near '\"type\"'");
+           "item 0 header is not valid JSON: duplicate object key 'type'");
     envelope_limits small = {2, 4};
     const char *three = "{}\n{\"type\":\"a\"}\n1\n{\"type\":\"b\"}\n2\n{\"type\":\"c\"}\n3\n";
     expect_error(three, strlen(three), &small, ERR_TOO_LARGE, "envelope has more than 2 items");
@@ -174,7 +174,7 @@ static void hostile_input(void)
     buf_reset(&b);
     /* invalid UTF-8 and NUL in a header line */
     expect_error("{\"a\":\"\xff\"}\n", 10, NULL, ERR_INVALID,
-                 "envelope header is not valid JSON: unable to decode byte 0xff near '\"'");
+                 "envelope header is not valid JSON: invalid UTF-8 in a string");
     /* tiny arena budgets: too_large, never a crash */
     int too_large = 0, ok = 0;
     for (size_t budget = 64; budget < 8192; budget += 64) {

@@ -65,6 +65,14 @@ static jsonr_value *expected(parser *p, const char *at, const char *what)
     if (at >= p->end)
         return fail(p, at, JSONR_ERR_SYNTAX, "%s expected near end of file", what);
     unsigned char c = (unsigned char)*at;
+    /* a word (a misspelt literal, a number's run) is shown whole, as jansson's lexer does */
+    size_t n = 0;
+    while (at + n < p->end && n < 24 &&
+           ((at[n] >= 'a' && at[n] <= 'z') || (at[n] >= 'A' && at[n] <= 'Z') ||
+            (at[n] >= '0' && at[n] <= '9') || at[n] == '-' || at[n] == '+' || at[n] == '.'))
+        n++;
+    if (n > 1)
+        return fail(p, at, JSONR_ERR_SYNTAX, "%s expected near '%.*s'", what, (int)n, at);
     if (c >= 0x20 && c < 0x7F)
         return fail(p, at, JSONR_ERR_SYNTAX, "%s expected near '%c'", what, c);
     return fail(p, at, JSONR_ERR_SYNTAX, "%s expected near byte 0x%02x", what, c);
@@ -379,7 +387,7 @@ static jsonr_value *run(parser *p, size_t *used)
 {
     const char *s = skip_blanks(p->start, p->end), *end = p->end;
     jsonr_value v; /* the value just completed */
-    if (s < end && *s != '{' && *s != '[' && !(p->flags & JSONR_DECODE_ANY))
+    if ((s >= end || (*s != '{' && *s != '[')) && !(p->flags & JSONR_DECODE_ANY))
         return expected(p, s, "'[' or '{'");
 value:
     if (s >= end)

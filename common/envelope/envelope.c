@@ -3,48 +3,39 @@
  */
 #include "envelope/envelope.h"
 
-#include <jansson.h>
+#include "base/jsonr.h"
+
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
-static void release_json(void *j)
-{
-    json_decref(j);
-}
-
-/* A header line [p, p + n) as a JSON object, deferred to the arena; NULL + err on failure. */
-static json_t *header_json(const char *p, size_t n, const char *what, arena *a, err_info *err)
+/* A header line [p, p + n) as a JSON object in the arena; NULL + err on failure. */
+static jsonr_value *header_json(const char *p, size_t n, const char *what, arena *a,
+                                err_info *err)
 {
     if (n > ENVELOPE_MAX_HEADER) {
         err_set(err, ERR_TOO_LARGE, "%s is %zu bytes, over the limit of %d", what, n,
                 ENVELOPE_MAX_HEADER);
         return NULL;
     }
-    json_error_t e;
-    json_t *j = json_loadb(p, n, JSON_REJECT_DUPLICATES, &e);
+    jsonr_error e;
+    jsonr_value *j = jsonr_parse(a, p, n, JSONR_REJECT_DUPLICATES, NULL, &e);
     if (j == NULL) {
-        err_set(err, ERR_INVALID, "%s is not valid JSON: %s", what, e.text);
+        err_set(err, e.code == JSONR_ERR_TOO_LARGE ? ERR_TOO_LARGE : ERR_INVALID,
+                "%s is not valid JSON: %s", what, e.text);
         return NULL;
     }
-    arena_defer(a, release_json, j);
-    if (!json_is_object(j)) {
+    if (!jsonr_is_object(j)) {
         err_set(err, ERR_INVALID, "%s is not a JSON object", what);
         return NULL;
     }
     return j;
 }
 
-/* A string member copied into the arena; NULL if absent or not a string. */
-static const char *member(const json_t *o, const char *key, arena *a, err_info *err, bool *failed)
+/* A string member (in the arena, as the whole tree is); NULL if absent or not a string. */
+static const char *member(const jsonr_value *o, const char *key)
 {
-    const json_t *v = json_object_get(o, key);
-    if (!json_is_string(v))
-        return NULL;
-    const char *s = arena_strndup(a, json_string_value(v), json_string_length(v), err);
-    if (s == NULL)
-        *failed = true;
-    return s;
+    return jsonr_string(jsonr_get(o, key));
 }
 
 /* The end of the line starting at `i`: the offset of its "\n", or len. */
@@ -68,7 +59,6 @@ err_code envelope_parse(envelope **out, const char *data, size_t len, const enve
     size_t max_items = lim && lim->max_items ? lim->max_items : ENVELOPE_DEFAULT_MAX_ITEMS;
     size_t max_bytes = lim && lim->max_item_bytes ? lim->max_item_bytes
                                                   : ENVELOPE_DEFAULT_MAX_ITEM_BYTES;
-    bool failed = false;
     *out = NULL;
     envelope *env = arena_alloc(a, sizeof *env, err);
     if (env == NULL)
@@ -78,13 +68,11 @@ err_code envelope_parse(envelope **out, const char *data, size_t len, const enve
         return err_set(err, ERR_INVALID, "envelope is empty");
 
     size_t i = 0, end = line_end(data, len, 0);
-    json_t *h = header_json(data, end, "envelope header", a, err);
+    jsonr_value *h = header_json(data, end, "envelope header", a, err);
     if (h == NULL)
         return err->code;
-    env->event_id = member(h, "event_id", a, err, &failed);
-    env->dsn = member(h, "dsn", a, err, &failed);
-    if (failed)
-        return ERR_TOO_LARGE;
+    env->event_id = member(h, "event_id");
+    env->dsn = member(h, "dsn");
     i = end < len ? end + 1 : len;
 
     size_t cap = 0;
@@ -99,7 +87,7 @@ err_code envelope_parse(envelope **out, const char *data, size_t len, const enve
             return err_set(err, ERR_TOO_LARGE, "envelope has more than %zu items", max_items);
         char what[48];
         snprintf(what, sizeof what, "item %zu header", k);
-        json_t *ih = header_json(data + i, end - i, what, a, err);
+        jsonr_value *ih = header_json(data + i, end - i, what, a, err);
         if (ih == NULL)
             return err->code;
         if (k == cap) {
@@ -113,22 +101,20 @@ err_code envelope_parse(envelope **out, const char *data, size_t len, const enve
         }
         envelope_item *it = &env->items[k];
         memset(it, 0, sizeof *it);
-        it->type = member(ih, "type", a, err, &failed);
-        it->content_type = member(ih, "content_type", a, err, &failed);
-        it->filename = member(ih, "filename", a, err, &failed);
-        it->attachment_type = member(ih, "attachment_type", a, err, &failed);
-        if (failed)
-            return ERR_TOO_LARGE;
+        it->type = member(ih, "type");
+        it->content_type = member(ih, "content_type");
+        it->filename = member(ih, "filename");
+        it->attachment_type = member(ih, "attachment_type");
         if (it->type == NULL || it->type[0] == '\0')
             return err_set(err, ERR_INVALID, "item %zu header has no \"type\"", k);
         size_t p = end < len ? end + 1 : len; /* payload start */
-        const json_t *jl = json_object_get(ih, "length");
+        const jsonr_value *jl = jsonr_get(ih, "length");
         size_t plen;
-        if (jl != NULL && !json_is_null(jl)) {
-            if (!json_is_integer(jl) || json_integer_value(jl) < 0)
+        if (jl != NULL && !jsonr_is_null(jl)) {
+            if (!jsonr_is_integer(jl) || jsonr_integer(jl) < 0)
                 return err_set(err, ERR_INVALID,
                                "item %zu: \"length\" must be a non-negative integer", k);
-            json_int_t want = json_integer_value(jl);
+            int64_t want = jsonr_integer(jl);
             if ((uint64_t)want > (uint64_t)(len - p))
                 return err_set(err, ERR_INVALID,
                                "item %zu: length %lld runs past the end of the envelope (%zu "

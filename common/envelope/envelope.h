@@ -12,7 +12,7 @@
  *
  * Bounds against hostile input: at most `max_items` items, each payload at most
  * `max_item_bytes`, header lines at most ENVELOPE_MAX_HEADER bytes and nested at most as
- * deep as jansson allows (2048), a `length` must lie inside the envelope. Every byte is
+ * deep as base/jsonr allows (JSONR_MAX_DEPTH), a `length` must lie inside the envelope. Every byte is
  * looked at a bounded number of times, whatever the input.
  *
  * Source: develop.sentry.dev/sdk/envelopes (format), Relay's envelope reader (what it accepts).

@@ -9,12 +9,12 @@
  */
 #include "ingest/ingest_sentry.h"
 
-#include <jansson.h>
 #include <openssl/rand.h>
 #include <stdio.h>
 #include <string.h>
 #include <zlib.h>
 
+#include "base/jsonr.h"
 #include "envelope/envelope.h"
 #include "ingest/ingest.h"
 
@@ -72,14 +72,9 @@ err_code ingest_inflate(uint8_t **out, size_t *out_len, const uint8_t *in, size_
 }
 
 /* The event_id of an event payload, NULL if it has none (or is no JSON object). */
-static const char *payload_event_id(const uint8_t *p, size_t n, arena *a, err_info *err)
+static const char *payload_event_id(const uint8_t *p, size_t n, arena *a)
 {
-    json_error_t e;
-    json_t *j = json_loadb((const char *)p, n, 0, &e);
-    const json_t *v = json_object_get(j, "event_id");
-    const char *id = json_is_string(v) ? arena_strdup(a, json_string_value(v), err) : NULL;
-    json_decref(j);
-    return id;
+    return jsonr_string(jsonr_get(jsonr_parse(a, (const char *)p, n, 0, NULL, NULL), "event_id"));
 }
 
 /* out->id and out->event_id from `given` (a UUID in either form), or a new random one. */
@@ -136,7 +131,7 @@ static err_code prepare_event(ingest_sentry_result *out, const uint8_t *p, size_
     if (nrows != 1)
         return err_set(err, ERR_INVALID, "event item holds %zu reports (a MetricKit payload?), "
                        "not one event", nrows);
-    const char *id = header_id != NULL ? header_id : payload_event_id(p, n, a, err);
+    const char *id = header_id != NULL ? header_id : payload_event_id(p, n, a);
     rc = set_event_id(out, id, err);
     if (rc != ERR_OK)
         return rc;
