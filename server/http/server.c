@@ -658,9 +658,11 @@ static void *job_main(void *arg)
         }
         if (!job_detached)   /* detached: r may be freed already, the commit resumes it */
             MHD_resume_connection(conn);   /* r may be freed from here on */
+        /* no wakeup here: an idle thread waits only for a queued job (jobs_enqueue signals
+         * one), and jobs_stop polls; a broadcast per job woke every idle handler thread to
+         * fight for jobs_mu and sleep again */
         pthread_mutex_lock(&srv->jobs_mu);
         srv->jobs_running--;
-        pthread_cond_broadcast(&srv->jobs_cv);
     }
     pthread_mutex_unlock(&srv->jobs_mu);
     return NULL;

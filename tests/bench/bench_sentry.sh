@@ -10,7 +10,8 @@
 #      (tests/bench/bench_sentry_gen.py: the same frames; each envelope a distinct event_id,
 #      sent once, ENVELOPES_PER_S x SECONDS of them: an event_id sent again is stored once),
 # and after each phase the queue is drained. Prints one JSON line: accepted/s, p50 and p99 of
-# each phase (wrk), reports processed, and envelope/report ratios. Both answer only once the
+# each phase (wrk), the server CPU time per report of each phase (until drained), reports
+# processed, and envelope/report ratios. Both answer only once the
 # report is committed (202 / 200). Targets (issue): the envelope rate at the reports rate of
 # the same run, >= 5000/s, p99 < 25 ms with 8 connections.
 # Env: BUILD_DIR (default build), STACKSIFT_FIXTURES (default build-fixtures), CONNECTIONS (8),
@@ -78,14 +79,22 @@ drain
 psql "$url" -qc "TRUNCATE issues CASCADE; DELETE FROM reports; DELETE FROM report_claims" >/dev/null
 psql "$url" -qc "CHECKPOINT" >/dev/null
 
+# the server's CPU time (user + system, clock ticks) so far: per report it moves far less with
+# the machine's other load than the rate does
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$server_pid/stat"; }
+tick_hz=$(getconf CLK_TCK)
+c0=$(cpu_ticks)
 BENCH_COUNT=$count wrk -t2 -c"$conns" -d"${secs}s" --latency -s tests/bench/bench_ingest.lua \
   "http://127.0.0.1:$port/api/v1/reports" >"$work/wrk-reports.txt" 2>"$work/wrk.err"
 drain
+c1=$(cpu_ticks)
 n_reports=$(psql "$url" -Atc "SELECT count(*) FROM reports WHERE status = 'processed'")
 psql "$url" -qc "CHECKPOINT" >/dev/null
+c2=$(cpu_ticks)
 BENCH_COUNT=$((count * copies)) wrk -t2 -c"$conns" -d"${secs}s" --latency -s tests/bench/bench_sentry.lua \
   "http://127.0.0.1:$port/" >"$work/wrk-sentry.txt" 2>>"$work/wrk.err"
 drain
+c3=$(cpu_ticks)
 n_total=$(psql "$url" -Atc "SELECT count(*) FROM reports WHERE status = 'processed'")
 n_sentry=$(psql "$url" -Atc "SELECT count(*) FROM reports WHERE status = 'processed' AND format = 'sentry'")
 bad=$(psql "$url" -Atc "SELECT count(*) FROM reports WHERE status <> 'processed'")
@@ -98,10 +107,13 @@ r50=$(ms 50% "$work/wrk-reports.txt"); r99=$(ms 99% "$work/wrk-reports.txt")
 s50=$(ms 50% "$work/wrk-sentry.txt"); s99=$(ms 99% "$work/wrk-sentry.txt")
 r_non=$(awk '/Non-2xx/ {print $5}' "$work/wrk-reports.txt"); s_non=$(awk '/Non-2xx/ {print $5}' "$work/wrk-sentry.txt")
 ratio=$(python3 -c "print(round($s_rps / $r_rps, 2) if $r_rps > 0 else 0)")
+r_cpu=$(awk -v c="$((c1 - c0))" -v hz="$tick_hz" -v n="$n_reports" 'BEGIN { printf "%.1f", n ? c * 1e6 / hz / n : 0 }')
+s_cpu=$(awk -v c="$((c3 - c2))" -v hz="$tick_hz" -v n="$n_sentry" 'BEGIN { printf "%.1f", n ? c * 1e6 / hz / n : 0 }')
 printf '{"bench":"sentry","seconds":%s,"connections":%s,"reports_rps":%s,"reports_p50_ms":%s,"reports_p99_ms":%s,' \
   "$secs" "$conns" "$r_rps" "$r50" "$r99"
 printf '"envelopes_rps":%s,"envelopes_p50_ms":%s,"envelopes_p99_ms":%s,"rate_ratio":%s,' "$s_rps" "$s50" "$s99" "$ratio"
+printf '"reports_cpu_us":%s,"envelopes_cpu_us":%s,"load":"%s",' "$r_cpu" "$s_cpu" "$(cut -d' ' -f1-3 /proc/loadavg)"
 printf '"processed_reports":%s,"processed_envelopes":%s,"not_processed":%s,"fingerprints":%s,"non_2xx":"%s/%s"}\n' \
   "$n_reports" "$n_sentry" "$bad" "$same" "${r_non:-0}" "${s_non:-0}"
-echo "POST /api/v1/reports (Apple text): $r_rps/s, p50 $r50 ms, p99 $r99 ms"
-echo "POST /api/$project/envelope/ (gzip): $s_rps/s, p50 $s50 ms, p99 $s99 ms (ratio $ratio)"
+echo "POST /api/v1/reports (Apple text): $r_rps/s, p50 $r50 ms, p99 $r99 ms, server CPU $r_cpu us/report"
+echo "POST /api/$project/envelope/ (gzip): $s_rps/s, p50 $s50 ms, p99 $s99 ms, server CPU $s_cpu us/envelope (ratio $ratio)"
