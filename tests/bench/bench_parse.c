@@ -11,6 +11,8 @@
  *                         (what a regex-per-line parser pays before building anything)
  *   ips         crashreport_parse of the same crash as .ips JSON
  *       peer    "jansson": json_loadb + json_decref of the same bytes (the JSON floor)
+ *   jsonr       the project's JSON reader (base/jsonr) on the same bytes, tree only
+ *       peer    "jansson", as above; and both readers over the corpus's JSON files (MB/s)
  *   plcrash     crashreport_parse of the same crash as PLCrashReporter's .plcrash file
  *               (protobuf, written here following PLCrashReport.proto's field numbers)
  *       peer    "apple-text": the text parse above, measured again beside it
@@ -37,6 +39,7 @@
 
 #include "base/arena.h"
 #include "base/buf.h"
+#include "base/jsonr.h"
 #include "crashreport/crashreport.h"
 #include "dsym/dsym.h"
 #include "symbolicate/symbolicate.h"
@@ -432,6 +435,48 @@ static void run_jansson(void *p)
     json_decref(j);
 }
 
+static void run_jsonr(void *p)
+{
+    run_ctx *c = p;
+    arena *a = arena_new(0);
+    size_t off = 0;
+    jsonr_value *h = jsonr_parse(a, c->data, c->len, 0, &off, NULL);
+    jsonr_value *j = jsonr_parse(a, c->data + off, c->len - off, 0, NULL, NULL);
+    c->sink += h != NULL && j != NULL;
+    arena_free(a);
+}
+
+/* Every JSON value in c's bytes, one after the other (an .ips: header line, body): jsonr's
+ * tree, or jansson's; c->sink counts the texts read whole. */
+static void run_values(void *p, bool jansson)
+{
+    run_ctx *c = p;
+    arena *a = arena_new(0);
+    size_t off = 0;
+    bool ok = true;
+    while (ok && off < c->len) {
+        size_t used = 0;
+        if (jansson) {
+            json_error_t e;
+            json_t *j = json_loadb(c->data + off, c->len - off, JSON_DISABLE_EOF_CHECK, &e);
+            if (j == NULL && json_error_code(&e) == json_error_numeric_overflow)
+                j = json_loadb(c->data + off, c->len - off,
+                               JSON_DISABLE_EOF_CHECK | JSON_DECODE_INT_AS_REAL, &e);
+            ok = j != NULL;
+            used = ok ? (size_t)e.position : 0;
+            json_decref(j);
+        } else {
+            ok = jsonr_parse(a, c->data + off, c->len - off, 0, &used, NULL) != NULL;
+        }
+        ok = ok && used > 0;
+        off += used;
+        while (off < c->len && (c->data[off] == '\n' || c->data[off] == ' '))
+            off++;
+    }
+    c->sink += ok;
+    arena_free(a);
+}
+
 static const symcache *resolve_one(void *ctx, const char *uuid, const char *arch)
 {
     run_ctx *c = ctx;
@@ -552,6 +597,8 @@ int main(int argc, char **argv)
     c.len = ips.len;
     double ips_rate = rate(run_parse, &c);
     print_row("ips 100 frames, 30 images", ips_rate, ips.len, "jansson", rate(run_jansson, &c));
+    print_row("jsonr: the ips bytes, tree only", rate(run_jsonr, &c), ips.len, "jansson",
+              rate(run_jansson, &c));
     c.data = (const char *)plc.data;
     c.len = plc.len;
     double plc_rate = rate(run_parse, &c);
@@ -630,6 +677,26 @@ int main(int argc, char **argv)
         printf("%-34s %10.0f /s %8.1f MB/s   (%zu files, %zu parse)\n", "corpus (all formats)",
                files_per_s, (double)rounds * (double)corpus_bytes / (t - t0) / 1e6,
                corpus_files, ok / rounds);
+    }
+    /* the JSON readers over the corpus's JSON files (KSCrash, .ips: header line and body) */
+    for (int reader = 0; reader < 2 && corpus_files > 0; reader++) {
+        size_t json_bytes = 0, rounds = 0, ok = 0;
+        double t0 = now(), t;
+        do {
+            for (size_t i = 0; i < corpus_files; i++) {
+                run_ctx jc = {.data = (const char *)all.data + spans[i].off, .len = spans[i].len};
+                if (jc.len == 0 || (jc.data[0] != '{' && jc.data[0] != '['))
+                    continue;
+                run_values(&jc, reader == 1);
+                ok += jc.sink;
+                json_bytes += jc.len;
+            }
+            rounds++;
+            t = now();
+        } while (t - t0 < seconds);
+        printf("%-34s %10s    %8.1f MB/s   (%zu of %zu files read)\n",
+               reader == 0 ? "corpus JSON: jsonr" : "corpus JSON: jansson (peer)", "",
+               (double)json_bytes / (t - t0) / 1e6, ok / rounds, corpus_files);
     }
     printf("target: >= 20000 reports/s for 100-frame reports: apple-text %s (%.1fx), ips %s "
            "(%.1fx)\n",
