@@ -284,6 +284,8 @@ static err_code assemble_one(jsonw *w, http_request *r, const dif_request *f,
             missing[nmissing++] = f->chunks[i];
     }
     if (nmissing > 0) {
+        /* sentry-cli sends the missing chunks next: this node puts those it gets in place */
+        ingest_assembler_expect(r->srv->assembler, f->sha1, f->chunks, f->n);
         file_json(w, f, "not_found", NULL, missing, nmissing, NULL);
         return ERR_OK;
     }

@@ -16,6 +16,16 @@
  * than the chunk expiry; <tmp_dir> is emptied when the server starts. sentry-cli sends the executable and the dSYM of one image as two
  * files with the same debug id, concurrently and in any order: ingest_dsym_upload's
  * transaction keeps the one with DWARF whichever comes first.
+ *
+ * Chunks put in place: sentry-cli names every file and its chunks (an assemble request)
+ * before it sends the chunks the server lacks. The node that answers such a request keeps
+ * the file's chunk list ("expected", at most EXPECT_MAX files) and writes each chunk it then
+ * receives for it straight at its offset in <tmp_dir>/files/<sha1> (chunk i at i *
+ * ASSEMBLE_CHUNK_BYTES: sentry-cli cuts files at the chunkSize the server gave it) instead of
+ * into a local copy. Its assembly then only fills in the chunks it did not receive (a local
+ * copy, else Postgres), hashes the file once and ingests it where it is: copying 300 MB of
+ * chunks into a scratch file had cost a second of the assembly. A placed file whose SHA-1 is
+ * not the one named is put together again the sequential way, from Postgres.
  */
 #include "ingest/assemble.h"
 
@@ -41,6 +51,9 @@
 #include "store/store_chunks.h"
 
 #define QUEUE_MAX 1024
+#define EXPECT_MAX 64   /* files this node places chunks for at once */
+#define PLACE_MAX 4     /* places one received chunk is written to, at most (a chunk listed
+                           many times is read from a local copy for the others) */
 #define SWEEP_EVERY_S 300   /* at most; a short expiry is swept at a quarter of it */
 
 typedef struct job {
@@ -52,13 +65,31 @@ typedef struct job {
     char (*chunks)[41];
 } job;
 
+/* A file an assemble request named before all its chunks were stored: the chunks received
+ * here are written at their offsets in <file_dir>/<sha1>. */
+typedef struct expected {
+    struct expected *next;
+    char sha1[41];
+    size_t n;
+    char (*chunks)[41];
+    bool *placed;         /* per chunk: its bytes are at its offset */
+    int fd;               /* <file_dir>/<sha1>, read-write */
+    unsigned writers;     /* chunk writes under way (the assembly and the sweep wait) */
+    bool broken;          /* a write failed, or a chunk before the last one was short */
+    time_t created;
+} expected;
+
 struct ingest_assembler {
     ingest_assembler_options o;
     char *tmp_dir;
     char *chunk_dir;      /* local chunk copies: <tmp_dir>/chunks */
+    char *file_dir;       /* files whose chunks are put in place: <tmp_dir>/files */
+    expected *expect;     /* newest first */
+    unsigned nexpect;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    pthread_cond_t done_cv;   /* broadcast when a job ends (ingest_assembler_wait) */
+    pthread_cond_t done_cv;   /* broadcast when a job ends (ingest_assembler_wait) and when
+                                 a chunk write into an expected file ends */
     char (*running)[41];  /* per thread: the SHA-1 of the file it assembles, "" = none */
     job *head, *tail;
     unsigned queued;
@@ -242,9 +273,327 @@ static void local_chunk_write(const char *dir, const char *sha1, const uint8_t *
         (void)unlink(tmp);   /* ignored: the sweep removes what is left */
 }
 
-/* Fetch, check and ingest one file into `dir`; *file is the debug file to report. */
-static err_code assemble_file(ingest_dsym_file *file, size_t *local, ingest_assembler *asm_,
-                              const job *j, const char *dir, arena *a, err_info *err)
+/* ---- chunks put in place ---------------------------------------------------------------- */
+
+static void expected_path(char *out, size_t cap, const ingest_assembler *asm_, const char *sha1)
+{
+    snprintf(out, cap, "%s/%s", asm_->file_dir, sha1);
+}
+
+/* Free `e`, taken off the list with no writer left, and delete its file. */
+static void expected_drop(ingest_assembler *asm_, expected *e)
+{
+    if (!e)
+        return;
+    char path[4096];
+    expected_path(path, sizeof path, asm_, e->sha1);
+    (void)unlink(path);   /* ignored: gone once the assembly moved it; <tmp_dir> is emptied at start */
+    if (e->fd >= 0)
+        close(e->fd);
+    free(e->chunks);
+    free(e->placed);
+    free(e);
+}
+
+void ingest_assembler_expect(ingest_assembler *asm_, const char *sha1, const char *const *chunks,
+                             size_t n)
+{
+    if (n == 0)
+        return;
+    expected *old = NULL;
+    pthread_mutex_lock(&asm_->mu);
+    for (expected *e = asm_->expect; e; e = e->next)
+        if (strcmp(e->sha1, sha1) == 0) {   /* expected already: keep what it has */
+            pthread_mutex_unlock(&asm_->mu);
+            return;
+        }
+    if (asm_->nexpect >= EXPECT_MAX) {   /* make room: the oldest one nobody writes into */
+        expected **p = &asm_->expect, **victim = NULL;
+        for (; *p; p = &(*p)->next)
+            if ((*p)->writers == 0)
+                victim = p;
+        if (!victim) {
+            pthread_mutex_unlock(&asm_->mu);
+            return;
+        }
+        old = *victim;
+        *victim = old->next;
+        asm_->nexpect--;
+    }
+    expected *e = xcalloc(1, sizeof *e);
+    snprintf(e->sha1, sizeof e->sha1, "%s", sha1);
+    e->n = n;
+    e->chunks = xcalloc(n, sizeof *e->chunks);
+    e->placed = xcalloc(n, sizeof *e->placed);
+    for (size_t i = 0; i < n; i++)
+        snprintf(e->chunks[i], sizeof e->chunks[i], "%s", chunks[i]);
+    e->created = time(NULL);
+    char path[4096];
+    expected_path(path, sizeof path, asm_, sha1);
+    e->fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (e->fd >= 0) {
+        e->next = asm_->expect;
+        asm_->expect = e;
+        asm_->nexpect++;
+        e = NULL;
+    }
+    pthread_mutex_unlock(&asm_->mu);
+    expected_drop(asm_, old);
+    if (e) {   /* no file: the chunks go to local copies as before */
+        e->fd = -1;
+        free(e->chunks);
+        free(e->placed);
+        free(e);
+    }
+}
+
+static bool pwrite_all(int fd, const uint8_t *data, size_t len, off_t at)
+{
+    while (len > 0) {
+        ssize_t n = pwrite(fd, data, len, at);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return false;
+        data += n;
+        len -= (size_t)n;
+        at += n;
+    }
+    return true;
+}
+
+/* Write chunk `sha1` (`len` checked bytes) at its offset in the expected files that list it,
+ * at most PLACE_MAX places. True if every place that wanted it has it now: no local copy is
+ * needed then. */
+static bool chunk_place(ingest_assembler *asm_, const char *sha1, const uint8_t *data,
+                        size_t len)
+{
+    struct {
+        expected *e;
+        size_t i;
+        bool ok;
+    } to[PLACE_MAX];
+    size_t nto = 0;
+    bool all = true;
+    pthread_mutex_lock(&asm_->mu);
+    for (expected *e = asm_->expect; e && all; e = e->next)
+        for (size_t i = 0; i < e->n && !e->broken && all; i++) {
+            if (e->placed[i] || strcmp(e->chunks[i], sha1) != 0)
+                continue;
+            if (nto == PLACE_MAX) {
+                all = false;
+                break;
+            }
+            to[nto].e = e;
+            to[nto++].i = i;
+            e->writers++;
+        }
+    pthread_mutex_unlock(&asm_->mu);
+    for (size_t k = 0; k < nto; k++) {
+        expected *e = to[k].e;
+        /* every chunk but the last is exactly the chunk size, or the offsets are wrong */
+        to[k].ok = (to[k].i + 1 == e->n || len == ASSEMBLE_CHUNK_BYTES) &&
+                   pwrite_all(e->fd, data, len, (off_t)to[k].i * ASSEMBLE_CHUNK_BYTES);
+    }
+    pthread_mutex_lock(&asm_->mu);
+    for (size_t k = 0; k < nto; k++) {
+        expected *e = to[k].e;
+        if (to[k].ok)
+            e->placed[to[k].i] = true;
+        else
+            e->broken = true;
+        all = all && to[k].ok;
+        e->writers--;
+    }
+    if (nto)
+        pthread_cond_broadcast(&asm_->done_cv);
+    pthread_mutex_unlock(&asm_->mu);
+    return nto > 0 && all;
+}
+
+/* File `sha1`'s expected entry, off the list once nobody writes into it; NULL if none. */
+static expected *expect_take(ingest_assembler *asm_, const char *sha1)
+{
+    pthread_mutex_lock(&asm_->mu);
+    expected **p = &asm_->expect;
+    while (*p && strcmp((*p)->sha1, sha1) != 0)
+        p = &(*p)->next;
+    expected *e = *p;
+    if (e) {
+        *p = e->next;
+        asm_->nexpect--;
+        while (e->writers > 0)
+            pthread_cond_wait(&asm_->done_cv, &asm_->mu);
+    }
+    pthread_mutex_unlock(&asm_->mu);
+    return e;
+}
+
+/* Drop expected files older than the chunk expiry (their upload was abandoned). */
+static void expect_sweep(ingest_assembler *asm_)
+{
+    time_t cutoff = time(NULL) - (time_t)asm_->o.chunk_ttl_s;
+    expected *gone = NULL;
+    pthread_mutex_lock(&asm_->mu);
+    for (expected **p = &asm_->expect; *p;) {
+        expected *e = *p;
+        if (e->created < cutoff && e->writers == 0) {
+            *p = e->next;
+            asm_->nexpect--;
+            e->next = gone;
+            gone = e;
+        } else {
+            p = &e->next;
+        }
+    }
+    pthread_mutex_unlock(&asm_->mu);
+    while (gone) {
+        expected *next = gone->next;
+        expected_drop(asm_, gone);
+        gone = next;
+    }
+}
+
+/* ---- putting a file together ------------------------------------------------------------ */
+
+/* The chunks of job `j` in order into a new file at `as->path`, hashed on the way; *local =
+ * chunks taken from local copies. Errors ERR_INVALID (the file's SHA-1 differs), as
+ * store_chunks_fetch, ERR_IO. */
+static err_code gather_sequential(size_t *local, ingest_assembler *asm_, const job *j,
+                                  assembly *as, err_info *err)
+{
+    const char **chunks = xcalloc(j->n ? j->n : 1, sizeof *chunks);
+    for (size_t i = 0; i < j->n; i++)
+        chunks[i] = j->chunks[i];
+    err_code rc = ERR_OK;
+    as->fd = open(as->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (as->fd < 0) {
+        rc = err_set(err, ERR_IO, "creating %s: %s", as->path, strerror(errno));
+        goto done;
+    }
+    for (size_t i = 0; rc == ERR_OK && i < j->n; i++) {
+        ssize_t len = local_chunk_read(as->chunk, asm_->chunk_dir, chunks[i]);
+        if (len >= 0) {
+            as->local++;
+            rc = put_bytes(as, as->chunk, (size_t)len, err);
+        } else {
+            rc = store_chunks_fetch(asm_->o.store, &chunks[i], 1, put_chunk, as, err);
+        }
+    }
+    if (rc != ERR_OK)
+        goto done;
+    int fd = as->fd;
+    as->fd = -1;
+    if (close(fd) != 0) {
+        rc = err_set(err, ERR_IO, "writing %s: %s", as->path, strerror(errno));
+        goto done;
+    }
+    uint8_t md[20];
+    unsigned md_len = 20;
+    if (EVP_DigestFinal_ex(as->sha1, md, &md_len) != 1) {
+        rc = err_set(err, ERR_INTERNAL, "sha1: OpenSSL digest failed");
+        goto done;
+    }
+    char hex[41];
+    sha1_hex(hex, md);
+    if (strcmp(hex, j->sha1) != 0)
+        rc = err_set(err, ERR_INVALID, "the chunks put together have SHA-1 %s, not the checksum "
+                     "%s the file was sent with", hex, j->sha1);
+done:
+    *local = as->local;
+    free(chunks);
+    return rc;
+}
+
+/* Job `j` from its expected file `e` (taken off the list): the chunks that were not put in
+ * place are written at their offsets (a local copy, else Postgres), the whole file is hashed
+ * and, if it is the file named, moved to `as->path`. *placed, *local = chunks found in place,
+ * from local copies. ERR_NOT_FOUND when the file cannot be used as it is (another chunk list,
+ * a chunk of another size, or another SHA-1): the caller puts it together sequentially. */
+static err_code gather_placed(size_t *placed, size_t *local, ingest_assembler *asm_,
+                              const job *j, expected *e, assembly *as, err_info *err)
+{
+    char from[4096];
+    err_code rc = ERR_OK;
+    *placed = 0;
+    *local = 0;
+    if (e->broken || e->n != j->n)
+        return ERR_NOT_FOUND;
+    for (size_t i = 0; i < j->n; i++)
+        if (strcmp(e->chunks[i], j->chunks[i]) != 0)
+            return ERR_NOT_FOUND;
+    as->fd = e->fd;   /* borrowed: put_bytes writes the missing chunks through it */
+    for (size_t i = 0; rc == ERR_OK && i < j->n; i++) {
+        if (e->placed[i]) {
+            (*placed)++;
+            continue;
+        }
+        uint64_t before = as->written;
+        if (lseek(e->fd, (off_t)i * ASSEMBLE_CHUNK_BYTES, SEEK_SET) < 0) {
+            rc = err_set(err, ERR_IO, "seeking in %s: %s", e->sha1, strerror(errno));
+            break;
+        }
+        ssize_t len = local_chunk_read(as->chunk, asm_->chunk_dir, j->chunks[i]);
+        if (len >= 0) {
+            (*local)++;
+            rc = put_bytes(as, as->chunk, (size_t)len, err);
+        } else {
+            const char *one = j->chunks[i];
+            rc = store_chunks_fetch(asm_->o.store, &one, 1, put_chunk, as, err);
+        }
+        if (rc == ERR_OK && i + 1 < j->n && as->written - before != ASSEMBLE_CHUNK_BYTES)
+            rc = ERR_NOT_FOUND;
+    }
+    as->fd = -1;
+    if (rc != ERR_OK)
+        return rc;
+    /* The whole file, hashed in order (the digest fed by put_bytes above is not used). */
+    EVP_MD_CTX *md_ctx = EVP_MD_CTX_new();
+    if (!md_ctx || EVP_DigestInit_ex(md_ctx, EVP_sha1(), NULL) != 1) {
+        EVP_MD_CTX_free(md_ctx);
+        return err_set(err, ERR_INTERNAL, "sha1: cannot initialize OpenSSL digest");
+    }
+    uint64_t total = 0;
+    for (;;) {
+        ssize_t n = pread(e->fd, as->chunk, ASSEMBLE_CHUNK_BYTES, (off_t)total);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = err_set(err, ERR_IO, "reading %s: %s", e->sha1, strerror(errno));
+            break;
+        }
+        if (n == 0)
+            break;
+        EVP_DigestUpdate(md_ctx, as->chunk, (size_t)n);
+        total += (uint64_t)n;
+        if (total > as->max) {
+            rc = err_set(err, ERR_TOO_LARGE, "the assembled file is larger than the limit of "
+                         "%llu bytes", (unsigned long long)as->max);
+            break;
+        }
+    }
+    uint8_t md[20];
+    unsigned md_len = 20;
+    if (rc == ERR_OK && EVP_DigestFinal_ex(md_ctx, md, &md_len) != 1)
+        rc = err_set(err, ERR_INTERNAL, "sha1: OpenSSL digest failed");
+    EVP_MD_CTX_free(md_ctx);
+    if (rc != ERR_OK)
+        return rc;
+    char hex[41];
+    sha1_hex(hex, md);
+    if (strcmp(hex, j->sha1) != 0)
+        return ERR_NOT_FOUND;
+    expected_path(from, sizeof from, asm_, e->sha1);
+    if (rename(from, as->path) != 0)
+        return err_set(err, ERR_IO, "moving %s to %s: %s", from, as->path, strerror(errno));
+    return ERR_OK;
+}
+
+/* Put together, check and ingest one file into `dir`; *file is the debug file to report,
+ * *placed and *local the chunks found in place and in local copies. */
+static err_code assemble_file(ingest_dsym_file *file, size_t *placed, size_t *local,
+                              ingest_assembler *asm_, const job *j, const char *dir, arena *a,
+                              err_info *err)
 {
     const ingest_assembler_options *o = &asm_->o;
     char name[200], path[4096];
@@ -252,11 +601,11 @@ static err_code assemble_file(ingest_dsym_file *file, size_t *local, ingest_asse
     if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
         return err_set(err, ERR_IO, "scratch path too long in %s", dir);
     assembly as = {.fd = -1, .path = path, .max = o->max_file_bytes};
-    const char **chunks = xcalloc(j->n, sizeof *chunks);
-    for (size_t i = 0; i < j->n; i++)
-        chunks[i] = j->chunks[i];
     err_code rc = ERR_OK;
     bool z_ready = false;
+    expected *e = expect_take(asm_, j->sha1);
+    *placed = 0;
+    *local = 0;
     as.sha1 = EVP_MD_CTX_new();
     if (!as.sha1 || EVP_DigestInit_ex(as.sha1, EVP_sha1(), NULL) != 1) {
         rc = err_set(err, ERR_INTERNAL, "sha1: cannot initialize OpenSSL digest");
@@ -268,42 +617,18 @@ static err_code assemble_file(ingest_dsym_file *file, size_t *local, ingest_asse
     }
     z_ready = true;
     as.out = xmalloc(1 << 16);
-    as.fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (as.fd < 0) {
-        rc = err_set(err, ERR_IO, "creating %s: %s", path, strerror(errno));
-        goto done;
-    }
     as.chunk = xmalloc(ASSEMBLE_CHUNK_BYTES);
-    for (size_t i = 0; rc == ERR_OK && i < j->n; i++) {
-        ssize_t len = local_chunk_read(as.chunk, asm_->chunk_dir, chunks[i]);
-        if (len >= 0) {
-            as.local++;
-            rc = put_bytes(&as, as.chunk, (size_t)len, err);
-        } else {
-            rc = store_chunks_fetch(o->store, &chunks[i], 1, put_chunk, &as, err);
-        }
+    rc = e ? gather_placed(placed, local, asm_, j, e, &as, err) : ERR_NOT_FOUND;
+    if (rc == ERR_NOT_FOUND) {   /* not in place: in order, from local copies or Postgres */
+        *placed = 0;
+        as.written = 0;
+        as.local = 0;
+        rc = EVP_DigestInit_ex(as.sha1, EVP_sha1(), NULL) == 1
+                 ? gather_sequential(local, asm_, j, &as, err)
+                 : err_set(err, ERR_INTERNAL, "sha1: cannot initialize OpenSSL digest");
     }
     if (rc != ERR_OK)
         goto done;
-    if (close(as.fd) != 0) {
-        as.fd = -1;
-        rc = err_set(err, ERR_IO, "writing %s: %s", path, strerror(errno));
-        goto done;
-    }
-    as.fd = -1;
-    uint8_t md[20];
-    unsigned md_len = 20;
-    if (EVP_DigestFinal_ex(as.sha1, md, &md_len) != 1) {
-        rc = err_set(err, ERR_INTERNAL, "sha1: OpenSSL digest failed");
-        goto done;
-    }
-    char hex[41];
-    sha1_hex(hex, md);
-    if (strcmp(hex, j->sha1) != 0) {
-        rc = err_set(err, ERR_INVALID, "the chunks put together have SHA-1 %s, not the checksum "
-                     "%s the file was sent with", hex, j->sha1);
-        goto done;
-    }
 
     char work[4096];
     if (snprintf(work, sizeof work, "%s/work", dir) >= (int)sizeof work || mkdir(work, 0700) != 0) {
@@ -324,19 +649,18 @@ static err_code assemble_file(ingest_dsym_file *file, size_t *local, ingest_asse
      * chunk reads it from Postgres). */
     for (size_t i = 0; i < j->n; i++) {
         char cpath[4096];
-        chunk_path(cpath, sizeof cpath, asm_->chunk_dir, chunks[i]);
+        chunk_path(cpath, sizeof cpath, asm_->chunk_dir, j->chunks[i]);
         (void)unlink(cpath);   /* ignored: most often already gone (a chunk used twice) */
     }
-    *local = as.local;
 done:
     if (as.fd >= 0)
         close(as.fd);
+    expected_drop(asm_, e);
     if (z_ready)
         inflateEnd(&as.z);
     free(as.chunk);
     free(as.out);
     EVP_MD_CTX_free(as.sha1);
-    free(chunks);
     return rc;
 }
 
@@ -345,7 +669,7 @@ static void run_job(ingest_assembler *asm_, const job *j)
     err_info err = {0};
     err_code rc;
     ingest_dsym_file file = {0};
-    size_t local = 0;
+    size_t placed = 0, local = 0;
     char dir[4096];
     arena *a = arena_new(64u << 20);
     struct timespec t0, t1;
@@ -355,15 +679,15 @@ static void run_job(ingest_assembler *asm_, const job *j)
         rc = err_set(&err, ERR_IO, "creating a scratch directory in %s: %s", asm_->tmp_dir,
                      strerror(errno));
     else
-        rc = assemble_file(&file, &local, asm_, j, dir, a, &err);
+        rc = assemble_file(&file, &placed, &local, asm_, j, dir, a, &err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
     err_info ferr;
     err_code frc;
     if (rc == ERR_OK) {
-        log_event(LOG_INFO, "dif_assembled", "sha1=%s name=%s chunks=%zu local_chunks=%zu "
-                  "uuid=%s arch=%s status=%s has_dwarf=%d ms=%.1f", j->sha1, j->name, j->n,
-                  local, file.row.uuid, file.row.arch, file.status, (int)file.row.has_dwarf, ms);
+        log_event(LOG_INFO, "dif_assembled", "sha1=%s name=%s chunks=%zu placed_chunks=%zu "
+                  "local_chunks=%zu uuid=%s arch=%s status=%s has_dwarf=%d ms=%.1f", j->sha1,
+                  j->name, j->n, placed, local, file.row.uuid, file.row.arch, file.status, (int)file.row.has_dwarf, ms);
         frc = store_assembly_finish(asm_->o.store, j->sha1, "ok", NULL, file.row.uuid,
                                     file.row.arch, file.row.has_dwarf, &ferr);
     } else {
@@ -385,6 +709,7 @@ static void sweep(ingest_assembler *asm_)
 {
     unsigned chunks, assemblies;
     err_info err;
+    expect_sweep(asm_);
     err_code rc = store_chunks_expire(&chunks, &assemblies, asm_->o.store, asm_->o.chunk_ttl_s,
                                       &err);
     if (rc != ERR_OK)
@@ -479,13 +804,18 @@ err_code ingest_assembler_new(ingest_assembler **out, const ingest_assembler_opt
     size_t dl = strlen(o->tmp_dir) + sizeof "/chunks";
     asm_->chunk_dir = xmalloc(dl);
     snprintf(asm_->chunk_dir, dl, "%s/chunks", o->tmp_dir);
-    if (mkdir(asm_->chunk_dir, 0700) != 0 && errno != EEXIST) {
-        err_set(err, ERR_IO, "creating %s: %s", asm_->chunk_dir, strerror(errno));
-        free(asm_->chunk_dir);
-        free(asm_->tmp_dir);
-        free(asm_);
-        return ERR_IO;
-    }
+    asm_->file_dir = xmalloc(dl);
+    snprintf(asm_->file_dir, dl, "%s/files", o->tmp_dir);
+    const char *dirs[2] = {asm_->chunk_dir, asm_->file_dir};
+    for (unsigned i = 0; i < 2; i++)
+        if (mkdir(dirs[i], 0700) != 0 && errno != EEXIST) {
+            err_set(err, ERR_IO, "creating %s: %s", dirs[i], strerror(errno));
+            free(asm_->file_dir);
+            free(asm_->chunk_dir);
+            free(asm_->tmp_dir);
+            free(asm_);
+            return ERR_IO;
+        }
     pthread_mutex_init(&asm_->mu, NULL);
     pthread_cond_init(&asm_->cv, NULL);
     pthread_cond_init(&asm_->done_cv, NULL);
@@ -558,12 +888,18 @@ void ingest_assembler_free(ingest_assembler *asm_)
                                     "it again", NULL, NULL, false, &err);
         job_free(j);
     }
+    while (asm_->expect) {   /* no chunk request runs any more: no writer */
+        expected *e = asm_->expect;
+        asm_->expect = e->next;
+        expected_drop(asm_, e);
+    }
     pthread_mutex_destroy(&asm_->mu);
     pthread_cond_destroy(&asm_->cv);
     pthread_cond_destroy(&asm_->done_cv);
     free(asm_->threads);
     free(asm_->running);
     free(asm_->chunk_dir);
+    free(asm_->file_dir);
     free(asm_->tmp_dir);
     free(asm_);
 }
@@ -714,12 +1050,14 @@ err_code ingest_assembler_chunks_store(unsigned *created, ingest_assembler *asm_
         rc = read_part(&data, &len, parts[i].path, max_part, err);
         if (rc == ERR_OK)
             rc = check_part(&bytes[i], &parts[i], data, len, plain, err);
-        if (rc == ERR_OK) {   /* the uncompressed bytes, checked: this node's copy */
+        if (rc == ERR_OK) {   /* the uncompressed bytes, checked: in place, else a copy */
             char sha1[41];
             for (size_t k = 0; k < 40; k++)
                 sha1[k] = (char)(parts[i].sha1[k] | 0x20);   /* hex digits: lower case */
             sha1[40] = '\0';
-            local_chunk_write(asm_->chunk_dir, sha1, parts[i].gzip ? plain : data, bytes[i]);
+            const uint8_t *raw = parts[i].gzip ? plain : data;
+            if (!chunk_place(asm_, sha1, raw, bytes[i]))
+                local_chunk_write(asm_->chunk_dir, sha1, raw, bytes[i]);
         }
         free(data);
     }

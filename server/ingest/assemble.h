@@ -51,7 +51,8 @@ typedef struct {
  * ASSEMBLE_CHUNK_BYTES uncompressed, bytes that hash to the name), then store them all
  * (store_chunk_put: content addressed, a chunk stored already is kept). Nothing is stored in
  * Postgres unless every part is right. The uncompressed bytes of each checked part are also
- * kept on this node (<tmp_dir>/chunks, a cache the assembly reads before Postgres).
+ * kept on this node: at their offsets in the files expecting them (ingest_assembler_expect),
+ * else in <tmp_dir>/chunks (a cache the assembly reads before Postgres).
  * *created = chunks new to the store.
  * Errors  ERR_INVALID (a name that is not a SHA-1, corrupt gzip, a SHA-1 that differs: the
  *         message names the part), ERR_TOO_LARGE (a chunk over ASSEMBLE_CHUNK_BYTES),
@@ -60,7 +61,19 @@ typedef struct {
 err_code ingest_assembler_chunks_store(unsigned *created, ingest_assembler *as,
                                        const ingest_chunk_part *parts, size_t n, err_info *err);
 
-/* ingest_assembler_new - make <tmp_dir>/chunks and start the threads. Owned by the caller:
+/*
+ * ingest_assembler_expect - file `sha1` (40 lower-case hex digits) is made of the `n` chunks
+ * `chunks` (SHA-1s, in order), some not stored yet: this node writes each of them it receives
+ * from now on (ingest_assembler_chunks_store) at its offset in the file, chunk i at i *
+ * ASSEMBLE_CHUNK_BYTES, and the file's assembly here starts from that file. A file expected
+ * already is left as it is; at most 64 files are expected at once (the oldest gives way), each
+ * until it is assembled or for the chunk expiry. Everything is copied. Nothing is reported:
+ * without it the chunks are kept as local copies.
+ */
+void ingest_assembler_expect(ingest_assembler *as, const char *sha1, const char *const *chunks,
+                             size_t n);
+
+/* ingest_assembler_new - make <tmp_dir>/chunks and <tmp_dir>/files, start the threads. Owned by the caller:
  * ingest_assembler_free. Errors ERR_IO (the directory), ERR_INTERNAL (no thread started). */
 err_code ingest_assembler_new(ingest_assembler **out, const ingest_assembler_options *o,
                               err_info *err);

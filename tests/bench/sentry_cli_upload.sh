@@ -14,7 +14,8 @@
 # alternately, BENCH_REPEAT times each (default 2); the fastest of each counts. Prints both,
 # their ratio (target <= 1.5x) and, from the server's log, where the cli upload's time went
 # (chunk POSTs, assembly).
-# Env: BUILD_DIR (build), BENCH_DIR (build-bench), BENCH_REPEAT (2).
+# Env: BUILD_DIR (build), BENCH_DIR (build-bench), BENCH_REPEAT (2), BENCH_LOGS (a directory
+# to keep the servers' logs and sentry-cli's output in; default: not kept).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -44,6 +45,9 @@ server_pid=""
 cleanup() {
   [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null || true
   tests/pg.sh stop "$pgdir" >/dev/null 2>&1 || true
+  if [ -n "${BENCH_LOGS:-}" ]; then
+    mkdir -p "$BENCH_LOGS" && cp "$work"/serve-*.log "$work"/cli-*.out "$BENCH_LOGS"/ 2>/dev/null || true
+  fi
   rm -rf "$work"
 }
 trap cleanup EXIT

@@ -14,9 +14,12 @@ label db).
    then every slice is stored with DWARF, and POST /api/v1/symbolicate, which reads the
    symcaches stored in Postgres, agrees with llvm-symbolizer-14 on addresses sampled over each
    slice's __text (tests/lookup_oracle.py's sampling and comparison rules);
-4. every file assembled from the node's local chunk copies, which are gone afterwards; a
-   local copy changed on disk or missing is read from Postgres; the chunk options; a poll
-   right after the request that started an assembly waits for its outcome;
+4. every file assembled from the node's own copies of its chunks (none from Postgres), which
+   are gone afterwards; the chunks of a file an assemble request named first are written at
+   their offsets into the file (in any order, no local copy) and a placed file whose bytes
+   went bad is put together again from Postgres; a local copy changed on disk or missing is
+   read from Postgres; the chunk options; a poll right after the request that started an
+   assembly waits for its outcome;
 5. bad input on the three routes, each a 4xx with a JSON body (and `detail`, which
    sentry-cli prints) or an assemble "error", with nothing half stored.
 Prints "N passed, N failed" like tests/harness.h.
@@ -235,6 +238,50 @@ def poll_waits(inst, fixtures, fx):
     state = r.json()[sha]["state"] if r.status == 200 else None
     check(state == "ok", f"the poll right after waited for the outcome: {state} "
           f"after {time.time() - t0:.2f} s: {r.body[:300]!r}")
+
+
+def files_dir(inst):
+    return os.path.join(inst.tmp, "data", "tmp", "files")
+
+
+def placed_checked(inst, fixtures, fx):
+    """As sentry-cli does: an assemble request names a file and its chunks first, then the
+    missing chunks come (here the last one first). Each is written at its offset into the
+    file (tmp/files/<sha1>, no local copy), and the assembly ingests that file; one whose
+    bytes went bad on disk is put together again from Postgres, still ok."""
+    f = fx["arm64-O0"] if "arm64-O0" in fx else next(iter(fx.values()))
+    dsym = os.path.join(fixtures, f["dsym"], "Contents", "Resources", "DWARF")
+    path = os.path.join(dsym, os.listdir(dsym)[0])
+    base = open(path, "rb").read()
+    for tag, spoil in ((b"placed", False), (b"spoilt", True)):
+        # two chunks: the Mach-O and trailing bytes past 8 MiB, which it does not use
+        data = base + tag * ((9 << 20) // len(tag))
+        pieces = [data[at:at + (8 << 20)] for at in range(0, len(data), 8 << 20)]
+        shas = [hashlib.sha1(p).hexdigest() for p in pieces]
+        sha = hashlib.sha1(data).hexdigest()
+        files = {sha: {"name": "Placed", "chunks": shas}}
+        r = assemble(inst, files)
+        check(r.status == 200 and sorted(r.json()[sha]["missingChunks"]) == sorted(shas),
+              f"{tag}: both chunks asked for: {r.body[:200]!r}")
+        for i in reversed(range(len(pieces))):
+            r = post_chunks(inst, [("file_gzip", shas[i], gzip.compress(pieces[i], 1))])
+            check(r.status == 200, f"{tag}: chunk {i} stored: {r.body[:200]!r}")
+        placed = os.path.join(files_dir(inst), sha)
+        check(os.path.exists(placed) and open(placed, "rb").read() == data,
+              f"{tag}: the chunks are at their offsets in {placed}")
+        copies = [c for c in shas if os.path.exists(os.path.join(chunk_dir(inst), c))]
+        check(copies == [], f"{tag}: no local copy of a chunk put in place: {copies}")
+        if spoil:
+            with open(placed, "r+b") as fh:
+                fh.write(b"X" * 8)
+        r = wait_assembled(inst, files)
+        res = r.json().get(sha, {}) if r.status == 200 else {}
+        check(res.get("state") == "ok", f"{tag}: assembled: {r.body[:300]!r}")
+        ev = [e for e in log_events(inst, "dif_assembled") if e["sha1"] == sha]
+        want = 0 if spoil else len(shas)
+        check(len(ev) == 1 and ev[0]["placed_chunks"] == want and ev[0]["local_chunks"] == 0,
+              f"{tag}: {want} chunks used in place, the others from Postgres: {ev}")
+        check(not os.path.exists(placed), f"{tag}: the placed file is gone once stored")
 
 
 def local_copy_checked(inst):
@@ -483,11 +530,13 @@ def run(inst, cli, fixtures, fx, manifest, work):
     # 3. Symbolication through what was stored.
     compare_symbolication(inst, fixtures, manifest)
 
-    # Every file was put together from this node's copies of its chunks (none fetched back
-    # out of Postgres).
+    # Every file was put together from this node's own copies of its chunks, none fetched
+    # back out of Postgres: in place (sentry-cli names each file before sending its chunks),
+    # or local copies of chunks another file had asked for already.
     events = log_events(inst, "dif_assembled")
-    check(events and all(e["local_chunks"] == e["chunks"] for e in events),
-          f"assembled from local chunk copies: {[(e['name'], e['local_chunks'], e['chunks']) for e in events]}")
+    check(events and all(e["placed_chunks"] + e["local_chunks"] == e["chunks"] for e in events)
+          and sum(e["placed_chunks"] for e in events) > 0,
+          f"assembled from this node's chunks: {[(e['name'], e['placed_chunks'], e['local_chunks'], e['chunks']) for e in events]}")
 
     # 4. The same upload again: nothing new, still success.
     before = counts(inst)
@@ -500,6 +549,7 @@ def run(inst, cli, fixtures, fx, manifest, work):
           and opts["concurrency"] == 8 and opts["chunkSize"] == 8 << 20,
           f"chunk options: {opts}")
     poll_waits(inst, fixtures, fx)
+    placed_checked(inst, fixtures, fx)
     local_copy_checked(inst)
 
     # 6. Bad input.
