@@ -37,14 +37,16 @@ static int count_entries(const char *dir)
     return n;
 }
 
-/* Entries of the scratch directory `tmp` (data_dir/tmp) besides chunks/, the sentry-cli
- * chunk copies, which must hold nothing either (-1 if either is missing). */
+/* Entries of the scratch directory `tmp` (data_dir/tmp) besides chunks/ and files/, the
+ * sentry-cli chunk copies and files put together in place, which must hold nothing either
+ * (-1 if one is missing). */
 static int count_scratch(const char *tmp)
 {
-    char *chunks = xsprintf("%s/chunks", tmp);
-    int n = count_entries(tmp), c = count_entries(chunks);
+    char *chunks = xsprintf("%s/chunks", tmp), *files = xsprintf("%s/files", tmp);
+    int n = count_entries(tmp), c = count_entries(chunks), f = count_entries(files);
     free(chunks);
-    return n < 1 || c < 0 ? -1 : n - 1 + c;
+    free(files);
+    return n < 2 || c < 0 || f < 0 ? -1 : n - 2 + c + f;
 }
 
 static char *tmp_root;
