@@ -8,6 +8,7 @@
 
 #include <stdarg.h>
 
+#include "base/jsonr.h"
 #include "crashreport/crashreport.h"
 
 typedef struct {
@@ -89,43 +90,48 @@ err_code cr_parse_sample(crashreport **out, const char *data, size_t len, arena 
 /* cr_looks_like_sample - whether text (the first bytes of a report) is sample/spindump. */
 bool cr_looks_like_sample(const char *data, size_t len);
 
-/* cr_is_metrickit - whether a parsed JSON document (json_t *) is a MetricKit payload, one
+/* The JSON formats read a jsonr tree (base/jsonr.h) parsed into the arena `a` they build the
+ * report in: the model keeps the tree's strings without copying them. */
+
+/* cr_is_metrickit - whether a parsed JSON document (jsonr tree) is a MetricKit payload, one
  * diagnostic or a bare call-stack tree. */
-bool cr_is_metrickit(const void *root);
+bool cr_is_metrickit(const jsonr_value *root);
 
-/* cr_parse_metrickit - every diagnostic of a MetricKit document (json_t *) as one report each
+/* cr_parse_metrickit - every diagnostic of a MetricKit document (jsonr tree) as one report each
  * (parse_metrickit.c); *out is an arena array of *n reports. */
-err_code cr_parse_metrickit(crashreport ***out, size_t *n, const void *root, arena *a, err_info *err);
+err_code cr_parse_metrickit(crashreport ***out, size_t *n, const jsonr_value *root, arena *a,
+                            err_info *err);
 
-/* cr_is_bugsnag - whether a parsed JSON document (json_t *) is a Bugsnag notifier payload
+/* cr_is_bugsnag - whether a parsed JSON document (jsonr tree) is a Bugsnag notifier payload
  * ("events") or one Bugsnag event ("exceptions", "apiKey"). */
-bool cr_is_bugsnag(const void *root);
+bool cr_is_bugsnag(const jsonr_value *root);
 
-/* cr_parse_bugsnag - every event of a Bugsnag document (json_t *) as one report each
+/* cr_parse_bugsnag - every event of a Bugsnag document (jsonr tree) as one report each
  * (parse_bugsnag.c); *out is an arena array of *n reports. Errors ERR_INVALID naming the
  * field ("events[1].exceptions[0].stacktrace[3].frameAddress must be ..."), ERR_TOO_LARGE. */
-err_code cr_parse_bugsnag(crashreport ***out, size_t *n, const void *root, arena *a, err_info *err);
-
-/* cr_bugsnag_split - a Bugsnag payload (json_t *) of two or more events as one payload per
- * event (crashreport_split); *n = 0 for fewer. Errors ERR_TOO_LARGE. */
-err_code cr_bugsnag_split(const char ***docs, size_t **lens, size_t *n, const void *root, arena *a,
+err_code cr_parse_bugsnag(crashreport ***out, size_t *n, const jsonr_value *root, arena *a,
                           err_info *err);
+
+/* cr_bugsnag_split - a Bugsnag payload (jsonr tree) of two or more events as one payload per
+ * event (crashreport_split); *n = 0 for fewer. Errors ERR_TOO_LARGE. */
+err_code cr_bugsnag_split(const char ***docs, size_t **lens, size_t *n, const jsonr_value *root,
+                          arena *a, err_info *err);
 
 /* cr_parse_json_all - a JSON document: one report, or one per MetricKit diagnostic. */
 err_code cr_parse_json_all(crashreport ***out, size_t *n, const char *data, size_t len, arena *a,
                            err_info *err);
 
-/* cr_is_sentry - whether a parsed JSON object (json_t *), none of the formats tried before, is
+/* cr_is_sentry - whether a parsed JSON object (jsonr tree), none of the formats tried before, is
  * a Sentry event: it has `event_id`, `sdk`, `debug_meta`, `platform`, `logentry`, `message`,
  * an `exception` list or `threads.values`, and no Bugsnag key (`apiKey`, `exceptions`). */
-bool cr_is_sentry(const void *root);
+bool cr_is_sentry(const jsonr_value *root);
 
-/* cr_parse_sentry - a Sentry event (json_t *) as one report (parse_sentry.c). */
-err_code cr_parse_sentry(crashreport **out, const void *root, arena *a, err_info *err);
+/* cr_parse_sentry - a Sentry event (jsonr tree) as one report (parse_sentry.c). */
+err_code cr_parse_sentry(crashreport **out, const jsonr_value *root, arena *a, err_info *err);
 
-/* cr_json_u64 - a non-negative integer from a JSON value (json_t *): an integer, an exact
- * real (< 2^53) or a "0x..." hex string of at most 16 digits; false otherwise. */
-bool cr_json_u64(const void *v, uint64_t *out);
+/* cr_json_u64 - a non-negative integer from a JSON value: an integer, an exact real (< 2^53)
+ * or a "0x..." hex string of at most 16 digits; false otherwise. */
+bool cr_json_u64(const jsonr_value *v, uint64_t *out);
 
 /* cr_parse_ips_header_into - fill empty metadata of `b->r` from a one-line .ips JSON header
  * (apple-text with a JSON header line). Malformed headers are noted, not fatal. */

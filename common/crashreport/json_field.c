@@ -1,23 +1,20 @@
 /*
- * json_field - jansson field readers shared by the JSON parsers (json_field.h).
+ * json_field - field readers shared by the JSON parsers over jsonr trees (json_field.h).
  */
+#include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/xalloc.h"
 
 #include "crashreport/json_field.h"
 
-const char *cr_json_str(const json_t *o, const char *key)
+const char *cr_json_str(const jsonr_value *o, const char *key)
 {
-    const json_t *v = json_object_get(o, key);
-    const char *s = json_is_string(v) ? json_string_value(v) : NULL;
-    return s != NULL && s[0] != '\0' ? s : NULL;
-}
-
-const char *cr_json_dup(cr_builder *b, const json_t *o, const char *key)
-{
-    const json_t *v = json_object_get(o, key);
-    if (!json_is_string(v) || json_string_length(v) == 0)
-        return NULL;
-    return cr_strndup(b, json_string_value(v), json_string_length(v));
+    const jsonr_value *v = jsonr_get(o, key);
+    return jsonr_is_string(v) && v->n > 0 ? v->u.s : NULL;
 }
 
 /* "0x" and 1 to 16 hex digits (either case). */
@@ -40,30 +37,178 @@ static bool hex_u64(const char *s, size_t n, uint64_t *out)
     return true;
 }
 
-bool cr_json_u64(const void *jv, uint64_t *out)
+bool cr_json_u64(const jsonr_value *v, uint64_t *out)
 {
-    const json_t *v = jv;
-    if (json_is_integer(v)) {
-        json_int_t i = json_integer_value(v);
-        if (i < 0)
+    switch (jsonr_typeof(v)) {
+    case JSONR_INTEGER:
+        if (v->u.i < 0)
             return false;
-        *out = (uint64_t)i;
+        *out = (uint64_t)v->u.i;
         return true;
-    }
-    if (json_is_real(v)) {
-        /* reals only where jansson fell back to them (integers past int64): exact ones */
-        double d = json_real_value(v);
+    case JSONR_REAL: {
+        /* reals where the number is past int64 (or written as one): exact ones only */
+        double d = v->u.d;
         if (!(d >= 0 && d < 9007199254740992.0) || d != floor(d))
             return false;
         *out = (uint64_t)d;
         return true;
     }
-    if (json_is_string(v))
-        return hex_u64(json_string_value(v), json_string_length(v), out);
-    return false;
+    case JSONR_STRING:
+        return hex_u64(v->u.s, v->n, out);
+    default:
+        return false;
+    }
 }
 
-bool cr_json_get_u64(const json_t *o, const char *key, uint64_t *out)
+bool cr_json_get_u64(const jsonr_value *o, const char *key, uint64_t *out)
 {
-    return cr_json_u64(json_object_get(o, key), out);
+    return cr_json_u64(jsonr_get(o, key), out);
+}
+
+/* A member and its place, sorted by key, then by place. */
+typedef struct {
+    const jsonr_member *m;
+    uint32_t pos;
+} member_ref;
+
+static int ref_cmp(const void *x, const void *y)
+{
+    const member_ref *a = x, *b = y;
+    uint32_t n = a->m->key_len < b->m->key_len ? a->m->key_len : b->m->key_len;
+    int c = memcmp(a->m->key, b->m->key, n);
+    if (c != 0)
+        return c;
+    if (a->m->key_len != b->m->key_len)
+        return a->m->key_len < b->m->key_len ? -1 : 1;
+    return a->pos < b->pos ? -1 : a->pos > b->pos;
+}
+
+static bool same_key(const jsonr_member *a, const jsonr_member *b)
+{
+    return a->key_len == b->key_len && memcmp(a->key, b->key, a->key_len) == 0;
+}
+
+size_t cr_json_members(cr_json_kv **out, const jsonr_value *o)
+{
+    *out = NULL;
+    size_t n = jsonr_is_object(o) ? o->n : 0;
+    if (n == 0)
+        return 0;
+    const jsonr_member *ms = o->u.members;
+    /* value_of[i]: the member whose value goes at place i; n for a repeat that is dropped */
+    size_t *value_of = xreallocarray(NULL, n, sizeof *value_of);
+    for (size_t i = 0; i < n; i++)
+        value_of[i] = i;
+    if (n <= 16) {
+        for (size_t i = 1; i < n; i++)
+            for (size_t k = 0; k < i; k++)
+                if (value_of[k] != n && same_key(&ms[k], &ms[i])) {
+                    value_of[k] = i;
+                    value_of[i] = n;
+                    break;
+                }
+    } else {
+        member_ref *refs = xreallocarray(NULL, n, sizeof *refs);
+        for (size_t i = 0; i < n; i++)
+            refs[i] = (member_ref){&ms[i], (uint32_t)i};
+        qsort(refs, n, sizeof *refs, ref_cmp);
+        for (size_t g = 0; g < n;) {
+            size_t e = g + 1;
+            while (e < n && same_key(refs[g].m, refs[e].m))
+                e++;
+            for (size_t k = g + 1; k < e; k++)
+                value_of[refs[k].pos] = n;
+            value_of[refs[g].pos] = refs[e - 1].pos;
+            g = e;
+        }
+        free(refs);
+    }
+    cr_json_kv *kv = xreallocarray(NULL, n, sizeof *kv);
+    size_t w = 0;
+    for (size_t i = 0; i < n; i++)
+        if (value_of[i] != n)
+            kv[w++] = (cr_json_kv){ms[i].key, ms[i].key_len, &ms[value_of[i]].value};
+    free(value_of);
+    *out = kv;
+    return w;
+}
+
+/* A real as jansson writes it: %.17g, a ".0" when that looks like an integer, the exponent
+ * without '+' and leading zeros (1e+19 -> 1e19). */
+static void write_real(buf *out, double d)
+{
+    char s[40];
+    int n = snprintf(s, sizeof s, "%.17g", d);
+    if (n < 0 || (size_t)n >= sizeof s)
+        return; /* cannot happen for a finite double */
+    if (strchr(s, '.') == NULL && strchr(s, 'e') == NULL) {
+        buf_append(out, s, (size_t)n);
+        buf_append(out, ".0", 2);
+        return;
+    }
+    char *e = strchr(s, 'e');
+    if (e != NULL) {
+        char *start = e + 1, *end = e + 1;
+        if (*end == '+')
+            end++;
+        else if (*end == '-')
+            start++, end++;
+        while (*end == '0' && end[1] != '\0')
+            end++;
+        memmove(start, end, strlen(end) + 1);
+    }
+    buf_append_str(out, s);
+}
+
+void cr_json_write(buf *out, const jsonr_value *v)
+{
+    switch (jsonr_typeof(v)) {
+    case JSONR_NULL: buf_append(out, "null", 4); return;
+    case JSONR_FALSE: buf_append(out, "false", 5); return;
+    case JSONR_TRUE: buf_append(out, "true", 4); return;
+    case JSONR_INTEGER: buf_printf(out, "%" PRId64, v->u.i); return;
+    case JSONR_REAL: write_real(out, v->u.d); return;
+    case JSONR_STRING: buf_append_json_str(out, v->u.s, v->n); return;
+    case JSONR_ARRAY:
+        buf_putc(out, '[');
+        for (size_t i = 0; i < v->n; i++) {
+            if (i > 0)
+                buf_putc(out, ',');
+            cr_json_write(out, &v->u.items[i]);
+        }
+        buf_putc(out, ']');
+        return;
+    case JSONR_OBJECT: {
+        cr_json_kv *kv;
+        size_t n = cr_json_members(&kv, v);
+        buf_putc(out, '{');
+        for (size_t i = 0; i < n; i++) {
+            if (i > 0)
+                buf_putc(out, ',');
+            buf_append_json_str(out, kv[i].key, kv[i].key_len);
+            buf_putc(out, ':');
+            cr_json_write(out, kv[i].value);
+        }
+        buf_putc(out, '}');
+        free(kv);
+        return;
+    }
+    }
+}
+
+err_code cr_json_parse_error(err_info *err, const char *what, const jsonr_error *e, int line_base)
+{
+    switch (e->code) {
+    case JSONR_ERR_UTF8:
+        return err_set(err, ERR_INVALID, "%s is not valid UTF-8", what);
+    case JSONR_ERR_TOO_LARGE:
+        return err_set(err, ERR_TOO_LARGE, "%s too large: its JSON needs more memory than the "
+                       "budget allows", what);
+    case JSONR_OK:
+    case JSONR_ERR_SYNTAX:
+    case JSONR_ERR_DEPTH:
+        break;
+    }
+    return err_set(err, ERR_INVALID, "%s is not valid JSON: %s at line %d column %d", what, e->text,
+                   e->line + line_base, e->column);
 }

@@ -1,26 +1,59 @@
 /*
- * json_field - the jansson field readers every JSON parser of this folder uses (parse_json.c,
- * parse_bugsnag.c, parse_sentry.c, parse_metrickit.c): one definition of "a string field",
- * "a number or hex address", "the file name of a path". Not for use outside common/crashreport/.
+ * json_field - the field readers every JSON parser of this folder uses (parse_json.c,
+ * parse_bugsnag.c, parse_sentry.c, parse_metrickit.c) over a jsonr tree (base/jsonr.h): one
+ * definition of "a string field", "a number or hex address", "an array's length", and the one
+ * way a parser writes a piece of the document back out as JSON (the split payloads, MetricKit's
+ * diagnostic data). Not for use outside common/crashreport/.
+ *
+ * The tree is parsed into the arena the report is built in, so its strings live as long as
+ * the report: a parser stores them in the model as they are, without a copy.
  */
 #ifndef STACKSIFT_CRASHREPORT_JSON_FIELD_H
 #define STACKSIFT_CRASHREPORT_JSON_FIELD_H
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/buf.h"
+#include "base/jsonr.h"
 #include "crashreport/crashreport_internal.h"
 
-/* cr_json_str - o[key] as a borrowed string (valid while `o` lives); NULL when o is not an
- * object, the key is missing, its value is no string, or the string is empty. */
-const char *cr_json_str(const json_t *o, const char *key);
-
-/* cr_json_dup - o[key] copied into b's arena (embedded NULs kept by length); NULL as for
- * cr_json_str, or with b->failed set when the arena is exhausted. */
-const char *cr_json_dup(cr_builder *b, const json_t *o, const char *key);
+/* cr_json_str - o[key] as a borrowed string (it lives as long as the tree's arena); NULL when
+ * o is not an object, the key is missing, its value is no string, or the string is empty. */
+const char *cr_json_str(const jsonr_value *o, const char *key);
 
 /* cr_json_get_u64 - cr_json_u64 (crashreport_internal.h) of o[key]; false when missing. */
-bool cr_json_get_u64(const json_t *o, const char *key, uint64_t *out);
+bool cr_json_get_u64(const jsonr_value *o, const char *key, uint64_t *out);
+
+/* cr_json_array_size - elements of an array; 0 for anything else (an object too, unlike
+ * jsonr_size). */
+static inline size_t cr_json_array_size(const jsonr_value *v)
+{
+    return jsonr_is_array(v) ? v->n : 0;
+}
+
+/* One member of an object as cr_json_members gives it. */
+typedef struct {
+    const char *key;           /* NUL-terminated, borrowed from the tree */
+    uint32_t key_len;          /* bytes */
+    const jsonr_value *value;  /* borrowed */
+} cr_json_kv;
+
+/* cr_json_members - the members of object `o` as jansson holds them: in document order, a key
+ * that repeats once, at its first place, with its last value (jsonr_get's answer). *out is
+ * xmalloc'd (free() it; NULL when there are none); returns the count, 0 when o is no object.
+ * Cost: O(n log n) for n members. */
+size_t cr_json_members(cr_json_kv **out, const jsonr_value *o);
+
+/* cr_json_write - append v as compact JSON to `out`, written as jansson's json_dumps with
+ * JSON_COMPACT writes it (keys in document order, a repeated key once; reals with 17
+ * significant digits, always with a '.' or an exponent), strings escaped as
+ * buf_append_json_str escapes them. Recursive, as deep as the tree (JSONR_MAX_DEPTH at most). */
+void cr_json_write(buf *out, const jsonr_value *v);
+
+/* cr_json_parse_error - err_set for a jsonr_parse failure of `what` ("report", ".ips body"):
+ * ERR_INVALID "<what> is not valid UTF-8" or "<what> is not valid JSON: <text> at line L
+ * column C" (lines counted from line_base + 1), ERR_TOO_LARGE over the arena's budget. */
+err_code cr_json_parse_error(err_info *err, const char *what, const jsonr_error *e, int line_base);
 
 #endif

@@ -5,36 +5,35 @@
  * panics) with a message
  * that names them.
  *
- * jansson limits nesting to JSON_PARSER_MAX_DEPTH (2048 in jansson 2.14) and checks UTF-8,
- * so a hostile document costs a bounded stack and gives a clean error. Integers beyond
- * int64 (thread-state registers in real .ips files) make jansson fail; such documents are
- * parsed again with JSON_DECODE_INT_AS_REAL, and addresses read from reals are accepted only
- * when they are exact (below 2^53).
+ * Documents are read with jsonr (base/jsonr.h) into the report's arena: it limits nesting to
+ * JSONR_MAX_DEPTH (2048, as jansson) and checks UTF-8, so a hostile document costs a bounded
+ * stack and gives a clean error, and the tree's strings go into the model without a copy.
+ * Integers beyond int64 (thread-state registers in real .ips files) come back as reals;
+ * addresses read from reals are accepted only when they are exact (below 2^53).
  *
  * Sources: Apple "Interpreting the JSON format of a crash report" (.ips, bug_type 309);
  * KSCrash's KSCrashReportFields.h; docs/report-formats.md for the stacksift format.
  */
-#include <jansson.h>
-
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "crashreport/json_field.h"
 
-/* ---- jansson helpers ------------------------------------------------------------------------ */
+/* ---- helpers ------------------------------------------------------------------------------- */
 
 /* A number or string value as text ("0x1", 6, "6"), NULL if absent. */
-static const char *jtext(cr_builder *b, const json_t *o, const char *key)
+static const char *jtext(cr_builder *b, const jsonr_value *o, const char *key)
 {
-    const json_t *v = json_object_get(o, key);
-    if (json_is_string(v))
-        return cr_json_dup(b, o, key);
-    if (json_is_integer(v))
-        return cr_sprintf(b, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-    if (json_is_real(v))
-        return cr_sprintf(b, "%.17g", json_real_value(v));
+    const jsonr_value *v = jsonr_get(o, key);
+    if (jsonr_is_string(v))
+        return cr_json_str(o, key);
+    if (jsonr_is_integer(v))
+        return cr_sprintf(b, "%" PRId64, jsonr_integer(v));
+    if (jsonr_is_real(v))
+        return cr_sprintf(b, "%.17g", jsonr_real(v));
     return NULL;
 }
 
@@ -44,77 +43,47 @@ static void set_if_null(const char **slot, const char *v)
         *slot = v;
 }
 
-static void release_json(void *j)
-{
-    json_decref(j);
-}
-
-/* Load one JSON value from data; with eof_check false, stop after it (*used = bytes read). */
-static json_t *load(const char *data, size_t len, bool eof_check, size_t *used,
-                    json_error_t *e)
-{
-    size_t flags = eof_check ? 0 : JSON_DISABLE_EOF_CHECK;
-    json_t *j = json_loadb(data, len, flags, e);
-    if (j == NULL && json_error_code(e) == json_error_numeric_overflow)
-        j = json_loadb(data, len, flags | JSON_DECODE_INT_AS_REAL, e);
-    if (j != NULL && used != NULL)
-        *used = e->position > 0 ? (size_t)e->position : len;
-    return j;
-}
-
-static err_code json_syntax_error(err_info *err, const char *what, const json_error_t *e,
-                                  int line_base)
-{
-    if (json_error_code(e) == json_error_invalid_utf8)
-        return err_set(err, ERR_INVALID, "%s is not valid UTF-8", what);
-    return err_set(err, ERR_INVALID, "%s is not valid JSON: %s at line %d column %d", what,
-                   e->text, e->line + line_base, e->column);
-}
-
 /* ---- .ips ------------------------------------------------------------------------------------- */
 
 void cr_parse_ips_header_into(cr_builder *b, const char *line, size_t len)
 {
-    json_error_t e;
-    json_t *h = json_loadb(line, len, 0, &e);
-    if (!json_is_object(h)) {
+    const jsonr_value *h = jsonr_parse(b->a, line, len, 0, NULL, NULL);
+    if (!jsonr_is_object(h)) {
         cr_note(b, "line 1: .ips JSON header is unreadable, ignored");
-        json_decref(h);
         return;
     }
     crashreport_metadata *m = &b->r->meta;
-    set_if_null(&m->app_name, cr_json_dup(b, h, "app_name"));
-    set_if_null(&m->process, cr_json_dup(b, h, "name"));
-    set_if_null(&m->app_version, cr_json_dup(b, h, "app_version"));
-    set_if_null(&m->build, cr_json_dup(b, h, "build_version"));
-    set_if_null(&m->bundle_id, cr_json_dup(b, h, "bundleID"));
-    set_if_null(&m->os_version, cr_json_dup(b, h, "os_version"));
-    set_if_null(&m->incident_id, cr_json_dup(b, h, "incident_id"));
-    set_if_null(&m->date, cr_json_dup(b, h, "timestamp"));
-    json_decref(h);
+    set_if_null(&m->app_name, cr_json_str(h, "app_name"));
+    set_if_null(&m->process, cr_json_str(h, "name"));
+    set_if_null(&m->app_version, cr_json_str(h, "app_version"));
+    set_if_null(&m->build, cr_json_str(h, "build_version"));
+    set_if_null(&m->bundle_id, cr_json_str(h, "bundleID"));
+    set_if_null(&m->os_version, cr_json_str(h, "os_version"));
+    set_if_null(&m->incident_id, cr_json_str(h, "incident_id"));
+    set_if_null(&m->date, cr_json_str(h, "timestamp"));
 }
 
-static const char *bug_type_of(const json_t *header, const json_t *body)
+static const char *bug_type_of(const jsonr_value *header, const jsonr_value *body)
 {
     const char *bt = cr_json_str(header, "bug_type");
     return bt != NULL ? bt : cr_json_str(body, "bug_type");
 }
 
 /* One .ips frame list; inline frames ("inline": true) fold into the next real frame. */
-static bool ips_frames(cr_builder *b, const json_t *frames, bool leb, crashreport_thread *t,
+static bool ips_frames(cr_builder *b, const jsonr_value *frames, bool leb, crashreport_thread *t,
                        const char *where)
 {
     crashreport *r = b->r;
-    size_t n = json_array_size(frames), run_start = 0;
+    size_t n = cr_json_array_size(frames), run_start = 0;
     uint32_t index = 0;
     for (size_t i = 0; i < n; i++) {
-        const json_t *jf = json_array_get(frames, i);
-        if (!json_is_object(jf)) {
+        const jsonr_value *jf = jsonr_at(frames, i);
+        if (!jsonr_is_object(jf)) {
             cr_note(b, "%s frame %zu is not an object, skipped", where, i);
             run_start = i + 1;
             continue;
         }
-        if (json_is_true(json_object_get(jf, "inline")))
+        if (jsonr_is_true(jsonr_get(jf, "inline")))
             continue; /* collected when the frame it was inlined into comes */
         uint64_t off = 0, img = 0;
         bool has_off = cr_json_get_u64(jf, "imageOffset", &off);
@@ -138,10 +107,10 @@ static bool ips_frames(cr_builder *b, const json_t *frames, bool leb, crashrepor
                         img);
             f->addr = off;
         }
-        f->symbol = cr_json_dup(b, jf, "symbol");
+        f->symbol = cr_json_str(jf, "symbol");
         f->has_symbol_offset = f->symbol != NULL && cr_json_get_u64(jf, "symbolLocation",
                                                              &f->symbol_offset);
-        f->file = cr_json_dup(b, jf, "sourceFile");
+        f->file = cr_json_str(jf, "sourceFile");
         uint64_t line;
         if (cr_json_get_u64(jf, "sourceLine", &line) && line <= UINT32_MAX)
             f->line = (uint32_t)line;
@@ -154,14 +123,14 @@ static bool ips_frames(cr_builder *b, const json_t *frames, bool leb, crashrepor
             }
             size_t w = 0;
             for (size_t j = run_start; j < i; j++) {
-                const json_t *ji = json_array_get(frames, j);
-                if (!json_is_object(ji))
+                const jsonr_value *ji = jsonr_at(frames, j);
+                if (!jsonr_is_object(ji))
                     continue;
                 crashreport_symbol *s = &syms[w];
-                s->function = cr_json_dup(b, ji, "symbol");
+                s->function = cr_json_str(ji, "symbol");
                 if (s->function == NULL)
                     continue;
-                s->file = cr_json_dup(b, ji, "sourceFile");
+                s->file = cr_json_str(ji, "sourceFile");
                 if (cr_json_get_u64(ji, "sourceLine", &line) && line <= UINT32_MAX)
                     s->line = (uint32_t)line;
                 cr_json_get_u64(ji, "symbolLocation", &s->offset);
@@ -178,21 +147,21 @@ static bool ips_frames(cr_builder *b, const json_t *frames, bool leb, crashrepor
     return !b->failed;
 }
 
-static void ips_metadata(cr_builder *b, const json_t *h, const json_t *body)
+static void ips_metadata(cr_builder *b, const jsonr_value *h, const jsonr_value *body)
 {
     crashreport_metadata *m = &b->r->meta;
-    const json_t *bi = json_object_get(body, "bundleInfo");
-    m->incident_id = cr_json_dup(b, body, "incident");
-    m->process = cr_json_dup(b, body, "procName");
-    m->process_path = cr_json_dup(b, body, "procPath");
-    m->bundle_id = cr_json_dup(b, bi, "CFBundleIdentifier");
-    m->app_version = cr_json_dup(b, bi, "CFBundleShortVersionString");
-    m->build = cr_json_dup(b, bi, "CFBundleVersion");
-    m->code_type = cr_json_dup(b, body, "cpuType");
+    const jsonr_value *bi = jsonr_get(body, "bundleInfo");
+    m->incident_id = cr_json_str(body, "incident");
+    m->process = cr_json_str(body, "procName");
+    m->process_path = cr_json_str(body, "procPath");
+    m->bundle_id = cr_json_str(bi, "CFBundleIdentifier");
+    m->app_version = cr_json_str(bi, "CFBundleShortVersionString");
+    m->build = cr_json_str(bi, "CFBundleVersion");
+    m->code_type = cr_json_str(body, "cpuType");
     m->arch = cr_arch_from_code_type(m->code_type);
-    m->hardware_model = cr_json_dup(b, body, "modelCode");
-    m->date = cr_json_dup(b, body, "captureTime");
-    const json_t *os = json_object_get(body, "osVersion");
+    m->hardware_model = cr_json_str(body, "modelCode");
+    m->date = cr_json_str(body, "captureTime");
+    const jsonr_value *os = jsonr_get(body, "osVersion");
     const char *train = cr_json_str(os, "train"), *build = cr_json_str(os, "build");
     if (train != NULL)
         m->os_version = build ? cr_sprintf(b, "%s (%s)", train, build) : cr_strdup(b, train);
@@ -202,14 +171,14 @@ static void ips_metadata(cr_builder *b, const json_t *h, const json_t *body)
         m->parent_process = cr_json_get_u64(body, "parentPid", &ppid)
                                 ? cr_sprintf(b, "%s [%" PRIu64 "]", parent, ppid)
                                 : cr_strdup(b, parent);
-    const json_t *ex = json_object_get(body, "exception");
-    m->exception_type = cr_json_dup(b, ex, "type");
-    m->exception_codes = cr_json_dup(b, ex, "codes");
-    m->exception_subtype = cr_json_dup(b, ex, "subtype");
-    m->exception_reason = cr_json_dup(b, ex, "message");
-    m->signal = cr_json_dup(b, ex, "signal");
-    const json_t *term = json_object_get(body, "termination");
-    if (json_is_object(term)) {
+    const jsonr_value *ex = jsonr_get(body, "exception");
+    m->exception_type = cr_json_str(ex, "type");
+    m->exception_codes = cr_json_str(ex, "codes");
+    m->exception_subtype = cr_json_str(ex, "subtype");
+    m->exception_reason = cr_json_str(ex, "message");
+    m->signal = cr_json_str(ex, "signal");
+    const jsonr_value *term = jsonr_get(body, "termination");
+    if (jsonr_is_object(term)) {
         const char *ns = cr_json_str(term, "namespace"), *ind = cr_json_str(term, "indicator");
         uint64_t code;
         bool has_code = cr_json_get_u64(term, "code", &code);
@@ -220,22 +189,24 @@ static void ips_metadata(cr_builder *b, const json_t *h, const json_t *body)
             cr_sprintf(b, "Namespace %s%s%s%s%s", ns ? ns : "?", has_code ? ", Code " : "",
                        codebuf, ind ? ", " : "", ind ? ind : "");
     }
-    const json_t *asi = json_object_get(body, "asi");
-    if (json_is_object(asi)) {
+    const jsonr_value *asi = jsonr_get(body, "asi");
+    if (jsonr_is_object(asi)) {
         buf t;
         buf_init(&t);
-        const char *key;
-        const json_t *val;
-        json_object_foreach((json_t *)asi, key, val) {
-            for (size_t i = 0; i < json_array_size(val) && t.len < 8192; i++) {
-                const json_t *s = json_array_get(val, i);
-                if (!json_is_string(s))
+        cr_json_kv *kv;
+        size_t nkv = cr_json_members(&kv, asi);
+        for (size_t k = 0; k < nkv; k++) {
+            const jsonr_value *val = kv[k].value;
+            for (size_t i = 0; i < cr_json_array_size(val) && t.len < 8192; i++) {
+                const jsonr_value *s = jsonr_at(val, i);
+                if (!jsonr_is_string(s))
                     continue;
                 if (t.len > 0)
                     buf_putc(&t, '\n');
-                buf_printf(&t, "%s: %s", key, json_string_value(s));
+                buf_printf(&t, "%s: %s", kv[k].key, jsonr_string(s));
             }
         }
+        free(kv);
         if (t.len > 0)
             m->app_specific_info = cr_strndup(b, (const char *)t.data, t.len);
         buf_reset(&t);
@@ -244,30 +215,30 @@ static void ips_metadata(cr_builder *b, const json_t *h, const json_t *body)
     if (cr_json_get_u64(body, "faultingThread", &ft) && ft < INT32_MAX)
         m->crashed_thread = (int32_t)ft;
     /* the header fills what the body lacks */
-    if (json_is_object(h)) {
-        set_if_null(&m->incident_id, cr_json_dup(b, h, "incident_id"));
-        set_if_null(&m->process, cr_json_dup(b, h, "name"));
-        set_if_null(&m->app_name, cr_json_dup(b, h, "app_name"));
-        set_if_null(&m->app_version, cr_json_dup(b, h, "app_version"));
-        set_if_null(&m->build, cr_json_dup(b, h, "build_version"));
-        set_if_null(&m->bundle_id, cr_json_dup(b, h, "bundleID"));
-        set_if_null(&m->os_version, cr_json_dup(b, h, "os_version"));
-        set_if_null(&m->date, cr_json_dup(b, h, "timestamp"));
+    if (jsonr_is_object(h)) {
+        set_if_null(&m->incident_id, cr_json_str(h, "incident_id"));
+        set_if_null(&m->process, cr_json_str(h, "name"));
+        set_if_null(&m->app_name, cr_json_str(h, "app_name"));
+        set_if_null(&m->app_version, cr_json_str(h, "app_version"));
+        set_if_null(&m->build, cr_json_str(h, "build_version"));
+        set_if_null(&m->bundle_id, cr_json_str(h, "bundleID"));
+        set_if_null(&m->os_version, cr_json_str(h, "os_version"));
+        set_if_null(&m->date, cr_json_str(h, "timestamp"));
     }
 }
 
-static err_code parse_ips(crashreport **out, const json_t *h, const json_t *body, arena *a,
-                          err_info *err)
+static err_code parse_ips(crashreport **out, const jsonr_value *h, const jsonr_value *body,
+                          arena *a, err_info *err)
 {
     const char *bt = bug_type_of(h, body);
     if ((bt != NULL && (strcmp(bt, "151") == 0 || strcmp(bt, "210") == 0)) ||
-        json_object_get(body, "panicString") != NULL || json_object_get(body, "panicFlags"))
+        jsonr_get(body, "panicString") != NULL || jsonr_get(body, "panicFlags"))
         return err_set(err, ERR_UNSUPPORTED,
                        "kernel panic report (bug_type %s) is not an app crash report",
                        bt ? bt : "?");
-    const json_t *threads = json_object_get(body, "threads");
-    const json_t *images = json_object_get(body, "usedImages");
-    if (!json_is_array(threads) || !json_is_array(images)) {
+    const jsonr_value *threads = jsonr_get(body, "threads");
+    const jsonr_value *images = jsonr_get(body, "usedImages");
+    if (!jsonr_is_array(threads) || !jsonr_is_array(images)) {
         const char *what = bt == NULL                 ? "unknown"
                            : strcmp(bt, "288") == 0   ? "stackshot"
                            : strcmp(bt, "298") == 0   ? "jetsam event"
@@ -281,12 +252,12 @@ static err_code parse_ips(crashreport **out, const json_t *h, const json_t *body
     if (!cr_builder_init(&b, CRASHREPORT_FORMAT_IPS, a, err))
         return ERR_TOO_LARGE;
     ips_metadata(&b, h, body);
-    for (size_t i = 0; i < json_array_size(images); i++) {
-        const json_t *ji = json_array_get(images, i);
+    for (size_t i = 0; i < cr_json_array_size(images); i++) {
+        const jsonr_value *ji = jsonr_at(images, i);
         crashreport_image *im = cr_add_image(&b);
         if (im == NULL)
             break;
-        if (!json_is_object(ji)) {
+        if (!jsonr_is_object(ji)) {
             cr_note(&b, "usedImages[%zu] is not an object", i);
             continue;
         }
@@ -297,39 +268,39 @@ static err_code parse_ips(crashreport **out, const json_t *h, const json_t *body
         const char *uuid = cr_json_str(ji, "uuid");
         if (uuid != NULL)
             cr_uuid_set(im->uuid, uuid, strlen(uuid));
-        im->path = cr_json_dup(&b, ji, "path");
-        im->name = cr_json_dup(&b, ji, "name");
+        im->path = cr_json_str(ji, "path");
+        im->name = cr_json_str(ji, "name");
         if (im->name == NULL && im->path != NULL)
-            im->name = cr_strdup(&b, cr_basename(im->path));
+            im->name = cr_basename(im->path);
         const char *arch = cr_json_str(ji, "arch");
         if (arch != NULL)
             im->arch = cr_arch_normalize(arch, strlen(arch));
-        im->version = cr_json_dup(&b, ji, "CFBundleShortVersionString");
+        im->version = cr_json_str(ji, "CFBundleShortVersionString");
         /* "source": "P" process image, "S" shared cache, "A" absolute (no image) */
         const char *src = cr_json_str(ji, "source");
         im->user = src != NULL && strcmp(src, "P") == 0 && im->path != NULL &&
                    strncmp(im->path, "/usr/", 5) != 0 && strncmp(im->path, "/System/", 8) != 0;
     }
-    for (size_t i = 0; i < json_array_size(threads) && !b.failed; i++) {
-        const json_t *jt = json_array_get(threads, i);
+    for (size_t i = 0; i < cr_json_array_size(threads) && !b.failed; i++) {
+        const jsonr_value *jt = jsonr_at(threads, i);
         crashreport_thread *t = cr_add_thread(&b);
         if (t == NULL)
             break;
         t->index = (uint32_t)i;
-        if (!json_is_object(jt)) {
+        if (!jsonr_is_object(jt)) {
             cr_note(&b, "threads[%zu] is not an object", i);
             continue;
         }
-        t->name = cr_json_dup(&b, jt, "name");
-        t->queue = cr_json_dup(&b, jt, "queue");
-        t->crashed = json_is_true(json_object_get(jt, "triggered")) ||
+        t->name = cr_json_str(jt, "name");
+        t->queue = cr_json_str(jt, "queue");
+        t->crashed = jsonr_is_true(jsonr_get(jt, "triggered")) ||
                      (b.r->meta.crashed_thread >= 0 && (size_t)b.r->meta.crashed_thread == i);
         char where[32];
         snprintf(where, sizeof where, "threads[%zu]", i);
-        ips_frames(&b, json_object_get(jt, "frames"), false, &b.r->threads[i], where);
+        ips_frames(&b, jsonr_get(jt, "frames"), false, &b.r->threads[i], where);
     }
-    const json_t *leb = json_object_get(body, "lastExceptionBacktrace");
-    if (json_is_array(leb)) {
+    const jsonr_value *leb = jsonr_get(body, "lastExceptionBacktrace");
+    if (jsonr_is_array(leb)) {
         b.r->has_leb = true;
         ips_frames(&b, leb, true, NULL, "lastExceptionBacktrace");
     }
@@ -341,22 +312,22 @@ static err_code parse_ips(crashreport **out, const json_t *h, const json_t *body
 
 /* ---- KSCrash ------------------------------------------------------------------------------------ */
 
-static void kscrash_thread(cr_builder *b, const json_t *jt, size_t pos)
+static void kscrash_thread(cr_builder *b, const jsonr_value *jt, size_t pos)
 {
     crashreport_thread *t = cr_add_thread(b);
     if (t == NULL)
         return;
     uint64_t idx;
     t->index = cr_json_get_u64(jt, "index", &idx) && idx <= UINT32_MAX ? (uint32_t)idx : (uint32_t)pos;
-    t->name = cr_json_dup(b, jt, "name");
-    t->queue = cr_json_dup(b, jt, "dispatch_queue");
-    t->crashed = json_is_true(json_object_get(jt, "crashed"));
-    const json_t *bt = json_object_get(json_object_get(jt, "backtrace"), "contents");
+    t->name = cr_json_str(jt, "name");
+    t->queue = cr_json_str(jt, "dispatch_queue");
+    t->crashed = jsonr_is_true(jsonr_get(jt, "crashed"));
+    const jsonr_value *bt = jsonr_get(jsonr_get(jt, "backtrace"), "contents");
     size_t ti = b->r->nthreads - 1;
-    for (size_t i = 0; i < json_array_size(bt); i++) {
-        const json_t *jf = json_array_get(bt, i);
+    for (size_t i = 0; i < cr_json_array_size(bt); i++) {
+        const jsonr_value *jf = jsonr_at(bt, i);
         uint64_t addr;
-        if (!json_is_object(jf) || !cr_json_get_u64(jf, "instruction_addr", &addr)) {
+        if (!jsonr_is_object(jf) || !cr_json_get_u64(jf, "instruction_addr", &addr)) {
             cr_note(b, "thread %u frame %zu has no instruction_addr, skipped", t->index, i);
             continue;
         }
@@ -366,8 +337,8 @@ static void kscrash_thread(cr_builder *b, const json_t *jt, size_t pos)
         t = &b->r->threads[ti];
         f->index = (uint32_t)(t->nframes - 1);
         f->addr = addr;
-        f->image_name = cr_json_dup(b, jf, "object_name");
-        f->symbol = cr_json_dup(b, jf, "symbol_name");
+        f->image_name = cr_json_str(jf, "object_name");
+        f->symbol = cr_json_str(jf, "symbol_name");
         uint64_t sa;
         if (f->symbol != NULL && cr_json_get_u64(jf, "symbol_addr", &sa) && sa <= addr) {
             f->symbol_offset = addr - sa;
@@ -376,47 +347,47 @@ static void kscrash_thread(cr_builder *b, const json_t *jt, size_t pos)
     }
 }
 
-static void kscrash_metadata(cr_builder *b, const json_t *root)
+static void kscrash_metadata(cr_builder *b, const jsonr_value *root)
 {
     crashreport_metadata *m = &b->r->meta;
-    const json_t *rep = json_object_get(root, "report");
-    const json_t *sys = json_object_get(root, "system");
-    const json_t *error = json_object_get(json_object_get(root, "crash"), "error");
-    m->incident_id = cr_json_dup(b, rep, "id");
-    m->process = cr_json_dup(b, rep, "process_name");
+    const jsonr_value *rep = jsonr_get(root, "report");
+    const jsonr_value *sys = jsonr_get(root, "system");
+    const jsonr_value *error = jsonr_get(jsonr_get(root, "crash"), "error");
+    m->incident_id = cr_json_str(rep, "id");
+    m->process = cr_json_str(rep, "process_name");
     m->date = jtext(b, rep, "timestamp");
-    set_if_null(&m->process, cr_json_dup(b, sys, "process_name"));
-    set_if_null(&m->process, cr_json_dup(b, sys, "CFBundleExecutable"));
-    m->process_path = cr_json_dup(b, sys, "CFBundleExecutablePath");
-    m->bundle_id = cr_json_dup(b, sys, "CFBundleIdentifier");
-    m->app_name = cr_json_dup(b, sys, "CFBundleName");
-    m->app_version = cr_json_dup(b, sys, "CFBundleShortVersionString");
-    m->build = cr_json_dup(b, sys, "CFBundleVersion");
-    m->hardware_model = cr_json_dup(b, sys, "machine");
+    set_if_null(&m->process, cr_json_str(sys, "process_name"));
+    set_if_null(&m->process, cr_json_str(sys, "CFBundleExecutable"));
+    m->process_path = cr_json_str(sys, "CFBundleExecutablePath");
+    m->bundle_id = cr_json_str(sys, "CFBundleIdentifier");
+    m->app_name = cr_json_str(sys, "CFBundleName");
+    m->app_version = cr_json_str(sys, "CFBundleShortVersionString");
+    m->build = cr_json_str(sys, "CFBundleVersion");
+    m->hardware_model = cr_json_str(sys, "machine");
     const char *cpu = cr_json_str(sys, "cpu_arch");
     if (cpu != NULL)
         m->arch = cr_arch_normalize(cpu, strlen(cpu));
     const char *osn = cr_json_str(sys, "system_name"), *osv = cr_json_str(sys, "system_version");
     const char *osb = cr_json_str(sys, "os_version");
     m->os_version = cr_os_version(b, osn, osv, osb);
-    const json_t *mach = json_object_get(error, "mach");
-    const json_t *sig = json_object_get(error, "signal");
-    m->exception_type = cr_json_dup(b, mach, "exception_name");
-    m->signal = cr_json_dup(b, sig, "name");
+    const jsonr_value *mach = jsonr_get(error, "mach");
+    const jsonr_value *sig = jsonr_get(error, "signal");
+    m->exception_type = cr_json_str(mach, "exception_name");
+    m->signal = cr_json_str(sig, "name");
     set_if_null(&m->exception_type, m->signal);
-    set_if_null(&m->exception_type, cr_json_dup(b, error, "type"));
+    set_if_null(&m->exception_type, cr_json_str(error, "type"));
     uint64_t code, sub;
     if (cr_json_get_u64(mach, "code", &code) && cr_json_get_u64(mach, "subcode", &sub))
         m->exception_codes = cr_sprintf(b, "0x%016" PRIx64 ", 0x%016" PRIx64, code, sub);
-    m->exception_subtype = cr_json_dup(b, mach, "code_name");
+    m->exception_subtype = cr_json_str(mach, "code_name");
     const char *reason = cr_json_str(error, "reason");
-    const char *exname = cr_json_str(json_object_get(error, "nsexception"), "name");
+    const char *exname = cr_json_str(jsonr_get(error, "nsexception"), "name");
     if (exname == NULL)
-        exname = cr_json_str(json_object_get(error, "cpp_exception"), "name");
+        exname = cr_json_str(jsonr_get(error, "cpp_exception"), "name");
     if (exname != NULL || reason != NULL)
         m->exception_reason = cr_sprintf(b, "%s%s%s", exname ? exname : "",
                                          exname && reason ? ": " : "", reason ? reason : "");
-    const char *diag = cr_json_str(json_object_get(root, "crash"), "diagnosis");
+    const char *diag = cr_json_str(jsonr_get(root, "crash"), "diagnosis");
     if (diag != NULL)
         m->app_specific_info = cr_strdup(b, diag);
     /* error.type names kills that are no exception and no signal of the app's own making:
@@ -424,7 +395,7 @@ static void kscrash_metadata(cr_builder *b, const json_t *root)
     const char *etype = cr_json_str(error, "type");
     if (etype != NULL && (strcmp(etype, "memory_termination") == 0 ||
                           strcmp(etype, "deadlock") == 0)) {
-        const char *level = cr_json_str(json_object_get(error, "memory_termination"), "memory_level");
+        const char *level = cr_json_str(jsonr_get(error, "memory_termination"), "memory_level");
         m->termination_reason = level != NULL ? cr_sprintf(b, "%s (memory level %s)", etype, level)
                                               : cr_strdup(b, etype);
     }
@@ -434,11 +405,11 @@ static void kscrash_metadata(cr_builder *b, const json_t *root)
  * SentryCrash's minimal reports of a signal) still says what crashed: it is stored without
  * stacks and grouped by its exception, reason and crashing image (signature rule 5). The
  * crashing image is the one holding error.address, else the main executable. */
-static void kscrash_frameless(cr_builder *b, const json_t *root)
+static void kscrash_frameless(cr_builder *b, const jsonr_value *root)
 {
     crashreport *r = b->r;
-    const json_t *error = json_object_get(json_object_get(root, "crash"), "error");
-    if (!json_is_object(error) || r->nthreads > 0 || r->has_leb)
+    const jsonr_value *error = jsonr_get(jsonr_get(root, "crash"), "error");
+    if (!jsonr_is_object(error) || r->nthreads > 0 || r->has_leb)
         return;
     if (r->meta.exception_type == NULL && r->meta.exception_reason == NULL &&
         r->meta.termination_reason == NULL)
@@ -462,15 +433,15 @@ static void kscrash_frameless(cr_builder *b, const json_t *root)
             "reason and crashing image");
 }
 
-static err_code parse_kscrash(crashreport **out, const json_t *root, arena *a, err_info *err)
+static err_code parse_kscrash(crashreport **out, const jsonr_value *root, arena *a, err_info *err)
 {
     cr_builder b;
     if (!cr_builder_init(&b, CRASHREPORT_FORMAT_KSCRASH, a, err))
         return ERR_TOO_LARGE;
     kscrash_metadata(&b, root);
-    const json_t *images = json_object_get(root, "binary_images");
-    for (size_t i = 0; i < json_array_size(images); i++) {
-        const json_t *ji = json_array_get(images, i);
+    const jsonr_value *images = jsonr_get(root, "binary_images");
+    for (size_t i = 0; i < cr_json_array_size(images); i++) {
+        const jsonr_value *ji = jsonr_at(images, i);
         crashreport_image *im = cr_add_image(&b);
         if (im == NULL)
             break;
@@ -482,24 +453,24 @@ static err_code parse_kscrash(crashreport **out, const json_t *root, arena *a, e
         const char *uuid = cr_json_str(ji, "uuid");
         if (uuid != NULL)
             cr_uuid_set(im->uuid, uuid, strlen(uuid));
-        im->path = cr_json_dup(&b, ji, "name");
+        im->path = cr_json_str(ji, "name");
         if (im->path != NULL)
-            im->name = cr_strdup(&b, cr_basename(im->path));
+            im->name = cr_basename(im->path);
         if (cr_json_get_u64(ji, "cpu_type", &ct) && cr_json_get_u64(ji, "cpu_subtype", &cs))
             im->arch = cr_arch_from_cpu(ct, cs);
     }
-    const json_t *crash = json_object_get(root, "crash");
-    const json_t *threads = json_object_get(crash, "threads");
-    for (size_t i = 0; i < json_array_size(threads) && !b.failed; i++)
-        if (json_is_object(json_array_get(threads, i)))
-            kscrash_thread(&b, json_array_get(threads, i), i);
-    const json_t *ct = json_object_get(crash, "crashed_thread"); /* "minimal" reports */
-    if (json_is_object(ct) && !b.failed) {
+    const jsonr_value *crash = jsonr_get(root, "crash");
+    const jsonr_value *threads = jsonr_get(crash, "threads");
+    for (size_t i = 0; i < cr_json_array_size(threads) && !b.failed; i++)
+        if (jsonr_is_object(jsonr_at(threads, i)))
+            kscrash_thread(&b, jsonr_at(threads, i), i);
+    const jsonr_value *ct = jsonr_get(crash, "crashed_thread"); /* "minimal" reports */
+    if (jsonr_is_object(ct) && !b.failed) {
         kscrash_thread(&b, ct, 0);
         if (b.r->nthreads > 0)
             b.r->threads[b.r->nthreads - 1].crashed = true;
     }
-    if (json_object_get(root, "recrash_report") != NULL)
+    if (jsonr_get(root, "recrash_report") != NULL)
         cr_note(&b, "the embedded recrash_report (a crash inside the crash reporter) was ignored");
     if (!b.failed)
         kscrash_frameless(&b, root);
@@ -511,14 +482,14 @@ static err_code parse_kscrash(crashreport **out, const json_t *root, arena *a, e
 
 /* ---- stacksift JSON ------------------------------------------------------------------------- */
 
-static err_code stack_frames(cr_builder *b, const json_t *frames, crashreport_thread *t,
+static err_code stack_frames(cr_builder *b, const jsonr_value *frames, crashreport_thread *t,
                              size_t ti, const char *where, err_info *err)
 {
-    if (!json_is_array(frames))
+    if (!jsonr_is_array(frames))
         return err_set(err, ERR_INVALID, "%s.frames must be an array", where);
-    for (size_t i = 0; i < json_array_size(frames); i++) {
-        const json_t *jf = json_array_get(frames, i);
-        const json_t *av = json_is_object(jf) ? json_object_get(jf, "address") : jf;
+    for (size_t i = 0; i < cr_json_array_size(frames); i++) {
+        const jsonr_value *jf = jsonr_at(frames, i);
+        const jsonr_value *av = jsonr_is_object(jf) ? jsonr_get(jf, "address") : jf;
         uint64_t addr;
         if (!cr_json_u64(av, &addr))
             return err_set(err, ERR_INVALID,
@@ -531,18 +502,19 @@ static err_code stack_frames(cr_builder *b, const json_t *frames, crashreport_th
             return ERR_TOO_LARGE;
         f->index = (uint32_t)i;
         f->addr = addr;
-        if (json_is_object(jf)) {
-            f->symbol = cr_json_dup(b, jf, "symbol");
-            f->image_name = cr_json_dup(b, jf, "image");
+        if (jsonr_is_object(jf)) {
+            f->symbol = cr_json_str(jf, "symbol");
+            f->image_name = cr_json_str(jf, "image");
         }
     }
     return ERR_OK;
 }
 
-static err_code parse_stack_json(crashreport **out, const json_t *root, arena *a, err_info *err)
+static err_code parse_stack_json(crashreport **out, const jsonr_value *root, arena *a,
+                                 err_info *err)
 {
     uint64_t fv;
-    const json_t *jfv = json_object_get(root, "format_version");
+    const jsonr_value *jfv = jsonr_get(root, "format_version");
     if (jfv != NULL && (!cr_json_u64(jfv, &fv) || fv != 1))
         return err_set(err, ERR_UNSUPPORTED,
                        "stacksift JSON format_version must be 1 (the only version so far)");
@@ -557,11 +529,11 @@ static err_code parse_stack_json(crashreport **out, const json_t *root, arena *a
     else
         return err_set(err, ERR_INVALID,
                        "stacksift JSON: \"kind\" must be \"crash\", \"hang\" or \"sample\"");
-    const json_t *images = json_object_get(root, "images");
-    const json_t *threads = json_object_get(root, "threads");
-    if (!json_is_array(images))
+    const jsonr_value *images = jsonr_get(root, "images");
+    const jsonr_value *threads = jsonr_get(root, "threads");
+    if (!jsonr_is_array(images))
         return err_set(err, ERR_INVALID, "stacksift JSON: \"images\" must be an array");
-    if (!json_is_array(threads))
+    if (!jsonr_is_array(threads))
         return err_set(err, ERR_INVALID, "stacksift JSON: \"threads\" must be an array");
 
     cr_builder b;
@@ -570,36 +542,37 @@ static err_code parse_stack_json(crashreport **out, const json_t *root, arena *a
         return ERR_TOO_LARGE;
     b.r->kind = k;
     crashreport_metadata *m = &b.r->meta;
-    const json_t *app = json_object_get(root, "app");
-    m->app_name = cr_json_dup(&b, app, "name");
+    const jsonr_value *app = jsonr_get(root, "app");
+    m->app_name = cr_json_str(app, "name");
     m->process = m->app_name;
-    m->bundle_id = cr_json_dup(&b, app, "bundle_id");
-    m->app_version = cr_json_dup(&b, app, "version");
-    m->build = cr_json_dup(&b, app, "build");
-    const json_t *os = json_object_get(root, "os");
-    if (json_is_string(os)) {
-        m->os_version = cr_json_dup(&b, root, "os");
+    m->bundle_id = cr_json_str(app, "bundle_id");
+    m->app_version = cr_json_str(app, "version");
+    m->build = cr_json_str(app, "build");
+    const jsonr_value *os = jsonr_get(root, "os");
+    if (jsonr_is_string(os)) {
+        m->os_version = cr_json_str(root, "os");
     } else {
         const char *on = cr_json_str(os, "name"), *ov = cr_json_str(os, "version"), *ob = cr_json_str(os, "build");
         m->os_version = cr_os_version(&b, on, ov, ob);
     }
-    const json_t *dev = json_object_get(root, "device");
-    m->hardware_model = json_is_string(dev) ? cr_json_dup(&b, root, "device") : cr_json_dup(&b, dev, "model");
+    const jsonr_value *dev = jsonr_get(root, "device");
+    m->hardware_model = jsonr_is_string(dev) ? cr_json_str(root, "device")
+                                             : cr_json_str(dev, "model");
     const char *arch = cr_json_str(root, "arch");
     if (arch != NULL)
         m->arch = cr_arch_normalize(arch, strlen(arch));
-    m->date = cr_json_dup(&b, root, "timestamp");
-    m->incident_id = cr_json_dup(&b, root, "incident_id");
-    m->app_specific_info = cr_json_dup(&b, root, "reason");
-    const json_t *ex = json_object_get(root, "exception");
-    m->exception_type = cr_json_dup(&b, ex, "type");
-    m->exception_codes = cr_json_dup(&b, ex, "codes");
-    m->signal = cr_json_dup(&b, ex, "signal");
-    m->exception_reason = cr_json_dup(&b, ex, "reason");
+    m->date = cr_json_str(root, "timestamp");
+    m->incident_id = cr_json_str(root, "incident_id");
+    m->app_specific_info = cr_json_str(root, "reason");
+    const jsonr_value *ex = jsonr_get(root, "exception");
+    m->exception_type = cr_json_str(ex, "type");
+    m->exception_codes = cr_json_str(ex, "codes");
+    m->signal = cr_json_str(ex, "signal");
+    m->exception_reason = cr_json_str(ex, "reason");
 
-    for (size_t i = 0; i < json_array_size(images); i++) {
-        const json_t *ji = json_array_get(images, i);
-        if (!json_is_object(ji)) {
+    for (size_t i = 0; i < cr_json_array_size(images); i++) {
+        const jsonr_value *ji = jsonr_at(images, i);
+        if (!jsonr_is_object(ji)) {
             rc = err_set(err, ERR_INVALID, "stacksift JSON: images[%zu] must be an object", i);
             goto done;
         }
@@ -624,23 +597,23 @@ static err_code parse_stack_json(crashreport **out, const json_t *root, arena *a
             rc = err_set(err, ERR_INVALID, "stacksift JSON: images[%zu].uuid is not a UUID", i);
             goto done;
         }
-        im->path = cr_json_dup(&b, ji, "path");
-        im->name = cr_json_dup(&b, ji, "name");
+        im->path = cr_json_str(ji, "path");
+        im->name = cr_json_str(ji, "name");
         if (im->name == NULL && im->path != NULL)
-            im->name = cr_strdup(&b, cr_basename(im->path));
+            im->name = cr_basename(im->path);
         const char *ia = cr_json_str(ji, "arch");
         if (ia != NULL)
             im->arch = cr_arch_normalize(ia, strlen(ia));
-        const json_t *in_app = json_object_get(ji, "in_app");
-        im->user = json_is_true(in_app);
-        if (json_is_boolean(in_app))
-            im->in_app = json_is_true(in_app) ? CRASHREPORT_IN_APP_YES : CRASHREPORT_IN_APP_NO;
+        const jsonr_value *in_app = jsonr_get(ji, "in_app");
+        im->user = jsonr_is_true(in_app);
+        if (jsonr_is_boolean(in_app))
+            im->in_app = jsonr_is_true(in_app) ? CRASHREPORT_IN_APP_YES : CRASHREPORT_IN_APP_NO;
     }
-    for (size_t i = 0; i < json_array_size(threads) && !b.failed; i++) {
-        const json_t *jt = json_array_get(threads, i);
+    for (size_t i = 0; i < cr_json_array_size(threads) && !b.failed; i++) {
+        const jsonr_value *jt = jsonr_at(threads, i);
         char where[64];
         snprintf(where, sizeof where, "stacksift JSON: threads[%zu]", i);
-        if (!json_is_object(jt)) {
+        if (!jsonr_is_object(jt)) {
             rc = err_set(err, ERR_INVALID, "%s must be an object", where);
             goto done;
         }
@@ -648,15 +621,15 @@ static err_code parse_stack_json(crashreport **out, const json_t *root, arena *a
         if (t == NULL)
             break;
         t->index = (uint32_t)i;
-        t->name = cr_json_dup(&b, jt, "name");
-        t->queue = cr_json_dup(&b, jt, "queue");
-        t->crashed = json_is_true(json_object_get(jt, "crashed"));
-        rc = stack_frames(&b, json_object_get(jt, "frames"), t, i, where, err);
+        t->name = cr_json_str(jt, "name");
+        t->queue = cr_json_str(jt, "queue");
+        t->crashed = jsonr_is_true(jsonr_get(jt, "crashed"));
+        rc = stack_frames(&b, jsonr_get(jt, "frames"), t, i, where, err);
         if (rc != ERR_OK)
             goto done;
     }
-    const json_t *leb = json_object_get(root, "last_exception_backtrace");
-    if (json_is_array(leb)) {
+    const jsonr_value *leb = jsonr_get(root, "last_exception_backtrace");
+    if (jsonr_is_array(leb)) {
         b.r->has_leb = true;
         rc = stack_frames(&b, leb, NULL, 0, "stacksift JSON: last_exception_backtrace", err);
         if (rc != ERR_OK)
@@ -673,17 +646,17 @@ done:
 
 /* ---- dispatch ------------------------------------------------------------------------------- */
 
-static err_code classify(crashreport **out, const json_t *root, arena *a, err_info *err)
+static err_code classify(crashreport **out, const jsonr_value *root, arena *a, err_info *err)
 {
-    if (!json_is_object(root))
+    if (!jsonr_is_object(root))
         return err_set(err, ERR_INVALID,
                        "unrecognized JSON document: a crash report is a JSON object");
-    if (json_is_object(json_object_get(root, "report")) &&
-        (json_object_get(root, "crash") != NULL || json_object_get(root, "binary_images")))
+    if (jsonr_is_object(jsonr_get(root, "report")) &&
+        (jsonr_get(root, "crash") != NULL || jsonr_get(root, "binary_images")))
         return parse_kscrash(out, root, a, err);
-    if (json_is_string(json_object_get(root, "kind")) && json_object_get(root, "threads"))
+    if (jsonr_is_string(jsonr_get(root, "kind")) && jsonr_get(root, "threads"))
         return parse_stack_json(out, root, a, err);
-    if (json_object_get(root, "usedImages") != NULL || json_object_get(root, "bug_type"))
+    if (jsonr_get(root, "usedImages") != NULL || jsonr_get(root, "bug_type"))
         return parse_ips(out, NULL, root, a, err);
     if (cr_is_sentry(root))
         return cr_parse_sentry(out, root, a, err);
@@ -741,14 +714,13 @@ err_code cr_parse_json_all(crashreport ***out, size_t *n, const char *data, size
 static err_code parse_json_one(crashreport **out, crashreport ***all, size_t *nall, const char *data,
                                size_t len, arena *a, err_info *err)
 {
-    json_error_t e;
+    jsonr_error e;
     size_t used = 0;
     err_code rc;
     *out = NULL;
-    json_t *first = load(data, len, false, &used, &e);
+    const jsonr_value *first = jsonr_parse(a, data, len, 0, &used, &e);
     if (first == NULL)
-        return json_syntax_error(err, "report", &e, 0);
-    arena_defer(a, release_json, first);
+        return cr_json_parse_error(err, "report", &e, 0);
     size_t rest = used;
     while (rest < len && (data[rest] == ' ' || data[rest] == '\t' || data[rest] == '\r' ||
                           data[rest] == '\n'))
@@ -760,7 +732,7 @@ static err_code parse_json_one(crashreport **out, crashreport ***all, size_t *na
             return cr_parse_bugsnag(all, nall, first, a, err);
         return classify(out, first, a, err);
     }
-    if (!json_is_object(first))
+    if (!jsonr_is_object(first))
         return err_set(err, ERR_INVALID, "unrecognized report: text after a JSON array");
     if (data[rest] != '{') {
         /* a one-line .ips header before a text body (iOS 8-14, bug_type 109) */
@@ -774,11 +746,10 @@ static err_code parse_json_one(crashreport **out, crashreport ***all, size_t *na
     int header_lines = 0;
     for (size_t i = 0; i < rest; i++)
         header_lines += data[i] == '\n';
-    json_t *body = load(data + rest, len - rest, true, NULL, &e);
+    const jsonr_value *body = jsonr_parse(a, data + rest, len - rest, 0, NULL, &e);
     if (body == NULL)
-        return json_syntax_error(err, ".ips body", &e, header_lines);
-    arena_defer(a, release_json, body);
-    if (!json_is_object(body))
+        return cr_json_parse_error(err, ".ips body", &e, header_lines);
+    if (!jsonr_is_object(body))
         return err_set(err, ERR_INVALID, ".ips body is not a JSON object");
     rc = parse_ips(out, first, body, a, err);
     return rc;
@@ -787,11 +758,11 @@ static err_code parse_json_one(crashreport **out, crashreport ***all, size_t *na
 /* ---- arrays of reports ---------------------------------------------------------------------- */
 
 /* End (one past) of the JSON value starting at data[i]: strings and brackets are matched
- * (escapes honoured, up to JSON_PARSER_MAX_DEPTH deep), scalars run to the next ',', ']' or
+ * (escapes honoured, up to JSONR_MAX_DEPTH deep), scalars run to the next ',', ']' or
  * blank. 0 when the value is unterminated or its brackets do not match. */
 static size_t value_end(const char *data, size_t len, size_t i)
 {
-    char stack[2048];
+    char stack[JSONR_MAX_DEPTH];
     size_t depth = 0;
     if (data[i] != '{' && data[i] != '[' && data[i] != '"') {
         while (i < len && data[i] != ',' && data[i] != ']' && data[i] != ' ' && data[i] != '\t' &&
@@ -872,19 +843,17 @@ err_code crashreport_split_array(crashreport_doc **out, size_t *n, const char *d
         d->text = false;
         if (data[i] == '"') {
             /* a report as a JSON string (Apple text made by KSCrash's AppleFmt filter) */
-            json_error_t e;
-            json_t *s = json_loadb(data + i, end - i, JSON_DECODE_ANY, &e);
-            if (!json_is_string(s)) {
-                json_decref(s);
+            jsonr_error e;
+            const jsonr_value *s = jsonr_parse(a, data + i, end - i, JSONR_DECODE_ANY, NULL, &e);
+            if (s == NULL && e.code == JSONR_ERR_TOO_LARGE)
+                return err_set(err, ERR_TOO_LARGE, "reports: report %zu is too large to read",
+                               count - 1);
+            if (!jsonr_is_string(s))
                 return err_set(err, ERR_INVALID, "reports: report %zu is not a valid JSON string",
                                count - 1);
-            }
-            d->data = arena_strndup(a, json_string_value(s), json_string_length(s), err);
-            d->len = json_string_length(s);
+            d->data = jsonr_string(s); /* in the arena already */
+            d->len = jsonr_string_length(s);
             d->text = true;
-            json_decref(s);
-            if (d->data == NULL)
-                return ERR_TOO_LARGE;
         }
         i = end;
         while (i < len && is_blank(data[i]))

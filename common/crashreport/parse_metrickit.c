@@ -26,13 +26,11 @@
  * image paths: images named like system libraries (lib*.dylib, dyld, Apple's frameworks in
  * SYSTEM_IMAGES) are not "user" images, every other one is.
  *
- * Bounds: jansson refuses nesting deeper than 2048 JSON levels (about 1,000 frames) with a
- * clear error; a payload keeps at most CRASHREPORT_MAX_TREE_FRAMES frames per report and
- * MAX_DIAGNOSTICS reports, and the stack merge does at most MAX_MERGE_STEPS steps; beyond
- * that the report is partial (noted in errors).
+ * Bounds: jsonr refuses nesting deeper than JSONR_MAX_DEPTH (2048) JSON levels (about 1,000
+ * frames) with a clear error; a payload keeps at most CRASHREPORT_MAX_TREE_FRAMES frames per
+ * report and MAX_DIAGNOSTICS reports, and the stack merge does at most MAX_MERGE_STEPS steps;
+ * beyond that the report is partial (noted in errors).
  */
-#include <jansson.h>
-
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,29 +44,29 @@
 
 /* ---- small helpers -------------------------------------------------------------------------- */
 
-static bool ju64(const json_t *v, uint64_t *out)
+static bool ju64(const jsonr_value *v, uint64_t *out)
 {
-    if (json_is_integer(v) && json_integer_value(v) >= 0) {
-        *out = (uint64_t)json_integer_value(v);
+    if (jsonr_is_integer(v) && jsonr_integer(v) >= 0) {
+        *out = (uint64_t)jsonr_integer(v);
         return true;
     }
-    if (json_is_real(v) && json_real_value(v) >= 0 && json_real_value(v) < 9007199254740992.0) {
-        *out = (uint64_t)json_real_value(v);
+    if (jsonr_is_real(v) && jsonr_real(v) >= 0 && jsonr_real(v) < 9007199254740992.0) {
+        *out = (uint64_t)jsonr_real(v);
         return true;
     }
     return false;
 }
 
 /* "20 sec", "1.5 s", "500 ms", "2 min", or a number of seconds -> ms; 0 if unreadable */
-static uint64_t duration_ms(const json_t *v)
+static uint64_t duration_ms(const jsonr_value *v)
 {
-    if (json_is_number(v)) {
-        double d = json_number_value(v);
+    if (jsonr_is_number(v)) {
+        double d = jsonr_number(v);
         return d > 0 && d < 1e12 ? (uint64_t)(d * 1000.0 + 0.5) : 0;
     }
-    if (!json_is_string(v))
+    if (!jsonr_is_string(v))
         return 0;
-    const char *s = json_string_value(v);
+    const char *s = jsonr_string(v);
     char *end;
     double d = strtod(s, &end);
     if (end == s || !(d > 0 && d < 1e12))
@@ -195,63 +193,102 @@ static int32_t tree_child(tree *t, int32_t parent, int32_t image, uint64_t offse
 typedef struct {
     cr_builder *b;
     tree t;
-    const json_t **path; /* JSON frames from a root frame (innermost) to the current one */
+    const jsonr_value **path; /* JSON frames from a root frame (innermost) to the current one */
     size_t *next_child;  /* per path entry: next subFrame to visit */
     size_t cap_path;
     uint64_t steps;
     bool full;           /* a bound was hit: the rest is dropped */
-    const json_t *images_by_uuid; /* object: uuid -> image index (integer) */
+    int32_t *image_slots; /* hash of the report's images by UUID: image index, -1 empty */
+    size_t nimage_slots;  /* a power of two, at least twice the images */
 } mk_ctx;
 
+static size_t uuid_slot(const mk_ctx *c, const char *uuid)
+{
+    uint64_t h = 14695981039346656037ull; /* FNV-1a */
+    for (const char *p = uuid; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    return (size_t)(h ^ (h >> 32)) & (c->nimage_slots - 1);
+}
+
+/* The image of `uuid` (normalized) seen before, -1 if none; *slot: where it goes if new. */
+static int32_t image_by_uuid(const mk_ctx *c, const char *uuid, size_t *slot)
+{
+    const crashreport *r = c->b->r;
+    size_t j = uuid_slot(c, uuid);
+    for (; c->image_slots[j] >= 0; j = (j + 1) & (c->nimage_slots - 1))
+        if (strcmp(r->images[c->image_slots[j]].uuid, uuid) == 0)
+            return c->image_slots[j];
+    *slot = j;
+    return -1;
+}
+
+/* Room in the hash for one more image (every image of the report is in it). */
+static void image_slots_grow(mk_ctx *c)
+{
+    const crashreport *r = c->b->r;
+    if ((r->nimages + 1) * 2 <= c->nimage_slots)
+        return;
+    size_t ns = c->nimage_slots ? c->nimage_slots * 2 : 64;
+    free(c->image_slots);
+    c->image_slots = xreallocarray(NULL, ns, sizeof *c->image_slots);
+    memset(c->image_slots, 0xff, ns * sizeof *c->image_slots);
+    c->nimage_slots = ns;
+    for (size_t i = 0; i < r->nimages; i++) {
+        size_t j = uuid_slot(c, r->images[i].uuid);
+        while (c->image_slots[j] >= 0)
+            j = (j + 1) & (ns - 1);
+        c->image_slots[j] = (int32_t)i;
+    }
+}
+
 /* The image of a JSON frame, added on first sight; -1 without a binaryUUID. */
-static int32_t frame_image(mk_ctx *c, json_t *uuids, const json_t *f)
+static int32_t frame_image(mk_ctx *c, const jsonr_value *f)
 {
     cr_builder *b = c->b;
-    const json_t *ju = json_object_get(f, "binaryUUID");
-    if (!json_is_string(ju))
+    const jsonr_value *ju = jsonr_get(f, "binaryUUID");
+    if (!jsonr_is_string(ju))
         return -1;
     char uuid[37];
-    if (!cr_uuid_set(uuid, json_string_value(ju), json_string_length(ju)))
+    if (!cr_uuid_set(uuid, jsonr_string(ju), jsonr_string_length(ju)))
         return -1;
-    const json_t *known = json_object_get(uuids, uuid);
-    int32_t idx;
-    if (known != NULL) {
-        idx = (int32_t)json_integer_value(known);
-    } else {
+    image_slots_grow(c);
+    size_t slot = 0;
+    int32_t idx = image_by_uuid(c, uuid, &slot);
+    if (idx < 0) {
         crashreport_image *im = cr_add_image(b);
         if (im == NULL)
             return -1;
         idx = (int32_t)(b->r->nimages - 1);
         memcpy(im->uuid, uuid, sizeof uuid);
-        im->name = cr_json_dup(b, f, "binaryName");
+        im->name = cr_json_str(f, "binaryName");
         im->user = !system_image(im->name);
-        json_object_set_new(uuids, uuid, json_integer(idx));
+        c->image_slots[slot] = idx;
     }
     crashreport_image *im = &b->r->images[idx];
     uint64_t addr, off;
-    if (im->load_addr == 0 && ju64(json_object_get(f, "address"), &addr) &&
-        ju64(json_object_get(f, "offsetIntoBinaryTextSegment"), &off) && addr >= off)
+    if (im->load_addr == 0 && ju64(jsonr_get(f, "address"), &addr) &&
+        ju64(jsonr_get(f, "offsetIntoBinaryTextSegment"), &off) && addr >= off)
         im->load_addr = addr - off;
     if (im->name == NULL)
-        im->name = cr_json_dup(b, f, "binaryName");
+        im->name = cr_json_str(f, "binaryName");
     return idx;
 }
 
 /* Add the stack path[0..depth) (innermost first) with `count` samples, callers first. */
-static void add_stack(mk_ctx *c, json_t *uuids, size_t depth, uint64_t count)
+static void add_stack(mk_ctx *c, size_t depth, uint64_t count)
 {
     int32_t cur = 0;
     for (size_t k = depth; k > 0 && !c->full; k--) {
-        const json_t *f = c->path[k - 1];
+        const jsonr_value *f = c->path[k - 1];
         if (++c->steps > MAX_MERGE_STEPS || c->t.n >= CRASHREPORT_MAX_TREE_FRAMES) {
             c->full = true;
             break;
         }
-        int32_t image = frame_image(c, uuids, f);
+        int32_t image = frame_image(c, f);
         uint64_t off = 0;
-        if (!ju64(json_object_get(f, "offsetIntoBinaryTextSegment"), &off) || image < 0) {
+        if (!ju64(jsonr_get(f, "offsetIntoBinaryTextSegment"), &off) || image < 0) {
             uint64_t addr;
-            if (ju64(json_object_get(f, "address"), &addr))
+            if (ju64(jsonr_get(f, "address"), &addr))
                 off = addr, image = -1;
         }
         cur = tree_child(&c->t, cur, image, off);
@@ -260,19 +297,19 @@ static void add_stack(mk_ctx *c, json_t *uuids, size_t depth, uint64_t count)
     c->t.nodes[0].count += count;
 }
 
-static uint64_t sample_count(const json_t *f)
+static uint64_t sample_count(const jsonr_value *f)
 {
     uint64_t n;
-    return ju64(json_object_get(f, "sampleCount"), &n) ? n : 1;
+    return ju64(jsonr_get(f, "sampleCount"), &n) ? n : 1;
 }
 
-/* Walk the frames of one call stack (iteratively: depth is bounded by jansson, not by us). */
-static void walk_stack(mk_ctx *c, json_t *uuids, const json_t *roots)
+/* Walk the frames of one call stack (iteratively: depth is bounded by jsonr, not by us). */
+static void walk_stack(mk_ctx *c, const jsonr_value *roots)
 {
-    for (size_t r = 0; r < json_array_size(roots) && !c->full; r++) {
+    for (size_t r = 0; r < cr_json_array_size(roots) && !c->full; r++) {
         size_t depth = 0;
-        const json_t *f = json_array_get(roots, r);
-        if (!json_is_object(f))
+        const jsonr_value *f = jsonr_at(roots, r);
+        if (!jsonr_is_object(f))
             continue;
         if (c->cap_path == 0) {
             c->cap_path = 64;
@@ -283,14 +320,14 @@ static void walk_stack(mk_ctx *c, json_t *uuids, const json_t *roots)
         c->next_child[0] = 0;
         depth = 1;
         while (depth > 0 && !c->full) {
-            const json_t *top = c->path[depth - 1];
-            const json_t *subs = json_object_get(top, "subFrames");
-            size_t nsub = json_is_array(subs) ? json_array_size(subs) : 0;
+            const jsonr_value *top = c->path[depth - 1];
+            const jsonr_value *subs = jsonr_get(top, "subFrames");
+            size_t nsub = jsonr_is_array(subs) ? cr_json_array_size(subs) : 0;
             size_t i = c->next_child[depth - 1];
             if (i < nsub) {
                 c->next_child[depth - 1] = i + 1;
-                const json_t *child = json_array_get(subs, i);
-                if (!json_is_object(child))
+                const jsonr_value *child = jsonr_at(subs, i);
+                if (!jsonr_is_object(child))
                     continue;
                 if (depth == c->cap_path) {
                     c->cap_path *= 2;
@@ -305,10 +342,10 @@ static void walk_stack(mk_ctx *c, json_t *uuids, const json_t *roots)
             /* all callers seen: the samples that stop here are one stack */
             uint64_t own = sample_count(top), below = 0;
             for (size_t k = 0; k < nsub; k++)
-                if (json_is_object(json_array_get(subs, k)))
-                    below += sample_count(json_array_get(subs, k));
+                if (jsonr_is_object(jsonr_at(subs, k)))
+                    below += sample_count(jsonr_at(subs, k));
             if (nsub == 0 || own > below)
-                add_stack(c, uuids, depth, nsub == 0 ? own : own - below);
+                add_stack(c, depth, nsub == 0 ? own : own - below);
             depth--;
         }
     }
@@ -378,18 +415,23 @@ static void tree_reset(tree *t)
     t->nodes[t->n++] = (node){-1, -1, -1, -1, -1, 0, 0};
 }
 
-static void set_meta_json(cr_builder *b, const json_t *md, const char *kind)
+static int kv_cmp(const void *x, const void *y)
+{
+    return strcmp(((const cr_json_kv *)x)->key, ((const cr_json_kv *)y)->key);
+}
+
+static void set_meta_json(cr_builder *b, const jsonr_value *md, const char *kind)
 {
     crashreport_metadata *m = &b->r->meta;
-    if (!json_is_object(md))
+    if (!jsonr_is_object(md))
         return;
-    m->app_version = cr_json_dup(b, md, "appVersion");
-    m->build = cr_json_dup(b, md, "appBuildVersion");
-    m->os_version = cr_json_dup(b, md, "osVersion");
-    m->hardware_model = cr_json_dup(b, md, "deviceType");
-    m->bundle_id = cr_json_dup(b, md, "bundleIdentifier");
+    m->app_version = cr_json_str(md, "appVersion");
+    m->build = cr_json_str(md, "appBuildVersion");
+    m->os_version = cr_json_str(md, "osVersion");
+    m->hardware_model = cr_json_str(md, "deviceType");
+    m->bundle_id = cr_json_str(md, "bundleIdentifier");
     m->app_name = m->bundle_id; /* MetricKit names no process: the bundle id names the app */
-    const char *arch = cr_json_dup(b, md, "platformArchitecture");
+    const char *arch = cr_json_str(md, "platformArchitecture");
     if (arch != NULL) {
         m->code_type = arch;
         m->arch = cr_arch_normalize(arch, strlen(arch));
@@ -397,49 +439,67 @@ static void set_meta_json(cr_builder *b, const json_t *md, const char *kind)
     if (m->app_version != NULL)
         m->version_text = m->build ? cr_sprintf(b, "%s (%s)", m->app_version, m->build) : m->app_version;
     uint64_t v;
-    if (ju64(json_object_get(md, "exceptionType"), &v)) {
+    if (ju64(jsonr_get(md, "exceptionType"), &v)) {
         const char *n = exception_name(v);
         m->exception_type = n ? n : cr_sprintf(b, "%" PRIu64, v);
     }
-    if (ju64(json_object_get(md, "exceptionCode"), &v))
+    if (ju64(jsonr_get(md, "exceptionCode"), &v))
         m->exception_codes = cr_sprintf(b, "0x%016" PRIx64, v);
-    if (ju64(json_object_get(md, "signal"), &v)) {
+    if (ju64(jsonr_get(md, "signal"), &v)) {
         const char *n = signal_name(v);
         m->signal = n ? n : cr_sprintf(b, "signal %" PRIu64, v);
     }
-    m->termination_reason = cr_json_dup(b, md, "terminationReason");
-    m->exception_subtype = cr_json_dup(b, md, "virtualMemoryRegionInfo");
-    const json_t *reason = json_object_get(md, "exceptionReason");
-    if (json_is_object(reason)) {
-        const char *name = cr_json_dup(b, reason, "exceptionName");
-        const char *msg = cr_json_dup(b, reason, "composedMessage");
+    m->termination_reason = cr_json_str(md, "terminationReason");
+    m->exception_subtype = cr_json_str(md, "virtualMemoryRegionInfo");
+    const jsonr_value *reason = jsonr_get(md, "exceptionReason");
+    if (jsonr_is_object(reason)) {
+        const char *name = cr_json_str(reason, "exceptionName");
+        const char *msg = cr_json_str(reason, "composedMessage");
         if (name != NULL || msg != NULL)
             m->exception_reason = cr_sprintf(b, "%s%s%s", name ? name : "", name && msg ? ": " : "",
                                              msg ? msg : "");
     }
-    m->hang_duration_ms = duration_ms(json_object_get(md, "hangDuration"));
+    m->hang_duration_ms = duration_ms(jsonr_get(md, "hangDuration"));
     if (strcmp(kind, "crash") != 0) {
         /* what is particular to this diagnostic (hangDuration, totalCPUTime, writesCaused,
          * ...): the metadata minus the keys every diagnostic carries */
         static const char *const COMMON[] = {"appBuildVersion", "appVersion", "regionFormat", "osVersion",
                                              "deviceType", "platformArchitecture", "bundleIdentifier",
                                              "isTestFlightApp", "lowPowerModeEnabled", "pid"};
-        json_t *own = json_deep_copy(md);
-        for (size_t i = 0; own != NULL && i < sizeof COMMON / sizeof COMMON[0]; i++)
-            json_object_del(own, COMMON[i]);
-        char *text = own != NULL && json_object_size(own) > 0 ? json_dumps(own, JSON_COMPACT | JSON_SORT_KEYS)
-                                                               : NULL;
-        json_decref(own);
-        if (text != NULL) {
-            m->exception_detail = cr_strdup(b, text);
-            free(text);
+        cr_json_kv *kv;
+        size_t nkv = cr_json_members(&kv, md), w = 0;
+        for (size_t i = 0; i < nkv; i++) {
+            bool common = false;
+            for (size_t k = 0; k < sizeof COMMON / sizeof COMMON[0] && !common; k++)
+                common = strcmp(kv[i].key, COMMON[k]) == 0;
+            if (!common)
+                kv[w++] = kv[i];
         }
+        if (w > 0) {
+            /* sorted by key, as jansson's JSON_SORT_KEYS wrote it */
+            qsort(kv, w, sizeof *kv, kv_cmp);
+            buf text;
+            buf_init(&text);
+            buf_putc(&text, '{');
+            for (size_t i = 0; i < w; i++) {
+                if (i > 0)
+                    buf_putc(&text, ',');
+                buf_append_json_str(&text, kv[i].key, kv[i].key_len);
+                buf_putc(&text, ':');
+                cr_json_write(&text, kv[i].value);
+            }
+            buf_putc(&text, '}');
+            m->exception_detail = cr_strndup(b, (const char *)text.data, text.len);
+            buf_reset(&text);
+        }
+        free(kv);
     }
 }
 
 /* One diagnostic (or bare tree) into *out. */
-static err_code parse_one(crashreport **out, const json_t *diag, const json_t *tree_json, const char *kind,
-                          const json_t *payload, arena *a, err_info *err)
+static err_code parse_one(crashreport **out, const jsonr_value *diag, const jsonr_value *tree_json,
+                          const char *kind, const jsonr_value *payload, arena *a,
+                          err_info *err)
 {
     cr_builder b;
     mk_ctx c = {0};
@@ -455,24 +515,23 @@ static err_code parse_one(crashreport **out, const json_t *diag, const json_t *t
                                           : CRASHREPORT_KIND_SAMPLE;
     r->meta.diagnostic = kind;
     if (diag != NULL)
-        set_meta_json(&b, json_object_get(diag, "diagnosticMetaData"), kind);
+        set_meta_json(&b, jsonr_get(diag, "diagnosticMetaData"), kind);
     if (payload != NULL) {
-        r->meta.date = cr_json_dup(&b, payload, "timeStampEnd");
+        r->meta.date = cr_json_str(payload, "timeStampEnd");
         if (r->meta.date == NULL)
-            r->meta.date = cr_json_dup(&b, payload, "timeStampBegin");
+            r->meta.date = cr_json_str(payload, "timeStampBegin");
     }
-    if (json_is_object(json_object_get(tree_json, "callStackTree")))
-        tree_json = json_object_get(tree_json, "callStackTree");
-    const json_t *stacks = json_object_get(tree_json, "callStacks");
-    if (!json_is_array(stacks)) {
+    if (jsonr_is_object(jsonr_get(tree_json, "callStackTree")))
+        tree_json = jsonr_get(tree_json, "callStackTree");
+    const jsonr_value *stacks = jsonr_get(tree_json, "callStacks");
+    if (!jsonr_is_array(stacks)) {
         rc = err_set(err, ERR_INVALID, "MetricKit %s diagnostic has no callStackTree.callStacks array",
                      kind);
         goto done;
     }
-    json_t *uuids = json_object();
-    for (size_t i = 0; i < json_array_size(stacks) && !b.failed && !c.full; i++) {
-        const json_t *cs = json_array_get(stacks, i);
-        if (!json_is_object(cs)) {
+    for (size_t i = 0; i < cr_json_array_size(stacks) && !b.failed && !c.full; i++) {
+        const jsonr_value *cs = jsonr_at(stacks, i);
+        if (!jsonr_is_object(cs)) {
             cr_note(&b, "callStacks[%zu] is not an object", i);
             continue;
         }
@@ -480,12 +539,11 @@ static err_code parse_one(crashreport **out, const json_t *diag, const json_t *t
         if (t == NULL)
             break;
         t->index = (uint32_t)i;
-        t->crashed = json_is_true(json_object_get(cs, "threadAttributed"));
+        t->crashed = jsonr_is_true(jsonr_get(cs, "threadAttributed"));
         tree_reset(&c.t);
-        walk_stack(&c, uuids, json_object_get(cs, "callStackRootFrames"));
+        walk_stack(&c, jsonr_get(cs, "callStackRootFrames"));
         emit_tree(&c, r->nthreads - 1); /* may move r->threads: t is stale from here */
     }
-    json_decref(uuids);
     if (c.full) {
         r->partial = true;
         cr_note(&b, "MetricKit call tree too large: kept the first %zu frames", (size_t)c.t.n);
@@ -508,6 +566,7 @@ done:
     free(c.t.slots);
     free(c.path);
     free(c.next_child);
+    free(c.image_slots);
     return rc;
 }
 
@@ -520,33 +579,32 @@ static const struct {
     {"diskWriteExceptionDiagnostics", "disk_write_exception"},
 };
 
-bool cr_is_metrickit(const void *root_v)
+bool cr_is_metrickit(const jsonr_value *root)
 {
-    const json_t *root = root_v;
-    if (!json_is_object(root))
+    if (!jsonr_is_object(root))
         return false;
     for (size_t k = 0; k < sizeof DIAGNOSTICS / sizeof DIAGNOSTICS[0]; k++)
-        if (json_object_get(root, DIAGNOSTICS[k].key) != NULL)
+        if (jsonr_get(root, DIAGNOSTICS[k].key) != NULL)
             return true;
-    return json_object_get(root, "callStacks") != NULL || json_object_get(root, "callStackTree") != NULL;
+    return jsonr_get(root, "callStacks") != NULL || jsonr_get(root, "callStackTree") != NULL;
 }
 
-err_code cr_parse_metrickit(crashreport ***out, size_t *n, const void *root_v, arena *a, err_info *err)
+err_code cr_parse_metrickit(crashreport ***out, size_t *n, const jsonr_value *root, arena *a,
+                            err_info *err)
 {
-    const json_t *root = root_v;
     *out = NULL;
     *n = 0;
     size_t total = 0;
     for (size_t k = 0; k < sizeof DIAGNOSTICS / sizeof DIAGNOSTICS[0]; k++) {
-        const json_t *arr = json_object_get(root, DIAGNOSTICS[k].key);
-        if (arr != NULL && !json_is_array(arr))
+        const jsonr_value *arr = jsonr_get(root, DIAGNOSTICS[k].key);
+        if (arr != NULL && !jsonr_is_array(arr))
             return err_set(err, ERR_INVALID, "MetricKit payload: %s must be an array", DIAGNOSTICS[k].key);
-        total += json_array_size(arr);
+        total += cr_json_array_size(arr);
     }
     bool payload = total > 0;
     if (!payload) {
         for (size_t k = 0; k < sizeof DIAGNOSTICS / sizeof DIAGNOSTICS[0]; k++)
-            if (json_object_get(root, DIAGNOSTICS[k].key) != NULL)
+            if (jsonr_get(root, DIAGNOSTICS[k].key) != NULL)
                 return err_set(err, ERR_INVALID, "MetricKit payload holds no diagnostics");
         total = 1; /* a single diagnostic or a bare tree */
     }
@@ -559,13 +617,13 @@ err_code cr_parse_metrickit(crashreport ***out, size_t *n, const void *root_v, a
     err_code rc = ERR_OK;
     if (!payload) {
         /* {"callStackTree":...,"diagnosticMetaData":...}: which kind it is, the keys tell */
-        const json_t *md = json_object_get(root, "diagnosticMetaData");
-        const char *kind = json_object_get(md, "hangDuration") != NULL          ? "hang"
-                           : json_object_get(md, "totalCPUTime") != NULL        ? "cpu_exception"
-                           : json_object_get(md, "writesCaused") != NULL        ? "disk_write_exception"
-                           : json_object_get(md, "exceptionType") != NULL ||
-                                     json_object_get(md, "signal") != NULL ||
-                                     json_object_get(md, "terminationReason") != NULL
+        const jsonr_value *md = jsonr_get(root, "diagnosticMetaData");
+        const char *kind = jsonr_get(md, "hangDuration") != NULL          ? "hang"
+                           : jsonr_get(md, "totalCPUTime") != NULL        ? "cpu_exception"
+                           : jsonr_get(md, "writesCaused") != NULL        ? "disk_write_exception"
+                           : jsonr_get(md, "exceptionType") != NULL ||
+                                     jsonr_get(md, "signal") != NULL ||
+                                     jsonr_get(md, "terminationReason") != NULL
                                ? "crash"
                                : "hang";
         rc = parse_one(&list[0], md ? root : NULL, root, kind, NULL, a, err);
@@ -576,10 +634,10 @@ err_code cr_parse_metrickit(crashreport ***out, size_t *n, const void *root_v, a
         return ERR_OK;
     }
     for (size_t k = 0; k < sizeof DIAGNOSTICS / sizeof DIAGNOSTICS[0]; k++) {
-        const json_t *arr = json_object_get(root, DIAGNOSTICS[k].key);
-        for (size_t i = 0; i < json_array_size(arr); i++) {
-            const json_t *d = json_array_get(arr, i);
-            if (!json_is_object(d))
+        const jsonr_value *arr = jsonr_get(root, DIAGNOSTICS[k].key);
+        for (size_t i = 0; i < cr_json_array_size(arr); i++) {
+            const jsonr_value *d = jsonr_at(arr, i);
+            if (!jsonr_is_object(d))
                 return err_set(err, ERR_INVALID, "MetricKit payload: %s[%zu] must be an object",
                                DIAGNOSTICS[k].key, i);
             rc = parse_one(&list[*n], d, d, DIAGNOSTICS[k].kind, root, a, err);
@@ -609,59 +667,62 @@ err_code crashreport_split(const char ***docs, size_t **lens, size_t *n, const c
         i++;
     if (i == len || data[i] != '{')
         return ERR_OK;
-    json_t *root = json_loadb(data + i, len - i, 0, NULL);
+    jsonr_error e;
+    const jsonr_value *root = jsonr_parse(a, data + i, len - i, 0, NULL, &e);
+    if (root == NULL && e.code == JSONR_ERR_TOO_LARGE)
+        return err_set(err, ERR_TOO_LARGE, "report too large: its JSON needs more memory than "
+                       "the budget allows");
     if (root == NULL)
         return ERR_OK; /* not JSON (or not valid): the parser says why, later */
     size_t total = 0;
     for (size_t k = 0; k < sizeof DIAGNOSTICS / sizeof DIAGNOSTICS[0]; k++)
-        total += json_array_size(json_object_get(root, DIAGNOSTICS[k].key));
-    err_code rc = ERR_OK;
-    if (total == 0 && cr_is_bugsnag(root)) {
-        rc = cr_bugsnag_split(docs, lens, n, root, a, err);
-        goto done;
-    }
+        total += cr_json_array_size(jsonr_get(root, DIAGNOSTICS[k].key));
+    if (total == 0 && cr_is_bugsnag(root))
+        return cr_bugsnag_split(docs, lens, n, root, a, err);
     if (total < 2)
-        goto done;
-    if (total > MAX_DIAGNOSTICS) {
-        rc = err_set(err, ERR_TOO_LARGE, "MetricKit payload holds %zu diagnostics (at most %d)", total,
-                     MAX_DIAGNOSTICS);
-        goto done;
-    }
+        return ERR_OK;
+    if (total > MAX_DIAGNOSTICS)
+        return err_set(err, ERR_TOO_LARGE, "MetricKit payload holds %zu diagnostics (at most %d)",
+                       total, MAX_DIAGNOSTICS);
     const char **d = arena_alloc_array(a, total, sizeof *d, err);
     size_t *l = arena_alloc_array(a, total, sizeof *l, err);
-    if (d == NULL || l == NULL) {
-        rc = ERR_TOO_LARGE;
-        goto done;
-    }
+    if (d == NULL || l == NULL)
+        return ERR_TOO_LARGE;
+    /* {"timeStampBegin", "timeStampEnd", "<kind>Diagnostics": [the one diagnostic]} */
     static const char *const STAMPS[] = {"timeStampBegin", "timeStampEnd"};
-    for (size_t k = 0; k < sizeof DIAGNOSTICS / sizeof DIAGNOSTICS[0] && rc == ERR_OK; k++) {
-        json_t *arr = json_object_get(root, DIAGNOSTICS[k].key);
-        for (size_t j = 0; j < json_array_size(arr) && rc == ERR_OK; j++) {
-            json_t *one = json_object();
-            for (size_t s = 0; s < 2; s++)
-                if (json_object_get(root, STAMPS[s]) != NULL)
-                    json_object_set(one, STAMPS[s], json_object_get(root, STAMPS[s]));
-            json_object_set_new(one, DIAGNOSTICS[k].key, json_pack("[O]", json_array_get(arr, j)));
-            char *text = json_dumps(one, JSON_COMPACT);
-            json_decref(one);
-            char *copy = text != NULL ? arena_strdup(a, text, err) : NULL;
-            free(text);
-            if (copy == NULL) {
-                rc = ERR_TOO_LARGE;
-                break;
+    buf text;
+    buf_init(&text);
+    size_t w = 0;
+    for (size_t k = 0; k < sizeof DIAGNOSTICS / sizeof DIAGNOSTICS[0]; k++) {
+        const jsonr_value *arr = jsonr_get(root, DIAGNOSTICS[k].key);
+        for (size_t j = 0; j < cr_json_array_size(arr); j++) {
+            text.len = 0; /* the buffer reused */
+            buf_putc(&text, '{');
+            for (size_t s = 0; s < 2; s++) {
+                const jsonr_value *v = jsonr_get(root, STAMPS[s]);
+                if (v == NULL)
+                    continue;
+                buf_append_json_str(&text, STAMPS[s], strlen(STAMPS[s]));
+                buf_putc(&text, ':');
+                cr_json_write(&text, v);
+                buf_putc(&text, ',');
             }
-            d[*n] = copy;
-            l[*n] = strlen(copy);
-            (*n)++;
+            buf_append_json_str(&text, DIAGNOSTICS[k].key, strlen(DIAGNOSTICS[k].key));
+            buf_append_str(&text, ":[");
+            cr_json_write(&text, jsonr_at(arr, j));
+            buf_append_str(&text, "]}");
+            d[w] = arena_strndup(a, (const char *)text.data, text.len, err);
+            l[w] = text.len;
+            if (d[w] == NULL) {
+                buf_reset(&text);
+                return ERR_TOO_LARGE;
+            }
+            w++;
         }
     }
-    if (rc == ERR_OK) {
-        *docs = d;
-        *lens = l;
-    } else {
-        *n = 0;
-    }
-done:
-    json_decref(root);
-    return rc;
+    buf_reset(&text);
+    *docs = d;
+    *lens = l;
+    *n = w;
+    return ERR_OK;
 }

@@ -34,8 +34,6 @@
  * contexts); Relay's protocol crate for what it still accepts (apple images); the events of
  * ../shared/corpus/reports/other/symbolic-crashprobe-*.json.
  */
-#include <jansson.h>
-
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,31 +46,30 @@
 #define SENTRY_MAX_FRAMES 100000
 
 /* `{"values": [...]}` or a bare array: the array, NULL if neither. */
-static const json_t *values_of(const json_t *v)
+static const jsonr_value *values_of(const jsonr_value *v)
 {
-    if (json_is_array(v))
+    if (jsonr_is_array(v))
         return v;
-    const json_t *vals = json_object_get(v, "values");
-    return json_is_array(vals) ? vals : NULL;
+    const jsonr_value *vals = jsonr_get(v, "values");
+    return jsonr_is_array(vals) ? vals : NULL;
 }
 
-bool cr_is_sentry(const void *jroot)
+bool cr_is_sentry(const jsonr_value *root)
 {
-    const json_t *root = jroot;
-    if (!json_is_object(root))
+    if (!jsonr_is_object(root))
         return false;
     /* Bugsnag events carry "exceptions" / "apiKey"; KSCrash has "report" + "crash" */
-    if (json_object_get(root, "apiKey") != NULL || json_object_get(root, "exceptions") != NULL)
+    if (jsonr_get(root, "apiKey") != NULL || jsonr_get(root, "exceptions") != NULL)
         return false;
     /* keys only Sentry's event payload has at its top level (the formats tried before this
      * one own "threads", "exception" without "values", "kind") */
     static const char *const KEYS[] = {"event_id", "sdk", "debug_meta", "platform", "logentry",
                                        "message"};
     for (size_t i = 0; i < sizeof KEYS / sizeof KEYS[0]; i++)
-        if (json_object_get(root, KEYS[i]) != NULL)
+        if (jsonr_get(root, KEYS[i]) != NULL)
             return true;
-    return values_of(json_object_get(root, "exception")) != NULL ||
-           json_object_get(json_object_get(root, "threads"), "values") != NULL;
+    return values_of(jsonr_get(root, "exception")) != NULL ||
+           jsonr_get(jsonr_get(root, "threads"), "values") != NULL;
 }
 
 static const char *signal_name(uint64_t n)
@@ -99,18 +96,18 @@ static const char *mach_exception_name(uint64_t n)
 }
 
 /* The metadata of the exception that ended the process (the last of exception.values). */
-static void exception_metadata(cr_builder *b, const json_t *ex)
+static void exception_metadata(cr_builder *b, const jsonr_value *ex)
 {
     crashreport_metadata *m = &b->r->meta;
-    const json_t *mech = json_object_get(ex, "mechanism");
-    const json_t *meta = json_object_get(mech, "meta");
+    const jsonr_value *mech = jsonr_get(ex, "mechanism");
+    const jsonr_value *meta = jsonr_get(mech, "meta");
     /* sentry-cocoa: mechanism.meta.{mach_exception,signal}; older SDKs: mechanism.{...} */
-    const json_t *mach = json_object_get(meta, "mach_exception");
+    const jsonr_value *mach = jsonr_get(meta, "mach_exception");
     if (mach == NULL)
-        mach = json_object_get(mech, "mach_exception");
-    const json_t *sig = json_object_get(meta, "signal");
+        mach = jsonr_get(mech, "mach_exception");
+    const jsonr_value *sig = jsonr_get(meta, "signal");
     if (sig == NULL)
-        sig = json_object_get(mech, "posix_signal");
+        sig = jsonr_get(mech, "posix_signal");
     const char *type = cr_json_str(ex, "type"), *value = cr_json_str(ex, "value");
     const char *mname = cr_json_str(mach, "name");
     if (mname == NULL)
@@ -126,7 +123,7 @@ static void exception_metadata(cr_builder *b, const json_t *ex)
     uint64_t code, sub;
     if (cr_json_get_u64(mach, "code", &code) && cr_json_get_u64(mach, "subcode", &sub))
         m->exception_codes = cr_sprintf(b, "0x%016" PRIx64 ", 0x%016" PRIx64, code, sub);
-    m->exception_subtype = cr_json_dup(b, sig, "code_name");
+    m->exception_subtype = cr_json_str(sig, "code_name");
     /* The exception's own name beside its value ("NSInvalidArgumentException: reason"), so
      * that grouping sees the same exception class as in Apple's reports of the crash. */
     bool type_is_class = type != NULL && (mname != NULL || sname != NULL) &&
@@ -173,14 +170,14 @@ typedef struct {
 } sentry_ctx;
 
 /* Append the frames of one Sentry stacktrace (caller first) to thread `ti`, innermost first. */
-static void read_frames(sentry_ctx *c, const json_t *stacktrace, size_t ti, const char *where)
+static void read_frames(sentry_ctx *c, const jsonr_value *stacktrace, size_t ti, const char *where)
 {
     cr_builder *b = c->b;
-    const json_t *frames = json_object_get(stacktrace, "frames");
-    size_t n = json_array_size(frames);
+    const jsonr_value *frames = jsonr_get(stacktrace, "frames");
+    size_t n = cr_json_array_size(frames);
     for (size_t k = n; k > 0 && !b->failed; k--) {
-        const json_t *jf = json_array_get(frames, k - 1);
-        if (!json_is_object(jf)) {
+        const jsonr_value *jf = jsonr_at(frames, k - 1);
+        if (!jsonr_is_object(jf)) {
             cr_note(b, "%s frame %zu is not an object, skipped", where, k - 1);
             continue;
         }
@@ -210,13 +207,13 @@ static void read_frames(sentry_ctx *c, const json_t *stacktrace, size_t ti, cons
         crashreport_thread *t = &b->r->threads[ti];
         f->index = (uint32_t)(t->nframes - 1);
         f->addr = addr;
-        f->symbol = cr_strdup(b, function);
-        f->file = cr_strdup(b, file);
+        f->symbol = function; /* borrowed: the tree lives in the report's arena */
+        f->file = file;
         if (cr_json_get_u64(jf, "lineno", &line) && line <= UINT32_MAX)
             f->line = (uint32_t)line;
         const char *package = cr_json_str(jf, "package");
         if (package != NULL)
-            f->image_name = cr_strdup(b, cr_basename(package));
+            f->image_name = cr_basename(package);
         if (f->symbol != NULL && cr_json_get_u64(jf, "symbol_addr", &sym_addr) && sym_addr <= addr &&
             has_addr) {
             f->symbol_offset = addr - sym_addr;
@@ -234,13 +231,13 @@ static void read_frames(sentry_ctx *c, const json_t *stacktrace, size_t ti, cons
     }
 }
 
-static void read_images(cr_builder *b, const json_t *images)
+static void read_images(cr_builder *b, const jsonr_value *images)
 {
     const char *default_arch = b->r->meta.arch;
-    for (size_t i = 0; i < json_array_size(images) && !b->failed; i++) {
-        const json_t *ji = json_array_get(images, i);
+    for (size_t i = 0; i < cr_json_array_size(images) && !b->failed; i++) {
+        const jsonr_value *ji = jsonr_at(images, i);
         const char *type = cr_json_str(ji, "type");
-        if (!json_is_object(ji) || type == NULL ||
+        if (!jsonr_is_object(ji) || type == NULL ||
             (strcmp(type, "macho") != 0 && strcmp(type, "apple") != 0)) {
             cr_note(b, "debug_meta.images[%zu] is not a macho or apple image, skipped", i);
             continue;
@@ -262,11 +259,11 @@ static void read_images(cr_builder *b, const json_t *images)
             size_t n = strlen(uuid);
             cr_uuid_set(im->uuid, uuid, n > 36 && uuid[36] == '-' ? 36 : n);
         }
-        im->path = cr_json_dup(b, ji, "code_file");
+        im->path = cr_json_str(ji, "code_file");
         if (im->path == NULL)
-            im->path = cr_json_dup(b, ji, "name");
+            im->path = cr_json_str(ji, "name");
         if (im->path != NULL)
-            im->name = cr_strdup(b, cr_basename(im->path));
+            im->name = cr_basename(im->path);
         const char *arch = cr_json_str(ji, "arch");
         if (arch != NULL)
             im->arch = cr_arch_normalize(arch, strlen(arch));
@@ -277,19 +274,19 @@ static void read_images(cr_builder *b, const json_t *images)
     }
 }
 
-static void event_metadata(cr_builder *b, const json_t *root)
+static void event_metadata(cr_builder *b, const jsonr_value *root)
 {
     crashreport_metadata *m = &b->r->meta;
-    const json_t *contexts = json_object_get(root, "contexts");
-    const json_t *os = json_object_get(contexts, "os");
-    const json_t *dev = json_object_get(contexts, "device");
-    const json_t *app = json_object_get(contexts, "app");
-    m->incident_id = cr_json_dup(b, root, "event_id");
-    m->date = cr_json_dup(b, root, "timestamp");
-    const json_t *ts = json_object_get(root, "timestamp");
-    if (m->date == NULL && json_is_number(ts)) {
+    const jsonr_value *contexts = jsonr_get(root, "contexts");
+    const jsonr_value *os = jsonr_get(contexts, "os");
+    const jsonr_value *dev = jsonr_get(contexts, "device");
+    const jsonr_value *app = jsonr_get(contexts, "app");
+    m->incident_id = cr_json_str(root, "event_id");
+    m->date = cr_json_str(root, "timestamp");
+    const jsonr_value *ts = jsonr_get(root, "timestamp");
+    if (m->date == NULL && jsonr_is_number(ts)) {
         /* seconds since the epoch: shown the way Apple's reports show a date */
-        double secs = json_number_value(ts);
+        double secs = jsonr_number(ts);
         struct tm tm;
         time_t whole = (time_t)secs;
         if (secs >= 0 && secs < 253402300800.0 && gmtime_r(&whole, &tm) != NULL)
@@ -297,19 +294,19 @@ static void event_metadata(cr_builder *b, const json_t *root)
                                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
                                  (int)((secs - (double)whole) * 1000.0));
     }
-    m->release = cr_json_dup(b, root, "release");
-    m->dist = cr_json_dup(b, root, "dist");
+    m->release = cr_json_str(root, "release");
+    m->dist = cr_json_str(root, "dist");
     const char *on = cr_json_str(os, "name"), *ov = cr_json_str(os, "version"), *ob = cr_json_str(os, "build");
     m->os_version = cr_os_version(b, on, ov, ob);
-    m->hardware_model = cr_json_dup(b, dev, "model");
+    m->hardware_model = cr_json_str(dev, "model");
     const char *arch = cr_json_str(dev, "arch");
     if (arch != NULL)
         m->arch = cr_arch_normalize(arch, strlen(arch));
-    m->bundle_id = cr_json_dup(b, app, "app_identifier");
-    m->app_name = cr_json_dup(b, app, "app_name");
+    m->bundle_id = cr_json_str(app, "app_identifier");
+    m->app_name = cr_json_str(app, "app_name");
     m->process = m->app_name;
-    m->app_version = cr_json_dup(b, app, "app_version");
-    m->build = cr_json_dup(b, app, "app_build");
+    m->app_version = cr_json_str(app, "app_version");
+    m->build = cr_json_str(app, "app_build");
     /* sentry-cocoa's default release is "<bundle id>@<version>+<build>" */
     const char *rel = m->release;
     const char *at = rel != NULL ? strrchr(rel, '@') : NULL;
@@ -324,11 +321,12 @@ static void event_metadata(cr_builder *b, const json_t *root)
     }
     if (m->build == NULL)
         m->build = m->dist;
-    const json_t *msg = json_object_get(root, "message");
-    const char *text = json_is_string(msg) ? cr_json_str(root, "message") : cr_json_str(msg, "formatted");
+    const jsonr_value *msg = jsonr_get(root, "message");
+    const char *text = jsonr_is_string(msg) ? cr_json_str(root, "message")
+                                            : cr_json_str(msg, "formatted");
     if (text == NULL)
         text = cr_json_str(msg, "message");
-    const json_t *logentry = json_object_get(root, "logentry");
+    const jsonr_value *logentry = jsonr_get(root, "logentry");
     if (text == NULL)
         text = cr_json_str(logentry, "formatted");
     if (text == NULL)
@@ -345,9 +343,8 @@ static int32_t thread_by_id(const crashreport *r, uint64_t id)
     return -1;
 }
 
-err_code cr_parse_sentry(crashreport **out, const void *jroot, arena *a, err_info *err)
+err_code cr_parse_sentry(crashreport **out, const jsonr_value *root, arena *a, err_info *err)
 {
-    const json_t *root = jroot;
     cr_builder b;
     *out = NULL;
     if (!cr_builder_init(&b, CRASHREPORT_FORMAT_SENTRY, a, err))
@@ -356,13 +353,13 @@ err_code cr_parse_sentry(crashreport **out, const void *jroot, arena *a, err_inf
     sentry_ctx c = {.b = &b};
     event_metadata(&b, root);
 
-    const json_t *exceptions = values_of(json_object_get(root, "exception"));
-    size_t nex = json_array_size(exceptions);
-    const json_t *ex = nex > 0 ? json_array_get(exceptions, nex - 1) : NULL;
-    if (json_is_object(ex))
+    const jsonr_value *exceptions = values_of(jsonr_get(root, "exception"));
+    size_t nex = cr_json_array_size(exceptions);
+    const jsonr_value *ex = nex > 0 ? jsonr_at(exceptions, nex - 1) : NULL;
+    if (jsonr_is_object(ex))
         exception_metadata(&b, ex);
 
-    const json_t *images = json_object_get(json_object_get(root, "debug_meta"), "images");
+    const jsonr_value *images = jsonr_get(jsonr_get(root, "debug_meta"), "images");
     read_images(&b, images);
     if (b.r->nimages > 0 && !b.failed) {
         c.keys = arena_alloc_array(a, b.r->nimages, sizeof *c.keys, err);
@@ -374,10 +371,10 @@ err_code cr_parse_sentry(crashreport **out, const void *jroot, arena *a, err_inf
         qsort(c.keys, c.nkeys, sizeof *c.keys, key_cmp);
     }
 
-    const json_t *threads = values_of(json_object_get(root, "threads"));
-    for (size_t i = 0; i < json_array_size(threads) && !b.failed; i++) {
-        const json_t *jt = json_array_get(threads, i);
-        if (!json_is_object(jt)) {
+    const jsonr_value *threads = values_of(jsonr_get(root, "threads"));
+    for (size_t i = 0; i < cr_json_array_size(threads) && !b.failed; i++) {
+        const jsonr_value *jt = jsonr_at(threads, i);
+        if (!jsonr_is_object(jt)) {
             cr_note(&b, "threads[%zu] is not an object, skipped", i);
             continue;
         }
@@ -386,17 +383,18 @@ err_code cr_parse_sentry(crashreport **out, const void *jroot, arena *a, err_inf
             break;
         uint64_t id;
         t->index = cr_json_get_u64(jt, "id", &id) && id <= UINT32_MAX ? (uint32_t)id : (uint32_t)i;
-        t->name = cr_json_dup(&b, jt, "name");
-        t->crashed = json_is_true(json_object_get(jt, "crashed"));
+        t->name = cr_json_str(jt, "name");
+        t->crashed = jsonr_is_true(jsonr_get(jt, "crashed"));
         char where[48];
         snprintf(where, sizeof where, "threads[%zu]", i);
-        read_frames(&c, json_object_get(jt, "stacktrace"), b.r->nthreads - 1, where);
+        read_frames(&c, jsonr_get(jt, "stacktrace"), b.r->nthreads - 1, where);
     }
 
     /* The exception's thread is the crashed one when no thread says so; its stacktrace stands
      * in for that thread's when the thread has none, or is the only stack of the event. */
     uint64_t tid = 0;
-    bool has_tid = json_is_object(ex) && cr_json_get_u64(ex, "thread_id", &tid) && tid <= UINT32_MAX;
+    bool has_tid =
+        jsonr_is_object(ex) && cr_json_get_u64(ex, "thread_id", &tid) && tid <= UINT32_MAX;
     bool any_crashed = false;
     for (size_t i = 0; i < b.r->nthreads; i++)
         any_crashed |= b.r->threads[i].crashed;
@@ -405,8 +403,8 @@ err_code cr_parse_sentry(crashreport **out, const void *jroot, arena *a, err_inf
         if (ti >= 0)
             b.r->threads[ti].crashed = true;
     }
-    const json_t *exst = json_object_get(ex, "stacktrace");
-    if (json_array_size(json_object_get(exst, "frames")) > 0 && !b.failed) {
+    const jsonr_value *exst = jsonr_get(ex, "stacktrace");
+    if (cr_json_array_size(jsonr_get(exst, "frames")) > 0 && !b.failed) {
         int32_t ti = has_tid ? thread_by_id(b.r, tid) : -1;
         if (ti < 0 && b.r->nthreads == 0) {
             crashreport_thread *t = cr_add_thread(&b);

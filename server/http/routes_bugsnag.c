@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/jsonr.h"
 #include "http/http_internal.h"
 #include "http/metrics.h"
 #include "ingest/sessions.h"
@@ -81,11 +82,9 @@ enum MHD_Result handle_bugsnag_notify(http_request *r)
         if (MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Bugsnag-Api-Key") == NULL &&
             r->mem != NULL) {
             /* no header (a hand-made client): the payload's apiKey */
-            json_t *j = json_loadb((const char *)r->mem, (size_t)r->body_bytes, 0, NULL);
-            const json_t *k = json_object_get(j, "apiKey");
-            if (json_is_string(k))
-                body_key = arena_strdup(r->a, json_string_value(k), &r->err);
-            json_decref(j);
+            const jsonr_value *j = jsonr_parse(r->a, (const char *)r->mem, (size_t)r->body_bytes,
+                                               0, NULL, NULL);
+            body_key = jsonr_string(jsonr_get(j, "apiKey"));
         }
         if (payload_version_check(r, EVENTS, 2) != ERR_OK || bugsnag_project(r, body_key) != ERR_OK ||
             integrity_check(r) != ERR_OK) {
