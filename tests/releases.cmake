@@ -12,3 +12,6 @@ endforeach()
 stacksift_unit_test(test_store_devcache SOURCES test_store_devcache.c
   ${PROJECT_SOURCE_DIR}/server/store/store_devcache.c LIBS base Threads::Threads)
 target_include_directories(test_store_devcache PRIVATE ${PROJECT_SOURCE_DIR}/server)
+# The session parsers (server/ingest/sessions.c) without a database: times against timegm,
+# refusals naming their field.
+stacksift_unit_test(test_sessions_parse SOURCES test_sessions_parse.c LIBS ingest)
