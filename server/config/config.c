@@ -209,6 +209,16 @@ static int parse_level(void *field, const char *value, const char **why)
     return 1;
 }
 
+static int parse_chunk_compression(void *field, const char *value, const char **why)
+{
+    if (strcmp(value, "gzip") != 0 && strcmp(value, "none") != 0) {
+        *why = "must be gzip or none";
+        return 0;
+    }
+    *(int *)field = strcmp(value, "gzip") == 0;
+    return 1;
+}
+
 static int parse_days(void *field, const char *value, const char **why)
 {
     uint64_t v;
@@ -356,6 +366,10 @@ static const config_var VARS[] = {
     {"STACKSIFT_CHUNK_EXPIRY_S", "3600", parse_seconds, offsetof(config, chunk_expiry_s),
      "sentry-cli upload chunks are deleted this long after upload (or after an assemble "
      "request last counted on them)"},
+    {"STACKSIFT_CHUNK_COMPRESSION", "gzip", parse_chunk_compression,
+     offsetof(config, chunk_gzip),
+     "what sentry-cli is told it may compress chunks with: gzip, or none (it then sends them "
+     "as they are: no gzip on the client, more bytes on the wire and in Postgres)"},
     {"STACKSIFT_SHUTDOWN_TIMEOUT_MS", "8000", parse_ms, offsetof(config, shutdown_timeout_ms),
      "on SIGTERM, how long in-flight requests may still run"},
     {"STACKSIFT_REQUEST_TIMEOUT_S", "60", parse_seconds, offsetof(config, request_timeout_s),

@@ -31,6 +31,7 @@ typedef struct {
     uint32_t db_timeout_ms;        /* STACKSIFT_DB_TIMEOUT_MS: connect and pool wait timeout */
     uint32_t dsym_threads;         /* STACKSIFT_DSYM_THREADS: DWARF conversion threads per upload */
     uint32_t chunk_expiry_s;       /* STACKSIFT_CHUNK_EXPIRY_S: sentry-cli chunks kept this long */
+    int chunk_gzip;                /* STACKSIFT_CHUNK_COMPRESSION: 1 = offer gzip, 0 = none */
     uint32_t shutdown_timeout_ms;  /* STACKSIFT_SHUTDOWN_TIMEOUT_MS: wait for in-flight requests */
     uint32_t request_timeout_s;    /* STACKSIFT_REQUEST_TIMEOUT_S: no progress in a body or an
                                       answer for this long closes the connection */

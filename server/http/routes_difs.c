@@ -103,9 +103,11 @@ enum MHD_Result handle_chunk_options(http_request *r)
     jsonw_kint(&w, "maxFileSize", (int64_t)cfg->max_upload_bytes);
     jsonw_kint(&w, "concurrency", CHUNK_CONCURRENCY);
     jsonw_kstr(&w, "hashAlgorithm", "sha1");
+    /* With none offered, sentry-cli sends chunks as they are (field `file`). */
     jsonw_key(&w, "compression");
     jsonw_array_begin(&w);
-    jsonw_str(&w, "gzip");
+    if (cfg->chunk_gzip)
+        jsonw_str(&w, "gzip");
     jsonw_array_end(&w);
     /* what older sentry-cli versions look for before they use chunks for debug files */
     jsonw_key(&w, "accept");

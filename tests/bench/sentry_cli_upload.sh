@@ -15,7 +15,8 @@
 # their ratio (target <= 1.5x) and, from the server's log, where the cli upload's time went
 # (chunk POSTs, assembly).
 # Env: BUILD_DIR (build), BENCH_DIR (build-bench), BENCH_REPEAT (2), BENCH_LOGS (a directory
-# to keep the servers' logs and sentry-cli's output in; default: not kept).
+# to keep the servers' logs and sentry-cli's output in; default: not kept); the servers'
+# settings pass through (STACKSIFT_CHUNK_COMPRESSION=none: sentry-cli sends chunks as they are).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD

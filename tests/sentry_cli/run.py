@@ -21,7 +21,9 @@ label db).
    read from Postgres; the chunk options; a poll right after the request that started an
    assembly waits for its outcome;
 5. bad input on the three routes, each a 4xx with a JSON body (and `detail`, which
-   sentry-cli prints) or an assemble "error", with nothing half stored.
+   sentry-cli prints) or an assemble "error", with nothing half stored;
+6. with STACKSIFT_CHUNK_COMPRESSION=none the options offer no compression and sentry-cli
+   sends its chunks as they are (stored plain), and the upload works the same.
 Prints "N passed, N failed" like tests/harness.h.
 """
 import gzip
@@ -456,10 +458,26 @@ def main():
                     print("server log tail:\n" + inst.tail_log(40), file=sys.stderr)
         with Instance("sentrycli_expiry", extra_env={"STACKSIFT_CHUNK_EXPIRY_S": "2"}) as inst:
             expiry(inst)
+        with Instance("sentrycli_plain", extra_env={"STACKSIFT_CHUNK_COMPRESSION": "none"}) as inst:
+            plain_chunks(inst, Cli(exe, inst, home), fixtures, fx)
     finally:
         shutil.rmtree(home, ignore_errors=True)
         shutil.rmtree(work, ignore_errors=True)
     return checks_done()
+
+
+def plain_chunks(inst, cli, fixtures, fx):
+    """STACKSIFT_CHUNK_COMPRESSION=none: no compression offered, so sentry-cli sends each chunk
+    as it is (field `file`); the file is assembled and stored with DWARF as with gzip."""
+    opts = inst.request("GET", CHUNKS, token=inst.tokens["upload"]).json()
+    check(opts["compression"] == [], f"no compression offered: {opts}")
+    f = fx["arm64-O0"] if "arm64-O0" in fx else next(iter(fx.values()))
+    rc, out, _ = cli.upload([os.path.join(fixtures, f["dsym"])], "dSYM with plain chunks")
+    for sl in f["slices"]:
+        row = dsym_row(inst, sl["uuid"])
+        check(row is not None and row["has_dwarf"], f"{f['name']} {sl['uuid']}: stored with DWARF ({row})")
+    kinds = inst.psql(inst.db_url, "SELECT gzip, count(*) FROM upload_chunks GROUP BY 1").strip()
+    check(kinds.startswith("f|") and "\n" not in kinds, f"every chunk came plain: {kinds!r}")
 
 
 def expiry(inst):
