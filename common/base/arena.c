@@ -58,6 +58,14 @@ void arena_free(arena *a)
 
 void *arena_alloc(arena *a, size_t n, err_info *err)
 {
+    void *p = arena_alloc_uninit(a, n, err);
+    if (p != NULL)
+        memset(p, 0, a->last_size);
+    return p;
+}
+
+void *arena_alloc_uninit(arena *a, size_t n, err_info *err)
+{
     if (n > SIZE_MAX - ARENA_ALIGN)
         return err_set(err, ERR_TOO_LARGE, "allocation of %zu bytes is too large", n), NULL;
     size_t size = (n + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
@@ -85,7 +93,6 @@ void *arena_alloc(arena *a, size_t n, err_info *err)
     void *p = c->data + c->used;
     c->used += size;
     a->used += size;
-    memset(p, 0, size);
     a->last = p;
     a->last_size = size;
     return p;

@@ -25,6 +25,10 @@ void arena_free(arena *a);
 /* arena_alloc - `n` bytes, zeroed, aligned for any type; NULL + ERR_TOO_LARGE over budget. */
 void *arena_alloc(arena *a, size_t n, err_info *err);
 
+/* arena_alloc_uninit - as arena_alloc, but the bytes are not zeroed: for memory the caller
+ * writes whole at once (copied strings, arrays filled from a scratch stack). */
+void *arena_alloc_uninit(arena *a, size_t n, err_info *err);
+
 /* arena_alloc_array - `count` * `size` bytes, zeroed; ERR_TOO_LARGE on overflow or budget. */
 void *arena_alloc_array(arena *a, size_t count, size_t size, err_info *err);
 

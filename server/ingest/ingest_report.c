@@ -24,7 +24,17 @@ err_code ingest_inflate_wbits(uint8_t **out, size_t *out_len, const uint8_t *in,
     *data_error = false;
     if (inflateInit2(&zs, wbits) != Z_OK)
         return err_set(err, ERR_INTERNAL, "%s: cannot initialize zlib", encoding);
+    /* A gzip member ends with ISIZE, its size mod 2^32 (RFC 1952 section 2.3.1): a hint that
+     * sizes the output in one allocation. Only a plausible one (up to 32x the input, JSON
+     * inflates ~10x): a hostile trailer must not buy a large allocation with a tiny body; the
+     * stream itself stays bounded by max whatever the hint. */
     size_t cap = in_len * 4 + 1024, len = 0;
+    if (wbits > MAX_WBITS + 8 && in_len >= 18 && in[0] == 0x1f && in[1] == 0x8b) {
+        const uint8_t *t = in + in_len - 4;
+        size_t isize = (size_t)t[0] | (size_t)t[1] << 8 | (size_t)t[2] << 16 | (size_t)t[3] << 24;
+        if (isize + 1 > cap && isize / 32 <= in_len)
+            cap = isize + 1;   /* + 1: the end is seen without growing */
+    }
     if (cap > max + 1)
         cap = (size_t)max + 1;
     uint8_t *dst = arena_alloc(a, cap, err);
