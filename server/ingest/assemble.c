@@ -507,11 +507,14 @@ done:
 
 /* Job `j` from its expected file `e` (taken off the list): the chunks that were not put in
  * place are written at their offsets (a local copy, else Postgres), the whole file is hashed
- * and, if it is the file named, moved to `as->path`. *placed, *local = chunks found in place,
- * from local copies. ERR_NOT_FOUND when the file cannot be used as it is (another chunk list,
- * a chunk of another size, or another SHA-1): the caller puts it together sequentially. */
-static err_code gather_placed(size_t *placed, size_t *local, ingest_assembler *asm_,
-                              const job *j, expected *e, assembly *as, err_info *err)
+ * and, if it is the file named, moved to `as->path`; `sha256_hex` = its SHA-256 (hashed in
+ * the same pass: the ingest then need not read the file for it). *placed, *local = chunks
+ * found in place, from local copies. ERR_NOT_FOUND when the file cannot be used as it is
+ * (another chunk list, a chunk of another size, or another SHA-1): the caller puts it
+ * together sequentially. */
+static err_code gather_placed(size_t *placed, size_t *local, char sha256_hex[65],
+                              ingest_assembler *asm_, const job *j, expected *e, assembly *as,
+                              err_info *err)
 {
     char from[4096];
     err_code rc = ERR_OK;
@@ -547,14 +550,16 @@ static err_code gather_placed(size_t *placed, size_t *local, ingest_assembler *a
     as->fd = -1;
     if (rc != ERR_OK)
         return rc;
-    /* The whole file, hashed in order (the digest fed by put_bytes above is not used). */
-    EVP_MD_CTX *md_ctx = EVP_MD_CTX_new();
-    if (!md_ctx || EVP_DigestInit_ex(md_ctx, EVP_sha1(), NULL) != 1) {
-        EVP_MD_CTX_free(md_ctx);
-        return err_set(err, ERR_INTERNAL, "sha1: cannot initialize OpenSSL digest");
-    }
+    /* The whole file's SHA-1 (the check) and SHA-256 (its blob's name), in one pass over it
+     * (the digest fed by put_bytes above is not used). */
+    uint8_t md[20], md256[32];
+    unsigned md_len = 20, md256_len = 32;
+    EVP_MD_CTX *c1 = EVP_MD_CTX_new(), *c256 = EVP_MD_CTX_new();
+    if (!c1 || !c256 || EVP_DigestInit_ex(c1, EVP_sha1(), NULL) != 1 ||
+        EVP_DigestInit_ex(c256, EVP_sha256(), NULL) != 1)
+        rc = err_set(err, ERR_INTERNAL, "sha1/sha256: cannot initialize OpenSSL digests");
     uint64_t total = 0;
-    for (;;) {
+    while (rc == ERR_OK) {
         ssize_t n = pread(e->fd, as->chunk, ASSEMBLE_CHUNK_BYTES, (off_t)total);
         if (n < 0 && errno == EINTR)
             continue;
@@ -564,21 +569,26 @@ static err_code gather_placed(size_t *placed, size_t *local, ingest_assembler *a
         }
         if (n == 0)
             break;
-        EVP_DigestUpdate(md_ctx, as->chunk, (size_t)n);
+        EVP_DigestUpdate(c1, as->chunk, (size_t)n);
+        EVP_DigestUpdate(c256, as->chunk, (size_t)n);
         total += (uint64_t)n;
-        if (total > as->max) {
+        if (total > as->max)
             rc = err_set(err, ERR_TOO_LARGE, "the assembled file is larger than the limit of "
                          "%llu bytes", (unsigned long long)as->max);
-            break;
-        }
     }
-    uint8_t md[20];
-    unsigned md_len = 20;
-    if (rc == ERR_OK && EVP_DigestFinal_ex(md_ctx, md, &md_len) != 1)
-        rc = err_set(err, ERR_INTERNAL, "sha1: OpenSSL digest failed");
-    EVP_MD_CTX_free(md_ctx);
+    if (rc == ERR_OK && (EVP_DigestFinal_ex(c1, md, &md_len) != 1 ||
+                         EVP_DigestFinal_ex(c256, md256, &md256_len) != 1))
+        rc = err_set(err, ERR_INTERNAL, "sha1/sha256: OpenSSL digest failed");
+    EVP_MD_CTX_free(c1);
+    EVP_MD_CTX_free(c256);
     if (rc != ERR_OK)
         return rc;
+    static const char digits[] = "0123456789abcdef";
+    for (unsigned i = 0; i < 32; i++) {
+        sha256_hex[2 * i] = digits[md256[i] >> 4];
+        sha256_hex[2 * i + 1] = digits[md256[i] & 15];
+    }
+    sha256_hex[64] = '\0';
     char hex[41];
     sha1_hex(hex, md);
     if (strcmp(hex, j->sha1) != 0)
@@ -618,7 +628,9 @@ static err_code assemble_file(ingest_dsym_file *file, size_t *placed, size_t *lo
     z_ready = true;
     as.out = xmalloc(1 << 16);
     as.chunk = xmalloc(ASSEMBLE_CHUNK_BYTES);
-    rc = e ? gather_placed(placed, local, asm_, j, e, &as, err) : ERR_NOT_FOUND;
+    char sha256_hex[65] = "";
+    rc = e ? gather_placed(placed, local, sha256_hex, asm_, j, e, &as, err) : ERR_NOT_FOUND;
+    bool in_place = rc == ERR_OK;
     if (rc == ERR_NOT_FOUND) {   /* not in place: in order, from local copies or Postgres */
         *placed = 0;
         as.written = 0;
@@ -638,7 +650,9 @@ static err_code assemble_file(ingest_dsym_file *file, size_t *placed, size_t *lo
     const char *inputs[1] = {path};
     ingest_dsym_file *files;
     size_t n;
-    rc = ingest_dsym_upload(&files, &n, o->store, inputs, 1, work, o->cache, &o->dsym, a, err);
+    const char *sha256s[1] = {in_place ? sha256_hex : NULL};
+    rc = ingest_dsym_upload_hashed(&files, &n, o->store, inputs, sha256s, 1, work, o->cache,
+                                   &o->dsym, a, err);
     if (rc != ERR_OK)
         goto done;
     *file = files[0];

@@ -134,6 +134,15 @@ err_code ingest_dsym_upload(ingest_dsym_file **out, size_t *n, store *s,
                             symfiles *cache, const dsym_options *opts, arena *a,
                             err_info *err);
 
+/* ingest_dsym_upload_hashed - ingest_dsym_upload with the inputs' SHA-256s (64 lower-case hex
+ * digits each, the names of their blobs) known already: `input_sha256[i]` is used for
+ * inputs[i] instead of reading the file again (NULL, or a NULL entry: computed). The caller
+ * vouches for them: they name the blobs stored. */
+err_code ingest_dsym_upload_hashed(ingest_dsym_file **out, size_t *n, store *s,
+                                   const char *const *inputs, const char *const *input_sha256,
+                                   size_t ninputs, const char *work_dir, symfiles *cache,
+                                   const dsym_options *opts, arena *a, err_info *err);
+
 /* ingest_sha256_file_hex - hex SHA-256 of the file at `path`, streamed (the name of a blob).
  * Errors ERR_IO, ERR_INTERNAL (OpenSSL could not set up the digest). */
 err_code ingest_sha256_file_hex(char out[65], const char *path, err_info *err);

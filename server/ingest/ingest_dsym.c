@@ -108,6 +108,15 @@ err_code ingest_dsym_upload(ingest_dsym_file **out, size_t *n, store *s,
                             const char *const *inputs, size_t ninputs, const char *work_dir,
                             symfiles *cache, const dsym_options *opts, arena *a, err_info *err)
 {
+    return ingest_dsym_upload_hashed(out, n, s, inputs, NULL, ninputs, work_dir, cache, opts, a,
+                                     err);
+}
+
+err_code ingest_dsym_upload_hashed(ingest_dsym_file **out, size_t *n, store *s,
+                                   const char *const *inputs, const char *const *input_sha256,
+                                   size_t ninputs, const char *work_dir, symfiles *cache,
+                                   const dsym_options *opts, arena *a, err_info *err)
+{
     built_list built = {0};
     store_dsym_record *rows = NULL;
     char (*input_sha)[65] = NULL;
@@ -136,6 +145,10 @@ err_code ingest_dsym_upload(ingest_dsym_file **out, size_t *n, store *s,
 
     input_sha = xcalloc(ninputs, sizeof *input_sha);
     for (size_t i = 0; i < ninputs; i++) {
+        if (input_sha256 && input_sha256[i]) {
+            snprintf(input_sha[i], sizeof input_sha[i], "%s", input_sha256[i]);
+            continue;
+        }
         rc = ingest_sha256_file_hex(input_sha[i], inputs[i], err);
         if (rc != ERR_OK)
             goto done;

@@ -458,7 +458,8 @@ def main():
                     print("server log tail:\n" + inst.tail_log(40), file=sys.stderr)
         with Instance("sentrycli_expiry", extra_env={"STACKSIFT_CHUNK_EXPIRY_S": "2"}) as inst:
             expiry(inst)
-        with Instance("sentrycli_plain", extra_env={"STACKSIFT_CHUNK_COMPRESSION": "none"}) as inst:
+        with Instance("sentrycli_plain", extra_env={"STACKSIFT_CHUNK_COMPRESSION": "none",
+                                                    "STACKSIFT_LOG_LEVEL": "info"}) as inst:
             plain_chunks(inst, Cli(exe, inst, home), fixtures, fx)
     finally:
         shutil.rmtree(home, ignore_errors=True)
@@ -478,6 +479,13 @@ def plain_chunks(inst, cli, fixtures, fx):
         check(row is not None and row["has_dwarf"], f"{f['name']} {sl['uuid']}: stored with DWARF ({row})")
     kinds = inst.psql(inst.db_url, "SELECT gzip, count(*) FROM upload_chunks GROUP BY 1").strip()
     check(kinds.startswith("f|") and "\n" not in kinds, f"every chunk came plain: {kinds!r}")
+    # The file was put together in place and hashed once: its blob is named by its SHA-256.
+    dwarf = os.path.join(fixtures, f["dsym"], "Contents", "Resources", "DWARF")
+    want = hashlib.sha256(open(os.path.join(dwarf, os.listdir(dwarf)[0]), "rb").read()).hexdigest()
+    got = inst.psql(inst.db_url, "SELECT DISTINCT original_blob FROM dsyms").strip()
+    ev = log_events(inst, "dif_assembled")
+    check(got == want and ev and all(e["placed_chunks"] == e["chunks"] for e in ev),
+          f"the placed file's blob is named by its SHA-256: {got!r} vs {want}, {ev}")
 
 
 def expiry(inst):
