@@ -7,6 +7,7 @@ PACKAGES=(
   build-essential cmake pkg-config git ca-certificates
   libmicrohttpd-dev libjansson-dev libpq-dev libpcre2-dev libdwarf-dev libelf-dev zlib1g-dev
   libzip-dev zip unzip libssl-dev libzstd-dev
+  libdeflate-dev   # gzip bodies in one call (server/ingest/ingest_report.c); zlib streams the rest
   libcurl4-openssl-dev   # alert webhooks (server/ingest/alerts.c): HTTPS to Slack and others
   postgresql postgresql-client
   clang-14 lld-14 llvm-14 libclang-rt-14-dev

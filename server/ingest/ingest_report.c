@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <openssl/evp.h>
+#include <libdeflate.h>
 #include <zlib.h>
 
 #include "base/buf.h"
@@ -15,26 +16,50 @@
 
 #include "crashreport/crashreport.h"
 
+/* A whole gzip body in one libdeflate call, sized by the trailer's ISIZE (RFC 1952 section
+ * 2.3.1): about twice as fast as zlib's stream. Only for a body that is one member whose
+ * ISIZE is plausible (up to 32x the input, JSON inflates ~10x; within max): a hostile trailer
+ * must not buy a large allocation with a tiny body. false when it does not apply or the body
+ * does not decode to exactly ISIZE bytes: zlib's stream then decodes it, or says why not. */
+static bool gunzip_whole(uint8_t **out, size_t *out_len, const uint8_t *in, size_t in_len,
+                         uint64_t max, arena *a)
+{
+    if (in_len < 18 || in[0] != 0x1f || in[1] != 0x8b)
+        return false;
+    const uint8_t *t = in + in_len - 4;
+    size_t isize = (size_t)t[0] | (size_t)t[1] << 8 | (size_t)t[2] << 16 | (size_t)t[3] << 24;
+    if (isize > max || isize / 32 > in_len)
+        return false;
+    uint8_t *dst = arena_alloc_uninit(a, isize + 1, NULL);
+    struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
+    if (dst == NULL || d == NULL) {
+        libdeflate_free_decompressor(d);
+        return false;
+    }
+    size_t in_used = 0, n = 0;
+    enum libdeflate_result r = libdeflate_gzip_decompress_ex(d, in, in_len, dst, isize, &in_used, &n);
+    libdeflate_free_decompressor(d);
+    if (r != LIBDEFLATE_SUCCESS || n != isize || in_used != in_len)
+        return false;
+    dst[n] = 0;
+    *out = dst;
+    *out_len = n;
+    return true;
+}
+
 err_code ingest_inflate_wbits(uint8_t **out, size_t *out_len, const uint8_t *in, size_t in_len,
                               int wbits, const char *encoding, uint64_t max,
                               const char *what, bool *data_error, arena *a, err_info *err)
 {
+    *data_error = false;
+    if (wbits == 16 + MAX_WBITS && gunzip_whole(out, out_len, in, in_len, max, a))
+        return ERR_OK;
     z_stream zs;
     memset(&zs, 0, sizeof zs);
     *data_error = false;
     if (inflateInit2(&zs, wbits) != Z_OK)
         return err_set(err, ERR_INTERNAL, "%s: cannot initialize zlib", encoding);
-    /* A gzip member ends with ISIZE, its size mod 2^32 (RFC 1952 section 2.3.1): a hint that
-     * sizes the output in one allocation. Only a plausible one (up to 32x the input, JSON
-     * inflates ~10x): a hostile trailer must not buy a large allocation with a tiny body; the
-     * stream itself stays bounded by max whatever the hint. */
     size_t cap = in_len * 4 + 1024, len = 0;
-    if (wbits > MAX_WBITS + 8 && in_len >= 18 && in[0] == 0x1f && in[1] == 0x8b) {
-        const uint8_t *t = in + in_len - 4;
-        size_t isize = (size_t)t[0] | (size_t)t[1] << 8 | (size_t)t[2] << 16 | (size_t)t[3] << 24;
-        if (isize + 1 > cap && isize / 32 <= in_len)
-            cap = isize + 1;   /* + 1: the end is seen without growing */
-    }
     if (cap > max + 1)
         cap = (size_t)max + 1;
     uint8_t *dst = arena_alloc(a, cap, err);
