@@ -104,7 +104,29 @@ static void encodings(void)
     CHECK_EQ_INT(prepare(&res, "deflate", z, n, false, a, &err), ERR_TOO_LARGE);
     CHECK(strstr(err.msg, "larger than 1048576 bytes after deflate decoding") != NULL);
     free(z);
+    /* the same through gzip, whose trailer states the size (the decoder's first guess) */
+    z = deflate_bytes(&n, zeros, big, 31);
+    CHECK_EQ_INT(prepare(&res, "gzip", z, n, false, a, &err), ERR_TOO_LARGE);
+    CHECK(strstr(err.msg, "larger than 1048576 bytes after gzip decoding") != NULL);
+    free(z);
     free(zeros);
+    /* a gzip trailer that lies about the size (or the CRC) is corrupt, whatever the guess */
+    n = strlen(env);
+    z = deflate_bytes(&n, env, n, 31);
+    for (int lie = 0; lie < 3; lie++) {
+        unsigned char *t = malloc(n);
+        memcpy(t, z, n);
+        if (lie == 0)
+            memcpy(t + n - 4, "\x01\x00\x00\x00", 4);  /* ISIZE 1 */
+        else if (lie == 1)
+            memcpy(t + n - 4, "\xff\xff\xff\x7f", 4);  /* ISIZE 2 GB */
+        else
+            t[n - 8] ^= 0xff;                              /* CRC-32 */
+        CHECK_EQ_INT(prepare(&res, "gzip", t, n, false, a, &err), ERR_INVALID);
+        CHECK(strstr(err.msg, "gzip body is corrupt") != NULL);
+        free(t);
+    }
+    free(z);
     arena_free(a);
     free(env);
 }
