@@ -130,6 +130,16 @@ static void utf8_checks_and_repairs(void)
     CHECK_EQ_STR(utf8_repair(out, 13, "\xff\xff\xff\xff\xff"),
                  "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
     CHECK(utf8_valid(out, strlen(out)));
+    /* encode: each length, read back as one valid sequence of that length */
+    static const unsigned CP[] = {0x41, 0xE9, 0x20AC, 0x1F600, 0x10FFFF};
+    for (size_t i = 0; i < sizeof CP / sizeof CP[0]; i++) {
+        char enc[4];
+        size_t n = utf8_encode(enc, CP[i]);
+        CHECK_EQ_INT(n, i < 3 ? i + 1 : 4);
+        CHECK_EQ_INT(utf8_seq_len(enc, n), n);
+    }
+    char euro[4];
+    CHECK(utf8_encode(euro, 0x20AC) == 3 && memcmp(euro, "\xe2\x82\xac", 3) == 0);
 }
 
 static void map_missing_file_is_not_found(void)

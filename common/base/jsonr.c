@@ -132,26 +132,6 @@ static bool hex4(const char *s, const char *end, unsigned *cp)
     return true;
 }
 
-static char *put_utf8(char *out, unsigned cp)
-{
-    if (cp < 0x80) {
-        *out++ = (char)cp;
-    } else if (cp < 0x800) {
-        *out++ = (char)(0xC0 | (cp >> 6));
-        *out++ = (char)(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        *out++ = (char)(0xE0 | (cp >> 12));
-        *out++ = (char)(0x80 | ((cp >> 6) & 0x3F));
-        *out++ = (char)(0x80 | (cp & 0x3F));
-    } else {
-        *out++ = (char)(0xF0 | (cp >> 18));
-        *out++ = (char)(0x80 | ((cp >> 12) & 0x3F));
-        *out++ = (char)(0x80 | ((cp >> 6) & 0x3F));
-        *out++ = (char)(0x80 | (cp & 0x3F));
-    }
-    return out;
-}
-
 /* The escape at s (s[0] == '\\') decoded to out; returns the byte after it, NULL on error
  * (reported). *outp advances past what was written. */
 static const char *unescape(parser *p, const char *s, char **outp)
@@ -184,7 +164,7 @@ static const char *unescape(parser *p, const char *s, char **outp)
         }
         if (cp == 0)
             return fail(p, s, JSONR_ERR_SYNTAX, "\\u0000 is not allowed"), NULL;
-        out = put_utf8(out, cp);
+        out += utf8_encode(out, cp);
         break;
     }
     default:

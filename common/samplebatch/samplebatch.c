@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/utf8.h"
+
 #define JSON_MAX_DEPTH 512
 
 typedef struct {
@@ -85,48 +87,6 @@ static int hexval(char c)
            : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
 }
 
-/* Length of the UTF-8 sequence at s (RFC 3629: no overlongs, no surrogates, <= U+10FFFF),
- * 0 if malformed. */
-static size_t utf8_len(const unsigned char *s, const unsigned char *end)
-{
-    unsigned c = s[0];
-    size_t n = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3
-               : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
-    if (n == 0 || (size_t)(end - s) < n)
-        return 0;
-    for (size_t i = 1; i < n; i++)
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-    if ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] > 0x9F) ||
-        (c == 0xF0 && s[1] < 0x90) || (c == 0xF4 && s[1] > 0x8F))
-        return 0;
-    return n;
-}
-
-static size_t put_utf8(char *out, unsigned cp)
-{
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | cp >> 6);
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | cp >> 12);
-        out[1] = (char)(0x80 | (cp >> 6 & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | cp >> 18);
-    out[1] = (char)(0x80 | (cp >> 12 & 0x3F));
-    out[2] = (char)(0x80 | (cp >> 6 & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 /*
  * The string starting at s (its '"'): checked, and decoded into out (may be NULL; room for
  * the raw length is enough) with *out_len its decoded length. Returns the byte after the
@@ -153,7 +113,7 @@ static const char *scan_string(parser *p, const char *s, const char *end, char *
         if (c < 0x20)
             return syntax(p, s, "control character in a string"), NULL;
         if (c >= 0x80) {
-            size_t k = utf8_len((const unsigned char *)s, (const unsigned char *)end);
+            size_t k = utf8_seq_len(s, (size_t)(end - s));
             if (k == 0)
                 return syntax(p, s, "invalid UTF-8 in a string"), NULL;
             if (out)
@@ -205,7 +165,7 @@ static const char *scan_string(parser *p, const char *s, const char *end, char *
         if (cp == 0)
             return syntax(p, s - 6, "\\u0000 in a string"), NULL;
         char tmp[4];
-        size_t k = put_utf8(tmp, cp);
+        size_t k = utf8_encode(tmp, cp);
         if (out)
             memcpy(out + n, tmp, k);
         n += k;
