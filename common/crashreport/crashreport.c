@@ -2,6 +2,7 @@
  * crashreport.c - format detection, the shared builder, address helpers.
  */
 #include "crashreport/crashreport_internal.h"
+#include "crashreport/text_internal.h"
 #include "demangle/demangle.h"
 
 #include <ctype.h>
@@ -145,6 +146,17 @@ char *cr_strndup(cr_builder *b, const char *s, size_t n)
 char *cr_strdup(cr_builder *b, const char *s)
 {
     return s == NULL ? NULL : cr_strndup(b, s, strlen(s));
+}
+
+pcre2_code *cr_regex_compile(const char *pattern)
+{
+    int errcode;
+    PCRE2_SIZE erroff;
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, 0, &errcode,
+                                   &erroff, NULL);
+    if (re != NULL)
+        (void)pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* no JIT: the interpreter still works */
+    return re;
 }
 
 const char *cr_basename(const char *path)

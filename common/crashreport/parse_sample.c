@@ -40,8 +40,6 @@
  * Source: sample(1) and spindump(8) manual pages; the reports in
  * ../shared/real-xcode/macsymbolicator-2021-03/Samples/ and their atos-symbolicated copies.
  */
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
 #include <pthread.h>
 
 #include <stdlib.h>
@@ -49,6 +47,7 @@
 
 #include "base/xalloc.h"
 #include "crashreport/crashreport_internal.h"
+#include "crashreport/text_internal.h"
 
 /* "SYMBOL  (in IMAGE) + OFF  [0xADDR]", "???  (in IMAGE)  load address 0xL + 0xOFF  [0xADDR]",
  * "SYMBOL (in IMAGE) (FILE:LINE) [0xADDR]", each optionally followed by "  FILE:LINE". */
@@ -73,78 +72,19 @@ static pcre2_code *re_sample, *re_spin, *re_bare;
 static pthread_once_t patterns_once = PTHREAD_ONCE_INIT;
 static bool patterns_ok;
 
-static pcre2_code *compile_one(const char *pat)
-{
-    int errcode;
-    PCRE2_SIZE erroff;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED, 0, &errcode, &erroff, NULL);
-    if (re != NULL)
-        (void)pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* no JIT: the interpreter still works */
-    return re;
-}
-
 static void compile_patterns(void)
 {
-    re_sample = compile_one(PAT_SAMPLE_FRAME);
-    re_spin = compile_one(PAT_SPINDUMP_FRAME);
-    re_bare = compile_one(PAT_BARE_FRAME);
+    re_sample = cr_regex_compile(PAT_SAMPLE_FRAME);
+    re_spin = cr_regex_compile(PAT_SPINDUMP_FRAME);
+    re_bare = cr_regex_compile(PAT_BARE_FRAME);
     patterns_ok = re_sample != NULL && re_spin != NULL && re_bare != NULL;
-}
-
-/* ---- small helpers -------------------------------------------------------------------------- */
-
-static bool is_blank(char c)
-{
-    return c == ' ' || c == '\t';
-}
-
-static void trim(const char **s, size_t *n)
-{
-    while (*n > 0 && (is_blank(**s) || **s == '\r'))
-        (*s)++, (*n)--;
-    while (*n > 0 && (is_blank((*s)[*n - 1]) || (*s)[*n - 1] == '\r'))
-        (*n)--;
-}
-
-static bool starts(const char *s, size_t n, const char *prefix)
-{
-    size_t k = strlen(prefix);
-    return n >= k && memcmp(s, prefix, k) == 0;
-}
-
-static size_t parse_dec(const char *s, size_t n, uint64_t *out)
-{
-    uint64_t v = 0;
-    size_t i = 0;
-    while (i < n && s[i] >= '0' && s[i] <= '9') {
-        uint64_t d = (uint64_t)(s[i] - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            return 0;
-        v = v * 10 + d;
-        i++;
-    }
-    *out = v;
-    return i;
-}
-
-static uint64_t hex_value(const char *s, size_t n)
-{
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        unsigned d = c >= '0' && c <= '9' ? (unsigned)(c - '0')
-                     : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
-                                            : (unsigned)(c - 'A' + 10);
-        v = (v << 4) | d;
-    }
-    return v;
 }
 
 /* "3 seconds", "2.10s", "1500ms", "1.5 min" -> ms; 0 if unreadable */
 static uint64_t duration_ms(const char *s, size_t n)
 {
     uint64_t whole = 0, frac = 0, scale = 1;
-    size_t i = parse_dec(s, n, &whole);
+    size_t i = cr_parse_dec(s, n, &whole);
     if (i == 0 || whole > UINT64_MAX / 3600000u)
         return 0;
     if (i < n && s[i] == '.') {
@@ -157,12 +97,12 @@ static uint64_t duration_ms(const char *s, size_t n)
             i++;
         }
     }
-    while (i < n && is_blank(s[i]))
+    while (i < n && cr_is_blank(s[i]))
         i++;
     uint64_t unit = 1000; /* seconds unless said otherwise */
-    if (starts(s + i, n - i, "ms") || starts(s + i, n - i, "milli"))
+    if (cr_starts(s + i, n - i, "ms") || cr_starts(s + i, n - i, "milli"))
         unit = 1;
-    else if (starts(s + i, n - i, "min"))
+    else if (cr_starts(s + i, n - i, "min"))
         unit = 60000;
     return whole * unit + frac * unit / scale;
 }
@@ -211,7 +151,7 @@ static void header_line(sample_parser *p, const char *s, size_t n)
 {
     cr_builder *b = p->b;
     crashreport_metadata *m = &b->r->meta;
-    if (starts(s, n, "Sampling process ")) {
+    if (cr_starts(s, n, "Sampling process ")) {
         /* "Sampling process 93419 for 3 seconds with 1 millisecond of run time ..." */
         const char *f = memmem(s, n, " for ", 5);
         if (f != NULL && m->hang_duration_ms == 0)
@@ -224,7 +164,7 @@ static void header_line(sample_parser *p, const char *s, size_t n)
     size_t kn = (size_t)(colon - s);
     const char *v = colon + 1;
     size_t vn = n - kn - 1;
-    trim(&v, &vn);
+    cr_trim(&v, &vn);
 #define KEY(k) (kn == sizeof k - 1 && memcmp(s, k, kn) == 0)
     if (KEY("Process")) {
         if (++p->processes > 1 && p->spindump) {
@@ -235,7 +175,7 @@ static void header_line(sample_parser *p, const char *s, size_t n)
         const char *open = memchr(v, '[', vn);
         if (open != NULL)
             pn = (size_t)(open - v);
-        while (pn > 0 && is_blank(v[pn - 1]))
+        while (pn > 0 && cr_is_blank(v[pn - 1]))
             pn--;
         set_meta(b, &m->process, v, pn);
     } else if (KEY("Command")) {
@@ -248,9 +188,9 @@ static void header_line(sample_parser *p, const char *s, size_t n)
         set_meta(b, &m->version_text, v, vn);
         const char *open = memchr(v, '(', vn);
         size_t an = open ? (size_t)(open - v) : vn;
-        while (an > 0 && is_blank(v[an - 1]))
+        while (an > 0 && cr_is_blank(v[an - 1]))
             an--;
-        if (an > 0 && !starts(v, an, "???"))
+        if (an > 0 && !cr_starts(v, an, "???"))
             set_meta(b, &m->app_version, v, an);
         if (open != NULL && vn > 0 && v[vn - 1] == ')' && (size_t)(v + vn - 1 - open - 1) > 0)
             set_meta(b, &m->build, open + 1, (size_t)(v + vn - 1 - open - 1));
@@ -290,8 +230,8 @@ static void header_line(sample_parser *p, const char *s, size_t n)
 static bool thread_line(sample_parser *p, const char *s, size_t n, uint64_t count, bool has_count)
 {
     cr_builder *b = p->b;
-    bool sample = starts(s, n, "Thread_");
-    if (!sample && !starts(s, n, "Thread 0x"))
+    bool sample = cr_starts(s, n, "Thread_");
+    if (!sample && !cr_starts(s, n, "Thread 0x"))
         return false;
     crashreport_thread *t = cr_add_thread(b);
     if (t == NULL)
@@ -314,7 +254,7 @@ static bool thread_line(sample_parser *p, const char *s, size_t n, uint64_t coun
         size_t nn = dq ? (size_t)(dq - rest) : rn;
         if (nn > 0 && name[0] == ':')
             name++, nn--;
-        trim(&name, &nn);
+        cr_trim(&name, &nn);
         if (nn > 0)
             t->name = cr_strndup(b, name, nn);
         if (dq != NULL) {
@@ -325,7 +265,7 @@ static bool thread_line(sample_parser *p, const char *s, size_t n, uint64_t coun
                 const char *paren = memmem(q, qn, "  (", 3);
                 if (paren != NULL)
                     qn = (size_t)(paren - q);
-                trim(&q, &qn);
+                cr_trim(&q, &qn);
                 if (qn > 0)
                     t->queue = cr_strndup(b, q, qn);
             }
@@ -351,7 +291,7 @@ static bool thread_line(sample_parser *p, const char *s, size_t n, uint64_t coun
             while (d > rest && d[-1] >= '0' && d[-1] <= '9')
                 d--;
             uint64_t c;
-            if (d < smp && parse_dec(d, (size_t)(smp - d), &c) == (size_t)(smp - d))
+            if (d < smp && cr_parse_dec(d, (size_t)(smp - d), &c) == (size_t)(smp - d))
                 t->sample_count = c;
         }
     }
@@ -366,16 +306,6 @@ static void note_partial(sample_parser *p, bool *once, const char *what)
     *once = true;
 }
 
-static bool group(pcre2_match_data *md, int g, const char *s, const char **out, size_t *n)
-{
-    PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
-    if (ov[2 * g] == PCRE2_UNSET)
-        return false;
-    *out = s + ov[2 * g];
-    *n = ov[2 * g + 1] - ov[2 * g];
-    return true;
-}
-
 /* The frame text after the count: fills f; false if no pattern reads it. */
 static bool frame_text(sample_parser *p, crashreport_frame *f, const char *s, size_t n)
 {
@@ -386,42 +316,42 @@ static bool frame_text(sample_parser *p, crashreport_frame *f, const char *s, si
     const char *sym = NULL;
     size_t symn = 0;
     if (pcre2_match(re_sample, (PCRE2_SPTR)s, n, 0, 0, p->md, NULL) >= 0) {
-        group(p->md, 1, s, &sym, &symn);
-        if (group(p->md, 2, s, &g, &gn))
+        cr_regex_group(p->md, 1, s, &sym, &symn);
+        if (cr_regex_group(p->md, 2, s, &g, &gn))
             f->image_name = cr_strndup(b, g, gn);
-        if (group(p->md, 3, s, &g, &gn) && parse_dec(g, gn, &v) == gn) {
+        if (cr_regex_group(p->md, 3, s, &g, &gn) && cr_parse_dec(g, gn, &v) == gn) {
             f->symbol_offset = v;
             f->has_symbol_offset = true;
         }
-        if (group(p->md, 6, s, &g, &gn) && gn > 0) {
+        if (cr_regex_group(p->md, 6, s, &g, &gn) && gn > 0) {
             f->file = cr_strndup(b, g, gn);
-            if (group(p->md, 7, s, &g, &gn) && parse_dec(g, gn, &v) == gn && v < UINT32_MAX)
+            if (cr_regex_group(p->md, 7, s, &g, &gn) && cr_parse_dec(g, gn, &v) == gn && v < UINT32_MAX)
                 f->line = (uint32_t)v;
-        } else if (group(p->md, 9, s, &g, &gn)) {
+        } else if (cr_regex_group(p->md, 9, s, &g, &gn)) {
             f->file = cr_strndup(b, g, gn);
-            if (group(p->md, 10, s, &g, &gn) && parse_dec(g, gn, &v) == gn && v < UINT32_MAX)
+            if (cr_regex_group(p->md, 10, s, &g, &gn) && cr_parse_dec(g, gn, &v) == gn && v < UINT32_MAX)
                 f->line = (uint32_t)v;
         }
-        group(p->md, 8, s, &g, &gn);
-        f->addr = hex_value(g, gn);
+        cr_regex_group(p->md, 8, s, &g, &gn);
+        (void)cr_parse_hex(g, gn, &f->addr); /* the pattern took 1-16 hex digits */
     } else if (pcre2_match(re_spin, (PCRE2_SPTR)s, n, 0, 0, p->md, NULL) >= 0) {
-        group(p->md, 1, s, &sym, &symn);
-        if (group(p->md, 2, s, &g, &gn) && parse_dec(g, gn, &v) == gn) {
+        cr_regex_group(p->md, 1, s, &sym, &symn);
+        if (cr_regex_group(p->md, 2, s, &g, &gn) && cr_parse_dec(g, gn, &v) == gn) {
             f->symbol_offset = v;
             f->has_symbol_offset = true;
         }
-        if (group(p->md, 3, s, &g, &gn))
+        if (cr_regex_group(p->md, 3, s, &g, &gn))
             f->image_name = cr_strndup(b, g, gn);
-        group(p->md, 5, s, &g, &gn);
-        f->addr = hex_value(g, gn);
+        cr_regex_group(p->md, 5, s, &g, &gn);
+        (void)cr_parse_hex(g, gn, &f->addr); /* the pattern took 1-16 hex digits */
     } else if (pcre2_match(re_bare, (PCRE2_SPTR)s, n, 0, 0, p->md, NULL) >= 0) {
-        group(p->md, 1, s, &sym, &symn);
-        group(p->md, 2, s, &g, &gn);
-        f->addr = hex_value(g, gn);
+        cr_regex_group(p->md, 1, s, &sym, &symn);
+        cr_regex_group(p->md, 2, s, &g, &gn);
+        (void)cr_parse_hex(g, gn, &f->addr); /* the pattern took 1-16 hex digits */
     } else {
         return false;
     }
-    trim(&sym, &symn);
+    cr_trim(&sym, &symn);
     if (symn > 0 && !(symn == 3 && memcmp(sym, "???", 3) == 0))
         f->symbol = cr_strndup(b, sym, symn);
     return true;
@@ -507,15 +437,15 @@ static void frame_line(sample_parser *p, size_t column, uint64_t count, const ch
 static bool graph_prefix(const char *s, size_t n, size_t *column, uint64_t *count, size_t *text)
 {
     size_t i = 0;
-    while (i < n && (is_blank(s[i]) || s[i] == '+' || s[i] == '!' || s[i] == ':' || s[i] == '|' ||
+    while (i < n && (cr_is_blank(s[i]) || s[i] == '+' || s[i] == '!' || s[i] == ':' || s[i] == '|' ||
                      s[i] == '*'))
         i++;
-    size_t d = parse_dec(s + i, n - i, count);
-    if (d == 0 || i + d >= n || !is_blank(s[i + d]))
+    size_t d = cr_parse_dec(s + i, n - i, count);
+    if (d == 0 || i + d >= n || !cr_is_blank(s[i + d]))
         return false;
     *column = i;
     size_t k = i + d;
-    while (k < n && is_blank(s[k]))
+    while (k < n && cr_is_blank(s[k]))
         k++;
     *text = k;
     return k < n;
@@ -527,22 +457,22 @@ static void graph_line(sample_parser *p, const char *s, size_t n, size_t off)
     uint64_t count;
     const char *t = s;
     size_t tn = n;
-    trim(&t, &tn);
+    cr_trim(&t, &tn);
     if (tn == 0) {
         p->in_thread = false; /* spindump: threads are separated by blank lines */
         if (!p->spindump)
             p->state = S_AFTER;
         return;
     }
-    if (starts(t, tn, "Thread_") || starts(t, tn, "Thread 0x")) {
+    if (cr_starts(t, tn, "Thread_") || cr_starts(t, tn, "Thread 0x")) {
         thread_line(p, t, tn, 0, false);
         return;
     }
     if (graph_prefix(s, n, &column, &count, &text)) {
         const char *rest = s + text;
         size_t rn = n - text;
-        trim(&rest, &rn);
-        if (starts(rest, rn, "Thread_")) {
+        cr_trim(&rest, &rn);
+        if (cr_starts(rest, rn, "Thread_")) {
             thread_line(p, rest, rn, count, true);
             return;
         }
@@ -557,7 +487,7 @@ static void graph_line(sample_parser *p, const char *s, size_t n, size_t off)
         frame_line(p, column, count, rest, rn, off, n);
         return;
     }
-    if (starts(t, tn, "Binary Images:")) {
+    if (cr_starts(t, tn, "Binary Images:")) {
         p->state = S_IMAGES;
         return;
     }
@@ -574,7 +504,7 @@ static void sample_line(sample_parser *p, const char *s, size_t n, size_t off)
 {
     const char *t = s;
     size_t tn = n;
-    trim(&t, &tn);
+    cr_trim(&t, &tn);
     switch (p->state) {
     case S_DONE:
         return;
@@ -583,12 +513,12 @@ static void sample_line(sample_parser *p, const char *s, size_t n, size_t off)
             p->state = S_GRAPH;
             return;
         }
-        if (p->spindump && (starts(t, tn, "Thread 0x"))) {
+        if (p->spindump && (cr_starts(t, tn, "Thread 0x"))) {
             p->state = S_GRAPH;
             graph_line(p, s, n, off);
             return;
         }
-        if (starts(t, tn, "Binary Images:")) {
+        if (cr_starts(t, tn, "Binary Images:")) {
             p->state = S_IMAGES;
             return;
         }
@@ -598,9 +528,9 @@ static void sample_line(sample_parser *p, const char *s, size_t n, size_t off)
         graph_line(p, s, n, off);
         return;
     case S_AFTER:
-        if (starts(t, tn, "Binary Images:"))
+        if (cr_starts(t, tn, "Binary Images:"))
             p->state = S_IMAGES;
-        else if (p->spindump && starts(t, tn, "Thread 0x"))
+        else if (p->spindump && cr_starts(t, tn, "Thread 0x"))
             graph_line(p, s, n, off), p->state = S_GRAPH;
         else if (p->spindump)
             header_line(p, t, tn);
@@ -611,7 +541,7 @@ static void sample_line(sample_parser *p, const char *s, size_t n, size_t off)
             return;
         }
         if (!cr_text_image_line(p->b, t, tn)) {
-            if (is_blank(s[0]) || s[0] == '0') {
+            if (cr_is_blank(s[0]) || s[0] == '0') {
                 cr_note(p->b, "line %zu: unreadable Binary Images line", p->lineno);
                 return;
             }
@@ -635,15 +565,15 @@ bool cr_looks_like_sample(const char *data, size_t len)
         size_t n = nl ? (size_t)(nl - s) : lim - off;
         const char *t = s;
         size_t tn = n;
-        trim(&t, &tn);
-        if ((tn == 11 && memcmp(t, "Call graph:", 11) == 0) || starts(t, tn, "Analysis of sampling "))
+        cr_trim(&t, &tn);
+        if ((tn == 11 && memcmp(t, "Call graph:", 11) == 0) || cr_starts(t, tn, "Analysis of sampling "))
             return true;
-        steps |= starts(t, tn, "Steps:");
-        source |= starts(t, tn, "Data Source:") || starts(t, tn, "Command:");
+        steps |= cr_starts(t, tn, "Steps:");
+        source |= cr_starts(t, tn, "Data Source:") || cr_starts(t, tn, "Command:");
         if (steps && source)
             return true;
         /* a crash report's thread list comes first: not a sample */
-        if (starts(t, tn, "Thread 0 Crashed") || starts(t, tn, "Exception Type:"))
+        if (cr_starts(t, tn, "Thread 0 Crashed") || cr_starts(t, tn, "Exception Type:"))
             return false;
         off += n + 1;
     }

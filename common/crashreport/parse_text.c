@@ -29,8 +29,6 @@
  * "Examining the fields in a crash report"; the samples in ../shared/corpus/reports/;
  * tests/golden/crashreport/jailbreak-sections.crash for CrashReporter's shape.
  */
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
 #include <pthread.h>
 
 #include <ctype.h>
@@ -38,6 +36,7 @@
 #include <string.h>
 
 #include "crashreport/crashreport_internal.h"
+#include "crashreport/text_internal.h"
 
 /* ---- patterns ------------------------------------------------------------------------------ */
 
@@ -57,93 +56,11 @@ static pcre2_code *re_thread, *re_image;
 static pthread_once_t patterns_once = PTHREAD_ONCE_INIT;
 static bool patterns_ok;
 
-static pcre2_code *compile_one(const char *pat)
-{
-    int errcode;
-    PCRE2_SIZE erroff;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED, 0, &errcode, &erroff,
-                                   NULL);
-    if (re != NULL)
-        (void)pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* no JIT: the interpreter still works */
-    return re;
-}
-
 static void compile_patterns(void)
 {
-    re_thread = compile_one(PAT_THREAD);
-    re_image = compile_one(PAT_IMAGE);
+    re_thread = cr_regex_compile(PAT_THREAD);
+    re_image = cr_regex_compile(PAT_IMAGE);
     patterns_ok = re_thread != NULL && re_image != NULL;
-}
-
-/* ---- small string helpers ------------------------------------------------------------------ */
-
-static bool is_blank(char c)
-{
-    return c == ' ' || c == '\t';
-}
-
-/* isspace() for the C locale, without the ctype table call */
-static bool is_space(char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
-
-static void trim(const char **s, size_t *n)
-{
-    while (*n > 0 && is_space(**s))
-        (*s)++, (*n)--;
-    while (*n > 0 && is_space((*s)[*n - 1]))
-        (*n)--;
-}
-
-static bool starts(const char *s, size_t n, const char *prefix)
-{
-    size_t k = strlen(prefix);
-    return n >= k && memcmp(s, prefix, k) == 0;
-}
-
-/* hex digit values, -1 for anything else */
-static const signed char HEX[256] = {
-    ['0'] = 0 + 1, ['1'] = 1 + 1, ['2'] = 2 + 1, ['3'] = 3 + 1, ['4'] = 4 + 1, ['5'] = 5 + 1,
-    ['6'] = 6 + 1, ['7'] = 7 + 1, ['8'] = 8 + 1, ['9'] = 9 + 1, ['a'] = 10 + 1, ['b'] = 11 + 1,
-    ['c'] = 12 + 1, ['d'] = 13 + 1, ['e'] = 14 + 1, ['f'] = 15 + 1, ['A'] = 10 + 1,
-    ['B'] = 11 + 1, ['C'] = 12 + 1, ['D'] = 13 + 1, ['E'] = 14 + 1, ['F'] = 15 + 1,
-}; /* stored +1 so that the zero default means "not a digit" */
-
-static int hexval(char c)
-{
-    return HEX[(unsigned char)c] - 1;
-}
-
-/* Hex digits at s (no prefix); number of digits read, 0 if none or more than 16. */
-static size_t parse_hex(const char *s, size_t n, uint64_t *out)
-{
-    uint64_t v = 0;
-    size_t i = 0;
-    while (i < n && hexval(s[i]) >= 0) {
-        if (i == 16)
-            return 0; /* wider than 64 bits: not an address we can use */
-        v = (v << 4) | (uint64_t)hexval(s[i]);
-        i++;
-    }
-    *out = v;
-    return i;
-}
-
-/* Decimal digits at s; number read, 0 if none or if the value overflows 64 bits. */
-static size_t parse_dec(const char *s, size_t n, uint64_t *out)
-{
-    uint64_t v = 0;
-    size_t i = 0;
-    while (i < n && s[i] >= '0' && s[i] <= '9') {
-        uint64_t d = (uint64_t)(s[i] - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            return 0;
-        v = v * 10 + d;
-        i++;
-    }
-    *out = v;
-    return i;
 }
 
 /* ---- frame lines ----------------------------------------------------------------------------- */
@@ -164,11 +81,11 @@ static frame_line_rc split_frame_line(frame_line *fl, const char *s, size_t n)
 {
     size_t i = 0;
     uint64_t idx;
-    size_t digits = parse_dec(s, n, &idx);
-    if (digits == 0 || digits > 9 || digits >= n || !is_blank(s[digits]))
+    size_t digits = cr_parse_dec(s, n, &idx);
+    if (digits == 0 || digits > 9 || digits >= n || !cr_is_blank(s[digits]))
         return FL_NOT_FRAME;
     i = digits;
-    while (i < n && is_blank(s[i]))
+    while (i < n && cr_is_blank(s[i]))
         i++;
     size_t name_start = i;
     /* the address: the first "0x<hex>" that starts a whitespace-delimited token */
@@ -179,26 +96,26 @@ static frame_line_rc split_frame_line(frame_line *fl, const char *s, size_t n)
         j = (size_t)(zero - s);
         if (s[j + 1] != 'x' && s[j + 1] != 'X')
             continue;
-        if (j > name_start && !is_blank(s[j - 1]))
+        if (j > name_start && !cr_is_blank(s[j - 1]))
             continue;
         uint64_t addr;
-        size_t h = parse_hex(s + j + 2, n - j - 2, &addr);
+        size_t h = cr_parse_hex(s + j + 2, n - j - 2, &addr);
         size_t end = j + 2 + h;
-        if (h == 0 || (end < n && !is_blank(s[end])))
+        if (h == 0 || (end < n && !cr_is_blank(s[end])))
             continue;
         size_t name_end = j;
-        while (name_end > name_start && is_blank(s[name_end - 1]))
+        while (name_end > name_start && cr_is_blank(s[name_end - 1]))
             name_end--;
         fl->index = (uint32_t)idx;
         fl->name = name_end > name_start ? s + name_start : NULL;
         fl->name_len = name_end - name_start;
         fl->addr = addr;
-        while (end < n && is_blank(s[end]))
+        while (end < n && cr_is_blank(s[end]))
             end++;
         fl->sym_off = end;
         fl->sym = s + end;
         fl->sym_len = n - end;
-        trim(&fl->sym, &fl->sym_len);
+        cr_trim(&fl->sym, &fl->sym_len);
         return FL_OK;
     }
     return FL_NO_ADDRESS;
@@ -211,19 +128,19 @@ static bool strip_plus_offset(const char *s, size_t *n, uint64_t *off)
     while (d < e && s[e - 1 - d] >= '0' && s[e - 1 - d] <= '9')
         d++;
     if (d > 0 && d <= 20 && e - d >= 3 && memcmp(s + e - d - 3, " + ", 3) == 0) {
-        if (parse_dec(s + e - d, d, off) != d)
+        if (cr_parse_dec(s + e - d, d, off) != d)
             return false;
     } else {
         d = 0;
-        while (d < e && hexval(s[e - 1 - d]) >= 0)
+        while (d < e && cr_hex_digit(s[e - 1 - d]) >= 0)
             d++;
         if (d == 0 || d > 16 || e - d < 5 || memcmp(s + e - d - 5, " + 0x", 5) != 0)
             return false;
-        parse_hex(s + e - d, d, off);
+        cr_parse_hex(s + e - d, d, off);
         d += 2; /* the "0x" */
     }
     *n = e - d - 3;
-    while (*n > 0 && is_space(s[*n - 1]))
+    while (*n > 0 && cr_is_space(s[*n - 1]))
         (*n)--;
     return true;
 }
@@ -247,12 +164,12 @@ static bool strip_file_line(const char *s, size_t *n, const char **file, size_t 
     if (open == 0 || s[open - 1] != '(' || open == colon)
         return false;
     uint64_t ln = 0;
-    parse_dec(s + colon + 1, d, &ln);
+    cr_parse_dec(s + colon + 1, d, &ln);
     *file = s + open;
     *file_len = colon - open;
     *line = (uint32_t)ln;
     *n = open - 1;
-    while (*n > 0 && is_blank(s[*n - 1]))
+    while (*n > 0 && cr_is_blank(s[*n - 1]))
         (*n)--;
     return true;
 }
@@ -272,7 +189,7 @@ static bool parse_symbol_text(cr_builder *b, crashreport_frame *f, const char *s
                                           sizeof INLINED - 1) == 0) {
         inlined = true;
         n -= sizeof INLINED - 1;
-        while (n > 0 && is_space(s[n - 1]))
+        while (n > 0 && cr_is_space(s[n - 1]))
             n--;
     }
     if (n == 0 || (n == 3 && memcmp(s, "???", 3) == 0))
@@ -281,23 +198,23 @@ static bool parse_symbol_text(cr_builder *b, crashreport_frame *f, const char *s
      * "N + OFF" */
     size_t i = 0;
     uint64_t v;
-    if (starts(s, n, "0x"))
-        i = 2 + parse_hex(s + 2, n - 2, &v);
+    if (cr_starts(s, n, "0x"))
+        i = 2 + cr_parse_hex(s + 2, n - 2, &v);
     else
-        i = parse_dec(s, n, &v);
+        i = cr_parse_dec(s, n, &v);
     if (i > 0 && (i > 2 || s[0] != '0' || s[1] != 'x') && n - i >= 3 &&
         memcmp(s + i, " + ", 3) == 0) {
         size_t k = i + 3;
         size_t d;
-        if (starts(s + k, n - k, "0x")) {
-            d = parse_hex(s + k + 2, n - k - 2, &v);
+        if (cr_starts(s + k, n - k, "0x")) {
+            d = cr_parse_hex(s + k + 2, n - k - 2, &v);
             d = d > 0 ? d + 2 : 0;
         } else {
-            d = parse_dec(s + k, n - k, &v);
+            d = cr_parse_dec(s + k, n - k, &v);
         }
-        if (d > 0 && (k + d == n || is_blank(s[k + d]))) {
+        if (d > 0 && (k + d == n || cr_is_blank(s[k + d]))) {
             k += d;
-            while (k < n && is_blank(s[k]))
+            while (k < n && cr_is_blank(s[k]))
                 k++;
             if (k == n)
                 return inlined; /* image-relative only: no symbol */
@@ -306,12 +223,12 @@ static bool parse_symbol_text(cr_builder *b, crashreport_frame *f, const char *s
                 const char *sym = s + k + 2;
                 size_t sn = n - k - 2;
                 uint64_t off;
-                trim(&sym, &sn);
+                cr_trim(&sym, &sn);
                 if (strip_plus_offset(sym, &sn, &off)) {
                     f->symbol_offset = off;
                     f->has_symbol_offset = true;
                 }
-                if (sn > 2 && starts(sym, sn, "0x") && parse_hex(sym + 2, sn - 2, &v) == sn - 2)
+                if (sn > 2 && cr_starts(sym, sn, "0x") && cr_parse_hex(sym + 2, sn - 2, &v) == sn - 2)
                     f->has_symbol_offset = false; /* an address, not a symbol */
                 else if (sn > 0)
                     f->symbol = cr_strndup(b, sym, sn);
@@ -377,9 +294,9 @@ static bool image_fields_regex(image_fields *f, pcre2_match_data *md, const char
 #undef GROUP
     f->plus = ov[6] != PCRE2_UNSET;
     f->hi_v = 0;
-    parse_hex(f->lo, f->lo_n, &f->lo_v);
+    cr_parse_hex(f->lo, f->lo_n, &f->lo_v);
     if (f->hi != NULL)
-        parse_hex(f->hi, f->hi_n, &f->hi_v);
+        cr_parse_hex(f->hi, f->hi_n, &f->hi_v);
     return true;
 }
 
@@ -389,21 +306,21 @@ static bool image_fields_regex(image_fields *f, pcre2_match_data *md, const char
 static bool image_fields_fast(image_fields *f, const char *s, size_t n)
 {
     size_t i = 0;
-    while (i < n && is_blank(s[i]))
+    while (i < n && cr_is_blank(s[i]))
         i++;
     if (i + 1 < n && s[i] == '0' && s[i + 1] == 'x')
         i += 2;
     f->lo = s + i;
-    f->lo_n = parse_hex(s + i, n - i, &f->lo_v);
+    f->lo_n = cr_parse_hex(s + i, n - i, &f->lo_v);
     if (f->lo_n == 0)
         return false;
     i += f->lo_n;
-    while (i < n && is_blank(s[i]))
+    while (i < n && cr_is_blank(s[i]))
         i++;
     if (i == n || s[i] != '-')
         return false;
     i++;
-    while (i < n && is_blank(s[i]))
+    while (i < n && cr_is_blank(s[i]))
         i++;
     if (i + 2 < n && s[i] == '?' && s[i + 1] == '?' && s[i + 2] == '?') {
         f->hi = NULL;
@@ -414,19 +331,19 @@ static bool image_fields_fast(image_fields *f, const char *s, size_t n)
         if (i + 1 < n && s[i] == '0' && s[i + 1] == 'x')
             i += 2;
         f->hi = s + i;
-        f->hi_n = parse_hex(s + i, n - i, &f->hi_v);
+        f->hi_n = cr_parse_hex(s + i, n - i, &f->hi_v);
         if (f->hi_n == 0)
             return false;
         i += f->hi_n;
     }
-    if (i == n || !is_blank(s[i]))
+    if (i == n || !cr_is_blank(s[i]))
         return false;
-    while (i < n && is_blank(s[i]))
+    while (i < n && cr_is_blank(s[i]))
         i++;
     f->plus = i < n && s[i] == '+';
     if (f->plus)
         i++;
-    while (i < n && is_blank(s[i]))
+    while (i < n && cr_is_blank(s[i]))
         i++;
     const char *lt = memchr(s + i, '<', n - i);
     if (lt == NULL || lt == s + i)
@@ -436,18 +353,18 @@ static bool image_fields_fast(image_fields *f, const char *s, size_t n)
         return false;
     f->mid = s + i;
     f->mid_n = (size_t)(lt - f->mid);
-    while (f->mid_n > 0 && is_blank(f->mid[f->mid_n - 1]))
+    while (f->mid_n > 0 && cr_is_blank(f->mid[f->mid_n - 1]))
         f->mid_n--;
     if (f->mid_n == 0)
         return false;
     f->uuid = lt + 1;
     f->uuid_n = (size_t)(gt - lt - 1);
     i = (size_t)(gt - s) + 1;
-    while (i < n && is_blank(s[i]))
+    while (i < n && cr_is_blank(s[i]))
         i++;
     f->path = s + i;
     f->path_n = n - i;
-    while (f->path_n > 0 && is_blank(f->path[f->path_n - 1]))
+    while (f->path_n > 0 && cr_is_blank(f->path[f->path_n - 1]))
         f->path_n--;
     return true;
 }
@@ -469,9 +386,9 @@ static bool image_line(cr_builder *b, pcre2_match_data *md, const char *s, size_
     /* CrashReporter appends the dpkg package as JSON: "/usr/lib/x.dylib {"name":...}" */
     if (path_n > 0 && path_s[path_n - 1] == '}') {
         for (size_t k = 0; k + 2 < path_n; k++)
-            if (is_blank(path_s[k]) && path_s[k + 1] == '{' && path_s[k + 2] == '"') {
+            if (cr_is_blank(path_s[k]) && path_s[k + 1] == '{' && path_s[k + 2] == '"') {
                 path_n = k;
-                while (path_n > 0 && is_blank(path_s[path_n - 1]))
+                while (path_n > 0 && cr_is_blank(path_s[path_n - 1]))
                     path_n--;
                 break;
             }
@@ -490,7 +407,7 @@ static bool image_line(cr_builder *b, pcre2_match_data *md, const char *s, size_
             else if (mid_s[open] == '(' && depth-- == 0)
                 break;
         }
-        if (mid_s[open] == '(' && open > 0 && is_blank(mid_s[open - 1])) {
+        if (mid_s[open] == '(' && open > 0 && cr_is_blank(mid_s[open - 1])) {
             const char *inner = mid_s + open + 1;
             size_t inner_n = m - open - 2;
             const char *arch = cr_arch_normalize(inner, inner_n);
@@ -499,12 +416,12 @@ static bool image_line(cr_builder *b, pcre2_match_data *md, const char *s, size_
             else if (!(inner_n == 1 && inner[0] == '*'))
                 im->version = cr_strndup(b, inner, inner_n);
             m = open;
-            while (m > 0 && is_blank(mid_s[m - 1]))
+            while (m > 0 && cr_is_blank(mid_s[m - 1]))
                 m--;
         }
     }
     size_t w = m;
-    while (w > 0 && !is_blank(mid_s[w - 1]))
+    while (w > 0 && !cr_is_blank(mid_s[w - 1]))
         w--;
     if (w > 0) {
         const char *word = mid_s + w;
@@ -514,7 +431,7 @@ static bool image_line(cr_builder *b, pcre2_match_data *md, const char *s, size_
             if (arch != NULL)
                 im->arch = arch;
             m = w;
-            while (m > 0 && is_blank(mid_s[m - 1]))
+            while (m > 0 && cr_is_blank(mid_s[m - 1]))
                 m--;
         }
     }
@@ -615,7 +532,7 @@ static header_rc header_line(cr_builder *b, const char *s, size_t n)
         return H_NONE;
     const char *v = colon + 1;
     size_t vn = n - klen - 1;
-    trim(&v, &vn);
+    cr_trim(&v, &vn);
     crashreport_metadata *m = &b->r->meta;
     switch (row->kind) {
     case K_STRING:
@@ -627,7 +544,7 @@ static header_rc header_line(cr_builder *b, const char *s, size_t n)
             const char *open = memchr(v, '[', pn);
             if (open != NULL)
                 pn = (size_t)(open - v);
-            while (pn > 0 && is_blank(v[pn - 1]))
+            while (pn > 0 && cr_is_blank(v[pn - 1]))
                 pn--;
         }
         set_meta(b, &m->process, v, pn);
@@ -636,11 +553,11 @@ static header_rc header_line(cr_builder *b, const char *s, size_t n)
     case K_VERSION: {
         set_meta(b, &m->version_text, v, vn);
         /* Modern reports print "CFBundleShortVersionString (CFBundleVersion)". */
-        if (vn == 0 || starts(v, vn, "???"))
+        if (vn == 0 || cr_starts(v, vn, "???"))
             break;
         const char *open = memchr(v, '(', vn);
         size_t an = open ? (size_t)(open - v) : vn;
-        while (an > 0 && is_blank(v[an - 1]))
+        while (an > 0 && cr_is_blank(v[an - 1]))
             an--;
         set_meta(b, &m->app_version, v, an);
         if (open != NULL && v[vn - 1] == ')') {
@@ -664,21 +581,21 @@ static header_rc header_line(cr_builder *b, const char *s, size_t n)
         /* "EXC_CRASH (SIGABRT)", "SIGSEGV", "0 (0)" */
         const char *open = memchr(v, '(', vn);
         size_t tn = open ? (size_t)(open - v) : vn;
-        while (tn > 0 && is_blank(v[tn - 1]))
+        while (tn > 0 && cr_is_blank(v[tn - 1]))
             tn--;
         set_meta(b, &m->exception_type, v, tn);
         if (open != NULL) {
             const char *close = memchr(open, ')', (size_t)(v + vn - open));
-            if (close != NULL && starts(open + 1, (size_t)(close - open - 1), "SIG"))
+            if (close != NULL && cr_starts(open + 1, (size_t)(close - open - 1), "SIG"))
                 set_meta(b, &m->signal, open + 1, (size_t)(close - open - 1));
-        } else if (starts(v, vn, "SIG")) {
+        } else if (cr_starts(v, vn, "SIG")) {
             set_meta(b, &m->signal, v, tn);
         }
         break;
     }
     case K_THREAD: {
         uint64_t t;
-        if (m->crashed_thread < 0 && parse_dec(v, vn, &t) > 0 && t < INT32_MAX)
+        if (m->crashed_thread < 0 && cr_parse_dec(v, vn, &t) > 0 && t < INT32_MAX)
             m->crashed_thread = (int32_t)t;
         break;
     }
@@ -721,10 +638,10 @@ static void set_name_or_queue(text_parser *p, const char *v, size_t n, const cha
                               const char **queue)
 {
     static const char DQ[] = "Dispatch queue:";
-    if (starts(v, n, DQ)) {
+    if (cr_starts(v, n, DQ)) {
         const char *q = v + sizeof DQ - 1;
         size_t qn = n - (sizeof DQ - 1);
-        trim(&q, &qn);
+        cr_trim(&q, &qn);
         if (qn > 0)
             *queue = cr_strndup(p->b, q, qn);
     } else if (n > 0) {
@@ -740,7 +657,7 @@ static bool thread_line(text_parser *p, const char *s, size_t n)
         return false;
     PCRE2_SIZE *ov = pcre2_get_ovector_pointer(p->md);
     uint64_t idx = 0;
-    parse_dec(s + ov[2], ov[3] - ov[2], &idx);
+    cr_parse_dec(s + ov[2], ov[3] - ov[2], &idx);
     if (rc >= 6 && ov[10] != PCRE2_UNSET) {
         /* "Thread N name: X" */
         p->pending_name_index = (int64_t)idx;
@@ -824,15 +741,15 @@ static crashreport_frame *frame_from_line(text_parser *p, const frame_line *fl, 
     const char *name = fl->name;
     size_t name_len = fl->name_len;
     /* CrashReporter marks images not from the OS "+ Name" and the blamed one "Name (*)" */
-    if (name != NULL && name_len > 2 && name[0] == '+' && is_blank(name[1])) {
+    if (name != NULL && name_len > 2 && name[0] == '+' && cr_is_blank(name[1])) {
         name += 2;
         name_len -= 2;
-        while (name_len > 0 && is_blank(name[0]))
+        while (name_len > 0 && cr_is_blank(name[0]))
             name++, name_len--;
     }
     if (name != NULL && name_len > 4 && memcmp(name + name_len - 4, " (*)", 4) == 0) {
         name_len -= 4;
-        while (name_len > 0 && is_blank(name[name_len - 1]))
+        while (name_len > 0 && cr_is_blank(name[name_len - 1]))
             name_len--;
     }
     if (name != NULL && name_len > 0 && !(name_len == 3 && memcmp(name, "???", 3) == 0))
@@ -854,7 +771,7 @@ static bool continue_frame(text_parser *p, size_t line_off, size_t line_len)
     f->src_end = line_off + line_len;
     const char *sym = p->text + f->src_sym;
     size_t n = f->src_end - f->src_sym;
-    trim(&sym, &n);
+    cr_trim(&sym, &n);
     p->last_inlined = parse_symbol_text(p->b, f, sym, n);
     return true;
 }
@@ -865,13 +782,13 @@ static bool leb_list_line(text_parser *p, const char *s, size_t n, size_t line_o
     cr_builder *b = p->b;
     size_t i = 0;
     while (i < n) {
-        while (i < n && (is_blank(s[i]) || s[i] == '('))
+        while (i < n && (cr_is_blank(s[i]) || s[i] == '('))
             i++;
         if (i < n && s[i] == ')')
             return true;
         if (i + 2 <= n && s[i] == '0' && (s[i + 1] == 'x' || s[i + 1] == 'X')) {
             uint64_t a;
-            size_t h = parse_hex(s + i + 2, n - i - 2, &a);
+            size_t h = cr_parse_hex(s + i + 2, n - i - 2, &a);
             if (h == 0) {
                 cr_note(b, "line %zu: unreadable address in the Last Exception Backtrace list",
                         p->lineno);
@@ -922,7 +839,7 @@ typedef enum { IH_NONE, IH_PLAIN, IH_NAMED } images_heading_kind;
 static images_heading_kind images_heading(const char *s, size_t n)
 {
     static const char H[] = "Binary Images";
-    if (!starts(s, n, H))
+    if (!cr_starts(s, n, H))
         return IH_NONE;
     size_t i = sizeof H - 1;
     if (i < n && s[i] == ':')
@@ -939,7 +856,7 @@ static void general_line(text_parser *p, const char *s, size_t n)
 {
     if (n == 0)
         return;
-    if (s[0] == 'T' && starts(s, n, "Thread ")) {
+    if (s[0] == 'T' && cr_starts(s, n, "Thread ")) {
         if (n <= CRASHREPORT_MAX_LINE && thread_line(p, s, n))
             p->known_lines++;
         return;
@@ -952,8 +869,8 @@ static void general_line(text_parser *p, const char *s, size_t n)
     }
     if (p->state == S_AFTER)
         return; /* metadata after the images belongs to appended sections, not the report */
-    if (starts(s, n, "Last Exception Backtrace:") ||
-        (starts(s, n, "Application Specific Backtrace ") && !p->b->r->has_leb)) {
+    if (cr_starts(s, n, "Last Exception Backtrace:") ||
+        (cr_starts(s, n, "Application Specific Backtrace ") && !p->b->r->has_leb)) {
         if (p->b->r->has_leb) {
             cr_note(p->b, "line %zu: a second Last Exception Backtrace was ignored", p->lineno);
             return;
@@ -980,7 +897,7 @@ static void text_line(text_parser *p, const char *s, size_t n, size_t off)
 {
     cr_builder *b = p->b;
     size_t tn = n;
-    while (tn > 0 && is_space(s[tn - 1]))
+    while (tn > 0 && cr_is_space(s[tn - 1]))
         tn--;
     if (tn == 11 && memcmp(s, "Full Report", 11) == 0) {
         p->state = S_DONE;
@@ -998,7 +915,7 @@ static void text_line(text_parser *p, const char *s, size_t n, size_t off)
             p->known_lines++;
             return;
         }
-        if (is_space(s[0]) || s[0] == '0') {
+        if (cr_is_space(s[0]) || s[0] == '0') {
             cr_note(b, "line %zu: unreadable Binary Images line", p->lineno);
             return;
         }
@@ -1031,7 +948,7 @@ static void text_line(text_parser *p, const char *s, size_t n, size_t off)
             p->state = leb_list_line(p, s, tn, off) ? S_GENERAL : S_LEB_LIST;
             return;
         }
-        if (is_blank(s[0]) && continue_frame(p, off, tn))
+        if (cr_is_blank(s[0]) && continue_frame(p, off, tn))
             return;
         if (s[0] >= '0' && s[0] <= '9') {
             frame_line fl;
@@ -1086,7 +1003,7 @@ err_code cr_parse_apple_text(crashreport **out, const char *data, size_t len, ar
 
     size_t off = 0;
     /* iOS 8-14 .ips: a one-line JSON header before the text */
-    while (off < len && is_space(text[off]))
+    while (off < len && cr_is_space(text[off]))
         off++;
     if (off < len && text[off] == '{') {
         const char *nl = memchr(text + off, '\n', len - off);
