@@ -21,28 +21,20 @@ symbol; missing_uuids exact), `stacksift parse --json` the metadata the file hol
 Apple text `stacksift symbolicate` prints must parse back (as apple-text) to the same threads,
 frame addresses, images and exception.
 """
-import argparse
 import json
 import os
-import random
 import subprocess
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import lookup_oracle as lo  # noqa: E402
 import plcrash_encode as pe  # noqa: E402
 import symbolicate_reports as sr  # noqa: E402
 
 INCIDENT = "6F8A2C1E-1111-4222-8333-944455556666"
 EXC_NAME, EXC_REASON = "NSInvalidArgumentException", "-[FixtureThing frob:]: unrecognized selector"
 PROCESS_PATH = "/private/var/containers/Bundle/Application/X/FixtureApp"
-
-
-def fail(msg):
-    print(f"plcrash_reports: {msg}", file=sys.stderr)
-    sys.exit(2)
 
 
 def pl_frame(f):
@@ -138,34 +130,11 @@ def check_text_roundtrip(ck, binpath, label, text_out, j_plcrash, tmp):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--seed", type=int, default=int(os.environ.get("ORACLE_SEED", "20240611")))
-    ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--keep")
-    args = ap.parse_args()
-    fixtures_dir = os.environ.get("STACKSIFT_FIXTURES") or fail("STACKSIFT_FIXTURES is not set")
-    binpath = os.environ.get("STACKSIFT_BIN")
-    if not (binpath and os.access(binpath, os.X_OK)):
-        fail("STACKSIFT_BIN is not set or not executable")
-    manifest = lo.load_manifest(fixtures_dir)
-    rng = random.Random(args.seed)
+    args, fixtures_dir, binpath, manifest, rng = sr.oracle_setup(__doc__, 20240611, 2,
+                                                                 "plcrash_reports")
     ck = sr.Checker()
-    reports = []
-    for app_name, extra in [("arm64-O2", ["kit"]), ("arm64-O0", []), ("x86_64-O2", [])]:
-        for rnd in range(args.rounds):
-            app = sr.fixture_image(fixtures_dir, manifest, app_name, rng, 0x100000000)
-            fx = [app] + [sr.fixture_image(fixtures_dir, manifest, e, rng, 0x110000000)
-                          for e in extra]
-            imgs = fx + sr.system_images(rng, app.arch)
-            rng.shuffle(imgs)
-            threads, leb, crashed = sr.make_crash(rng, imgs, fx, app.arch)
-            reports.append((f"{app_name}-{rnd}", imgs, fx, threads, leb, crashed, app.arch))
-    wanted = {}
-    for _, _, _, threads, leb, _, _ in reports:
-        for f in [f for _, _, _, fr in threads for f in fr] + leb:
-            if f.image.fixture:
-                wanted.setdefault((f.image.dwarf, f.image.arch), set()).add(f.lookup)
-    ck.oracle = {k: lo.symbolize(k[0], k[1], sorted(v)) for k, v in wanted.items()}
+    reports = sr.make_reports(fixtures_dir, manifest, rng, args.rounds)
+    ck.ask_oracle(reports)
 
     with tempfile.TemporaryDirectory(prefix="stacksift-plcrash.") as tmp:
         out_dir = args.keep or tmp
@@ -185,18 +154,10 @@ def main():
             check_model(ck, label, json.loads(p.stdout), imgs, threads, leb, crashed, arch)
             text_out = sr.run_symbolicate(binpath, dsyms, path, False)
             check_text_roundtrip(ck, binpath, label, text_out, json.loads(out), tmp)
-    print(f"plcrash_reports: {len(reports)} crashes, {ck.app_frames} app frames "
-          f"({ck.symbols} symbols incl. inlined), {ck.system_frames} system frames; "
-          f"checks: {ck.rules}")
-    if ck.mismatches:
-        for m in ck.mismatches[:30]:
-            print("MISMATCH", m, file=sys.stderr)
-        print(f"plcrash_reports: {len(ck.mismatches)} mismatches", file=sys.stderr)
-        return 1
-    if ck.app_frames < 50:
-        fail(f"only {ck.app_frames} app frames were checked")
-    return 0
-
+    return ck.finish("plcrash_reports",
+                     f"{len(reports)} crashes, {ck.app_frames} app frames "
+                     f"({ck.symbols} symbols incl. inlined), {ck.system_frames} system frames; "
+                     f"checks: {ck.rules}", 50)
 
 if __name__ == "__main__":
     sys.exit(main())

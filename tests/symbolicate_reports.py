@@ -53,8 +53,8 @@ SYSTEM_IMAGES = [
 ]
 
 
-def fail(msg):
-    print(f"symbolicate_reports: {msg}", file=sys.stderr)
+def fail(msg, prog="symbolicate_reports"):
+    print(f"{prog}: {msg}", file=sys.stderr)
     sys.exit(2)
 
 
@@ -343,6 +343,65 @@ class Checker:
     def bad(self, msg):
         self.mismatches.append(msg)
 
+    def ask_oracle(self, reports):
+        """One llvm-symbolizer run per fixture slice for every address the reports look up."""
+        wanted = {}
+        for _, _, _, threads, leb, _, _ in reports:
+            for f in [f for _, _, _, fr in threads for f in fr] + leb:
+                if f.image.fixture:
+                    wanted.setdefault((f.image.dwarf, f.image.arch), set()).add(f.lookup)
+        self.oracle = {k: lo.symbolize(k[0], k[1], sorted(v)) for k, v in wanted.items()}
+
+    def finish(self, prog, summary, min_app_frames):
+        """Print the summary line and the mismatches; the exit status (fails, exit 2, when
+        fewer than min_app_frames app frames were checked)."""
+        print(f"{prog}: {summary}")
+        if self.mismatches:
+            for m in self.mismatches[:30]:
+                print("MISMATCH", m, file=sys.stderr)
+            print(f"{prog}: {len(self.mismatches)} mismatches", file=sys.stderr)
+            return 1
+        if self.app_frames < min_app_frames:
+            fail(f"only {self.app_frames} app frames were checked", prog)
+        return 0
+
+
+# The fixture apps a crash is made of: the app, and the other fixtures loaded beside it.
+SETUPS = [("arm64-O2", ["kit"]), ("arm64-O0", []), ("x86_64-O2", [])]
+
+
+def oracle_setup(doc, default_seed, default_rounds, prog):
+    """The command line and environment every oracle script takes: returns (args, fixtures
+    directory, stacksift binary, fixtures manifest, seeded random.Random)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--seed", type=int,
+                    default=int(os.environ.get("ORACLE_SEED", str(default_seed))))
+    ap.add_argument("--rounds", type=int, default=default_rounds)
+    ap.add_argument("--keep")
+    args = ap.parse_args()
+    fixtures_dir = os.environ.get("STACKSIFT_FIXTURES") or fail("STACKSIFT_FIXTURES is not set",
+                                                               prog)
+    binpath = os.environ.get("STACKSIFT_BIN")
+    if not (binpath and os.access(binpath, os.X_OK)):
+        fail("STACKSIFT_BIN is not set or not executable", prog)
+    return args, fixtures_dir, binpath, lo.load_manifest(fixtures_dir), random.Random(args.seed)
+
+
+def make_reports(fixtures_dir, manifest, rng, rounds):
+    """rounds crashes of each SETUPS entry at random load addresses: a list of (label,
+    images, fixture images, threads, last exception backtrace, crashed thread, arch)."""
+    reports = []
+    for app_name, extra in SETUPS:
+        for rnd in range(rounds):
+            app = fixture_image(fixtures_dir, manifest, app_name, rng, 0x100000000)
+            fx = [app] + [fixture_image(fixtures_dir, manifest, e, rng, 0x110000000)
+                          for e in extra]
+            imgs = fx + system_images(rng, app.arch)
+            rng.shuffle(imgs)
+            threads, leb, crashed = make_crash(rng, imgs, fx, app.arch)
+            reports.append((f"{app_name}-{rnd}", imgs, fx, threads, leb, crashed, app.arch))
+    return reports
+
 
 def expected_symbols(img, file_addr, oracle):
     return oracle[(img.dwarf, img.arch)][file_addr]
@@ -501,37 +560,11 @@ def check_cli(ck, binpath, tmp, report_path, dsyms):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--seed", type=int, default=int(os.environ.get("ORACLE_SEED", "20240607")))
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--keep")
-    args = ap.parse_args()
-    fixtures_dir = os.environ.get("STACKSIFT_FIXTURES") or fail("STACKSIFT_FIXTURES is not set")
-    binpath = os.environ.get("STACKSIFT_BIN")
-    if not (binpath and os.access(binpath, os.X_OK)):
-        fail("STACKSIFT_BIN is not set or not executable")
-    manifest = lo.load_manifest(fixtures_dir)
-    rng = random.Random(args.seed)
+    args, fixtures_dir, binpath, manifest, rng = oracle_setup(__doc__, 20240607, 3,
+                                                              "symbolicate_reports")
     ck = Checker()
-    setups = [("arm64-O2", ["kit"]), ("arm64-O0", []), ("x86_64-O2", [])]
-    reports = []
-    for app_name, extra in setups:
-        for rnd in range(args.rounds):
-            app = fixture_image(fixtures_dir, manifest, app_name, rng, 0x100000000)
-            fx = [app] + [fixture_image(fixtures_dir, manifest, e, rng, 0x110000000)
-                          for e in extra]
-            arch = app.arch
-            imgs = fx + system_images(rng, arch)
-            rng.shuffle(imgs)
-            threads, leb, crashed = make_crash(rng, imgs, fx, arch)
-            reports.append((f"{app_name}-{rnd}", imgs, fx, threads, leb, crashed, arch))
-    # one llvm-symbolizer run per fixture slice for every address looked up
-    wanted = {}
-    for _, _, _, threads, leb, _, _ in reports:
-        for f in [f for _, _, _, fr in threads for f in fr] + leb:
-            if f.image.fixture:
-                wanted.setdefault((f.image.dwarf, f.image.arch), set()).add(f.lookup)
-    ck.oracle = {k: lo.symbolize(k[0], k[1], sorted(v)) for k, v in wanted.items()}
+    reports = make_reports(fixtures_dir, manifest, rng, args.rounds)
+    ck.ask_oracle(reports)
 
     with tempfile.TemporaryDirectory(prefix="stacksift-symrep.") as tmp:
         out_dir = args.keep or tmp
@@ -562,18 +595,10 @@ def main():
         label, imgs, fx = reports[0][0], reports[0][1], reports[0][2]
         check_cli(ck, binpath, tmp, os.path.join(out_dir, f"{label}.crash"),
                   [im.dsym for im in fx])
-    print(f"symbolicate_reports: {len(reports)} crashes x 7 formats, {ck.app_frames} app frames "
-          f"({ck.symbols} symbols incl. inlined), {ck.system_frames} system frames; "
-          f"tolerated: {ck.rules}")
-    if ck.mismatches:
-        for m in ck.mismatches[:30]:
-            print("MISMATCH", m, file=sys.stderr)
-        print(f"symbolicate_reports: {len(ck.mismatches)} mismatches", file=sys.stderr)
-        return 1
-    if ck.app_frames < 100:
-        fail(f"only {ck.app_frames} app frames were checked")
-    return 0
-
+    return ck.finish("symbolicate_reports",
+                     f"{len(reports)} crashes x 7 formats, {ck.app_frames} app frames "
+                     f"({ck.symbols} symbols incl. inlined), {ck.system_frames} system frames; "
+                     f"tolerated: {ck.rules}", 100)
 
 if __name__ == "__main__":
     sys.exit(main())

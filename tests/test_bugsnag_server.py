@@ -28,12 +28,8 @@ ORPHAN_UUID = "0A1B2C3D-4E5F-4061-8293-A4B5C6D7E8F9"
 def main():
     with Instance("bugsnag", workers=1) as inst:
         manifest = lo.load_manifest(inst.fixtures)
-        for name, image in (("arm64-O2", "FixtureApp"), ("kit", "FixtureKit")):
-            fx = next(f for f in manifest["fixtures"] if f["name"] == name)
-            with open(os.path.join(inst.fixtures, fx["dwarf"]), "rb") as f:
-                r = inst.request("POST", f"/api/v1/dsyms?name={image}", f.read(),
-                                 token=inst.tokens["upload"])
-            check(r.status in (200, 201), f"dSYM upload {name}: {r.status} {r.body[:200]!r}")
+        for name in ("arm64-O2", "kit"):
+            inst.upload_dsym(next(f for f in manifest["fixtures"] if f["name"] == name))
 
         rng = random.Random(20261127)
         app = sr.fixture_image(inst.fixtures, manifest, "arm64-O2", rng, 0x100000000)

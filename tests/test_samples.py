@@ -158,10 +158,7 @@ def exactly_once_across_crashes():
         app_uuid = app["slices"][0]["uuid"]
         funcs = whole_functions(inst.bin, app, inst.tmp)
         names = sorted(funcs)[:8]
-        with open(os.path.join(inst.fixtures, app["dwarf"]), "rb") as f:
-            r = inst.request("POST", "/api/v1/dsyms?name=FixtureApp", f.read(),
-                             token=inst.tokens["upload"])
-        check(r.status in (200, 201), f"crash test: dSYM upload {r.status}")
+        inst.upload_dsym(app)
         rnd = random.Random(5)
         pc = hex(CL_LOAD + 0x40)
         images = [app_image(app_uuid), CL_IMAGE]
@@ -241,10 +238,7 @@ def main():
         T1, T2 = "CLLocationManager.requestLocation", "UIPasteboard.string"
 
         # ---- the dSYM of the app first ----
-        with open(os.path.join(inst.fixtures, app["dwarf"]), "rb") as f:
-            r = inst.request("POST", "/api/v1/dsyms?name=FixtureApp", f.read(),
-                             token=inst.tokens["upload"])
-        check(r.status in (200, 201), f"dSYM upload: {r.status}")
+        inst.upload_dsym(app)
 
         # ---- accepted batches ----
         b1 = batch("100", "device-0001", images, [
@@ -380,9 +374,7 @@ def main():
         m = inst.request("GET", "/metrics", token=inst.tokens["read"]).body.decode()
         check("stacksift_callsite_pending_calls 10\n" in m and
               "stacksift_sample_batches_queued 0\n" in m, "/metrics: 10 pending calls, no batch queued")
-        with open(os.path.join(inst.fixtures, kit["dwarf"]), "rb") as f:
-            r = inst.request("POST", "/api/v1/dsyms?name=FixtureKit", f.read(),
-                             token=inst.tokens["upload"])
+        r = inst.upload_dsym(kit)
         check(r.status == 201, f"FixtureKit dSYM upload: {r.status}")
         deadline, k1 = time.time() + 30, None
         while time.time() < deadline and k1 is None:

@@ -199,6 +199,17 @@ class Instance:
             payload = payload[:int(hdrs["content-length"])]
         return Response(status, hdrs, payload)
 
+    def upload_dsym(self, fixture, name=None, timeout=120):
+        """POST /api/v1/dsyms of a built fixture's DWARF file (`fixture`: its entry in the
+        fixtures' manifest.json), named `name` (default: the fixture's image name); checks
+        that it was stored (200 or 201) and returns the Response."""
+        name = name or fixture["image"]
+        with open(os.path.join(self.fixtures, fixture["dwarf"]), "rb") as f:
+            r = self.request("POST", f"/api/v1/dsyms?name={name}", f.read(),
+                             token=self.tokens["upload"], timeout=timeout)
+        check(r.status in (200, 201), f"dSYM upload {fixture['name']}: {r.status} {r.body[:200]!r}")
+        return r
+
     def wait_processed(self, timeout_s=60):
         """Until no report is 'received' (the workers are done)."""
         deadline = time.time() + timeout_s
