@@ -831,6 +831,30 @@ static void bugsnag_chained_exceptions_are_causes(void)
         CHECK_EQ_INT(crashreport_parse(&back, text, strlen(text), a, &err), ERR_OK);
         CHECK(back != NULL && back->nthreads == 1 && back->threads[0].nframes == 1 &&
               back->nleb == 2 && back->nimages == r->nimages);
+        /* the "Caused by:" blocks read back as the same causes, frames and all */
+        CHECK(back != NULL && back->ncauses == 2);
+        if (back != NULL && back->ncauses == 2) {
+            for (size_t c = 0; c < 2; c++) {
+                CHECK_EQ_STR(back->causes[c].type, r->causes[c].type);
+                CHECK_EQ_STR(back->causes[c].reason, r->causes[c].reason);
+                CHECK_EQ_INT(back->causes[c].nframes, r->causes[c].nframes);
+                for (size_t i = 0; i < back->causes[c].nframes && i < r->causes[c].nframes; i++) {
+                    const crashreport_frame *bf = &back->causes[c].frames[i];
+                    const crashreport_frame *rf = &r->causes[c].frames[i];
+                    CHECK_EQ_U64(bf->addr, rf->addr);
+                    CHECK(bf->image >= 0 && rf->image >= 0 &&
+                          strcmp(back->images[bf->image].name, r->images[rf->image].name) == 0);
+                }
+            }
+            CHECK_EQ_STR(back->causes[0].frames[1].symbol, "objc_exception_throw");
+            CHECK_EQ_INT(back->nerrors, 0);
+            /* and render back byte for byte (the apple-text renderer copies the text) */
+            buf again;
+            buf_init(&again);
+            crashreport_render_text(&again, back);
+            CHECK(again.len == strlen(text) && memcmp(again.data, text, again.len) == 0);
+            buf_reset(&again);
+        }
         buf_reset(&o);
     }
     arena_free(a);

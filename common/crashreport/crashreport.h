@@ -200,7 +200,8 @@ typedef struct {
 } crashreport_metadata;
 
 /* An error the reported exception was caused by, as a report chains them (a Bugsnag event's
- * exceptions[1...], each the cause of the one before it); strings and frames in the arena. */
+ * exceptions[1...], each the cause of the one before it; the "Caused by:" blocks of
+ * stacksift's own Apple-style rendering); strings and frames in the arena. */
 typedef struct {
     const char *type;          /* "NSGenericException" (Bugsnag errorClass); NULL if none */
     const char *reason;        /* its message; NULL if none */

@@ -612,6 +612,7 @@ typedef enum {
     S_THREAD,     /* frame lines of a thread */
     S_LEB,        /* after "Last Exception Backtrace:": frame lines or "(0x... 0x...)" */
     S_LEB_LIST,   /* inside a parenthesised address list spanning lines */
+    S_CAUSE,      /* after "Caused by: Type: reason": the cause's frame lines */
     S_APPINFO,    /* "Application Specific Information:" block */
     S_IMAGES,     /* Binary Images lines */
     S_AFTER,      /* after the Binary Images section */
@@ -697,6 +698,10 @@ static crashreport_frame *last_frame(text_parser *p)
     crashreport *r = p->b->r;
     if (p->state == S_LEB)
         return r->nleb > 0 ? &r->leb[r->nleb - 1] : NULL;
+    if (p->state == S_CAUSE) {
+        crashreport_cause *c = &r->causes[r->ncauses - 1];
+        return c->nframes > 0 ? &c->frames[c->nframes - 1] : NULL;
+    }
     if (p->state == S_THREAD && p->thread_i < r->nthreads && r->threads[p->thread_i].nframes > 0)
         return &r->threads[p->thread_i].frames[r->threads[p->thread_i].nframes - 1];
     return NULL;
@@ -725,14 +730,17 @@ static bool fold_inlined(text_parser *p, crashreport_frame *prev, const frame_li
     return true;
 }
 
+/* A frame line of the current list (p->state: a thread, the LEB or a cause). */
 static crashreport_frame *frame_from_line(text_parser *p, const frame_line *fl, size_t line_off,
-                                          size_t line_len, bool leb)
+                                          size_t line_len)
 {
     cr_builder *b = p->b;
     crashreport_frame *prev = last_frame(p);
     if (p->last_inlined && prev != NULL && prev->addr == fl->addr && !prev->src_list)
         return fold_inlined(p, prev, fl, line_off, line_len) ? prev : NULL;
-    crashreport_frame *f = leb ? cr_add_leb_frame(b)
+    crashreport_frame *f = p->state == S_LEB ? cr_add_leb_frame(b)
+                           : p->state == S_CAUSE
+                               ? cr_add_cause_frame(b, &b->r->causes[b->r->ncauses - 1])
                                : cr_add_frame(b, &b->r->threads[p->thread_i]);
     if (f == NULL)
         return NULL;
@@ -852,6 +860,39 @@ static images_heading_kind images_heading(const char *s, size_t n)
     return IH_NONE;
 }
 
+/* What stacksift's own Apple-style rendering adds for reports that chain errors (Bugsnag's
+ * exceptions[1...], Sentry's earlier exception values): "Caused by: Type: reason", then that
+ * error's frame lines, one such block per cause, nearest first (render.c's render_causes).
+ * Apple's own reports have none; reading them back keeps a rendered report whole. */
+static const char CAUSED_BY[] = "Caused by:";
+
+/* The rest of a "Caused by:" line: a new cause, its type up to the first ": " (the whole text
+ * when there is none), its reason after; its frame lines follow. */
+static void cause_line(text_parser *p, const char *s, size_t n)
+{
+    crashreport_cause *c = cr_add_cause(p->b);
+    if (c == NULL)
+        return;
+    cr_trim(&s, &n);
+    const char *sep = NULL;
+    for (size_t i = 0; i + 1 < n && sep == NULL; i++)
+        if (s[i] == ':' && s[i + 1] == ' ')
+            sep = s + i;
+    size_t tn = sep ? (size_t)(sep - s) : n;
+    if (tn > 0)
+        c->type = cr_strndup(p->b, s, tn);
+    if (sep != NULL) {
+        const char *r = sep + 2;
+        size_t rn = n - tn - 2;
+        cr_trim(&r, &rn);
+        if (rn > 0)
+            c->reason = cr_strndup(p->b, r, rn);
+    }
+    p->state = S_CAUSE;
+    p->last_inlined = false;
+    p->known_lines++;
+}
+
 static void general_line(text_parser *p, const char *s, size_t n)
 {
     if (n == 0)
@@ -879,6 +920,10 @@ static void general_line(text_parser *p, const char *s, size_t n)
         p->state = S_LEB;
         p->last_inlined = false;
         p->known_lines++;
+        return;
+    }
+    if (cr_starts(s, n, CAUSED_BY)) {
+        cause_line(p, s + sizeof CAUSED_BY - 1, n - (sizeof CAUSED_BY - 1));
         return;
     }
     if (images_heading(s, n) == IH_PLAIN) {
@@ -939,8 +984,9 @@ static void text_line(text_parser *p, const char *s, size_t n, size_t off)
         return;
     case S_LEB:
     case S_THREAD:
+    case S_CAUSE:
         if (tn == 0) {
-            if (p->state == S_THREAD || b->r->nleb > 0)
+            if (p->state != S_LEB || b->r->nleb > 0)
                 p->state = S_GENERAL;
             return;
         }
@@ -954,7 +1000,7 @@ static void text_line(text_parser *p, const char *s, size_t n, size_t off)
             frame_line fl;
             frame_line_rc rc = split_frame_line(&fl, s, tn);
             if (rc == FL_OK) {
-                frame_from_line(p, &fl, off, tn, p->state == S_LEB);
+                frame_from_line(p, &fl, off, tn);
                 p->known_lines++;
                 return;
             }
@@ -1019,7 +1065,7 @@ err_code cr_parse_apple_text(crashreport **out, const char *data, size_t len, ar
         size_t n = nl ? (size_t)(nl - s) : len - off;
         p.lineno++;
         if (n > CRASHREPORT_MAX_LINE && (p.state == S_THREAD || p.state == S_LEB ||
-                                         p.state == S_IMAGES)) {
+                                         p.state == S_CAUSE || p.state == S_IMAGES)) {
             /* not a frame or image line any real report has; the section goes on */
             cr_note(&b, "line %zu: %zu-byte line ignored", p.lineno, n);
         } else {

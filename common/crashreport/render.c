@@ -177,7 +177,7 @@ void crashreport_render_json(buf *o, const crashreport *r)
         json_frames(&w, r, r->leb, r->nleb);
     else
         jsonw_null(&w);
-    if (r->ncauses > 0) { /* only reports that chain errors (bugsnag) */
+    if (r->ncauses > 0) { /* only reports that chain errors */
         jsonw_key(&w, "causes");
         jsonw_array_begin(&w);
         for (size_t i = 0; i < r->ncauses; i++) {
@@ -364,6 +364,8 @@ static void render_source(buf *o, const crashreport *r)
     size_t n = r->nleb;
     for (size_t t = 0; t < r->nthreads; t++)
         n += r->threads[t].nframes;
+    for (size_t c = 0; c < r->ncauses; c++)
+        n += r->causes[c].nframes;
     src_frame *fs = malloc((n ? n : 1) * sizeof *fs);
     size_t k = 0;
     if (fs == NULL) {
@@ -375,6 +377,9 @@ static void render_source(buf *o, const crashreport *r)
     for (size_t t = 0; t < r->nthreads; t++)
         for (size_t i = 0; i < r->threads[t].nframes; i++, k++)
             fs[k] = (src_frame){&r->threads[t].frames[i], k};
+    for (size_t c = 0; c < r->ncauses; c++)
+        for (size_t i = 0; i < r->causes[c].nframes; i++, k++)
+            fs[k] = (src_frame){&r->causes[c].frames[i], k};
     qsort(fs, n, sizeof *fs, src_cmp);
     size_t pos = 0;
     for (size_t i = 0; i < n; i++) {
