@@ -30,6 +30,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "base/arena.h"
 
@@ -123,8 +124,11 @@ static inline bool jsonr_is_boolean(const jsonr_value *v)
 /* jsonr_get - o[key] (the last one when a key repeats), borrowed; NULL when o is no object
  * or has no such key. jsonr_getn takes the key by length. A scan of o's members: objects in
  * reports are small; read a large one once with jsonr_member_at. */
-jsonr_value *jsonr_get(const jsonr_value *o, const char *key);
 jsonr_value *jsonr_getn(const jsonr_value *o, const char *key, size_t key_len);
+static inline jsonr_value *jsonr_get(const jsonr_value *o, const char *key)
+{
+    return jsonr_getn(o, key, strlen(key)); /* a literal key's length is folded when inlined */
+}
 
 /* jsonr_size - members of an array or object; 0 for anything else. */
 static inline size_t jsonr_size(const jsonr_value *v)
