@@ -10,12 +10,15 @@
 #      (tests/bench/bench_sentry_gen.py: the same frames; each envelope a distinct event_id,
 #      sent once, ENVELOPES_PER_S x SECONDS of them: an event_id sent again is stored once),
 # and after each phase the queue is drained. Prints one JSON line: accepted/s, p50 and p99 of
-# each phase (wrk), the server CPU time per report of each phase (until drained), reports
+# each phase (wrk), the server CPU time per report of each phase (until drained) and Postgres's, reports
 # processed, and envelope/report ratios. Both answer only once the
 # report is committed (202 / 200). Targets (issue): the envelope rate at the reports rate of
 # the same run, >= 5000/s, p99 < 25 ms with 8 connections.
 # Env: BUILD_DIR (default build), STACKSIFT_FIXTURES (default build-fixtures), CONNECTIONS (8),
-# HTTP_THREADS (4), WORKERS (2), POOL (8).
+# HTTP_THREADS (4), WORKERS (2), POOL (8), PERF_DIR (when set: `perf record -g` of the server
+# during each phase into PERF_DIR/perf-reports.data and perf-envelopes.data, and of Postgres's
+# backends into perf-pg-reports.data and perf-pg-envelopes.data), CONTROL=1 (the Apple text in
+# both phases: how far apart two phases of the same load come out).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -76,29 +79,81 @@ ms() { awk -v p="$1" '$1 == p { v = $2; if (v ~ /us$/) { sub(/us$/, "", v); v /=
 BENCH_COUNT=$count wrk -t2 -c4 -d2s -s tests/bench/bench_ingest.lua "http://127.0.0.1:$port/api/v1/reports" >/dev/null
 BENCH_COUNT=$((count * copies)) wrk -t2 -c4 -d2s -s tests/bench/bench_sentry.lua "http://127.0.0.1:$port/" >/dev/null
 drain
-psql "$url" -qc "TRUNCATE issues CASCADE; DELETE FROM reports; DELETE FROM report_claims" >/dev/null
-psql "$url" -qc "CHECKPOINT" >/dev/null
+# Each phase starts from the same empty tables: the second would otherwise pay for the first's
+# (its 64 issues updated tens of thousands of times leave as many dead row versions to prune,
+# its reports deeper indexes): with the Apple text in both phases, the second ran at 0.87 of
+# the first, Postgres's CPU per report +15%. The first's fingerprints are kept aside (both forms
+# of a crash must land in one group).
+reset() {
+  psql "$url" -qc "TRUNCATE issues, reports, report_claims CASCADE" >/dev/null
+  psql "$url" -qc "CHECKPOINT" >/dev/null
+}
+psql "$url" -qc "CREATE TABLE bench_fingerprints (fingerprint text)"
+reset
 
 # the server's CPU time (user + system, clock ticks) so far: per report it moves far less with
 # the machine's other load than the rate does
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$server_pid/stat"; }
+# Postgres's: the postmaster, its live children and the children it has reaped (it shares the
+# cores with the server, so its work per report counts as much)
+pg_ticks() {
+  python3 - "$(head -1 "$pgdir/data/postmaster.pid")" <<'PY'
+import glob, sys
+pm, total = sys.argv[1], 0
+for f in glob.glob("/proc/[0-9]*/stat"):
+    try:
+        s = open(f).read()
+    except OSError:
+        continue
+    pid, rest = s.split(" ", 1)
+    v = rest[rest.rindex(")") + 2:].split()
+    if pid == pm:
+        total += sum(int(x) for x in v[11:15])
+    elif v[1] == pm:
+        total += int(v[11]) + int(v[12])
+print(total)
+PY
+}
+perf_start() {
+  perf_pid=""
+  [ -n "${PERF_DIR:-}" ] || return 0
+  mkdir -p "$PERF_DIR"
+  pgpids=$(pgrep -P "$(head -1 "$pgdir/data/postmaster.pid")" | paste -sd,)
+  perf record -g -p "$server_pid" -o "$PERF_DIR/perf-$1.data" 2>/dev/null &
+  perf_pid=$!
+  perf record -g -p "$pgpids" -o "$PERF_DIR/perf-pg-$1.data" 2>/dev/null &
+  perf_pg_pid=$!
+}
+perf_stop() {
+  [ -z "$perf_pid" ] || { kill -INT "$perf_pid" "$perf_pg_pid"; wait "$perf_pid" "$perf_pg_pid" || true; }
+}
 tick_hz=$(getconf CLK_TCK)
-c0=$(cpu_ticks)
+c0=$(cpu_ticks); p0=$(pg_ticks)
+perf_start reports
 BENCH_COUNT=$count wrk -t2 -c"$conns" -d"${secs}s" --latency -s tests/bench/bench_ingest.lua \
   "http://127.0.0.1:$port/api/v1/reports" >"$work/wrk-reports.txt" 2>"$work/wrk.err"
 drain
-c1=$(cpu_ticks)
+perf_stop
+c1=$(cpu_ticks); p1=$(pg_ticks)
 n_reports=$(psql "$url" -Atc "SELECT count(*) FROM reports WHERE status = 'processed'")
-psql "$url" -qc "CHECKPOINT" >/dev/null
-c2=$(cpu_ticks)
-BENCH_COUNT=$((count * copies)) wrk -t2 -c"$conns" -d"${secs}s" --latency -s tests/bench/bench_sentry.lua \
-  "http://127.0.0.1:$port/" >"$work/wrk-sentry.txt" 2>>"$work/wrk.err"
+bad_reports=$(psql "$url" -Atc "SELECT count(*) FROM reports WHERE status <> 'processed'")
+psql "$url" -qc "INSERT INTO bench_fingerprints SELECT DISTINCT fingerprint FROM reports"
+reset
+c2=$(cpu_ticks); p2=$(pg_ticks)
+perf_start envelopes
+if [ "${CONTROL:-0}" = 1 ]; then
+  BENCH_COUNT=$count wrk -t2 -c"$conns" -d"${secs}s" --latency -s tests/bench/bench_ingest.lua \
+    "http://127.0.0.1:$port/api/v1/reports" >"$work/wrk-sentry.txt" 2>>"$work/wrk.err"
+else
+  BENCH_COUNT=$((count * copies)) wrk -t2 -c"$conns" -d"${secs}s" --latency -s tests/bench/bench_sentry.lua \
+    "http://127.0.0.1:$port/" >"$work/wrk-sentry.txt" 2>>"$work/wrk.err"
+fi
 drain
-c3=$(cpu_ticks)
-n_total=$(psql "$url" -Atc "SELECT count(*) FROM reports WHERE status = 'processed'")
-n_sentry=$(psql "$url" -Atc "SELECT count(*) FROM reports WHERE status = 'processed' AND format = 'sentry'")
-bad=$(psql "$url" -Atc "SELECT count(*) FROM reports WHERE status <> 'processed'")
-same=$(psql "$url" -Atc "SELECT count(DISTINCT fingerprint) FROM reports")
+perf_stop
+c3=$(cpu_ticks); p3=$(pg_ticks)
+n_sentry=$(psql "$url" -Atc "SELECT count(*) FROM reports WHERE status = 'processed' AND (format = 'sentry' OR ${CONTROL:-0} = 1)")
+bad=$(( bad_reports + $(psql "$url" -Atc "SELECT count(*) FROM reports WHERE status <> 'processed'") ))
+same=$(psql "$url" -Atc "SELECT count(DISTINCT f) FROM (SELECT fingerprint FROM reports UNION ALL SELECT fingerprint FROM bench_fingerprints) AS u(f)")
 cat "$work/wrk.err" >&2 || true
 
 r_rps=$(awk '/^Requests\/sec/ {print $2}' "$work/wrk-reports.txt")
@@ -112,8 +167,12 @@ s_cpu=$(awk -v c="$((c3 - c2))" -v hz="$tick_hz" -v n="$n_sentry" 'BEGIN { print
 printf '{"bench":"sentry","seconds":%s,"connections":%s,"reports_rps":%s,"reports_p50_ms":%s,"reports_p99_ms":%s,' \
   "$secs" "$conns" "$r_rps" "$r50" "$r99"
 printf '"envelopes_rps":%s,"envelopes_p50_ms":%s,"envelopes_p99_ms":%s,"rate_ratio":%s,' "$s_rps" "$s50" "$s99" "$ratio"
-printf '"reports_cpu_us":%s,"envelopes_cpu_us":%s,"load":"%s",' "$r_cpu" "$s_cpu" "$(cut -d' ' -f1-3 /proc/loadavg)"
+r_pg=$(awk -v c="$((p1 - p0))" -v hz="$tick_hz" -v n="$n_reports" 'BEGIN { printf "%.1f", n ? c * 1e6 / hz / n : 0 }')
+s_pg=$(awk -v c="$((p3 - p2))" -v hz="$tick_hz" -v n="$n_sentry" 'BEGIN { printf "%.1f", n ? c * 1e6 / hz / n : 0 }')
+printf '"reports_cpu_us":%s,"envelopes_cpu_us":%s,"reports_pg_cpu_us":%s,"envelopes_pg_cpu_us":%s,' \
+  "$r_cpu" "$s_cpu" "$r_pg" "$s_pg"
+printf '"load":"%s",' "$(cut -d' ' -f1-3 /proc/loadavg)"
 printf '"processed_reports":%s,"processed_envelopes":%s,"not_processed":%s,"fingerprints":%s,"non_2xx":"%s/%s"}\n' \
   "$n_reports" "$n_sentry" "$bad" "$same" "${r_non:-0}" "${s_non:-0}"
-echo "POST /api/v1/reports (Apple text): $r_rps/s, p50 $r50 ms, p99 $r99 ms, server CPU $r_cpu us/report"
-echo "POST /api/$project/envelope/ (gzip): $s_rps/s, p50 $s50 ms, p99 $s99 ms, server CPU $s_cpu us/envelope (ratio $ratio)"
+echo "POST /api/v1/reports (Apple text): $r_rps/s, p50 $r50 ms, p99 $r99 ms, server CPU $r_cpu us/report, Postgres $r_pg us"
+echo "POST /api/$project/envelope/ (gzip): $s_rps/s, p50 $s50 ms, p99 $s99 ms, server CPU $s_cpu us/envelope, Postgres $s_pg us (ratio $ratio)"
