@@ -25,6 +25,11 @@ typedef struct {
 typedef struct {
     arena *a;
     const char *start, *end;
+    char *copy;            /* the whole input copied into the arena (one value, used NULL):
+                              each string is decoded in place there, at its own offset, so
+                              that a string costs no allocation; NULL: each string is
+                              allocated on its own (input past the value, which a copy of
+                              the rest would make quadratic for a stream of values) */
     unsigned flags;
     jsonr_error *e;
     jsonr_member *scratch; /* members of the open containers, innermost last */
@@ -209,11 +214,14 @@ static const char *string(parser *p, const char *s, const char **str, uint32_t *
     size_t raw = (size_t)(q - (s + 1));
     if (raw >= UINT32_MAX)
         return too_large(p, s), NULL;
-    char *out = alloc(p, raw + 1);
+    /* In the copy, the string's bytes sit where its source does and the closing quote's place
+     * takes the NUL; the parse reads only the source, so nothing it has yet to read moves. */
+    char *out = p->copy != NULL ? p->copy + (s + 1 - p->start) : alloc(p, raw + 1);
     if (out == NULL)
         return too_large(p, s), NULL;
     if (plain) {
-        memcpy(out, s + 1, raw);
+        if (p->copy == NULL)
+            memcpy(out, s + 1, raw);
         out[raw] = '\0';
         *str = out;
         *n = (uint32_t)raw;
@@ -507,6 +515,12 @@ jsonr_value *jsonr_parse(arena *a, const char *data, size_t len, unsigned flags,
     parser p = {.a = a, .start = data, .end = data + len, .flags = flags, .e = e};
     if (e != NULL)
         memset(e, 0, sizeof *e);
+    if (used == NULL && len > 0) {
+        p.copy = alloc(&p, len);
+        if (p.copy == NULL)
+            return too_large(&p, data);
+        memcpy(p.copy, data, len);
+    }
     jsonr_value *v = run(&p, used);
     free(p.scratch);
     free(p.frames);

@@ -169,16 +169,68 @@ typedef struct {
     bool cut_noted;
 } sentry_ctx;
 
-/* Append the frames of one Sentry stacktrace (caller first) to thread `ti`, innermost first. */
-static void read_frames(sentry_ctx *c, const jsonr_value *stacktrace, size_t ti, const char *where)
+/* The members of one frame that read_frames reads: the last of each key, as jsonr_get finds
+ * it, NULL when absent. */
+typedef struct {
+    const jsonr_value *instruction_addr, *function, *filename, *abs_path, *lineno, *package,
+        *symbol_addr, *image_addr;
+} frame_fields;
+
+/* One pass over a frame's members (a frame has a handful; eight jsonr_get scans of them cost
+ * more than the rest of its reading). */
+static void frame_fields_read(frame_fields *ff, const jsonr_value *jf)
 {
+    memset(ff, 0, sizeof *ff);
+    for (size_t i = 0; i < jsonr_size(jf); i++) {
+        const jsonr_member *m = jsonr_member_at(jf, i);
+        const char *k = m->key;
+        const jsonr_value **slot = NULL;
+#define FRAME_KEY(name) (m->key_len == sizeof #name - 1 && memcmp(k, #name, sizeof #name - 1) == 0)
+        switch (k[0]) {
+        case 'i': slot = FRAME_KEY(instruction_addr) ? &ff->instruction_addr
+                         : FRAME_KEY(image_addr)     ? &ff->image_addr : NULL; break;
+        case 'f': slot = FRAME_KEY(function) ? &ff->function
+                         : FRAME_KEY(filename) ? &ff->filename : NULL; break;
+        case 'a': slot = FRAME_KEY(abs_path) ? &ff->abs_path : NULL; break;
+        case 'l': slot = FRAME_KEY(lineno) ? &ff->lineno : NULL; break;
+        case 'p': slot = FRAME_KEY(package) ? &ff->package : NULL; break;
+        case 's': slot = FRAME_KEY(symbol_addr) ? &ff->symbol_addr : NULL; break;
+        default: break;
+        }
+#undef FRAME_KEY
+        if (slot != NULL)
+            *slot = &m->value;
+    }
+}
+
+/* cr_json_str of a member frame_fields_read found. */
+static const char *field_str(const jsonr_value *v)
+{
+    return jsonr_is_string(v) && v->n > 0 ? v->u.s : NULL;
+}
+
+/* What a note calls the stacktrace: "threads[i]", or "exception" for pos SIZE_MAX. Written
+ * only when there is a note to write. */
+static const char *where_name(char buf[48], size_t pos)
+{
+    if (pos == SIZE_MAX)
+        return "exception";
+    snprintf(buf, 48, "threads[%zu]", pos);
+    return buf;
+}
+
+/* Append the frames of one Sentry stacktrace (caller first) to thread `ti`, innermost first;
+ * `pos` is the stacktrace's thread in threads.values (SIZE_MAX: the exception's). */
+static void read_frames(sentry_ctx *c, const jsonr_value *stacktrace, size_t ti, size_t pos)
+{
+    char where[48];
     cr_builder *b = c->b;
     const jsonr_value *frames = jsonr_get(stacktrace, "frames");
     size_t n = cr_json_array_size(frames);
     for (size_t k = n; k > 0 && !b->failed; k--) {
         const jsonr_value *jf = jsonr_at(frames, k - 1);
         if (!jsonr_is_object(jf)) {
-            cr_note(b, "%s frame %zu is not an object, skipped", where, k - 1);
+            cr_note(b, "%s frame %zu is not an object, skipped", where_name(where, pos), k - 1);
             continue;
         }
         if (c->frames >= SENTRY_MAX_FRAMES) {
@@ -187,17 +239,19 @@ static void read_frames(sentry_ctx *c, const jsonr_value *stacktrace, size_t ti,
             c->cut_noted = true;
             return;
         }
+        frame_fields ff;
+        frame_fields_read(&ff, jf);
         uint64_t addr = 0, image_addr = 0, sym_addr = 0, line = 0;
-        bool has_addr = cr_json_get_u64(jf, "instruction_addr", &addr);
-        const char *function = cr_json_str(jf, "function");
+        bool has_addr = cr_json_u64(ff.instruction_addr, &addr);
+        const char *function = field_str(ff.function);
         if (function != NULL && strcmp(function, "<redacted>") == 0)
             function = NULL;
-        const char *file = cr_json_str(jf, "filename");
+        const char *file = field_str(ff.filename);
         if (file == NULL)
-            file = cr_json_str(jf, "abs_path");
+            file = field_str(ff.abs_path);
         if (!has_addr && function == NULL && file == NULL) {
-            cr_note(b, "%s frame %zu has neither instruction_addr nor function, skipped", where,
-                    k - 1);
+            cr_note(b, "%s frame %zu has neither instruction_addr nor function, skipped",
+                    where_name(where, pos), k - 1);
             continue;
         }
         crashreport_frame *f = cr_add_frame(b, &b->r->threads[ti]);
@@ -209,17 +263,17 @@ static void read_frames(sentry_ctx *c, const jsonr_value *stacktrace, size_t ti,
         f->addr = addr;
         f->symbol = function; /* borrowed: the tree lives in the report's arena */
         f->file = file;
-        if (cr_json_get_u64(jf, "lineno", &line) && line <= UINT32_MAX)
+        if (cr_json_u64(ff.lineno, &line) && line <= UINT32_MAX)
             f->line = (uint32_t)line;
-        const char *package = cr_json_str(jf, "package");
+        const char *package = field_str(ff.package);
         if (package != NULL)
             f->image_name = cr_basename(package);
-        if (f->symbol != NULL && cr_json_get_u64(jf, "symbol_addr", &sym_addr) && sym_addr <= addr &&
+        if (f->symbol != NULL && cr_json_u64(ff.symbol_addr, &sym_addr) && sym_addr <= addr &&
             has_addr) {
             f->symbol_offset = addr - sym_addr;
             f->has_symbol_offset = true;
         }
-        if (has_addr && cr_json_get_u64(jf, "image_addr", &image_addr)) {
+        if (has_addr && cr_json_u64(ff.image_addr, &image_addr)) {
             int32_t im = image_by_load(c->keys, c->nkeys, image_addr);
             if (im >= 0) {
                 f->image = im;
@@ -385,9 +439,7 @@ err_code cr_parse_sentry(crashreport **out, const jsonr_value *root, arena *a, e
         t->index = cr_json_get_u64(jt, "id", &id) && id <= UINT32_MAX ? (uint32_t)id : (uint32_t)i;
         t->name = cr_json_str(jt, "name");
         t->crashed = jsonr_is_true(jsonr_get(jt, "crashed"));
-        char where[48];
-        snprintf(where, sizeof where, "threads[%zu]", i);
-        read_frames(&c, jsonr_get(jt, "stacktrace"), b.r->nthreads - 1, where);
+        read_frames(&c, jsonr_get(jt, "stacktrace"), b.r->nthreads - 1, i);
     }
 
     /* The exception's thread is the crashed one when no thread says so; its stacktrace stands
@@ -415,7 +467,7 @@ err_code cr_parse_sentry(crashreport **out, const jsonr_value *root, arena *a, e
             }
         }
         if (ti >= 0 && b.r->threads[ti].nframes == 0)
-            read_frames(&c, exst, (size_t)ti, "exception");
+            read_frames(&c, exst, (size_t)ti, SIZE_MAX);
     }
 
     size_t frames = 0;
