@@ -14,8 +14,8 @@
 # processed, and envelope/report ratios. Both answer only once the
 # report is committed (202 / 200). Targets (issue): the envelope rate at the reports rate of
 # the same run, >= 5000/s, p99 < 25 ms with 8 connections.
-# Env: BUILD_DIR (default build), STACKSIFT_FIXTURES (default build-fixtures), CONNECTIONS (8),
-# HTTP_THREADS (4), WORKERS (2), POOL (8), PERF_DIR (when set: `perf record -g` of the server
+# Env: BUILD_DIR (default build; relative to the repo root, or absolute), STACKSIFT_FIXTURES
+# (default build-fixtures), CONNECTIONS (8), HTTP_THREADS (4), WORKERS (2), POOL (8), PERF_DIR (when set: `perf record -g` of the server
 # during each phase into PERF_DIR/perf-reports.data and perf-envelopes.data, and of Postgres's
 # backends into perf-pg-reports.data and perf-pg-envelopes.data), CONTROL=1 (the Apple text in
 # both phases: how far apart two phases of the same load come out).
@@ -24,7 +24,7 @@ cd "$(dirname "$0")/../.."
 root=$PWD
 secs=${1:-20}
 build=${BUILD_DIR:-build}
-bin=$root/$build/server/stacksift
+case $build in /*) bin=$build/server/stacksift ;; *) bin=$root/$build/server/stacksift ;; esac
 fixtures=${STACKSIFT_FIXTURES:-$root/build-fixtures}
 conns=${CONNECTIONS:-8}
 command -v wrk >/dev/null || { echo "bench_sentry: wrk is missing (deploy/install-deps.sh)" >&2; exit 1; }
