@@ -11,12 +11,6 @@
 
 #include "crashreport/json_field.h"
 
-const char *cr_json_str(const jsonr_value *o, const char *key)
-{
-    const jsonr_value *v = jsonr_get(o, key);
-    return jsonr_is_string(v) && v->n > 0 ? v->u.s : NULL;
-}
-
 /* "0x" and 1 to 16 hex digits (either case). */
 static bool hex_u64(const char *s, size_t n, uint64_t *out)
 {
@@ -58,11 +52,6 @@ bool cr_json_u64(const jsonr_value *v, uint64_t *out)
     default:
         return false;
     }
-}
-
-bool cr_json_get_u64(const jsonr_value *o, const char *key, uint64_t *out)
-{
-    return cr_json_u64(jsonr_get(o, key), out);
 }
 
 /* A member and its place, sorted by key, then by place. */

@@ -20,10 +20,17 @@
 
 /* cr_json_str - o[key] as a borrowed string (it lives as long as the tree's arena); NULL when
  * o is not an object, the key is missing, its value is no string, or the string is empty. */
-const char *cr_json_str(const jsonr_value *o, const char *key);
+static inline const char *cr_json_str(const jsonr_value *o, const char *key)
+{
+    const jsonr_value *v = jsonr_get(o, key); /* inline: a literal key's length folds away */
+    return jsonr_is_string(v) && v->n > 0 ? v->u.s : NULL;
+}
 
 /* cr_json_get_u64 - cr_json_u64 (crashreport_internal.h) of o[key]; false when missing. */
-bool cr_json_get_u64(const jsonr_value *o, const char *key, uint64_t *out);
+static inline bool cr_json_get_u64(const jsonr_value *o, const char *key, uint64_t *out)
+{
+    return cr_json_u64(jsonr_get(o, key), out);
+}
 
 /* cr_json_array_size - elements of an array; 0 for anything else (an object too, unlike
  * jsonr_size). */
