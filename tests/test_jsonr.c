@@ -12,7 +12,9 @@
 #include "harness.h"
 #include "jsonr_compare.h"
 
-/* Parse text with both readers: true when they agree (both refuse, or equal trees). */
+/* Parse text with both readers: true when they agree (both refuse, or equal trees), and
+ * jsonr_check gives jsonr_parse's verdict and error (without JSONR_REJECT_DUPLICATES, which it
+ * ignores). */
 static bool agrees(const char *text, size_t len, unsigned flags)
 {
     arena *a = arena_new(0);
@@ -24,6 +26,17 @@ static bool agrees(const char *text, size_t len, unsigned flags)
         fprintf(stderr, "disagree on %.60s: jsonr %s (%s), jansson %s\n", text,
                 r ? "accepts" : "refuses", r ? "" : e.text, j ? "accepts" : "refuses");
     json_decref(j);
+    unsigned nodup = flags & ~(unsigned)JSONR_REJECT_DUPLICATES;
+    jsonr_error pe, ce;
+    bool parsed = jsonr_parse(a, text, len, nodup, NULL, &pe) != NULL;
+    bool checked = jsonr_check(text, len, flags, NULL, &ce);
+    if (checked != parsed || (!parsed && (ce.code != pe.code || ce.position != pe.position ||
+                                          strcmp(ce.text, pe.text) != 0))) {
+        fprintf(stderr, "jsonr_check on %.60s: %s (%s), jsonr_parse %s (%s)\n", text,
+                checked ? "accepts" : "refuses", checked ? "" : ce.text,
+                parsed ? "accepts" : "refuses", parsed ? "" : pe.text);
+        same = false;
+    }
     arena_free(a);
     return same;
 }
@@ -93,6 +106,9 @@ static void stops_after_first_value(void)
     CHECK(h != NULL && jsonr_integer(jsonr_get(h, "h")) == 1);
     CHECK_EQ_INT(used, 11);
     CHECK(jsonr_parse(a, t, strlen(t), 0, NULL, NULL) == NULL);
+    used = 0;
+    CHECK(jsonr_check(t, strlen(t), 0, &used, NULL) && used == 11);
+    CHECK(!jsonr_check(t, strlen(t), 0, NULL, NULL));
     arena_free(a);
 }
 

@@ -8,6 +8,7 @@
  */
 #include "base/jsonr.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -211,6 +212,16 @@ static const char *string(parser *p, const char *s, const char **str, uint32_t *
             q += len;
         }
     }
+    if (p->a == NULL) {   /* jsonr_check: the escapes are checked, nothing is kept */
+        for (const char *r = s + 1; !plain && (r = memchr(r, '\\', (size_t)(q - r))) != NULL;) {
+            char tmp[4], *w = tmp;
+            if ((r = unescape(p, r, &w)) == NULL)
+                return NULL;
+        }
+        *str = NULL;
+        *n = 0;
+        return q + 1;
+    }
     size_t raw = (size_t)(q - (s + 1));
     if (raw >= UINT32_MAX)
         return too_large(p, s), NULL;
@@ -293,15 +304,16 @@ static const char *number(parser *p, const char *s, jsonr_value *v)
         v->u.i = neg ? (int64_t)(0 - mag) : (int64_t)mag;
         return q;
     }
-    /* A real, or an integer past int64: strtod wants a C string. */
+    /* A real, or an integer past int64: strtod wants a C string. A long one (rare) is copied
+     * to the heap, not the arena, so that jsonr_check needs no arena. */
     size_t n = (size_t)(q - s);
-    char small[64], *text = n < sizeof small ? small : alloc(p, n + 1);
-    if (text == NULL)
-        return too_large(p, s), NULL;
+    char small[64], *text = n < sizeof small ? small : xmalloc(n + 1);
     memcpy(text, s, n);
     text[n] = '\0';
     errno = 0;
     double d = strtod(text, NULL);
+    if (text != small)
+        free(text);
     if (errno == ERANGE && (d > 1.0 || d < -1.0))
         return fail(p, s, JSONR_ERR_SYNTAX, "real number overflow"), NULL;
     v->type = JSONR_REAL;
@@ -314,6 +326,8 @@ static const char *number(parser *p, const char *s, jsonr_value *v)
  * the scratch stack within twice the budget. */
 static bool push_member(parser *p, const char *at, const char *key, uint32_t key_len)
 {
+    if (p->a == NULL)   /* jsonr_check: members are not kept */
+        return true;
     if (p->nscratch == p->capscratch) {
         if ((p->nscratch + 1) * sizeof(jsonr_value) > arena_left(p->a))
             return too_large(p, at), false;
@@ -358,6 +372,10 @@ static const jsonr_member *duplicate(const jsonr_member *m, size_t n)
 static bool close_container(parser *p, const char *at, jsonr_value *v)
 {
     frame *f = &p->frames[--p->nframes];
+    if (p->a == NULL) {   /* jsonr_check: nothing to move */
+        *v = (jsonr_value){.type = f->type};
+        return true;
+    }
     size_t n = p->nscratch - f->base;
     jsonr_member *m = n > 0 ? p->scratch + f->base : NULL;   /* no stack yet: [] or {} */
     if (n >= UINT32_MAX)
@@ -481,13 +499,18 @@ done:
             *used = (size_t)(s - p->start);
         else if (s < end)
             return expected(p, s, "end of file");
+        if (p->a == NULL) {   /* jsonr_check: a checked document, no tree */
+            static jsonr_value checked = {.type = JSONR_NULL};
+            return &checked;
+        }
         jsonr_value *top = alloc(p, sizeof *top);
         if (top == NULL)
             return too_large(p, s);
         *top = v;
         return top;
     }
-    p->scratch[p->nscratch - 1].value = v;
+    if (p->a != NULL)   /* jsonr_check keeps no members */
+        p->scratch[p->nscratch - 1].value = v;
     s = skip_blanks(s, end);
     {
         bool object = p->frames[p->nframes - 1].type == JSONR_OBJECT;
@@ -509,13 +532,14 @@ done:
     }
 }
 
-jsonr_value *jsonr_parse(arena *a, const char *data, size_t len, unsigned flags, size_t *used,
-                         jsonr_error *e)
+/* jsonr_parse (a set) and jsonr_check (a NULL: nothing allocated, nothing kept). */
+static jsonr_value *parse(arena *a, const char *data, size_t len, unsigned flags, size_t *used,
+                          jsonr_error *e)
 {
     parser p = {.a = a, .start = data, .end = data + len, .flags = flags, .e = e};
     if (e != NULL)
         memset(e, 0, sizeof *e);
-    if (used == NULL && len > 0) {
+    if (a != NULL && used == NULL && len > 0) {   /* jsonr_check decodes nothing */
         p.copy = alloc(&p, len);
         if (p.copy == NULL)
             return too_large(&p, data);
@@ -525,6 +549,18 @@ jsonr_value *jsonr_parse(arena *a, const char *data, size_t len, unsigned flags,
     free(p.scratch);
     free(p.frames);
     return v;
+}
+
+jsonr_value *jsonr_parse(arena *a, const char *data, size_t len, unsigned flags, size_t *used,
+                         jsonr_error *e)
+{
+    assert(a != NULL);
+    return parse(a, data, len, flags, used, e);
+}
+
+bool jsonr_check(const char *data, size_t len, unsigned flags, size_t *used, jsonr_error *e)
+{
+    return parse(NULL, data, len, flags & ~(unsigned)JSONR_REJECT_DUPLICATES, used, e) != NULL;
 }
 
 jsonr_value *jsonr_getn(const jsonr_value *o, const char *key, size_t key_len)

@@ -2,7 +2,8 @@
  * fuzz_jsonr - libFuzzer target for the JSON reader (common/base/jsonr), differential against
  * jansson. Promises: any input is read or refused, never a crash, a hang or an overread;
  * jsonr refuses exactly what jansson refuses (with the same flags) and otherwise builds the
- * same tree; the first-value mode reads the same value and stops where the rest begins.
+ * same tree; the first-value mode reads the same value and stops where the rest begins;
+ * jsonr_check gives jsonr_parse's verdict, error and stop without building a tree.
  */
 #include <string.h>
 
@@ -31,6 +32,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
     else
         REQUIRE(e.text[0] != '\0' && e.position <= n && e.line >= 1 && e.column >= 1);
     json_decref(j);
+    /* jsonr_check: the verdict of jsonr_parse without JSONR_REJECT_DUPLICATES (it keeps no keys) */
+    unsigned nodup = flags & ~(unsigned)JSONR_REJECT_DUPLICATES;
+    jsonr_error pe, ce;
+    size_t pused = 0, cused = 0;
+    bool parsed = jsonr_parse(a, doc, n, nodup, NULL, &pe) != NULL;
+    REQUIRE(jsonr_check(doc, n, flags, NULL, &ce) == parsed);
+    if (!parsed)
+        REQUIRE(ce.code == pe.code && ce.position == pe.position && strcmp(ce.text, pe.text) == 0);
+    parsed = jsonr_parse(a, doc, n, nodup, &pused, &pe) != NULL;
+    REQUIRE(jsonr_check(doc, n, flags, &cused, &ce) == parsed && cused == pused);
     /* first value only: what it read parses alone to the same tree */
     size_t used = 0;
     jsonr_value *first = jsonr_parse(a, doc, n, flags, &used, &e);
