@@ -174,6 +174,27 @@ static void limits_are_named(void)
     free(json);
 }
 
+/* No tree of the document is built: the caller's arena holds the batch only (16 bytes a frame
+ * and the arrays' growth, where a tree would add 32 bytes a frame to ~14 of JSON). */
+static void caller_arena_keeps_only_the_batch(void)
+{
+    char *json = big_batch(1000, 16);
+    size_t len = strlen(json);
+    arena *a = arena_new(0);
+    char field[SAMPLEBATCH_FIELD_MAX];
+    err_info err = {0};
+    err_code rc;
+    samplebatch *b = parse(json, SAMPLEBATCH_SENT, a, field, &err, &rc);
+    CHECK_EQ_INT(rc, ERR_OK);
+    CHECK(b != NULL && b->nsamples == 1000 && b->samples[999].nframes == 16);
+    if (arena_used(a) > len + len / 2) {
+        fprintf(stderr, "arena holds %zu bytes after a %zu-byte batch\n", arena_used(a), len);
+        CHECK(0);
+    }
+    arena_free(a);
+    free(json);
+}
+
 /* arm64e return addresses carry PAC bits: the image is found without them. */
 static void pac_bits_are_stripped_for_the_image(void)
 {
@@ -303,19 +324,35 @@ static void json_edges(void)
             CHECK(0);
         }
     }
-    /* nesting: 600 levels inside an unknown member is refused, not a stack overflow */
-    char *deep = malloc(2000);
-    size_t n = 0;
-    n += (size_t)sprintf(deep, "{\"x\":");
-    for (int i = 0; i < 600; i++)
-        deep[n++] = '[';
-    for (int i = 0; i < 600; i++)
-        deep[n++] = ']';
-    deep[n++] = '}';
-    deep[n] = '\0';
-    samplebatch *x = parse(deep, SAMPLEBATCH_SENT, a, field, &err, &rc);
-    CHECK(x == NULL && rc == ERR_INVALID && strstr(err.msg, "nested deeper") != NULL);
-    free(deep);
+    /* nesting: as jansson (base/jsonr), 2048 levels inside an unknown member are read and
+     * ignored, 2049 refused as malformed, not a stack overflow */
+    for (int levels = 2048; levels <= 2049; levels++) {
+        buf deep;
+        buf_init(&deep);
+        buf_append_str(&deep, ONE("{\"tag\":\"T\",\"frames\":[\"0x1a0000010\"],\"x\":"));
+        deep.len -= 2;   /* inside the last sample, before "]}" */
+        /* the batch, its samples and the sample are three levels already */
+        for (int i = 3; i < levels; i++)
+            buf_putc(&deep, '[');
+        for (int i = 3; i < levels; i++)
+            buf_putc(&deep, ']');
+        buf_append_str(&deep, "}]}");
+        samplebatch *x = parse((const char *)deep.data, SAMPLEBATCH_SENT, a, field, &err, &rc);
+        if (levels == 2048)
+            CHECK(x != NULL && rc == ERR_OK);
+        else
+            CHECK(x == NULL && rc == ERR_INVALID && strstr(err.msg, "malformed JSON") != NULL &&
+                  strstr(err.msg, "depth") != NULL && field[0] == '\0');
+        buf_reset(&deep);
+    }
+    /* jansson's verdicts: a real outside double's range is malformed even where it is ignored;
+     * a key written with escapes is the key it decodes to */
+    samplebatch *x = parse(ONE("{\"tag\":\"T\",\"frames\":[\"0x1a0000010\"],\"x\":1e400}"),
+                           SAMPLEBATCH_SENT, a, field, &err, &rc);
+    CHECK(x == NULL && rc == ERR_INVALID && strstr(err.msg, "malformed JSON") != NULL);
+    x = parse(ONE("{\"t\\u0061g\":\"T2\",\"frames\":[\"0x1a0000010\"]}"), SAMPLEBATCH_SENT, a,
+              field, &err, &rc);
+    CHECK(x != NULL && strcmp(x->samples[1].tag, "T2") == 0);
     /* a count must be a JSON integer */
     x = parse(ONE("{\"tag\":\"T\",\"frames\":[\"0x1a0000010\"],\"count\":3.0}"), SAMPLEBATCH_SENT, a,
               field, &err, &rc);
@@ -332,6 +369,7 @@ int main(void)
     RUN(names_the_bad_field);
     RUN(tag_limit_is_200_bytes);
     RUN(limits_are_named);
+    RUN(caller_arena_keeps_only_the_batch);
     RUN(pac_bits_are_stripped_for_the_image);
     RUN(canonical_merges_identical_stacks);
     RUN(canonical_drops_unused_images);

@@ -1,15 +1,22 @@
 /*
  * samplebatch - parse, check and canonicalize sample batches (see samplebatch.h).
  *
- * A batch is read by a JSON scanner of its own instead of a DOM library: a batch is hundreds
- * of kilobytes of small values, and building a tree of them (one allocation per value) cost
- * about 90% of a POST /api/v1/samples in profiles. The scanner checks the whole document
- * against RFC 8259 (strings: escapes, UTF-8 without overlongs or surrogates, no raw control
- * characters; numbers; nesting at most JSON_MAX_DEPTH) while it records where each known
- * member's value is (a span); the fields are then read from their spans in a fixed order, so
- * the first problem reported does not depend on the order of members. Unknown members are
- * checked and ignored. A member given twice: the last one counts. Frames are matched to images
- * by a binary search over the images sorted by load address, after all of them are read.
+ * The grammar is base/jsonr's, the JSON reader of every ingest path: jsonr_check holds the
+ * whole document to it first (RFC 8259 as jansson reads it: escapes, UTF-8, no "\u0000",
+ * nesting to JSONR_MAX_DEPTH, reals within double's range), building nothing. The batch is
+ * then read from the checked text without a tree: a batch is hundreds of kilobytes of small
+ * values, and a tree of them (even jsonr's, about twice the batch's size for the moment of the
+ * parse) is memory that every thread parsing batches keeps for its next one. Reading checked
+ * text needs no grammar: a value is crossed by its quotes and brackets (skip_checked), a
+ * member picked by its name (members), and the few values kept are decoded by jsonr too (a
+ * string with escapes, a number that is not a plain run of digits).
+ *
+ * The fields are read in a fixed order, so the first problem reported does not depend on the
+ * order of members. Unknown members are checked and ignored; a member given twice: the last
+ * one counts (both as jansson). Frames are matched to images by a binary search over the
+ * images sorted by load address, after all of them are read. The path of the field being
+ * read is kept in parts and printed only when a problem is reported: printing it for every
+ * field cost more than reading the field.
  */
 #include "samplebatch/samplebatch.h"
 
@@ -18,28 +25,57 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/utf8.h"
+#include "base/jsonr.h"
 
-#define JSON_MAX_DEPTH 512
+#define NO_INDEX SIZE_MAX
 
 typedef struct {
     uint64_t load_addr;
     uint32_t index;     /* into samplebatch.images */
 } image_pos;
 
+/* The field being read: head, then "[i]", ".key", "[j]" where set. head NULL: the document. */
+typedef struct {
+    const char *head;   /* "samples", "app", "format_version", ... */
+    const char *key;    /* NULL if none */
+    size_t i, j;        /* NO_INDEX if none */
+} path;
+
 typedef struct {
     samplebatch *b;
     char *field;        /* SAMPLEBATCH_FIELD_MAX bytes */
-    arena *a;
+    arena *a;           /* the caller's: the batch and its strings */
     err_info *err;
-    const char *doc;    /* the document: byte offsets in syntax errors */
+    path at;            /* the field being read */
     image_pos *order;   /* images sorted by load address */
 } parser;
 
-/* A JSON value's bytes [p, end); p == NULL: the member is absent. */
+/* A value's bytes [p, end) in the checked document; p == NULL: the member is absent. */
 typedef struct {
     const char *p, *end;
 } span;
+
+static void at(parser *p, const char *head, size_t i, const char *key, size_t j)
+{
+    p->at = (path){.head = head, .key = key, .i = i, .j = j};
+}
+
+/* p->at printed into p->field ("" for the document). */
+static void render_field(parser *p)
+{
+    const path *f = &p->at;
+    char i[24] = "", j[24] = "";
+    if (f->head == NULL) {
+        p->field[0] = '\0';
+        return;
+    }
+    if (f->i != NO_INDEX)
+        snprintf(i, sizeof i, "[%zu]", f->i);
+    if (f->j != NO_INDEX)
+        snprintf(j, sizeof j, "[%zu]", f->j);
+    snprintf(p->field, SAMPLEBATCH_FIELD_MAX, "%s%s%s%s%s", f->head, i, f->key ? "." : "",
+             f->key ? f->key : "", j);
+}
 
 /* Record the failing field's path and the message ("<path>: <why>"); returns code. */
 static err_code fail(parser *p, err_code code, const char *fmt, ...)
@@ -51,28 +87,13 @@ static err_code fail(parser *p, err_code code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
+    render_field(p);
     if (p->field[0])
         return err_set(p->err, code, "%s: %s", p->field, why);
     return err_set(p->err, code, "%s", why);
 }
 
-static void set_field(parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void set_field(parser *p, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(p->field, SAMPLEBATCH_FIELD_MAX, fmt, ap);
-    va_end(ap);
-}
-
-/* ---- the scanner ----------------------------------------------------------------------- */
-
-static err_code syntax(parser *p, const char *at, const char *what)
-{
-    p->field[0] = '\0';
-    return err_set(p->err, ERR_INVALID, "malformed JSON at byte %zu: %s", (size_t)(at - p->doc),
-                   what);
-}
+/* ---- walking the checked document ------------------------------------------------------ */
 
 static const char *ws(const char *s, const char *end)
 {
@@ -81,209 +102,7 @@ static const char *ws(const char *s, const char *end)
     return s;
 }
 
-static int hexval(char c)
-{
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
-/*
- * The string starting at s (its '"'): checked, and decoded into out (may be NULL; room for
- * the raw length is enough) with *out_len its decoded length. Returns the byte after the
- * closing quote, or NULL after reporting a syntax error.
- */
-static const char *scan_string(parser *p, const char *s, const char *end, char *out,
-                               size_t *out_len)
-{
-    size_t n = 0;
-    s++;
-    for (;;) {
-        const char *run = s;   /* plain ASCII, the common case */
-        while (s < end && (unsigned char)*s >= 0x20 && *s != '"' && *s != '\\' &&
-               (unsigned char)*s < 0x80)
-            s++;
-        if (out)
-            memcpy(out + n, run, (size_t)(s - run));
-        n += (size_t)(s - run);
-        if (s == end)
-            return syntax(p, s, "unterminated string"), NULL;
-        unsigned char c = (unsigned char)*s;
-        if (c == '"')
-            break;
-        if (c < 0x20)
-            return syntax(p, s, "control character in a string"), NULL;
-        if (c >= 0x80) {
-            size_t k = utf8_seq_len(s, (size_t)(end - s));
-            if (k == 0)
-                return syntax(p, s, "invalid UTF-8 in a string"), NULL;
-            if (out)
-                memcpy(out + n, s, k);
-            n += k;
-            s += k;
-            continue;
-        }
-        /* an escape */
-        if (s + 1 >= end)
-            return syntax(p, s, "unterminated string"), NULL;
-        char e = s[1];
-        const char *simple = strchr("\"\\/bfnrt", e);
-        if (e != '\0' && simple != NULL) {
-            static const char TO[] = "\"\\/\b\f\n\r\t";
-            if (out)
-                out[n] = TO[simple - "\"\\/bfnrt"];
-            n++;
-            s += 2;
-            continue;
-        }
-        if (e != 'u')
-            return syntax(p, s, "invalid escape in a string"), NULL;
-        unsigned cp = 0;
-        for (int i = 2; i < 6; i++) {
-            int d = s + i < end ? hexval(s[i]) : -1;
-            if (d < 0)
-                return syntax(p, s, "invalid \\u escape in a string"), NULL;
-            cp = cp << 4 | (unsigned)d;
-        }
-        s += 6;
-        if (cp >= 0xDC00 && cp <= 0xDFFF)
-            return syntax(p, s - 6, "lone low surrogate in a string"), NULL;
-        if (cp >= 0xD800 && cp <= 0xDBFF) {
-            unsigned lo = 0;
-            if (end - s < 6 || s[0] != '\\' || s[1] != 'u')
-                return syntax(p, s - 6, "lone high surrogate in a string"), NULL;
-            for (int i = 2; i < 6; i++) {
-                int d = hexval(s[i]);
-                if (d < 0)
-                    return syntax(p, s, "invalid \\u escape in a string"), NULL;
-                lo = lo << 4 | (unsigned)d;
-            }
-            if (lo < 0xDC00 || lo > 0xDFFF)
-                return syntax(p, s - 6, "lone high surrogate in a string"), NULL;
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-            s += 6;
-        }
-        if (cp == 0)
-            return syntax(p, s - 6, "\\u0000 in a string"), NULL;
-        char tmp[4];
-        size_t k = utf8_encode(tmp, cp);
-        if (out)
-            memcpy(out + n, tmp, k);
-        n += k;
-    }
-    *out_len = n;
-    return s + 1;
-}
-
-/* The number at s: checked (RFC 8259 grammar); *is_int = no fraction or exponent and it fits
- * an int64 (*value then holds it). Returns the byte after it, or NULL (syntax error). */
-static const char *scan_number(parser *p, const char *s, const char *end, bool *is_int,
-                               int64_t *value)
-{
-    const char *start = s;
-    bool neg = false, fits = true;
-    uint64_t v = 0;
-    if (*s == '-') {
-        neg = true;
-        s++;
-    }
-    if (s == end || *s < '0' || *s > '9')
-        return syntax(p, start, "invalid number"), NULL;
-    if (*s == '0' && s + 1 < end && s[1] >= '0' && s[1] <= '9')
-        return syntax(p, start, "number with a leading zero"), NULL;
-    for (; s < end && *s >= '0' && *s <= '9'; s++) {
-        if (v > (UINT64_MAX - 9) / 10)
-            fits = false;
-        v = v * 10 + (uint64_t)(*s - '0');
-    }
-    bool integral = true;
-    if (s < end && *s == '.') {
-        integral = false;
-        s++;
-        if (s == end || *s < '0' || *s > '9')
-            return syntax(p, start, "invalid number"), NULL;
-        while (s < end && *s >= '0' && *s <= '9')
-            s++;
-    }
-    if (s < end && (*s == 'e' || *s == 'E')) {
-        integral = false;
-        s++;
-        if (s < end && (*s == '+' || *s == '-'))
-            s++;
-        if (s == end || *s < '0' || *s > '9')
-            return syntax(p, start, "invalid number"), NULL;
-        while (s < end && *s >= '0' && *s <= '9')
-            s++;
-    }
-    *is_int = integral && fits && v <= (uint64_t)INT64_MAX;
-    *value = *is_int ? (neg ? -(int64_t)v : (int64_t)v) : 0;
-    return s;
-}
-
-/* Skip (and check) the value at s; returns the byte after it, or NULL (syntax error). */
-static const char *scan_value(parser *p, const char *s, const char *end, int depth)
-{
-    s = ws(s, end);
-    if (s == end)
-        return syntax(p, s, "a value is missing"), NULL;
-    if (depth > JSON_MAX_DEPTH)
-        return syntax(p, s, "nested deeper than 512 levels"), NULL;
-    size_t n;
-    bool is_int;
-    int64_t v;
-    switch (*s) {
-    case '"':
-        return scan_string(p, s, end, NULL, &n);
-    case '{':
-    case '[': {
-        char close = *s == '{' ? '}' : ']';
-        bool object = *s == '{';
-        s = ws(s + 1, end);
-        if (s < end && *s == close)
-            return s + 1;
-        for (;;) {
-            if (object) {
-                if (s == end || *s != '"')
-                    return syntax(p, s, "expected a member name"), NULL;
-                if ((s = scan_string(p, s, end, NULL, &n)) == NULL)
-                    return NULL;
-                s = ws(s, end);
-                if (s == end || *s != ':')
-                    return syntax(p, s, "expected ':'"), NULL;
-                s++;
-            }
-            if ((s = scan_value(p, s, end, depth + 1)) == NULL)
-                return NULL;
-            s = ws(s, end);
-            if (s < end && *s == ',') {
-                s = ws(s + 1, end);
-                continue;
-            }
-            if (s < end && *s == close)
-                return s + 1;
-            return syntax(p, s, object ? "expected ',' or '}'" : "expected ',' or ']'"), NULL;
-        }
-    }
-    case 't':
-        if (end - s >= 4 && memcmp(s, "true", 4) == 0)
-            return s + 4;
-        break;
-    case 'f':
-        if (end - s >= 5 && memcmp(s, "false", 5) == 0)
-            return s + 5;
-        break;
-    case 'n':
-        if (end - s >= 4 && memcmp(s, "null", 4) == 0)
-            return s + 4;
-        break;
-    default:
-        if (*s == '-' || (*s >= '0' && *s <= '9'))
-            return scan_number(p, s, end, &is_int, &v);
-    }
-    return syntax(p, s, "unexpected character"), NULL;
-}
-
-/* Past the string at s (its '"'), in a checked document: the next quote that no backslash
- * escapes. */
+/* Past the string at s (its '"'): the next quote that no backslash escapes. */
 static const char *skip_string(const char *s, const char *end)
 {
     for (s++;;) {
@@ -297,8 +116,8 @@ static const char *skip_string(const char *s, const char *end)
     }
 }
 
-/* Past the value at s, in a document scan_value checked already: only strings and nesting
- * matter, so containers are crossed by looking at the five bytes that can change them. */
+/* Past the value at s: only strings and nesting matter, so containers are crossed by looking
+ * at the five bytes that can change them. */
 static const char *skip_checked(const char *s, const char *end)
 {
     static const unsigned char STOP[256] = {['"'] = 1, ['['] = 1, [']'] = 1, ['{'] = 1,
@@ -326,9 +145,25 @@ static const char *skip_checked(const char *s, const char *end)
     return s;
 }
 
-/* The members named in `names` (NULL-terminated) of the object at v (already checked by
- * scan_value): spans[i] for names[i], absent ones {NULL, NULL}. */
-static void members(span *spans, const char *const *names, span v, parser *p)
+/* Whether the member name whose quotes are [q, after) is `name`. A name written with escapes
+ * is compared as jsonr decodes it (rare: in a small arena of its own). */
+static bool name_is(const char *q, const char *after, const char *name)
+{
+    size_t raw = (size_t)(after - q) - 2, n = strlen(name);
+    if (memchr(q + 1, '\\', raw) == NULL)
+        return raw == n && memcmp(q + 1, name, n) == 0;
+    if (raw > 6 * n)   /* each byte of a name is at most a 6-byte escape */
+        return false;
+    arena *t = arena_new(0);
+    const jsonr_value *k = jsonr_parse(t, q, raw + 2, JSONR_DECODE_ANY, NULL, NULL);
+    bool same = jsonr_string_length(k) == n && memcmp(jsonr_string(k), name, n) == 0;
+    arena_free(t);
+    return same;
+}
+
+/* The members named in `names` (NULL-terminated) of the object at v: spans[i] for names[i],
+ * absent ones {NULL, NULL}; the last of a repeated name counts. */
+static void members(span *spans, const char *const *names, span v)
 {
     size_t count = 0;
     while (names[count])
@@ -338,20 +173,11 @@ static void members(span *spans, const char *const *names, span v, parser *p)
     if (*s == '}')
         return;
     for (;;) {
-        char key[32];
-        size_t n = 0;
-        const char *q = s + 1;
-        /* member names we look for are short and plain; anything else is skipped */
-        const char *after = scan_string(p, s, end, NULL, &n);
-        bool plain = n < sizeof key && (size_t)(after - q - 1) == n;
-        if (plain) {
-            memcpy(key, q, n);
-            key[n] = '\0';
-        }
+        const char *q = s, *after = skip_string(s, end);
         s = ws(ws(after, end) + 1, end);   /* past ':' */
         const char *vend = skip_checked(s, end);
-        for (size_t i = 0; plain && i < count; i++)
-            if (strcmp(key, names[i]) == 0) {
+        for (size_t i = 0; i < count; i++)
+            if (name_is(q, after, names[i])) {
                 spans[i].p = s;
                 spans[i].end = vend;
             }
@@ -360,11 +186,6 @@ static void members(span *spans, const char *const *names, span v, parser *p)
             return;
         s = ws(s + 1, end);   /* past ',' */
     }
-}
-
-static bool is_null(span v)
-{
-    return v.p == NULL || *v.p == 'n';
 }
 
 /* The elements of the array at v, one by one: *it starts at v.p; false after the last. */
@@ -385,7 +206,39 @@ static bool next_element(span *elem, const char **it, span v)
 
 /* ---- fields ---------------------------------------------------------------------------- */
 
-/* A string field (path already set): *out = arena copy, or NULL when absent/null and
+static bool is_null(span v)
+{
+    return v.p == NULL || *v.p == 'n';
+}
+
+/* The string or number at v decoded by jsonr into p->a; NULL when the budget ran out. */
+static const jsonr_value *scalar(parser *p, span v)
+{
+    jsonr_error e;
+    const jsonr_value *x =
+        jsonr_parse(p->a, v.p, (size_t)(v.end - v.p), JSONR_DECODE_ANY, NULL, &e);
+    if (x == NULL)   /* the document was checked: only the budget can fail */
+        err_set(p->err, ERR_TOO_LARGE, "%s", e.text);
+    return x;
+}
+
+/* The string at v (its '"'): *s, *n its bytes, NUL-terminated when it had escapes (decoded by
+ * jsonr into p->a), else borrowed from the document between its quotes. false: no budget. */
+static bool string_at(parser *p, span v, const char **s, size_t *n)
+{
+    size_t raw = (size_t)(v.end - v.p) - 2;
+    if (memchr(v.p + 1, '\\', raw) == NULL) {
+        *s = v.p + 1;
+        *n = raw;
+        return true;
+    }
+    const jsonr_value *x = scalar(p, v);
+    *s = jsonr_string(x);
+    *n = jsonr_string_length(x);
+    return x != NULL;
+}
+
+/* A string field (path already set): *out = a copy in p->a, or NULL when absent/null and
  * optional. 1..max bytes, no control characters. */
 static err_code get_str(parser *p, const char **out, span v, bool required, size_t max)
 {
@@ -394,13 +247,10 @@ static err_code get_str(parser *p, const char **out, span v, bool required, size
         return required ? fail(p, ERR_INVALID, "missing") : ERR_OK;
     if (*v.p != '"')
         return fail(p, ERR_INVALID, "must be a string");
-    size_t raw = (size_t)(v.end - v.p);
-    char *s = arena_alloc(p->a, raw, p->err);
-    if (s == NULL)
+    const char *s;
+    size_t n;
+    if (!string_at(p, v, &s, &n))
         return ERR_TOO_LARGE;
-    size_t n = 0;
-    scan_string(p, v.p, v.end, s, &n);   /* checked already */
-    s[n] = '\0';
     if (n == 0)
         return required ? fail(p, ERR_INVALID, "must not be empty") : ERR_OK;
     if (n > max)
@@ -408,37 +258,63 @@ static err_code get_str(parser *p, const char **out, span v, bool required, size
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)s[i] < 0x20)
             return fail(p, ERR_INVALID, "holds a control character at byte %zu", i);
-    *out = s;
+    char *copy = arena_strndup(p->a, s, n, p->err);
+    if (copy == NULL)
+        return ERR_TOO_LARGE;
+    *out = copy;
     return ERR_OK;
 }
+
+/* An integer at v as jsonr reads it: *out; false for anything else (a real, a string, an
+ * integer past int64). A plain run of up to 18 digits, the common case, is read here. */
+static bool get_int(parser *p, span v, int64_t *out)
+{
+    size_t n = (size_t)(v.end - v.p);
+    int64_t x = 0;
+    size_t i = 0;
+    while (i < n && i < 18 && v.p[i] >= '0' && v.p[i] <= '9')
+        x = x * 10 + (v.p[i++] - '0');
+    if (i == n && n > 0) {
+        *out = x;
+        return true;
+    }
+    if (*v.p != '-' && (*v.p < '0' || *v.p > '9'))
+        return false;
+    const jsonr_value *j = scalar(p, v);
+    *out = jsonr_integer(j);
+    return jsonr_is_integer(j);
+}
+
+/* 1 + the value of a hex digit; 0 for any other byte. */
+static const unsigned char HEX[256] = {
+    ['0'] = 1, ['1'] = 2, ['2'] = 3, ['3'] = 4, ['4'] = 5, ['5'] = 6, ['6'] = 7, ['7'] = 8,
+    ['8'] = 9, ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15,
+    ['f'] = 16, ['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
+};
 
 /* An address or size: a non-negative JSON integer or a "0x..." hex string (1..16 digits). */
 static bool get_u64(parser *p, span v, uint64_t *out)
 {
     if (v.p == NULL)
         return false;
-    if (*v.p == '-' || (*v.p >= '0' && *v.p <= '9')) {
-        bool is_int;
+    if (*v.p != '"') {
         int64_t i;
-        scan_number(p, v.p, v.end, &is_int, &i);
-        if (!is_int || i < 0)
+        if (!get_int(p, v, &i) || i < 0)
             return false;
         *out = (uint64_t)i;
         return true;
     }
-    if (*v.p != '"' || v.end - v.p > 64)
-        return false;
-    char s[64];
-    size_t n = 0;
-    scan_string(p, v.p, v.end, s, &n);
-    if (n < 3 || n > 18 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
+    const char *s;
+    size_t n;
+    if (!string_at(p, v, &s, &n) || n < 3 || n > 18 || s[0] != '0' ||
+        (s[1] != 'x' && s[1] != 'X'))
         return false;
     uint64_t x = 0;
     for (size_t i = 2; i < n; i++) {
-        int d = hexval(s[i]);
-        if (d < 0)
+        unsigned d = HEX[(unsigned char)s[i]];
+        if (d == 0)
             return false;
-        x = x << 4 | (uint64_t)d;
+        x = x << 4 | (d - 1);
     }
     *out = x;
     return true;
@@ -491,6 +367,7 @@ static long image_of(const parser *p, uint64_t addr)
     return addr <= b->images[i].end_addr ? (long)i : -1;
 }
 
+
 enum { M_FORMAT_VERSION, M_BATCH_ID, M_APP, M_OS, M_DEVICE, M_ARCH, M_IMAGES, M_SAMPLES, M_N };
 static const char *const TOP[] = {"format_version", "batch_id", "app", "os", "device", "arch",
                                   "images", "samples", NULL};
@@ -499,13 +376,13 @@ static err_code parse_header(parser *p, const span *top)
 {
     samplebatch *b = p->b;
     err_code rc;
-    set_field(p, "format_version");
+    at(p, "format_version", NO_INDEX, NULL, NO_INDEX);
     span fv = top[M_FORMAT_VERSION];
     if (fv.p == NULL)
         return fail(p, ERR_INVALID, "missing (this server reads format_version 1)");
     if (fv.end - fv.p != 1 || *fv.p != '1')
         return fail(p, ERR_UNSUPPORTED, "unsupported (this server reads format_version 1)");
-    set_field(p, "batch_id");
+    at(p, "batch_id", NO_INDEX, NULL, NO_INDEX);
     if ((rc = get_str(p, &b->batch_id, top[M_BATCH_ID], false, SAMPLEBATCH_MAX_ID)) != ERR_OK)
         return rc;
 
@@ -541,21 +418,21 @@ static err_code parse_header(parser *p, const span *top)
         if (v.p == NULL && !OBJECTS[o].needed)
             continue;   /* an optional object that is absent */
         if (v.p == NULL || *v.p != '{') {
-            set_field(p, "%s", OBJECTS[o].object);
+            at(p, OBJECTS[o].object, NO_INDEX, NULL, NO_INDEX);
             return fail(p, ERR_INVALID, v.p ? "must be an object" : "missing");
         }
-        members(fields[o], OBJECTS[o].keys, v, p);
+        members(fields[o], OBJECTS[o].keys, v);
         for (size_t i = 0; i < sizeof STRS / sizeof STRS[0]; i++) {
             if (STRS[i].object != (int)o)
                 continue;
-            set_field(p, "%s.%s", OBJECTS[o].object, OBJECTS[o].keys[STRS[i].key]);
+            at(p, OBJECTS[o].object, NO_INDEX, OBJECTS[o].keys[STRS[i].key], NO_INDEX);
             rc = get_str(p, (const char **)((char *)b + STRS[i].offset), fields[o][STRS[i].key],
                          STRS[i].required, STRS[i].max);
             if (rc != ERR_OK)
                 return rc;
         }
     }
-    set_field(p, "arch");
+    at(p, "arch", NO_INDEX, NULL, NO_INDEX);
     return get_str(p, &b->arch, top[M_ARCH], false, 32);
 }
 
@@ -567,38 +444,38 @@ static err_code parse_image(parser *p, crashreport_image *im, span o, size_t i)
     err_code rc;
     span f[7];
     memset(im, 0, sizeof *im);
-    set_field(p, "images[%zu]", i);
+    at(p, "images", i, NULL, NO_INDEX);
     if (*o.p != '{')
         return fail(p, ERR_INVALID, "must be an object");
-    members(f, KEYS, o, p);
-    set_field(p, "images[%zu].path", i);
+    members(f, KEYS, o);
+    at(p, "images", i, "path", NO_INDEX);
     if ((rc = get_str(p, &im->path, f[K_PATH], false, 4096)) != ERR_OK)
         return rc;
-    set_field(p, "images[%zu].name", i);
+    at(p, "images", i, "name", NO_INDEX);
     if ((rc = get_str(p, &im->name, f[K_NAME], im->path == NULL, 1024)) != ERR_OK)
         return rc;
     if (im->name == NULL) {   /* the path's last component */
         const char *slash = strrchr(im->path, '/');
         im->name = slash && slash[1] ? slash + 1 : im->path;
     }
-    set_field(p, "images[%zu].uuid", i);
+    at(p, "images", i, "uuid", NO_INDEX);
     if (is_null(f[K_UUID]))
         return fail(p, ERR_INVALID, "missing (a dSYM is matched by its UUID)");
     const char *uuid = NULL;
     if (*f[K_UUID].p != '"' || get_str(p, &uuid, f[K_UUID], false, 64) != ERR_OK ||
         uuid == NULL || !uuid_norm(im->uuid, uuid, strlen(uuid)))
         return fail(p, ERR_INVALID, "not a UUID (32 hex digits, not all zero)");
-    set_field(p, "images[%zu].arch", i);
+    at(p, "images", i, "arch", NO_INDEX);
     if ((rc = get_str(p, &im->arch, f[K_ARCH], false, 32)) != ERR_OK)
         return rc;
     if (im->arch == NULL)
         im->arch = p->b->arch;
-    set_field(p, "images[%zu].load_address", i);
+    at(p, "images", i, "load_address", NO_INDEX);
     if (f[K_LOAD].p == NULL)
         return fail(p, ERR_INVALID, "missing");
     if (!get_u64(p, f[K_LOAD], &im->load_addr))
         return fail(p, ERR_INVALID, "must be a \"0x...\" hex string or a non-negative integer");
-    set_field(p, "images[%zu].size", i);
+    at(p, "images", i, "size", NO_INDEX);
     uint64_t size = 0;
     if (f[K_SIZE].p == NULL)
         return fail(p, ERR_INVALID, "missing (bytes of the image's __TEXT)");
@@ -606,7 +483,7 @@ static err_code parse_image(parser *p, crashreport_image *im, span o, size_t i)
         im->load_addr > UINT64_MAX - size)
         return fail(p, ERR_INVALID, "must be a positive byte count below 2^36");
     im->end_addr = im->load_addr + size - 1;
-    set_field(p, "images[%zu].in_app", i);
+    at(p, "images", i, "in_app", NO_INDEX);
     span ia = f[K_IN_APP];
     if (!is_null(ia)) {
         if (*ia.p != 't' && *ia.p != 'f')
@@ -630,14 +507,14 @@ static void *grow(parser *p, void *arr, size_t *cap, size_t elsize)
 static err_code parse_images(parser *p, span v)
 {
     samplebatch *b = p->b;
-    set_field(p, "images");
+    at(p, "images", NO_INDEX, NULL, NO_INDEX);
     if (v.p == NULL || *v.p != '[')
         return fail(p, ERR_INVALID, v.p ? "must be an array" : "missing");
     size_t cap = 0;
     span e;
     for (const char *it = v.p; next_element(&e, &it, v);) {
         if (b->nimages == SAMPLEBATCH_MAX_IMAGES) {
-            set_field(p, "images");
+            at(p, "images", NO_INDEX, NULL, NO_INDEX);
             return fail(p, ERR_TOO_LARGE, "more than %d images", SAMPLEBATCH_MAX_IMAGES);
         }
         if (b->nimages == cap && (b->images = grow(p, b->images, &cap, sizeof *b->images)) == NULL)
@@ -648,7 +525,7 @@ static err_code parse_images(parser *p, span v)
         b->nimages++;
     }
     if (b->nimages == 0) {
-        set_field(p, "images");
+        at(p, "images", NO_INDEX, NULL, NO_INDEX);
         return fail(p, ERR_INVALID, "must list the images the frames lie in");
     }
     p->order = arena_alloc_array(p->a, b->nimages, sizeof *p->order, p->err);
@@ -671,35 +548,31 @@ static err_code parse_sample(parser *p, samplebatch_sample *s, span o, size_t i,
     err_code rc;
     span f[4];
     memset(s, 0, sizeof *s);
-    set_field(p, "samples[%zu]", i);
+    at(p, "samples", i, NULL, NO_INDEX);
     if (*o.p != '{')
         return fail(p, ERR_INVALID, "must be an object");
-    members(f, KEYS, o, p);
-    set_field(p, "samples[%zu].tag", i);
+    members(f, KEYS, o);
+    at(p, "samples", i, "tag", NO_INDEX);
     if ((rc = get_str(p, &s->tag, f[K_TAG], true, SAMPLEBATCH_MAX_TAG)) != ERR_OK)
         return rc;
-    set_field(p, "samples[%zu].thread", i);
+    at(p, "samples", i, "thread", NO_INDEX);
     if ((rc = get_str(p, &s->thread, f[K_THREAD], false, 256)) != ERR_OK)
         return rc;
 
-    set_field(p, "samples[%zu].count", i);
+    at(p, "samples", i, "count", NO_INDEX);
     uint64_t max = origin == SAMPLEBATCH_STORED
                        ? (uint64_t)SAMPLEBATCH_MAX_COUNT * SAMPLEBATCH_MAX_SAMPLES
                        : SAMPLEBATCH_MAX_COUNT;
     s->count = 1;
     if (f[K_COUNT].p != NULL) {
-        bool is_int = false;
         int64_t v = 0;
-        span c = f[K_COUNT];
-        if (*c.p == '-' || (*c.p >= '0' && *c.p <= '9'))
-            scan_number(p, c.p, c.end, &is_int, &v);
-        if (!is_int || v < 1 || (uint64_t)v > max)
+        if (!get_int(p, f[K_COUNT], &v) || v < 1 || (uint64_t)v > max)
             return fail(p, ERR_INVALID, "must be an integer from 1 to %llu",
                         (unsigned long long)max);
         s->count = (uint64_t)v;
     }
 
-    set_field(p, "samples[%zu].frames", i);
+    at(p, "samples", i, "frames", NO_INDEX);
     span fs = f[K_FRAMES];
     if (fs.p == NULL || *fs.p != '[')
         return fail(p, ERR_INVALID, fs.p ? "must be an array" : "missing");
@@ -717,12 +590,12 @@ static err_code parse_sample(parser *p, samplebatch_sample *s, span o, size_t i,
             return ERR_TOO_LARGE;
         uint64_t addr;
         if (!get_u64(p, e, &addr)) {
-            set_field(p, "samples[%zu].frames[%zu]", i, k);
+            at(p, "samples", i, "frames", k);
             return fail(p, ERR_INVALID, "must be a \"0x...\" hex string or a non-negative integer");
         }
         long im = image_of(p, crashreport_strip_pac(addr, b->arch));
         if (im < 0) {
-            set_field(p, "samples[%zu].frames[%zu]", i, k);
+            at(p, "samples", i, "frames", k);
             return fail(p, ERR_INVALID, "0x%llx lies in no image of \"images\"",
                         (unsigned long long)addr);
         }
@@ -735,41 +608,22 @@ static err_code parse_sample(parser *p, samplebatch_sample *s, span o, size_t i,
     return ERR_OK;
 }
 
-err_code samplebatch_parse(samplebatch **out, char field[SAMPLEBATCH_FIELD_MAX], const char *json,
-                           size_t len, samplebatch_origin origin, arena *a, err_info *err)
+/* The batch in the checked object `top` -> p->b. */
+static err_code parse_batch(parser *p, span doc, samplebatch_origin origin)
 {
-    parser p = {.field = field, .a = a, .err = err, .doc = json};
-    const char *end = json + len;
-    *out = NULL;
-    field[0] = '\0';
-    /* 1. the whole document is checked once; the known members' spans are kept */
-    const char *s = ws(json, end);
-    const char *after = scan_value(&p, s, end, 0);
-    if (after == NULL)
-        return ERR_INVALID;
-    if (ws(after, end) != end)
-        return syntax(&p, ws(after, end), "more after the end of the document");
-    if (*s != '{')
-        return err_set(err, ERR_INVALID, "a sample batch must be a JSON object");
     span top[M_N];
-    members(top, TOP, (span){s, after}, &p);
-
-    /* 2. the fields, in a fixed order */
-    p.b = arena_alloc(a, sizeof *p.b, err);
-    if (p.b == NULL)
-        return ERR_TOO_LARGE;
-    memset(p.b, 0, sizeof *p.b);
-    err_code rc = parse_header(&p, top);
+    members(top, TOP, doc);
+    err_code rc = parse_header(p, top);
     if (rc == ERR_OK)
-        rc = parse_images(&p, top[M_IMAGES]);
+        rc = parse_images(p, top[M_IMAGES]);
     if (rc != ERR_OK)
         return rc;
 
-    samplebatch *b = p.b;
+    samplebatch *b = p->b;
     span v = top[M_SAMPLES];
-    set_field(&p, "samples");
+    at(p, "samples", NO_INDEX, NULL, NO_INDEX);
     if (v.p == NULL || *v.p != '[')
-        return fail(&p, ERR_INVALID, v.p ? "must be an array" : "missing");
+        return fail(p, ERR_INVALID, v.p ? "must be an array" : "missing");
     size_t cap = 0;
     span e;
     for (const char *it = v.p; next_element(&e, &it, v);) {
@@ -777,25 +631,51 @@ err_code samplebatch_parse(samplebatch **out, char field[SAMPLEBATCH_FIELD_MAX],
             size_t n = b->nsamples;
             while (next_element(&e, &it, v))
                 n++;
-            set_field(&p, "samples");
-            return fail(&p, ERR_TOO_LARGE, "more than %d samples in one batch (%zu): send "
+            at(p, "samples", NO_INDEX, NULL, NO_INDEX);
+            return fail(p, ERR_TOO_LARGE, "more than %d samples in one batch (%zu): send "
                         "several", SAMPLEBATCH_MAX_SAMPLES, n);
         }
         if (b->nsamples == cap &&
-            (b->samples = grow(&p, b->samples, &cap, sizeof *b->samples)) == NULL)
+            (b->samples = grow(p, b->samples, &cap, sizeof *b->samples)) == NULL)
             return ERR_TOO_LARGE;
-        rc = parse_sample(&p, &b->samples[b->nsamples], e, b->nsamples, origin);
+        rc = parse_sample(p, &b->samples[b->nsamples], e, b->nsamples, origin);
         if (rc != ERR_OK)
             return rc;
         b->calls += b->samples[b->nsamples].count;
         b->nsamples++;
     }
     if (b->nsamples == 0) {
-        set_field(&p, "samples");
-        return fail(&p, ERR_INVALID, "must hold at least one sample");
+        at(p, "samples", NO_INDEX, NULL, NO_INDEX);
+        return fail(p, ERR_INVALID, "must hold at least one sample");
+    }
+    return ERR_OK;
+}
+
+err_code samplebatch_parse(samplebatch **out, char field[SAMPLEBATCH_FIELD_MAX], const char *json,
+                           size_t len, samplebatch_origin origin, arena *a, err_info *err)
+{
+    parser p = {.field = field, .a = a, .err = err};
+    at(&p, NULL, NO_INDEX, NULL, NO_INDEX);
+    *out = NULL;
+    field[0] = '\0';
+    /* 1. the whole document checked as jsonr reads JSON */
+    jsonr_error je;
+    if (!jsonr_check(json, len, JSONR_DECODE_ANY, NULL, &je))
+        return err_set(err, ERR_INVALID, "malformed JSON at byte %zu: %s", je.position, je.text);
+    const char *s = ws(json, json + len);
+    if (*s != '{')
+        return err_set(err, ERR_INVALID, "a sample batch must be a JSON object");
+    /* 2. the fields, in a fixed order */
+    p.b = arena_alloc(a, sizeof *p.b, err);
+    if (p.b == NULL)
+        return ERR_TOO_LARGE;
+    err_code rc = parse_batch(&p, (span){s, skip_checked(s, json + len)}, origin);
+    if (rc != ERR_OK) {
+        render_field(&p);   /* as fail() does, for errors that did not pass through it */
+        return rc;
     }
     field[0] = '\0';
-    *out = b;
+    *out = p.b;
     return ERR_OK;
 }
 

@@ -1,5 +1,5 @@
 /*
- * fuzz_samplebatch - libFuzzer target for the sample batch scanner and checks
+ * fuzz_samplebatch - libFuzzer target for the sample batch parser (base/jsonr) and checks
  * (common/samplebatch). Promises: any input is accepted or refused with a message (never a
  * crash, a hang or an overread); a refusal names a field or says "malformed JSON"; an
  * accepted batch's canonical form reads back (as stored) with the same calls, one sample per
