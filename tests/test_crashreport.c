@@ -1522,6 +1522,51 @@ static void sentry_events_by_hand(void)
         CHECK_EQ_STR(r->meta.exception_reason, "bad");
     }
     arena_free(a);
+    /* chained exceptions, oldest to newest: the last value is the exception, the ones before
+     * it its causes, nearest first, each with its own stack; they read back from the text */
+    static const char CHAINED[] =
+        "{\"event_id\":\"cc\",\"exception\":{\"values\":["
+        "{\"type\":\"IOError\",\"value\":\"disk gone\",\"stacktrace\":{\"frames\":["
+        "{\"function\":\"open_store\",\"instruction_addr\":\"0x1000\"},"
+        "{\"function\":\"read_block\",\"instruction_addr\":\"0x1010\"}]}},"
+        "{\"type\":\"CacheError\",\"value\":\"cache unusable\"},"
+        "{\"type\":\"NSInvalidArgumentException\",\"value\":\"no cart\",\"stacktrace\":"
+        "{\"frames\":[{\"function\":\"main\",\"instruction_addr\":\"0x2000\"},"
+        "{\"function\":\"checkout\",\"instruction_addr\":\"0x2040\"}]}}]}}";
+    CHECK_EQ_INT(parse_str(&r, &a, CHAINED, strlen(CHAINED), &err), ERR_OK);
+    if (r != NULL) {
+        CHECK_EQ_STR(r->meta.exception_reason, "no cart");
+        CHECK_EQ_INT(r->nthreads, 1);
+        CHECK_EQ_STR(r->threads[0].frames[0].symbol, "checkout");
+        CHECK_EQ_INT(r->ncauses, 2);
+        if (r->ncauses == 2) {
+            CHECK_EQ_STR(r->causes[0].type, "CacheError");
+            CHECK_EQ_STR(r->causes[0].reason, "cache unusable");
+            CHECK_EQ_INT(r->causes[0].nframes, 0);
+            CHECK_EQ_STR(r->causes[1].type, "IOError");
+            CHECK_EQ_STR(r->causes[1].reason, "disk gone");
+            CHECK_EQ_INT(r->causes[1].nframes, 2);
+            CHECK_EQ_STR(r->causes[1].frames[0].symbol, "read_block"); /* innermost first */
+            CHECK_EQ_U64(r->causes[1].frames[0].addr, 0x1010);
+            CHECK_EQ_INT(r->causes[1].frames[1].index, 1);
+        }
+        check_json_shape(r, "chained Sentry exceptions");
+        buf o;
+        buf_init(&o);
+        crashreport_render_text(&o, r);
+        buf_putc(&o, '\0');
+        const char *c1 = strstr((char *)o.data, "Caused by: CacheError: cache unusable\n");
+        const char *c2 = strstr((char *)o.data, "Caused by: IOError: disk gone\n0   ");
+        CHECK(c1 != NULL && c2 != NULL && c1 < c2);
+        arena *a2 = arena_new(0);
+        crashreport *back = NULL;
+        CHECK_EQ_INT(crashreport_parse(&back, (char *)o.data, o.len - 1, a2, &err), ERR_OK);
+        CHECK(back != NULL && back->ncauses == 2 && back->causes[1].nframes == 2 &&
+              back->causes[1].frames[1].addr == 0x1000);
+        arena_free(a2);
+        buf_reset(&o);
+    }
+    arena_free(a);
     /* a message: no frames at all, still a report */
     static const char MESSAGE[] =
         "{\"event_id\":\"bb\",\"message\":{\"formatted\":\"cache miss storm\"},\"sdk\":{}}";

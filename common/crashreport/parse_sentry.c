@@ -6,7 +6,8 @@
  *   event_id, timestamp, release, dist, message (string or {formatted, message}), level;
  *   contexts.os (name, version, build), contexts.device (model, arch), contexts.app
  *   (app_identifier, app_name, app_version, app_build);
- *   exception.values[] (the last one is the exception that ended the process): type, value,
+ *   exception.values[] (the last one is the exception that ended the process, the ones before
+ *     it, newest first, the errors it was caused by: causes with their own stacks): type, value,
  *     thread_id, stacktrace, mechanism: sentry-cocoa's {type: mach|signal|nsexception|...,
  *     meta: {mach_exception: {name, exception, code, subcode}, signal: {name, number,
  *     code_name}}} and the older {mach_exception: {exception_name, ...}, posix_signal:
@@ -209,19 +210,21 @@ static const char *field_str(const jsonr_value *v)
     return jsonr_is_string(v) && v->n > 0 ? v->u.s : NULL;
 }
 
-/* What a note calls the stacktrace: "threads[i]", or "exception" for pos SIZE_MAX. Written
- * only when there is a note to write. */
-static const char *where_name(char buf[48], size_t pos)
+/* What a note calls the stacktrace: "threads[i]", "exception" for pos SIZE_MAX, and
+ * "exception.values[i]" for a cause's. Written only when there is a note to write. */
+static const char *where_name(char buf[48], bool cause, size_t pos)
 {
     if (pos == SIZE_MAX)
         return "exception";
-    snprintf(buf, 48, "threads[%zu]", pos);
+    snprintf(buf, 48, cause ? "exception.values[%zu]" : "threads[%zu]", pos);
     return buf;
 }
 
-/* Append the frames of one Sentry stacktrace (caller first) to thread `ti`, innermost first;
- * `pos` is the stacktrace's thread in threads.values (SIZE_MAX: the exception's). */
-static void read_frames(sentry_ctx *c, const jsonr_value *stacktrace, size_t ti, size_t pos)
+/* Append the frames of one Sentry stacktrace (caller first), innermost first, to thread `ti`
+ * or, with `cause`, to cause `ti`; `pos` is the stacktrace's place in threads.values or
+ * exception.values (SIZE_MAX: the exception's own, read into its thread). */
+static void read_frames(sentry_ctx *c, const jsonr_value *stacktrace, size_t ti, bool cause,
+                        size_t pos)
 {
     char where[48];
     cr_builder *b = c->b;
@@ -230,7 +233,8 @@ static void read_frames(sentry_ctx *c, const jsonr_value *stacktrace, size_t ti,
     for (size_t k = n; k > 0 && !b->failed; k--) {
         const jsonr_value *jf = jsonr_at(frames, k - 1);
         if (!jsonr_is_object(jf)) {
-            cr_note(b, "%s frame %zu is not an object, skipped", where_name(where, pos), k - 1);
+            cr_note(b, "%s frame %zu is not an object, skipped", where_name(where, cause, pos),
+                    k - 1);
             continue;
         }
         if (c->frames >= SENTRY_MAX_FRAMES) {
@@ -251,15 +255,15 @@ static void read_frames(sentry_ctx *c, const jsonr_value *stacktrace, size_t ti,
             file = field_str(ff.abs_path);
         if (!has_addr && function == NULL && file == NULL) {
             cr_note(b, "%s frame %zu has neither instruction_addr nor function, skipped",
-                    where_name(where, pos), k - 1);
+                    where_name(where, cause, pos), k - 1);
             continue;
         }
-        crashreport_frame *f = cr_add_frame(b, &b->r->threads[ti]);
+        crashreport_frame *f = cause ? cr_add_cause_frame(b, &b->r->causes[ti])
+                                     : cr_add_frame(b, &b->r->threads[ti]);
         if (f == NULL)
             return;
         c->frames++;
-        crashreport_thread *t = &b->r->threads[ti];
-        f->index = (uint32_t)(t->nframes - 1);
+        f->index = (uint32_t)(cause ? b->r->causes[ti].nframes : b->r->threads[ti].nframes) - 1;
         f->addr = addr;
         f->symbol = function; /* borrowed: the tree lives in the report's arena */
         f->file = file;
@@ -439,7 +443,7 @@ err_code cr_parse_sentry(crashreport **out, const jsonr_value *root, arena *a, e
         t->index = cr_json_get_u64(jt, "id", &id) && id <= UINT32_MAX ? (uint32_t)id : (uint32_t)i;
         t->name = cr_json_str(jt, "name");
         t->crashed = jsonr_is_true(jsonr_get(jt, "crashed"));
-        read_frames(&c, jsonr_get(jt, "stacktrace"), b.r->nthreads - 1, i);
+        read_frames(&c, jsonr_get(jt, "stacktrace"), b.r->nthreads - 1, false, i);
     }
 
     /* The exception's thread is the crashed one when no thread says so; its stacktrace stands
@@ -467,7 +471,23 @@ err_code cr_parse_sentry(crashreport **out, const jsonr_value *root, arena *a, e
             }
         }
         if (ti >= 0 && b.r->threads[ti].nframes == 0)
-            read_frames(&c, exst, (size_t)ti, SIZE_MAX);
+            read_frames(&c, exst, (size_t)ti, false, SIZE_MAX);
+    }
+
+    /* The values before the last are the errors it was caused by ("sorted oldest to newest",
+     * Sentry's exception interface): the nearest cause is the one just before it. */
+    for (size_t i = nex > 1 ? nex - 1 : 0; i-- > 0 && !b.failed;) {
+        const jsonr_value *cv = jsonr_at(exceptions, i);
+        if (!jsonr_is_object(cv)) {
+            cr_note(&b, "exception.values[%zu] is not an object, skipped", i);
+            continue;
+        }
+        crashreport_cause *cause = cr_add_cause(&b);
+        if (cause == NULL)
+            break;
+        cause->type = cr_json_str(cv, "type");
+        cause->reason = cr_json_str(cv, "value");
+        read_frames(&c, jsonr_get(cv, "stacktrace"), b.r->ncauses - 1, true, i);
     }
 
     size_t frames = 0;
