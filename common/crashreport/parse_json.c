@@ -710,15 +710,40 @@ err_code cr_parse_json_all(crashreport ***out, size_t *n, const char *data, size
     return ERR_OK;
 }
 
+/* Whether the input may be two documents, an .ips file's one-line header and its body: a
+ * first line that ends in '}' with more than blanks after it. */
+static bool may_be_header_and_body(const char *data, size_t len)
+{
+    const char *nl = memchr(data, '\n', len), *end = data + len;
+    if (nl == NULL)
+        return false;
+    const char *e = nl;
+    while (e > data && (e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
+        e--;
+    if (e == data || e[-1] != '}')
+        return false;
+    for (const char *q = nl; q < end; q++)
+        if (*q != '\n' && *q != '\r' && *q != ' ' && *q != '\t')
+            return true;
+    return false;
+}
+
 /* One JSON document: a report into *one, or (MetricKit) every diagnostic into *all / *n. */
 static err_code parse_json_one(crashreport **out, crashreport ***all, size_t *nall, const char *data,
                                size_t len, arena *a, err_info *err)
 {
     jsonr_error e;
-    size_t used = 0;
+    size_t used = len;
     err_code rc;
     *out = NULL;
-    const jsonr_value *first = jsonr_parse(a, data, len, 0, &used, &e);
+    /* The common case, one value (an event, a KSCrash report), is parsed as the whole input:
+     * jsonr then decodes its strings in place in one copy of it. Anything else, or a value
+     * that does not parse so, goes the way that finds where the first value ends (and says
+     * what is wrong with it). */
+    const jsonr_value *first =
+        may_be_header_and_body(data, len) ? NULL : jsonr_parse(a, data, len, 0, NULL, NULL);
+    if (first == NULL)
+        first = jsonr_parse(a, data, len, 0, &used, &e);
     if (first == NULL)
         return cr_json_parse_error(err, "report", &e, 0);
     size_t rest = used;
