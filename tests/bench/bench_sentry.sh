@@ -9,16 +9,16 @@
 #   2. as sentry-cocoa events in gzip'd envelopes to POST /api/{project}/envelope/
 #      (tests/bench/bench_sentry_gen.py: the same frames; each envelope a distinct event_id,
 #      sent once, ENVELOPES_PER_S x SECONDS of them: an event_id sent again is stored once),
-# and after each phase the queue is drained. Prints one JSON line: accepted/s, p50 and p99 of
-# each phase (wrk), the server CPU time per report of each phase (until drained) and Postgres's, reports
-# processed, and envelope/report ratios. Both answer only once the
-# report is committed (202 / 200). Targets (issue): the envelope rate at the reports rate of
-# the same run, >= 5000/s, p99 < 25 ms with 8 connections.
-# Env: BUILD_DIR (default build; relative to the repo root, or absolute), STACKSIFT_FIXTURES
-# (default build-fixtures), CONNECTIONS (8), HTTP_THREADS (4), WORKERS (2), POOL (8), PERF_DIR (when set: `perf record -g` of the server
-# during each phase into PERF_DIR/perf-reports.data and perf-envelopes.data, and of Postgres's
-# backends into perf-pg-reports.data and perf-pg-envelopes.data), CONTROL=1 (the Apple text in
-# both phases: how far apart two phases of the same load come out).
+# and after each phase the queue is drained. Prints one JSON line: accepted/s, p50 and p99 of each
+# phase (wrk), the server CPU time per report of each phase (until drained) and Postgres's,
+# reports processed, and envelope/report ratios. Both answer only once the report is committed
+# (202 / 200). Targets (issue): the envelope rate at the reports rate of the same run, >= 5000/s,
+# p99 < 25 ms with 8 connections. Env: BUILD_DIR (default build; relative to the repo root, or
+# absolute), STACKSIFT_FIXTURES (default build-fixtures), CONNECTIONS (8), HTTP_THREADS (4),
+# WORKERS (2), POOL (8), PERF_DIR (when set: `perf record -g` of the server during each phase into
+# PERF_DIR/perf-reports.data and perf-envelopes.data, and of Postgres's backends into
+# perf-pg-reports.data and perf-pg-envelopes.data), CONTROL=1 (the Apple text in both phases: how
+# far apart two phases of the same load come out).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD

@@ -56,15 +56,17 @@ while os.path.exists(os.path.join(d, f"report-{n}.crash")):
 # The payload is serialized once per crash, with a placeholder where each copy's id goes.
 for k, event in enumerate(events):
     event["event_id"] = "EVENT-ID-PLACEHOLDER-0123456789AB"   # 32 characters, as an id
-    events[k] = json.dumps(event).encode()
+    # compact, as sentry-cocoa's NSJSONSerialization writes it (no blanks after ',' and ':')
+    events[k] = json.dumps(event, separators=(",", ":")).encode()
 for c in range(copies):
     for k, template in enumerate(events):
         m = c * len(events) + k
         eid = uuid.UUID(int=(0x5e << 120) | m).hex
         payload = template.replace(b"EVENT-ID-PLACEHOLDER-0123456789AB", eid.encode())
-        env = (json.dumps({"event_id": eid, "sent_at": "2026-11-27T00:00:00Z"}).encode() + b"\n" +
-               json.dumps({"type": "event", "length": len(payload)}).encode() + b"\n" + payload +
-               b"\n")
+        env = (json.dumps({"event_id": eid, "sent_at": "2026-11-27T00:00:00Z"},
+                          separators=(",", ":")).encode() + b"\n" +
+               json.dumps({"type": "event", "length": len(payload)}, separators=(",", ":")).encode() +
+               b"\n" + payload + b"\n")
         with open(os.path.join(d, f"envelope-{m}.bin"), "wb") as f:
             f.write(gzip.compress(env, 6))
 print(f"bench_sentry_gen: {copies * len(events)} envelopes", file=sys.stderr)
