@@ -14,18 +14,6 @@
 #include "base/xalloc.h"
 #include "store/store_internal.h"
 
-static err_code exec(PGresult **out, pconn *c, const store_stmt *st, int n,
-                     const char *const *values, err_info *err)
-{
-    PGresult *res;
-    err_code rc = store_exec(&res, c, st, n, values, NULL, NULL, err);
-    if (out)
-        *out = res;
-    else
-        PQclear(res);
-    return rc;
-}
-
 static int64_t num(PGresult *res, int row, int col)
 {
     return PQgetisnull(res, row, col) ? -1 : strtoll(PQgetvalue(res, row, col), NULL, 10);
@@ -52,7 +40,7 @@ static err_code do_add(pconn *c, void *vctx, err_info *err)
     const char *v[6] = {pid, x->r->kind, x->r->url, x->r->secret,
                         isnan(x->r->threshold) ? NULL : thr, x->r->min_count < 0 ? NULL : minc};
     PGresult *res;
-    err_code rc = exec(&res, c, &SQL_RULE_ADD, 6, v, err);
+    err_code rc = store_exec(&res, c, &SQL_RULE_ADD, 6, v, NULL, NULL, err);
     if (rc != ERR_OK)
         return rc;
     *x->id = num(res, 0, 0);
@@ -89,7 +77,7 @@ static err_code do_list(pconn *c, void *vctx, err_info *err)
     snprintf(pid, sizeof pid, "%lld", (long long)x->project_id);
     const char *v[1] = {pid};
     PGresult *res;
-    err_code rc = exec(&res, c, &SQL_RULES, 1, v, err);
+    err_code rc = store_exec(&res, c, &SQL_RULES, 1, v, NULL, NULL, err);
     if (rc != ERR_OK)
         return rc;
     x->n = (size_t)PQntuples(res);
@@ -139,7 +127,7 @@ static err_code do_remove(pconn *c, void *vctx, err_info *err)
     snprintf(ids, sizeof ids, "%lld", (long long)id);
     const char *v[1] = {ids};
     PGresult *res;
-    err_code rc = exec(&res, c, &SQL_RULE_REMOVE, 1, v, err);
+    err_code rc = store_exec(&res, c, &SQL_RULE_REMOVE, 1, v, NULL, NULL, err);
     if (rc != ERR_OK)
         return rc;
     bool found = PQntuples(res) == 1;
@@ -174,7 +162,7 @@ static err_code do_events(pconn *c, void *vctx, err_info *err)
     snprintf(lim, sizeof lim, "%u", x->limit);
     const char *v[3] = {pid, x->status, lim};
     PGresult *res;
-    err_code rc = exec(&res, c, &SQL_EVENTS, 3, v, err);
+    err_code rc = store_exec(&res, c, &SQL_EVENTS, 3, v, NULL, NULL, err);
     if (rc != ERR_OK)
         return rc;
     x->n = (size_t)PQntuples(res);
@@ -252,7 +240,7 @@ err_code store_alert_claim_begin(store_alert_claim **claim, const store_alert_du
     const char *v[2] = {lim, gu};
     PGresult *res = NULL;
     if (rc == ERR_OK)
-        rc = exec(&res, c, &SQL_CLAIM, 2, v, err);
+        rc = store_exec(&res, c, &SQL_CLAIM, 2, v, NULL, NULL, err);
     if (rc != ERR_OK || PQntuples(res) == 0) {
         PQclear(res);
         store_release(s, c);   /* rolls back */
@@ -340,7 +328,7 @@ err_code store_alert_claim_end(store_alert_claim *c, bool commit, err_info *err)
         buf_putc(&json, '\0');
         const char *v[1] = {(const char *)json.data};
         if (k)
-            rc = exec(NULL, c->c, &SQL_OUTCOMES, 1, v, err);
+            rc = store_exec(NULL, c->c, &SQL_OUTCOMES, 1, v, NULL, NULL, err);
         buf_reset(&json);
         if (rc == ERR_OK)
             rc = store_command(c->c, "COMMIT", "recording alert deliveries", err);
@@ -381,7 +369,7 @@ static const store_stmt SQL_SPIKES = {"alerts_spikes",
 static err_code do_spikes(pconn *c, void *vctx, err_info *err)
 {
     PGresult *res;
-    err_code rc = exec(&res, c, &SQL_SPIKES, 0, NULL, err);
+    err_code rc = store_exec(&res, c, &SQL_SPIKES, 0, NULL, NULL, NULL, err);
     if (rc != ERR_OK)
         return rc;
     *(int64_t *)vctx = PQntuples(res);

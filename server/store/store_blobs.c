@@ -16,22 +16,6 @@
 #include "base/xalloc.h"
 #include "store/store_internal.h"
 
-static err_code exec(PGresult **out, pconn *c, const char *what, const char *sql, int n,
-                     const char *const *values, const int *lengths, const int *formats,
-                     int result_format, err_info *err)
-{
-    *out = NULL;
-    PGresult *res = store_pq_params(c, sql, n, values, lengths, formats, result_format);
-    ExecStatusType st = PQresultStatus(res);
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-        err_code rc = store_translate(res, c, what, err);
-        PQclear(res);
-        return rc;
-    }
-    *out = res;
-    return ERR_OK;
-}
-
 /* ---- writing a blob (inside the caller's transaction) ---------------------------------- */
 
 static err_code write_chunks(pconn *c, const char *sha, int fd, const char *path,
@@ -63,9 +47,10 @@ static err_code write_chunks(pconn *c, const char *sha, int fd, const char *path
         const int lengths[3] = {0, 0, (int)want};
         const int formats[3] = {0, 0, 1};
         PGresult *res;
-        rc = exec(&res, c, "storing a blob chunk",
-                  "INSERT INTO blob_chunks (sha256, seq, data) VALUES ($1, $2, $3)", 3, values,
-                  lengths, formats, 0, err);
+        rc = store_exec_sql_params(&res, c, "storing a blob chunk",
+                                   "INSERT INTO blob_chunks (sha256, seq, data) "
+                                   "VALUES ($1, $2, $3)",
+                                   3, values, lengths, formats, 0, err);
         PQclear(res);
         done += want;
     }
@@ -93,10 +78,10 @@ err_code store_blob_put(pconn *c, const store_blob_file *f, err_info *err)
     /* A blob can be deleted (retention) between a failed insert and the lock: try again. */
     for (int attempt = 0; attempt < 3; attempt++) {
         PGresult *res;
-        rc = exec(&res, c, "storing a blob",
-                  "INSERT INTO blobs (sha256, bytes, chunks) VALUES ($1, $2, $3) "
-                  "ON CONFLICT (sha256) DO NOTHING RETURNING 1",
-                  3, values, NULL, NULL, 0, err);
+        rc = store_exec_sql_params(&res, c, "storing a blob",
+                                   "INSERT INTO blobs (sha256, bytes, chunks) VALUES ($1, $2, $3) "
+                                   "ON CONFLICT (sha256) DO NOTHING RETURNING 1",
+                                   3, values, NULL, NULL, 0, err);
         if (rc != ERR_OK)
             goto done;
         int inserted = PQntuples(res) == 1;
@@ -106,9 +91,9 @@ err_code store_blob_put(pconn *c, const store_blob_file *f, err_info *err)
             goto done;
         }
         /* Stored already: hold it (KEY SHARE blocks a concurrent DELETE) and reuse it. */
-        rc = exec(&res, c, "locking a blob",
-                  "SELECT 1 FROM blobs WHERE sha256 = $1 FOR KEY SHARE", 1, values, NULL, NULL,
-                  0, err);
+        rc = store_exec_sql_params(&res, c, "locking a blob",
+                                   "SELECT 1 FROM blobs WHERE sha256 = $1 FOR KEY SHARE", 1, values,
+                                   NULL, NULL, 0, err);
         if (rc != ERR_OK)
             goto done;
         int found = PQntuples(res) == 1;
@@ -139,8 +124,9 @@ err_code store_blob_fetch(uint64_t *bytes, store *s, const char *sha256, store_b
     if (rc != ERR_OK)
         goto done;
     const char *values[2] = {sha256, NULL};
-    rc = exec(&res, c, "fetching a blob", "SELECT bytes, chunks FROM blobs WHERE sha256 = $1", 1,
-              values, NULL, NULL, 0, err);
+    rc = store_exec_sql_params(&res, c, "fetching a blob",
+                               "SELECT bytes, chunks FROM blobs WHERE sha256 = $1", 1, values, NULL,
+                               NULL, 0, err);
     if (rc != ERR_OK)
         goto done;
     if (PQntuples(res) != 1) {
@@ -157,9 +143,10 @@ err_code store_blob_fetch(uint64_t *bytes, store *s, const char *sha256, store_b
         snprintf(seq_s, sizeof seq_s, "%ld", seq);
         values[1] = seq_s;
         /* binary results: the chunk arrives as its bytes, no hex decoding */
-        rc = exec(&res, c, "fetching a blob chunk",
-                  "SELECT data FROM blob_chunks WHERE sha256 = $1 AND seq = $2::int", 2, values,
-                  NULL, NULL, 1, err);
+        rc = store_exec_sql_params(&res, c, "fetching a blob chunk",
+                                   "SELECT data FROM blob_chunks WHERE sha256 = $1 AND seq = "
+                                   "$2::int",
+                                   2, values, NULL, NULL, 1, err);
         if (rc != ERR_OK)
             goto done;
         if (PQntuples(res) != 1) {

@@ -125,7 +125,7 @@ err_code store_translate(PGresult *res, pconn *c, const char *what, err_info *er
 
 /* store_exec - run `st` (prepared on `c` on first use) with `n` parameters (NULL value = SQL
  * NULL; lengths/formats may be NULL = all text). Text results. *out is the result on
- * success; the caller PQclear()s it. */
+ * success; the caller PQclear()s it. A NULL `out`: the result is not needed (cleared here). */
 err_code store_exec(PGresult **out, pconn *c, const store_stmt *st, int n,
                     const char *const *values, const int *lengths, const int *formats,
                     err_info *err);
@@ -134,6 +134,12 @@ err_code store_exec(PGresult **out, pconn *c, const store_stmt *st, int n,
  * parameters; result_format 1 = binary results. *out as store_exec. */
 err_code store_exec_sql(PGresult **out, pconn *c, const char *what, const char *sql, int n,
                         const char *const *values, int result_format, err_info *err);
+
+/* store_exec_sql_params - store_exec_sql with parameter lengths and formats (as store_exec:
+ * NULL = all text), for binary parameters. */
+err_code store_exec_sql_params(PGresult **out, pconn *c, const char *what, const char *sql,
+                               int n, const char *const *values, const int *lengths,
+                               const int *formats, int result_format, err_info *err);
 
 /* store_command - run parameterless SQL (BEGIN, COMMIT, ...). */
 err_code store_command(pconn *c, const char *sql, const char *what, err_info *err);

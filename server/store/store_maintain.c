@@ -11,28 +11,13 @@
 
 #include "store/store_internal.h"
 
-static err_code exec(PGresult **out, pconn *c, const char *what, const char *sql, int n,
-                     const char *const *values, err_info *err)
-{
-    *out = NULL;
-    PGresult *res = store_pq_params(c, sql, n, values, NULL, NULL, 0);
-    ExecStatusType st = PQresultStatus(res);
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-        err_code rc = store_translate(res, c, what, err);
-        PQclear(res);
-        return rc;
-    }
-    *out = res;
-    return ERR_OK;
-}
-
 /* Run `sql` and return the first column of its first row as an integer (0 if none). */
 static err_code exec_int(int64_t *out, pconn *c, const char *what, const char *sql, int n,
                          const char *const *values, err_info *err)
 {
     PGresult *res;
     *out = 0;
-    err_code rc = exec(&res, c, what, sql, n, values, err);
+    err_code rc = store_exec_sql(&res, c, what, sql, n, values, 0, err);
     if (rc != ERR_OK)
         return rc;
     if (PQntuples(res) > 0 && PQnfields(res) > 0 && !PQgetisnull(res, 0, 0))
@@ -69,14 +54,14 @@ static err_code do_heartbeat(pconn *c, void *vctx, err_info *err)
     const char *values[7] = {x->b->name, workers, in_progress, processed, hits, misses,
                              x->starting ? "t" : "f"};
     PGresult *res;
-    err_code rc = exec(&res, c, "recording the node's heartbeat",
-                       "INSERT INTO nodes (name, workers, in_progress, processed, cache_hits, "
-                       "cache_misses) VALUES ($1, $2, $3, $4, $5, $6) "
-                       "ON CONFLICT (name) DO UPDATE SET heartbeat_at = now(), "
-                       "workers = $2, in_progress = $3, processed = $4, cache_hits = $5, "
-                       "cache_misses = $6, started_at = CASE WHEN $7::boolean THEN now() "
-                       "ELSE nodes.started_at END",
-                       7, values, err);
+    err_code rc = store_exec_sql(&res, c, "recording the node's heartbeat",
+                                 "INSERT INTO nodes (name, workers, in_progress, processed, "
+                                 "cache_hits, cache_misses) VALUES ($1, $2, $3, $4, $5, $6) ON "
+                                 "CONFLICT (name) DO UPDATE SET heartbeat_at = now(), workers = "
+                                 "$2, in_progress = $3, processed = $4, cache_hits = $5, "
+                                 "cache_misses = $6, started_at = CASE WHEN $7::boolean THEN now() "
+                                 "ELSE nodes.started_at END",
+                                 7, values, 0, err);
     PQclear(res);
     return rc;
 }
@@ -105,14 +90,15 @@ static err_code do_nodes_metrics(pconn *c, void *vctx, err_info *err)
     const char *values[1] = {stale};
     PGresult *res;
     /* Node names are checked at config time ([A-Za-z0-9._-]): safe inside label quotes. */
-    err_code rc = exec(&res, c, "reading nodes",
-                       "SELECT n.name, extract(epoch FROM now() - n.heartbeat_at)::float8, "
-                       "n.workers, n.in_progress, n.processed, n.cache_hits, n.cache_misses, "
-                       "coalesce(q.queued, 0) FROM nodes n LEFT JOIN (SELECT received_by, "
-                       "count(*) AS queued FROM reports WHERE status = 'received' "
-                       "GROUP BY 1) q ON q.received_by = n.name "
-                       "WHERE n.heartbeat_at > now() - interval '1 day' ORDER BY n.name",
-                       0, NULL, err);
+    err_code rc = store_exec_sql(&res, c, "reading nodes",
+                                 "SELECT n.name, extract(epoch FROM now() - "
+                                 "n.heartbeat_at)::float8, n.workers, n.in_progress, n.processed, "
+                                 "n.cache_hits, n.cache_misses, coalesce(q.queued, 0) FROM nodes n "
+                                 "LEFT JOIN (SELECT received_by, count(*) AS queued FROM reports "
+                                 "WHERE status = 'received' GROUP BY 1) q ON q.received_by = "
+                                 "n.name WHERE n.heartbeat_at > now() - interval '1 day' ORDER BY "
+                                 "n.name",
+                                 0, NULL, 0, err);
     (void)values;
     if (rc != ERR_OK)
         return rc;
@@ -155,11 +141,11 @@ static err_code do_nodes_metrics(pconn *c, void *vctx, err_info *err)
     }
     PQclear(res);
 
-    rc = exec(&res, c, "reading maintenance runs",
-              "SELECT extract(epoch FROM finished_at)::bigint, runs, partitions_dropped, "
-              "reports_expired, issues_expired, dsyms_expired, blobs_deleted "
-              "FROM maintenance_runs WHERE job = 'retention' AND finished_at IS NOT NULL",
-              0, NULL, err);
+    rc = store_exec_sql(&res, c, "reading maintenance runs",
+                        "SELECT extract(epoch FROM finished_at)::bigint, runs, partitions_dropped, "
+                        "reports_expired, issues_expired, dsyms_expired, blobs_deleted FROM "
+                        "maintenance_runs WHERE job = 'retention' AND finished_at IS NOT NULL",
+                        0, NULL, 0, err);
     if (rc != ERR_OK)
         return rc;
     bool have = PQntuples(res) == 1;
@@ -224,13 +210,13 @@ static err_code drop_partitions(store_retention_result *r, pconn *c, unsigned da
     const char *values[1] = {days_s};
     PGresult *res;
     /* A partition goes when its whole UTC day is older than `days` days. */
-    err_code rc = exec(&res, c, "listing expired report partitions",
-                       "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
-                       "WHERE i.inhparent = 'reports'::regclass "
-                       "AND c.relname ~ '^reports_p[0-9]{8}$' "
-                       "AND to_date(substring(c.relname FROM 10), 'YYYYMMDD') < "
-                       "(now() AT TIME ZONE 'UTC')::date - $1::int ORDER BY 1",
-                       1, values, err);
+    err_code rc = store_exec_sql(&res, c, "listing expired report partitions",
+                                 "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = "
+                                 "i.inhrelid WHERE i.inhparent = 'reports'::regclass AND c.relname "
+                                 "~ '^reports_p[0-9]{8}$' AND to_date(substring(c.relname FROM "
+                                 "10), 'YYYYMMDD') < (now() AT TIME ZONE 'UTC')::date - $1::int "
+                                 "ORDER BY 1",
+                                 1, values, 0, err);
     if (rc != ERR_OK)
         return rc;
     for (int i = 0; rc == ERR_OK && i < PQntuples(res); i++) {
@@ -406,13 +392,13 @@ static err_code do_retention(pconn *c, void *vctx, err_info *err)
             snprintf(v[4], 24, "%lld", (long long)r->blobs_deleted);
             const char *fin[5] = {v[0], v[1], v[2], v[3], v[4]};
             PGresult *res;
-            rc = exec(&res, c, "finishing retention",
-                      "UPDATE maintenance_runs SET finished_at = now(), runs = runs + 1, "
-                      "partitions_dropped = partitions_dropped + $1, "
-                      "reports_expired = reports_expired + $2, "
-                      "issues_expired = issues_expired + $3, dsyms_expired = dsyms_expired + $4, "
-                      "blobs_deleted = blobs_deleted + $5 WHERE job = 'retention'",
-                      5, fin, err);
+            rc = store_exec_sql(&res, c, "finishing retention",
+                                "UPDATE maintenance_runs SET finished_at = now(), runs = runs + 1, "
+                                "partitions_dropped = partitions_dropped + $1, reports_expired = "
+                                "reports_expired + $2, issues_expired = issues_expired + $3, "
+                                "dsyms_expired = dsyms_expired + $4, blobs_deleted = blobs_deleted "
+                                "+ $5 WHERE job = 'retention'",
+                                5, fin, 0, err);
             PQclear(res);
         }
     }

@@ -675,17 +675,23 @@ static bool is_prepared(const pconn *c, const store_stmt *st)
     return false;
 }
 
+/* A command's result: kept in *out (NULL `out`: cleared) when it succeeded, else translated
+ * into err and cleared. */
 static err_code check_result(PGresult **out, PGresult *res, pconn *c, const char *what,
                              err_info *err)
 {
     ExecStatusType st = PQresultStatus(res);
-    *out = NULL;
+    if (out != NULL)
+        *out = NULL;
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
         err_code rc = store_translate(res, c, what, err);
         PQclear(res);
         return rc;
     }
-    *out = res;
+    if (out != NULL)
+        *out = res;
+    else
+        PQclear(res);
     return ERR_OK;
 }
 
@@ -693,7 +699,8 @@ err_code store_exec(PGresult **out, pconn *c, const store_stmt *st, int n,
                     const char *const *values, const int *lengths, const int *formats,
                     err_info *err)
 {
-    *out = NULL;
+    if (out != NULL)
+        *out = NULL;
     if (!is_prepared(c, st)) {
         if (c->nprepared == STORE_MAX_PREPARED)   /* never in practice: run it unprepared */
             return check_result(out, store_pq_params(c, st->sql, n, values, lengths, formats, 0),
@@ -714,8 +721,15 @@ err_code store_exec(PGresult **out, pconn *c, const store_stmt *st, int n,
 err_code store_exec_sql(PGresult **out, pconn *c, const char *what, const char *sql, int n,
                         const char *const *values, int result_format, err_info *err)
 {
-    return check_result(out, store_pq_params(c, sql, n, values, NULL, NULL, result_format), c,
-                        what, err);
+    return store_exec_sql_params(out, c, what, sql, n, values, NULL, NULL, result_format, err);
+}
+
+err_code store_exec_sql_params(PGresult **out, pconn *c, const char *what, const char *sql,
+                               int n, const char *const *values, const int *lengths,
+                               const int *formats, int result_format, err_info *err)
+{
+    return check_result(out, store_pq_params(c, sql, n, values, lengths, formats, result_format),
+                        c, what, err);
 }
 
 /* Run a plain SQL command (transaction control, migrations) without parameters. */

@@ -15,21 +15,6 @@
 #include "base/xalloc.h"
 #include "store/store_internal.h"
 
-
-/* Run the prepared statement `st` with text parameters (NULL = SQL NULL); *out = the result
- * (caller PQclear()s), or NULL `out` when the result is not needed. */
-static err_code exec(PGresult **out, pconn *c, const store_stmt *st, int n,
-                     const char *const *values, err_info *err)
-{
-    PGresult *res;
-    err_code rc = store_exec(&res, c, st, n, values, NULL, NULL, err);
-    if (out)
-        *out = res;
-    else
-        PQclear(res);
-    return rc;
-}
-
 /* ---- intake ---------------------------------------------------------------------------- */
 
 static const store_stmt SQL_INSERT = {"samples_insert",
@@ -56,7 +41,7 @@ static err_code do_insert(pconn *c, void *vctx, err_info *err)
     const char *values[9] = {b->app, b->batch_id, b->sha256, b->build, b->device, samples, calls,
                              b->canonical, project};
     PGresult *res;
-    err_code rc = exec(&res, c, &SQL_INSERT, 9, values, err);
+    err_code rc = store_exec(&res, c, &SQL_INSERT, 9, values, NULL, NULL, err);
     if (rc != ERR_OK)
         return rc;
     int stored = PQntuples(res);
@@ -67,7 +52,7 @@ static err_code do_insert(pconn *c, void *vctx, err_info *err)
     }
     /* batch_id taken: the same content is a retry, other content a client bug */
     const char *existing[3] = {b->app, b->batch_id, project};
-    rc = exec(&res, c, &SQL_EXISTING, 3, existing, err);
+    rc = store_exec(&res, c, &SQL_EXISTING, 3, existing, NULL, NULL, err);
     if (rc != ERR_OK)
         return rc;
     bool same = PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, 0), b->sha256) == 0;
@@ -148,7 +133,7 @@ err_code store_samples_claim(store_sample_work **out, const store_claimed_batch 
     store_claimed_batch *bs = NULL;
     store_claimed_pending *ps = NULL;
     if (rc == ERR_OK)
-        rc = exec(&res, w->c, &SQL_CLAIM_BATCHES, 2, values, err);
+        rc = store_exec(&res, w->c, &SQL_CLAIM_BATCHES, 2, values, NULL, NULL, err);
     size_t nb = res ? (size_t)PQntuples(res) : 0;
     if (rc == ERR_OK && nb > 0) {
         bs = arena_alloc_array(a, nb, sizeof *bs, err);
@@ -174,7 +159,7 @@ err_code store_samples_claim(store_sample_work **out, const store_claimed_batch 
     res = NULL;
     values[1] = skip_pending ? skip_pending : "";
     if (rc == ERR_OK)
-        rc = exec(&res, w->c, &SQL_CLAIM_PENDING, 2, values, err);
+        rc = store_exec(&res, w->c, &SQL_CLAIM_PENDING, 2, values, NULL, NULL, err);
     size_t np = res ? (size_t)PQntuples(res) : 0;
     if (rc == ERR_OK && np > 0) {
         ps = arena_alloc_array(a, np, sizeof *ps, err);
@@ -262,7 +247,8 @@ static const store_stmt SQL_DELETE_PENDING = {"samples_delete_pending",
 static const store_stmt SQL_UPSERT_PENDING = {"samples_upsert_pending",
     "INSERT INTO callsite_pending AS p (project_id, app, stack_key, build, day, version, sample, "
     "count, devices, first_seen, last_seen, missing_uuids) "
-    "SELECT coalesce(t.project_id, 1), t.app, t.stack_key, t.build, t.day, t.version, t.sample, t.n, "
+    "SELECT coalesce(t.project_id, 1), t.app, t.stack_key, t.build, t.day, t.version, t.sample, "
+    "t.n, "
     "ARRAY(SELECT DISTINCT x FROM json_array_elements_text(t.devices) x ORDER BY 1), "
     "t.first_seen, t.last_seen, "
     "ARRAY(SELECT u::uuid FROM json_array_elements_text(t.missing) u) "
@@ -338,16 +324,16 @@ static err_code do_commit(store_sample_work *w, const store_callsite_add *adds, 
         }
         buf_putc(&b, ']');
         values[0] = (const char *)b.data;
-        rc = exec(NULL, w->c, &SQL_UPSERT_CALLSITES, 1, values, err);
+        rc = store_exec(NULL, w->c, &SQL_UPSERT_CALLSITES, 1, values, NULL, NULL, err);
         if (rc == ERR_OK)
-            rc = exec(NULL, w->c, &SQL_UPSERT_DAYS, 1, values, err);
+            rc = store_exec(NULL, w->c, &SQL_UPSERT_DAYS, 1, values, NULL, NULL, err);
         if (rc != ERR_OK)
             goto done;
     }
     if (w->npending > 0) {
         id_list(&b, w->pending_ids, w->npending);
         values[0] = (const char *)b.data;
-        rc = exec(NULL, w->c, &SQL_DELETE_PENDING, 1, values, err);
+        rc = store_exec(NULL, w->c, &SQL_DELETE_PENDING, 1, values, NULL, NULL, err);
         if (rc != ERR_OK)
             goto done;
     }
@@ -373,15 +359,15 @@ static err_code do_commit(store_sample_work *w, const store_callsite_add *adds, 
         }
         buf_putc(&b, ']');
         values[0] = (const char *)b.data;
-        rc = exec(NULL, w->c, &SQL_UPSERT_PENDING, 1, values,
-                  err);
+        rc = store_exec(NULL, w->c, &SQL_UPSERT_PENDING, 1, values, NULL, NULL,
+                        err);
         if (rc != ERR_OK)
             goto done;
     }
     if (w->nbatches > 0) {
         id_list(&b, w->batch_ids, w->nbatches);
         values[0] = (const char *)b.data;
-        rc = exec(NULL, w->c, &SQL_MARK_COUNTED, 1, values, err);
+        rc = store_exec(NULL, w->c, &SQL_MARK_COUNTED, 1, values, NULL, NULL, err);
         if (rc != ERR_OK)
             goto done;
     }
@@ -411,11 +397,11 @@ static const store_stmt SQL_EXPIRE_BATCHES = {"samples_expire_batches",
 static err_code do_sweep(pconn *c, void *vctx, err_info *err)
 {
     PGresult *res;
-    err_code rc = exec(&res, c, &SQL_SWEEP, 0, NULL, err);
+    err_code rc = store_exec(&res, c, &SQL_SWEEP, 0, NULL, NULL, NULL, err);
     if (rc == ERR_OK) {
         *(int64_t *)vctx = strtoll(PQcmdTuples(res), NULL, 10);
         PQclear(res);
-        rc = exec(NULL, c, &SQL_EXPIRE_BATCHES, 0, NULL, err);
+        rc = store_exec(NULL, c, &SQL_EXPIRE_BATCHES, 0, NULL, NULL, NULL, err);
     }
     return rc;
 }
@@ -567,7 +553,7 @@ static err_code do_counts(pconn *c, void *vctx, err_info *err)
 {
     store_samples_stats *out = vctx;
     PGresult *res;
-    err_code rc = exec(&res, c, &SQL_COUNTS, 0, NULL, err);
+    err_code rc = store_exec(&res, c, &SQL_COUNTS, 0, NULL, NULL, NULL, err);
     if (rc != ERR_OK)
         return rc;
     out->received = strtoll(PQgetvalue(res, 0, 0), NULL, 10);

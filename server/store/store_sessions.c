@@ -80,18 +80,6 @@ static bool uuid_bytes(uint8_t out[16], const char *s)
     return n == 32;
 }
 
-static err_code exec(PGresult **out, pconn *c, const store_stmt *st, int n,
-                     const char *const *values, err_info *err)
-{
-    PGresult *res;
-    err_code rc = store_exec(&res, c, st, n, values, NULL, NULL, err);
-    if (out)
-        *out = res;
-    else
-        PQclear(res);
-    return rc;
-}
-
 /* The lock, and what names this database in this Postgres run for the device cache: its oid
  * and the postmaster's start (a restore from a backup means a restart). */
 static const store_stmt SQL_LOCK = {"sessions_lock",
@@ -118,7 +106,7 @@ static err_code begin_locked(uint64_t *gen, pconn *c, int64_t project_id, size_t
     const char *v[1] = {pid};
     PGresult *res;
     *gen = 0;
-    rc = exec(&res, c, &SQL_LOCK, 1, v, err);
+    rc = store_exec(&res, c, &SQL_LOCK, 1, v, NULL, NULL, err);
     if (rc != ERR_OK)
         return rc;
     store_devcache *dc = atomic_load(&devcache);
@@ -209,7 +197,7 @@ static err_code renv_upsert(renv_set *s, pconn *c, int64_t project_id, err_info 
     snprintf(pid, sizeof pid, "%lld", (long long)project_id);
     const char *v[2] = {pid, (const char *)json.data};
     PGresult *res;
-    err_code rc = exec(&res, c, &SQL_RENV_UPSERT, 2, v, err);
+    err_code rc = store_exec(&res, c, &SQL_RENV_UPSERT, 2, v, NULL, NULL, err);
     buf_reset(&json);
     if (rc != ERR_OK)
         return rc;
@@ -586,7 +574,7 @@ static err_code downsample(pconn *c, PGresult *res, err_info *err)
         for (int round = 0; round < 32; round++) {
             const char *v[1] = {id};
             PGresult *r2;
-            err_code rc = exec(&r2, c, &SQL_DOWNSAMPLE, 1, v, err);
+            err_code rc = store_exec(&r2, c, &SQL_DOWNSAMPLE, 1, v, NULL, NULL, err);
             if (rc != ERR_OK)
                 return rc;
             /* the rows are visible in this transaction: the update saw the deletion's count */
@@ -626,7 +614,7 @@ static err_code crash_free_alerts(pconn *c, int64_t project_id, err_info *err)
     char pid[24];
     snprintf(pid, sizeof pid, "%lld", (long long)project_id);
     const char *v[1] = {pid};
-    return exec(NULL, c, &SQL_CRASH_FREE, 1, v, err);
+    return store_exec(NULL, c, &SQL_CRASH_FREE, 1, v, NULL, NULL, err);
 }
 
 /* ---- a batch of session updates -------------------------------------------------------- */
