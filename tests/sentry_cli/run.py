@@ -26,6 +26,7 @@ label db).
    sends its chunks as they are (stored plain), and the upload works the same.
 Prints "N passed, N failed" like tests/harness.h.
 """
+import fcntl
 import gzip
 import hashlib
 import json
@@ -56,15 +57,20 @@ def npm_ci(build):
     lock = open(os.path.join(HERE, "package-lock.json"), "rb").read()
     stamp = os.path.join(dest, ".lock-installed")
     exe = os.path.join(dest, "node_modules", CLI_PACKAGE, "bin", "sentry-cli")
-    if not (os.path.exists(stamp) and open(stamp, "rb").read() == lock and os.access(exe, os.X_OK)):
-        for name in ("package.json", "package-lock.json"):
-            shutil.copyfile(os.path.join(HERE, name), os.path.join(dest, name))
-        t0 = time.time()
-        subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=dest,
-                       check=True, timeout=300)
-        with open(stamp, "wb") as f:
-            f.write(lock)
-        print(f"npm ci: {time.time() - t0:.1f} s")
+    # ctest runs the tests that use the client in parallel: one installs, the others wait
+    # (npm ci empties node_modules first, so a second install would pull it from under them).
+    with open(os.path.join(build, "sentry-cli-node.lock"), "w") as guard:
+        fcntl.flock(guard, fcntl.LOCK_EX)
+        if not (os.path.exists(stamp) and open(stamp, "rb").read() == lock and
+                os.access(exe, os.X_OK)):
+            for name in ("package.json", "package-lock.json"):
+                shutil.copyfile(os.path.join(HERE, name), os.path.join(dest, name))
+            t0 = time.time()
+            subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+                           cwd=dest, check=True, timeout=300)
+            with open(stamp, "wb") as f:
+                f.write(lock)
+            print(f"npm ci: {time.time() - t0:.1f} s")
     return exe
 
 
