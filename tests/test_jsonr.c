@@ -45,7 +45,8 @@ static void reads_values_and_paths(void)
 {
     const char *t = "{\"app\": {\"name\": \"Sp\\u00e4t \\ud83d\\ude00\", \"build\": 42},"
                     " \"frames\": [1, -9223372036854775808, 2.5e3, true, false, null, \"\"],"
-                    " \"big\": 18446744073709551616, \"k\": 1, \"k\": \"last\"}";
+                    " \"big\": 18446744073709551616, \"k\": 1, \"k\": \"last\","
+                    " \"\": \"empty key\", \"kk\": 2, \"bk\": 3}";
     arena *a = arena_new(0);
     jsonr_error e;
     jsonr_value *root = jsonr_parse(a, t, strlen(t), 0, NULL, &e);
@@ -64,6 +65,11 @@ static void reads_values_and_paths(void)
     CHECK(jsonr_is_real(jsonr_get(root, "big")) &&
           jsonr_real(jsonr_get(root, "big")) == 18446744073709551616.0);
     CHECK_EQ_STR(jsonr_string(jsonr_get(root, "k")), "last");
+    /* the empty key, and keys that share a length or a first byte with others */
+    CHECK_EQ_STR(jsonr_string(jsonr_get(root, "")), "empty key");
+    CHECK_EQ_INT(jsonr_integer(jsonr_get(root, "kk")), 2);
+    CHECK_EQ_INT(jsonr_integer(jsonr_getn(root, "bkx", 2)), 3);
+    CHECK(jsonr_get(root, "kb") == NULL && jsonr_getn(root, "", 0) == jsonr_get(root, ""));
     /* paths through missing and mistyped steps answer NULL, 0 and false */
     CHECK(jsonr_get(jsonr_get(root, "nope"), "name") == NULL);
     CHECK(jsonr_at(app, 0) == NULL && jsonr_get(frames, "x") == NULL);

@@ -567,17 +567,12 @@ jsonr_value *jsonr_getn(const jsonr_value *o, const char *key, size_t key_len)
 {
     if (o == NULL || o->type != JSONR_OBJECT)
         return NULL;
-    if (key_len == 0) {
-        for (size_t i = o->n; i-- > 0;)
-            if (o->u.members[i].key_len == 0)
-                return &o->u.members[i].value;
-        return NULL;
-    }
     /* length and first byte before the call to memcmp: most members differ in one of them */
     for (size_t i = o->n; i-- > 0;) {
         jsonr_member *m = &o->u.members[i];
-        if (m->key_len == key_len && m->key[0] == key[0] &&
-            memcmp(m->key + 1, key + 1, key_len - 1) == 0)
+        if (m->key_len == key_len &&
+            (key_len == 0 ||
+             (m->key[0] == key[0] && memcmp(m->key + 1, key + 1, key_len - 1) == 0)))
             return &m->value;
     }
     return NULL;
