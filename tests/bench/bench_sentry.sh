@@ -9,16 +9,19 @@
 #   2. as sentry-cocoa events in gzip'd envelopes to POST /api/{project}/envelope/
 #      (tests/bench/bench_sentry_gen.py: the same frames; each envelope a distinct event_id,
 #      sent once, ENVELOPES_PER_S x SECONDS of them: an event_id sent again is stored once),
-# and after each phase the queue is drained. Prints one JSON line: accepted/s, p50 and p99 of each
-# phase (wrk), the server CPU time per report of each phase (until drained) and Postgres's,
-# reports processed, and envelope/report ratios. Both answer only once the report is committed
-# (202 / 200). Targets (issue): the envelope rate at the reports rate of the same run, >= 5000/s,
-# p99 < 25 ms with 8 connections. Env: BUILD_DIR (default build; relative to the repo root, or
-# absolute), STACKSIFT_FIXTURES (default build-fixtures), CONNECTIONS (8), HTTP_THREADS (4),
-# WORKERS (2), POOL (8), PERF_DIR (when set: `perf record -g` of the server during each phase into
-# PERF_DIR/perf-reports.data and perf-envelopes.data, and of Postgres's backends into
-# perf-pg-reports.data and perf-pg-envelopes.data), CONTROL=1 (the Apple text in both phases: how
-# far apart two phases of the same load come out).
+# each phase from emptied tables and followed by draining the queue, in ROUNDS rounds (default 3)
+# whose order alternates. Prints each phase (stderr): accepted/s, p50 and p99 (wrk), the server's
+# and Postgres's CPU time per report (until drained), reports per commit and the share processed
+# at intake; then one JSON line: the median of the rounds' envelope/report rate ratios, each
+# round's figures, and the checks (every report processed, both forms of each crash in one
+# group, no non-2xx). Both answer only once the report is committed (202 / 200). Targets
+# (issue): the envelope rate at the reports rate of the same run, >= 5000/s, p99 < 25 ms with 8
+# connections. Env: BUILD_DIR (default build; relative to the repo root, or absolute),
+# STACKSIFT_FIXTURES (default build-fixtures), ROUNDS (3), CONNECTIONS (8), HTTP_THREADS (4),
+# WORKERS (2), POOL (8), PERF_DIR (when set: `perf record -g` of the server during each phase
+# into PERF_DIR/perf-reports.data and perf-envelopes.data, and of Postgres's backends into
+# perf-pg-reports.data and perf-pg-envelopes.data; the last round's), CONTROL=1 (the Apple text
+# in both phases: how far apart two phases of the same load come out).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -89,7 +92,6 @@ reset() {
   psql "$url" -qc "CHECKPOINT" >/dev/null
 }
 psql "$url" -qc "CREATE TABLE bench_fingerprints (fingerprint text)"
-reset
 
 # the server's CPU time (user + system, clock ticks) so far: per report it moves far less with
 # the machine's other load than the rate does
@@ -127,52 +129,80 @@ perf_start() {
 perf_stop() {
   [ -z "$perf_pid" ] || { kill -INT "$perf_pid" "$perf_pg_pid"; wait "$perf_pid" "$perf_pg_pid" || true; }
 }
+# the intake's counters: commits (one INSERT statement each) and reports processed at intake
+# (the rest go through the workers: a second read and write). Postgres's cost per report moves
+# with the reports per commit (each statement has a fixed cost), which moves with the load.
+intake() {
+  curl -fs -H "Authorization: Bearer $token" "http://127.0.0.1:$port/metrics" |
+    awk '$1 == "stacksift_intake_commits_total" { c = $2 } $1 == "stacksift_intake_reports_total" { r = $2 }
+         $1 == "stacksift_intake_processed_total" { p = $2 } END { print c + 0, r + 0, p + 0 }'
+}
+# "reports per commit, share processed at intake" between two intake() readings
+per_commit() {
+  python3 -c 'import sys; c0, r0, p0, c1, r1, p1 = map(float, sys.argv[1:]); dc, dr = c1 - c0, r1 - r0
+print("%.1f %.3f" % (dr / dc if dc else 0, (p1 - p0) / dr if dr else 0))' $1 $2
+}
 tick_hz=$(getconf CLK_TCK)
-c0=$(cpu_ticks); p0=$(pg_ticks)
-perf_start reports
-BENCH_COUNT=$count wrk -t2 -c"$conns" -d"${secs}s" --latency -s tests/bench/bench_ingest.lua \
-  "http://127.0.0.1:$port/api/v1/reports" >"$work/wrk-reports.txt" 2>"$work/wrk.err"
-drain
-perf_stop
-c1=$(cpu_ticks); p1=$(pg_ticks)
-n_reports=$(psql "$url" -Atc "SELECT count(*) FROM reports WHERE status = 'processed'")
-bad_reports=$(psql "$url" -Atc "SELECT count(*) FROM reports WHERE status <> 'processed'")
-psql "$url" -qc "INSERT INTO bench_fingerprints SELECT DISTINCT fingerprint FROM reports"
-reset
-c2=$(cpu_ticks); p2=$(pg_ticks)
-perf_start envelopes
-if [ "${CONTROL:-0}" = 1 ]; then
-  BENCH_COUNT=$count wrk -t2 -c"$conns" -d"${secs}s" --latency -s tests/bench/bench_ingest.lua \
-    "http://127.0.0.1:$port/api/v1/reports" >"$work/wrk-sentry.txt" 2>>"$work/wrk.err"
-else
-  BENCH_COUNT=$((count * copies)) wrk -t2 -c"$conns" -d"${secs}s" --latency -s tests/bench/bench_sentry.lua \
-    "http://127.0.0.1:$port/" >"$work/wrk-sentry.txt" 2>>"$work/wrk.err"
-fi
-drain
-perf_stop
-c3=$(cpu_ticks); p3=$(pg_ticks)
-n_sentry=$(psql "$url" -Atc "SELECT count(*) FROM reports WHERE status = 'processed' AND (format = 'sentry' OR ${CONTROL:-0} = 1)")
-bad=$(( bad_reports + $(psql "$url" -Atc "SELECT count(*) FROM reports WHERE status <> 'processed'") ))
-same=$(psql "$url" -Atc "SELECT count(DISTINCT f) FROM (SELECT fingerprint FROM reports UNION ALL SELECT fingerprint FROM bench_fingerprints) AS u(f)")
-cat "$work/wrk.err" >&2 || true
+per_item() { awk -v c="$1" -v hz="$tick_hz" -v n="$2" 'BEGIN { printf "%.1f", n ? c * 1e6 / hz / n : 0 }'; }
 
-r_rps=$(awk '/^Requests\/sec/ {print $2}' "$work/wrk-reports.txt")
-s_rps=$(awk '/^Requests\/sec/ {print $2}' "$work/wrk-sentry.txt")
-r50=$(ms 50% "$work/wrk-reports.txt"); r99=$(ms 99% "$work/wrk-reports.txt")
-s50=$(ms 50% "$work/wrk-sentry.txt"); s99=$(ms 99% "$work/wrk-sentry.txt")
-r_non=$(awk '/Non-2xx/ {print $5}' "$work/wrk-reports.txt"); s_non=$(awk '/Non-2xx/ {print $5}' "$work/wrk-sentry.txt")
-ratio=$(python3 -c "print(round($s_rps / $r_rps, 2) if $r_rps > 0 else 0)")
-r_cpu=$(awk -v c="$((c1 - c0))" -v hz="$tick_hz" -v n="$n_reports" 'BEGIN { printf "%.1f", n ? c * 1e6 / hz / n : 0 }')
-s_cpu=$(awk -v c="$((c3 - c2))" -v hz="$tick_hz" -v n="$n_sentry" 'BEGIN { printf "%.1f", n ? c * 1e6 / hz / n : 0 }')
-printf '{"bench":"sentry","seconds":%s,"connections":%s,"reports_rps":%s,"reports_p50_ms":%s,"reports_p99_ms":%s,' \
-  "$secs" "$conns" "$r_rps" "$r50" "$r99"
-printf '"envelopes_rps":%s,"envelopes_p50_ms":%s,"envelopes_p99_ms":%s,"rate_ratio":%s,' "$s_rps" "$s50" "$s99" "$ratio"
-r_pg=$(awk -v c="$((p1 - p0))" -v hz="$tick_hz" -v n="$n_reports" 'BEGIN { printf "%.1f", n ? c * 1e6 / hz / n : 0 }')
-s_pg=$(awk -v c="$((p3 - p2))" -v hz="$tick_hz" -v n="$n_sentry" 'BEGIN { printf "%.1f", n ? c * 1e6 / hz / n : 0 }')
-printf '"reports_cpu_us":%s,"envelopes_cpu_us":%s,"reports_pg_cpu_us":%s,"envelopes_pg_cpu_us":%s,' \
-  "$r_cpu" "$s_cpu" "$r_pg" "$s_pg"
-printf '"load":"%s",' "$(cut -d' ' -f1-3 /proc/loadavg)"
-printf '"processed_reports":%s,"processed_envelopes":%s,"not_processed":%s,"fingerprints":%s,"non_2xx":"%s/%s"}\n' \
-  "$n_reports" "$n_sentry" "$bad" "$same" "${r_non:-0}" "${s_non:-0}"
-echo "POST /api/v1/reports (Apple text): $r_rps/s, p50 $r50 ms, p99 $r99 ms, server CPU $r_cpu us/report, Postgres $r_pg us"
-echo "POST /api/$project/envelope/ (gzip): $s_rps/s, p50 $s50 ms, p99 $s99 ms, server CPU $s_cpu us/envelope, Postgres $s_pg us (ratio $ratio)"
+# One phase: NAME (reports or envelopes, or reports again with CONTROL=1) from emptied tables
+# for $secs seconds, then drained. Sets ph_rps, ph_p50, ph_p99, ph_non2xx, ph_cpu, ph_pg,
+# ph_n (reports stored processed), ph_bad (any other), ph_pc, ph_at.
+phase() {
+  local name=$1 out=$work/wrk-$1.txt lua=tests/bench/bench_ingest.lua
+  local target=api/v1/reports n=$count
+  if [ "$name" = envelopes ] && [ "${CONTROL:-0}" != 1 ]; then
+    lua=tests/bench/bench_sentry.lua; target=""; n=$((count * copies))
+  fi
+  reset
+  local i0 c0 p0 i1 c1 p1
+  i0=$(intake); c0=$(cpu_ticks); p0=$(pg_ticks)
+  perf_start "$name"
+  BENCH_COUNT=$n wrk -t2 -c"$conns" -d"${secs}s" --latency -s "$lua" \
+    "http://127.0.0.1:$port/$target" >"$out" 2>>"$work/wrk.err"
+  drain
+  perf_stop
+  c1=$(cpu_ticks); p1=$(pg_ticks); i1=$(intake)
+  ph_rps=$(awk '/^Requests\/sec/ {print $2}' "$out")
+  ph_p50=$(ms 50% "$out"); ph_p99=$(ms 99% "$out")
+  ph_non2xx=$(awk '/Non-2xx/ {print $5}' "$out"); ph_non2xx=${ph_non2xx:-0}
+  ph_n=$(psql "$url" -Atc "SELECT count(*) FROM reports WHERE status = 'processed'")
+  ph_bad=$(psql "$url" -Atc "SELECT count(*) FROM reports WHERE status <> 'processed'")
+  ph_cpu=$(per_item $((c1 - c0)) "$ph_n"); ph_pg=$(per_item $((p1 - p0)) "$ph_n")
+  read -r ph_pc ph_at <<<"$(per_commit "$i0" "$i1")"
+  # both forms of a crash must land in one group: every phase's fingerprints are kept aside
+  psql "$url" -qc "INSERT INTO bench_fingerprints SELECT DISTINCT fingerprint FROM reports"
+}
+
+# Rounds of both phases, the order alternating (text first in odd rounds): the rate of one
+# phase swings with what else the two cores do in its seconds (±15% between phases of the
+# same load, CONTROL=1), so the ratio is the median of the rounds' ratios.
+rounds=${ROUNDS:-3}
+ratios=() r_all=() s_all=() bad=0 non2xx=0
+for round in $(seq "$rounds"); do
+  order="reports envelopes"
+  [ $((round % 2)) = 0 ] && order="envelopes reports"
+  for ph in $order; do
+    phase "$ph"
+    bad=$((bad + ph_bad)); non2xx=$((non2xx + ph_non2xx))
+    printf -v line '%s/s, p50 %s ms, p99 %s ms, server CPU %s us, Postgres %s us, %s per commit, %s at intake' \
+      "$ph_rps" "$ph_p50" "$ph_p99" "$ph_cpu" "$ph_pg" "$ph_pc" "$ph_at"
+    if [ "$ph" = reports ]; then r_rps=$ph_rps r_line=$line r_json=$(printf '{"rps":%s,"p50_ms":%s,"p99_ms":%s,"cpu_us":%s,"pg_cpu_us":%s,"per_commit":%s,"at_intake":%s,"processed":%s}' "$ph_rps" "$ph_p50" "$ph_p99" "$ph_cpu" "$ph_pg" "$ph_pc" "$ph_at" "$ph_n")
+    else s_rps=$ph_rps s_line=$line s_json=$(printf '{"rps":%s,"p50_ms":%s,"p99_ms":%s,"cpu_us":%s,"pg_cpu_us":%s,"per_commit":%s,"at_intake":%s,"processed":%s}' "$ph_rps" "$ph_p50" "$ph_p99" "$ph_cpu" "$ph_pg" "$ph_pc" "$ph_at" "$ph_n"); fi
+  done
+  ratio=$(python3 -c "print(round($s_rps / $r_rps, 2) if $r_rps > 0 else 0)")
+  ratios+=("$ratio"); r_all+=("$r_json"); s_all+=("$s_json")
+  echo "round $round (load $(cut -d' ' -f1-3 /proc/loadavg)): ratio $ratio" >&2
+  echo "  POST /api/v1/reports (Apple text): $r_line" >&2
+  echo "  POST /api/$project/envelope/ (gzip): $s_line" >&2
+done
+same=$(psql "$url" -Atc "SELECT count(DISTINCT fingerprint) FROM bench_fingerprints")
+cat "$work/wrk.err" >&2 || true
+median=$(python3 -c 'import statistics, sys; print(statistics.median(map(float, sys.argv[1:])))' "${ratios[@]}")
+join() { local IFS=,; echo "$*"; }
+printf '{"bench":"sentry","seconds":%s,"connections":%s,"rounds":%s,"rate_ratio_median":%s,"rate_ratios":[%s],' \
+  "$secs" "$conns" "$rounds" "$median" "$(join "${ratios[@]}")"
+printf '"reports":[%s],"envelopes":[%s],' "$(join "${r_all[@]}")" "$(join "${s_all[@]}")"
+printf '"load":"%s","not_processed":%s,"fingerprints":%s,"non_2xx":%s}\n' \
+  "$(cut -d' ' -f1-3 /proc/loadavg)" "$bad" "$same" "$non2xx"
+echo "envelopes/reports rate ratio: median $median of $rounds rounds (${ratios[*]})"
