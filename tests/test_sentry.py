@@ -108,6 +108,66 @@ def wait_processed(inst, rid, secs=60):
     return None
 
 
+def uuid_of(eid):
+    return f"{eid[:8]}-{eid[8:12]}-{eid[12:16]}-{eid[16:20]}-{eid[20:]}"
+
+
+def stored_as_received(inst, label, eid, envelope_body, event):
+    """A gzip'd envelope smaller than its event is kept as received (content type
+    application/x-sentry-envelope, raw_bytes its gzip size); the raw download still gives the
+    event's bytes exactly."""
+    row = inst.psql(inst.db_url, "SELECT content_type, raw_bytes, get_byte(raw, 0), "
+                                 "get_byte(raw, 1) FROM reports "
+                                 f"WHERE id = '{uuid_of(eid)}'").strip().split("|")
+    check(row[0] == "application/x-sentry-envelope" and row[2:] == ["31", "139"] and
+          int(row[1]) < len(event) and int(row[1]) < len(envelope_body),
+          f"{label}: stored as {row} for a {len(event)}-byte event")
+    raw = inst.request("GET", f"/api/v1/reports/{eid}/raw", token=inst.tokens["read"])
+    check(raw.status == 200 and raw.body == event,
+          f"{label}: raw download {raw.status}, {len(raw.body)} bytes, want the event's {len(event)}")
+
+
+def late_crash(fixtures, manifest):
+    """A crash of the -O0 fixture app, whose dSYM the test uploads only after the event."""
+    rng = random.Random(11)
+    app = sr.fixture_image(fixtures, manifest, "arm64-O0", rng, 0x100000000)
+    imgs = [app] + sr.system_images(rng, "arm64")
+    threads, _leb, crashed = sr.make_crash(rng, imgs, [app], "arm64")
+    return imgs, threads, crashed
+
+
+def late_dsym(inst, pid, key, fixtures, manifest, ck, crash):
+    """An event whose app has no dSYM yet waits (pending_dsym) in its gzip'd row; the dSYM's
+    upload has a worker read the event back out of that row and symbolicate it exactly."""
+    imgs, threads, crashed = crash
+    eid = event_id(0x5f0001)
+    ev = json.loads(sr.sentry_report(imgs, threads, [], crashed, "arm64", False))
+    ev["event_id"] = eid
+    event = json.dumps(ev).encode()
+    body = envelope([({"type": "event"}, event)], {"event_id": eid})
+    r = post_envelope(inst, pid, body, key)
+    check(r.status == 200 and r.json() == {"id": eid}, f"late dSYM event: {r.status}")
+    rep = wait_processed(inst, eid)
+    check(rep is not None and rep["status"] == "pending_dsym",
+          f"late dSYM event before its dSYM: {rep and rep['status']}")
+    stored_as_received(inst, "late dSYM event", eid, body, event)
+    fx = next(f for f in manifest["fixtures"] if f["name"] == "arm64-O0")
+    with open(os.path.join(fixtures, fx["dwarf"]), "rb") as f:
+        r = inst.request("POST", f"/api/v1/dsyms?name={fx['image']}", f.read(),
+                         token=inst.tokens["upload"])
+    check(r.status in (200, 201), f"late dSYM upload: {r.status} {r.body[:200]!r}")
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        rep = wait_processed(inst, eid)
+        if rep is not None and rep["status"] == "processed":
+            break
+        time.sleep(0.2)
+    if check(rep is not None and rep["status"] == "processed",
+             f"late dSYM event after its dSYM: {rep and rep['status']} {rep and rep['error']}"):
+        sr.check_json(ck, "late dSYM event", json.dumps(rep["symbolicated"]), imgs, threads, None,
+                      False)
+
+
 def report_count(inst):
     return int(inst.psql(inst.db_url, "SELECT count(*) FROM reports").strip())
 
@@ -215,8 +275,9 @@ def main():
         rng.shuffle(imgs)
         threads, _leb, crashed = sr.make_crash(rng, imgs, [app, kit], "arm64")
         crashes.append((imgs, threads, crashed))
+    late = late_crash(fixtures, manifest)
     wanted = {}
-    for imgs, threads, _ in crashes:
+    for imgs, threads, _ in crashes + [late]:
         for f in [f for _, _, _, fr in threads for f in fr]:
             if f.image.fixture:
                 wanted.setdefault((f.image.dwarf, f.image.arch), set()).add(f.lookup)
@@ -269,6 +330,7 @@ def main():
                                  token=inst.tokens["read"])
                 check(t.status == 200 and b"Binary Images:" in t.body and
                       b"Report Format:       sentry" in t.body, f"{label}: text {t.status}")
+                stored_as_received(inst, label, eid, body, json.dumps(ev).encode())
         # ---- the real sentry-cli: send-envelope --raw and send-event --raw -----------------
         exe = npm_ci(os.environ["STACKSIFT_BUILD_DIR"])
         cli_env = {k: v for k, v in os.environ.items() if not k.startswith("SENTRY_")}
@@ -295,6 +357,7 @@ def main():
             sr.check_json(ck, f"sentry-cli {cmd}", json.dumps(rep["symbolicated"]), imgs, threads,
                           None, False)
 
+        late_dsym(inst, pid_a, key_a, fixtures, manifest, ck, late)
         check(ck.app_frames >= 30 and not ck.mismatches,
               f"symbolication: {ck.app_frames} app frames, mismatches {ck.mismatches[:5]}")
 

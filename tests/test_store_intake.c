@@ -113,9 +113,10 @@ static void concurrent_reports_share_commits(void)
             CHECK_EQ_INT(posters[t].rc[i], ERR_OK);
             const uint8_t *raw;
             size_t len;
+            const char *ctype;
             char want[96];
             raw_for(want, sizeof want, t, i);
-            if (store_report_raw_get(&raw, &len, s, posters[t].ids[i], a, &err) != ERR_OK ||
+            if (store_report_raw_get(&raw, &len, &ctype, s, posters[t].ids[i], a, &err) != ERR_OK ||
                 len != strlen(want) || memcmp(raw, want, len) != 0)
                 wrong++;
             for (int u = 0; u <= t; u++)

@@ -380,6 +380,20 @@ static void report_json(jsonw *w, const store_report *rep)
     jsonw_object_end(w);
 }
 
+/* The report's own bytes (ingest_raw_report) of the stored row r->param; *raw in r->a.
+ * Errors as store_report_raw_get, and ERR_INVALID for stored bytes that no longer decode. */
+static err_code report_bytes(http_request *r, const uint8_t **raw, size_t *len, err_info *err)
+{
+    const uint8_t *stored;
+    size_t n;
+    const char *content_type;
+    err_code rc = store_report_raw_get(&stored, &n, &content_type, r->srv->store, r->param, r->a,
+                                       err);
+    if (rc != ERR_OK)
+        return rc;
+    return ingest_raw_report(raw, len, stored, n, content_type, r->a, err);
+}
+
 /* ?format=text: the symbolicated report as Apple crash text. */
 static enum MHD_Result report_text(http_request *r)
 {
@@ -388,7 +402,7 @@ static enum MHD_Result report_text(http_request *r)
     const uint8_t *raw;
     size_t len;
     crashreport *rep;
-    if (store_report_raw_get(&raw, &len, r->srv->store, r->param, r->a, &r->err) != ERR_OK ||
+    if (report_bytes(r, &raw, &len, &r->err) != ERR_OK ||
         pipeline_parse(&rep, r->srv->pipe, raw, len, r->a, &r->err) != ERR_OK)
         return respond_err(r, &r->err);
     buf out;
@@ -412,10 +426,14 @@ enum MHD_Result handle_report_get(http_request *r)
         const uint8_t *raw;
         size_t len;
         err_info perr = {0};
-        if (store_report_raw_get(&raw, &len, r->srv->store, r->param, r->a, &r->err) != ERR_OK)
+        err_code rc = report_bytes(r, &raw, &len, &perr);
+        if (rc == ERR_STORE || rc == ERR_NOT_FOUND || rc == ERR_TOO_LARGE) {
+            r->err = perr;
             return respond_err(r, &r->err);
+        }
         /* A stored report that no longer parses (a parser regression) still has its row. */
-        if (ingest_report_model_json(&rep.parsed_json, raw, len, r->a, &perr) != ERR_OK)
+        if (rc != ERR_OK ||
+            ingest_report_model_json(&rep.parsed_json, raw, len, r->a, &perr) != ERR_OK)
             rep.parsed_json = NULL;
     }
     buf body;
@@ -425,12 +443,13 @@ enum MHD_Result handle_report_get(http_request *r)
     return respond_json(r, 200, &body);
 }
 
-/* The report's bytes as received (after gzip decoding), beside its symbolicated text. */
+/* The report's bytes as received (after gzip decoding; a Sentry envelope's event item),
+ * beside its symbolicated text. */
 enum MHD_Result handle_report_raw(http_request *r)
 {
     const uint8_t *raw;
     size_t len;
-    if (store_report_raw_get(&raw, &len, r->srv->store, r->param, r->a, &r->err) != ERR_OK)
+    if (report_bytes(r, &raw, &len, &r->err) != ERR_OK)
         return respond_err(r, &r->err);
     char *body = xmalloc(len + 1);
     memcpy(body, raw, len);

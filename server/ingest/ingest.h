@@ -85,6 +85,31 @@ err_code ingest_report_prepare_batch(ingest_batch_item **items, size_t *n,
  * its "plcrash" magic (what decides the format, whatever the Content-Type said). */
 bool ingest_is_plcrash(const uint8_t *raw, size_t len);
 
+/* The media type of a report row that stores a whole Sentry envelope as received (its event
+ * item is the report): see ingest_raw_report. */
+#define INGEST_SENTRY_ENVELOPE_TYPE "application/x-sentry-envelope"
+
+/* Most bytes a stored raw report inflates to when read back (ingest_raw_report): far above
+ * any limit intake applies, so that only the arena's budget bounds what intake accepted. */
+#define INGEST_STORED_MAX ((uint64_t)1 << 31)
+
+/* ingest_is_gzip - whether `len` bytes at raw start with gzip's magic (RFC 1952 section 2.3.1:
+ * 1f 8b), which no report format starts with. */
+bool ingest_is_gzip(const uint8_t *raw, size_t len);
+
+/*
+ * ingest_raw_report - the report's own bytes from a row's stored raw bytes and content type.
+ * A gzip'd body whose report is the whole body is stored as received when that is smaller than
+ * the report (reports.raw as the client sent it: Postgres then compresses nothing, and a
+ * sentry-cocoa event takes its gzip size); this undoes that: bytes starting with gzip's magic
+ * are inflated, and a Sentry envelope (content type INGEST_SENTRY_ENVELOPE_TYPE) gives its
+ * event item's payload. Anything else is the report as it is. *out borrows raw or lives in `a`.
+ * Errors  ERR_INVALID (corrupt gzip, an envelope that does not frame or holds no event),
+ *         ERR_TOO_LARGE (the arena's budget).
+ */
+err_code ingest_raw_report(const uint8_t **out, size_t *out_len, const uint8_t *raw, size_t len,
+                           const char *content_type, arena *a, err_info *err);
+
 /* ingest_report_model_json - the parsed model of stored raw bytes as JSON text
  * (crashreport_render_json), in `a`: what GET /api/v1/reports/{id} shows as "report" for a
  * report whose model was not stored. Errors as crashreport_parse, ERR_TOO_LARGE. */

@@ -15,6 +15,7 @@
 #include "store/store_reports.h"
 
 #include "crashreport/crashreport.h"
+#include "envelope/envelope.h"
 
 /* A whole gzip body in one libdeflate call, sized by the trailer's ISIZE (RFC 1952 section
  * 2.3.1): about twice as fast as zlib's stream. Only for a body that is one member whose
@@ -261,7 +262,12 @@ err_code ingest_report_prepare(store_report_new **rows, size_t *nrows, const ing
         store_report_new *one = arena_alloc_array(a, 1, sizeof *one, err);
         if (one == NULL)
             return ERR_TOO_LARGE;
-        row_of(one, all[0], in->content_type, raw, raw_len, in->pipe, a);
+        /* a gzip'd body that is the one report is kept as received when that is smaller
+         * (ingest_raw_report reads it back) */
+        if (raw != in->body && ingest_is_gzip(in->body, in->len) && in->len < raw_len)
+            row_of(one, all[0], in->content_type, in->body, in->len, in->pipe, a);
+        else
+            row_of(one, all[0], in->content_type, raw, raw_len, in->pipe, a);
         one->project_id = in->project_id ? in->project_id : STORE_PROJECT_DEFAULT;
         *rows = one;
         *nrows = 1;
@@ -328,6 +334,40 @@ err_code ingest_report_prepare_batch(ingest_batch_item **items, size_t *n,
     *items = out;
     *n = nd;
     return ERR_OK;
+}
+
+bool ingest_is_gzip(const uint8_t *raw, size_t len)
+{
+    return len >= 2 && raw[0] == 0x1f && raw[1] == 0x8b;
+}
+
+err_code ingest_raw_report(const uint8_t **out, size_t *out_len, const uint8_t *raw, size_t len,
+                           const char *content_type, arena *a, err_info *err)
+{
+    *out = raw;
+    *out_len = len;
+    if (ingest_is_gzip(raw, len)) {
+        uint8_t *dec;
+        err_code rc = ingest_gunzip(&dec, out_len, raw, len, INGEST_STORED_MAX, "stored report",
+                                    a, err);
+        if (rc != ERR_OK)
+            return rc;
+        *out = dec;
+    }
+    if (content_type == NULL || strcmp(content_type, INGEST_SENTRY_ENVELOPE_TYPE) != 0)
+        return ERR_OK;
+    envelope *env;
+    envelope_limits lim = {0, SIZE_MAX};
+    err_code rc = envelope_parse(&env, (const char *)*out, *out_len, &lim, a, err);
+    if (rc != ERR_OK)
+        return rc;
+    for (size_t i = 0; i < env->nitems; i++)
+        if (strcmp(env->items[i].type, "event") == 0) {
+            *out = (const uint8_t *)env->items[i].payload;
+            *out_len = env->items[i].payload_len;
+            return ERR_OK;
+        }
+    return err_set(err, ERR_INVALID, "the stored envelope holds no event item");
 }
 
 bool ingest_is_plcrash(const uint8_t *raw, size_t len)

@@ -57,7 +57,9 @@ typedef struct {
     const char *dsn;              /* the envelope header's dsn, NULL if none; also set when
                                      the envelope fails after a readable header line */
     bool has_event;               /* an event item was found: `row` and `id` are set */
-    store_report_new row;         /* the event as a report row (raw = the event JSON) */
+    store_report_new row;         /* the event as a report row: raw is the event JSON, or the
+                                     gzip'd body as received when that is smaller
+                                     (ingest_raw_report reads either back) */
     char id[37];                  /* the report id: the event_id as a lower-case dashed UUID */
     char event_id[33];            /* the event_id as Sentry writes it: 32 lower-case hex */
     ingest_sentry_session *sessions; /* session items, in envelope order */
@@ -68,7 +70,8 @@ typedef struct {
 /*
  * ingest_sentry_prepare - decode and frame one request body; parse its event (if any) into
  * out->row (status "received", format "sentry" for a Sentry event, content type
- * application/json; processed at intake when in->pipe can). The report id is the event's
+ * application/json, or INGEST_SENTRY_ENVELOPE_TYPE when the row keeps a gzip'd envelope as
+ * received; processed at intake when in->pipe can). The report id is the event's
  * `event_id` (the envelope header's, else the event's own; one is made up when neither
  * gives one: the store endpoint of an SDK that sends none). An envelope with no event
  * (sessions only, a transaction) is fine: has_event false. Everything lives in `a` or

@@ -814,7 +814,12 @@ static void process_one(pipeline *p, const store_claimed *row, store_outcome *o,
 {
     err_info err = {0};
     crashreport *r = NULL;
-    err_code rc = crashreport_parse(&r, (const char *)row->raw, row->raw_len, a, &err);
+    const uint8_t *report;
+    size_t len;
+    err_code rc = ingest_raw_report(&report, &len, row->raw, row->raw_len, row->content_type, a,
+                                    &err);
+    if (rc == ERR_OK)
+        rc = crashreport_parse(&r, (const char *)report, len, a, &err);
     if (rc != ERR_OK) {
         memset(o, 0, sizeof *o);
         o->status = "failed";

@@ -28,8 +28,8 @@ struct store_work {
 
 static const char SQL_CLAIM[] =
     "SELECT id::text, raw, coalesce(issue_id, 0)::text, fingerprint, app, " STORE_TS_US("received_at")
-    ", to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD'), attempts::text, project_id::text "
-    "FROM reports WHERE status = 'received' ORDER BY received_at "
+    ", to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD'), attempts::text, project_id::text, "
+    "content_type FROM reports WHERE status = 'received' ORDER BY received_at "
     "LIMIT $1 FOR UPDATE SKIP LOCKED";
 
 void store_work_abort(store_work *w)
@@ -89,6 +89,7 @@ err_code store_work_claim(store_work **out, const store_claimed **rows, size_t *
             r->day = store_dup(a, res, row, 6, err, &rc);
             r->attempts = atoi(PQgetvalue(res, row, 7));
             r->project_id = strtoll(PQgetvalue(res, row, 8), NULL, 10);
+            r->content_type = store_dup(a, res, row, 9, err, &rc);
         }
         w->n = got;
     }

@@ -21,8 +21,10 @@ typedef struct store_work store_work; /* a claimed batch: one connection, one op
 /* A claimed report; strings in the batch's arena. */
 typedef struct {
     char id[37];
-    const uint8_t *raw;       /* the report as received (decoded) */
+    const uint8_t *raw;       /* reports.raw: the report as received (decoded), or the gzip'd
+                                 body it came in (ingest_raw_report reads both) */
     size_t raw_len;
+    const char *content_type; /* reports.content_type */
     int64_t issue_id;         /* the issue it is in now (reprocessing), 0 = none */
     const char *fingerprint;  /* and that issue's fingerprint, NULL = none */
     const char *app;          /* reports.app as intake set it, NULL = unknown */

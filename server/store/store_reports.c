@@ -39,6 +39,7 @@ typedef struct {
     int64_t *count;
     const uint8_t **raw;
     size_t *raw_len;
+    const char **content_type;
     arena *a;
 } report_ctx;
 
@@ -158,8 +159,8 @@ static err_code do_report_raw(pconn *c, void *vctx, err_info *err)
     const char *values[1] = {r->id};
     PGresult *res;
     err_code rc = store_exec_sql(&res, c, "reading a report",
-                                 "SELECT raw FROM reports WHERE id = $1::uuid", 1, values, 1,
-                                 err);
+                                 "SELECT raw, content_type FROM reports WHERE id = $1::uuid", 1,
+                                 values, 1, err);
     if (rc != ERR_OK)
         return rc;
     if (PQntuples(res) == 0) {
@@ -172,23 +173,26 @@ static err_code do_report_raw(pconn *c, void *vctx, err_info *err)
         memcpy(raw, PQgetvalue(res, 0, 0), len);
         raw[len] = '\0';
     }
+    *r->content_type = store_dup(r->a, res, 0, 1, err, &rc);
     PQclear(res);
-    if (raw == NULL)
+    if (raw == NULL || rc != ERR_OK)
         return ERR_TOO_LARGE;
     *r->raw = raw;
     *r->raw_len = len;
     return ERR_OK;
 }
 
-err_code store_report_raw_get(const uint8_t **raw, size_t *len, store *s, const char *id,
-                              arena *a, err_info *err)
+err_code store_report_raw_get(const uint8_t **raw, size_t *len, const char **content_type,
+                              store *s, const char *id, arena *a, err_info *err)
 {
     char norm[37];
     *raw = NULL;
     *len = 0;
+    *content_type = NULL;
     if (!store_report_id_norm(norm, id))
         return err_set(err, ERR_NOT_FOUND, "no report with id %.64s", id);
-    report_ctx ctx = {.id = norm, .raw = raw, .raw_len = len, .a = a};
+    report_ctx ctx = {.id = norm, .raw = raw, .raw_len = len, .content_type = content_type,
+                      .a = a};
     return store_run(s, do_report_raw, &ctx, err);
 }
 

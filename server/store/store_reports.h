@@ -31,7 +31,8 @@ typedef struct {
     const char *status;       /* "received" (to be processed) or "failed" */
     const char *format;       /* "apple_text", "ips", "json" */
     const char *content_type; /* media type as sent, without parameters */
-    const uint8_t *raw;       /* the report, decoded from any Content-Encoding */
+    const uint8_t *raw;       /* the report, decoded from any Content-Encoding, or the gzip'd
+                                 body it came in when that is smaller (ingest_raw_report) */
     size_t raw_len;
     const char *parsed_json;  /* parsed model as JSON text, or NULL */
     const char *app;          /* summary fields of the parsed model, or NULL */
@@ -86,10 +87,12 @@ bool store_report_id_norm(char out[37], const char *id);
  * report id), ERR_STORE, ERR_TOO_LARGE (arena full). */
 err_code store_report_get(store_report *out, store *s, const char *id, arena *a, err_info *err);
 
-/* store_report_raw_get - the raw bytes of report `id` as received (after Content-Encoding),
- * in `a` (NUL-terminated beyond *len). Errors ERR_NOT_FOUND, ERR_STORE, ERR_TOO_LARGE. */
-err_code store_report_raw_get(const uint8_t **raw, size_t *len, store *s, const char *id,
-                              arena *a, err_info *err);
+/* store_report_raw_get - the stored raw bytes of report `id` and its content type, in `a`
+ * (NUL-terminated beyond *len): the report as received, after its Content-Encoding or, when
+ * that was smaller, still gzip'd (ingest_raw_report reads both). Errors ERR_NOT_FOUND,
+ * ERR_STORE, ERR_TOO_LARGE. */
+err_code store_report_raw_get(const uint8_t **raw, size_t *len, const char **content_type,
+                              store *s, const char *id, arena *a, err_info *err);
 
 /* store_reports_count - how many reports have `status` (NULL = all); for tests and metrics. */
 err_code store_reports_count(int64_t *out, store *s, const char *status, err_info *err);
