@@ -114,13 +114,14 @@ def uuid_of(eid):
 
 def stored_as_received(inst, label, eid, envelope_body, event):
     """A gzip'd envelope smaller than its event is kept as received (content type
-    application/x-sentry-envelope, raw_bytes its gzip size); the raw download still gives the
-    event's bytes exactly."""
-    row = inst.psql(inst.db_url, "SELECT content_type, raw_bytes, get_byte(raw, 0), "
-                                 "get_byte(raw, 1) FROM reports "
+    application/x-sentry-envelope, its gzip size in Postgres; raw_bytes still the event's
+    size); the raw download still gives the event's bytes exactly."""
+    row = inst.psql(inst.db_url, "SELECT content_type, raw_bytes, octet_length(raw), "
+                                 "get_byte(raw, 0), get_byte(raw, 1) FROM reports "
                                  f"WHERE id = '{uuid_of(eid)}'").strip().split("|")
-    check(row[0] == "application/x-sentry-envelope" and row[2:] == ["31", "139"] and
-          int(row[1]) < len(event) and int(row[1]) < len(envelope_body),
+    check(row[0] == "application/x-sentry-envelope" and row[3:] == ["31", "139"] and
+          int(row[1]) == len(event) and int(row[2]) < len(event) and
+          int(row[2]) < len(envelope_body),
           f"{label}: stored as {row} for a {len(event)}-byte event")
     raw = inst.request("GET", f"/api/v1/reports/{eid}/raw", token=inst.tokens["read"])
     check(raw.status == 200 and raw.body == event,

@@ -258,6 +258,8 @@ static void auth_failures_are_401_and_403(void)
     free(h);
 }
 
+static long long sql_count(const char *sql);
+
 static void reports_are_accepted_and_readable(void)
 {
     char *text = corpus("apple-text/eatfit-1.crash");
@@ -307,8 +309,19 @@ static void reports_are_accepted_and_readable(void)
         CHECK_EQ_STR(r.json ? jstr(r.json, "app") : NULL, "EatFitByMax");
         CHECK(r.json && json_is_object(json_object_get(r.json, "report")));
         resp_free(&r);
-        free(h);
         free(path);
+        /* kept gzip'd in Postgres (smaller than the report), downloaded as the report */
+        path = xsprintf("/api/v1/reports/%s/raw", gz_id);
+        r = http_req(port, "GET", path, h, NULL, 0, false);
+        CHECK_EQ_INT(r.status, 200);
+        CHECK(r.body_len == len && memcmp(r.body, raw, len) == 0);
+        resp_free(&r);
+        free(path);
+        free(h);
+        char *sql = xsprintf("SELECT count(*) FROM reports WHERE id = '%s' AND "
+                             "octet_length(raw) < raw_bytes AND get_byte(raw, 0) = 31", gz_id);
+        CHECK_EQ_INT(sql_count(sql), 1);
+        free(sql);
     }
     free(gz_id);
     free(gz);

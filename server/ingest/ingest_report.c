@@ -264,10 +264,12 @@ err_code ingest_report_prepare(store_report_new **rows, size_t *nrows, const ing
             return ERR_TOO_LARGE;
         /* a gzip'd body that is the one report is kept as received when that is smaller
          * (ingest_raw_report reads it back) */
-        if (raw != in->body && ingest_is_gzip(in->body, in->len) && in->len < raw_len)
+        if (raw != in->body && ingest_is_gzip(in->body, in->len) && in->len < raw_len) {
             row_of(one, all[0], in->content_type, in->body, in->len, in->pipe, a);
-        else
+            one->report_len = raw_len;
+        } else {
             row_of(one, all[0], in->content_type, raw, raw_len, in->pipe, a);
+        }
         one->project_id = in->project_id ? in->project_id : STORE_PROJECT_DEFAULT;
         *rows = one;
         *nrows = 1;

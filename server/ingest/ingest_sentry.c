@@ -171,6 +171,7 @@ err_code ingest_sentry_prepare(ingest_sentry_result *out, const ingest_sentry_in
         out->items[INGEST_SENTRY_ITEM_EVENT] = 1;
         err_code rc = prepare_event(out, body, len, NULL, in, a, err);
         if (rc == ERR_OK && keep_body && in->len < out->row.raw_len) {
+            out->row.report_len = out->row.raw_len;
             out->row.raw = in->body;
             out->row.raw_len = in->len;
         }
@@ -211,6 +212,7 @@ err_code ingest_sentry_prepare(ingest_sentry_result *out, const ingest_sentry_in
             if (rc != ERR_OK)
                 return rc;
             if (keep_body && in->len < it->payload_len) {
+                out->row.report_len = out->row.raw_len;
                 out->row.raw = in->body;
                 out->row.raw_len = in->len;
                 out->row.content_type = INGEST_SENTRY_ENVELOPE_TYPE;

@@ -415,7 +415,7 @@ static err_code insert_batch(pconn *c, intake_entry *batch, size_t n, bool with_
         put_text(&col[COL_CTYPE], r->content_type);
         put_elem(&col[COL_RAW], r->raw_len ? r->raw : (const uint8_t *)"", r->raw_len);
         put_i32(&col[COL_RAW_BYTES], 4);
-        put_i32(&col[COL_RAW_BYTES], (int32_t)r->raw_len);
+        put_i32(&col[COL_RAW_BYTES], (int32_t)(r->report_len ? r->report_len : r->raw_len));
         if (r->parsed_json) {
             size_t pn = strlen(r->parsed_json);
             put_i32(&col[COL_PARSED], (int32_t)pn + 1);

@@ -48,7 +48,7 @@ static err_code do_report_insert(pconn *c, void *vctx, err_info *err)
     report_ctx *r = vctx;
     const store_report_new *in = r->in;
     char raw_bytes[24], project[24];
-    snprintf(raw_bytes, sizeof raw_bytes, "%zu", in->raw_len);
+    snprintf(raw_bytes, sizeof raw_bytes, "%zu", in->report_len ? in->report_len : in->raw_len);
     snprintf(project, sizeof project, "%lld",
              (long long)(in->project_id ? in->project_id : STORE_PROJECT_DEFAULT));
     const char *values[12] = {in->status,     in->format,      in->content_type,

@@ -34,6 +34,8 @@ typedef struct {
     const uint8_t *raw;       /* the report, decoded from any Content-Encoding, or the gzip'd
                                  body it came in when that is smaller (ingest_raw_report) */
     size_t raw_len;
+    size_t report_len;        /* the report's own bytes when raw is the gzip'd body (what
+                                 reports.raw_bytes says); 0: raw_len */
     const char *parsed_json;  /* parsed model as JSON text, or NULL */
     const char *app;          /* summary fields of the parsed model, or NULL */
     const char *app_version;
