@@ -97,6 +97,13 @@ bool ingest_is_plcrash(const uint8_t *raw, size_t len);
  * 1f 8b), which no report format starts with. */
 bool ingest_is_gzip(const uint8_t *raw, size_t len);
 
+/* ingest_keep_body - have `row` (whose raw is its report) store instead the `len` bytes of
+ * the gzip'd body at `body` the report came in, when they are fewer (ingest_raw_report reads
+ * them back): raw and raw_len then name the body, report_len the report's size. The caller
+ * vouches that the body, once inflated, is the report (or, for INGEST_SENTRY_ENVELOPE_TYPE,
+ * the envelope holding it). Returns whether it did. */
+bool ingest_keep_body(store_report_new *row, const uint8_t *body, size_t len);
+
 /*
  * ingest_raw_report - the report's own bytes from a row's stored raw bytes and content type.
  * A gzip'd body whose report is the whole body is stored as received when that is smaller than

@@ -262,14 +262,8 @@ err_code ingest_report_prepare(store_report_new **rows, size_t *nrows, const ing
         store_report_new *one = arena_alloc_array(a, 1, sizeof *one, err);
         if (one == NULL)
             return ERR_TOO_LARGE;
-        /* a gzip'd body that is the one report is kept as received when that is smaller
-         * (ingest_raw_report reads it back) */
-        if (raw != in->body && ingest_is_gzip(in->body, in->len) && in->len < raw_len) {
-            row_of(one, all[0], in->content_type, in->body, in->len, in->pipe, a);
-            one->report_len = raw_len;
-        } else {
-            row_of(one, all[0], in->content_type, raw, raw_len, in->pipe, a);
-        }
+        row_of(one, all[0], in->content_type, raw, raw_len, in->pipe, a);
+        ingest_keep_body(one, in->body, in->len);   /* a gzip'd body that is the one report */
         one->project_id = in->project_id ? in->project_id : STORE_PROJECT_DEFAULT;
         *rows = one;
         *nrows = 1;
@@ -341,6 +335,16 @@ err_code ingest_report_prepare_batch(ingest_batch_item **items, size_t *n,
 bool ingest_is_gzip(const uint8_t *raw, size_t len)
 {
     return len >= 2 && raw[0] == 0x1f && raw[1] == 0x8b;
+}
+
+bool ingest_keep_body(store_report_new *row, const uint8_t *body, size_t len)
+{
+    if (body == row->raw || !ingest_is_gzip(body, len) || len >= row->raw_len)
+        return false;
+    row->report_len = row->raw_len;
+    row->raw = body;
+    row->raw_len = len;
+    return true;
 }
 
 err_code ingest_raw_report(const uint8_t **out, size_t *out_len, const uint8_t *raw, size_t len,

@@ -165,16 +165,12 @@ err_code ingest_sentry_prepare(ingest_sentry_result *out, const ingest_sentry_in
     out->decoded = body;
     out->decoded_len = len;
     /* A gzip'd body (what sentry-cocoa sends) is stored as received when it is smaller than
-     * the event: the event's report is then the whole body, read back by ingest_raw_report. */
-    bool keep_body = body != in->body && ingest_is_gzip(in->body, in->len);
+     * the event (ingest_keep_body): an envelope whole, with its own content type. */
     if (in->store_endpoint) {
         out->items[INGEST_SENTRY_ITEM_EVENT] = 1;
         err_code rc = prepare_event(out, body, len, NULL, in, a, err);
-        if (rc == ERR_OK && keep_body && in->len < out->row.raw_len) {
-            out->row.report_len = out->row.raw_len;
-            out->row.raw = in->body;
-            out->row.raw_len = in->len;
-        }
+        if (rc == ERR_OK)
+            ingest_keep_body(&out->row, in->body, in->len);
         return rc;
     }
 
@@ -211,12 +207,8 @@ err_code ingest_sentry_prepare(ingest_sentry_result *out, const ingest_sentry_in
                                env->event_id, in, a, err);
             if (rc != ERR_OK)
                 return rc;
-            if (keep_body && in->len < it->payload_len) {
-                out->row.report_len = out->row.raw_len;
-                out->row.raw = in->body;
-                out->row.raw_len = in->len;
+            if (ingest_keep_body(&out->row, in->body, in->len))
                 out->row.content_type = INGEST_SENTRY_ENVELOPE_TYPE;
-            }
         } else if (k == INGEST_SENTRY_ITEM_SESSION) {
             out->sessions[out->nsessions++] = (ingest_sentry_session){
                 (const uint8_t *)it->payload, it->payload_len, strcmp(it->type, "sessions") == 0};

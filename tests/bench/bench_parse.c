@@ -16,6 +16,9 @@
  *   plcrash     crashreport_parse of the same crash as PLCrashReporter's .plcrash file
  *               (protobuf, written here following PLCrashReport.proto's field numbers)
  *       peer    "apple-text": the text parse above, measured again beside it
+ *   sentry      crashreport_parse of the same crash as a sentry-cocoa event (the JSON of an
+ *               envelope's event item, compact)
+ *       peer    "apple-text": the text parse, measured again beside it
  *   symbolicate parse + symbolicate_report of a 100-frame report whose app frames all hit a
  *               warm symcache (built from the arm64-O2 fixture dSYM, STACKSIFT_FIXTURES)
  *       peer    "lookups": symcache_lookup of the same 100 addresses, nothing else
@@ -23,7 +26,7 @@
  *
  * Rates are per core: one thread, timed by its CPU time (CLOCK_THREAD_CPUTIME_ID). The target is >= 20,000 reports/s for the 100-frame
  * Apple text and .ips reports; with --check the exit status is 1 when it is missed.
- * Usage: bench_parse [--seconds S] [--check] [--only text|ips] (--only: just that parse, for
+ * Usage: bench_parse [--seconds S] [--check] [--only text|ips|sentry] (--only: just that parse, for
  * a profiler)
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -232,6 +235,59 @@ static void gen_ips(buf *o, const gen_crash *c)
                    im->uuid + 8, im->uuid + 12, im->uuid + 16, im->uuid + 20, im->name, im->name);
     }
     buf_append_str(o, "]\n}\n");
+}
+
+/* The same crash as a sentry-cocoa event (compact JSON, as NSJSONSerialization writes it):
+ * the LEB's frames as the exception's stack, the threads with theirs (caller first, as
+ * Sentry orders them), images as debug_meta macho images with their debug_id. */
+static void gen_sentry(buf *o, const gen_crash *c)
+{
+    buf_append_str(o, "{\"event_id\":\"c4f96507f36943e3b19d28881bf8e4d2\",\"platform\":\"cocoa\","
+                      "\"level\":\"fatal\",\"release\":\"com.example.FixtureApp@1.0.0+12\","
+                      "\"timestamp\":1752938772,\"sdk\":{\"name\":\"sentry.cocoa\","
+                      "\"version\":\"8.40.1\"},\"contexts\":{\"os\":{\"name\":\"iOS\","
+                      "\"version\":\"18.5\",\"build\":\"22F76\"},\"device\":{\"model\":"
+                      "\"iPhone14,5\",\"arch\":\"arm64e\"},\"app\":{\"app_identifier\":"
+                      "\"com.example.FixtureApp\",\"app_name\":\"FixtureApp\","
+                      "\"app_version\":\"1.0.0\",\"app_build\":\"12\"}},");
+    for (int t = -1; t < 8; t++) {
+        if (t == -1)
+            buf_append_str(o, "\"exception\":{\"values\":[{\"type\":\"EXC_CRASH\",\"value\":"
+                              "\"SIGABRT\",\"mechanism\":{\"type\":\"mach\",\"meta\":{"
+                              "\"signal\":{\"number\":6,\"name\":\"SIGABRT\"}}},"
+                              "\"thread_id\":5,\"stacktrace\":{\"frames\":[");
+        else
+            buf_printf(o, "%s{\"id\":%d,\"name\":\"com.example.queue-%d\",\"crashed\":%s,"
+                          "\"current\":%s,\"stacktrace\":{\"frames\":[",
+                       t == 0 ? "\"threads\":{\"values\":[" : ",", t, t,
+                       t == 5 ? "true" : "false", t == 5 ? "true" : "false");
+        bool first = true;
+        for (int f = c->nframes - 1; f >= 0; f--) {   /* caller first */
+            if (c->thread_of[f] != t)
+                continue;
+            const gen_image *im = &c->images[c->image_of[f]];
+            buf_printf(o, "%s{\"instruction_addr\":\"0x%016" PRIx64 "\",\"image_addr\":"
+                          "\"0x%016" PRIx64 "\",\"package\":\"/usr/lib/%s\"",
+                       first ? "" : ",", c->addr[f], im->load, im->name);
+            if (c->image_of[f] != 0)
+                buf_printf(o, ",\"function\":\"-[NSObject(Category%d) perform:with:]\","
+                              "\"symbol_addr\":\"0x%016" PRIx64 "\"",
+                           f, c->addr[f] - c->addr[f] % 997);
+            buf_printf(o, ",\"in_app\":%s}", c->image_of[f] == 0 ? "true" : "false");
+            first = false;
+        }
+        buf_append_str(o, t == -1 ? "]}}]}," : "]}}");
+    }
+    buf_append_str(o, "]},\"debug_meta\":{\"images\":[");
+    for (int i = 0; i < 30; i++) {
+        const gen_image *im = &c->images[i];
+        buf_printf(o, "%s{\"type\":\"macho\",\"debug_id\":\"%.8s-%.4s-%.4s-%.4s-%.12s\","
+                      "\"image_addr\":\"0x%016" PRIx64 "\",\"image_size\":%" PRIu64 ","
+                      "\"code_file\":\"/usr/lib/%s\",\"arch\":\"%s\"}",
+                   i ? "," : "", im->uuid, im->uuid + 8, im->uuid + 12, im->uuid + 16,
+                   im->uuid + 20, im->load, im->size, im->name, i == 0 ? "arm64" : "arm64e");
+    }
+    buf_append_str(o, "]}}");
 }
 
 /* The same crash as a .plcrash file: a protobuf writer of just what PLCrashReport.proto needs
@@ -540,7 +596,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--check") == 0)
             check = true;
         else {
-            fprintf(stderr, "usage: bench_parse [--seconds S] [--check] [--only text|ips]\n");
+            fprintf(stderr, "usage: bench_parse [--seconds S] [--check] [--only text|ips|sentry]\n");
             return 2;
         }
     }
@@ -564,13 +620,15 @@ int main(int argc, char **argv)
     }
     gen_crash crash;
     gen(&crash, 0x104c00000ull, uuid_hex[0] ? uuid_hex : NULL);
-    buf text, ips, plc;
+    buf text, ips, plc, sentry;
     buf_init(&text);
     buf_init(&ips);
     buf_init(&plc);
+    buf_init(&sentry);
     gen_text(&text, &crash);
     gen_ips(&ips, &crash);
     gen_plcrash(&plc, &crash);
+    gen_sentry(&sentry, &crash);
 
     int errcode;
     PCRE2_SIZE erroff;
@@ -581,9 +639,10 @@ int main(int argc, char **argv)
     c.md = pcre2_match_data_create_from_pattern(c.re, NULL);
 
     if (only != NULL) {
-        bool ips_only = strcmp(only, "ips") == 0;
-        c.data = (const char *)(ips_only ? ips.data : text.data);
-        c.len = ips_only ? ips.len : text.len;
+        const buf *b = strcmp(only, "ips") == 0 ? &ips : strcmp(only, "sentry") == 0 ? &sentry
+                                                                                 : &text;
+        c.data = (const char *)b->data;
+        c.len = b->len;
         printf("%s: %.0f /s\n", only, rate(run_parse, &c));
         return 0;
     }
@@ -605,6 +664,13 @@ int main(int argc, char **argv)
     c.data = (const char *)text.data;
     c.len = text.len;
     print_row("plcrash 100 frames, 30 images", plc_rate, plc.len, "apple-text", rate(run_parse, &c));
+    c.data = (const char *)sentry.data;
+    c.len = sentry.len;
+    double sentry_rate = rate(run_parse, &c);
+    c.data = (const char *)text.data;
+    c.len = text.len;
+    print_row("sentry event 100 frames, 30 images", sentry_rate, sentry.len, "apple-text",
+              rate(run_parse, &c));
     if (sc != NULL) {
         c.sc = sc;
         c.data = (const char *)text.data;
@@ -706,6 +772,8 @@ int main(int argc, char **argv)
         printf("bench: %zu parses failed\n", c.failures);
     buf_reset(&text);
     buf_reset(&ips);
+    buf_reset(&plc);
+    buf_reset(&sentry);
     buf_reset(&all);
     pcre2_match_data_free(c.md);
     pcre2_code_free(c.re);

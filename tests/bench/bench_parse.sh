@@ -4,7 +4,7 @@
 # fixtures exist (the symbolication run uses the arm64-O2 dSYM), and runs
 #   bench_parse [--seconds S] [--check]
 # which prints reports/s per core for a generated 100-frame Apple text report and the same
-# crash as .ips, beside peers run in the same process (a memchr line scan, a pcre2-per-line
+# crash as .ips, .plcrash and a sentry-cocoa event, beside peers run in the same process (a memchr line scan, a pcre2-per-line
 # scan, jansson's bare load, raw symcache lookups) and the ratio to each; then the whole
 # corpus in MB/s. --check exits 1 when the 20,000 reports/s target is missed.
 # Env: BUILD_DIR, STACKSIFT_FIXTURES (default build-fixtures/).
