@@ -18,12 +18,18 @@
 #include "base/jsonr.h"
 #include "crashreport/crashreport_internal.h"
 
-/* cr_json_str - o[key] as a borrowed string (it lives as long as the tree's arena); NULL when
- * o is not an object, the key is missing, its value is no string, or the string is empty. */
+/* cr_json_string - v as a borrowed string (it lives as long as the tree's arena); NULL when
+ * v is NULL, no string, or the empty string. */
+static inline const char *cr_json_string(const jsonr_value *v)
+{
+    return jsonr_is_string(v) && v->n > 0 ? v->u.s : NULL;
+}
+
+/* cr_json_str - cr_json_string of o[key]; NULL also when o is not an object or the key is
+ * missing. */
 static inline const char *cr_json_str(const jsonr_value *o, const char *key)
 {
-    const jsonr_value *v = jsonr_get(o, key); /* inline: a literal key's length folds away */
-    return jsonr_is_string(v) && v->n > 0 ? v->u.s : NULL;
+    return cr_json_string(jsonr_get(o, key)); /* inline: a literal key's length folds away */
 }
 
 /* cr_json_get_u64 - cr_json_u64 (crashreport_internal.h) of o[key]; false when missing. */

@@ -70,6 +70,38 @@ static const char *bug_type_of(const jsonr_value *header, const jsonr_value *bod
 }
 
 /* One .ips frame list; inline frames ("inline": true) fold into the next real frame. */
+/* The members of one .ips frame that ips_frames reads, each NULL when absent (the last one
+ * when a key repeats, as jsonr_get answers), found in one pass over the frame's members
+ * instead of a key scan each: a 100-frame report has 700 of them. */
+typedef struct {
+    const jsonr_value *inline_, *image_offset, *image_index, *symbol, *symbol_location,
+        *source_file, *source_line;
+} ips_frame_fields;
+
+static void ips_frame_read(ips_frame_fields *ff, const jsonr_value *jf)
+{
+    memset(ff, 0, sizeof *ff);
+    for (size_t i = 0; i < jsonr_size(jf); i++) {
+        const jsonr_member *m = jsonr_member_at(jf, i);
+        const char *k = m->key;
+        const jsonr_value **slot = NULL;
+#define IPS_KEY(name) (m->key_len == sizeof #name - 1 && memcmp(k, #name, sizeof #name - 1) == 0)
+        switch (k[0]) {
+        case 'i': slot = IPS_KEY(imageOffset) ? &ff->image_offset
+                         : IPS_KEY(imageIndex) ? &ff->image_index
+                         : IPS_KEY(inline)     ? &ff->inline_ : NULL; break;
+        case 's': slot = IPS_KEY(symbol)         ? &ff->symbol
+                         : IPS_KEY(symbolLocation) ? &ff->symbol_location
+                         : IPS_KEY(sourceFile)     ? &ff->source_file
+                         : IPS_KEY(sourceLine)     ? &ff->source_line : NULL; break;
+        default: break;
+        }
+#undef IPS_KEY
+        if (slot != NULL)
+            *slot = &m->value;
+    }
+}
+
 static bool ips_frames(cr_builder *b, const jsonr_value *frames, bool leb, crashreport_thread *t,
                        const char *where)
 {
@@ -83,11 +115,13 @@ static bool ips_frames(cr_builder *b, const jsonr_value *frames, bool leb, crash
             run_start = i + 1;
             continue;
         }
-        if (jsonr_is_true(jsonr_get(jf, "inline")))
+        ips_frame_fields ff;
+        ips_frame_read(&ff, jf);
+        if (jsonr_is_true(ff.inline_))
             continue; /* collected when the frame it was inlined into comes */
         uint64_t off = 0, img = 0;
-        bool has_off = cr_json_get_u64(jf, "imageOffset", &off);
-        bool has_img = cr_json_get_u64(jf, "imageIndex", &img);
+        bool has_off = cr_json_u64(ff.image_offset, &off);
+        bool has_img = cr_json_u64(ff.image_index, &img);
         crashreport_frame *f = leb ? cr_add_leb_frame(b) : cr_add_frame(b, t);
         if (f == NULL)
             return false;
@@ -107,12 +141,12 @@ static bool ips_frames(cr_builder *b, const jsonr_value *frames, bool leb, crash
                         img);
             f->addr = off;
         }
-        f->symbol = cr_json_str(jf, "symbol");
-        f->has_symbol_offset = f->symbol != NULL && cr_json_get_u64(jf, "symbolLocation",
-                                                             &f->symbol_offset);
-        f->file = cr_json_str(jf, "sourceFile");
+        f->symbol = cr_json_string(ff.symbol);
+        f->has_symbol_offset = f->symbol != NULL && cr_json_u64(ff.symbol_location,
+                                                                &f->symbol_offset);
+        f->file = cr_json_string(ff.source_file);
         uint64_t line;
-        if (cr_json_get_u64(jf, "sourceLine", &line) && line <= UINT32_MAX)
+        if (cr_json_u64(ff.source_line, &line) && line <= UINT32_MAX)
             f->line = (uint32_t)line;
         if (i > run_start) {
             size_t k = i - run_start;
@@ -127,13 +161,15 @@ static bool ips_frames(cr_builder *b, const jsonr_value *frames, bool leb, crash
                 if (!jsonr_is_object(ji))
                     continue;
                 crashreport_symbol *s = &syms[w];
-                s->function = cr_json_str(ji, "symbol");
+                ips_frame_fields fi;
+                ips_frame_read(&fi, ji);
+                s->function = cr_json_string(fi.symbol);
                 if (s->function == NULL)
                     continue;
-                s->file = cr_json_str(ji, "sourceFile");
-                if (cr_json_get_u64(ji, "sourceLine", &line) && line <= UINT32_MAX)
+                s->file = cr_json_string(fi.source_file);
+                if (cr_json_u64(fi.source_line, &line) && line <= UINT32_MAX)
                     s->line = (uint32_t)line;
-                cr_json_get_u64(ji, "symbolLocation", &s->offset);
+                cr_json_u64(fi.symbol_location, &s->offset);
                 s->inlined = true;
                 w++;
             }

@@ -204,12 +204,6 @@ static void frame_fields_read(frame_fields *ff, const jsonr_value *jf)
     }
 }
 
-/* cr_json_str of a member frame_fields_read found. */
-static const char *field_str(const jsonr_value *v)
-{
-    return jsonr_is_string(v) && v->n > 0 ? v->u.s : NULL;
-}
-
 /* What a note calls the stacktrace: "threads[i]", "exception" for pos SIZE_MAX, and
  * "exception.values[i]" for a cause's. Written only when there is a note to write. */
 static const char *where_name(char buf[48], bool cause, size_t pos)
@@ -247,12 +241,12 @@ static void read_frames(sentry_ctx *c, const jsonr_value *stacktrace, size_t ti,
         frame_fields_read(&ff, jf);
         uint64_t addr = 0, image_addr = 0, sym_addr = 0, line = 0;
         bool has_addr = cr_json_u64(ff.instruction_addr, &addr);
-        const char *function = field_str(ff.function);
+        const char *function = cr_json_string(ff.function);
         if (function != NULL && strcmp(function, "<redacted>") == 0)
             function = NULL;
-        const char *file = field_str(ff.filename);
+        const char *file = cr_json_string(ff.filename);
         if (file == NULL)
-            file = field_str(ff.abs_path);
+            file = cr_json_string(ff.abs_path);
         if (!has_addr && function == NULL && file == NULL) {
             cr_note(b, "%s frame %zu has neither instruction_addr nor function, skipped",
                     where_name(where, cause, pos), k - 1);
@@ -269,7 +263,7 @@ static void read_frames(sentry_ctx *c, const jsonr_value *stacktrace, size_t ti,
         f->file = file;
         if (cr_json_u64(ff.lineno, &line) && line <= UINT32_MAX)
             f->line = (uint32_t)line;
-        const char *package = field_str(ff.package);
+        const char *package = cr_json_string(ff.package);
         if (package != NULL)
             f->image_name = cr_basename(package);
         if (f->symbol != NULL && cr_json_u64(ff.symbol_addr, &sym_addr) && sym_addr <= addr &&
