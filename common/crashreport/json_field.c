@@ -77,6 +77,21 @@ static bool same_key(const jsonr_member *a, const jsonr_member *b)
     return a->key_len == b->key_len && memcmp(a->key, b->key, a->key_len) == 0;
 }
 
+void cr_json_fields(const jsonr_value **out, const jsonr_value *o, const cr_json_key *keys,
+                    size_t nkeys)
+{
+    for (size_t k = 0; k < nkeys; k++)
+        out[k] = NULL;
+    const jsonr_member *m;
+    for (size_t i = 0; (m = jsonr_member_at(o, i)) != NULL; i++)
+        for (size_t k = 0; k < nkeys; k++)
+            if (m->key_len == keys[k].len && m->key[0] == keys[k].name[0] &&
+                memcmp(m->key, keys[k].name, m->key_len) == 0) {
+                out[k] = &m->value;
+                break;
+            }
+}
+
 size_t cr_json_members(cr_json_kv **out, const jsonr_value *o)
 {
     *out = NULL;

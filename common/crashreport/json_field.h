@@ -38,6 +38,20 @@ static inline bool cr_json_get_u64(const jsonr_value *o, const char *key, uint64
     return cr_json_u64(jsonr_get(o, key), out);
 }
 
+/* A member name cr_json_fields looks for, with its length: CR_JSON_KEY("symbol"). */
+typedef struct {
+    const char *name;
+    uint32_t len;
+} cr_json_key;
+#define CR_JSON_KEY(s) {s, sizeof s - 1}
+
+/* cr_json_fields - several members of object o in one pass over its members, for an object of
+ * which a parser reads many (a frame: one jsonr_get scan each cost more than the rest of its
+ * reading): out[k] = o[keys[k].name] (the last one when a key repeats, as jsonr_get answers),
+ * NULL when absent or when o is no object. out has nkeys slots. */
+void cr_json_fields(const jsonr_value **out, const jsonr_value *o, const cr_json_key *keys,
+                    size_t nkeys);
+
 /* cr_json_array_size - elements of an array; 0 for anything else (an object too, unlike
  * jsonr_size). */
 static inline size_t cr_json_array_size(const jsonr_value *v)

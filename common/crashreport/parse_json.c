@@ -69,39 +69,17 @@ static const char *bug_type_of(const jsonr_value *header, const jsonr_value *bod
     return bt != NULL ? bt : cr_json_str(body, "bug_type");
 }
 
+/* The members of an .ips frame that ips_frames reads (cr_json_fields: a 100-frame report has
+ * 700 of them). */
+enum { IF_INLINE, IF_IMAGE_OFFSET, IF_IMAGE_INDEX, IF_SYMBOL, IF_SYMBOL_LOCATION, IF_SOURCE_FILE,
+       IF_SOURCE_LINE, IF_N };
+static const cr_json_key IPS_FRAME_KEYS[IF_N] = {
+    CR_JSON_KEY("inline"), CR_JSON_KEY("imageOffset"), CR_JSON_KEY("imageIndex"),
+    CR_JSON_KEY("symbol"), CR_JSON_KEY("symbolLocation"), CR_JSON_KEY("sourceFile"),
+    CR_JSON_KEY("sourceLine"),
+};
+
 /* One .ips frame list; inline frames ("inline": true) fold into the next real frame. */
-/* The members of one .ips frame that ips_frames reads, each NULL when absent (the last one
- * when a key repeats, as jsonr_get answers), found in one pass over the frame's members
- * instead of a key scan each: a 100-frame report has 700 of them. */
-typedef struct {
-    const jsonr_value *inline_, *image_offset, *image_index, *symbol, *symbol_location,
-        *source_file, *source_line;
-} ips_frame_fields;
-
-static void ips_frame_read(ips_frame_fields *ff, const jsonr_value *jf)
-{
-    memset(ff, 0, sizeof *ff);
-    for (size_t i = 0; i < jsonr_size(jf); i++) {
-        const jsonr_member *m = jsonr_member_at(jf, i);
-        const char *k = m->key;
-        const jsonr_value **slot = NULL;
-#define IPS_KEY(name) (m->key_len == sizeof #name - 1 && memcmp(k, #name, sizeof #name - 1) == 0)
-        switch (k[0]) {
-        case 'i': slot = IPS_KEY(imageOffset) ? &ff->image_offset
-                         : IPS_KEY(imageIndex) ? &ff->image_index
-                         : IPS_KEY(inline)     ? &ff->inline_ : NULL; break;
-        case 's': slot = IPS_KEY(symbol)         ? &ff->symbol
-                         : IPS_KEY(symbolLocation) ? &ff->symbol_location
-                         : IPS_KEY(sourceFile)     ? &ff->source_file
-                         : IPS_KEY(sourceLine)     ? &ff->source_line : NULL; break;
-        default: break;
-        }
-#undef IPS_KEY
-        if (slot != NULL)
-            *slot = &m->value;
-    }
-}
-
 static bool ips_frames(cr_builder *b, const jsonr_value *frames, bool leb, crashreport_thread *t,
                        const char *where)
 {
@@ -115,13 +93,13 @@ static bool ips_frames(cr_builder *b, const jsonr_value *frames, bool leb, crash
             run_start = i + 1;
             continue;
         }
-        ips_frame_fields ff;
-        ips_frame_read(&ff, jf);
-        if (jsonr_is_true(ff.inline_))
+        const jsonr_value *ff[IF_N];
+        cr_json_fields(ff, jf, IPS_FRAME_KEYS, IF_N);
+        if (jsonr_is_true(ff[IF_INLINE]))
             continue; /* collected when the frame it was inlined into comes */
         uint64_t off = 0, img = 0;
-        bool has_off = cr_json_u64(ff.image_offset, &off);
-        bool has_img = cr_json_u64(ff.image_index, &img);
+        bool has_off = cr_json_u64(ff[IF_IMAGE_OFFSET], &off);
+        bool has_img = cr_json_u64(ff[IF_IMAGE_INDEX], &img);
         crashreport_frame *f = leb ? cr_add_leb_frame(b) : cr_add_frame(b, t);
         if (f == NULL)
             return false;
@@ -141,12 +119,12 @@ static bool ips_frames(cr_builder *b, const jsonr_value *frames, bool leb, crash
                         img);
             f->addr = off;
         }
-        f->symbol = cr_json_string(ff.symbol);
-        f->has_symbol_offset = f->symbol != NULL && cr_json_u64(ff.symbol_location,
+        f->symbol = cr_json_string(ff[IF_SYMBOL]);
+        f->has_symbol_offset = f->symbol != NULL && cr_json_u64(ff[IF_SYMBOL_LOCATION],
                                                                 &f->symbol_offset);
-        f->file = cr_json_string(ff.source_file);
+        f->file = cr_json_string(ff[IF_SOURCE_FILE]);
         uint64_t line;
-        if (cr_json_u64(ff.source_line, &line) && line <= UINT32_MAX)
+        if (cr_json_u64(ff[IF_SOURCE_LINE], &line) && line <= UINT32_MAX)
             f->line = (uint32_t)line;
         if (i > run_start) {
             size_t k = i - run_start;
@@ -161,15 +139,15 @@ static bool ips_frames(cr_builder *b, const jsonr_value *frames, bool leb, crash
                 if (!jsonr_is_object(ji))
                     continue;
                 crashreport_symbol *s = &syms[w];
-                ips_frame_fields fi;
-                ips_frame_read(&fi, ji);
-                s->function = cr_json_string(fi.symbol);
+                const jsonr_value *fi[IF_N];
+                cr_json_fields(fi, ji, IPS_FRAME_KEYS, IF_N);
+                s->function = cr_json_string(fi[IF_SYMBOL]);
                 if (s->function == NULL)
                     continue;
-                s->file = cr_json_string(fi.source_file);
-                if (cr_json_u64(fi.source_line, &line) && line <= UINT32_MAX)
+                s->file = cr_json_string(fi[IF_SOURCE_FILE]);
+                if (cr_json_u64(fi[IF_SOURCE_LINE], &line) && line <= UINT32_MAX)
                     s->line = (uint32_t)line;
-                cr_json_u64(fi.symbol_location, &s->offset);
+                cr_json_u64(fi[IF_SYMBOL_LOCATION], &s->offset);
                 s->inlined = true;
                 w++;
             }

@@ -170,39 +170,14 @@ typedef struct {
     bool cut_noted;
 } sentry_ctx;
 
-/* The members of one frame that read_frames reads: the last of each key, as jsonr_get finds
- * it, NULL when absent. */
-typedef struct {
-    const jsonr_value *instruction_addr, *function, *filename, *abs_path, *lineno, *package,
-        *symbol_addr, *image_addr;
-} frame_fields;
-
-/* One pass over a frame's members (a frame has a handful; eight jsonr_get scans of them cost
- * more than the rest of its reading). */
-static void frame_fields_read(frame_fields *ff, const jsonr_value *jf)
-{
-    memset(ff, 0, sizeof *ff);
-    for (size_t i = 0; i < jsonr_size(jf); i++) {
-        const jsonr_member *m = jsonr_member_at(jf, i);
-        const char *k = m->key;
-        const jsonr_value **slot = NULL;
-#define FRAME_KEY(name) (m->key_len == sizeof #name - 1 && memcmp(k, #name, sizeof #name - 1) == 0)
-        switch (k[0]) {
-        case 'i': slot = FRAME_KEY(instruction_addr) ? &ff->instruction_addr
-                         : FRAME_KEY(image_addr)     ? &ff->image_addr : NULL; break;
-        case 'f': slot = FRAME_KEY(function) ? &ff->function
-                         : FRAME_KEY(filename) ? &ff->filename : NULL; break;
-        case 'a': slot = FRAME_KEY(abs_path) ? &ff->abs_path : NULL; break;
-        case 'l': slot = FRAME_KEY(lineno) ? &ff->lineno : NULL; break;
-        case 'p': slot = FRAME_KEY(package) ? &ff->package : NULL; break;
-        case 's': slot = FRAME_KEY(symbol_addr) ? &ff->symbol_addr : NULL; break;
-        default: break;
-        }
-#undef FRAME_KEY
-        if (slot != NULL)
-            *slot = &m->value;
-    }
-}
+/* The members of a frame that read_frames reads (cr_json_fields). */
+enum { SF_INSTRUCTION_ADDR, SF_FUNCTION, SF_FILENAME, SF_ABS_PATH, SF_LINENO, SF_PACKAGE,
+       SF_SYMBOL_ADDR, SF_IMAGE_ADDR, SF_N };
+static const cr_json_key FRAME_KEYS[SF_N] = {
+    CR_JSON_KEY("instruction_addr"), CR_JSON_KEY("function"), CR_JSON_KEY("filename"),
+    CR_JSON_KEY("abs_path"), CR_JSON_KEY("lineno"), CR_JSON_KEY("package"),
+    CR_JSON_KEY("symbol_addr"), CR_JSON_KEY("image_addr"),
+};
 
 /* What a note calls the stacktrace: "threads[i]", "exception" for pos SIZE_MAX, and
  * "exception.values[i]" for a cause's. Written only when there is a note to write. */
@@ -237,16 +212,16 @@ static void read_frames(sentry_ctx *c, const jsonr_value *stacktrace, size_t ti,
             c->cut_noted = true;
             return;
         }
-        frame_fields ff;
-        frame_fields_read(&ff, jf);
+        const jsonr_value *ff[SF_N];
+        cr_json_fields(ff, jf, FRAME_KEYS, SF_N);
         uint64_t addr = 0, image_addr = 0, sym_addr = 0, line = 0;
-        bool has_addr = cr_json_u64(ff.instruction_addr, &addr);
-        const char *function = cr_json_string(ff.function);
+        bool has_addr = cr_json_u64(ff[SF_INSTRUCTION_ADDR], &addr);
+        const char *function = cr_json_string(ff[SF_FUNCTION]);
         if (function != NULL && strcmp(function, "<redacted>") == 0)
             function = NULL;
-        const char *file = cr_json_string(ff.filename);
+        const char *file = cr_json_string(ff[SF_FILENAME]);
         if (file == NULL)
-            file = cr_json_string(ff.abs_path);
+            file = cr_json_string(ff[SF_ABS_PATH]);
         if (!has_addr && function == NULL && file == NULL) {
             cr_note(b, "%s frame %zu has neither instruction_addr nor function, skipped",
                     where_name(where, cause, pos), k - 1);
@@ -261,17 +236,17 @@ static void read_frames(sentry_ctx *c, const jsonr_value *stacktrace, size_t ti,
         f->addr = addr;
         f->symbol = function; /* borrowed: the tree lives in the report's arena */
         f->file = file;
-        if (cr_json_u64(ff.lineno, &line) && line <= UINT32_MAX)
+        if (cr_json_u64(ff[SF_LINENO], &line) && line <= UINT32_MAX)
             f->line = (uint32_t)line;
-        const char *package = cr_json_string(ff.package);
+        const char *package = cr_json_string(ff[SF_PACKAGE]);
         if (package != NULL)
             f->image_name = cr_basename(package);
-        if (f->symbol != NULL && cr_json_u64(ff.symbol_addr, &sym_addr) && sym_addr <= addr &&
+        if (f->symbol != NULL && cr_json_u64(ff[SF_SYMBOL_ADDR], &sym_addr) && sym_addr <= addr &&
             has_addr) {
             f->symbol_offset = addr - sym_addr;
             f->has_symbol_offset = true;
         }
-        if (has_addr && cr_json_u64(ff.image_addr, &image_addr)) {
+        if (has_addr && cr_json_u64(ff[SF_IMAGE_ADDR], &image_addr)) {
             int32_t im = image_by_load(c->keys, c->nkeys, image_addr);
             if (im >= 0) {
                 f->image = im;
