@@ -21,3 +21,7 @@ set_tests_properties(test_browser PROPERTIES LABELS "db;browser" TIMEOUT 600 ENV
 # through what it stored is compared with llvm-symbolizer; bad input on the chunk routes.
 add_test(NAME test_sentry_cli COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/sentry_cli/run.py)
 set_tests_properties(test_sentry_cli PROPERTIES LABELS db TIMEOUT 600 ENVIRONMENT "${_web_env}")
+
+# README.md and docs/ against the code: settings, links, commands, routes, paths, examples.
+add_test(NAME test_docs COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/test_docs.py)
+set_tests_properties(test_docs PROPERTIES LABELS unit TIMEOUT 120 ENVIRONMENT "${STACKSIFT_TEST_ENV}")
