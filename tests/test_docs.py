@@ -8,7 +8,10 @@
    and every variable of config.c has a row.
 2. Links: every relative link and image in README.md and docs/ resolves to a file of the
    repository, and a #fragment to a heading of that file (GitHub's heading anchors).
-3. Commands: every `stacksift COMMAND` the docs name is a command `stacksift` lists.
+3. Commands: every `stacksift COMMAND` the docs name is a command `stacksift` lists, and
+   every --option written after it is one its usage names; every ctest the docs name (a
+   `test_*`, `real_*`, `reliability_*`, `releases_*`, `bench_*` word) is one `ctest -N`
+   lists, or a test source of that name.
 4. Routes: every `METHOD /path` the docs name is an operation of docs/openapi.yaml (whose
    routes test_openapi holds to the server's).
 5. Files: every repository path the docs name in backticks (tests/..., deploy/..., server/...,
@@ -18,7 +21,7 @@
 7. Examples: the JSON stack of docs/clients/json-stacks.md parses as stacksift's format; a
    minidump is refused as docs/clients/minidumps.md says.
 
-Environment: STACKSIFT_SOURCE_DIR, STACKSIFT_BIN (tests/CMakeLists.txt sets both).
+Environment: STACKSIFT_SOURCE_DIR, STACKSIFT_BIN, STACKSIFT_BUILD_DIR (tests/web.cmake sets them).
 """
 import glob
 import os
@@ -30,6 +33,7 @@ import yaml
 
 SRC = os.environ.get("STACKSIFT_SOURCE_DIR") or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.environ.get("STACKSIFT_BIN") or os.path.join(SRC, "build/server/stacksift")
+BUILD = os.environ.get("STACKSIFT_BUILD_DIR") or os.path.join(SRC, "build")
 SHARED = os.path.join(os.path.dirname(SRC), "shared")
 
 failures = []
@@ -189,19 +193,52 @@ def check_links():
 
 # 3. Commands ------------------------------------------------------------------------------
 
-def check_commands():
+def command_usages():
+    """{command: its usage text}: the top-level usage's line of each command plus what
+    `stacksift COMMAND --help` prints."""
     out = subprocess.run([BIN], capture_output=True, text=True)
     usage = out.stdout + out.stderr
-    listed = set(re.findall(r"^  ([a-z]+)", usage, re.M))
-    check({"serve", "migrate", "lookup", "symcache", "project", "token"} <= listed,
-          f"stacksift's usage lists {sorted(listed)}")
-    named = 0
+    usages = {}
+    for m in re.finditer(r"^  ([a-z]+)(.*)$", usage, re.M):
+        usages[m.group(1)] = usages.get(m.group(1), "") + m.group(2) + "\n"
+    for name in usages:
+        if name == "serve":
+            continue        # serve --help prints the settings, checked above
+        helped = subprocess.run([BIN, name, "--help"], capture_output=True, text=True)
+        usages[name] += helped.stdout + helped.stderr
+    return usages
+
+
+def check_commands():
+    usages = command_usages()
+    check({"serve", "migrate", "lookup", "symcache", "project", "token"} <= set(usages),
+          f"stacksift's usage lists {sorted(usages)}")
+    named = options = 0
     for rel, text in DOCS.items():
         for span in code_spans(text):
-            for m in re.finditer(r"(?:^|[\s(|;$])stacksift ([a-z][a-z-]*)", span):
+            for m in re.finditer(r"(?:^|[\s(|;$])stacksift ([a-z][a-z-]*)([^|;#`)]*)", span):
                 named += 1
-                check(m.group(1) in listed, f"{rel}: `stacksift {m.group(1)}` is not a command stacksift lists")
+                name = m.group(1)
+                if not check(name in usages, f"{rel}: `stacksift {name}` is not a command stacksift lists"):
+                    continue
+                for opt in re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", m.group(2)):
+                    options += 1
+                    check(opt in usages[name], f"{rel}: `stacksift {name} ... {opt}`: its usage has no {opt}")
     check(named >= 30, f"stacksift commands named in the docs: {named}")
+    check(options >= 10, f"stacksift options named in the docs: {options}")
+
+    listing = subprocess.run(["ctest", "-N"], cwd=BUILD, capture_output=True, text=True).stdout
+    registered = set(re.findall(r"Test +#\d+: (\S+)", listing))
+    check(len(registered) >= 40, f"ctests registered: {len(registered)}")
+    tests_named = 0
+    for rel, text in DOCS.items():
+        for span in code_spans(text):
+            if not re.fullmatch(r"(test|real|reliability|releases|bench)_[a-z0-9_]+", span):
+                continue
+            tests_named += 1
+            known = (span in registered or glob.glob(os.path.join(SRC, "tests", "**", span + ".*"), recursive=True))
+            check(known, f"{rel}: `{span}` is no ctest and no test source")
+    check(tests_named >= 30, f"ctests named in the docs: {tests_named}")
 
 
 # 4. Routes --------------------------------------------------------------------------------
@@ -279,7 +316,14 @@ def check_readme():
         if rel.startswith("docs/"):
             check(rel in linked, f"README.md does not link {rel}")
     check("docs/openapi.yaml" in linked, "README.md does not link docs/openapi.yaml")
-    check(re.search(r"!\[[^\]]+\]\(docs/[^)]+\.png\)", readme), "README.md shows no screenshot")
+    shot = re.search(r"!\[[^\]]+\]\((docs/[^)]+\.png)\)", readme)
+    if check(shot, "README.md shows no screenshot"):
+        path = os.path.join(SRC, shot.group(1))
+        if os.path.exists(path):
+            with open(path, "rb") as f:
+                data = f.read()
+            check(data[:8] == b"\x89PNG\r\n\x1a\n", f"{shot.group(1)} is not a PNG")
+            check(len(data) < 100 * 1024, f"{shot.group(1)} is {len(data)} bytes: keep the README's screenshot small")
 
 
 # 7. Examples ------------------------------------------------------------------------------

@@ -24,4 +24,4 @@ set_tests_properties(test_sentry_cli PROPERTIES LABELS db TIMEOUT 600 ENVIRONMEN
 
 # README.md and docs/ against the code: settings, links, commands, routes, paths, examples.
 add_test(NAME test_docs COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/test_docs.py)
-set_tests_properties(test_docs PROPERTIES LABELS unit TIMEOUT 120 ENVIRONMENT "${STACKSIFT_TEST_ENV}")
+set_tests_properties(test_docs PROPERTIES LABELS unit TIMEOUT 120 ENVIRONMENT "${_web_env}")

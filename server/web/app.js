@@ -319,13 +319,23 @@
     return svg('svg', {class: 'spark', width: 120, height: 24, viewBox: '0 0 120 24'});
   }
 
-  // 30 daily bars; `counts` oldest first.
+  // "N reports in all, most (M) on DAY": what a chart of daily counts says, in words.
+  function dailySummary(counts, days) {
+    var total = 0, top = 0;
+    counts.forEach(function (c, i) { total += c; if (c > counts[top]) top = i; });
+    var s = total + (total === 1 ? ' report' : ' reports') + ' in the last ' + counts.length + ' days';
+    if (total > 0) s += ', most (' + counts[top] + ') on ' + (days ? days[top] : 'day ' + (top + 1));
+    return s;
+  }
+
+  // 30 daily bars; `counts` oldest first. The list's sparkline: its label says what it shows,
+  // each bar's title its day and count.
   function spark(counts, days, w, hgt, cls) {
     w = w || 120; hgt = hgt || 24;
     var max = Math.max.apply(null, counts.concat([1]));
     var bw = w / counts.length;
     var el = svg('svg', {class: 'spark' + (cls ? ' ' + cls : ''), width: w, height: hgt, viewBox: '0 0 ' + w + ' ' + hgt,
-                         role: 'img', 'aria-label': 'reports per day, last ' + counts.length + ' days'});
+                         role: 'img', 'aria-label': 'Reports per day: ' + dailySummary(counts, days)});
     counts.forEach(function (c, i) {
       var bh = c > 0 ? Math.max(1.5, (hgt - 1) * c / max) : 0.5;
       el.appendChild(svg('rect', {x: (i * bw + 0.5).toFixed(1), y: (hgt - bh).toFixed(1),
@@ -334,6 +344,61 @@
         svg('title', {}, (days ? days[i] + ': ' : '') + c)));
     });
     return el;
+  }
+
+  // A chart's text equivalent for screen readers: a visually hidden table of its data.
+  function srTable(caption, headers, rows) {
+    return h('table.sr-only', h('caption', caption),
+      h('thead', h('tr', headers.map(function (x) { return h('th', {scope: 'col'}, x); }))),
+      h('tbody', rows.map(function (r) {
+        return h('tr', r.map(function (c, i) { return i ? h('td', c) : h('th', {scope: 'row'}, c); }));
+      })));
+  }
+
+  // "2026-11-27" -> "Nov 27" (UTC days: the API's days are UTC dates).
+  var MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+  function shortDay(day) {
+    var m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(day || '');
+    return m ? MONTHS[Number(m[2]) - 1] + ' ' + Number(m[3]) : String(day);
+  }
+
+  // The issue page's daily chart: bars of reports per UTC day with a count axis and date
+  // labels under the bars, each bar's day and count on hover, and a table of the same
+  // numbers for screen readers. `days` and `counts` oldest first.
+  function dailyChart(days, counts) {
+    var w = 640, hgt = 164, left = 36, right = 22, top = 24, bottom = 24;
+    var pw = w - left - right, ph = hgt - top - bottom;
+    var max = Math.max.apply(null, counts.concat([1]));
+    var bw = pw / counts.length;
+    var summary = 'Reports per UTC day, ' + days[0] + ' to ' + days[days.length - 1] + ': ' + dailySummary(counts, days);
+    var el = svg('svg', {class: 'chart daily', width: w, height: hgt, viewBox: '0 0 ' + w + ' ' + hgt,
+                         role: 'img', 'aria-label': summary});
+    var yAxis = svg('g', {class: 'axis axis-y'});
+    [0, max].forEach(function (v) {
+      var y = top + ph * (1 - v / max);
+      yAxis.appendChild(svg('line', {x1: left - 4, x2: w - right, y1: y.toFixed(1), y2: y.toFixed(1), class: v ? 'grid' : 'base'}));
+      yAxis.appendChild(svg('text', {x: left - 6, y: (y + 4).toFixed(1), 'text-anchor': 'end'}, String(v)));
+    });
+    yAxis.appendChild(svg('text', {class: 'axis-title', x: 2, y: 11}, 'reports'));
+    el.appendChild(yAxis);
+    counts.forEach(function (c, i) {
+      var bh = c > 0 ? Math.max(1.5, ph * c / max) : 0;
+      el.appendChild(svg('rect', {x: (left + i * bw + 1).toFixed(1), y: (top + ph - bh).toFixed(1),
+                                  width: Math.max(1, bw - 2).toFixed(1), height: bh.toFixed(1)},
+        svg('title', {}, days[i] + ': ' + c + (c === 1 ? ' report' : ' reports'))));
+      // a transparent column over the whole height, so that a day without reports has a hover too
+      el.appendChild(svg('rect', {class: 'hit', x: (left + i * bw).toFixed(1), y: top, width: bw.toFixed(1), height: ph},
+        svg('title', {}, days[i] + ': ' + c + (c === 1 ? ' report' : ' reports'))));
+    });
+    var xAxis = svg('g', {class: 'axis axis-x'});
+    days.forEach(function (d, i) {
+      if (i % 7 !== (days.length - 1) % 7) return;   // every 7th day, ending on the last one
+      xAxis.appendChild(svg('text', {x: (left + (i + 0.5) * bw).toFixed(1), y: hgt - 6, 'text-anchor': 'middle',
+                                     'data-day': d}, shortDay(d)));
+    });
+    el.appendChild(xAxis);
+    return h('figure.chart#daily-chart', el,
+      srTable(summary, ['Day (UTC)', 'Reports'], days.map(function (d, i) { return [d, String(counts[i])]; })));
   }
 
   // One request for the sparklines of a whole page of issues.
@@ -382,8 +447,8 @@
             ' ms · max ' + it.hang_duration_ms.max + ' ms')) : null,
           fact('Fingerprint', h('span.mono', {title: it.fingerprint}, (it.fingerprint || '').slice(0, 16)))),
         h('h2', 'Last 30 days'),
-        daily.length ? spark(daily.map(function (d) { return d.count; }),
-                             daily.map(function (d) { return d.day; }), 600, 60, 'daily') : h('p.muted', 'no data'),
+        daily.length ? dailyChart(daily.map(function (d) { return d.day; }),
+                                  daily.map(function (d) { return d.count; })) : h('p.muted', 'no data'),
         h('div.grid3',
           breakdown('App version', it.breakdowns && it.breakdowns.app_version),
           breakdown('OS version', it.breakdowns && it.breakdowns.os_version),
@@ -813,36 +878,66 @@
     return String(rel).replace(/^[^@]*@/, '').replace(/\+.*$/, '');
   }
 
+  // "com.example.app@1.4+103" -> "1.4 (103)": a release as an axis label.
+  function releaseLabel(rel) {
+    var m = /^(?:[^@]*@)?([^+]*)(?:\+(.*))?$/.exec(String(rel));
+    var s = m ? m[1] + (m[2] ? ' (' + m[2] + ')' : '') : String(rel);
+    return s.length > 16 ? s.slice(0, 15) + '…' : s;
+  }
+
   function pct(x) {
     if (x === null || x === undefined) return '—';
     var v = 100 * x;
     return (v === 100 ? '100' : v >= 99.995 ? '99.99' : v.toFixed(2)) + '%';
   }
 
-  // A trend line of rates in [0, 1] (null = no data), oldest first, on a scale from the
-  // lowest value (rounded down to 1%) to 100%.
-  function trend(series, labels, w, hgt, cls) {
-    w = w || 600; hgt = hgt || 80;
-    var el = svg('svg', {class: 'trend' + (cls ? ' ' + cls : ''), width: w, height: hgt,
-                         viewBox: '0 0 ' + w + ' ' + hgt, role: 'img', 'aria-label': 'crash-free trend'});
+  // A chart of rates in [0, 1] (null = no data) over `labels` (releases or UTC days, oldest
+  // first): a line per series on a percent axis from the lowest value (rounded down to 1%) to
+  // 100%, the labels under the x axis, each point's label, series and value on hover, and a
+  // table of the same numbers for screen readers. `what` names the x axis ("Release",
+  // "Day (UTC)"); `short` shortens a label for the axis.
+  function trend(series, labels, what, short) {
+    var w = 640, hgt = 204, left = 52, right = 12, top = 26, bottom = 44;
+    var pw = w - left - right, ph = hgt - top - bottom;
+    var title = 'Crash-free ' + series.map(function (s) { return s.name; }).join(' and ') + ' by ' + what.charAt(0).toLowerCase() + what.slice(1);
+    var el = svg('svg', {class: 'chart trend', width: w, height: hgt, viewBox: '0 0 ' + w + ' ' + hgt,
+                         role: 'img', 'aria-label': title});
     var vals = [];
     series.forEach(function (s) { s.values.forEach(function (v) { if (v !== null) vals.push(v); }); });
-    if (!vals.length) return el;
-    var lo = Math.min(Math.floor(Math.min.apply(null, vals) * 100) / 100, 0.99);
+    var lo = vals.length ? Math.min(Math.floor(Math.min.apply(null, vals) * 100) / 100, 0.99) : 0.99;
     var n = labels.length;
-    function x(i) { return n > 1 ? 4 + i * (w - 8) / (n - 1) : w / 2; }
-    function y(v) { return 4 + (hgt - 8) * (1 - (v - lo) / (1 - lo)); }
+    function x(i) { return left + (n > 1 ? 8 + i * (pw - 16) / (n - 1) : pw / 2); }
+    function y(v) { return top + ph * (1 - (v - lo) / (1 - lo)); }
+    var yAxis = svg('g', {class: 'axis axis-y'});
+    [lo, (lo + 1) / 2, 1].forEach(function (v, k) {
+      yAxis.appendChild(svg('line', {x1: left - 4, x2: w - right, y1: y(v).toFixed(1), y2: y(v).toFixed(1), class: k ? 'grid' : 'base'}));
+      yAxis.appendChild(svg('text', {x: left - 6, y: (y(v) + 4).toFixed(1), 'text-anchor': 'end'},
+                            (Math.round(v * 1000) / 10) + '%'));
+    });
+    yAxis.appendChild(svg('text', {class: 'axis-title', x: 2, y: 11}, 'crash-free'));
+    el.appendChild(yAxis);
+    var xAxis = svg('g', {class: 'axis axis-x'});
+    var step = Math.max(1, Math.ceil(n / 8));   // at most ~8 labels
+    labels.forEach(function (l, i) {
+      if ((n - 1 - i) % step !== 0) return;      // always the newest
+      xAxis.appendChild(svg('text', {x: x(i).toFixed(1), y: top + ph + 16, 'text-anchor': 'middle', 'data-label': l},
+                            short ? short(l) : l));
+    });
+    xAxis.appendChild(svg('text', {class: 'axis-title', x: left + pw / 2, y: hgt - 4, 'text-anchor': 'middle'}, what));
+    el.appendChild(xAxis);
     series.forEach(function (s) {
       var pts = [];
       s.values.forEach(function (v, i) { if (v !== null) pts.push(x(i).toFixed(1) + ',' + y(v).toFixed(1)); });
       el.appendChild(svg('polyline', {points: pts.join(' '), class: s.cls, fill: 'none'}));
       s.values.forEach(function (v, i) {
         if (v === null) return;
-        el.appendChild(svg('circle', {cx: x(i).toFixed(1), cy: y(v).toFixed(1), r: 2.5, class: s.cls},
-          svg('title', {}, labels[i] + ' ' + s.name + ': ' + pct(v))));
+        el.appendChild(svg('circle', {cx: x(i).toFixed(1), cy: y(v).toFixed(1), r: 4, class: s.cls},
+          svg('title', {}, labels[i] + ': crash-free ' + s.name + ' ' + pct(v))));
       });
     });
-    return el;
+    return h('figure.chart', el,
+      srTable(title, [what].concat(series.map(function (s) { return 'Crash-free ' + s.name; })),
+              labels.map(function (l, i) { return [l].concat(series.map(function (s) { return pct(s.values[i]); })); })));
   }
 
   function releasesPage() {
@@ -859,7 +954,7 @@
         rows.length ? h('div#release-trend',
           trend([{name: 'sessions', cls: 'cf-sessions', values: old.map(function (r) { return r.crash_free_sessions; })},
                  {name: 'users', cls: 'cf-users', values: old.map(function (r) { return r.crash_free_users; })}],
-                old.map(function (r) { return r.release; })),
+                old.map(function (r) { return r.release; }), 'Release', releaseLabel),
           h('div.legend', h('span.cf-sessions', 'crash-free sessions'), ' ', h('span.cf-users', 'crash-free users'))) : null,
         rows.length ? h('table.list#releases', h('thead', h('tr', h('th', 'Release'), h('th', 'Sessions'),
           h('th', 'Crash-free sessions'), h('th', 'Crash-free users'), h('th', 'Users'),
@@ -919,8 +1014,8 @@
           fact('First seen', when(r.first_seen)),
           fact('Last seen', when(r.last_seen))),
         h('h2', 'Crash-free sessions per day'),
-        days.length ? trend([{name: 'sessions', cls: 'cf-sessions', values: days.map(function (x) { return x.crash_free_sessions; })}],
-                            days.map(function (x) { return x.day; })) : h('p.muted', 'no data'),
+        days.length ? h('div#release-daily', trend([{name: 'sessions', cls: 'cf-sessions', values: days.map(function (x) { return x.crash_free_sessions; })}],
+                            days.map(function (x) { return x.day; }), 'Day (UTC)', shortDay)) : h('p.muted', 'no data'),
         h('h2', 'Top issues in ' + (r.version || r.release)),
         (r.issues || []).length ? h('table.list#release-issues', h('thead', h('tr', h('th', 'Issue'),
           h('th', 'Reports in this version'), h('th', 'All reports'), h('th', 'Status'))),

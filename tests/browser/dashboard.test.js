@@ -17,8 +17,13 @@
  *   - the Releases view lists the releases the API lists, with the same sessions, crash-free
  *     sessions and users and adoption, trend lines, a release's page; an issue page lists
  *     the releases of its versions;
+ *   - charts can be read: the issue page's daily chart has a count axis, dates under the bars
+ *     and each day's count on hover; the releases chart has a percent axis, release labels and
+ *     each point's value on hover, a release's daily chart dates; every chart (sparklines
+ *     too) has a text equivalent for screen readers that says what the API says;
  *   - no request leaves the server's origin, and the page logs no error.
- * Screenshots go to $ARTIFACT_DIR; their paths are printed. Ends with "N passed, N failed".
+ * Screenshots go to $ARTIFACT_DIR (dashboard-readme.png is the README's, docs/images/); their
+ * paths are printed. Ends with "N passed, N failed".
  *
  * Env: STACKSIFT_URL, READ_TOKEN, ADMIN_TOKEN, INGEST_TOKEN, ARTIFACT_DIR, MISSING_UUID, SAMPLE_REPORT.
  */
@@ -121,6 +126,10 @@ async function main() {
     rows = await listedIssues(page);
     check(rows.every(r => r.spark.length === 30), 'every row has a 30-day sparkline');
     check(rows.every(r => r.spark.reduce((a, b) => a + b, 0) === r.count), 'sparkline bars add up to each count');
+    const sparkLabels = await page.$$eval('#issues tbody tr', trs => trs.map(tr =>
+      (tr.querySelector('td.spark svg') || { getAttribute: () => '' }).getAttribute('aria-label')));
+    check(rows.every((r, i) => (sparkLabels[i] || '').includes(`: ${r.count} report${r.count === 1 ? '' : 's'} in the last 30 days`)),
+          `every sparkline says its total to screen readers (${sparkLabels[0]})`);
     // The next page (keyset cursor) by "Load more".
     const all = await api('/api/v1/issues?status=open&limit=200');
     if (expected.next_cursor) {
@@ -182,6 +191,7 @@ async function main() {
     check(JSON.stringify(rows.map(r => r.id)) === JSON.stringify(byCount.issues.map(i => i.id)),
           'sorting by count orders rows as the API does');
     check(rows.every((r, i) => i === 0 || rows[i - 1].count >= r.count), 'counts descend');
+    await shot('readme', { clip: { x: 0, y: 0, width: 1400, height: 700 } });
 
     // ---- an issue with inlined frames: stack, breakdowns ---------------------------------
     const target = rows.find(r => r.title.includes('calc_factorial'));
@@ -208,6 +218,39 @@ async function main() {
       const sum = await page.$eval(`[data-breakdown="${title}"]`, el =>
         Array.from(el.querySelectorAll('.num')).reduce((a, n) => a + Number(n.textContent), 0));
       check(sum === issue.count, `${title} breakdown adds up to ${issue.count} (got ${sum})`);
+    }
+    // the daily chart: dates under the bars, a count axis, each day's count on hover, and the
+    // same numbers as a table for screen readers, all as the API's `daily` says
+    {
+      const days = issue.daily.map(d => d.day);
+      const counts = issue.daily.map(d => d.count);
+      const noun = c => c + (c === 1 ? ' report' : ' reports');
+      const chart = await page.$eval('#daily-chart', fig => ({
+        label: fig.querySelector('svg').getAttribute('aria-label'),
+        role: fig.querySelector('svg').getAttribute('role'),
+        xDays: Array.from(fig.querySelectorAll('.axis-x text[data-day]')).map(t => [t.getAttribute('data-day'), t.textContent]),
+        yText: Array.from(fig.querySelectorAll('.axis-y text')).map(t => t.textContent),
+        hovers: Array.from(fig.querySelectorAll('rect.hit title')).map(t => t.textContent),
+        table: Array.from(fig.querySelectorAll('table.sr-only tbody tr')).map(tr =>
+          Array.from(tr.children).map(c => c.textContent)),
+        tableHidden: getComputedStyle(fig.querySelector('table.sr-only')).clip,
+        width: fig.querySelector('svg').getBoundingClientRect().width,
+      }));
+      const months = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+      const short = d => months[Number(d.slice(5, 7)) - 1] + ' ' + Number(d.slice(8, 10));
+      check(days.length === 30, `the API gives 30 days (${days.length})`);
+      check(chart.xDays.length >= 4 && chart.xDays.every(([d, text]) => days.includes(d) && text === short(d)) &&
+            chart.xDays[chart.xDays.length - 1][0] === days[days.length - 1],
+            `dates under the daily chart, ending on the last day (${JSON.stringify(chart.xDays)})`);
+      check(chart.yText.includes('0') && chart.yText.includes(String(Math.max(...counts))) && chart.yText.includes('reports'),
+            `the daily chart's count axis (${chart.yText})`);
+      check(JSON.stringify(chart.hovers) === JSON.stringify(days.map((d, i) => `${d}: ${noun(counts[i])}`)),
+            'each day\'s count on hover');
+      check(JSON.stringify(chart.table) === JSON.stringify(days.map((d, i) => [d, String(counts[i])])),
+            'the daily chart\'s table for screen readers gives every day and count');
+      check(chart.role === 'img' && chart.label.includes(days[0]) && chart.label.includes(days[days.length - 1]) &&
+            chart.label.includes(noun(issue.count)), `the daily chart's label (${chart.label})`);
+      check(chart.width > 300, `the daily chart is drawn (${chart.width} px wide)`);
     }
     await shot('issue', { fullPage: true });
 
@@ -390,11 +433,48 @@ async function main() {
       check(r1.sessions === 40 && r1.crashed === 6 && r1.crash_free_sessions === 34 / 40,
             `1.0 counted exactly (${r1.sessions}, ${r1.crashed}, ${r1.crash_free_sessions})`);
       check((await page.$$('#release-trend svg.trend polyline')).length === 2, 'trend lines drawn');
+      // the chart can be read: a percent axis, the releases under it (oldest first), each point's
+      // release, series and value on hover, and a table of the same for screen readers
+      {
+        const chart = await page.$eval('#release-trend figure', fig => ({
+          yText: Array.from(fig.querySelectorAll('.axis-y text:not(.axis-title)')).map(t => t.textContent),
+          titles: Array.from(fig.querySelectorAll('.axis-title')).map(t => t.textContent),
+          xLabels: Array.from(fig.querySelectorAll('.axis-x text[data-label]')).map(t => [t.getAttribute('data-label'), t.textContent]),
+          hovers: Array.from(fig.querySelectorAll('circle title')).map(t => t.textContent),
+          table: Array.from(fig.querySelectorAll('table.sr-only tbody tr')).map(tr =>
+            Array.from(tr.children).map(c => c.textContent)),
+          label: fig.querySelector('svg').getAttribute('aria-label'),
+        }));
+        const oldest = rel.slice().reverse();
+        check(chart.yText.length >= 2 && chart.yText.every(s => /^\d+(\.\d)?%$/.test(s)) && chart.yText.includes('100%'),
+              `the releases chart's percent axis (${chart.yText})`);
+        check(chart.titles.includes('crash-free') && chart.titles.includes('Release'), `axis titles (${chart.titles})`);
+        const label = r => { const m = /@([^+]*)(?:\+(.*))?$/.exec(r); return m[1] + (m[2] ? ` (${m[2]})` : ''); };
+        check(JSON.stringify(chart.xLabels) === JSON.stringify(oldest.map(r => [r.release, label(r.release)])),
+              `release labels under the chart (${JSON.stringify(chart.xLabels)})`);
+        const hovers = [];
+        for (const [name, key] of [['sessions', 'crash_free_sessions'], ['users', 'crash_free_users']])
+          for (const r of oldest) hovers.push(`${r.release}: crash-free ${name} ${pct(r[key])}`);
+        check(JSON.stringify(chart.hovers) === JSON.stringify(hovers), `values on hover (${chart.hovers})`);
+        check(JSON.stringify(chart.table) === JSON.stringify(oldest.map(r => [r.release, pct(r.crash_free_sessions), pct(r.crash_free_users)])),
+              `the releases chart's table for screen readers (${JSON.stringify(chart.table)})`);
+        check(/crash-free sessions and users by release/i.test(chart.label), `the releases chart's label (${chart.label})`);
+      }
       await shot('releases');
       await page.click(`#releases a[href="#/releases/${encodeURIComponent(r1.release)}"]`);
       await page.waitForSelector('#release-title');
       check((await page.textContent('#release-title')) === r1.release, 'a release opens');
       check((await page.textContent('#release-cfs')) === pct(r1.crash_free_sessions), 'its crash-free sessions');
+      {
+        const detail = await api('/api/v1/releases/' + encodeURIComponent(r1.release));
+        const daily = await page.$eval('#release-daily figure', fig => ({
+          x: Array.from(fig.querySelectorAll('.axis-x text[data-label]')).map(t => t.getAttribute('data-label')),
+          table: Array.from(fig.querySelectorAll('table.sr-only tbody tr')).map(tr => tr.children[0].textContent),
+        }));
+        const days = (detail.daily || []).map(d => d.day);
+        check(days.length >= 1 && daily.x.includes(days[days.length - 1]) && JSON.stringify(daily.table) === JSON.stringify(days),
+              `a release's daily chart has its dates (${daily.x})`);
+      }
       // an issue seen in 1.0 lists release 1.0 among its releases
       const one = (await api('/api/v1/issues?version=1.0&limit=1')).issues[0];
       if (check(!!one, 'an issue of version 1.0')) {
