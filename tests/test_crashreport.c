@@ -1056,6 +1056,92 @@ static void invalid_utf8_and_nul(void)
     arena_free(a);
 }
 
+/* Stack excerpts are reports: frame lines alone (as Raygun and Bugsnag display them), frames
+ * without addresses, with HTML or Markdown around, read as the crashed thread. */
+static void stack_excerpts(void)
+{
+    arena *a;
+    err_info err;
+    crashreport *r = NULL;
+    /* frame lines only, no header, no Binary Images */
+    static const char only[] =
+        "0   libsystem_platform.dylib            0x000000018317a334 _platform_memmove + 324\n"
+        "1   CrashLibiOS                         0x00000001000c34b4 -[CRLCrashAsyncSafeThread crash] (CRLCrashAsyncSafeThread.m:41)\n"
+        "2   CrashProbeiOS                       0x000000010006c898 -[CRLDetailViewController doCrash] (CRLDetailViewController.m:53)";
+    CHECK_EQ_INT(parse_str(&r, &a, only, sizeof only - 1, &err), ERR_OK);
+    if (r != NULL) {
+        CHECK_EQ_INT(r->nthreads, 1);
+        CHECK(r->threads[0].crashed);
+        CHECK_EQ_INT(r->threads[0].nframes, 3);
+        if (r->threads[0].nframes == 3) {
+            CHECK_EQ_U64(r->threads[0].frames[1].addr, 0x1000c34b4);
+            CHECK_EQ_STR(r->threads[0].frames[1].image_name, "CrashLibiOS");
+            CHECK_EQ_STR(r->threads[0].frames[1].symbol, "-[CRLCrashAsyncSafeThread crash]");
+            CHECK_EQ_STR(r->threads[0].frames[1].file, "CRLCrashAsyncSafeThread.m");
+            CHECK_EQ_INT(r->threads[0].frames[1].line, 41);
+        }
+    }
+    arena_free(a);
+    /* frames without addresses (Bugsnag): image names with spaces, a full column, noise */
+    static const char noaddr[] =
+        "Exception Type:  EXC_BAD_ACCESS (SIGSEGV)\n"
+        "Attempted to dereference garbage pointer 0x1.\n"
+        "\n"
+        "0  libsystem_platform.dylib _platform_memmove\n"
+        "1  libsystem_pthread.dylib  pthread_getname_np\n"
+        "2  CrashProbe               -[CRLCrashAsyncSafeThread crash] (CRLCrashAsyncSafeThread.m:41)\n"
+        "3  CrashProbe iOS           -[CRLDetailViewController doCrash] (CRLDetailViewController.m:53)\n"
+        "4  UIKit\n";
+    CHECK_EQ_INT(parse_str(&r, &a, noaddr, sizeof noaddr - 1, &err), ERR_OK);
+    if (r != NULL) {
+        CHECK_EQ_STR(r->meta.exception_type, "EXC_BAD_ACCESS");
+        CHECK_EQ_INT(r->nthreads, 1);
+        CHECK_EQ_INT(r->threads[0].nframes, 4);
+        if (r->threads[0].nframes == 4) {
+            CHECK_EQ_STR(r->threads[0].frames[0].image_name, "libsystem_platform.dylib");
+            CHECK_EQ_STR(r->threads[0].frames[0].symbol, "_platform_memmove");
+            CHECK_EQ_U64(r->threads[0].frames[0].addr, 0);
+            CHECK_EQ_STR(r->threads[0].frames[3].image_name, "CrashProbe iOS");
+            CHECK_EQ_STR(r->threads[0].frames[3].symbol, "-[CRLDetailViewController doCrash]");
+            CHECK_EQ_INT(r->threads[0].frames[3].line, 53);
+        }
+        CHECK(r->nerrors >= 1); /* "4  UIKit": no symbol, noted */
+    }
+    arena_free(a);
+    /* HTML around lines, an annotation between frames, a Markdown-style " | note" */
+    static const char html[] =
+        "Exception Type:  EXC_BAD_ACCESS (SIGBUS)\n\n"
+        "Thread 0 Crashed:\n"
+        "<span class=\"cp-wrong\">Missing frame that shows where the crash occured</span>\n"
+        "<span class=\"cp-wrong\">0   CrashLibiOS      0x0000000100137a68 -[CRLCrashROPage crash] (CRLCrashROPage.m:39) | Wrong line number</span>\n"
+        "1   CrashProbeiOS    0x00000001000383a8 std::vector<a>::at(int) + 8\n"
+        "2   CrashProbeiOS    0x00000001000383b0 -[CRLDetailViewController doCrash] (CRLDetailViewController.m:53)\n";
+    CHECK_EQ_INT(parse_str(&r, &a, html, sizeof html - 1, &err), ERR_OK);
+    if (r != NULL) {
+        CHECK_EQ_INT(r->nthreads, 1);
+        CHECK_EQ_INT(r->threads[0].nframes, 3);
+        if (r->threads[0].nframes == 3) {
+            CHECK_EQ_STR(r->threads[0].frames[0].symbol, "-[CRLCrashROPage crash]");
+            CHECK_EQ_STR(r->threads[0].frames[0].file, "CRLCrashROPage.m");
+            CHECK_EQ_INT(r->threads[0].frames[0].line, 39);
+            CHECK_EQ_U64(r->threads[0].frames[0].addr, 0x100137a68);
+            /* a template's <a> is not markup */
+            CHECK_EQ_STR(r->threads[0].frames[1].symbol, "std::vector<a>::at(int)");
+        }
+        check_json_shape(r, "html excerpt");
+    }
+    arena_free(a);
+    /* no frame at all: refused with the reason */
+    static const char none[] = "<span class=\"cp-wrong\">No report</span>";
+    CHECK(parse_str(&r, &a, none, sizeof none - 1, &err) == ERR_INVALID);
+    CHECK(strstr(err.msg, "not a crash report") != NULL);
+    arena_free(a);
+    static const char header_only[] = "Exception Type:  EXC_CRASH (SIGABRT)\n\n1 item in cart\n";
+    CHECK(parse_str(&r, &a, header_only, sizeof header_only - 1, &err) == ERR_INVALID);
+    CHECK(strstr(err.msg, "no stack frames") != NULL);
+    arena_free(a);
+}
+
 static void absurd_addresses(void)
 {
     arena *a;
@@ -1699,6 +1785,7 @@ int main(void)
     RUN(detection_rejects_unknown);
     RUN(invalid_utf8_and_nul);
     RUN(absurd_addresses);
+    RUN(stack_excerpts);
     RUN(truncated_everywhere);
     RUN(garbage_and_mutations);
     RUN(hundred_mb_line);

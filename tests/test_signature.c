@@ -130,9 +130,33 @@ static void normalize_drops_cold_and_clone_suffixes(void)
 
 static void normalize_block_invoke_number(void)
 {
-    CHECK_EQ_STR(norm("__main_block_invoke_2"), "__main_block_invoke");
-    CHECK_EQ_STR(norm("__29-[Foo bar:]_block_invoke_3"), "__29-[Foo bar:]_block_invoke");
-    CHECK_EQ_STR(norm("__main_block_invoke"), "__main_block_invoke");
+    CHECK_EQ_STR(norm("__main_block_invoke_2"), "main_block_invoke");
+    CHECK_EQ_STR(norm("__29-[Foo bar:]_block_invoke_3"), "-[Foo bar:]_block_invoke");
+    CHECK_EQ_STR(norm("__main_block_invoke"), "main_block_invoke");
+}
+
+/* A block's name as the symbol table has it and as dladdr-based SDKs show it (one leading
+ * underscore less: Bugsnag's "_31-[...]") is one name, apart from its method's. */
+static void normalize_block_invoke_underscores(void)
+{
+    CHECK_EQ_STR(norm("__31-[CRLCrashReleasedObject crash]_block_invoke (CRLCrashReleasedObject.m:53)"),
+                 norm2("_31-[CRLCrashReleasedObject crash]_block_invoke"));
+    CHECK_EQ_STR(norm("___31-[CRLCrashReleasedObject crash]_block_invoke_2 + 12"),
+                 "-[CRLCrashReleasedObject crash]_block_invoke");
+    CHECK(strcmp(norm("__31-[CRLCrashReleasedObject crash]_block_invoke"),
+                 norm2("-[CRLCrashReleasedObject crash]")) != 0);
+    CHECK_EQ_STR(norm("_main_block_invoke"), norm2("__main_block_invoke"));
+}
+
+/* libsystem's CPU variants are the function; Sentry's "[inlined] f" is f. */
+static void normalize_cpu_variants_and_inlined_mark(void)
+{
+    CHECK_EQ_STR(norm("_platform_memmove$VARIANT$CortexA9"), "_platform_memmove");
+    CHECK_EQ_STR(norm("_platform_memmove$VARIANT$Haswell + 12"), "_platform_memmove");
+    CHECK_EQ_STR(norm("OSAtomicAdd32$VARIANT$mp"), "OSAtomicAdd32");
+    CHECK_EQ_STR(norm("[inlined] pthread_getname_np"), "pthread_getname_np");
+    /* only the "$VARIANT$" mark goes: another '$' is part of a name */
+    CHECK_EQ_STR(norm("objc_msgSend$stub"), "objc_msgSend$stub");
 }
 
 static void normalize_swift_closure(void)
@@ -438,6 +462,57 @@ static void swift_closures_keep_their_number_in_the_fingerprint(void)
     CHECK_EQ_STR(c2.title, "EXC_BREAKPOINT: closure #2 in ViewController.viewDidLoad");
 }
 
+/* The fault class table: one class per fault, whatever the CPU named it. */
+static void fault_classes(void)
+{
+    CHECK_EQ_STR(signature_fault_class("EXC_BAD_ACCESS", "SIGSEGV"), "bad_access");
+    CHECK_EQ_STR(signature_fault_class("EXC_BAD_ACCESS", "SIGBUS"), "bad_access");
+    CHECK_EQ_STR(signature_fault_class("SIGSEGV", NULL), "bad_access");
+    CHECK_EQ_STR(signature_fault_class(NULL, "SIGBUS"), "bad_access");
+    CHECK_EQ_STR(signature_fault_class("EXC_BREAKPOINT", "SIGTRAP"), "trap");
+    CHECK_EQ_STR(signature_fault_class("EXC_BAD_INSTRUCTION", "SIGILL"), "trap");
+    CHECK_EQ_STR(signature_fault_class("SIGILL", NULL), "trap");
+    CHECK_EQ_STR(signature_fault_class("EXC_CRASH", "SIGABRT"), "abort");
+    CHECK_EQ_STR(signature_fault_class("EXC_CRASH", "SIGKILL"), "killed");
+    CHECK_EQ_STR(signature_fault_class("EXC_ARITHMETIC", "SIGFPE"), "arithmetic");
+    CHECK_EQ_STR(signature_fault_class("EXC_GUARD", "SIGKILL"), "guard");
+    CHECK_EQ_STR(signature_fault_class("EXC_WEIRD", NULL), "EXC_WEIRD");
+    CHECK(signature_fault_class(NULL, NULL) == NULL);
+}
+
+/* Where in-app frames decide, the exception's names do not split (a trap is EXC_BREAKPOINT on
+ * arm64, EXC_BAD_INSTRUCTION on x86_64; some services send no exception at all); without
+ * in-app frames the fault class does, and only the class. */
+static void fault_names_do_not_split_one_bug(void)
+{
+    const char *in_app = "\nThread 0 Crashed:\n"
+                         "0   FixtureApp  \t0x0000000100001234 Widget::draw(int) const + 20\n" IMAGES;
+    const char *system = "\nThread 0 Crashed:\n"
+                         "0   libobjc.A.dylib \t0x00000001e5001000 objc_msgSend + 16\n" IMAGES;
+    const char *types[] = {"EXC_BREAKPOINT (SIGTRAP)", "EXC_BAD_INSTRUCTION (SIGILL)",
+                           "EXC_BAD_ACCESS (SIGSEGV)", "EXC_BAD_ACCESS (SIGBUS)", "SIGSEGV"};
+    signature in[5], sys[5];
+    for (size_t i = 0; i < 5; i++) {
+        char t[8192];
+        snprintf(t, sizeof t, "%sException Type:  %s\n%s", HEADER, types[i], in_app);
+        in[i] = sig_of(t, 3);
+        snprintf(t, sizeof t, "%sException Type:  %s\n%s", HEADER, types[i], system);
+        sys[i] = sig_of(t, 3);
+    }
+    char bare[8192];
+    snprintf(bare, sizeof bare, "%s%s", HEADER, in_app); /* no exception at all */
+    signature none = sig_of(bare, 3);
+    for (size_t i = 1; i < 5; i++)
+        CHECK_EQ_STR(in[i].fingerprint, in[0].fingerprint);
+    CHECK_EQ_STR(none.fingerprint, in[0].fingerprint);
+    CHECK_EQ_STR(in[0].exception, "EXC_BREAKPOINT/SIGTRAP"); /* shown as reported */
+    CHECK_EQ_INT(sys[0].basis, SIGNATURE_BASIS_ANY_SYMBOL);
+    CHECK_EQ_STR(sys[0].fingerprint, sys[1].fingerprint);          /* trap = trap */
+    CHECK_EQ_STR(sys[2].fingerprint, sys[3].fingerprint);          /* SEGV = BUS */
+    CHECK_EQ_STR(sys[2].fingerprint, sys[4].fingerprint);          /* signal as the type */
+    CHECK(strcmp(sys[0].fingerprint, sys[2].fingerprint) != 0);    /* trap != bad access */
+}
+
 static void exception_class_is_in_fingerprint(void)
 {
     const char *frames = "\nThread 0 Crashed:\n"
@@ -446,9 +521,92 @@ static void exception_class_is_in_fingerprint(void)
     snprintf(t1, sizeof t1, "%sException Type:  EXC_BAD_ACCESS (SIGSEGV)\n%s", HEADER, frames);
     snprintf(t2, sizeof t2, "%sException Type:  EXC_BREAKPOINT (SIGTRAP)\n%s", HEADER, frames);
     signature a = sig_of(t1, 3), b = sig_of(t2, 3);
-    CHECK(strcmp(a.fingerprint, b.fingerprint) != 0);
+    /* in-app frames decide: the class is shown, not hashed */
+    CHECK_EQ_STR(a.fingerprint, b.fingerprint);
     CHECK_EQ_STR(a.exception, "EXC_BAD_ACCESS/SIGSEGV");
     CHECK_EQ_STR(b.exception, "EXC_BREAKPOINT/SIGTRAP");
+    /* an exception name tells system-only stacks apart */
+    const char *sys = "\nThread 0 Crashed:\n"
+                      "0   libobjc.A.dylib \t0x00000001e5001000 objc_msgSend + 16\n" IMAGES;
+    snprintf(t1, sizeof t1, "%sException Type:  EXC_CRASH (SIGABRT)\nApplication Specific "
+             "Information:\n*** Terminating app due to uncaught exception 'NSRangeException', "
+             "reason: 'x'\n%s", HEADER, sys);
+    snprintf(t2, sizeof t2, "%sException Type:  EXC_CRASH (SIGABRT)\nApplication Specific "
+             "Information:\n*** Terminating app due to uncaught exception 'NSGenericException', "
+             "reason: 'x'\n%s", HEADER, sys);
+    a = sig_of(t1, 3);
+    b = sig_of(t2, 3);
+    CHECK_EQ_INT(a.basis, SIGNATURE_BASIS_ANY_SYMBOL);
+    CHECK(strcmp(a.fingerprint, b.fingerprint) != 0);
+}
+
+/* Without a Binary Images section (a stack excerpt, a service's display): Apple's system images
+ * are never in-app; a frame with a source file and line, or in an image named as the process,
+ * is; so the app's crashing function is chosen, not the system frame on top. */
+static void in_app_without_binary_images(void)
+{
+    crashreport *r = parse("Exception Type:  EXC_BAD_ACCESS (SIGSEGV)\n\n"
+                           "0   libsystem_platform.dylib 0x000000018f3b8ea4 _platform_memmove + 324\n"
+                           "1   UIKit                    0x00000001964630ec -[UIApplication sendAction:to:from:forEvent:] + 96\n"
+                           "2   CrashLibiOS              0x00000001000e7414 -[CRLCrashAsyncSafeThread crash] (CRLCrashAsyncSafeThread.m:45)\n"
+                           "3   MyKit                    0x00000001000e8000 helper + 8\n"
+                           "4   Network                  0x00000001000e9000 nw_connection_start + 8\n"
+                           "5   libswiftCore.dylib       0x00000001000ea000 swift_retain (Heap.cpp:10)\n");
+    CHECK(r != NULL);
+    if (r == NULL)
+        return;
+    CHECK_EQ_INT(r->nimages, 0);
+    CHECK_EQ_INT(r->nthreads, 1);
+    CHECK_EQ_INT(r->threads[0].nframes, 6);
+    if (r->threads[0].nframes < 6)
+        return;
+    const crashreport_frame *f = r->threads[0].frames;
+    CHECK(!signature_frame_in_app(r, &f[0], NULL, 0));
+    CHECK(!signature_frame_in_app(r, &f[1], NULL, 0));
+    CHECK(signature_frame_in_app(r, &f[2], f[2].file, f[2].line));
+    CHECK(!signature_frame_in_app(r, &f[3], NULL, 0));        /* nothing says it is the app's */
+    CHECK(!signature_frame_in_app(r, &f[4], NULL, 0));        /* a system framework's name */
+    CHECK(!signature_frame_in_app(r, &f[5], f[5].file, 10));  /* the Swift runtime, even so */
+    r->meta.process = "MyKit";                                 /* the process's own image */
+    CHECK(signature_frame_in_app(r, &f[3], NULL, 0));
+    signature s;
+    err_info err = {0};
+    CHECK_EQ_INT(signature_compute(&s, r, NULL, A, &err), ERR_OK);
+    CHECK_EQ_INT(s.basis, SIGNATURE_BASIS_IN_APP);
+    CHECK(s.nframes >= 1);
+    if (s.nframes >= 1)
+        CHECK_EQ_STR(s.frames[0].function, "-[CRLCrashAsyncSafeThread crash]");
+    CHECK(signature_system_image("libsystem_pthread.dylib", true));
+    CHECK(signature_system_image("libswiftFoundation.dylib", true));
+    CHECK(signature_system_image("UIKit", false));
+    CHECK(!signature_system_image("UIKit", true)); /* with a path, the path decides */
+    CHECK(!signature_system_image("CrashLibiOS", false));
+}
+
+/* An embedded Swift runtime dylib inside the app bundle is Apple's code, not the app's. */
+static void embedded_swift_runtime_is_not_in_app(void)
+{
+    crashreport *r = parse(HEADER "Exception Type:  EXC_BAD_ACCESS (SIGSEGV)\n\nThread 0 Crashed:\n"
+                           "0   libswiftCore.dylib \t0x0000000100301234 0x100300000 + 4660\n"
+                           "1   FixtureApp  \t0x0000000100001234 Widget::draw(int) const + 20\n"
+                           IMAGES
+                           "0x100300000 - 0x100307fff libswiftCore.dylib arm64  <7c4c442255553144a12fa2d87ee12f80> "
+                           "/private/var/containers/Bundle/Application/AAAA/FixtureApp.app/Frameworks/"
+                           "libswiftCore.dylib\n");
+    CHECK(r != NULL);
+    if (r == NULL)
+        return;
+    size_t k = r->nimages;
+    for (size_t i = 0; i < r->nimages; i++)
+        if (r->images[i].name && strcmp(r->images[i].name, "libswiftCore.dylib") == 0)
+            k = i;
+    CHECK(k < r->nimages);
+    CHECK(!signature_image_in_app(r, k));
+    signature s;
+    err_info err = {0};
+    CHECK_EQ_INT(signature_compute(&s, r, NULL, A, &err), ERR_OK);
+    CHECK_EQ_INT(s.basis, SIGNATURE_BASIS_IN_APP);
+    CHECK(!s.provisional);
 }
 
 static void last_exception_backtrace_is_used(void)
@@ -743,6 +901,8 @@ int main(void)
     RUN(normalize_swift_merged_and_partial_apply);
     RUN(skip_table_swift_traps);
     RUN(normalize_objc_kept_as_is);
+    RUN(normalize_block_invoke_underscores);
+    RUN(normalize_cpu_variants_and_inlined_mark);
     RUN(skip_table_matches_machinery);
     RUN(sdk_functions_are_not_in_app);
     RUN(in_app_images_by_path);
@@ -752,6 +912,10 @@ int main(void)
     RUN(recursion_is_collapsed);
     RUN(same_crash_other_addresses_same_fingerprint);
     RUN(exception_class_is_in_fingerprint);
+    RUN(fault_classes);
+    RUN(fault_names_do_not_split_one_bug);
+    RUN(in_app_without_binary_images);
+    RUN(embedded_swift_runtime_is_not_in_app);
     RUN(swift_closures_keep_their_number_in_the_fingerprint);
     RUN(sample_uses_heaviest_path_of_main_thread);
     RUN(last_exception_backtrace_is_used);

@@ -17,9 +17,17 @@
  *     symbol + OFFSET [(file:line)]       symbolicated
  *     symbol (file:line)                  symbolicated by symbolicatecrash
  *     ???                                 nothing known
+ * A frame line may also come without its address, as services display stacks (Bugsnag:
+ * "2  CrashProbe  -[CRLCrashAsyncSafeThread crash] (CRLCrashAsyncSafeThread.m:41)"): the image
+ * name ends at the first run of two or more blanks (else at the column where the symbols of
+ * the list's earlier such lines start, else at the first blank), and the frame has address 0.
+ * Stack excerpts are reports: frame lines without a "Thread N Crashed:" header, starting at
+ * frame 0, are the crashed thread. Pasted or annotated stacks carry noise, which is dropped:
+ * HTML tags around lines (of the elements in HTML_ELEMENTS, on lines that close one), and a
+ * frame line's trailing " | note" (a Markdown table cell or an annotation).
  * Anything the parser does not understand is kept (rendering copies every line) and, if it
- * looked like it mattered (a frame line without an address, a malformed image line), noted
- * in crashreport.errors.
+ * looked like it mattered (a frame line without an address or symbol, a malformed image
+ * line), noted in crashreport.errors.
  *
  * The Binary Images list is one "Binary Images:" section, or (CrashReporter) several named ones,
  * "Binary Images (dpkg):", "(App Store):", "(Other):", whose lines may end in the package's
@@ -34,6 +42,7 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "crashreport/crashreport_internal.h"
 #include "crashreport/text_internal.h"
@@ -119,6 +128,107 @@ static frame_line_rc split_frame_line(frame_line *fl, const char *s, size_t n)
         return FL_OK;
     }
     return FL_NO_ADDRESS;
+}
+
+/* A frame line without an address: "INDEX  IMAGE-NAME  SYMBOL-TEXT". The image name ends at the
+ * first run of two or more blanks; with none, at `column` (where an earlier such line's symbol
+ * started) when a blank ends there, else at the first blank. FL_NOT_FRAME without both. */
+static frame_line_rc split_frame_line_noaddr(frame_line *fl, const char *s, size_t n,
+                                             size_t column)
+{
+    uint64_t idx;
+    size_t digits = cr_parse_dec(s, n, &idx);
+    if (digits == 0 || digits > 9 || digits >= n || !cr_is_blank(s[digits]))
+        return FL_NOT_FRAME;
+    size_t i = digits;
+    while (i < n && cr_is_blank(s[i]))
+        i++;
+    size_t name_start = i, name_end = 0, sym = 0;
+    for (size_t j = name_start; j + 1 < n && name_end == 0; j++)
+        if (cr_is_blank(s[j]) && (cr_is_blank(s[j + 1]) || s[j] == '\t'))
+            name_end = j;
+    if (name_end == 0 && column > name_start && column < n && cr_is_blank(s[column - 1]) &&
+        !cr_is_blank(s[column]))
+        name_end = column - 1;
+    if (name_end == 0) {
+        const char *blank = memchr(s + name_start, ' ', n - name_start);
+        if (blank != NULL)
+            name_end = (size_t)(blank - s);
+    }
+    if (name_end <= name_start)
+        return FL_NOT_FRAME;
+    sym = name_end;
+    while (sym < n && cr_is_blank(s[sym]))
+        sym++;
+    /* "0x..." where the address goes, unreadable (wider than 64 bits): not an address-less line */
+    if (sym >= n || (sym + 1 < n && s[sym] == '0' && (s[sym + 1] == 'x' || s[sym + 1] == 'X')))
+        return FL_NOT_FRAME;
+    fl->index = (uint32_t)idx;
+    fl->name = s + name_start;
+    fl->name_len = name_end - name_start;
+    fl->addr = 0;
+    fl->sym_off = sym;
+    fl->sym = s + sym;
+    fl->sym_len = n - sym;
+    cr_trim(&fl->sym, &fl->sym_len);
+    return fl->sym_len > 0 ? FL_OK : FL_NOT_FRAME;
+}
+
+/* ---- noise around pasted stacks -------------------------------------------------------------- */
+
+/* Elements that services and people wrap around the lines of a stack they show or annotate
+ * (CrashProbe's data marks wrong frames <span class="cp-wrong">...</span>). */
+static const char *const HTML_ELEMENTS[] = {
+    "span", "div", "a", "p", "b", "i", "em", "strong", "code", "pre", "font", "mark", "small",
+    "del", "ins", "s", "u", "tt", "kbd", "samp", "li", "td", "th", "tr", "br", "details",
+    "summary", "blockquote",
+};
+
+/* The length of the element name of a tag at s[0] ('<' or "</"), 0 if not one of ours. */
+static size_t html_tag_name(const char *s, size_t n)
+{
+    size_t i = s[1] == '/' ? 2 : 1;
+    for (size_t e = 0; e < sizeof HTML_ELEMENTS / sizeof HTML_ELEMENTS[0]; e++) {
+        size_t k = strlen(HTML_ELEMENTS[e]);
+        if (i + k < n && strncasecmp(s + i, HTML_ELEMENTS[e], k) == 0 &&
+            (s[i + k] == '>' || s[i + k] == ' ' || s[i + k] == '/'))
+            return i + k;
+    }
+    return 0;
+}
+
+/* Blank the HTML tags in s[0..n) in place (offsets into the text stay valid), on a line that
+ * closes one of HTML_ELEMENTS: "Foo<a>::f" alone is a template, not markup. True if any. */
+static bool blank_html_tags(char *s, size_t n)
+{
+    bool closes = false;
+    for (const char *lt = memchr(s, '<', n); lt != NULL && !closes;
+         lt = memchr(lt + 1, '<', n - (size_t)(lt + 1 - s)))
+        closes = lt + 1 < s + n && lt[1] == '/' && html_tag_name(lt, n - (size_t)(lt - s)) > 0;
+    if (!closes)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] != '<' || html_tag_name(s + i, n - i) == 0)
+            continue;
+        const char *gt = memchr(s + i, '>', n - i);
+        if (gt == NULL)
+            break;
+        memset(s + i, ' ', (size_t)(gt - (s + i)) + 1);
+        i = (size_t)(gt - s);
+    }
+    return true;
+}
+
+/* A frame line's trailing " | note": the length to keep. */
+static size_t cut_annotation(const char *s, size_t n)
+{
+    for (size_t i = 0; i + 2 < n; i++)
+        if (s[i] == ' ' && s[i + 1] == '|' && s[i + 2] == ' ') {
+            while (i > 0 && cr_is_blank(s[i - 1]))
+                i--;
+            return i;
+        }
+    return n;
 }
 
 /* " + 123" or " + 0x7b" at the end of s[0..*n): strip it, store the number. */
@@ -633,6 +743,8 @@ typedef struct {
     size_t lineno;
     size_t known_lines;         /* lines that looked like a crash report at all */
     bool last_inlined;          /* the last frame line ended in " [inlined]" */
+    size_t noaddr_column;       /* where the symbol of the last address-less frame line began */
+    bool line_markup;           /* the current line had HTML tags (blanked) */
 } text_parser;
 
 static void set_name_or_queue(text_parser *p, const char *v, size_t n, const char **name,
@@ -938,6 +1050,39 @@ static void general_line(text_parser *p, const char *s, size_t n)
         p->state = S_APPINFO;
 }
 
+/* A frame line with its address, else one without (split_frame_line_noaddr, remembering its
+ * symbol column for the lines after it). */
+static frame_line_rc split_any_frame_line(text_parser *p, frame_line *fl, const char *s, size_t n)
+{
+    frame_line_rc rc = split_frame_line(fl, s, n);
+    if (rc == FL_NO_ADDRESS && split_frame_line_noaddr(fl, s, n, p->noaddr_column) == FL_OK) {
+        p->noaddr_column = fl->sym_off;
+        return FL_OK;
+    }
+    return rc;
+}
+
+/* A stack excerpt: frame 0 of a report that has shown no thread yet starts the crashed thread
+ * (index 0), as services display the crashing stack alone. True if the line was that. */
+static bool excerpt_start(text_parser *p, const char *s, size_t n, size_t off)
+{
+    frame_line fl;
+    size_t fn = cut_annotation(s, n);
+    if (split_any_frame_line(p, &fl, s, fn) != FL_OK)
+        return false;
+    crashreport_thread *t = cr_add_thread(p->b);
+    if (t == NULL)
+        return true;
+    t->index = 0;
+    t->crashed = true;
+    p->thread_i = p->b->r->nthreads - 1;
+    p->state = S_THREAD;
+    p->last_inlined = false;
+    frame_from_line(p, &fl, off, fn);
+    p->known_lines++;
+    return true;
+}
+
 static void text_line(text_parser *p, const char *s, size_t n, size_t off)
 {
     cr_builder *b = p->b;
@@ -998,21 +1143,30 @@ static void text_line(text_parser *p, const char *s, size_t n, size_t off)
             return;
         if (s[0] >= '0' && s[0] <= '9') {
             frame_line fl;
-            frame_line_rc rc = split_frame_line(&fl, s, tn);
+            size_t fn = cut_annotation(s, tn);
+            frame_line_rc rc = split_any_frame_line(p, &fl, s, fn);
             if (rc == FL_OK) {
-                frame_from_line(p, &fl, off, tn);
+                frame_from_line(p, &fl, off, fn);
                 p->known_lines++;
                 return;
             }
             if (rc == FL_NO_ADDRESS) {
-                cr_note(b, "line %zu: frame line without an address (truncated?)", p->lineno);
+                cr_note(b, "line %zu: frame line without an address or a symbol (truncated?)",
+                        p->lineno);
                 return;
             }
         }
+        if (p->line_markup)
+            return; /* an annotation between frame lines ("<span>Missing frame</span>") */
         p->state = S_GENERAL;
         general_line(p, s, tn);
         return;
     case S_GENERAL:
+        if (b->r->nthreads == 0 && s[0] == '0' && tn > 1 && cr_is_blank(s[1]) &&
+            excerpt_start(p, s, tn, off))
+            return;
+        general_line(p, s, tn);
+        return;
     case S_AFTER:
         general_line(p, s, tn);
         return;
@@ -1064,14 +1218,26 @@ err_code cr_parse_apple_text(crashreport **out, const char *data, size_t len, ar
         const char *nl = memchr(s, '\n', len - off);
         size_t n = nl ? (size_t)(nl - s) : len - off;
         p.lineno++;
+        size_t line_off = off;
+        /* markup around a pasted line is blanked; the line then starts where its text does */
+        p.line_markup = n <= CRASHREPORT_MAX_LINE && memchr(s, '<', n) != NULL &&
+                        blank_html_tags(text + off, n);
+        if (p.line_markup) {
+            size_t lead = 0;
+            while (lead < n && cr_is_blank(s[lead]))
+                lead++;
+            s += lead;
+            line_off += lead;
+            n -= lead;
+        }
         if (n > CRASHREPORT_MAX_LINE && (p.state == S_THREAD || p.state == S_LEB ||
                                          p.state == S_CAUSE || p.state == S_IMAGES)) {
             /* not a frame or image line any real report has; the section goes on */
             cr_note(&b, "line %zu: %zu-byte line ignored", p.lineno, n);
         } else {
-            text_line(&p, s, n, off);
+            text_line(&p, s, n, line_off);
         }
-        off += n + (nl ? 1 : 0);
+        off = nl ? (size_t)(nl - text) + 1 : len;
     }
     if (p.appinfo != NULL && b.r->meta.app_specific_info == NULL)
         b.r->meta.app_specific_info = p.appinfo;

@@ -149,14 +149,82 @@ static const char *base_name(const char *path)
     return slash ? slash + 1 : path;
 }
 
-static bool is_sdk_image(const crashreport_image *im)
+static bool name_in(const char *name, const char *const *list, size_t n)
 {
-    const char *name = im->name ? im->name : im->path ? base_name(im->path) : NULL;
-    if (name == NULL)
-        return false;
-    for (size_t i = 0; i < sizeof SDK_IMAGES / sizeof SDK_IMAGES[0]; i++)
-        if (strcmp(name, SDK_IMAGES[i]) == 0)
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(name, list[i]) == 0)
             return true;
+    return false;
+}
+
+static bool is_sdk_name(const char *name)
+{
+    return name != NULL && name_in(name, SDK_IMAGES, sizeof SDK_IMAGES / sizeof SDK_IMAGES[0]);
+}
+
+/* Apple's system images by name: the OS's frameworks and libraries, never the app's code.
+ * Used where a report gives an image's name without its path (stack excerpts, Bugsnag and
+ * Raygun displays, JSON stacks); with a path, the path rules decide (a team's own framework
+ * may well be called "Network"). SYSTEM_IMAGE_PREFIXES hold everywhere, path or not: the
+ * Swift runtime that old apps embed (libswiftCore.dylib in X.app/Frameworks/) is Apple's. */
+static const char *const SYSTEM_IMAGE_NAMES[] = {
+    "UIKit", "UIKitCore", "UIFoundation", "Foundation", "CoreFoundation", "GraphicsServices",
+    "QuartzCore", "CoreGraphics", "CoreText", "CoreImage", "CoreVideo", "CoreMedia", "CoreAudio",
+    "AudioToolbox", "AVFoundation", "AVFAudio", "MediaToolbox", "CFNetwork", "Security",
+    "SystemConfiguration", "CoreServices", "MobileCoreServices", "LaunchServices", "IOKit",
+    "ImageIO", "Metal", "MetalKit", "OpenGLES", "GLKit", "WebKit", "WebCore", "JavaScriptCore",
+    "WebKitLegacy", "SafariServices", "AppKit", "HIToolbox", "Carbon", "SwiftUI", "Combine",
+    "CoreData", "CloudKit", "CoreLocation", "MapKit", "StoreKit", "Photos", "PhotosUI",
+    "Contacts", "ContactsUI", "EventKit", "UserNotifications", "MessageUI", "GameKit",
+    "SpriteKit", "SceneKit", "ARKit", "RealityKit", "Vision", "CoreML", "Accelerate",
+    "CoreMotion", "CoreBluetooth", "CoreTelephony", "HealthKit", "HomeKit", "AuthenticationServices",
+    "LocalAuthentication", "FrontBoardServices", "BackBoardServices", "BaseBoard",
+    "RunningBoardServices", "AssertionServices", "SpringBoardServices", "TextInput",
+    "DocumentManager", "Swift", "_Concurrency", "dyld", "dyld_sim", "libdyld.dylib",
+};
+static const char *const SYSTEM_IMAGE_PREFIXES[] = {
+    "libsystem_", "libswift", "libobjc.", "libobjc-", "libdispatch.", "libc++", "libxpc.",
+    "libunwind.", "libcompiler_rt.", "libmacho.", "libcommonCrypto.", "libcorecrypto.",
+    "libnetwork.", "liblaunch.", "libremovefile.", "libkeymgr.", "libcopyfile.", "libcache.",
+    "libsqlite3.", "libz.", "libc.", "libicucore.", "libMobileGestalt.", "libBacktraceRecording.",
+    "libRosetta", "libGPUSupport", "libGLImage.", "libCoreVMClient.", "com.apple.",
+};
+
+static bool has_prefix_in(const char *name, const char *const *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (name[0] == list[i][0] && strncmp(name, list[i], strlen(list[i])) == 0)
+            return true;
+    return false;
+}
+
+bool signature_system_image(const char *name, bool have_path)
+{
+    if (name == NULL || name[0] == '\0')
+        return false;
+    if (has_prefix_in(name, SYSTEM_IMAGE_PREFIXES,
+                      sizeof SYSTEM_IMAGE_PREFIXES / sizeof SYSTEM_IMAGE_PREFIXES[0]))
+        return true;
+    return !have_path &&
+           name_in(name, SYSTEM_IMAGE_NAMES, sizeof SYSTEM_IMAGE_NAMES / sizeof SYSTEM_IMAGE_NAMES[0]);
+}
+
+/* Whether `name` (an image name a report gives) names the app itself: the process, the app's
+ * name, the executable of the process path, or the last part of the bundle identifier. */
+static bool names_the_app(const crashreport *r, const char *name)
+{
+    const crashreport_metadata *m = &r->meta;
+    if (name == NULL || name[0] == '\0')
+        return false;
+    if ((m->process != NULL && strcmp(name, m->process) == 0) ||
+        (m->app_name != NULL && strcmp(name, m->app_name) == 0) ||
+        (m->process_path != NULL && strcmp(name, base_name(m->process_path)) == 0))
+        return true;
+    if (m->bundle_id != NULL) {
+        const char *dot = strrchr(m->bundle_id, '.');
+        if (strcmp(name, dot ? dot + 1 : m->bundle_id) == 0)
+            return true;
+    }
     return false;
 }
 
@@ -166,9 +234,13 @@ bool signature_image_in_app(const crashreport *r, size_t index)
         return false;
     const crashreport_image *im = &r->images[index];
     const char *path = im->path;
+    const char *name = im->name ? im->name : path ? base_name(path) : NULL;
     if (im->in_app != CRASHREPORT_IN_APP_UNKNOWN) /* decided already: by the sender or a pass */
         return im->in_app == CRASHREPORT_IN_APP_YES;
-    if (is_sdk_image(im))
+    if (is_sdk_name(name) || (path != NULL && is_sdk_name(base_name(path))))
+        return false;
+    if (signature_system_image(name, path != NULL) ||
+        (path != NULL && signature_system_image(base_name(path), true)))
         return false;
     if (path != NULL) {
         if (r->meta.process_path != NULL && strcmp(path, r->meta.process_path) == 0)
@@ -184,9 +256,25 @@ bool signature_image_in_app(const crashreport *r, size_t index)
             return true;
         return false;
     }
-    if (im->name != NULL && r->meta.process != NULL && strcmp(im->name, r->meta.process) == 0)
+    if (names_the_app(r, im->name))
         return true;
     return im->user;
+}
+
+bool signature_frame_in_app(const crashreport *r, const crashreport_frame *f, const char *file,
+                            uint32_t line)
+{
+    if (f->image >= 0 && (size_t)f->image < r->nimages)
+        return signature_image_in_app(r, (size_t)f->image);
+    /* No Binary Images entry for the frame (a stack excerpt, a service's display): what the
+     * frame line itself says. */
+    const char *name = f->image_name;
+    if (is_sdk_name(name) || signature_system_image(name, false))
+        return false;
+    if (names_the_app(r, name))
+        return true;
+    /* a source file and line: symbolicated from the team's own dSYM (Apple ships none) */
+    return file != NULL && file[0] != '\0' && line > 0;
 }
 
 /* ---- name normalization (rule 6) ---------------------------------------------------------- */
@@ -291,13 +379,15 @@ static bool is_address(const char *s, size_t n)
     return true;
 }
 
-/* Compiler-made suffixes: the function is the same one, only split or specialized.
+/* Compiler-made suffixes: the function is the same one, only split or specialized; and
+ * libsystem's CPU-specific variants ("_platform_memmove$VARIANT$CortexA9", "$VARIANT$Haswell",
+ * "$VARIANT$mp"): one function, the copy dyld picked for the CPU.
  * `s` is NUL-terminated; returns the length to keep. */
 static size_t strip_clone_suffixes(const char *s, size_t n)
 {
     static const char *const MARKS[] = {".cold", ".llvm.", ".constprop.", ".isra.", ".part.",
-                                        " [clone "};
-    if (memchr(s, '.', n) == NULL && memchr(s, '[', n) == NULL)
+                                        " [clone ", "$VARIANT$"};
+    if (memchr(s, '.', n) == NULL && memchr(s, '[', n) == NULL && memchr(s, '$', n) == NULL)
         return n;   /* the usual case: nothing to look for */
     size_t cut = n;
     for (size_t m = 0; m < sizeof MARKS / sizeof MARKS[0]; m++) {
@@ -530,16 +620,39 @@ const char *signature_normalize_symbol(char *buf, size_t cap, const char *name)
         return buf;
     while (isspace((unsigned char)*name))
         name++;
+    /* Sentry's text rendering marks an inlined frame "[inlined] f": the function is f */
+    if (strncmp(name, "[inlined] ", 10) == 0)
+        name += 10;
     size_t n = strip_location_suffixes(name, strlen(name));
     /* Placeholders Apple writes instead of a name are no name. */
     if (is_address(name, n) || (n > 0 && name[0] == '<' && name[n - 1] == '>'))
         return buf;
     out_str o = {buf, 0, cap};
 
-    /* Objective-C: the method name is the identity, kept as is up to the ']'. */
+    /* A clang block is named "__<length><method>_block_invoke[_N]" ("__31-[X crash]_block_invoke")
+     * or "__<function>_block_invoke"; symbol tables and dladdr differ in the leading
+     * underscores (Bugsnag shows "_31-[X crash]_block_invoke"): the block of a method or
+     * function reads as "<method>_block_invoke" whichever way it came. */
+    if (n > 0 && name[0] == '_' && memmem(name, n, "_block_invoke", 13) != NULL) {
+        size_t k = 0;
+        while (k < n && name[k] == '_')
+            k++;
+        size_t d = k;
+        while (d < n && isdigit((unsigned char)name[d]))
+            d++;
+        if (d > k && d + 1 < n && (name[d] == '-' || name[d] == '+') && name[d + 1] == '[')
+            k = d;
+        name += k;
+        n -= k;
+    }
+    /* Objective-C: the method name is the identity, kept as is up to the ']' (and a block's
+     * "_block_invoke" after it). */
     if ((name[0] == '-' || name[0] == '+') && name[1] == '[') {
         const char *close = memchr(name, ']', n);
         put(&o, name, close ? (size_t)(close - name) + 1 : n);
+        if (close != NULL && (size_t)(close + 1 - name) + 13 <= n &&
+            memcmp(close + 1, "_block_invoke", 13) == 0)
+            puts_(&o, "_block_invoke");
         return buf;
     }
     char local[SIGNATURE_MAX_NAME]; /* the passes below read a NUL-terminated copy */
@@ -713,8 +826,10 @@ static err_code add_xframe(sig_ctx *c, const crashreport_frame *f, const char *r
                 return ERR_TOO_LARGE;
         }
     }
-    x->in_app = f->image >= 0 && (size_t)f->image < c->r->nimages && c->image_in_app[f->image] &&
-                (x->name == NULL || signature_function_in_app(x->name));
+    bool image_in_app = f->image >= 0 && (size_t)f->image < c->r->nimages
+                            ? c->image_in_app[f->image]
+                            : signature_frame_in_app(c->r, f, file, line);
+    x->in_app = image_in_app && (x->name == NULL || signature_function_in_app(x->name));
     return ERR_OK;
 }
 
@@ -809,6 +924,51 @@ static const char *exception_type(sig_ctx *c, const char **signal_out)
     return n > 0 ? arena_strndup(c->a, t, n, c->err) : NULL;
 }
 
+/* The fault classes (rule 1): one fault, one class, whatever the CPU reported it as. A trap
+ * (__builtin_trap, a Swift runtime check) is EXC_BREAKPOINT/SIGTRAP on arm64 and
+ * EXC_BAD_INSTRUCTION/SIGILL on x86_64; a bad access is SIGSEGV on arm64 and often SIGBUS on
+ * armv7. The Mach exception decides where it says more than the signal; EXC_CRASH carries
+ * the signal that ended the process. */
+typedef struct {
+    const char *name;   /* exception type or signal, as reports spell it */
+    const char *cls;    /* the class */
+} fault_row;
+
+static const fault_row FAULT_TYPES[] = {
+    {"EXC_BAD_ACCESS", "bad_access"}, {"EXC_BREAKPOINT", "trap"},
+    {"EXC_BAD_INSTRUCTION", "trap"},  {"EXC_ARITHMETIC", "arithmetic"},
+    {"EXC_GUARD", "guard"},           {"EXC_RESOURCE", "resource"},
+};
+static const fault_row FAULT_SIGNALS[] = {
+    {"SIGSEGV", "bad_access"}, {"SIGBUS", "bad_access"}, {"SIGTRAP", "trap"},
+    {"SIGILL", "trap"},        {"SIGABRT", "abort"},     {"SIGFPE", "arithmetic"},
+    {"SIGKILL", "killed"},     {"SIGTERM", "terminated"}, {"SIGSYS", "bad_syscall"},
+    {"SIGPIPE", "broken_pipe"},
+};
+
+static const char *fault_lookup(const fault_row *rows, size_t n, const char *name)
+{
+    for (size_t i = 0; name != NULL && i < n; i++)
+        if (strcmp(name, rows[i].name) == 0)
+            return rows[i].cls;
+    return NULL;
+}
+
+const char *signature_fault_class(const char *exception_type, const char *signal)
+{
+    const char *cls = fault_lookup(FAULT_TYPES, sizeof FAULT_TYPES / sizeof FAULT_TYPES[0],
+                                   exception_type);
+    if (cls == NULL)
+        cls = fault_lookup(FAULT_SIGNALS, sizeof FAULT_SIGNALS / sizeof FAULT_SIGNALS[0], signal);
+    /* Bugsee and others write the signal where the exception type goes ("SIGSEGV") */
+    if (cls == NULL)
+        cls = fault_lookup(FAULT_SIGNALS, sizeof FAULT_SIGNALS / sizeof FAULT_SIGNALS[0],
+                           exception_type);
+    if (cls != NULL)
+        return cls;
+    return exception_type != NULL ? exception_type : signal;
+}
+
 /* `s` with every number masked ("0x1f" -> "0x#", "42" -> "#"): a reason's indexes, sizes and
  * addresses differ from crash to crash while the reason stays the same. */
 static void mask_numbers(buf *o, const char *s)
@@ -846,7 +1006,7 @@ static const char *exception_extra(sig_ctx *c)
     return out;
 }
 
-static err_code fingerprint(signature *s, const char *extra, err_info *err)
+static err_code fingerprint(signature *s, const char *cls, const char *extra, err_info *err)
 {
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     unsigned char digest[EVP_MAX_MD_SIZE];
@@ -857,9 +1017,9 @@ static err_code fingerprint(signature *s, const char *extra, err_info *err)
         return err_set(err, ERR_INTERNAL, "sha-256: cannot initialize the digest");
     }
     /* Fields are separated by NUL bytes so that no two field lists hash the same text. */
-    EVP_DigestUpdate(md, "stacksift-signature-v1", 23);
+    EVP_DigestUpdate(md, SIGNATURE_VERSION, strlen(SIGNATURE_VERSION) + 1);
     EVP_DigestUpdate(md, s->kind, strlen(s->kind) + 1);
-    EVP_DigestUpdate(md, s->exception, strlen(s->exception) + 1);
+    EVP_DigestUpdate(md, cls, strlen(cls) + 1);
     EVP_DigestUpdate(md, basis, strlen(basis) + 1);
     for (size_t i = 0; i < s->nframes; i++)
         EVP_DigestUpdate(md, s->frames[i].function, strlen(s->frames[i].function) + 1);
@@ -999,7 +1159,17 @@ err_code signature_compute(signature *out, const crashreport *r, const signature
     }
     if (out->title == NULL || out->culprit == NULL)
         return ERR_TOO_LARGE;
-    return fingerprint(out, extra, err);
+    /* Rule 7: where in-app frames decide, they alone do; the exception's names differ by CPU
+     * and by service for the same fault, and some services send none. Elsewhere the fault
+     * class and the exception's name tell crashes apart. */
+    const char *fault = "";
+    if (out->basis != SIGNATURE_BASIS_IN_APP) {
+        const char *fc = signature_fault_class(type, signal);
+        fault = arena_sprintf(a, err, "%s/%s", fc ? fc : "", objc ? objc : "");
+        if (fault == NULL)
+            return ERR_TOO_LARGE;
+    }
+    return fingerprint(out, fault, extra, err);
 }
 
 void signature_render_frames_json(buf *out, const signature *s)

@@ -13,7 +13,8 @@
  *   3. Error-raising machinery (objc_exception_throw, __cxa_throw, abort, pthread_kill, Swift
  *      assertion and runtime-failure traps, ...) is dropped: SIGNATURE_SKIP in signature.c is
  *      the one table of them.
- *   4. Frames of in-app images (signature_image_in_app) that have a function name, top N
+ *   4. Frames of in-app images (signature_image_in_app; a frame without a Binary Images entry:
+ *      signature_frame_in_app) that have a function name, top N
  *      (opts->max_frames, default 3) after consecutive duplicates (recursion) are collapsed.
  *   5. Fallbacks: no in-app image on the stack -> the top N frames of any image that has a
  *      function name; in-app frames without any function name (their dSYM has not arrived)
@@ -22,7 +23,10 @@
  *      subtype; numbers masked) + crashing image (meta.crash_image: KSCrash reports of only
  *      `crash.error`).
  *   6. Function names are normalized (signature_normalize_symbol).
- *   7. fingerprint = hex SHA-256 of kind, exception class, basis and the normalized frames.
+ *   7. fingerprint = hex SHA-256 of SIGNATURE_VERSION, kind, basis and the normalized frames;
+ *      for every basis but in_app also the fault class (signature_fault_class) and the
+ *      exception's name (NSRangeException): where in-app frames decide they alone do, since
+ *      the same fault is named differently by CPU and by service, and some send no name.
  *      title = "<exception class>: <top function>", culprit = "<function> (<file>:<line>)".
  */
 #ifndef STACKSIFT_SIGNATURE_SIGNATURE_H
@@ -36,6 +40,10 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "crashreport/crashreport.h"
+
+/* The rules' version, hashed first: a change of the rules that moves fingerprints changes it,
+ * and `stacksift regroup` re-fingerprints the stored reports. */
+#define SIGNATURE_VERSION "stacksift-signature-v2"
 
 #define SIGNATURE_DEFAULT_FRAMES 3
 #define SIGNATURE_MAX_FRAMES 16
@@ -100,6 +108,44 @@ err_code signature_compute(signature *out, const crashreport *r, const signature
  * given by a stacksift JSON stack: `in_app`) keeps that decision.
  */
 bool signature_image_in_app(const crashreport *r, size_t index);
+
+/*
+ * signature_frame_in_app - whether frame `f` of `r` is the app's own code. A frame with a
+ * Binary Images entry: signature_image_in_app. Without one (stack excerpts, services' displays,
+ * frames whose address matched no image): its image name decides when it names an Apple
+ * system image (signature_system_image) or a crash-reporter SDK (no), or the app itself
+ * (process name, app name, executable of the process path, last part of the bundle id: yes);
+ * else a source `file` and `line` (> 0), as symbolicated or given, mean the team's dSYM
+ * symbolicated it: yes. Otherwise no.
+ */
+bool signature_frame_in_app(const crashreport *r, const crashreport_frame *f, const char *file,
+                            uint32_t line);
+
+/*
+ * signature_system_image - whether image `name` (a file name: "UIKit", "libobjc.A.dylib") is
+ * one of Apple's system images, never in-app: the Swift runtime (libswift*, embedded in old
+ * apps too), libsystem_*, libobjc, libdispatch, libdyld, libc++, com.apple.* bundle ids and
+ * the other prefixes of SYSTEM_IMAGE_PREFIXES wherever the image is; and, when the report
+ * gives no path (`have_path` false), the framework names of SYSTEM_IMAGE_NAMES (UIKit,
+ * Foundation, CoreFoundation, GraphicsServices, ...). With a path, /System/ and /usr/lib/
+ * decide in signature_image_in_app. Lists: common/signature/signature.c.
+ */
+bool signature_system_image(const char *name, bool have_path);
+
+/*
+ * signature_fault_class - the class of a fault, the same whatever CPU or service reported it:
+ *   bad_access  EXC_BAD_ACCESS, SIGSEGV, SIGBUS
+ *   trap        EXC_BREAKPOINT, EXC_BAD_INSTRUCTION, SIGTRAP, SIGILL
+ *   abort       SIGABRT (EXC_CRASH with SIGABRT)
+ *   arithmetic  EXC_ARITHMETIC, SIGFPE
+ *   guard       EXC_GUARD          resource  EXC_RESOURCE
+ *   killed      SIGKILL            terminated SIGTERM
+ *   bad_syscall SIGSYS             broken_pipe SIGPIPE
+ * The Mach exception type decides, else the signal (a signal written where the type goes,
+ * "Exception Type: SIGSEGV", counts as the signal); anything else is its own class (the
+ * type, else the signal, as given). NULL when both are NULL. Static or borrowed.
+ */
+const char *signature_fault_class(const char *exception_type, const char *signal);
 
 /* signature_function_in_app - false for functions of crash-reporter SDKs linked into the app
  * (KSCrash*, kscrash_*, PLCrash*, SentryCrash*, -[Sentry...], ...): they are the reporter,

@@ -9,6 +9,7 @@ int cli_symcache(int argc, char **argv);   /* stacksift symcache build INPUT -o 
 int cli_lookup(int argc, char **argv);     /* stacksift lookup -o INPUT [...] ADDRESS... */
 int cli_parse(int argc, char **argv);      /* stacksift parse [--json] FILE|- */
 int cli_symbolicate(int argc, char **argv); /* stacksift symbolicate --dsym PATH [...] FILE|- */
+int cli_signature(int argc, char **argv);  /* stacksift signature [--dsym PATH] FILE... */
 int cli_demangle(int argc, char **argv);   /* stacksift demangle [--simplified] [NAME...] */
 
 int cli_serve(int argc, char **argv);     /* stacksift serve   (config from STACKSIFT_* env) */

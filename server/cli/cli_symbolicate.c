@@ -23,53 +23,11 @@
 #include "base/buf.h"
 #include "base/xalloc.h"
 #include "cli/cli.h"
-#include "cli/cli_tmpdir.h"
+#include "cli/cli_symcaches.h"
 #include "cli/cli_report.h"
 #include "crashreport/crashreport.h"
-#include "dsym/dsym.h"
 #include "symbolicate/symbolicate.h"
 #include "symcache/symcache.h"
-
-#define MAX_DIRS 64
-
-typedef struct {
-    char uuid[37];
-    symcache *sc; /* NULL: looked for, not found */
-} opened;
-
-typedef struct {
-    const char *dirs[MAX_DIRS + 1];
-    size_t ndirs;
-    opened *open;
-    size_t nopen;
-    err_info err;     /* a symcache that exists but cannot be opened */
-    bool failed;
-} resolver;
-
-static const symcache *resolve(void *ctx, const char *uuid, const char *arch)
-{
-    resolver *rs = ctx;
-    (void)arch; /* a UUID names one slice already */
-    for (size_t i = 0; i < rs->nopen; i++)
-        if (strcmp(rs->open[i].uuid, uuid) == 0)
-            return rs->open[i].sc;
-    symcache *sc = NULL;
-    for (size_t d = 0; d < rs->ndirs && sc == NULL; d++) {
-        char path[4200];
-        snprintf(path, sizeof path, "%s/%s.symc", rs->dirs[d], uuid);
-        err_info err = {0};
-        err_code rc = symcache_open(&sc, path, &err);
-        if (rc != ERR_OK && rc != ERR_NOT_FOUND && !rs->failed) {
-            rs->err = err;
-            rs->failed = true;
-        }
-    }
-    rs->open = xreallocarray(rs->open, rs->nopen + 1, sizeof *rs->open);
-    snprintf(rs->open[rs->nopen].uuid, sizeof rs->open[0].uuid, "%s", uuid);
-    rs->open[rs->nopen].sc = sc;
-    rs->nopen++;
-    return sc;
-}
 
 static void usage(FILE *f)
 {
@@ -78,11 +36,11 @@ static void usage(FILE *f)
 }
 
 /* Symbolicate one report and render it into o; 0, or 1 after printing why. */
-static int symbolicate_one(buf *o, crashreport *r, resolver *rs, arena *a, bool json, bool mangled,
+static int symbolicate_one(buf *o, crashreport *r, cli_symcaches *rs, arena *a, bool json, bool mangled,
                            const char *path)
 {
     err_info err = {0};
-    if (symbolicate_report(r, resolve, rs, a, &err) != ERR_OK) {
+    if (symbolicate_report(r, cli_symcaches_resolve, rs, a, &err) != ERR_OK) {
         fprintf(stderr, "stacksift symbolicate: %s: %s\n", path, err.msg);
         return 1;
     }
@@ -110,72 +68,48 @@ static int symbolicate_one(buf *o, crashreport *r, resolver *rs, arena *a, bool 
 
 int cli_symbolicate(int argc, char **argv)
 {
-    const char *dsyms[MAX_DIRS], *symdirs[MAX_DIRS];
-    size_t ndsyms = 0, nsymdirs = 0;
+    cli_symcaches rs;
     bool json = false, mangled = false;
     const char *path = NULL;
+    int status = 2;
+    cli_symcaches_init(&rs);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if ((strcmp(a, "--dsym") == 0 || strcmp(a, "--symcache-dir") == 0) && i + 1 < argc) {
-            bool is_dsym = a[2] == 'd';
-            if ((is_dsym ? ndsyms : nsymdirs) == MAX_DIRS) {
-                fprintf(stderr, "stacksift symbolicate: at most %d %s options\n", MAX_DIRS, a);
-                return 2;
+            if (cli_symcaches_add(&rs, a, argv[++i], "symbolicate") != 0) {
+                status = 1;
+                goto out;
             }
-            if (is_dsym)
-                dsyms[ndsyms++] = argv[++i];
-            else
-                symdirs[nsymdirs++] = argv[++i];
         } else if (strcmp(a, "--json") == 0) {
             json = true;
         } else if (strcmp(a, "--mangled") == 0) {
             mangled = true;
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             usage(stdout);
-            return 0;
+            status = 0;
+            goto out;
         } else if (a[0] == '-' && a[1] != '\0') {
             fprintf(stderr, "stacksift symbolicate: unknown or incomplete option '%s'\n", a);
             usage(stderr);
-            return 2;
+            goto out;
         } else if (path == NULL) {
             path = a;
         } else {
             fprintf(stderr, "stacksift symbolicate: only one report at a time\n");
-            return 2;
+            goto out;
         }
     }
-    if (path == NULL || (ndsyms == 0 && nsymdirs == 0)) {
+    if (path == NULL || rs.ndirs == 0) {
         usage(stderr);
-        return 2;
+        goto out;
     }
 
-    err_info err = {0};
     cli_report_input in;
-    resolver rs = {0};
-    char tmp[4096] = "";
-    bool have_tmp = false;
     buf o;
-    int status = 1;
+    status = 1;
     buf_init(&o);
     if (cli_report_load(&in, "symbolicate", path) != ERR_OK)
         goto done;
-    if (ndsyms > 0) {
-        if (cli_tmpdir_make(tmp, sizeof tmp, "symbolicate") != 0) {
-            fprintf(stderr, "stacksift symbolicate: creating a temporary directory failed: %s\n",
-                    strerror(errno));
-            goto done;
-        }
-        have_tmp = true;
-        rs.dirs[rs.ndirs++] = tmp;
-        for (size_t i = 0; i < ndsyms; i++) {
-            if (dsym_build_symcaches(dsyms[i], tmp, NULL, NULL, NULL, &err) != ERR_OK) {
-                fprintf(stderr, "stacksift symbolicate: --dsym %s: %s\n", dsyms[i], err.msg);
-                goto done;
-            }
-        }
-    }
-    for (size_t i = 0; i < nsymdirs; i++)
-        rs.dirs[rs.ndirs++] = symdirs[i];
     for (size_t i = 0; i < in.nreports; i++) {
         /* a MetricKit payload holds one report per diagnostic: each is printed in turn */
         if (!json && i > 0)
@@ -186,11 +120,8 @@ int cli_symbolicate(int argc, char **argv)
     status = cli_report_write(&o, "symbolicate");
 done:
     buf_reset(&o);
-    for (size_t i = 0; i < rs.nopen; i++)
-        symcache_close(rs.open[i].sc);
-    free(rs.open);
-    if (have_tmp)
-        cli_tmpdir_remove(tmp);
     cli_report_release(&in);
+out:
+    cli_symcaches_reset(&rs);
     return status;
 }
