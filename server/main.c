@@ -23,6 +23,7 @@ static const subcommand SUBCOMMANDS[] = {
     {"demangle", cli_demangle, "demangle [--simplified] [--no-swift|--no-cxx] [NAME...]   Swift/C++ names (or filter stdin)"},
     {"serve", cli_serve, "serve   run the HTTP service (configured by STACKSIFT_* env vars, see serve --help)"},
     {"migrate", cli_migrate, "migrate   apply database migrations (STACKSIFT_DATABASE_URL)"},
+    {"regroup", cli_regroup, "regroup [--page N] [--if-needed]   re-sign stored reports by this binary's grouping rules, merging and splitting issues"},
     {"retention", cli_retention, "retention run [--force]   expire old reports, aggregates and dSYMs now (STACKSIFT_* env)"},
     {"token", cli_token, "token create --name NAME --scopes SCOPES | list | revoke ID   API tokens"},
     {"alert", cli_alert, "alert add --kind KIND --url URL [...] | list | remove ID   alert rules and their webhooks"},

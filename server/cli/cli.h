@@ -5,6 +5,8 @@
 #ifndef STACKSIFT_CLI_CLI_H
 #define STACKSIFT_CLI_CLI_H
 
+
+
 int cli_symcache(int argc, char **argv);   /* stacksift symcache build INPUT -o OUTDIR */
 int cli_lookup(int argc, char **argv);     /* stacksift lookup -o INPUT [...] ADDRESS... */
 int cli_parse(int argc, char **argv);      /* stacksift parse [--json] FILE|- */
@@ -18,6 +20,7 @@ int cli_token(int argc, char **argv);     /* stacksift token create --name N --s
 int cli_project(int argc, char **argv);   /* stacksift project create SLUG [--name N] | list |
                                              key rotate SLUG [--grace S] */
 int cli_retention(int argc, char **argv); /* stacksift retention run [--force] */
-int cli_alert(int argc, char **argv);     /* stacksift alert add|list|remove */
+int cli_alert(int argc, char **argv);
+int cli_regroup(int argc, char **argv);   /* stacksift regroup [--page N] [--if-needed] */     /* stacksift alert add|list|remove */
 
 #endif

@@ -1,11 +1,13 @@
 /*
  * stacksift migrate - bring the database schema up to what this binary needs, applying the
- * migrations compiled in from migrations/NNNN_name.sql (store_migrate).
+ * migrations compiled in from migrations/NNNN_name.sql (store_migrate); then, when the stored
+ * fingerprints were made by older grouping rules, regroups them (`stacksift regroup`).
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/cli_regroup.h"
 #include "config/config.h"
 #include "log/log.h"
 #include "store/store.h"
@@ -40,7 +42,9 @@ int cli_migrate(int argc, char **argv)
         goto done;
     }
     printf("schema at version %d (%d applied now)\n", version, applied);
-    status = 0;
+    fflush(stdout);
+    /* stored fingerprints made by older grouping rules are brought to this binary's */
+    status = cli_regroup_store(&cfg, s, true, 0);
 done:
     store_close(s);
     config_reset(&cfg);

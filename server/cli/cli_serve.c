@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "ingest/regroup.h"
 #include "config/config.h"
 #include "http/http.h"
 #include "ingest/alerts.h"
@@ -243,6 +244,14 @@ int cli_serve(int argc, char **argv)
         }
         if (!schema_ok(version, need))
             goto done;
+        char rules[128] = "";
+        bool older = false;
+        if (regroup_needed(&older, rules, sizeof rules, s, &err) == ERR_OK && older)
+            log_event(LOG_WARN, "grouping_rules_outdated", "stored=%s current=%s message=%s",
+                      rules, SIGNATURE_VERSION,
+                      "stored reports were grouped by other rules: run `stacksift regroup` "
+                      "(or `stacksift migrate`) so that new reports join their issues");
+        err = (err_info){0};
     }
     /* Workers hold a connection for a whole batch: they get their own pool. */
     if (cfg.workers > 0 && pool_open(&work_store, &cfg, cfg.workers, offline, &err) != ERR_OK) {

@@ -723,7 +723,7 @@ err_code pipeline_parse(crashreport **out, pipeline *p, const uint8_t *raw, size
  * as a worker commits it, everything in `a`. `at_intake`: only with symcaches this node has
  * open already (sc_acquire's warm_only) and only to "processed": false when that could not
  * be (a symcache to fetch or open, an in-app image without a dSYM, an error), *o then unused
- * (the report goes to the queue, where process_one does it all). */
+ * (the report goes to the queue, where pipeline_process_claimed does it all). */
 static bool process_parsed(pipeline *p, crashreport *r, const char *app, store_outcome *o,
                            bool at_intake, arena *a)
 {
@@ -810,7 +810,7 @@ static bool process_parsed(pipeline *p, crashreport *r, const char *app, store_o
 }
 
 /* What becomes of one claimed report; everything in `a`. */
-static void process_one(pipeline *p, const store_claimed *row, store_outcome *o, arena *a)
+void pipeline_process_claimed(store_outcome *o, pipeline *p, const store_claimed *row, arena *a)
 {
     err_info err = {0};
     crashreport *r = NULL;
@@ -899,7 +899,7 @@ static void worker_run(workpool *wp, unsigned index, void *ctx)
         unsigned counts[3] = {0};
         for (size_t i = 0; out != NULL && i < n; i++) {
             arenas[i] = arena_new(budget);
-            process_one(p, &rows[i], &out[i], arenas[i]);
+            pipeline_process_claimed(&out[i], p, &rows[i], arenas[i]);
             counts[out[i].status[0] == 'p' ? (out[i].status[1] == 'r' ? 0 : 1) : 2]++;
             if (out[i].status[0] == 'f')
                 log_event(LOG_WARN, "report_failed", "report=%s message=%s", rows[i].id,

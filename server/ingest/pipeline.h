@@ -105,6 +105,15 @@ err_code pipeline_parse(crashreport **out, pipeline *p, const uint8_t *raw, size
 bool pipeline_process_at_intake(pipeline *p, crashreport *r, const char *app, store_outcome *o,
                                 arena *a);
 
+/*
+ * pipeline_process_claimed - what a worker makes of one stored report `row` (raw bytes in any
+ * stored form, app as intake set it): read back, parsed, symbolicated with this node's
+ * symcaches (fetched from the store when missing), signed by the grouping rules. *o holds the
+ * outcome (strings in `a`); o->grouped false with status "failed" and o->error when the
+ * report no longer reads. Thread-safe as the workers are.
+ */
+void pipeline_process_claimed(store_outcome *o, pipeline *p, const store_claimed *row, arena *a);
+
 /* pipeline_files - the symcache file cache it was made with (opts.files; may be NULL). */
 symfiles *pipeline_files(pipeline *p);
 
