@@ -583,6 +583,49 @@ static void in_app_without_binary_images(void)
     CHECK(!signature_system_image("CrashLibiOS", false));
 }
 
+/* A missing dSYM makes the grouping provisional only when its image's frames decided the
+ * signature: below the signature's frames, or a system image's, it does not. */
+static void missing_dsym_provisional_only_within_the_signature(void)
+{
+#define WAIT_CRASH(F1, F3)                                                                      \
+    HEADER "Exception Type:  EXC_BAD_ACCESS (SIGSEGV)\n\nThread 0 Crashed:\n"                     \
+           "0   libsystem_kernel.dylib \t0x00000001e0001000 0x1e0000000 + 4096\n"                \
+           "1   " F1 "\n"                                                                         \
+           "2   FixtureApp  \t0x0000000100001400 Widget::render() + 8\n"                          \
+           "3   " F3 "\n"                                                                         \
+           "4   FixtureApp  \t0x0000000100001500 main + 8\n" IMAGES
+#define APP1 "FixtureApp  \t0x0000000100001300 Widget::paint() + 8"
+#define KIT "FixtureKit  \t0x0000000100101000 0x100100000 + 4096"
+#define APP3 "FixtureApp  \t0x0000000100001600 Widget::draw() + 8"
+    static const char *const texts[2] = {WAIT_CRASH(APP1, KIT), WAIT_CRASH(KIT, APP3)};
+    bool waits[2];
+    for (int k = 0; k < 2; k++) {
+        crashreport *r = parse(texts[k]);
+        CHECK(r != NULL);
+        if (r == NULL)
+            return;
+        /* as symbolicate_report leaves them: no symcache for the kit nor for libsystem */
+        for (size_t i = 0; i < r->threads[0].nframes; i++) {
+            crashreport_frame *f = &r->threads[0].frames[i];
+            if (f->image >= 0 && (strcmp(r->images[f->image].name, "FixtureKit") == 0 ||
+                                  strcmp(r->images[f->image].name, "libsystem_kernel.dylib") == 0))
+                f->sym_status = CRASHREPORT_SYM_MISSING;
+        }
+        signature s;
+        err_info err = {0};
+        signature_options o = {2};
+        CHECK_EQ_INT(signature_compute(&s, r, &o, A, &err), ERR_OK);
+        CHECK_EQ_INT(s.basis, SIGNATURE_BASIS_IN_APP);
+        waits[k] = signature_waits_for(&s, r);
+    }
+    CHECK(!waits[0]); /* the kit's frame lies below Widget::paint, Widget::render */
+    CHECK(waits[1]);  /* the kit's frame is above Widget::render: its names may join */
+#undef WAIT_CRASH
+#undef APP1
+#undef KIT
+#undef APP3
+}
+
 /* An embedded Swift runtime dylib inside the app bundle is Apple's code, not the app's. */
 static void embedded_swift_runtime_is_not_in_app(void)
 {
@@ -916,6 +959,7 @@ int main(void)
     RUN(fault_names_do_not_split_one_bug);
     RUN(in_app_without_binary_images);
     RUN(embedded_swift_runtime_is_not_in_app);
+    RUN(missing_dsym_provisional_only_within_the_signature);
     RUN(swift_closures_keep_their_number_in_the_fingerprint);
     RUN(sample_uses_heaviest_path_of_main_thread);
     RUN(last_exception_backtrace_is_used);

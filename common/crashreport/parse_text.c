@@ -187,6 +187,8 @@ static const char *const HTML_ELEMENTS[] = {
 /* The length of the element name of a tag at s[0] ('<' or "</"), 0 if not one of ours. */
 static size_t html_tag_name(const char *s, size_t n)
 {
+    if (n < 2)
+        return 0;
     size_t i = s[1] == '/' ? 2 : 1;
     for (size_t e = 0; e < sizeof HTML_ELEMENTS / sizeof HTML_ELEMENTS[0]; e++) {
         size_t k = strlen(HTML_ELEMENTS[e]);

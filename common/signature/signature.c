@@ -1041,10 +1041,12 @@ static signature_frame to_sig_frame(sig_ctx *c, const xframe *x)
     return f;
 }
 
-/* Rule 4/5: the top `max` frames for which `want` holds, recursion collapsed. */
+/* Rule 4/5: the top `max` frames for which `want` holds, recursion collapsed. s->span: up to
+ * the raw frame of the last one taken when `max` were found, else the whole stack. */
 static size_t take_frames(signature *s, sig_ctx *c, unsigned max, bool in_app_only)
 {
     size_t n = 0;
+    s->span = s->nstack;
     for (size_t i = 0; i < c->nx && n < max; i++) {
         const xframe *x = &c->x[i];
         if (x->name == NULL || (in_app_only && !x->in_app))
@@ -1052,8 +1054,22 @@ static size_t take_frames(signature *s, sig_ctx *c, unsigned max, bool in_app_on
         if (n > 0 && strcmp(s->frames[n - 1].function, x->name) == 0)
             continue;
         s->frames[n++] = to_sig_frame(c, x);
+        if (n == max && s->stack != NULL && x->frame >= s->stack &&
+            x->frame < s->stack + s->nstack)
+            s->span = (size_t)(x->frame - s->stack) + 1;
     }
     return n;
+}
+
+bool signature_waits_for(const signature *s, const crashreport *r)
+{
+    for (size_t i = 0; s->stack != NULL && i < s->span && i < s->nstack; i++) {
+        const crashreport_frame *f = &s->stack[i];
+        if (f->sym_status == CRASHREPORT_SYM_MISSING && f->image >= 0 &&
+            (size_t)f->image < r->nimages && signature_image_in_app(r, (size_t)f->image))
+            return true;
+    }
+    return false;
 }
 
 err_code signature_compute(signature *out, const crashreport *r, const signature_options *opts,
@@ -1076,6 +1092,9 @@ err_code signature_compute(signature *out, const crashreport *r, const signature
     const crashreport_frame *stack = pick_stack(r, &n, &out->thread, a, err);
     if (r->tree && stack == NULL && n == 0 && err != NULL && err->code == ERR_TOO_LARGE)
         return ERR_TOO_LARGE;
+    out->stack = stack;
+    out->nstack = stack ? n : 0;
+    out->span = out->nstack;
     rc = expand(&c, stack, n);
     if (rc != ERR_OK)
         return rc;
@@ -1104,6 +1123,8 @@ err_code signature_compute(signature *out, const crashreport *r, const signature
     } else if (c.nx > 0) {
         /* In-app frames without names (no dSYM yet), or no name anywhere: where it crashed. */
         const xframe *x = first_in_app ? first_in_app : &c.x[0];
+        if (stack != NULL && x->frame >= stack && x->frame < stack + n)
+            out->span = (size_t)(x->frame - stack) + 1;
         out->basis = SIGNATURE_BASIS_OFFSET;
         out->provisional = true;
         out->frames[0] = to_sig_frame(&c, x);

@@ -81,7 +81,22 @@ typedef struct {
     signature_basis basis;
     bool provisional;          /* BASIS_OFFSET: regrouped once the dSYM arrives */
     int32_t thread;            /* thread index used, -1 = Last Exception Backtrace or none */
+    const crashreport_frame *stack; /* the stack the rules read (the report's, or for a call
+                                       tree its heaviest path in the arena); NULL if none */
+    size_t nstack;
+    size_t span;               /* stack[0..span) decided the signature: up to the frame of
+                                  the last signature frame when all max_frames were found,
+                                  the whole stack otherwise (a frame below could have joined) */
 } signature;
+
+/*
+ * signature_waits_for - whether a missing dSYM can change the signature: a frame in
+ * s->stack[0..span) of an in-app image (signature_image_in_app) whose symcache is missing
+ * (sym_status CRASHREPORT_SYM_MISSING). Its grouping is provisional only then; a missing
+ * dSYM of an image below the span, or of a system image, changes only how the report reads
+ * (the report still waits for it, pending_dsym, to be symbolicated when it comes).
+ */
+bool signature_waits_for(const signature *s, const crashreport *r);
 
 typedef struct {
     unsigned max_frames; /* frames in the fingerprint: 1..SIGNATURE_MAX_FRAMES, 0 = default 3 */

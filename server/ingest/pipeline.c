@@ -797,7 +797,10 @@ static bool process_parsed(pipeline *p, crashreport *r, const char *app, store_o
     o->culprit = sig.culprit;
     o->exception = sig.exception;
     o->basis = signature_basis_name(sig.basis);
-    o->provisional = sig.provisional;
+    /* provisional: the grouping can still change, because a frame that decided the
+     * signature lacks its in-app dSYM (a dSYM missing below those frames changes how the
+     * report reads, not where it belongs) */
+    o->provisional = sig.provisional || (nmissing > 0 && signature_waits_for(&sig, r));
     /* sig.fingerprint lives in `sig` on this stack: keep a copy in the arena */
     o->fingerprint = arena_strdup(a, sig.fingerprint, &err);
     if (o->fingerprint == NULL) {
