@@ -1,7 +1,7 @@
 # Release health and alerts (tests/releases/, Python 3 standard library) against a real
 # `stacksift serve`, Postgres and, for alerts, a webhook receiver on loopback.
 set(_releases_env "${STACKSIFT_TEST_ENV}")
-foreach(t sessions alerts)
+foreach(t sessions alerts alert_isolation)
   add_test(NAME releases_${t}
     COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/releases/test_${t}.py)
   set_tests_properties(releases_${t} PROPERTIES LABELS "releases;db" TIMEOUT 300

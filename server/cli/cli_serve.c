@@ -341,8 +341,8 @@ int cli_serve(int argc, char **argv)
         goto done;
     }
     if (cfg.alerts) {
-        /* Webhook deliveries hold their claim's transaction while they wait for receivers:
-         * one connection of their own, never one of the request pool. */
+        /* Webhook deliveries claim and record with statements of their own: one connection
+         * of their own, never one of the request pool. */
         char public_url[300];
         if (cfg.public_url)
             snprintf(public_url, sizeof public_url, "%s", cfg.public_url);
@@ -355,7 +355,9 @@ int cli_serve(int argc, char **argv)
             .give_up_s = cfg.alert_give_up_s,
             .timeout_ms = cfg.alert_timeout_ms,
             .sweep_s = cfg.alert_sweep_s,
-            .batch = 16,
+            .per_url = 4,
+            .max_flights = 64,
+            .stop_ms = cfg.shutdown_timeout_ms,
             .public_url = public_url,
         };
         if (pool_open(&alert_store, &cfg, 1, offline, &err) == ERR_OK)
@@ -386,10 +388,11 @@ int cli_serve(int argc, char **argv)
     sigwait(&stop, &sig);
     log_event(LOG_INFO, "server_stopping", "signal=%s timeout_ms=%u",
               sig == SIGTERM ? "SIGTERM" : "SIGINT", cfg.shutdown_timeout_ms);
+    alerts_stop(deliverer);   /* webhooks in flight get the same time as requests, meanwhile */
     unsigned left = http_server_stop(srv);
     srv = NULL;
     pipeline_stop(pipe);   /* a batch in progress is committed or rolled back */
-    alerts_free(deliverer);   /* a delivery in flight finishes or times out */
+    alerts_free(deliverer);   /* deliveries still in flight are released for any node */
     deliverer = NULL;
     callsites_stop(counters);
     log_event(left ? LOG_WARN : LOG_INFO, "server_stopped", "unfinished_requests=%u", left);

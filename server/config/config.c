@@ -439,13 +439,15 @@ static const config_var VARS[] = {
     {"STACKSIFT_ALERTS", "1", parse_bool, offsetof(config, alerts),
      "1: this node delivers alert webhooks (any number of nodes may)"},
     {"STACKSIFT_ALERT_POLL_MS", "1000", parse_ms, offsetof(config, alert_poll_ms),
-     "how often an idle node looks for alert events to deliver"},
+     "how often a node looks for alert events to deliver (at once when a delivery ends)"},
     {"STACKSIFT_ALERT_RETRY_MS", "1000", parse_ms, offsetof(config, alert_retry_ms),
-     "first retry of a failed webhook; doubles each time, at most an hour"},
+     "first retry of a failed webhook, counted from the failed attempt; doubles each time, "
+     "at most an hour"},
     {"STACKSIFT_ALERT_GIVE_UP_S", "86400", parse_seconds, offsetof(config, alert_give_up_s),
      "an alert event not delivered this long after it was made is marked failed"},
     {"STACKSIFT_ALERT_TIMEOUT_MS", "10000", parse_ms, offsetof(config, alert_timeout_ms),
-     "one webhook request (connect included)"},
+     "one webhook request (connect included); a receiver that never answers holds only its "
+     "own URL's 4 delivery slots this long"},
     {"STACKSIFT_ALERT_SWEEP_S", "60", parse_seconds, offsetof(config, alert_sweep_s),
      "how often spike rules are evaluated"},
     {"STACKSIFT_DSN_GRACE_S", "86400", parse_grace, offsetof(config, dsn_grace_s),

@@ -203,143 +203,149 @@ err_code store_alert_events_list(store_alert_event **rows, size_t *n, store *s,
 
 /* ---- delivery -------------------------------------------------------------------------- */
 
-struct store_alert_claim {
-    store *s;
-    pconn *c;
-    size_t n;
-    const store_alert_due *events;
-    /* outcome per event: 0 none recorded (left as it is), 1 delivered, 2 retry, 3 failed */
-    int *outcome;
-    char **errors;
-    unsigned *retry_ms;
-};
-
+/* Each URL's due events in turn (rules grouped by URL, a LATERAL pick per URL with its own
+ * LIMIT), locked SKIP LOCKED and leased in the same statement. A row another node leased
+ * since this statement's snapshot is re-checked under its lock and no longer due. */
 static const store_stmt SQL_CLAIM = {"alerts_claim",
-    "SELECT e.id, e.rule_id, e.project_id, e.kind, r.url, r.secret, e.payload::text, "
+    "WITH busy AS (SELECT key AS url, value::int AS n FROM json_each_text($3::json)), "
+    "urls AS (SELECT url, array_agg(id) AS rules FROM alert_rules GROUP BY url), "
+    "pick AS (SELECT x.id FROM urls u LEFT JOIN busy b ON b.url = u.url "
+    "CROSS JOIN LATERAL (SELECT e.id FROM alert_events e "
+    "WHERE e.rule_id = ANY (u.rules) AND e.status = 'pending' AND e.next_at <= now() "
+    "ORDER BY e.next_at, e.id LIMIT greatest($2::int - coalesce(b.n, 0), 0) "
+    "FOR UPDATE OF e SKIP LOCKED) x LIMIT $1::int) "
+    "UPDATE alert_events e SET claim = gen_random_uuid(), "
+    "claimed_by = current_setting('application_name'), "
+    "next_at = now() + $4::bigint * interval '1 millisecond' "
+    "FROM pick, alert_rules r WHERE e.id = pick.id AND r.id = e.rule_id "
+    "RETURNING e.id, e.rule_id, e.project_id, e.kind, r.url, r.secret, e.payload::text, "
     STORE_TS("e.created_at") ", e.attempts, "
-    "(e.created_at < now() - $2::int * interval '1 second') "
-    "FROM alert_events e JOIN alert_rules r ON r.id = e.rule_id "
-    "WHERE e.status = 'pending' AND e.next_at <= now() "
-    "ORDER BY e.next_at, e.id LIMIT $1::int FOR UPDATE OF e SKIP LOCKED"};
+    "(e.created_at < now() - $5::int * interval '1 second'), e.claim"};
 
-err_code store_alert_claim_begin(store_alert_claim **claim, const store_alert_due **events,
-                                 size_t *n, store *s, unsigned max, unsigned give_up_s,
-                                 arena *a, err_info *err)
+typedef struct {
+    unsigned max, per_url, lease_ms, give_up_s;
+    const char *busy_json;
+    arena *a;
+    store_alert_due *rows;
+    size_t n;
+} claim_ctx;
+
+static err_code do_claim(pconn *c, void *vctx, err_info *err)
 {
-    *claim = NULL;
-    *events = NULL;
-    *n = 0;
-    pconn *c;
-    err_code rc = store_acquire(&c, s, err);
+    claim_ctx *x = vctx;
+    char lim[16], per[16], lease[16], gu[16];
+    snprintf(lim, sizeof lim, "%u", x->max);
+    snprintf(per, sizeof per, "%u", x->per_url);
+    snprintf(lease, sizeof lease, "%u", x->lease_ms);
+    snprintf(gu, sizeof gu, "%u", x->give_up_s);
+    const char *v[5] = {lim, per, x->busy_json ? x->busy_json : "{}", lease, gu};
+    PGresult *res;
+    err_code rc = store_exec(&res, c, &SQL_CLAIM, 5, v, NULL, NULL, err);
     if (rc != ERR_OK)
         return rc;
-    rc = store_command(c, "BEGIN", "claiming alert events", err);
-    char lim[16], gu[16];
-    snprintf(lim, sizeof lim, "%u", max);
-    snprintf(gu, sizeof gu, "%u", give_up_s);
-    const char *v[2] = {lim, gu};
-    PGresult *res = NULL;
-    if (rc == ERR_OK)
-        rc = store_exec(&res, c, &SQL_CLAIM, 2, v, NULL, NULL, err);
-    if (rc != ERR_OK || PQntuples(res) == 0) {
-        PQclear(res);
-        store_release(s, c);   /* rolls back */
-        return rc;
-    }
     size_t k = (size_t)PQntuples(res);
-    store_alert_due *ev = arena_alloc_array(a, k, sizeof *ev, err);
-    if (ev == NULL)
+    store_alert_due *ev = k ? arena_alloc_array(x->a, k, sizeof *ev, err) : NULL;
+    if (k && ev == NULL)
         rc = ERR_TOO_LARGE;
     for (size_t i = 0; i < k && rc == ERR_OK; i++) {
         int r = (int)i;
-        ev[i].id = store_dup(a, res, r, 0, err, &rc);
+        ev[i].id = store_dup(x->a, res, r, 0, err, &rc);
         ev[i].rule_id = num(res, r, 1);
         ev[i].project_id = num(res, r, 2);
-        ev[i].kind = store_dup(a, res, r, 3, err, &rc);
-        ev[i].url = store_dup(a, res, r, 4, err, &rc);
-        ev[i].secret = store_dup(a, res, r, 5, err, &rc);
-        ev[i].payload_json = store_dup(a, res, r, 6, err, &rc);
-        ev[i].created_at = store_dup(a, res, r, 7, err, &rc);
+        ev[i].kind = store_dup(x->a, res, r, 3, err, &rc);
+        ev[i].url = store_dup(x->a, res, r, 4, err, &rc);
+        ev[i].secret = store_dup(x->a, res, r, 5, err, &rc);
+        ev[i].payload_json = store_dup(x->a, res, r, 6, err, &rc);
+        ev[i].created_at = store_dup(x->a, res, r, 7, err, &rc);
         ev[i].attempts = (int)num(res, r, 8);
         ev[i].last_chance = PQgetvalue(res, r, 9)[0] == 't';
+        ev[i].claim = store_dup(x->a, res, r, 10, err, &rc);
     }
     PQclear(res);
-    if (rc != ERR_OK) {
-        store_release(s, c);
-        return rc;
+    if (rc == ERR_OK) {
+        x->rows = ev;
+        x->n = k;
     }
-    store_alert_claim *cl = xcalloc(1, sizeof *cl);
-    cl->s = s;
-    cl->c = c;
-    cl->n = k;
-    cl->events = ev;
-    cl->outcome = xcalloc(k, sizeof *cl->outcome);
-    cl->errors = xcalloc(k, sizeof *cl->errors);
-    cl->retry_ms = xcalloc(k, sizeof *cl->retry_ms);
-    *claim = cl;
-    *events = ev;
-    *n = k;
+    return rc;
+}
+
+err_code store_alert_claim(store_alert_due **events, size_t *n, store *s, unsigned max,
+                           unsigned per_url, const char *busy_json, unsigned lease_ms,
+                           unsigned give_up_s, arena *a, err_info *err)
+{
+    /* The statement commits on its own: a retry after a broken connection (store_run) claims
+     * afresh, and events leased by a lost answer fall due again when their lease lapses. */
+    claim_ctx x = {max, per_url, lease_ms, give_up_s, busy_json, a, NULL, 0};
+    *events = NULL;
+    *n = 0;
+    err_code rc = store_run(s, do_claim, &x, err);
+    if (rc == ERR_OK) {
+        *events = x.rows;
+        *n = x.n;
+    }
+    return rc;
+}
+
+static const store_stmt SQL_RECORD = {"alerts_record",
+    "UPDATE alert_events e SET "
+    "attempts = e.attempts + CASE WHEN t.st = 'released' THEN 0 ELSE 1 END, "
+    "status = CASE WHEN t.st IN ('delivered', 'failed') THEN t.st ELSE 'pending' END, "
+    "next_at = now() + t.ms * interval '1 millisecond', "
+    "last_error = CASE WHEN t.st = 'released' THEN e.last_error ELSE t.err END, "
+    "claim = NULL, delivered_at = CASE WHEN t.st = 'delivered' THEN now() END "
+    "FROM json_to_recordset($1::json) AS t(id uuid, claim uuid, st text, ms bigint, err text) "
+    "WHERE e.id = t.id AND e.claim = t.claim RETURNING 1"};
+
+typedef struct {
+    const char *json;
+    size_t recorded;
+} record_ctx;
+
+static err_code do_record(pconn *c, void *vctx, err_info *err)
+{
+    record_ctx *x = vctx;
+    const char *v[1] = {x->json};
+    PGresult *res;
+    err_code rc = store_exec(&res, c, &SQL_RECORD, 1, v, NULL, NULL, err);
+    if (rc != ERR_OK)
+        return rc;
+    x->recorded = (size_t)PQntuples(res);
+    PQclear(res);
     return ERR_OK;
 }
 
-void store_alert_claim_result(store_alert_claim *c, size_t i, bool delivered, const char *error,
-                              unsigned retry_ms)
+err_code store_alert_record(size_t *recorded, store *s, const store_alert_outcome *o, size_t n,
+                            err_info *err)
 {
-    if (c == NULL || i >= c->n)
-        return;
-    c->outcome[i] = delivered ? 1 : c->events[i].last_chance ? 3 : 2;
-    free(c->errors[i]);
-    c->errors[i] = error ? xstrdup(error) : NULL;
-    c->retry_ms[i] = retry_ms;
-}
-
-static const store_stmt SQL_OUTCOMES = {"alerts_outcomes",
-    "UPDATE alert_events e SET attempts = e.attempts + 1, status = t.st, "
-    "next_at = now() + t.ms * interval '1 millisecond', last_error = t.err, "
-    "delivered_at = CASE WHEN t.st = 'delivered' THEN now() END "
-    "FROM json_to_recordset($1::json) AS t(id uuid, st text, ms bigint, err text) "
-    "WHERE e.id = t.id"};
-
-err_code store_alert_claim_end(store_alert_claim *c, bool commit, err_info *err)
-{
-    if (c == NULL)
+    static const char *const ST[] = {
+        [STORE_ALERT_DELIVERED] = "delivered", [STORE_ALERT_RETRY] = "retry",
+        [STORE_ALERT_FAILED] = "failed", [STORE_ALERT_RELEASED] = "released"};
+    *recorded = 0;
+    if (n == 0)
         return ERR_OK;
-    err_code rc = ERR_OK;
-    if (commit) {
-        static const char *const STATUS[] = {NULL, "delivered", "pending", "failed"};
-        buf json;
-        jsonw w;
-        buf_init(&json);
-        jsonw_init(&w, &json);
-        jsonw_array_begin(&w);
-        size_t k = 0;
-        for (size_t i = 0; i < c->n; i++) {
-            if (c->outcome[i] == 0)
-                continue;
-            jsonw_object_begin(&w);
-            jsonw_kstr(&w, "id", c->events[i].id);
-            jsonw_kstr(&w, "st", STATUS[c->outcome[i]]);
-            jsonw_kint(&w, "ms", c->outcome[i] == 2 ? (int64_t)c->retry_ms[i] : 0);
-            jsonw_kstr(&w, "err", c->errors[i]);
-            jsonw_object_end(&w);
-            k++;
-        }
-        jsonw_array_end(&w);
-        buf_putc(&json, '\0');
-        const char *v[1] = {(const char *)json.data};
-        if (k)
-            rc = store_exec(NULL, c->c, &SQL_OUTCOMES, 1, v, NULL, NULL, err);
-        buf_reset(&json);
-        if (rc == ERR_OK)
-            rc = store_command(c->c, "COMMIT", "recording alert deliveries", err);
+    buf json;
+    jsonw w;
+    buf_init(&json);
+    jsonw_init(&w, &json);
+    jsonw_array_begin(&w);
+    for (size_t i = 0; i < n; i++) {
+        jsonw_object_begin(&w);
+        jsonw_kstr(&w, "id", o[i].id);
+        jsonw_kstr(&w, "claim", o[i].claim);
+        jsonw_kstr(&w, "st", ST[o[i].result]);
+        jsonw_kint(&w, "ms", o[i].result == STORE_ALERT_RETRY ? (int64_t)o[i].retry_ms : 0);
+        jsonw_kstr(&w, "err", o[i].error);
+        jsonw_object_end(&w);
     }
-    store_release(c->s, c->c);   /* an open transaction is rolled back */
-    for (size_t i = 0; i < c->n; i++)
-        free(c->errors[i]);
-    free(c->errors);
-    free(c->outcome);
-    free(c->retry_ms);
-    free(c);
+    jsonw_array_end(&w);
+    buf_putc(&json, '\0');
+    /* A retry on a fresh connection (store_run) after the first one committed finds the
+     * tokens gone and writes nothing twice. */
+    record_ctx x = {(const char *)json.data, 0};
+    err_code rc = store_run(s, do_record, &x, err);
+    buf_reset(&json);
+    if (rc == ERR_OK)
+        *recorded = x.recorded;
     return rc;
 }
 

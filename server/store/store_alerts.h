@@ -1,8 +1,9 @@
 /*
  * store_alerts - alert rules and the outbox of alert events (migration 0011). Events are
  * made in the transactions that cause them (triggers, the sessions batch, the spike sweep);
- * this file lists and edits rules, claims due events for delivery (FOR UPDATE SKIP LOCKED:
- * any node, never two at once) and records each delivery's outcome.
+ * this file lists and edits rules, leases due events for delivery (FOR UPDATE SKIP LOCKED,
+ * then a lease with a claim token: any node, never two at once) and records each delivery's
+ * outcome.
  */
 #ifndef STACKSIFT_STORE_STORE_ALERTS_H
 #define STACKSIFT_STORE_STORE_ALERTS_H
@@ -56,7 +57,8 @@ err_code store_alert_events_list(store_alert_event **rows, size_t *n, store *s,
 
 /* ---- delivery -------------------------------------------------------------------------- */
 
-/* A due event with what delivering it needs; strings in the claim's arena. */
+/* A due event claimed for delivery, with what delivering it needs; strings in the claim's
+ * arena. */
 typedef struct {
     const char *id;            /* uuid, the webhook's `id` */
     int64_t rule_id, project_id;
@@ -65,28 +67,49 @@ typedef struct {
     const char *created_at;
     int attempts;              /* tries before this one */
     bool last_chance;          /* created more than give_up_s ago: fail if this try fails */
+    const char *claim;         /* uuid of this claim: its outcome is recorded only while the
+                                * event still carries it (store_alert_record) */
 } store_alert_due;
 
-typedef struct store_alert_claim store_alert_claim;
+/* store_alert_claim - lease due pending events (next_at <= now) for delivery, in one
+ * autocommitted statement, so that no transaction stays open while receivers answer. Webhook
+ * URLs are served side by side: at most `per_url` events of one URL less the ones
+ * `busy_json` says this node already has in flight to it (an object {"<url>": count, ...};
+ * "{}" = none), oldest due first within a URL, at most `max` in all. Rows another node is
+ * claiming are skipped (FOR UPDATE SKIP LOCKED); each claimed event gets a fresh claim token,
+ * claimed_by = this connection's application_name (the node) and next_at = now + lease_ms,
+ * so no node takes it again until the lease lapses: a node that dies mid-delivery leaves
+ * its events to fall due then, with the same id. `give_up_s` marks events older than that
+ * as last_chance. *events in `a`, *n = 0 when nothing is due. Errors ERR_STORE,
+ * ERR_TOO_LARGE (arena). */
+err_code store_alert_claim(store_alert_due **events, size_t *n, store *s, unsigned max,
+                           unsigned per_url, const char *busy_json, unsigned lease_ms,
+                           unsigned give_up_s, arena *a, err_info *err);
 
-/* store_alert_claim_begin - in a new transaction on a pooled connection, lock up to `max` due
- * pending events (next_at <= now, oldest first, SKIP LOCKED: another node's claim is left
- * alone). `give_up_s` marks events older than that as last_chance. The locks hold until
- * store_alert_claim_end, so no other node delivers them meanwhile; if this process dies, the
- * transaction is rolled back and they stay pending with the same id.
- * *claim is NULL when nothing is due. Errors ERR_STORE. */
-err_code store_alert_claim_begin(store_alert_claim **claim, const store_alert_due **events,
-                                 size_t *n, store *s, unsigned max, unsigned give_up_s,
-                                 arena *a, err_info *err);
+/* What became of one claimed event. */
+typedef enum {
+    STORE_ALERT_DELIVERED,   /* a 2xx answer */
+    STORE_ALERT_RETRY,       /* failed: pending again, due retry_ms after the recording */
+    STORE_ALERT_FAILED,      /* failed on its last chance: given up */
+    STORE_ALERT_RELEASED,    /* not tried to the end (the node is stopping): due at once, no
+                              * attempt counted */
+} store_alert_result;
 
-/* store_alert_claim_result - record the outcome of events[i]: delivered, or failed with
- * `error` (retried after retry_ms, or marked failed when last_chance). */
-void store_alert_claim_result(store_alert_claim *c, size_t i, bool delivered, const char *error,
-                              unsigned retry_ms);
+/* One outcome to record; strings borrowed. */
+typedef struct {
+    const char *id, *claim;    /* the event and the token its claim got */
+    store_alert_result result;
+    const char *error;         /* RETRY, FAILED: why (last_error); else NULL */
+    unsigned retry_ms;         /* RETRY: delay from now, the time of recording */
+} store_alert_outcome;
 
-/* store_alert_claim_end - write the outcomes and commit (commit = false: roll back, the
- * events stay as they were). Frees `c`. Errors ERR_STORE. */
-err_code store_alert_claim_end(store_alert_claim *c, bool commit, err_info *err);
+/* store_alert_record - write `n` outcomes in one statement; every delay counts from now, the
+ * time of the recording (after the attempt), not from the claim. An outcome whose event no
+ * longer carries its claim token (the lease lapsed and another node claimed it, or its rule
+ * was deleted) is skipped: the newer claim owns the event. *recorded = outcomes written.
+ * Errors ERR_STORE. */
+err_code store_alert_record(size_t *recorded, store *s, const store_alert_outcome *o, size_t n,
+                            err_info *err);
 
 /* store_alert_sweep_spikes - make the events of spike rules: an issue whose reports in the
  * current UTC hour number at least the rule's min_count and more than threshold times its

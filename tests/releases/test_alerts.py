@@ -3,7 +3,8 @@ HTTP receiver on loopback (http.server): every rule kind yields one event per ca
 signed X-Stacksift-Signature: sha256=HMAC(secret, body) with a Slack-compatible `text`; the
 receiver down for a while then up (every event arrives, none twice by id); an event that
 never gets through is marked failed and listed; three nodes deliver without a duplicate; a
-node killed with SIGKILL mid-delivery loses nothing (another node sends the same id).
+node killed with SIGKILL mid-delivery loses nothing (another node sends the same id once the
+dead node's lease lapses).
 """
 import hashlib
 import hmac
@@ -330,17 +331,19 @@ def nodes_and_kill(inst, rec, rules):
     check(wait_for(lambda: any(g[0] == "/new_issue#held" for g in rec.got), 20),
           "a node is delivering")
     held = [g for g in rec.got if g[0] == "/new_issue#held"][0]
-    # the node holding it: the one whose claim transaction is open (its application_name)
-    who = sql(inst, "SELECT application_name FROM pg_stat_activity WHERE state LIKE 'idle in "
-              "transaction%' AND query LIKE '%alert_events%' LIMIT 1")
-    # application_name is the node name (serve sets it): the victim is the node delivering
+    # the node holding it: its claim names the node (claimed_by = its application_name)
+    who = sql(inst, f"SELECT claimed_by FROM alert_events WHERE id = '{held[1]}' "
+              "AND claim IS NOT NULL")
     check(who in ("a", "b", "c"), f"the delivering node is known: {who!r}")
     proc = {"a": inst.proc, "b": procs["b"][0], "c": procs["c"][0]}.get(who, inst.proc)
     print(f"killing node {who!r} (pid {proc.pid}) while it delivers {held[1]}", flush=True)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    check(wait_for(lambda: any(g[0] == "/new_issue" and g[1] == held[1] for g in rec.got), 30),
+    killed_at = time.time()
+    # its lease (2 x the 4 s timeout + 10 s after the claim) lapses, then any node sends it
+    check(wait_for(lambda: any(g[0] == "/new_issue" and g[1] == held[1] for g in rec.got), 40),
           f"after SIGKILL of {who or 'the main node'} the event arrived (same id)")
+    print(f"resent {time.time() - killed_at:.1f} s after the kill", flush=True)
     check(wait_for(lambda: sql(inst, f"SELECT status FROM alert_events WHERE id = '{held[1]}'")
                    == "delivered", 10), "recorded delivered")
     for name, (p, _) in procs.items():
