@@ -1,8 +1,10 @@
 # Hostile requests, the upload race, slow clients and a database that stops answering against
 # a real `stacksift serve` (tests/reliability/, Python 3 standard library, loopback only).
 # Run by both CI runs (plain and ASan+UBSan); each test is bounded to well under a minute.
-# The timing tests (slow clients; the database frozen, killed, cut off) run alone: their
-# bounds (1 s, 3.5 s, 100 ms) are about the server, not about CPU taken by tests beside them.
+# The timing tests (slow clients; the database frozen, killed, cut off) run alone. Their
+# bounds are correctness bounds that hold on a loaded machine (an answer within 5-10 s, /healthz
+# within 1.5 s, recovery within 10 s: each well below the wait it catches); the tight figures
+# are printed as FIGURE lines, for the record rather than the verdict.
 set(_rel_env "${STACKSIFT_TEST_ENV}")
 foreach(t hostile upload_race slow_clients kill_nodes auth early_answers)
   add_test(NAME reliability_${t}
