@@ -82,7 +82,7 @@ post() {   # post FILE: one report; Content-Type from its first byte
     log "refused ($code) ${1#"$corpus/"}: $(jq -r '.error.message // .' "$work/post.json" 2>/dev/null | head -c 160)"
   fi
 }
-# Bugsnag: the project whose DSN key is the Bugsnag API key (README "Using KSCrash / Bugsnag").
+# Bugsnag: the project whose DSN key is the Bugsnag API key (docs/clients/bugsnag.md).
 if [ -z "${STACKSIFT_DATABASE_URL:-}" ] && [ -f "$root/.data/pg/password" ] && [ -f "$root/.data/pg/port" ]; then
   STACKSIFT_DATABASE_URL="postgresql://stacksift:$(cat "$root/.data/pg/password")@127.0.0.1:$(cat "$root/.data/pg/port")/stacksift"
   export STACKSIFT_DATABASE_URL

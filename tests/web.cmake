@@ -25,3 +25,7 @@ set_tests_properties(test_sentry_cli PROPERTIES LABELS db TIMEOUT 600 ENVIRONMEN
 # README.md and docs/ against the code: settings, links, commands, routes, paths, examples.
 add_test(NAME test_docs COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/test_docs.py)
 set_tests_properties(test_docs PROPERTIES LABELS unit TIMEOUT 120 ENVIRONMENT "${_web_env}")
+# The docs' copy-paste examples (docs/getting-started.md's first dSYM and report, the JSON
+# stack of docs/clients/json-stacks.md) against a real server.
+add_test(NAME test_docs_examples COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/test_docs_examples.py)
+set_tests_properties(test_docs_examples PROPERTIES LABELS db TIMEOUT 300 ENVIRONMENT "${_web_env}")

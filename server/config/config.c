@@ -427,11 +427,11 @@ static const config_var VARS[] = {
     {"STACKSIFT_RELEASE_USERS_EXACT", "1000000", parse_users_exact,
      offsetof(config, release_users_exact),
      "devices per release and environment counted exactly; above, one in 2^k is kept and "
-     "counts 2^k (README, Release health)"},
+     "counts 2^k (docs/release-health.md)"},
     {"STACKSIFT_SESSIONS_DEVICE_CACHE", "1000000", parse_device_cache,
      offsetof(config, sessions_device_cache),
      "(release, device) pairs this node remembers as stored, so that a device's sessions "
-     "skip its upsert; at most ~50 bytes each, 0 = off (README, Release health)"},
+     "skip its upsert; at most ~50 bytes each, 0 = off (docs/release-health.md)"},
     {"STACKSIFT_PUBLIC_URL", NULL, parse_str, offsetof(config, public_url),
      "this server's address as people and SDKs reach it (e.g. https://crash.example.com): "
      "links in alerts, and the host of the DSNs `stacksift project` prints (default: "

@@ -1,7 +1,7 @@
 /*
  * config - the service configuration, read from environment variables in one place
  * (config.c, STYLE §10). The rest of the server gets a `const config *`; only config.c calls
- * getenv. The README's "## Configuration" table lists the same rows.
+ * getenv. docs/operations.md's "Configuration" table lists the same rows (tests/test_docs.py).
  */
 #ifndef STACKSIFT_CONFIG_CONFIG_H
 #define STACKSIFT_CONFIG_CONFIG_H
@@ -70,7 +70,7 @@ typedef struct {
                                       while Postgres is unreachable */
 } config;
 
-/* One row of the table: what `stacksift serve --help` and the README print. */
+/* One row of the table: what `stacksift serve --help` and docs/operations.md print. */
 typedef struct {
     const char *name;          /* environment variable */
     const char *default_value; /* NULL: no default */

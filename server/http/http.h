@@ -1,7 +1,7 @@
 /*
  * http - the HTTP API on libmicrohttpd: routes, bearer auth, JSON in and out, err_code ->
  * status (http_status_for, the only place that knows statuses), metrics, one log line per
- * request. Endpoints are listed in the README's "## HTTP API" and in ROUTES (server.c).
+ * request. Endpoints are listed in docs/openapi.yaml (docs/api.md) and in ROUTES (server.c).
  */
 #ifndef STACKSIFT_HTTP_HTTP_H
 #define STACKSIFT_HTTP_HTTP_H

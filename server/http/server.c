@@ -462,7 +462,7 @@ err_code request_limit_arg(unsigned *out, http_request *r, unsigned def, unsigne
 }
 
 /* Every endpoint, grouped by resource; each group's handlers live in routes_<resource>.c.
- * The README's "## HTTP API" and docs/openapi.yaml list the same (tests/test_openapi.py).
+ * docs/openapi.yaml lists the same (tests/test_openapi.py); docs/api.md summarizes it.
  * Order matters only where paths overlap: an exact path before a {param} one. */
 static const route ROUTES[] = {
     /* the service itself (routes_health.c) */

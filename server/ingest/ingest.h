@@ -77,8 +77,7 @@ typedef struct {
 err_code ingest_report_prepare_batch(ingest_batch_item **items, size_t *n,
                                      const ingest_report_input *in, arena *a, err_info *err);
 
-/* The media type PLCrashReporter's binary reports are sent as, and served back as (README
- * "Using PLCrashReporter"). */
+/* The media type PLCrashReporter's binary reports are sent as, and served back as (docs/clients/plcrashreporter.md). */
 #define INGEST_PLCRASH_CONTENT_TYPE "application/x-plcrashreporter"
 
 /* ingest_is_plcrash - whether `len` bytes at raw are a PLCrashReporter file: they start with

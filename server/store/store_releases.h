@@ -26,7 +26,7 @@ typedef struct {
 typedef struct {
     const char *release;
     int64_t sessions, crashed, abnormal, errored;   /* exact counters */
-    int64_t users, crashed_users;    /* exact up to the limit, then estimates (README) */
+    int64_t users, crashed_users;    /* exact up to the limit, then estimates (docs/release-health.md) */
     const char *first_seen, *last_seen;  /* RFC 3339: earliest and latest session start */
     int64_t new_issues;              /* issues whose first version is this release's */
     int64_t recent_sessions;         /* sessions started in the last 24 hours */

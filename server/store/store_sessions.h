@@ -59,7 +59,7 @@ err_code store_sessions_add(store *s, int64_t project_id, const store_session_ag
 
 /* store_sessions_configure - devices per release and environment kept exactly
  * (STACKSIFT_RELEASE_USERS_EXACT, default 1,000,000); above, one device in 2^k is kept and
- * counts 2^k (README "Release health"). `cache_devices`: how many (release, device) pairs
+ * counts 2^k (docs/release-health.md). `cache_devices`: how many (release, device) pairs
  * this node remembers as stored, to skip their upserts (STACKSIFT_SESSIONS_DEVICE_CACHE,
  * at most ~50 bytes each; 0 = none, the default before this call). Process-wide; call before
  * serving. */

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/bench/symbolication.sh - symbolication-core benchmark (the README's Performance table; not a timed test).
+# tests/bench/symbolication.sh - symbolication-core benchmark (docs/performance.md, Symbolication; not a timed test).
 #
 # One run on this machine, stacksift against LLVM's own tools on the same input, each figure
 # printed beside its peer's from the same run and as a ratio against its target:
