@@ -142,6 +142,69 @@ static void utf8_checks_and_repairs(void)
     CHECK(utf8_encode(euro, 0x20AC) == 3 && memcmp(euro, "\xe2\x82\xac", 3) == 0);
 }
 
+/* utf8_sanitize: valid text is the input itself; each invalid sequence (its maximal
+ * subpart) becomes one U+FFFD, as Python's bytes.decode("utf-8", "replace") gives it. */
+static void utf8_sanitize_replaces_maximal_subparts(void)
+{
+    arena *a = arena_new(1 << 20);
+    err_info err = {0};
+    size_t n = 0;
+    static const char ok[] = "caf\xc3\xa9 plain ASCII longer than eight bytes \xf0\x9f\x98\x80";
+    CHECK(utf8_sanitize(&n, ok, sizeof ok - 1, a, &err) == ok); /* not copied */
+    CHECK_EQ_INT(n, sizeof ok - 1);
+#define FFFD "\xef\xbf\xbd"
+    static const struct {
+        const char *in, *out;
+    } CASES[] = {
+        {"a\xab\xab" "b", "a" FFFD FFFD "b"},  /* heap garbage: one each */
+        {"\xe2\x82", FFFD},                     /* a truncated sequence: one */
+        {"\xf0\x9f\x98" "x", FFFD "x"},
+        {"\xe0\xa0", FFFD},
+        {"\xf0\x80\x80", FFFD FFFD FFFD},       /* overlong: F0 80 is no prefix */
+        {"\xed\xa0\x80", FFFD FFFD FFFD},       /* a surrogate */
+        {"\xf4\x90\x80\x80", FFFD FFFD FFFD FFFD}, /* past U+10FFFF */
+        {"\xc0\xaf", FFFD FFFD},
+        {"\xc3(", FFFD "("},
+        {"\xf1\x80\x80\xe2\x82\xac", FFFD "\xe2\x82\xac"},
+        {"12345678\xff", "12345678" FFFD},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        const char *got = utf8_sanitize(&n, CASES[i].in, strlen(CASES[i].in), a, &err);
+        CHECK(got != NULL && got != CASES[i].in);
+        if (got != NULL) {
+            CHECK_EQ_STR(got, CASES[i].out);
+            CHECK_EQ_INT(n, strlen(CASES[i].out));
+        }
+        char small[64];
+        CHECK_EQ_STR(utf8_repair(small, sizeof small, CASES[i].in), CASES[i].out);
+    }
+#undef FFFD
+    /* every 1-, 2- and 3-byte input comes out valid; valid ones unchanged */
+    unsigned char in[3];
+    for (unsigned v = 0; v < 1u << 24; v += 7) {
+        in[0] = (unsigned char)(v >> 16), in[1] = (unsigned char)(v >> 8), in[2] = (unsigned char)v;
+        for (size_t len = 1; len <= 3; len++) {
+            const char *got = utf8_sanitize(&n, (const char *)in, len, a, &err);
+            if (got == NULL || !utf8_valid(got, n) ||
+                (utf8_valid((const char *)in, len) != (got == (const char *)in))) {
+                CHECK(!"utf8_sanitize output");
+                v = 1u << 24;
+                break;
+            }
+        }
+        if ((v & 0xffff) < 7)
+            arena_free(a), a = arena_new(1 << 20);
+    }
+    /* over the budget: NULL and ERR_TOO_LARGE */
+    arena *tiny = arena_new(64);
+    char big[200];
+    memset(big, 0xab, sizeof big);
+    CHECK(utf8_sanitize(&n, big, sizeof big, tiny, &err) == NULL);
+    CHECK_EQ_INT(err.code, ERR_TOO_LARGE);
+    arena_free(tiny);
+    arena_free(a);
+}
+
 static void map_missing_file_is_not_found(void)
 {
     err_info err = {0};
@@ -212,6 +275,7 @@ int main(void)
     RUN(jsonw_places_commas_and_nulls);
     RUN(err_formats_and_names);
     RUN(utf8_checks_and_repairs);
+    RUN(utf8_sanitize_replaces_maximal_subparts);
     RUN(map_missing_file_is_not_found);
     RUN(workpool_runs_wakes_and_stops);
     return harness_done();

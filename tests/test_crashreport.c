@@ -26,6 +26,7 @@
 #include "base/buf.h"
 #include "base/bytes.h"
 #include "crashreport/crashreport.h"
+#include "base/utf8.h"
 #include "harness.h"
 
 /* The Binary Images fast path is a static helper: test it against the pattern directly
@@ -1035,19 +1036,87 @@ static void detection_rejects_unknown(void)
                   "apple crash report has no stack frames");
 }
 
-static void invalid_utf8_and_nul(void)
+/* The rendered model is valid UTF-8 and valid JSON, and names `want` somewhere. */
+static void check_rendered_utf8(const crashreport *r, const char *want)
 {
-    expect_reject("Thread 0:\n0   A   0x1000 f\xc3\x28 + 1\n", ERR_INVALID,
-                  "not valid UTF-8 (byte 0xc3 at offset 26)");
-    expect_reject("Thread 0:\n0   A   0x1000 \xed\xa0\x80\n", ERR_INVALID, "not valid UTF-8");
-    expect_reject("Thread 0:\n0   A   0x1000 \xc0\xaf\n", ERR_INVALID, "not valid UTF-8");
-    expect_reject("Thread 0:\n0   A   0x1000 \xf4\x90\x80\x80\n", ERR_INVALID, "not valid UTF-8");
-    expect_reject("Thread 0:\n0   A   0x1000 \xe2\x82", ERR_INVALID, "not valid UTF-8");
-    static const char nul[] = "Thread 0:\n0   A   0x1000 f\0oo\n";
+    buf o;
+    buf_init(&o);
+    crashreport_render_json(&o, r);
+    CHECK(utf8_valid((const char *)o.data, o.len));
+    CHECK(strstr((const char *)o.data, want) != NULL);
+    json_error_t e;
+    json_t *j = json_loadb((const char *)o.data, o.len, 0, &e);
+    CHECK(j != NULL);
+    json_decref(j);
+    buf_reset(&o);
+    crashreport_render_text(&o, r);
+    CHECK(utf8_valid((const char *)o.data, o.len));
+    buf_reset(&o);
+}
+
+#define FFFD "\xef\xbf\xbd"
+
+/* Text that is no UTF-8 is read with each invalid sequence replaced by U+FFFD (base/utf8's
+ * rule: one per maximal subpart); only a NUL byte refuses a report. */
+static void invalid_utf8_replaced_nul_refused(void)
+{
+    static const struct {
+        const char *text, *symbol;
+    } CASES[] = {
+        {"Thread 0:\n0   A   0x1000 f\xc3\x28 + 1\n", "f" FFFD "("},
+        {"Thread 0:\n0   A   0x1000 g\xed\xa0\x80\n", "g" FFFD FFFD FFFD},
+        {"Thread 0:\n0   A   0x1000 h\xc0\xaf\n", "h" FFFD FFFD},
+        {"Thread 0:\n0   A   0x1000 i\xf4\x90\x80\x80\n", "i" FFFD FFFD FFFD FFFD},
+        {"Thread 0:\n0   A   0x1000 j\xe2\x82", "j" FFFD},
+    };
     arena *a;
     err_info err;
     crashreport *r = NULL;
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        CHECK_EQ_INT(parse_str(&r, &a, CASES[i].text, strlen(CASES[i].text), &err), ERR_OK);
+        if (r != NULL && r->nthreads == 1 && r->threads[0].nframes == 1) {
+            CHECK_EQ_STR(r->threads[0].frames[0].symbol, CASES[i].symbol);
+            check_rendered_utf8(r, "\"format\":\"apple-text\"");
+        } else {
+            CHECK(!"one thread of one frame");
+        }
+        arena_free(a);
+    }
+    /* a macOS report of a process whose heap was corrupted: its header fields are 0xAB
+     * bytes, and a Latin-1 path (0xE9); the rest of the report is read as ever */
+    static const char heap[] =
+        "Process:               \xab\xab\xab\xab [4242]\n"
+        "Path:                  /Applications/Caf\xe9.app/Contents/MacOS/Caf\xe9\n"
+        "Identifier:            com.example.cafe\n"
+        "Version:               \xab\xab (\xab)\n"
+        "Code Type:             X86-64 (Native)\n"
+        "OS Version:            Mac OS X 10.15.7 (\xab\xab\xab\xab\xab)\n"
+        "\n"
+        "Thread 0 Crashed:\n"
+        "0   libsystem_kernel.dylib        0x00007fff6b8a233a __pthread_kill + 10\n"
+        "\n"
+        "Binary Images:\n"
+        "0x7fff6b87b000 - 0x7fff6b8a9ff7  libsystem_kernel.dylib (6153.141.2) "
+        "<A2A0D5F8-F2EE-3E5F-9B7A-1A2D0FD2D5B0> /usr/lib/system/libsystem_kernel.dylib\n";
+    CHECK_EQ_INT(parse_str(&r, &a, heap, sizeof heap - 1, &err), ERR_OK);
+    if (r != NULL) {
+        CHECK_EQ_STR(r->meta.process, FFFD FFFD FFFD FFFD);
+        CHECK_EQ_STR(r->meta.process_path, "/Applications/Caf" FFFD ".app/Contents/MacOS/Caf" FFFD);
+        CHECK_EQ_STR(r->meta.app_version, FFFD FFFD);
+        CHECK_EQ_STR(r->meta.build, FFFD);
+        CHECK(r->meta.os_version != NULL && strstr(r->meta.os_version, FFFD FFFD FFFD FFFD FFFD));
+        CHECK_EQ_INT(r->nimages, 1);
+        CHECK(r->nthreads == 1 && r->threads[0].nframes == 1 && r->threads[0].frames[0].image == 0);
+        check_rendered_utf8(r, "\"process\":\"" FFFD FFFD FFFD FFFD "\"");
+    }
+    arena_free(a);
+    static const char nul[] = "Thread 0:\n0   A   0x1000 f\0oo\n";
     CHECK_EQ_INT(parse_str(&r, &a, nul, sizeof nul - 1, &err), ERR_INVALID);
+    CHECK_EQ_STR(err.msg, "report holds a NUL byte at offset 26");
+    arena_free(a);
+    /* a NUL after an invalid byte is still found */
+    static const char nul2[] = "Thread 0:\n0   A   0x1000 \xab\0oo\n";
+    CHECK_EQ_INT(parse_str(&r, &a, nul2, sizeof nul2 - 1, &err), ERR_INVALID);
     CHECK_EQ_STR(err.msg, "report holds a NUL byte at offset 26");
     arena_free(a);
     /* a BOM is fine */
@@ -1139,6 +1208,57 @@ static void stack_excerpts(void)
     static const char header_only[] = "Exception Type:  EXC_CRASH (SIGABRT)\n\n1 item in cart\n";
     CHECK(parse_str(&r, &a, header_only, sizeof header_only - 1, &err) == ERR_INVALID);
     CHECK(strstr(err.msg, "no stack frames") != NULL);
+    arena_free(a);
+}
+
+/* JSON reports: raw bytes that are no UTF-8 and lone surrogate escapes in strings become
+ * U+FFFD, in every JSON format, through crashreport_parse and crashreport_parse_all. */
+static void json_invalid_utf8_replaced(void)
+{
+    static const char kscrash[] =
+        "{\"report\":{\"process_name\":\"\xab\xab\",\"id\":\"1\"},"
+        "\"system\":{\"CFBundleShortVersionString\":\"\xab\\ud800\",\"os_version\":\"\xab\xab\xab\","
+        "\"system_name\":\"iOS\",\"system_version\":\"17.5\",\"CFBundleExecutable\":\"\xab" "App\"},"
+        "\"binary_images\":[{\"image_addr\":4096,\"image_size\":4096,\"name\":\"/x/\xab" "App\","
+        "\"uuid\":\"11112222-3333-4444-5555-666677778888\"}],"
+        "\"crash\":{\"threads\":[{\"index\":0,\"crashed\":true,\"backtrace\":{\"contents\":"
+        "[{\"instruction_addr\":4200,\"symbol_name\":\"f\\udc00\xff\"}]}}]}}";
+    arena *a;
+    err_info err;
+    crashreport *r = NULL;
+    CHECK_EQ_INT(parse_str(&r, &a, kscrash, sizeof kscrash - 1, &err), ERR_OK);
+    if (r != NULL) {
+        CHECK_EQ_INT(r->format, CRASHREPORT_FORMAT_KSCRASH);
+        CHECK(r->nthreads == 1 && r->threads[0].nframes == 1);
+        if (r->nthreads == 1 && r->threads[0].nframes == 1)
+            CHECK_EQ_STR(r->threads[0].frames[0].symbol, "f" FFFD FFFD);
+        CHECK(r->nimages == 1 && strcmp(r->images[0].path, "/x/" FFFD "App") == 0);
+        check_rendered_utf8(r, "/x/" FFFD "App");
+    } else {
+        fprintf(stderr, "kscrash: %s\n", err.msg);
+    }
+    arena_free(a);
+    /* a Sentry event whose tags, contexts and frames hold heap garbage */
+    static const char sentry[] =
+        "{\"event_id\":\"0123456789abcdef0123456789abcdef\",\"platform\":\"cocoa\","
+        "\"tags\":{\"\xab\":\"\xab\xab\"},\"release\":\"com.example.App@\xab\",\"contexts\":"
+        "{\"os\":{\"name\":\"iOS\",\"version\":\"17.5\",\"build\":\"\xab\xab\"}},"
+        "\"exception\":{\"values\":[{\"type\":\"EXC_BAD_ACCESS\",\"value\":\"at \\udfff\xab\","
+        "\"stacktrace\":{\"frames\":[{\"function\":\"main\xab\",\"instruction_addr\":\"0x1000\"}]}}]}}";
+    crashreport **all = NULL;
+    size_t n = 0;
+    a = arena_new(0);
+    CHECK_EQ_INT(crashreport_parse_all(&all, &n, sentry, sizeof sentry - 1, a, &err), ERR_OK);
+    if (n == 1) {
+        r = all[0];
+        CHECK_EQ_INT(r->format, CRASHREPORT_FORMAT_SENTRY);
+        CHECK_EQ_STR(r->meta.release, "com.example.App@" FFFD);
+        CHECK_EQ_STR(r->meta.exception_reason, "at " FFFD FFFD);
+        CHECK(r->meta.os_version != NULL && strstr(r->meta.os_version, FFFD FFFD) != NULL);
+        check_rendered_utf8(r, "main" FFFD);
+    } else {
+        fprintf(stderr, "sentry: %s\n", err.msg);
+    }
     arena_free(a);
 }
 
@@ -1783,7 +1903,8 @@ int main(void)
     RUN(stack_json_valid);
     RUN(stack_json_invalid);
     RUN(detection_rejects_unknown);
-    RUN(invalid_utf8_and_nul);
+    RUN(invalid_utf8_replaced_nul_refused);
+    RUN(json_invalid_utf8_replaced);
     RUN(absurd_addresses);
     RUN(stack_excerpts);
     RUN(truncated_everywhere);

@@ -10,6 +10,7 @@
 
 #include "base/arena.h"
 #include "base/buf.h"
+#include "base/utf8.h"
 #include "crashreport/crashreport.h"
 #include "crashreport/protobuf.h"
 
@@ -408,6 +409,78 @@ done:
 }
 
 /* Every prefix of a valid file parses or fails cleanly (never a crash, ASan watching). */
+/* A macOS process whose heap was corrupted: OS build, app version and process name of 0xAB
+ * bytes (what a real report carried), a symbol cut inside a character. Each invalid
+ * sequence is read as U+FFFD; the rest of the report as ever. */
+static void strings_not_utf8(void)
+{
+#define FFFD "\xef\xbf\xbd"
+    enc e = {0};
+    put(&e, "plcrash\x01", 8);
+    enc s = {0};
+    f_varint(&s, 1, 0); /* MAC_OS_X */
+    f_str(&s, 2, "10.15.7");
+    f_varint(&s, 3, 1);
+    f_varint(&s, 4, 1717243200);
+    f_str(&s, 5, "\xab\xab\xab\xab\xab\xab\xab\xab");
+    f_msg(&e, 1, &s);
+    enc a = {0};
+    f_str(&a, 1, "com.example.App");
+    f_str(&a, 2, "\xab\xab\xab");
+    f_str(&a, 3, "\xab\xab\xab\xab");
+    f_msg(&e, 2, &a);
+    enc t = {0};
+    f_varint(&t, 1, 0);
+    f_frame(&t, 2, 0x100001000, "caf\xc3", 0x100000f00);
+    f_varint(&t, 3, 1);
+    f_msg(&e, 3, &t);
+    enc im = {0};
+    f_varint(&im, 1, 0x100000000);
+    f_varint(&im, 2, 0x4000);
+    f_str(&im, 3, "/Applications/\xab.app/Contents/MacOS/\xab");
+    f_bytes(&im, 4, APP_UUID, 16);
+    f_processor(&im, 5, 0x01000007, 3);
+    f_msg(&e, 4, &im);
+    enc g = {0};
+    f_str(&g, 1, "SIGSEGV");
+    f_str(&g, 2, "SEGV_MAPERR");
+    f_varint(&g, 3, 0x8);
+    f_msg(&e, 6, &g);
+    enc p = {0};
+    f_str(&p, 1, "\xab\xab\xab\xab\xab\xab");
+    f_varint(&p, 2, 4242);
+    f_msg(&e, 7, &p);
+    arena *ar = arena_new(1 << 20);
+    crashreport *r;
+    err_info err;
+    CHECK_EQ_INT(parse(&r, &e, ar, &err), ERR_OK);
+    if (r != NULL) {
+        CHECK_EQ_STR(r->meta.process, FFFD FFFD FFFD FFFD FFFD FFFD);
+        CHECK_EQ_STR(r->meta.app_version, FFFD FFFD FFFD FFFD);
+        CHECK_EQ_STR(r->meta.build, FFFD FFFD FFFD);
+        CHECK(r->meta.os_version != NULL &&
+              strstr(r->meta.os_version, "(" FFFD FFFD FFFD FFFD FFFD FFFD FFFD FFFD ")") != NULL);
+        CHECK(r->nimages == 1 &&
+              strcmp(r->images[0].path, "/Applications/" FFFD ".app/Contents/MacOS/" FFFD) == 0);
+        CHECK(r->nthreads == 1 && r->threads[0].nframes == 1 &&
+              strcmp(r->threads[0].frames[0].symbol, "caf" FFFD) == 0);
+        buf o;
+        buf_init(&o);
+        crashreport_render_json(&o, r);
+        CHECK(utf8_valid((const char *)o.data, o.len));
+        CHECK(strstr((const char *)o.data, "\"process\":\"" FFFD) != NULL);
+        buf_reset(&o);
+        crashreport_render_text(&o, r);
+        CHECK(utf8_valid((const char *)o.data, o.len));
+        buf_reset(&o);
+    } else {
+        fprintf(stderr, "plcrash with 0xAB strings: %s\n", err.msg);
+    }
+    arena_free(ar);
+    free(e.p);
+#undef FFFD
+}
+
 static void every_truncation(void)
 {
     enc e = {0};
@@ -665,6 +738,7 @@ int main(void)
     RUN(reader_bounds);
     RUN(reader_depth);
     RUN(full_report_model);
+    RUN(strings_not_utf8);
     RUN(every_truncation);
     RUN(bad_input_names_the_field);
     RUN(huge_repeated_counts);

@@ -172,9 +172,17 @@ static void hostile_input(void)
     expect_error((const char *)b.data, b.len, NULL, ERR_TOO_LARGE,
                  "envelope header is 1048586 bytes, over the limit of 65536");
     buf_reset(&b);
-    /* invalid UTF-8 and NUL in a header line */
-    expect_error("{\"a\":\"\xff\"}\n", 10, NULL, ERR_INVALID,
-                 "envelope header is not valid JSON: invalid UTF-8 in a string");
+    /* text that is no UTF-8 in a header is read with U+FFFD (base/utf8's rule), never a
+     * reason to refuse the event: its item's header and payload come through */
+    static const char bad_text[] = "{\"a\":\"\xff\",\"dsn\":\"http://k@h/\xab\"}\n"
+                                   "{\"type\":\"event\",\"x\":\"\xc3\",\"length\":2}\n{}\n";
+    CHECK_EQ_INT(parse(&e, &a, bad_text, sizeof bad_text - 1, NULL, &err), ERR_OK);
+    if (e != NULL) {
+        CHECK_EQ_STR(e->dsn, "http://k@h/\xef\xbf\xbd");
+        CHECK(e->nitems == 1 && strcmp(e->items[0].type, "event") == 0 &&
+              payload_is(&e->items[0], "{}"));
+    }
+    arena_free(a);
     /* tiny arena budgets: too_large, never a crash */
     int too_large = 0, ok = 0;
     for (size_t budget = 64; budget < 8192; budget += 64) {

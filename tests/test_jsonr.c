@@ -103,6 +103,50 @@ static void refuses_with_position(void)
     arena_free(a);
 }
 
+/* JSONR_REPLACE_INVALID: raw bytes that are no UTF-8 and lone surrogate escapes become
+ * U+FFFD (base/utf8's rule: one per maximal subpart), in values and keys, in the one-copy
+ * parse, the parse of a first value (`used`) and jsonr_check alike; the rest unchanged. */
+static void replaces_invalid_text(void)
+{
+#define FFFD "\xef\xbf\xbd"
+    static const struct {
+        const char *in, *want;
+    } CASES[] = {
+        {"[\"\xab\xab\xab\"]", FFFD FFFD FFFD},
+        {"[\"OS \xab (\xe2\x82)\\n\"]", "OS " FFFD " (" FFFD ")\n"},
+        {"[\"a\\ud800b\"]", "a" FFFD "b"},
+        {"[\"\\udc00\\ud83d\\ude00\"]", FFFD "\xf0\x9f\x98\x80"},
+        {"[\"\\ud800\\u0041\"]", FFFD "A"},
+        {"[\"\\ud800\xab\"]", FFFD FFFD},
+        {"[\"caf\xc3\xa9\"]", "caf\xc3\xa9"},
+    };
+    arena *a = arena_new(0);
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        const char *t = CASES[i].in;
+        size_t len = strlen(t), used = 0;
+        jsonr_error e;
+        const jsonr_value *v = jsonr_parse(a, t, len, JSONR_REPLACE_INVALID, NULL, &e);
+        CHECK_EQ_STR(jsonr_string(jsonr_at(v, 0)), CASES[i].want);
+        CHECK_EQ_INT(jsonr_string_length(jsonr_at(v, 0)), strlen(CASES[i].want));
+        v = jsonr_parse(a, t, len, JSONR_REPLACE_INVALID, &used, &e);
+        CHECK_EQ_STR(jsonr_string(jsonr_at(v, 0)), CASES[i].want);
+        CHECK_EQ_INT(used, len);
+        CHECK(jsonr_check(t, len, JSONR_REPLACE_INVALID, NULL, &e));
+    }
+    /* keys too, and the rest of the document after a repaired string */
+    const char *t = "{\"k\xab\": \"v\xff\", \"n\": 7}";
+    const jsonr_value *o = jsonr_parse(a, t, strlen(t), JSONR_REPLACE_INVALID, NULL, NULL);
+    CHECK_EQ_STR(jsonr_string(jsonr_get(o, "k" FFFD)), "v" FFFD);
+    CHECK_EQ_INT(jsonr_integer(jsonr_get(o, "n")), 7);
+    /* without the flag, as before: refused */
+    CHECK(jsonr_parse(a, t, strlen(t), 0, NULL, NULL) == NULL);
+    /* what stays an error: \u0000, control characters, a bad escape */
+    CHECK(jsonr_parse(a, "[\"\\u0000\"]", 10, JSONR_REPLACE_INVALID, NULL, NULL) == NULL);
+    CHECK(jsonr_parse(a, "[\"\\ud8\"]", 8, JSONR_REPLACE_INVALID, NULL, NULL) == NULL);
+#undef FFFD
+    arena_free(a);
+}
+
 static void stops_after_first_value(void)
 {
     arena *a = arena_new(0);
@@ -221,6 +265,7 @@ int main(void)
 {
     RUN(reads_values_and_paths);
     RUN(refuses_with_position);
+    RUN(replaces_invalid_text);
     RUN(stops_after_first_value);
     RUN(agrees_with_jansson);
     RUN(nests_to_the_limit);

@@ -1,8 +1,22 @@
 #include "base/err.h"
 
+#include "base/utf8.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+
+/* A message quotes what came from outside and is cut at a byte count: it must stay UTF-8
+ * (it goes into JSON answers, logs and text columns), base/utf8's rule. */
+static void msg_repair(char *msg, size_t cap)
+{
+    size_t n = strlen(msg);
+    if (utf8_valid(msg, n))
+        return;
+    char tmp[sizeof ((err_info *)0)->msg];
+    utf8_repair(tmp, cap < sizeof tmp ? cap : sizeof tmp, msg);
+    memcpy(msg, tmp, strlen(tmp) + 1);
+}
 
 err_code err_set(err_info *err, err_code code, const char *fmt, ...)
 {
@@ -13,6 +27,7 @@ err_code err_set(err_info *err, err_code code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
+    msg_repair(err->msg, sizeof err->msg);
     return code;
 }
 
@@ -34,6 +49,7 @@ err_code err_prefix(err_info *err, const char *fmt, ...)
     size_t old_len = strnlen(old, rest);
     memcpy(err->msg + n + 2, old, old_len);
     err->msg[n + 2 + old_len] = '\0';
+    msg_repair(err->msg, sizeof err->msg);
     return err->code;
 }
 

@@ -159,14 +159,20 @@ static const char *unescape(parser *p, const char *s, char **outp)
         if (!hex4(s + 2, end, &cp))
             return fail(p, s, JSONR_ERR_SYNTAX, "invalid escape '\\u' in a string"), NULL;
         s += 4;
-        if (cp >= 0xDC00 && cp <= 0xDFFF)
-            return fail(p, s, JSONR_ERR_SYNTAX, "invalid Unicode '\\u%04X'", cp), NULL;
-        if (cp >= 0xD800 && cp <= 0xDBFF) {
-            if (end - s < 8 || s[2] != '\\' || s[3] != 'u' || !hex4(s + 4, end, &lo) ||
-                lo < 0xDC00 || lo > 0xDFFF)
+        if (cp >= 0xDC00 && cp <= 0xDFFF) {
+            if (!(p->flags & JSONR_REPLACE_INVALID))
                 return fail(p, s, JSONR_ERR_SYNTAX, "invalid Unicode '\\u%04X'", cp), NULL;
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-            s += 6;
+            cp = 0xFFFD; /* a lone low surrogate */
+        } else if (cp >= 0xD800 && cp <= 0xDBFF) {
+            if (end - s >= 8 && s[2] == '\\' && s[3] == 'u' && hex4(s + 4, end, &lo) &&
+                lo >= 0xDC00 && lo <= 0xDFFF) {
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                s += 6;
+            } else if (p->flags & JSONR_REPLACE_INVALID) {
+                cp = 0xFFFD; /* a lone high surrogate; what follows is read on its own */
+            } else {
+                return fail(p, s, JSONR_ERR_SYNTAX, "invalid Unicode '\\u%04X'", cp), NULL;
+            }
         }
         if (cp == 0)
             return fail(p, s, JSONR_ERR_SYNTAX, "\\u0000 is not allowed"), NULL;
@@ -186,7 +192,7 @@ static const char *unescape(parser *p, const char *s, char **outp)
 static const char *string(parser *p, const char *s, const char **str, uint32_t *n)
 {
     const char *end = p->end, *q = s + 1;
-    bool plain = true;
+    bool plain = true, repair = false; /* repair: raw bytes that are no UTF-8 (flag set) */
     /* Pass 1: find the closing quote, checking control characters and UTF-8. */
     for (;;) {
         uint64_t w;
@@ -207,8 +213,13 @@ static const char *string(parser *p, const char *s, const char **str, uint32_t *
             return fail(p, q, JSONR_ERR_SYNTAX, "control character 0x%x in a string", c), NULL;
         } else {
             size_t len = utf8_seq_len(q, (size_t)(end - q));
-            if (len == 0)
-                return fail(p, q, JSONR_ERR_UTF8, "invalid UTF-8 in a string"), NULL;
+            if (len == 0) {
+                if (!(p->flags & JSONR_REPLACE_INVALID))
+                    return fail(p, q, JSONR_ERR_UTF8, "invalid UTF-8 in a string"), NULL;
+                plain = false;
+                repair = true;
+                len = utf8_bad_len(q, (size_t)(end - q));
+            }
             q += len;
         }
     }
@@ -223,11 +234,13 @@ static const char *string(parser *p, const char *s, const char **str, uint32_t *
         return q + 1;
     }
     size_t raw = (size_t)(q - (s + 1));
-    if (raw >= UINT32_MAX)
+    if (raw >= (repair ? UINT32_MAX / 3 : UINT32_MAX))
         return too_large(p, s), NULL;
     /* In the copy, the string's bytes sit where its source does and the closing quote's place
-     * takes the NUL; the parse reads only the source, so nothing it has yet to read moves. */
-    char *out = p->copy != NULL ? p->copy + (s + 1 - p->start) : alloc(p, raw + 1);
+     * takes the NUL; the parse reads only the source, so nothing it has yet to read moves.
+     * A string to repair may grow (a byte becomes U+FFFD's three): it gets its own room. */
+    char *out = p->copy != NULL && !repair ? p->copy + (s + 1 - p->start)
+                : alloc(p, repair ? 3 * raw + 1 : raw + 1);
     if (out == NULL)
         return too_large(p, s), NULL;
     if (plain) {
@@ -242,7 +255,16 @@ static const char *string(parser *p, const char *s, const char **str, uint32_t *
     char *w = out;
     for (const char *r = s + 1; r < q;) {
         if (*r != '\\') {
-            *w++ = *r++;
+            size_t len = repair && (unsigned char)*r >= 0x80 ? utf8_seq_len(r, (size_t)(q - r)) : 1;
+            if (len == 0) {
+                memcpy(w, "\xEF\xBF\xBD", 3); /* U+FFFD */
+                w += 3;
+                r += utf8_bad_len(r, (size_t)(q - r));
+                continue;
+            }
+            memcpy(w, r, len);
+            w += len;
+            r += len;
             continue;
         }
         r = unescape(p, r, &w);

@@ -14,7 +14,7 @@
  * strict RFC 8259 (no comments, no trailing commas, no leading zeros, no NaN), valid UTF-8
  * only (RFC 3629, as base/utf8 checks it), escapes checked (a lone surrogate is an error),
  * "\u0000" refused (every string is a whole C string), nesting to JSONR_MAX_DEPTH, and by
- * default an object or array at the top. Integers outside int64 become reals (jansson needs
+ * default an object or array at the top (JSONR_REPLACE_INVALID relaxes the UTF-8 rules). Integers outside int64 become reals (jansson needs
  * JSON_DECODE_INT_AS_REAL for that); a real outside double's range is an error.
  *
  *   jsonr_error e;
@@ -74,6 +74,11 @@ struct jsonr_member {
 enum {
     JSONR_DECODE_ANY = 1u << 0,         /* any value at the top, not only an object or array */
     JSONR_REJECT_DUPLICATES = 1u << 1,  /* a key twice in one object is an error */
+    JSONR_REPLACE_INVALID = 1u << 2,    /* text that is no UTF-8 is no error: in strings and
+                                           keys, each invalid sequence and each lone
+                                           surrogate escape ("\\uD800") becomes U+FFFD, the
+                                           rule of base/utf8 (reports: what a corrupted heap
+                                           wrote is still shown) */
 };
 
 typedef enum {

@@ -3,6 +3,7 @@
  */
 #include "crashreport/crashreport_internal.h"
 #include "crashreport/text_internal.h"
+#include "base/utf8.h"
 #include "demangle/demangle.h"
 
 #include <ctype.h>
@@ -143,6 +144,19 @@ char *cr_strndup(cr_builder *b, const char *s, size_t n)
     return p;
 }
 
+const char *cr_text(cr_builder *b, const char *s, size_t n)
+{
+    if (b->failed)
+        return NULL;
+    size_t clean_len;
+    const char *clean = utf8_sanitize(&clean_len, s, n, b->a, b->err);
+    if (clean == NULL) {
+        b->failed = true;
+        return NULL;
+    }
+    return clean != s ? clean : cr_strndup(b, s, n);
+}
+
 char *cr_strdup(cr_builder *b, const char *s)
 {
     return s == NULL ? NULL : cr_strndup(b, s, strlen(s));
@@ -183,7 +197,7 @@ char *cr_sprintf(cr_builder *b, const char *fmt, ...)
     if (n < 0)
         return NULL;
     if ((size_t)n < sizeof small)
-        return cr_strndup(b, small, (size_t)n);
+        return (char *)cr_text(b, small, (size_t)n); /* "%.60s" may cut a character */
     if (b->failed)
         return NULL;
     char *p = arena_alloc(b->a, (size_t)n + 1, b->err);
@@ -194,7 +208,7 @@ char *cr_sprintf(cr_builder *b, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(p, (size_t)n + 1, fmt, ap);
     va_end(ap);
-    return p;
+    return utf8_valid(p, (size_t)n) ? p : (char *)cr_text(b, p, (size_t)n);
 }
 
 void cr_note(cr_builder *b, const char *fmt, ...)
@@ -210,7 +224,7 @@ void cr_note(cr_builder *b, const char *fmt, ...)
     va_end(ap);
     const char **slot = cr_push(b, (void **)&b->r->errors, &b->r->nerrors, sizeof *slot);
     if (slot != NULL)
-        *slot = cr_strdup(b, msg);
+        *slot = cr_text(b, msg, strlen(msg)); /* a quote cut at 256 bytes stays UTF-8 */
 }
 
 /* ---- architecture and address helpers ------------------------------------------------------ */
@@ -599,6 +613,26 @@ static err_code display_names(crashreport *r, arena *a, err_info *err)
 
 static err_code parse_any(crashreport **out, const char *data, size_t len, arena *a, err_info *err);
 
+/* A text document (after its BOM) as the parsers read it: valid UTF-8, each invalid sequence
+ * replaced by U+FFFD (base/utf8's rule; a copy in `a` only then: Latin-1 text, heap garbage
+ * in a field), so that every string the parsers take from it is UTF-8. Every byte that is
+ * replaced is >= 0x80, so no line, quote or bracket moves. A NUL byte refuses the report. */
+static err_code doc_text(const char **text, size_t *text_len, const char *data, size_t len,
+                         arena *a, err_info *err)
+{
+    *text = data;
+    *text_len = len;
+    size_t bad = utf8_check((const unsigned char *)data, len);
+    if (bad == len)
+        return ERR_OK;
+    const char *nul = memchr(data + bad, '\0', len - bad);
+    if (nul != NULL)
+        return err_set(err, ERR_INVALID, "report holds a NUL byte at offset %zu",
+                       (size_t)(nul - data));
+    *text = utf8_sanitize(text_len, data, len, a, err);
+    return *text != NULL ? ERR_OK : ERR_TOO_LARGE;
+}
+
 err_code crashreport_parse_all(crashreport ***out, size_t *n, const char *data, size_t len, arena *a,
                                err_info *err)
 {
@@ -609,10 +643,13 @@ err_code crashreport_parse_all(crashreport ***out, size_t *n, const char *data, 
     size_t i = 0;
     while (i < len && isspace((unsigned char)data[i]))
         i++;
-    if (i < len && (data[i] == '{' || data[i] == '[') && utf8_check((const unsigned char *)data, len) == len) {
+    if (i < len && (data[i] == '{' || data[i] == '[')) {
+        err_code rc = doc_text(&data, &len, data, len, a, err);
+        if (rc != ERR_OK)
+            return rc;
         crashreport **list = NULL;
         size_t count = 0;
-        err_code rc = cr_parse_json_all(&list, &count, data + i, len - i, a, err);
+        rc = cr_parse_json_all(&list, &count, data + i, len - i, a, err);
         for (size_t k = 0; rc == ERR_OK && k < count; k++)
             if (display_names(list[k], a, err) != ERR_OK)
                 return err_set(err, ERR_TOO_LARGE, "report too large: demangling its names");
@@ -656,13 +693,9 @@ static err_code parse_any(crashreport **out, const char *data, size_t len, arena
         return cr_parse_plcrash(out, data, len, a, err);
     if (len >= 3 && memcmp(data, "\xef\xbb\xbf", 3) == 0)
         data += 3, len -= 3;
-    size_t bad = utf8_check((const unsigned char *)data, len);
-    if (bad < len) {
-        if (data[bad] == '\0')
-            return err_set(err, ERR_INVALID, "report holds a NUL byte at offset %zu", bad);
-        return err_set(err, ERR_INVALID, "report is not valid UTF-8 (byte 0x%02x at offset %zu)",
-                       (unsigned char)data[bad], bad);
-    }
+    err_code rc = doc_text(&data, &len, data, len, a, err);
+    if (rc != ERR_OK)
+        return rc;
     size_t i = 0;
     while (i < len && isspace((unsigned char)data[i]))
         i++;

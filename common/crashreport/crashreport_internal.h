@@ -38,6 +38,10 @@ crashreport_image *cr_add_image(cr_builder *b);
 /* cr_strndup - arena copy of n bytes + NUL; NULL (b->failed) over budget. */
 char *cr_strndup(cr_builder *b, const char *s, size_t n);
 char *cr_strdup(cr_builder *b, const char *s);          /* NULL s gives NULL */
+/* cr_text - as cr_strndup, for the strings of a binary format (protobuf): valid UTF-8 in the
+ * model, each invalid sequence replaced by U+FFFD (utf8_sanitize). Text formats are repaired
+ * as a whole before they are parsed (crashreport.c, doc_text). */
+const char *cr_text(cr_builder *b, const char *s, size_t n);
 char *cr_sprintf(cr_builder *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* cr_basename - the file name of a '/' path (borrowed from `path`); the path itself when it

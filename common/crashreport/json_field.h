@@ -45,6 +45,11 @@ typedef struct {
 } cr_json_key;
 #define CR_JSON_KEY(s) {s, sizeof s - 1}
 
+/* The jsonr flags every report's JSON is read with: a string that is no UTF-8 (raw bytes, a
+ * lone surrogate escape) is kept with U+FFFD in place of each invalid sequence, never a reason
+ * to refuse the report. */
+#define CR_JSONR_FLAGS JSONR_REPLACE_INVALID
+
 /* cr_json_fields - several members of object o in one pass over its members, for an object of
  * which a parser reads many (a frame: one jsonr_get scan each cost more than the rest of its
  * reading): out[k] = o[keys[k].name] (the last one when a key repeats, as jsonr_get answers),

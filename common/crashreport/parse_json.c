@@ -47,7 +47,7 @@ static void set_if_null(const char **slot, const char *v)
 
 void cr_parse_ips_header_into(cr_builder *b, const char *line, size_t len)
 {
-    const jsonr_value *h = jsonr_parse(b->a, line, len, 0, NULL, NULL);
+    const jsonr_value *h = jsonr_parse(b->a, line, len, CR_JSONR_FLAGS, NULL, NULL);
     if (!jsonr_is_object(h)) {
         cr_note(b, "line 1: .ips JSON header is unreadable, ignored");
         return;
@@ -754,10 +754,11 @@ static err_code parse_json_one(crashreport **out, crashreport ***all, size_t *na
      * jsonr then decodes its strings in place in one copy of it. Anything else, or a value
      * that does not parse so, goes the way that finds where the first value ends (and says
      * what is wrong with it). */
-    const jsonr_value *first =
-        may_be_header_and_body(data, len) ? NULL : jsonr_parse(a, data, len, 0, NULL, NULL);
+    const jsonr_value *first = may_be_header_and_body(data, len)
+                                   ? NULL
+                                   : jsonr_parse(a, data, len, CR_JSONR_FLAGS, NULL, NULL);
     if (first == NULL)
-        first = jsonr_parse(a, data, len, 0, &used, &e);
+        first = jsonr_parse(a, data, len, CR_JSONR_FLAGS, &used, &e);
     if (first == NULL)
         return cr_json_parse_error(err, "report", &e, 0);
     size_t rest = used;
@@ -785,7 +786,8 @@ static err_code parse_json_one(crashreport **out, crashreport ***all, size_t *na
     int header_lines = 0;
     for (size_t i = 0; i < rest; i++)
         header_lines += data[i] == '\n';
-    const jsonr_value *body = jsonr_parse(a, data + rest, len - rest, 0, NULL, &e);
+    const jsonr_value *body =
+        jsonr_parse(a, data + rest, len - rest, CR_JSONR_FLAGS, NULL, &e);
     if (body == NULL)
         return cr_json_parse_error(err, ".ips body", &e, header_lines);
     if (!jsonr_is_object(body))
@@ -883,7 +885,8 @@ err_code crashreport_split_array(crashreport_doc **out, size_t *n, const char *d
         if (data[i] == '"') {
             /* a report as a JSON string (Apple text made by KSCrash's AppleFmt filter) */
             jsonr_error e;
-            const jsonr_value *s = jsonr_parse(a, data + i, end - i, JSONR_DECODE_ANY, NULL, &e);
+            const jsonr_value *s =
+                jsonr_parse(a, data + i, end - i, JSONR_DECODE_ANY | CR_JSONR_FLAGS, NULL, &e);
             if (s == NULL && e.code == JSONR_ERR_TOO_LARGE)
                 return err_set(err, ERR_TOO_LARGE, "reports: report %zu is too large to read",
                                count - 1);

@@ -668,7 +668,7 @@ err_code crashreport_split(const char ***docs, size_t **lens, size_t *n, const c
     if (i == len || data[i] != '{')
         return ERR_OK;
     jsonr_error e;
-    const jsonr_value *root = jsonr_parse(a, data + i, len - i, 0, NULL, &e);
+    const jsonr_value *root = jsonr_parse(a, data + i, len - i, CR_JSONR_FLAGS, NULL, &e);
     if (root == NULL && e.code == JSONR_ERR_TOO_LARGE)
         return err_set(err, ERR_TOO_LARGE, "report too large: its JSON needs more memory than "
                        "the budget allows");

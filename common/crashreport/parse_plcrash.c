@@ -168,7 +168,7 @@ static void hex16(char out[33], const uint8_t *d)
 
 static const char *str_of(plc *c, const cr_pb_field *f)
 {
-    return cr_strndup(&c->b, (const char *)f->data, f->len);
+    return cr_text(&c->b, (const char *)f->data, f->len);
 }
 
 /* A varint (or, leniently, a fixed field of the same width) as uint64. */

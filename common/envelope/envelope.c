@@ -19,7 +19,9 @@ static jsonr_value *header_json(const char *p, size_t n, const char *what, arena
         return NULL;
     }
     jsonr_error e;
-    jsonr_value *j = jsonr_parse(a, p, n, JSONR_REJECT_DUPLICATES, NULL, &e);
+    /* text that is no UTF-8 is no reason to refuse an event: U+FFFD, as in the event itself */
+    jsonr_value *j =
+        jsonr_parse(a, p, n, JSONR_REJECT_DUPLICATES | JSONR_REPLACE_INVALID, NULL, &e);
     if (j == NULL) {
         err_set(err, e.code == JSONR_ERR_TOO_LARGE ? ERR_TOO_LARGE : ERR_INVALID,
                 "%s is not valid JSON: %s", what, e.text);

@@ -83,7 +83,7 @@ enum MHD_Result handle_bugsnag_notify(http_request *r)
             r->mem != NULL) {
             /* no header (a hand-made client): the payload's apiKey */
             const jsonr_value *j = jsonr_parse(r->a, (const char *)r->mem, (size_t)r->body_bytes,
-                                               0, NULL, NULL);
+                                               JSONR_REPLACE_INVALID, NULL, NULL);
             body_key = jsonr_string(jsonr_get(j, "apiKey"));
         }
         if (payload_version_check(r, EVENTS, 2) != ERR_OK || bugsnag_project(r, body_key) != ERR_OK ||

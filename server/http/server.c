@@ -279,8 +279,19 @@ static void form_field_add(http_request *r, const char *key, const char *data, u
 const char *request_form_field(http_request *r, const char *name)
 {
     for (size_t i = 0; i < r->nform; i++)
-        if (strcmp(r->form_names[i], name) == 0)
-            return r->form_values[i];
+        if (strcmp(r->form_names[i], name) == 0) {
+            if (r->form_values[i] == NULL)
+                return NULL;
+            /* a value that is no UTF-8 is read with U+FFFD in place of each invalid sequence
+             * (base/utf8's rule): it may be echoed, logged or stored */
+            size_t n;
+            const char *v = utf8_sanitize(&n, r->form_values[i], r->form_lens[i], r->a, NULL);
+            if (v != NULL && v != r->form_values[i]) {
+                r->form_values[i] = (char *)v;   /* an arena copy of its own */
+                r->form_lens[i] = n;
+            }
+            return v;
+        }
     return NULL;
 }
 

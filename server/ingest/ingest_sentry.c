@@ -74,7 +74,8 @@ err_code ingest_inflate(uint8_t **out, size_t *out_len, const uint8_t *in, size_
 /* The event_id of an event payload, NULL if it has none (or is no JSON object). */
 static const char *payload_event_id(const uint8_t *p, size_t n, arena *a)
 {
-    return jsonr_string(jsonr_get(jsonr_parse(a, (const char *)p, n, 0, NULL, NULL), "event_id"));
+    const jsonr_value *j = jsonr_parse(a, (const char *)p, n, JSONR_REPLACE_INVALID, NULL, NULL);
+    return jsonr_string(jsonr_get(j, "event_id"));
 }
 
 /* out->id and out->event_id from `given` (a UUID in either form), or a new random one. */
