@@ -22,3 +22,10 @@ set_tests_properties(test_plcrash_server PROPERTIES LABELS db TIMEOUT 300
 add_test(NAME test_bugsnag_server COMMAND ${STACKSIFT_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/test_bugsnag_server.py)
 set_tests_properties(test_bugsnag_server PROPERTIES LABELS db TIMEOUT 300
   ENVIRONMENT "${STACKSIFT_TEST_ENV};STACKSIFT_BUILD_DIR=${PROJECT_BINARY_DIR}")
+
+# Strings that are not UTF-8 (0xAB heap garbage, Latin-1, lone surrogates) in a .plcrash, an
+# Apple text, a KSCrash, a multipart batch and a Sentry report: accepted, shown with U+FFFD,
+# raw bytes as sent; a value Postgres refuses fails its own report only (500, no SQL text).
+add_test(NAME test_utf8_server COMMAND ${STACKSIFT_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/test_utf8_server.py)
+set_tests_properties(test_utf8_server PROPERTIES LABELS db TIMEOUT 300
+  ENVIRONMENT "${STACKSIFT_TEST_ENV};STACKSIFT_BUILD_DIR=${PROJECT_BINARY_DIR}")

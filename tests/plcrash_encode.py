@@ -47,7 +47,9 @@ def field_bytes(number, data):
 
 
 def field_str(number, s):
-    return field_bytes(number, s.encode("utf-8"))
+    """A string field: str as UTF-8, bytes as they are (strings that are not UTF-8, as a
+    corrupted heap leaves them)."""
+    return field_bytes(number, s if isinstance(s, bytes) else s.encode("utf-8"))
 
 
 def field_msg(number, parts):

@@ -2,7 +2,7 @@
  * test_store_intake - the group commit of new reports (server/store/store_intake.c) against a
  * real Postgres (STACKSIFT_TEST_DATABASE_URL, a database of its own): concurrent reports
  * share commits and each comes back with its own durable row; ids are UUIDv7; a value the
- * database refuses fails only its own report; a broken connection is retried; a database
+ * database refuses fails only its own report (ERR_INTERNAL), the others of its commit stored; a broken connection is retried; a database
  * that is gone is ERR_STORE, never a false "committed"; reports processed at intake group
  * into their issues in the commit that stores them.
  */
@@ -175,8 +175,8 @@ typedef struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int left;
-    err_code rc[8];
-    char id[8][37];
+    err_code rc[64];
+    char id[64][37];
 } verdicts;
 
 typedef struct {
@@ -197,6 +197,15 @@ static void on_done(void *ctx, err_code rc, const char *id, const err_info *err)
     pthread_mutex_unlock(&v->mu);
 }
 
+/* One report the database refuses among many in flight (its app version is not UTF-8:
+ * SQLSTATE 22021) costs no other report: the batch is committed again in halves, every other
+ * report is stored (processed ones still processed, with their issue), each request hears its
+ * own verdict, and the refused one hears ERR_INTERNAL (the server's fault, never
+ * ERR_INVALID). */
+#define POISON_N 40
+#define POISON_AT 23
+static char *query1(PGconn *c, const char *sql);
+
 static void refused_value_fails_only_its_report(void)
 {
     store *s = open_store(2);
@@ -207,41 +216,67 @@ static void refused_value_fails_only_its_report(void)
     err_info err = {0};
     store_intake_options o = {.max_inflight = 1};
     CHECK_EQ_INT(store_intake_new(&q, s, &o, &err), ERR_OK);
-    verdicts v = {.left = 8};
+    verdicts v = {.left = POISON_N};
     pthread_mutex_init(&v.mu, NULL);
     pthread_cond_init(&v.cv, NULL);
-    verdict_slot slots[8];
-    store_report_new rows[8];
-    /* The table locked meanwhile: the first COPY waits, so the others queue behind it and
+    verdict_slot slots[POISON_N];
+    store_report_new rows[POISON_N];
+    store_report_processed pp = {.issue_app = "Poison", .kind = "crash",
+                                 .fingerprint = "cccc000000000000000000000000000000000000000000000000000000000003",
+                                 .title = "EXC_CRASH: p", .culprit = "p()", .exception = "EXC_CRASH",
+                                 .basis = "in_app", .frames_json = "[{\"function\":\"p\"}]",
+                                 .symbolicated_json = "{\"model\":\"p\"}"};
+    /* The table locked meanwhile: the first commit waits, so the others queue behind it and
      * the bad report is committed together with good ones. */
     PGconn *locker = PQconnectdb(db_url);
     PQclear(PQexec(locker, "BEGIN"));
     PQclear(PQexec(locker, "LOCK TABLE reports IN ACCESS EXCLUSIVE MODE"));
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < POISON_N; i++) {
         slots[i] = (verdict_slot){.v = &v, .i = i};
-        /* row 5's app is not UTF-8: Postgres refuses it (SQLSTATE 22021) */
         rows[i] = (store_report_new){.status = "received", .format = "json",
                                      .content_type = "application/json",
                                      .raw = (const uint8_t *)"{}", .raw_len = 2,
-                                     .app = i == 5 ? "bad \xff\xfe app" : "Good"};
+                                     .app = "Poison", .app_version = "1.0",
+                                     .processed = i % 2 ? &pp : NULL};
+        if (i == POISON_AT)
+            rows[i].app_version = "\xab\xab\xab";
         CHECK_EQ_INT(store_intake_submit(q, &rows[i], on_done, &slots[i], &err), ERR_OK);
+        if (i == 0)
+            sleep_ms(100);   /* the committer takes row 0 alone and waits for the lock */
     }
     sleep_ms(200);
     PQclear(PQexec(locker, "COMMIT"));
-    PQfinish(locker);
     pthread_mutex_lock(&v.mu);
     while (v.left > 0)
         pthread_cond_wait(&v.cv, &v.mu);
     pthread_mutex_unlock(&v.mu);
-    for (int i = 0; i < 8; i++) {
-        CHECK_EQ_INT(v.rc[i], i == 5 ? ERR_INVALID : ERR_OK);
-        CHECK_EQ_INT(strlen(v.id[i]), i == 5 ? 0 : 36);
+    for (int i = 0; i < POISON_N; i++) {
+        CHECK_EQ_INT(v.rc[i], i == POISON_AT ? ERR_INTERNAL : ERR_OK);
+        CHECK_EQ_INT(strlen(v.id[i]), i == POISON_AT ? 0 : 36);
     }
     store_intake_stats st;
     store_intake_stats_get(&st, q);
     CHECK_EQ_INT(st.failures, 1);
-    CHECK_EQ_INT(st.reports, 7);
+    CHECK_EQ_INT(st.reports, POISON_N - 1);
     CHECK(st.splits >= 1);   /* the bad report did share a batch */
+    CHECK_EQ_INT(st.processed, POISON_N / 2 - (POISON_AT % 2)); /* processing was kept */
+    char *got = query1(locker, "SELECT count(*) || ' ' || count(*) FILTER (WHERE status = "
+                               "'processed') FROM reports WHERE app = 'Poison'");
+    char *want = xsprintf("%d %d", POISON_N - 1, POISON_N / 2 - (POISON_AT % 2));
+    CHECK_EQ_STR(got, want);
+    free(got);
+    free(want);
+    got = query1(locker, "SELECT count FROM issues WHERE app = 'Poison'");
+    want = xsprintf("%d", POISON_N / 2 - (POISON_AT % 2));
+    CHECK_EQ_STR(got, want);
+    free(got);
+    free(want);
+    /* the tests after this one count the issues and reports they make */
+    PQclear(PQexec(locker, "DELETE FROM reports WHERE app = 'Poison'"));
+    PQclear(PQexec(locker, "DELETE FROM issue_days WHERE issue_id IN "
+                           "(SELECT id FROM issues WHERE app = 'Poison')"));
+    PQclear(PQexec(locker, "DELETE FROM issues WHERE app = 'Poison'"));
+    PQfinish(locker);
     store_intake_free(q);
     pthread_cond_destroy(&v.cv);
     pthread_mutex_destroy(&v.mu);

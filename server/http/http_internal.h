@@ -169,6 +169,13 @@ void json_body_begin(buf *body, jsonw *w);
 /* respond_json - send the JSON in `body` (one value, as written by jsonw) with `status`;
  * takes body's memory (*body is empty afterwards). */
 enum MHD_Result respond_json(http_request *r, unsigned status, buf *body);
+/* http_public_message - what an answer may say of an error: `message` itself, except for
+ * the server's own failures (ERR_STORE, ERR_INTERNAL), whose messages may carry the
+ * database's words, SQLSTATEs and statement names: those are logged with the request id (the
+ * request's log line has r->err) and the answer is a fixed sentence naming r->id, written to
+ * out[cap]. Returns out or message. */
+const char *http_public_message(char *out, size_t cap, const http_request *r, err_code code,
+                                const char *message);
 /* respond_error / respond_err - the one error shape {"error":{"code","message"}}. */
 enum MHD_Result respond_error(http_request *r, err_code code, const char *message);
 enum MHD_Result respond_err(http_request *r, const err_info *err);

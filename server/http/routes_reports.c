@@ -167,10 +167,12 @@ static void batch_json(jsonw *w, http_request *r)
             jsonw_kstr(w, "format", r->intake_rows[row].format);
         } else {
             const err_info *e = row == SIZE_MAX ? &r->batch[i].err : &r->err;
+            err_code code = row == SIZE_MAX ? r->batch[i].rc : r->intake_rc;
+            char shown[sizeof e->msg];
             jsonw_key(w, "error");
             jsonw_object_begin(w);
-            jsonw_kstr(w, "code", err_name(row == SIZE_MAX ? r->batch[i].rc : r->intake_rc));
-            jsonw_kstr(w, "message", e->msg);
+            jsonw_kstr(w, "code", err_name(code));
+            jsonw_kstr(w, "message", http_public_message(shown, sizeof shown, r, code, e->msg));
             jsonw_object_end(w);
         }
         jsonw_object_end(w);
@@ -188,10 +190,11 @@ static enum MHD_Result batch_answer(http_request *r, err_code rc, const err_info
     json_body_begin(&body, &w);
     jsonw_object_begin(&w);
     if (rc != ERR_OK) {
+        char shown[sizeof why->msg];
         jsonw_key(&w, "error");
         jsonw_object_begin(&w);
         jsonw_kstr(&w, "code", err_name(rc));
-        jsonw_kstr(&w, "message", why->msg);
+        jsonw_kstr(&w, "message", http_public_message(shown, sizeof shown, r, rc, why->msg));
         jsonw_object_end(&w);
     }
     batch_json(&w, r);

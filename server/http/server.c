@@ -103,14 +103,44 @@ enum MHD_Result respond_json(http_request *r, unsigned status, buf *body)
     return queue_body(r, status, "application/json", text, len);
 }
 
+const char *http_public_message(char *out, size_t cap, const http_request *r, err_code code,
+                                const char *message)
+{
+    switch (code) {
+    case ERR_STORE:
+        snprintf(out, cap, "the database is unavailable for now: retry later (request id %s)",
+                 r->id);
+        return out;
+    case ERR_INTERNAL:
+        snprintf(out, cap, "internal error: the server's log has the details under request id "
+                 "%s", r->id);
+        return out;
+    case ERR_OK:
+    case ERR_INVALID:
+    case ERR_UNSUPPORTED:
+    case ERR_NOT_FOUND:
+    case ERR_TOO_LARGE:
+    case ERR_IO:
+    case ERR_UNAUTHORIZED:
+    case ERR_FORBIDDEN:
+    case ERR_CONFLICT:
+    case ERR_OUTDATED:
+    case ERR_BUSY:
+        break;
+    }
+    return message;
+}
+
 /* The one error shape: {"error":{"code":"...","message":"..."}} with http_status_for(code).
  * Messages echo what the client sent (a path, a header): bytes that are not UTF-8 become
- * U+FFFD, so that the body is always valid JSON. */
+ * U+FFFD, so that the body is always valid JSON. The whole message stays in r->err for the
+ * request's log line; the answer says what http_public_message lets it say. */
 enum MHD_Result respond_error(http_request *r, err_code code, const char *message)
 {
-    char clean[sizeof r->err.msg];
+    char clean[sizeof r->err.msg], shown[sizeof r->err.msg];
     utf8_repair(clean, sizeof clean, message);
     err_set(&r->err, code, "%s", clean);
+    const char *msg = http_public_message(shown, sizeof shown, r, code, clean);
     buf body;
     jsonw w;
     json_body_begin(&body, &w);
@@ -118,11 +148,11 @@ enum MHD_Result respond_error(http_request *r, err_code code, const char *messag
     jsonw_key(&w, "error");
     jsonw_object_begin(&w);
     jsonw_kstr(&w, "code", err_name(code));
-    jsonw_kstr(&w, "message", clean);
+    jsonw_kstr(&w, "message", msg);
     jsonw_object_end(&w);
     /* Sentry's clients (sentry-cli) print an error's "detail": the same message for them. */
     if (r->url && strncmp(r->url, "/api/0/", 7) == 0)
-        jsonw_kstr(&w, "detail", clean);
+        jsonw_kstr(&w, "detail", msg);
     jsonw_object_end(&w);
     return respond_json(r, http_status_for(code), &body);
 }
@@ -138,6 +168,8 @@ enum MHD_Result respond_field_error(http_request *r, const char *field)
 {
     if (field == NULL || field[0] == '\0')
         return respond_err(r, &r->err);
+    char shown[sizeof r->err.msg];
+    const char *msg = http_public_message(shown, sizeof shown, r, r->err.code, r->err.msg);
     buf body;
     jsonw w;
     json_body_begin(&body, &w);
@@ -145,7 +177,7 @@ enum MHD_Result respond_field_error(http_request *r, const char *field)
     jsonw_key(&w, "error");
     jsonw_object_begin(&w);
     jsonw_kstr(&w, "code", err_name(r->err.code));
-    jsonw_kstr(&w, "message", r->err.msg);
+    jsonw_kstr(&w, "message", msg);
     jsonw_kstr(&w, "field", field);
     jsonw_object_end(&w);
     jsonw_object_end(&w);

@@ -707,7 +707,13 @@ static void run_job(ingest_assembler *asm_, const job *j)
     } else {
         log_event(LOG_WARN, "dif_assembly_failed", "sha1=%s name=%s chunks=%zu error=%s "
                   "message=%s ms=%.1f", j->sha1, j->name, j->n, err_name(rc), err.msg, ms);
-        frc = store_assembly_finish(asm_->o.store, j->sha1, "error", err.msg, NULL, NULL, false,
+        /* the detail is shown to the uploader: the server's own failures (their messages
+         * may carry the database's words) are told apart only in the log line above */
+        const char *detail = rc == ERR_STORE || rc == ERR_INTERNAL
+                                 ? "the server failed to record the file: upload it again "
+                                   "(the server's log has the details under its sha1)"
+                                 : err.msg;
+        frc = store_assembly_finish(asm_->o.store, j->sha1, "error", detail, NULL, NULL, false,
                                     &ferr);
     }
     if (frc != ERR_OK)   /* the row stays "assembling" and is restarted once stale */

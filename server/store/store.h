@@ -9,9 +9,12 @@
  *   ERR_STORE     the database is unreachable, the connection broke, or the pool had no free
  *                 connection within the timeout (the server answers 503 + Retry-After)
  *   ERR_CONFLICT  a uniqueness rule was violated
- *   ERR_INVALID   a value the database refused (e.g. a malformed UUID)
+ *   ERR_INVALID   a client's value that a lookup reads as it was sent was refused (a
+ *                 malformed UUID or time: the functions that take one say so)
  *   ERR_NOT_FOUND the row asked for does not exist
- *   ERR_INTERNAL  any other SQL error (a bug: the message carries the SQLSTATE)
+ *   ERR_INTERNAL  any other SQL error, and a value the database refused in anything the
+ *                 server wrote (a bug: the message carries the SQLSTATE and the database's
+ *                 words, for the log; the HTTP layer never shows them to a client)
  * A statement that fails because its connection broke is retried once on a new connection.
  * Thread-safe: one store is shared by every request thread.
  */

@@ -91,7 +91,7 @@ err_code store_dsym_get(store_dsym *out, store *s, const char *uuid, err_info *e
     dsym_ctx d = {.rows = out, .uuid = uuid};
     memset(out, 0, sizeof *out);
     err_code rc = store_run(s, do_dsym_get, &d, err);
-    if (rc == ERR_INVALID)   /* not a UUID: nothing can have it */
+    if (rc != ERR_OK && store_refused_value(err))   /* not a UUID: nothing can have it */
         rc = err_set(err, ERR_NOT_FOUND, "no debug file with uuid %s", uuid);
     return rc;
 }
@@ -127,7 +127,7 @@ err_code store_dsyms_list(store_dsym **out, size_t *n, store *s, const char *uui
     *out = NULL;
     *n = 0;
     err_code rc = store_run(s, do_dsyms_list, &d, err);
-    if (rc == ERR_INVALID)
+    if (rc != ERR_OK && store_refused_value(err))
         rc = err_set(err, ERR_INVALID, "uuid filter '%s' is not a UUID", uuid ? uuid : "");
     return rc;
 }
@@ -221,7 +221,7 @@ err_code store_dsym_blobs_get(store_dsym_blobs *out, store *s, const char *uuid,
     void *ctx[2] = {out, (void *)uuid};
     memset(out, 0, sizeof *out);
     err_code rc = store_run(s, do_blobs_get, ctx, err);
-    if (rc == ERR_INVALID)   /* not a UUID: nothing can have it */
+    if (rc != ERR_OK && store_refused_value(err))   /* not a UUID: nothing can have it */
         rc = err_set(err, ERR_NOT_FOUND, "no debug file with uuid %.40s", uuid);
     return rc;
 }

@@ -570,53 +570,92 @@ static intake_entry *drop_expired(store_intake *q, intake_entry *batch, size_t *
     return keep;
 }
 
+/* What one batch's commits add to the stats. */
+typedef struct {
+    uint64_t regressions, splits, fallbacks;
+} commit_tally;
+
+/* Commit the `n` entries from `e` and set each one's verdict (rc, err, processed). Processed
+ * reports go in with their issues; if that statement fails (a lock wait cut short, a deadlock
+ * with a worker's regrouping, a value refused), the same reports are stored as received, as
+ * without processing at intake, and the workers do the rest. If the database refuses that
+ * too (not ERR_STORE: it answered, and said no), one of the reports holds a value it will
+ * not take: the entries are committed again in two halves, each on its own (processed again
+ * where they can be), so that only the report that is refused fails and the others are
+ * stored, in about 2 log2(n) more statements for one bad report rather than n. */
+static void commit_range(store_intake *q, intake_entry *e, size_t n, commit_tally *t)
+{
+    bool with_processed = false;
+    size_t k = n;
+    for (intake_entry *o = e; k > 0 && !with_processed; o = o->next, k--)
+        with_processed = o->r->processed != NULL;
+    err_info err = {0};
+    uint64_t regressions = 0;
+    err_code rc = commit_batch(q, e, n, with_processed, &regressions, &err);
+    if (rc != ERR_OK && with_processed) {
+        err_clear(&err);
+        regressions = 0;
+        with_processed = false;
+        rc = commit_batch(q, e, n, false, NULL, &err);
+        t->fallbacks += rc == ERR_OK;
+    }
+    if (rc != ERR_OK && rc != ERR_STORE && n > 1) {
+        size_t half = n / 2;
+        intake_entry *second = e;
+        for (size_t i = 0; i < half; i++)
+            second = second->next;
+        t->splits++;
+        commit_range(q, e, half, t);
+        commit_range(q, second, n - half, t);
+        return;
+    }
+    t->regressions += regressions;
+    k = n;
+    for (intake_entry *o = e; k > 0; o = o->next, k--) {
+        o->rc = rc;
+        o->err = err;
+        o->processed = rc == ERR_OK && with_processed && o->r->processed != NULL;
+    }
+}
+
 static void commit_and_answer(store_intake *q, intake_entry *batch, size_t n)
 {
     batch = drop_expired(q, batch, &n);
     if (batch == NULL)
         return;
     uuid7_fill(batch, n);
-    err_info err = {0};
     /* The earliest deadline of the batch bounds all its database work: no request is
      * answered after its own. */
     double first = batch->deadline_ms;
     for (intake_entry *e = batch; e; e = e->next)
         first = e->deadline_ms < first ? e->deadline_ms : first;
     store_deadline_set(first);
-    bool with_processed = false;
-    for (intake_entry *e = batch; e && !with_processed; e = e->next)
-        with_processed = e->r->processed != NULL;
-    uint64_t regressions = 0;
-    err_code rc = commit_batch(q, batch, n, with_processed, &regressions, &err);
-    bool fallback = rc != ERR_OK && with_processed;
-    if (fallback) {
-        /* The reports themselves must not be lost to their issue's upsert (a lock wait cut
-         * short, a deadlock with a worker's regrouping, a value refused): store them as
-         * received, as without processing at intake; the workers do the rest. Counted in
-         * the stats (/metrics: stacksift_intake_processed_fallbacks_total). */
-        err_clear(&err);
-        regressions = 0;
-        rc = commit_batch(q, batch, n, false, NULL, &err);
-    }
-    bool stored_processed = rc == ERR_OK && with_processed && !fallback;
-    bool split = rc != ERR_OK && rc != ERR_STORE && n > 1;
+    commit_tally t = {0};
+    commit_range(q, batch, n, &t);
+    /* A repeated own id went in once, with the first entry that has it: the others share
+     * its verdict (its half may have been refused while theirs was stored). */
     for (intake_entry *e = batch; e; e = e->next) {
-        if (split) {   /* one refused value must not fail the others: one INSERT per report */
-            err_clear(&e->err);
-            e->rc = commit_batch(q, e, 1, false, NULL, &e->err);
-        } else {
-            e->rc = rc;
-            e->err = err;
-            e->processed = stored_processed && e->r->processed != NULL;
-        }
+        if (!e->dup)
+            continue;
+        for (intake_entry *o = batch; o != e; o = o->next)
+            if (!o->dup && o->own && memcmp(o->id, e->id, 16) == 0 &&
+                project_of(o->r) == project_of(e->r)) {
+                e->rc = o->rc;
+                e->err = o->err;
+                e->processed = false;
+                break;
+            }
     }
+    bool all_ok = true;
+    for (intake_entry *e = batch; e; e = e->next)
+        all_ok &= e->rc == ERR_OK;
 
     store_deadline_end();
     pthread_mutex_lock(&q->mu);
-    q->stats.splits += split;
-    q->stats.processed_fallbacks += fallback;
-    q->stats.regressions += regressions;
-    if (rc == ERR_OK) {
+    q->stats.splits += t.splits > 0;
+    q->stats.processed_fallbacks += t.fallbacks;
+    q->stats.regressions += t.regressions;
+    if (all_ok) {
         q->stats.batches++;
         if (n > q->stats.largest)
             q->stats.largest = n;

@@ -19,9 +19,10 @@
  * connection after the old one broke, it can tell "already committed" (every id present)
  * from "lost" and never stores a report twice.
  *
- * Errors per report, as store_report_insert: ERR_STORE (database down, pool exhausted: the
- * whole batch), ERR_INVALID (a value the database refused: the batch is then retried one
- * report per INSERT, so that only the bad report fails), ERR_CONFLICT, ERR_INTERNAL.
+ * Errors per report: ERR_STORE (database down, pool exhausted: the whole batch), ERR_INTERNAL
+ * (a value the database refused: the batch is then committed again in halves, down to the
+ * one report that is refused, so that it alone fails and the others are stored; a report
+ * whose issue upsert fails is stored as received), ERR_CONFLICT.
  * Thread-safe.
  */
 #ifndef STACKSIFT_STORE_STORE_INTAKE_H
@@ -80,11 +81,11 @@ typedef struct {
     uint64_t reports;    /* reports committed */
     uint64_t batches;    /* batch commits that succeeded */
     uint64_t largest;    /* most reports in one commit */
-    uint64_t splits;     /* batches retried one report at a time after a refused value */
+    uint64_t splits;     /* batches committed again in halves after a refused value */
     uint64_t failures;   /* reports that got an error */
     uint64_t processed;  /* reports committed as processed at intake (with their issue) */
     uint64_t regressions; /* resolved issues those reopened */
-    uint64_t processed_fallbacks; /* batches whose processed reports were stored as received
+    uint64_t processed_fallbacks; /* commits whose processed reports were stored as received
                                      after their issue upsert failed */
 } store_intake_stats;
 

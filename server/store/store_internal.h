@@ -123,6 +123,14 @@ err_code store_run(store *s, store_fn fn, void *ctx, err_info *err);
  * operation for the message. */
 err_code store_translate(PGresult *res, pconn *c, const char *what, err_info *err);
 
+/* How store_translate's message for a value the database refused begins (after "what: "). */
+#define STORE_REFUSED "the database refused a value (SQLSTATE"
+
+/* store_refused_value - whether `err` (from store_translate) is a value the database refused
+ * (SQLSTATE class 22, or 23514): for a caller whose statement reads a client's value as it
+ * was sent (a UUID, a time), where that means the client's input was wrong. */
+bool store_refused_value(const err_info *err);
+
 /* store_exec - run `st` (prepared on `c` on first use) with `n` parameters (NULL value = SQL
  * NULL; lengths/formats may be NULL = all text). Text results. *out is the result on
  * success; the caller PQclear()s it. A NULL `out`: the result is not needed (cleared here). */

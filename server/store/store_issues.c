@@ -170,6 +170,11 @@ err_code store_issues_list(store_issue **out, size_t *n, const char **next_curso
     list_ctx ctx = {sql, values, 12, q->limit, out, n, next_cursor, a};
     err_code rc = store_run(s, do_issues_list, &ctx, err);
     free(sql);
+    /* since and until are read by Postgres as the client sent them (any form timestamptz
+     * takes): its refusal is theirs, said in our words */
+    if (rc != ERR_OK && store_refused_value(err) && (q->since != NULL || q->until != NULL))
+        rc = err_set(err, ERR_INVALID, "since and until must be times (2026-01-07T10:31:02Z), "
+                     "not '%.40s'", q->since != NULL ? q->since : q->until);
     return rc;
 }
 

@@ -654,17 +654,24 @@ err_code store_translate(PGresult *res, pconn *c, const char *what, err_info *er
     const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     if (state == NULL)
         return err_set(err, ERR_STORE, "%s: %s", what, line);
-    if (strcmp(state, "23514") == 0)      /* check_violation */
-        return err_set(err, ERR_INVALID, "%s: %s", what, line);
+    /* A value the database refused (a data exception, a CHECK) is the server's fault: what
+     * reaches a statement was checked before (a report's text is UTF-8 by then), so it is not
+     * the client's to fix; a caller that passes a client's value to be read by Postgres (a
+     * time filter) says so itself (store_refused_value). */
+    if (strcmp(state, "23514") == 0 || strncmp(state, "22", 2) == 0)
+        return err_set(err, ERR_INTERNAL, "%s: " STORE_REFUSED " %s): %s", what, state, line);
     if (strncmp(state, "23", 2) == 0)     /* integrity constraint violation */
         return err_set(err, ERR_CONFLICT, "%s: %s", what, line);
-    if (strncmp(state, "22", 2) == 0)     /* data exception: a value the database refused */
-        return err_set(err, ERR_INVALID, "%s: %s", what, line);
     if (strncmp(state, "08", 2) == 0 || strncmp(state, "57", 2) == 0 ||
         strncmp(state, "53", 2) == 0 || strcmp(state, "40001") == 0 ||
         strcmp(state, "40P01") == 0)      /* connection, shutdown, resources, retryable */
         return err_set(err, ERR_STORE, "%s: %s", what, line);
     return err_set(err, ERR_INTERNAL, "%s: %s (SQLSTATE %s)", what, line, state);
+}
+
+bool store_refused_value(const err_info *err)
+{
+    return err->code == ERR_INTERNAL && strstr(err->msg, ": " STORE_REFUSED) != NULL;
 }
 
 static bool is_prepared(const pconn *c, const store_stmt *st)
