@@ -245,10 +245,12 @@ typedef struct {
 
 /*
  * crashreport_parse - detect the format of `len` bytes of report and parse it.
- * data    UTF-8 text (no NUL needed; an initial BOM is skipped), or a binary .plcrash file
+ * data    text (no NUL needed; an initial BOM is skipped), or a binary .plcrash file
  *         (recognized by its "plcrash" magic). Not referenced afterwards.
  * out     allocated in `a`, valid until arena_free(a).
- * Errors  ERR_INVALID   not valid UTF-8, a NUL byte, malformed JSON, no stack frames at all,
+ * Strings  every string of the model is valid UTF-8: where the report's are not, each invalid
+ *          sequence is replaced by U+FFFD (base/utf8.h, utf8_sanitize), never refused.
+ * Errors  ERR_INVALID   a NUL byte in text, malformed JSON, no stack frames at all,
  *                       or not a crash report of any known format (the message says which);
  *         ERR_UNSUPPORTED a recognized document that is not an app crash/stack report
  *                       (kernel panic, Bugsnag event JSON, ...);
