@@ -1530,6 +1530,16 @@ static void database_outage_gives_503_not_loss(void)
         r = http_req(port2, "POST", "/api/v1/reports", h, body, len, false);
         CHECK_EQ_INT(r.status, 503);
         CHECK(r.headers && strstr(r.headers, "Retry-After: "));
+        /* the answer names the request id (its log line has libpq's words), never them */
+        json_t *e = r.json ? json_object_get(r.json, "error") : NULL;
+        const char *msg = e ? jstr(e, "message") : NULL;
+        const char *rid = r.headers ? strstr(r.headers, "X-Request-Id: ") : NULL;
+        char req[64] = "";
+        if (rid)
+            sscanf(rid + 14, "%63[0-9a-f]", req);
+        CHECK(msg != NULL && req[0] != '\0' && strstr(msg, req) != NULL);
+        CHECK(msg != NULL && strstr(msg, "connect") == NULL && strstr(msg, "server") == NULL &&
+              strstr(msg, "SQLSTATE") == NULL && strstr(msg, "reports_intake") == NULL);
         resp_free(&r);
     }
     r = http_req(port2, "GET", "/healthz", NULL, NULL, 0, false);

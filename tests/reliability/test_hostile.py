@@ -167,10 +167,13 @@ def body_cases(inst, counts):
         b"",
     ]
     for i, body in enumerate(bodies):
+        # body 3 is a crash report whose strings are not UTF-8: stored with U+FFFD (202), never
+        # refused for that (octet-stream is for .plcrash files only); the others are no report
         for ctype in ("application/json", "text/plain", "application/octet-stream"):
+            report = i == 3 and ctype != "application/octet-stream"
             run_case(inst, counts, f"POST /api/v1/reports body {i} as {ctype}",
                      request("POST", "/api/v1/reports", inst, "ingest", {"Content-Type": ctype}, body),
-                     set(range(400, 500)))
+                     {202} if report else set(range(400, 500)))
         run_case(inst, counts, f"POST /api/v1/symbolicate body {i}",
                  request("POST", "/api/v1/symbolicate", inst, "read",
                          {"Content-Type": "application/json"}, body), set(range(400, 500)))
