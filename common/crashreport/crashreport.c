@@ -546,7 +546,11 @@ static err_code display_name(const char **name, const char **mangled, arena *a, 
     char *shown = demangle_name(*name, DEMANGLE_SIMPLIFIED);
     if (shown == NULL)
         return ERR_OK;
-    const char *copy = arena_strdup(a, shown, err);
+    /* a demangled name may hold what its punycode says: UTF-8 by base/utf8's rule, too */
+    size_t n = strlen(shown);
+    const char *copy = utf8_sanitize(&n, shown, n, a, err);
+    if (copy == shown)
+        copy = arena_strndup(a, shown, n, err);
     free(shown);
     if (copy == NULL)
         return ERR_TOO_LARGE;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "base/jsonw.h"
+#include "base/utf8.h"
 #include "base/workpool.h"
 #include "base/xalloc.h"
 #include "ingest/grouping.h"
@@ -717,6 +718,15 @@ err_code pipeline_parse(crashreport **out, pipeline *p, const uint8_t *raw, size
     return rc;
 }
 
+/* `s` (NULL: NULL) as valid UTF-8 in `a` (base/utf8's rule); `s` itself if it is, or if the
+ * arena's budget is spent (its commit then fails alone). */
+static const char *text_of(const char *s, arena *a)
+{
+    const char *t = s ? utf8_sanitize(NULL, s, strlen(s), a, NULL) : NULL;
+    return t ? t : s;
+}
+
+
 /* ---- workers ------------------------------------------------------------------------- */
 
 /* What becomes of report `r` (parsed; `app` as intake stored it, NULL = unknown): *o filled
@@ -793,9 +803,11 @@ static bool process_parsed(pipeline *p, crashreport *r, const char *app, store_o
     o->hardware_model = m->hardware_model;
     o->grouped = true;
     o->fingerprint = sig.fingerprint;
-    o->title = sig.title;
-    o->culprit = sig.culprit;
-    o->exception = sig.exception;
+    /* names from a dSYM (the symbolicated frames they are made of) are not the report's:
+     * text columns take them as UTF-8 by base/utf8's rule all the same */
+    o->title = text_of(sig.title, a);
+    o->culprit = text_of(sig.culprit, a);
+    o->exception = text_of(sig.exception, a);
     o->basis = signature_basis_name(sig.basis);
     /* provisional: the grouping can still change, because a frame that decided the
      * signature lacks its in-app dSYM (a dSYM missing below those frames changes how the

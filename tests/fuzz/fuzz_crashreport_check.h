@@ -2,7 +2,8 @@
  * fuzz_crashreport_check - what every crash report fuzz target checks after a parse: the
  * parser either returns a report or a clean error (a known code and a message), every index
  * in the model points inside its array, both renderers run, the JSON rendering is valid
- * JSON, and symbolicating with no symcaches marks each frame without touching its symbol.
+ * JSON, and symbolicating with no symcaches marks each frame without touching its symbol;
+ * every string of the model and every message is valid UTF-8 (never a refusal for it).
  * Included by tests/fuzz/fuzz_crashreport_*.c (one target per parser).
  */
 #ifndef STACKSIFT_FUZZ_CRASHREPORT_CHECK_H
@@ -15,6 +16,7 @@
 
 #include "base/arena.h"
 #include "base/buf.h"
+#include "base/utf8.h"
 #include "crashreport/crashreport.h"
 #include "fuzz_require.h"
 
@@ -41,6 +43,22 @@ static void check_tree(const crashreport_thread *t)
     }
 }
 
+/* Whether JSON that jsonw wrote escapes a byte that is not UTF-8 ("\u00ab": jsonw writes a
+ * valid character as it is, and only such a byte as an escape of 0x80..0xff). */
+static bool has_byte_escape(const char *s, size_t n)
+{
+    for (size_t i = 0; i + 5 < n; i++) {
+        if (s[i] != '\\')
+            continue;
+        char h = s[i + 4];
+        if (s[i + 1] == 'u' && s[i + 2] == '0' && s[i + 3] == '0' &&
+            ((h >= '8' && h <= '9') || (h >= 'a' && h <= 'f') || (h >= 'A' && h <= 'F')))
+            return true;
+        i++; /* the escaped character: "\\\\" is one backslash */
+    }
+    return false;
+}
+
 static void check_report(const crashreport *r)
 {
     for (size_t t = 0; t < r->nthreads; t++) {
@@ -57,9 +75,11 @@ static void check_report(const crashreport *r)
     json_t *j = json_loadb((const char *)o.data, o.len, 0, &e);
     REQUIRE(j != NULL);
     json_decref(j);
+    REQUIRE(!has_byte_escape((const char *)o.data, o.len));
     buf_reset(&o);
     buf_init(&o);
     crashreport_render_text(&o, r);
+    REQUIRE(utf8_valid((const char *)o.data, o.len));
     buf_reset(&o);
 }
 
@@ -82,6 +102,7 @@ static void fuzz_crashreport_one(const char *prefix, const uint8_t *data, size_t
     REQUIRE((rc == ERR_OK) == (rs != NULL && n > 0));
     REQUIRE(rc == ERR_OK || rc == ERR_INVALID || rc == ERR_UNSUPPORTED || rc == ERR_TOO_LARGE);
     REQUIRE(rc == ERR_OK || err.msg[0] != '\0');
+    REQUIRE(utf8_valid(err.msg, strlen(err.msg)));
     for (size_t i = 0; rc == ERR_OK && i < n; i++)
         check_report(rs[i]);
     arena_free(a);

@@ -3,12 +3,32 @@
  * jansson. Promises: any input is read or refused, never a crash, a hang or an overread;
  * jsonr refuses exactly what jansson refuses (with the same flags) and otherwise builds the
  * same tree; the first-value mode reads the same value and stops where the rest begins;
- * jsonr_check gives jsonr_parse's verdict, error and stop without building a tree.
+ * jsonr_check gives jsonr_parse's verdict, error and stop without building a tree. With
+ * JSONR_REPLACE_INVALID: what jansson reads is read to the same tree, nothing is refused for
+ * its UTF-8, and every string and key of a tree is valid UTF-8.
  */
 #include <string.h>
 
 #include "../jsonr_compare.h"
+#include "base/utf8.h"
 #include "fuzz_require.h"
+
+/* Every string and key under v is valid UTF-8 (the depth is bounded by JSONR_MAX_DEPTH). */
+static void require_utf8(const jsonr_value *v)
+{
+    if (jsonr_is_string(v))
+        REQUIRE(utf8_valid(jsonr_string(v), jsonr_string_length(v)));
+    size_t n = jsonr_size(v);
+    for (size_t i = 0; i < n; i++) {
+        if (jsonr_is_object(v)) {
+            const jsonr_member *m = jsonr_member_at(v, i);
+            REQUIRE(utf8_valid(m->key, m->key_len));
+            require_utf8(&m->value);
+        } else {
+            require_utf8(jsonr_at(v, i));
+        }
+    }
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
@@ -31,6 +51,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
         REQUIRE(jsonr_compare_equal(r, j));
     else
         REQUIRE(e.text[0] != '\0' && e.position <= n && e.line >= 1 && e.column >= 1);
+    unsigned rflags = flags | JSONR_REPLACE_INVALID;
+    jsonr_value *rr = jsonr_parse(a, doc, n, rflags, NULL, &e);
+    if (j != NULL)
+        REQUIRE(rr != NULL && jsonr_compare_equal(rr, j));
+    if (rr != NULL)
+        require_utf8(rr);
+    else
+        REQUIRE(e.code != JSONR_ERR_UTF8);
+    REQUIRE(jsonr_check(doc, n, rflags & ~(unsigned)JSONR_REJECT_DUPLICATES, NULL, NULL) ==
+            (jsonr_parse(a, doc, n, rflags & ~(unsigned)JSONR_REJECT_DUPLICATES, NULL, NULL) !=
+             NULL));
     json_decref(j);
     /* jsonr_check: the verdict of jsonr_parse without JSONR_REJECT_DUPLICATES (it keeps no keys) */
     unsigned nodup = flags & ~(unsigned)JSONR_REJECT_DUPLICATES;
