@@ -343,9 +343,9 @@ def check_examples():
     if check(dumps, f"no minidumps under {SHARED}/minidumps"):
         doc = DOCS["docs/clients/minidumps.md"]
         out = subprocess.run([BIN, "parse", dumps[0]], capture_output=True, text=True)
-        check(out.returncode == 1 and "report is not valid UTF-8" in out.stderr,
+        check(out.returncode == 1 and "report holds a NUL byte" in out.stderr,
               f"a minidump is not refused as docs/clients/minidumps.md says: {out.returncode} {out.stderr}")
-        check("report is not valid\nUTF-8" in doc or "report is not valid UTF-8" in doc,
+        check("report holds a NUL\nbyte" in doc or "report holds a NUL byte" in doc,
               "docs/clients/minidumps.md no longer quotes the refusal")
 
 
