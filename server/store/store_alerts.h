@@ -30,7 +30,7 @@ typedef struct {
 } store_alert_rule;
 
 /* store_alert_rule_add - insert `r` (id, created_at and counts ignored); *id = the new id.
- * Errors ERR_INVALID (a value the database refused), ERR_STORE. */
+ * Errors ERR_INTERNAL (a value the database refused), ERR_STORE. */
 err_code store_alert_rule_add(int64_t *id, store *s, const store_alert_rule *r, err_info *err);
 
 /* store_alert_rules_list - every rule of `project_id` (0 = all), oldest first, with its

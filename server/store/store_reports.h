@@ -76,7 +76,8 @@ typedef struct {
 } store_report;
 
 /* store_report_insert - commit a new report and write its id (a UUID) to id_out. When this
- * returns ERR_OK the row is durable. Errors ERR_STORE, ERR_INVALID. */
+ * returns ERR_OK the row is durable. Errors ERR_STORE, ERR_INTERNAL (a value the database
+ * refused). */
 err_code store_report_insert(char id_out[37], store *s, const store_report_new *r, err_info *err);
 
 /* store_report_id_norm - the one rule for a report id given by a client: a UUID as 36
