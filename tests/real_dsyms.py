@@ -3,35 +3,44 @@
 symcache, and its lookups agree with llvm-symbolizer-14 (ctest: real_dsyms, label fixtures).
 
 Env: STACKSIFT_BIN, STACKSIFT_SOURCE_DIR (../shared is found beside it; STACKSIFT_REAL_DSYMS
-overrides the folder). Options: --seed N, --show N (mismatches printed), --min PERCENT.
+overrides the folder), REAL_DSYMS_CAP (default of --cap). Options: --seed N, --show N
+(mismatches printed), --min PERCENT (default 100), --cap N (addresses per slice, default 12000).
 
 The folder (see its SOURCE.md) holds dSYMs from Xcode 7 to Xcode 26: DWARF 2-5, empty compile
 units of 2017's dsymutil, DW_AT_MIPS_linkage_name, C++ methods whose DWARF has no linkage name
-(-dwarf-linkage-names=Abstract), fat files, zips and a bare DWARF file. Each is given to
-`stacksift symcache build` as it is (a zip, a bundle or a file); every slice (llvm-dwarfdump
---uuid) must come out as a symcache. Addresses are sampled as lookup_oracle.py samples them
-(every line-table row and the address before it, row and symbol midpoints, symbol starts,
-random __text addresses, and some outside __text) and looked up with `stacksift lookup -o
+(-dwarf-linkage-names=Abstract), fat files, zips, bare DWARF files (any Mach-O file of type
+MH_DSYM, whatever its name) and App Store dSYMs of bitcode recompiled by Apple (line-0 rows,
+several rows at one address, inlinees with no name or call line, units whose ranges leave out
+code their functions describe). Each is given to `stacksift symcache build` as it is (a zip, a
+bundle or a file); every slice (llvm-dwarfdump --uuid) must come out as a symcache. Addresses
+are sampled as lookup_oracle.py samples them (every line-table row and the address before it,
+row and symbol midpoints, symbol starts, random __text addresses, and some outside __text),
+plus addresses inside compiler-generated code (every instruction of a line-0 row, up to 32 a
+row, and the one after it; the instruction after every address holding several rows); at
+most --cap a slice, half of them from compiler-generated code where there are that many (a
+seeded draw: the same addresses every run). They are looked up with `stacksift lookup -o
 <UUID>.symc`; expected frames come from
 
     llvm-symbolizer-14 --inlines --functions=linkage --no-demangle --output-style=JSON
 
 (innermost first), compared on the inline chain, function, file and line the way
-real_xcode_dwarf.py compares them. An address agrees when every frame matches, or when it
-differs only by one of these policies, each counted apart and printed:
+real_xcode_dwarf.py compares them; a frame llvm names "" in JSON (an inlinee whose DWARF names
+nothing) is its text output's "??", which stacksift prints. An address agrees when every
+frame matches, or when it differs only by one of these policies, each counted apart and
+printed (neither is a difference in what the DWARF or the symbol table says):
   - "outside-text": an address outside __text (sampled like lookup_oracle.py samples) that
     llvm-symbolizer names by a data symbol (GCC_except_table1, a constant string) where
     stacksift, whose symbol table holds only functions, answers nothing;
   - "padding": llvm-symbolizer answers nothing and stacksift names the symbol-table function
     whose range the address falls in (Mach-O symbols have no size: the bytes after a function's
     last line-table row up to the next symbol are padding, ours run to the next symbol).
-Each slice must agree on at least --min percent (default 99.9) of its addresses; the
-per-slice table is printed.
+Each slice must agree on every address (--min 100); the per-slice table is printed.
 """
 import argparse
 import json
 import os
 import random
+import struct
 import sys
 import tempfile
 import zipfile
@@ -76,10 +85,27 @@ def real_dsyms_dir():
     return os.path.abspath(d)
 
 
-def is_macho(path):
+MH_DSYM = 0xA
+
+
+def is_dsym_file(path):
+    """A Mach-O dSYM companion file (filetype MH_DSYM; of a fat file, its first slice), whatever
+    its name: a bare DWARF file (`-dwarf`, `.dwarf-hidden`), not the executable beside a bundle."""
     with open(path, "rb") as f:
-        magic = f.read(4)
-    return magic in (b"\xce\xfa\xed\xfe", b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe", b"\xca\xfe\xba\xbf")
+        head = f.read(4096)
+    if len(head) < 16:
+        return False
+    magic = struct.unpack_from("<I", head, 0)[0]
+    if magic in (0xFEEDFACE, 0xFEEDFACF):
+        return struct.unpack_from("<I", head, 12)[0] == MH_DSYM
+    if struct.unpack_from(">I", head, 0)[0] in (0xCAFEBABE, 0xCAFEBABF) and struct.unpack_from(">I", head, 4)[0] >= 1:
+        fat64 = struct.unpack_from(">I", head, 0)[0] == 0xCAFEBABF
+        off = struct.unpack_from(">Q", head, 16)[0] if fat64 else struct.unpack_from(">I", head, 16)[0]
+        with open(path, "rb") as f:
+            f.seek(off)
+            sub = f.read(16)
+        return len(sub) == 16 and struct.unpack_from("<I", sub, 12)[0] == MH_DSYM
+    return False
 
 
 def inputs(root, tmp):
@@ -106,9 +132,39 @@ def inputs(root, tmp):
                     if os.path.basename(dp) == "DWARF":
                         files += [os.path.join(dp, f) for f in sorted(fns)]
                 out.append((os.path.relpath(p, root), p, sorted(files)))
-            elif fn.endswith("-dwarf") and is_macho(p):
+            elif is_dsym_file(p):
                 out.append((os.path.relpath(p, root), p, [p]))
     return sorted(out)
+
+
+def line_table(dwarf, arch):
+    """[(address, line, end_sequence)] of every line-table row, in program order."""
+    rows = []
+    for line in lo.run([lo.DWARFDUMP, "--debug-line", f"--arch={arch}", dwarf]).splitlines():
+        parts = line.split()
+        if line.startswith("0x") and len(parts) >= 6:
+            rows.append((int(parts[0], 16), int(parts[1]), "end_sequence" in line))
+    return rows
+
+
+def generated_code_addresses(dwarf, arch, text):
+    """Addresses inside compiler-generated code: every instruction of a line-table row with
+    line 0 (up to 32 per row: prologue and epilogue code, spills, outlined and merged code,
+    Apple's bitcode recompilation), the instruction after it, and the instruction after every
+    address that holds several rows (a line-0 row and a real one)."""
+    step = 1 if arch.startswith(("x86", "i386")) else 4
+    rows = line_table(dwarf, arch)
+    out = set()
+    for i, (a, line, end) in enumerate(rows[:-1]):
+        nxt = rows[i + 1][0]
+        if end or not (text[0] <= a < text[1]):
+            continue
+        if nxt == a:
+            out.update((a, a + step))
+        elif line == 0 and nxt > a:
+            out.update(range(a, min(nxt, a + 32 * step), step))
+            out.update((nxt - step, nxt))
+    return out
 
 
 def outside_text(frames, got, addr, text):
@@ -126,11 +182,25 @@ def padding(frames, got, syms, addr):
         syms[max(starts)], syms[max(starts)].lstrip("_"))
 
 
+def cap_sample(addrs, generated, cap, rng):
+    """At most `cap` addresses of the sample and the compiler-generated ones together, half of
+    them (when there are that many) generated, the rest drawn from the usual sample; sorted."""
+    gen = sorted(generated)
+    rest = sorted(set(addrs) - generated)
+    if len(gen) + len(rest) <= cap:
+        return sorted(gen + rest)
+    ngen = min(len(gen), max(cap // 2, cap - len(rest)))
+    pick = rng.sample(gen, ngen) + rng.sample(rest, min(len(rest), cap - ngen))
+    return sorted(pick)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seed", type=int, default=int(os.environ.get("ORACLE_SEED", "20240601")))
     ap.add_argument("--show", type=int, default=20)
-    ap.add_argument("--min", type=float, default=99.9)
+    ap.add_argument("--min", type=float, default=100.0)
+    ap.add_argument("--cap", type=int, default=int(os.environ.get("REAL_DSYMS_CAP", "12000")),
+                    help="addresses sampled per slice at most")
     args = ap.parse_args()
     binpath = os.environ.get("STACKSIFT_BIN")
     if not (binpath and os.access(binpath, os.X_OK)):
@@ -151,15 +221,20 @@ def main():
                     symc = symcs.get((uuid, arch))
                     if symc is None:
                         bad.append(f"{name}: symcache build wrote no symcache for {uuid}")
-                        rows.append((name, 0, 0, {}))
+                        rows.append((name, 0, 0, {}, 0))
                         continue
                     rng = random.Random(f"{args.seed}:{uuid}")
                     text_addr, text_size = lo.text_section(dwarf, arch)
                     if text_size > 0:
                         addrs, _ = lo.sample_addresses(dwarf, arch, rng)
+                        gen = generated_code_addresses(dwarf, arch, (text_addr, text_addr + text_size))
+                        addrs = cap_sample(addrs, gen, args.cap, rng)
+                        ngen = len(gen & set(addrs))
                     else:  # no code (an empty framework slice): it must still answer nothing
-                        addrs = [0, 1, text_addr, text_addr + 0x100]
+                        addrs, ngen = [0, 1, text_addr, text_addr + 0x100], 0
                     exp = lo.symbolize(dwarf, arch, addrs)
+                    for frames in exp.values():  # llvm's JSON "" is the "??" of its text output
+                        frames[:] = [(fn or "??", file, line) for fn, file, line in frames]
                     shorts = rx.short_names(dwarf, arch, addrs)
                     syms = lo.symbol_starts(dwarf, arch)
                     got = lo.stacksift_lookup(binpath, ["-o", symc], addrs)
@@ -182,17 +257,18 @@ def main():
                     agree = len(addrs) - len(left)
                     totals["addresses"] += len(addrs)
                     totals["agree"] += agree
-                    rows.append((name, len(addrs), agree, pol))
+                    rows.append((name, len(addrs), agree, pol, ngen))
                     shown += left
                     if 100.0 * agree / len(addrs) < args.min:
                         bad.append(f"{name}: {agree}/{len(addrs)} agree, under {args.min}%")
     print(f"real_dsyms: frames, addresses with inlined frames, and the name rules used: " + ", ".join(f"{k} {v}" for k, v in sorted(names.items())))
     print(f"real_dsyms: {len(rows)} slices, {totals['addresses']} addresses; per slice "
           f"(agree/sampled, policy differences counted apart):")
-    for name, n, agree, pol in rows:
+    for name, n, agree, pol, ngen in rows:
         pct = f"{100.0 * agree / n:7.3f}%" if n else "   none"
         extra = ", ".join(f"{k} {v}" for k, v in sorted(pol.items()))
-        print(f"  {name:70s} {agree:6d}/{n:<6d} {pct}" + (f"  ({extra})" if extra else ""))
+        print(f"  {name:70s} {agree:6d}/{n:<6d} {pct}  ({ngen} in generated code"
+              + (f"; {extra})" if extra else ")"))
     if totals["addresses"]:
         print(f"real_dsyms: agreement with llvm-symbolizer-14: {totals['agree']}/{totals['addresses']} "
               f"({100.0 * totals['agree'] / totals['addresses']:.3f}%); policy differences: "

@@ -4,6 +4,7 @@
  * symbol-table-only images, and corrupt .symc files.
  */
 #include <dirent.h>
+#include <stdio.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -792,6 +793,250 @@ static void dense_granules_and_deep_chains(void)
     debuginfo_reset(&di);
 }
 
+/* DWARF shapes of older toolchains and of Apple's bitcode recompilation (the App Store dSYMs
+ * of ../shared/real-dsyms/crashprobe-2017-release hold them all), written out by hand as
+ * i386 assembly (a 32-bit x86 simulator slice) and assembled by clang-14 at test time:
+ *   - a line-0 row and a real one at one address, both ways round: the last one counts;
+ *   - rows with line 0 keep their file;
+ *   - an inlinee whose abstract origin is a DW_TAG_subprogram with no attributes, with no
+ *     DW_AT_call_line: still a frame ("??"), its caller at line 0;
+ *   - an inlinee named only through DW_AT_abstract_origin (DW_FORM_ref_addr) to a
+ *     DW_AT_specification in another unit;
+ *   - a function and line rows outside their unit's DW_AT_low_pc/high_pc: not the unit's
+ *     there, so the symbol table answers, with no file or line;
+ *   - two symbols at one address (a local label, then a global): the last one names it.
+ * Expected frames are what llvm-symbolizer-14 --inlines says for each address of the object. */
+static const char SHAPES_S[] =
+    "## DWARF shapes of older toolchains and Apple's bitcode recompilation, written out by hand\n"
+    "## (i386, DWARF 4 units, a DWARF 2 line table).\n"
+    "        .section __TEXT,__text,regular,pure_instructions\n"
+    "        .globl _outer\n"
+    "_outer:\n"
+    "        nop                             ## 0x00 outer, line 10\n"
+    "        nop\n"
+    "        nop\n"
+    "        nop\n"
+    "        nop                             ## 0x04 an unnamed inlinee, called from line 0\n"
+    "        nop\n"
+    "        nop\n"
+    "        nop\n"
+    "        nop                             ## 0x08 init_thing inlined at line 11\n"
+    "        nop\n"
+    "        nop\n"
+    "        nop\n"
+    "        nop                             ## 0x0c outer, line 14\n"
+    "        nop\n"
+    "        nop\n"
+    "        ret\n"
+    "        .globl _stray\n"
+    "_zlocal:\n"
+    "_stray:\n"
+    "        nop                             ## 0x10 outside its unit's ranges\n"
+    "        nop\n"
+    "        nop\n"
+    "        nop\n"
+    "        nop\n"
+    "        nop\n"
+    "        nop\n"
+    "        ret\n"
+    "Ltext_end:\n"
+    "\n"
+    "        .section __DWARF,__debug_abbrev,regular,debug\n"
+    "Labbrev:\n"
+    "        .byte 1, 0x11, 1                ## 1: compile_unit, children\n"
+    "        .byte 0x03, 0x08                ##   name string\n"
+    "        .byte 0x10, 0x17                ##   stmt_list sec_offset\n"
+    "        .byte 0x1b, 0x08                ##   comp_dir string\n"
+    "        .byte 0x11, 0x01                ##   low_pc addr\n"
+    "        .byte 0x12, 0x06                ##   high_pc data4 (a size)\n"
+    "        .byte 0, 0\n"
+    "        .byte 2, 0x2e, 1                ## 2: subprogram, children\n"
+    "        .byte 0x03, 0x08                ##   name\n"
+    "        .byte 0x11, 0x01                ##   low_pc\n"
+    "        .byte 0x12, 0x06                ##   high_pc (size)\n"
+    "        .byte 0, 0\n"
+    "        .byte 3, 0x1d, 0                ## 3: inlined_subroutine, no call_line\n"
+    "        .byte 0x31, 0x13                ##   abstract_origin ref4\n"
+    "        .byte 0x11, 0x01, 0x12, 0x06    ##   low_pc, high_pc\n"
+    "        .byte 0x58, 0x0b                ##   call_file data1\n"
+    "        .byte 0, 0\n"
+    "        .byte 4, 0x1d, 0                ## 4: inlined_subroutine into another unit\n"
+    "        .byte 0x31, 0x10                ##   abstract_origin ref_addr\n"
+    "        .byte 0x11, 0x01, 0x12, 0x06\n"
+    "        .byte 0x58, 0x0b, 0x59, 0x0b    ##   call_file, call_line data1\n"
+    "        .byte 0, 0\n"
+    "        .byte 5, 0x2e, 0                ## 5: a subprogram with no attributes at all\n"
+    "        .byte 0, 0\n"
+    "        .byte 6, 0x11, 1                ## 6: compile_unit without code\n"
+    "        .byte 0x03, 0x08\n"
+    "        .byte 0, 0\n"
+    "        .byte 7, 0x2e, 0                ## 7: declaration\n"
+    "        .byte 0x03, 0x08, 0x3c, 0x19    ##   name, declaration flag_present\n"
+    "        .byte 0, 0\n"
+    "        .byte 8, 0x2e, 0                ## 8: abstract definition of a declaration\n"
+    "        .byte 0x47, 0x13                ##   specification ref4\n"
+    "        .byte 0x20, 0x0b                ##   inline data1\n"
+    "        .byte 0, 0\n"
+    "        .byte 0\n"
+    "\n"
+    "        .section __DWARF,__debug_info,regular,debug\n"
+    "Linfo:\n"
+    "Lcu_a:\n"
+    "        .long Lcu_a_end - Lcu_a - 4\n"
+    "        .short 4\n"
+    "        .long 0                         ## abbrev offset\n"
+    "        .byte 4\n"
+    "        .byte 1                         ## compile_unit \"shapes.c\" [0x00, 0x10)\n"
+    "        .asciz \"shapes.c\"\n"
+    "        .long 0\n"
+    "        .asciz \"/src\"\n"
+    "        .long _outer\n"
+    "        .long 0x10\n"
+    "Lbare = . - Lcu_a\n"
+    "        .byte 5                         ##   the bare subprogram\n"
+    "        .byte 2                         ##   outer\n"
+    "        .asciz \"outer\"\n"
+    "        .long _outer\n"
+    "        .long 0x10\n"
+    "        .byte 3                         ##     unnamed, no call line\n"
+    "        .long Lbare\n"
+    "        .long _outer + 4\n"
+    "        .long 4\n"
+    "        .byte 1\n"
+    "        .byte 4                         ##     init_thing, through the other unit\n"
+    "        .long Labstract - Linfo\n"
+    "        .long _outer + 8\n"
+    "        .long 4\n"
+    "        .byte 1, 11\n"
+    "        .byte 0\n"
+    "        .byte 2                         ##   stray: code outside the unit's ranges\n"
+    "        .asciz \"stray\"\n"
+    "        .long _stray\n"
+    "        .long 8\n"
+    "        .byte 0\n"
+    "        .byte 0\n"
+    "Lcu_a_end:\n"
+    "Lcu_b:\n"
+    "        .long Lcu_b_end - Lcu_b - 4\n"
+    "        .short 4\n"
+    "        .long 0\n"
+    "        .byte 4\n"
+    "        .byte 6\n"
+    "        .asciz \"other.c\"\n"
+    "Ldecl = . - Lcu_b\n"
+    "        .byte 7\n"
+    "        .asciz \"init_thing\"\n"
+    "Labstract:\n"
+    "        .byte 8\n"
+    "        .long Ldecl\n"
+    "        .byte 1\n"
+    "        .byte 0\n"
+    "Lcu_b_end:\n"
+    "\n"
+    "        .section __DWARF,__debug_line,regular,debug\n"
+    "Lline:\n"
+    "        .long Lline_end - Lline - 4\n"
+    "        .short 2\n"
+    "        .long Lline_prog - Lline_hdr\n"
+    "Lline_hdr:\n"
+    "        .byte 1, 1, -5, 14, 13\n"
+    "        .byte 0, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 1\n"
+    "        .asciz \"/src\"\n"
+    "        .byte 0\n"
+    "        .asciz \"shapes.c\"\n"
+    "        .byte 1, 0, 0\n"
+    "        .byte 0\n"
+    "Lline_prog:\n"
+    "        .byte 0, 5, 2\n"
+    "        .long _outer\n"
+    "        .byte 3, 9, 1                   ## 0x00 line 10\n"
+    "        .byte 2, 4, 3, 0x76, 1          ## 0x04 line 0\n"
+    "        .byte 3, 12, 1                  ##      line 12, same address\n"
+    "        .byte 2, 4, 3, 1, 1             ## 0x08 line 13\n"
+    "        .byte 3, 0x73, 1                ##      line 0, same address\n"
+    "        .byte 2, 4, 3, 14, 1            ## 0x0c line 14\n"
+    "        .byte 2, 4, 3, 6, 1             ## 0x10 line 20 (outside the unit)\n"
+    "        .byte 2, 8, 0, 1, 1             ## 0x18 end\n"
+    "Lline_end:\n";
+
+typedef struct {
+    const char *function, *file;
+    uint32_t line;
+    bool inlined;
+} want_frame;
+
+static void old_toolchain_shapes(void)
+{
+    char src[512], obj[512], cmd[1200];
+    snprintf(src, sizeof src, "%s/shapes.s", tmp_root);
+    snprintf(obj, sizeof obj, "%s/shapes.o", tmp_root);
+    FILE *f = fopen(src, "w");
+    CHECK(f != NULL);
+    if (f == NULL)
+        return;
+    fputs(SHAPES_S, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "clang-14 -target i386-apple-ios9.0-simulator -c '%s' -o '%s'", src, obj);
+    CHECK_EQ_INT(system(cmd), 0);
+    bytes b;
+    err_info err = {0};
+    CHECK_EQ_INT(bytes_map_file(&b, obj, &err), ERR_OK);
+    if (b.data == NULL)
+        return;
+    macho_image *img = malloc(sizeof *img);
+    CHECK_EQ_INT(macho_parse(img, b.data, b.len, &err), ERR_OK);
+    CHECK_EQ_STR(macho_arch_name(img->cputype, img->cpusubtype), "i386");
+    img->has_uuid = true; /* an object file has no LC_UUID; the symcache needs one */
+    memset(img->uuid, 0x5a, sizeof img->uuid);
+    debuginfo di;
+    CHECK_EQ_INT(debuginfo_load(&di, img, 2, &err), ERR_OK);
+    CHECK_EQ_INT(debuginfo_warnings_count(&di.warnings), 0);
+    buf out;
+    buf_init(&out);
+    CHECK_EQ_INT(symcache_build(&out, NULL, img, &di, "shapes.o", 1, &err), ERR_OK);
+    symcache *sc = NULL;
+    CHECK_EQ_INT(symcache_open_bytes(&sc, out.data, out.len, &err), ERR_OK);
+    static const struct {
+        uint64_t addr;
+        size_t n;
+        want_frame f[2];
+    } want[] = {
+        {0x0, 1, {{"outer", "/src/shapes.c", 10, false}}},
+        {0x2, 1, {{"outer", "/src/shapes.c", 10, false}}},
+        {0x4, 2, {{"??", "/src/shapes.c", 12, true}, {"outer", "/src/shapes.c", 0, false}}},
+        {0x7, 2, {{"??", "/src/shapes.c", 12, true}, {"outer", "/src/shapes.c", 0, false}}},
+        {0x8, 2, {{"init_thing", "/src/shapes.c", 0, true}, {"outer", "/src/shapes.c", 11, false}}},
+        {0xb, 2, {{"init_thing", "/src/shapes.c", 0, true}, {"outer", "/src/shapes.c", 11, false}}},
+        {0xc, 1, {{"outer", "/src/shapes.c", 14, false}}},
+        {0xf, 1, {{"outer", "/src/shapes.c", 14, false}}},
+        {0x10, 1, {{"stray", NULL, 0, false}}},
+        {0x17, 1, {{"stray", NULL, 0, false}}},
+    };
+    for (size_t i = 0; sc != NULL && i < sizeof want / sizeof want[0]; i++) {
+        symcache_frame fr[8];
+        size_t n = symcache_lookup(fr, 8, sc, want[i].addr);
+        CHECK_EQ_INT(n, want[i].n);
+        for (size_t k = 0; k < n && k < want[i].n; k++) {
+            const want_frame *w = &want[i].f[k];
+            if (strcmp(fr[k].function, w->function) != 0 || fr[k].line != w->line || fr[k].inlined != w->inlined ||
+                (w->file == NULL) != (fr[k].file == NULL) || (w->file != NULL && strcmp(fr[k].file, w->file) != 0))
+                fprintf(stderr, "0x%llx frame %zu: got %s %s:%u%s\n", (unsigned long long)want[i].addr, k,
+                        fr[k].function, fr[k].file ? fr[k].file : "(null)", fr[k].line, fr[k].inlined ? " inlined" : "");
+            CHECK_EQ_STR(fr[k].function, w->function);
+            CHECK_EQ_INT(fr[k].line, w->line);
+            CHECK(fr[k].inlined == w->inlined);
+            CHECK((w->file == NULL) == (fr[k].file == NULL));
+            if (w->file != NULL && fr[k].file != NULL)
+                CHECK_EQ_STR(fr[k].file, w->file);
+        }
+    }
+    symcache_close(sc);
+    buf_reset(&out);
+    debuginfo_reset(&di);
+    free(img);
+    bytes_unmap(&b);
+}
+
 int main(void)
 {
     snprintf(tmp_root, sizeof tmp_root, "/tmp/stacksift-test-symcache.XXXXXX");
@@ -809,6 +1054,7 @@ int main(void)
     RUN(names_sort_and_fold);
     RUN(row_compaction_keeps_answers);
     RUN(dense_granules_and_deep_chains);
+    RUN(old_toolchain_shapes);
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);
     if (system(cmd) != 0)

@@ -45,6 +45,7 @@ static const struct {
     {"__debug_ranges", offsetof(die_sections, ranges)},
     {"__debug_rnglists", offsetof(die_sections, rnglists)},
     {"__debug_line", offsetof(die_sections, line)},
+    {"__debug_aranges", offsetof(die_sections, aranges)},
 };
 
 /* Point `out` at the image's __DWARF sections; returns the bytes of all __DWARF sections
@@ -111,11 +112,19 @@ typedef struct {
 
 typedef uint64_t pc_range[2];
 
+/* Addresses [start, end) that belong to one unit (unit_owners). */
+typedef struct {
+    uint64_t start, end;
+    size_t unit; /* index in the unit list */
+} unit_span;
+
 typedef struct {
     /* input, shared read-only by all workers */
     const die_sections *secs;
     const die_unit *units;      /* every unit in .debug_info, by offset */
     size_t nunits;
+    const unit_span *owned;     /* the addresses each unit owns (unit_owners), by unit */
+    const size_t *owned_first;  /* unit i owns owned[owned_first[i] .. owned_first[i + 1]) */
     unsigned tid, nthreads;
     /* output, merged by debuginfo_load */
     strtab strings;
@@ -139,6 +148,12 @@ typedef struct {
     die_abbrev_table *tables;   /* abbreviation tables loaded so far */
     size_t ntables;
     const die_unit *unit;       /* the unit being walked */
+    size_t unit_index;          /* its index in units */
+    uint64_t entry;             /* lowest address of the last DIE read_ranges read (unclipped) */
+    pc_range *clip;             /* scratch for clipping w->tmp to the unit's addresses */
+    size_t cap_clip;
+    debuginfo_row *seq;         /* the line-table sequence being read, until its end row */
+    size_t nseq, cap_seq;
     uint32_t *files;            /* string id per line-table file number of that unit */
     size_t nfiles;              /* file numbers 0 .. nfiles-1 (0 unused before DWARF 5) */
     buf scratch;                /* path joining */
@@ -353,11 +368,11 @@ static bool resolve_offset(worker *w, uint64_t off, int hops, uint32_t *name, bo
 
 /* DW_AT_low_pc/high_pc or DW_AT_ranges of `d` into w->tmp (DWARF 5 section 2.17). A range
  * list that does not parse leaves the DIE out with its subtree (counted as a function). */
-static bool read_ranges(worker *w, const die_info *d)
+static bool read_ranges_raw(worker *w, const die_unit *u, const die_info *d)
 {
     w->ntmp = 0;
     for (;;) {
-        long n = die_ranges(w->tmp, w->cap_tmp, w->secs, w->unit, d);
+        long n = die_ranges(w->tmp, w->cap_tmp, w->secs, u, d);
         if (n < 0) {
             w->warn.functions++;
             warn_note(&w->warn, d->offset, "malformed address range list");
@@ -372,16 +387,70 @@ static bool read_ranges(worker *w, const die_info *d)
     }
 }
 
+/* The spans of owned[0..n) that overlap [lo, hi): the first index, found by binary search. */
+static size_t span_first(const unit_span *owned, size_t n, uint64_t lo)
+{
+    size_t a = 0, b = n;
+    while (a < b) {
+        size_t mid = a + (b - a) / 2;
+        if (owned[mid].end <= lo)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    return a;
+}
+
+/* Cut w->tmp down to the addresses the current unit owns. llvm-symbolizer looks an address
+ * up in the one unit that owns it (.debug_aranges, else the unit DIE's ranges: unit_owners),
+ * so a function's bytes outside its unit's ranges are not its own there. */
+static void clip_to_unit(worker *w)
+{
+    const unit_span *o = w->owned + w->owned_first[w->unit_index];
+    size_t no = w->owned_first[w->unit_index + 1] - w->owned_first[w->unit_index], n = 0;
+    for (size_t i = 0; i < w->ntmp; i++) {
+        uint64_t lo = w->tmp[i][0], hi = w->tmp[i][1];
+        for (size_t k = span_first(o, no, lo); k < no && o[k].start < hi; k++) {
+            if (n == w->cap_clip) {
+                w->cap_clip = w->cap_clip ? w->cap_clip * 2 : 64;
+                w->clip = xreallocarray(w->clip, w->cap_clip, sizeof *w->clip);
+            }
+            w->clip[n][0] = lo > o[k].start ? lo : o[k].start;
+            w->clip[n][1] = hi < o[k].end ? hi : o[k].end;
+            n++;
+        }
+    }
+    pc_range *t = w->tmp;
+    size_t cap = w->cap_tmp;
+    w->tmp = w->clip;
+    w->cap_tmp = w->cap_clip;
+    w->clip = t;
+    w->cap_clip = cap;
+    w->ntmp = n;
+}
+
+/* DW_AT_low_pc/high_pc or DW_AT_ranges of `d` into w->tmp (DWARF 5 section 2.17), cut to
+ * the addresses its unit owns; w->entry gets the lowest address before the cut. A range list
+ * that does not parse leaves the DIE out with its subtree (counted as a function). */
+static bool read_ranges(worker *w, const die_info *d)
+{
+    if (!read_ranges_raw(w, w->unit, d))
+        return false;
+    w->entry = UINT64_MAX;
+    for (size_t i = 0; i < w->ntmp; i++)
+        if (w->tmp[i][0] < w->entry)
+            w->entry = w->tmp[i][0];
+    clip_to_unit(w);
+    return true;
+}
+
 static uint32_t add_scope(worker *w, uint32_t name, uint32_t parent, uint32_t depth)
 {
     if (w->nscopes == w->cap_scopes) {
         w->cap_scopes = w->cap_scopes ? w->cap_scopes * 2 : 1024;
         w->scopes = xreallocarray(w->scopes, w->cap_scopes, sizeof *w->scopes);
     }
-    uint64_t entry = UINT64_MAX;
-    for (size_t i = 0; i < w->ntmp; i++)
-        if (w->tmp[i][0] < entry)
-            entry = w->tmp[i][0];
+    uint64_t entry = w->entry;
     uint32_t id = (uint32_t)w->nscopes++;
     w->scopes[id] = (debuginfo_scope){name, parent, STRTAB_NONE, 0, depth, 0, entry};
     if (w->nranges + w->ntmp > w->cap_ranges) {
@@ -589,15 +658,68 @@ void debuginfo_row_add(debuginfo_row **rows, size_t *n, size_t *cap, uint64_t *l
     *last_addr = addr;
 }
 
+static void seq_emit(worker *w, uint64_t addr, uint32_t file, uint32_t line)
+{
+    debuginfo_row_add(&w->rows, &w->nrows, &w->cap_rows, &w->last_addr, addr, file, line);
+}
+
+/* Store the sequence w->seq[0..nseq) ending at `end`, cut to the addresses the unit owns
+ * (llvm-symbolizer reads an address's rows from the line table of the unit that owns it:
+ * unit_owners). Each owned part becomes a sequence of its own, starting with the row that
+ * covers its first address (of several rows at one address the last, as the builder reads
+ * them). A sequence whose addresses fall is stored whole: the builder discards it. */
+static void seq_flush(worker *w, uint64_t end)
+{
+    const debuginfo_row *r = w->seq;
+    size_t n = w->nseq;
+    w->nseq = 0;
+    bool sorted = true;
+    for (size_t i = 1; i < n && sorted; i++)
+        sorted = r[i].addr >= r[i - 1].addr;
+    sorted = sorted && (n == 0 || end >= r[n - 1].addr);
+    if (!sorted) {
+        for (size_t i = 0; i < n; i++)
+            seq_emit(w, r[i].addr, r[i].file, r[i].line);
+        seq_emit(w, end, STRTAB_NONE, DEBUGINFO_END_SEQUENCE);
+        return;
+    }
+    if (n == 0)
+        return; /* an end row alone covers nothing */
+    const unit_span *o = w->owned + w->owned_first[w->unit_index];
+    size_t no = w->owned_first[w->unit_index + 1] - w->owned_first[w->unit_index];
+    for (size_t k = span_first(o, no, r[0].addr); k < no && o[k].start < end; k++) {
+        uint64_t lo = r[0].addr > o[k].start ? r[0].addr : o[k].start;
+        uint64_t hi = end < o[k].end ? end : o[k].end;
+        if (hi <= lo)
+            continue;
+        size_t a = 0, b = n; /* the last row at or before lo */
+        while (a < b) {
+            size_t mid = a + (b - a) / 2;
+            if (r[mid].addr <= lo)
+                a = mid + 1;
+            else
+                b = mid;
+        }
+        size_t i = a - 1;
+        seq_emit(w, lo, r[i].file, r[i].line);
+        for (i++; i < n && r[i].addr < hi; i++)
+            seq_emit(w, r[i].addr, r[i].file, r[i].line);
+        seq_emit(w, hi, STRTAB_NONE, DEBUGINFO_END_SEQUENCE);
+    }
+}
+
 static void on_row(void *ctx, uint64_t addr, uint64_t file, uint64_t line, bool end)
 {
     worker *w = ctx;
-    if (end)
-        debuginfo_row_add(&w->rows, &w->nrows, &w->cap_rows, &w->last_addr, addr, STRTAB_NONE,
-                          DEBUGINFO_END_SEQUENCE);
-    else
-        debuginfo_row_add(&w->rows, &w->nrows, &w->cap_rows, &w->last_addr, addr, file_id(w, file),
-                          line >= DEBUGINFO_END_SEQUENCE ? 0 : (uint32_t)line);
+    if (end) {
+        seq_flush(w, addr);
+        return;
+    }
+    if (w->nseq == w->cap_seq) {
+        w->cap_seq = w->cap_seq ? w->cap_seq * 2 : 1024;
+        w->seq = xreallocarray(w->seq, w->cap_seq, sizeof *w->seq);
+    }
+    w->seq[w->nseq++] = (debuginfo_row){addr, file_id(w, file), line >= DEBUGINFO_END_SEQUENCE ? 0 : (uint32_t)line};
 }
 
 /* One unit: its line program, then its DIE tree. Whatever does not parse is left out as
@@ -615,15 +737,18 @@ static void process_unit(worker *w, size_t index)
     if (u->unit_type != DW_UT_compile && u->unit_type != DW_UT_partial)
         return; /* type units and skeletons describe no code of their own */
     w->unit = u;
+    w->unit_index = index;
     w->cus++;
     name_cache_clear(w);
     w->nfiles = 0;
     if (u->has_stmt_list) {
         size_t first_row = w->nrows;
         die_line_sink sink = {w, on_file, on_row};
+        w->nseq = 0;
         const char *msg = die_line_program(w->secs, u, u->stmt_list, &sink);
-        if (msg == NULL && w->nrows > first_row && w->rows[w->nrows - 1].line != DEBUGINFO_END_SEQUENCE)
+        if (msg == NULL && w->nseq > 0)
             msg = "line program ends inside a sequence";
+        w->nseq = 0; /* an unterminated sequence is never stored */
         if (msg != NULL) {
             /* llvm keeps only terminated sequences too; rows of the next unit must not
              * continue this one */
@@ -731,11 +856,18 @@ static void load_symbols(debuginfo *d, const macho_image *img)
     }
     if (d->nsymbols > 1)
         qsort(d->symbols, d->nsymbols, sizeof *d->symbols, cmp_range_start);
-    /* one symbol per address; each ends where the next one in its section starts */
+    /* One symbol per address; each ends where the next one in its section starts. Of
+     * several names at one address (aliases, functions folded into one body, a local label
+     * beside a global) the last in symbol-table order stays, as in llvm-symbolizer, which
+     * sorts its symbols stably by (address, size), sizes at one address being equal, and
+     * keeps the last of each address. String ids grow in symbol-table order, and the sort
+     * above puts the last one last. */
     size_t n = 0;
     for (size_t i = 0; i < d->nsymbols; i++) {
-        if (n > 0 && d->symbols[n - 1].start == d->symbols[i].start)
+        if (n > 0 && d->symbols[n - 1].start == d->symbols[i].start) {
+            d->symbols[n - 1] = d->symbols[i];
             continue;
+        }
         d->symbols[n++] = d->symbols[i];
     }
     d->nsymbols = n;
@@ -876,7 +1008,160 @@ static void worker_reset(worker *w)
     free(w->rows);
     free(w->files);
     free(w->tmp);
+    free(w->clip);
+    free(w->seq);
     free(w->names);
+}
+
+/* ---- which unit owns an address ----------------------------------------------------------- */
+
+typedef struct {
+    uint64_t addr;
+    size_t unit;
+    bool start;
+} span_end;
+
+typedef struct {
+    span_end *v;
+    size_t n, cap;
+    const die_unit *units;
+    size_t nunits;
+    bool *in_aranges;       /* per unit: .debug_aranges has a set for it */
+} owner_input;
+
+static void owner_push(owner_input *in, size_t unit, uint64_t lo, uint64_t hi)
+{
+    if (hi <= lo)
+        return;
+    if (in->n + 2 > in->cap) {
+        in->cap = in->cap ? in->cap * 2 : 256;
+        in->v = xreallocarray(in->v, in->cap, sizeof *in->v);
+    }
+    in->v[in->n++] = (span_end){lo, unit, true};
+    in->v[in->n++] = (span_end){hi, unit, false};
+}
+
+static void on_arange(void *ctx, uint64_t unit_offset, uint64_t lo, uint64_t hi)
+{
+    owner_input *in = ctx;
+    size_t a = 0, b = in->nunits;
+    while (a < b) {
+        size_t mid = a + (b - a) / 2;
+        if (in->units[mid].offset < unit_offset)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    if (a == in->nunits || in->units[a].offset != unit_offset)
+        return; /* a set for no unit names nothing an address could be looked up in */
+    in->in_aranges[a] = true;
+    owner_push(in, a, lo, hi);
+}
+
+static int cmp_span_end(const void *x, const void *y)
+{
+    const span_end *a = x, *b = y;
+    return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+static int cmp_span_unit(const void *x, const void *y)
+{
+    const unit_span *a = x, *b = y;
+    if (a->unit != b->unit)
+        return a->unit < b->unit ? -1 : 1;
+    return a->start < b->start ? -1 : a->start > b->start;
+}
+
+/* Min-heap of unit indexes (index order is .debug_info offset order). */
+static void heap_push(size_t *h, size_t *n, size_t v)
+{
+    size_t i = (*n)++;
+    while (i > 0 && h[(i - 1) / 2] > v) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h[i] = v;
+}
+
+static void heap_pop(size_t *h, size_t *n)
+{
+    size_t v = h[--(*n)], i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= *n)
+            break;
+        if (c + 1 < *n && h[c + 1] < h[c])
+            c++;
+        if (h[c] >= v)
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n > 0)
+        h[i] = v;
+}
+
+/* unit_owners - which unit each address belongs to, the way llvm's DWARFDebugAranges decides
+ * it (DWARF 5 section 6.1.2): the ranges of .debug_aranges for the units it has a set for, the
+ * unit DIE's DW_AT_low_pc/high_pc or DW_AT_ranges for the others; where ranges of several
+ * units overlap, the part continues the unit of the part before it if that unit still covers
+ * it, else goes to the unit with the lowest offset. *owned (malloc'd) gets the parts sorted by
+ * unit and start; unit i owns (*owned)[first[i] .. first[i + 1]), first having nunits + 1
+ * entries (malloc'd). The unit DIEs are read with `pre`, a worker used only for this. */
+static void unit_owners(unit_span **owned, size_t **first, worker *pre)
+{
+    size_t nunits = pre->nunits;
+    owner_input in = {NULL, 0, 0, pre->units, nunits, xcalloc(nunits, sizeof(bool))};
+    die_aranges(pre->secs, on_arange, &in);
+    for (size_t i = 0; i < nunits; i++) {
+        if (in.in_aranges[i])
+            continue;
+        const die_unit *u = unit_get(pre, i);
+        die_info d;
+        if (u == NULL || die_read(&d, pre->secs, u, u->die_offset) != NULL || d.tag == 0)
+            continue;
+        if (!read_ranges_raw(pre, u, &d))
+            continue;
+        for (size_t k = 0; k < pre->ntmp; k++)
+            owner_push(&in, i, pre->tmp[k][0], pre->tmp[k][1]);
+    }
+    qsort(in.v, in.n, sizeof *in.v, cmp_span_end);
+    unit_span *out = xcalloc(in.n / 2 + 1, sizeof *out);
+    size_t nout = 0;
+    uint32_t *live = xcalloc(nunits, sizeof *live); /* ranges of each unit covering the sweep */
+    size_t *heap = xcalloc(in.n / 2 + 1, sizeof *heap), nheap = 0;
+    uint64_t prev = UINT64_MAX;
+    for (size_t i = 0; i < in.n; i++) {
+        const span_end *e = &in.v[i];
+        while (nheap > 0 && live[heap[0]] == 0)
+            heap_pop(heap, &nheap);
+        if (prev < e->addr && nheap > 0) {
+            if (nout > 0 && out[nout - 1].end == prev && live[out[nout - 1].unit] > 0)
+                out[nout - 1].end = e->addr;
+            else
+                out[nout++] = (unit_span){prev, e->addr, heap[0]};
+        }
+        if (e->start) {
+            if (live[e->unit]++ == 0)
+                heap_push(heap, &nheap, e->unit);
+        } else {
+            live[e->unit]--;
+        }
+        prev = e->addr;
+    }
+    qsort(out, nout, sizeof *out, cmp_span_unit);
+    size_t *f = xcalloc(nunits + 1, sizeof *f);
+    for (size_t i = 0, k = 0; i <= nunits; i++) {
+        while (k < nout && out[k].unit < i)
+            k++;
+        f[i] = k;
+    }
+    free(heap);
+    free(live);
+    free(in.v);
+    free(in.in_aranges);
+    *owned = out;
+    *first = f;
 }
 
 err_code debuginfo_load(debuginfo *out, const macho_image *img, unsigned threads, err_info *err)
@@ -890,6 +1175,8 @@ err_code debuginfo_load(debuginfo *out, const macho_image *img, unsigned threads
     err_code rc = ERR_OK;
     die_unit *units = NULL;
     size_t nunits = 0;
+    unit_span *owned = NULL;
+    size_t *owned_first = NULL;
     if (secs.info.len > 0)
         die_units_scan(&units, &nunits, &secs);
     if (nunits > 0) {
@@ -901,6 +1188,18 @@ err_code debuginfo_load(debuginfo *out, const macho_image *img, unsigned threads
             threads = 64;
         if (threads > nunits)
             threads = (unsigned)nunits;
+        /* which unit owns which addresses: read first, every worker clips to it */
+        worker pre = {0};
+        pre.secs = &secs;
+        pre.units = units;
+        pre.nunits = nunits;
+        pre.my_units = xcalloc(nunits, sizeof *pre.my_units);
+        pre.unit_state = xcalloc(nunits, sizeof *pre.unit_state);
+        pre.unit_bad = xcalloc(nunits, sizeof *pre.unit_bad);
+        strtab_init(&pre.strings);
+        unit_owners(&owned, &owned_first, &pre);
+        worker_reset(&pre);
+        phase_mark(&clock, "debuginfo.owners");
         worker *ws = xcalloc(threads, sizeof *ws);
         pthread_t *tids = xcalloc(threads, sizeof *tids);
         bool *started = xcalloc(threads, sizeof *started);
@@ -908,6 +1207,8 @@ err_code debuginfo_load(debuginfo *out, const macho_image *img, unsigned threads
             ws[i].secs = &secs;
             ws[i].units = units;
             ws[i].nunits = nunits;
+            ws[i].owned = owned;
+            ws[i].owned_first = owned_first;
             ws[i].tid = i;
             ws[i].nthreads = threads;
             strtab_init(&ws[i].strings);
@@ -950,6 +1251,8 @@ err_code debuginfo_load(debuginfo *out, const macho_image *img, unsigned threads
         phase_mark(&clock, "debuginfo.merge");
     }
     free(units);
+    free(owned);
+    free(owned_first);
     if (debuginfo_warnings_count(&out->warnings) > 0 && out->nscopes == 0 && out->nrows == 0)
         out->warnings.symtab_only = true; /* nothing of the DWARF was usable */
     if (rc == ERR_OK) {

@@ -945,6 +945,48 @@ long die_ranges(uint64_t (*out)[2], size_t cap, const die_sections *s, const die
     return -1;
 }
 
+/* ---- address range sets ----------------------------------------------------------------- */
+
+void die_aranges(const die_sections *s, void (*fn)(void *ctx, uint64_t unit_offset, uint64_t lo, uint64_t hi),
+                 void *ctx)
+{
+    uint64_t set = 0;
+    while (s->aranges.data != NULL && set < s->aranges.len) {
+        cursor c = at(&s->aranges, set, s->aranges.len);
+        uint64_t len = rd(&c, 4);
+        unsigned offset_size = 4;
+        if (len == 0xffffffffu) {
+            len = rd(&c, 8);
+            offset_size = 8;
+        }
+        uint64_t body = set + (offset_size == 8 ? 12 : 4);
+        if (c.bad || len > s->aranges.len - body)
+            return;
+        uint64_t end = body + len;
+        c = at(&s->aranges, body, end);
+        uint16_t version = (uint16_t)rd(&c, 2);
+        uint64_t unit_offset = rd(&c, offset_size);
+        uint8_t addr_size = (uint8_t)rd(&c, 1), seg_size = (uint8_t)rd(&c, 1);
+        if (c.bad || version != 2 || seg_size != 0 || (addr_size != 2 && addr_size != 4 && addr_size != 8))
+            return;
+        /* the tuples start at the first multiple of their size (two addresses) from the set's
+         * start that is past the header */
+        uint64_t header = (uint64_t)(c.p - s->aranges.data) - set, tuple = 2u * addr_size;
+        uint64_t first = (header + tuple - 1) / tuple * tuple;
+        c = at(&s->aranges, set + first, end);
+        while (!c.bad && c.p < c.end) {
+            uint64_t lo = rd(&c, addr_size), n = rd(&c, addr_size);
+            if (c.bad)
+                return;
+            if (lo == 0 && n == 0)
+                break; /* the terminating tuple */
+            if (n > 0 && lo + n > lo)
+                fn(ctx, unit_offset, lo, lo + n);
+        }
+        set = end;
+    }
+}
+
 /* ---- line programs ---------------------------------------------------------------------- */
 
 #define MAX_LINE_TABLE_ENTRIES 1000000 /* directories or files in one header */

@@ -20,7 +20,7 @@ typedef struct {
 } die_section;
 
 typedef struct {
-    die_section info, abbrev, str, line_str, str_offsets, addr, ranges, rnglists, line;
+    die_section info, abbrev, str, line_str, str_offsets, addr, ranges, rnglists, line, aranges;
 } die_sections;
 
 typedef struct {
@@ -128,6 +128,15 @@ const char *die_skip_children(uint64_t *out, const die_sections *s, const die_un
  * the count (may exceed cap: call again with more room), or -1 on a malformed list. */
 long die_ranges(uint64_t (*out)[2], size_t cap, const die_sections *s, const die_unit *u,
                 const die_info *d);
+
+/* die_aranges - the address range sets of .debug_aranges (DWARF 5 section 6.1.2): calls
+ * fn(ctx, unit_offset, lo, hi) for each tuple of each set, [lo, hi) with hi > lo (empty
+ * tuples skipped), unit_offset being the set's .debug_info offset. Stops at the first set
+ * that does not parse (a version other than 2, an address size other than 2, 4 or 8, a
+ * segment selector, a length past the section), as llvm's DWARFDebugAranges does; the sets
+ * before it stay read. */
+void die_aranges(const die_sections *s, void (*fn)(void *ctx, uint64_t unit_offset, uint64_t lo, uint64_t hi),
+                 void *ctx);
 
 /* Receives a line program's file table and rows (DWARF 5 section 6.2). */
 typedef struct {

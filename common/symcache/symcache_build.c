@@ -960,7 +960,12 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
         if (next == UINT64_MAX)
             break;
         uint32_t scope = SYMC_NONE, file = SYMC_NONE, line_no = 0;
-        if (act[0] != NULL && di->scopes[act[0]->a].name != STRTAB_NONE)
+        /* An inlinee DWARF names nothing for (Apple's bitcode recompilation: an
+         * abstract_origin to a bare DW_TAG_subprogram) is still a frame of the chain, as
+         * llvm-symbolizer prints it ("??"); an unnamed concrete function gives way to the
+         * symbol table. */
+        if (act[0] != NULL && (di->scopes[act[0]->a].name != STRTAB_NONE ||
+                               di->scopes[act[0]->a].parent != DEBUGINFO_NONE))
             scope = out_scope(&b, act[0]->a);
         else if (act[2] != NULL)
             scope = out_symbol(&b, act[2]->a);
