@@ -1126,7 +1126,7 @@ static void unit_owners(unit_span **owned, size_t **first, worker *pre)
             owner_push(&in, i, pre->tmp[k][0], pre->tmp[k][1]);
     }
     qsort(in.v, in.n, sizeof *in.v, cmp_span_end);
-    unit_span *out = xcalloc(in.n / 2 + 1, sizeof *out);
+    unit_span *out = xcalloc(in.n + 1, sizeof *out); /* a part per gap between ends at most */
     size_t nout = 0;
     uint32_t *live = xcalloc(nunits, sizeof *live); /* ranges of each unit covering the sweep */
     size_t *heap = xcalloc(in.n / 2 + 1, sizeof *heap), nheap = 0;

@@ -96,7 +96,10 @@ typedef struct {
 } debuginfo;
 
 /* debuginfo_load - read DWARF and symbol table of `img` into *out with `threads` threads
- * (0 = all CPUs). An image with no DWARF yields just the symbol table. Corrupt DWARF is never
+ * (0 = all CPUs). An image with no DWARF yields just the symbol table. Each unit's function
+ * ranges and line rows are kept only where the unit owns the addresses (.debug_aranges, else
+ * the unit DIE's ranges; README.md "Which unit owns an address"), as llvm-symbolizer reads
+ * them. Corrupt DWARF is never
  * fatal: the unit, function or line sequence that does not parse is left out and counted in
  * out->warnings; DWARF with nothing usable yields the symbol table (warnings.symtab_only).
  * out     owned by the caller: debuginfo_reset().
