@@ -17,7 +17,8 @@
 5. Files: every repository path the docs name in backticks (tests/..., deploy/..., server/...,
    common/..., migrations/..., docs/..., .ci/...) exists (globs must match something).
 6. The README stays a README: at most ~150 lines, it names the two commands (which exist and
-   which CI runs), and it links every page of docs/.
+   which CI runs), links every page of docs/, and shows a small screenshot; each client
+   family's page has a copy-paste example and the settings a team changes.
 7. Examples: the JSON stack of docs/clients/json-stacks.md parses as stacksift's format; a
    minidump is refused as docs/clients/minidumps.md says.
 
@@ -316,6 +317,12 @@ def check_readme():
         if rel.startswith("docs/"):
             check(rel in linked, f"README.md does not link {rel}")
     check("docs/openapi.yaml" in linked, "README.md does not link docs/openapi.yaml")
+    # each client family's page: the settings a team changes and a copy-paste example
+    for rel, text in DOCS.items():
+        if rel.startswith("docs/clients/") and not rel.endswith("minidumps.md"):
+            check(re.search(r"^```(sh|swift|objc|json)$", text, re.M), f"{rel} has no copy-paste example")
+            check(re.search(r"^\| .* \|$", text, re.M) or "Content-Type" in text,
+                  f"{rel} names no settings (a table of what to change)")
     shot = re.search(r"!\[[^\]]+\]\((docs/[^)]+\.png)\)", readme)
     if check(shot, "README.md shows no screenshot"):
         path = os.path.join(SRC, shot.group(1))
