@@ -14,7 +14,8 @@ sequence replaced by U+FFFD, exactly as Python's bytes.decode("utf-8", "replace"
 Then what the database refuses: a CHECK added to this test's own database refuses one app
 version. That report, sent among 30 others at once (one group commit), is answered 500
 `internal` with the request id and neither SQL nor the database's words; the 30 others are
-202 and stored; the server's log has the database's message under that request id.
+202 and stored; the server's log has the database's message under that request id. A
+conflict the database finds (a foreign key) is a 409 without the database's words.
 """
 import json
 import os
@@ -243,6 +244,17 @@ def refused_value_costs_only_itself(inst):
     check(any(re.search(r"violates check constraint|SQLSTATE 23514", ln) for ln in lines),
           f"the log has no database message under request {req}: {lines[-3:]}")
     inst.psql(inst.db_url, "ALTER TABLE reports DROP CONSTRAINT utf8_test_poison")
+    # a conflict the database finds (an alert rule for a project that does not exist: its
+    # foreign key) is a 409 that says what, not the database's words
+    r = inst.request("POST", "/api/v1/alerts", {"kind": "new_issue", "project": 987654,
+                                                 "url": "http://127.0.0.1:9/hook"},
+                     token=inst.tokens["admin"])
+    err = (r.json().get("error") or {}) if r.status >= 400 else {}
+    msg = err.get("message", "")
+    check(r.status == 409 and err.get("code") == "conflict", f"alert rule: {r.status} {r.body[:200]!r}")
+    check("conflicts with what is stored" in msg, f"the 409 does not say what: {msg!r}")
+    for word in ("violates", "foreign key", "constraint", "Key (", "SQLSTATE"):
+        check(word not in msg, f"the 409 carries {word!r}: {msg!r}")
 
 
 def main():

@@ -128,6 +128,12 @@ const char *http_public_message(char *out, size_t cap, const http_request *r, er
     case ERR_BUSY:
         break;
     }
+    /* a conflict the database found: what it was, not the database's words */
+    const char *words = strstr(message, STORE_DB_WORDS);
+    if (words != NULL) {
+        snprintf(out, cap, "%.*s", (int)(words - message), message);
+        return out;
+    }
     return message;
 }
 

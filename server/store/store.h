@@ -15,6 +15,8 @@
  *   ERR_INTERNAL  any other SQL error, and a value the database refused in anything the
  *                 server wrote (a bug: the message carries the SQLSTATE and the database's
  *                 words, for the log; the HTTP layer never shows them to a client)
+ * A message that quotes the database (its words, SQLSTATE) puts that after STORE_DB_WORDS: an
+ * HTTP answer leaves it out (server/http, http_public_message), the request's log line keeps it.
  * A statement that fails because its connection broke is retried once on a new connection.
  * Thread-safe: one store is shared by every request thread.
  */
@@ -29,6 +31,9 @@
 #include "base/err.h"
 
 typedef struct store store;
+
+/* Where a message's quote of the database begins (see above). */
+#define STORE_DB_WORDS " -- the database said: "
 
 /* projects.id of the default project (migration 0008): where reports go when their route
  * names no project, and where every row made before projects existed moved. */

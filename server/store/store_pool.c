@@ -659,9 +659,11 @@ err_code store_translate(PGresult *res, pconn *c, const char *what, err_info *er
      * the client's to fix; a caller that passes a client's value to be read by Postgres (a
      * time filter) says so itself (store_refused_value). */
     if (strcmp(state, "23514") == 0 || strncmp(state, "22", 2) == 0)
-        return err_set(err, ERR_INTERNAL, "%s: " STORE_REFUSED " %s): %s", what, state, line);
+        return err_set(err, ERR_INTERNAL, "%s: " STORE_REFUSED " %s)" STORE_DB_WORDS "%s", what,
+                       state, line);
     if (strncmp(state, "23", 2) == 0)     /* integrity constraint violation */
-        return err_set(err, ERR_CONFLICT, "%s: %s", what, line);
+        return err_set(err, ERR_CONFLICT, "%s: it conflicts with what is stored" STORE_DB_WORDS
+                       "%s (SQLSTATE %s)", what, line, state);
     if (strncmp(state, "08", 2) == 0 || strncmp(state, "57", 2) == 0 ||
         strncmp(state, "53", 2) == 0 || strcmp(state, "40001") == 0 ||
         strcmp(state, "40P01") == 0)      /* connection, shutdown, resources, retryable */
