@@ -965,16 +965,25 @@ typedef struct {
     bool inlined;
 } want_frame;
 
-static void old_toolchain_shapes(void)
+typedef struct {
+    uint64_t addr;
+    size_t n;
+    want_frame f[2];
+} want_lookup;
+
+/* Assemble `asm_text` for i386 with clang-14 into tmp_root/<name>.o, build its symcache
+ * (debuginfo_load + symcache_build; an object file has no LC_UUID, so one is made up) and
+ * check every lookup of want[0..nwant). */
+static void object_looks_up_as(const char *name, const char *asm_text, const want_lookup *want, size_t nwant)
 {
     char src[512], obj[512], cmd[1200];
-    snprintf(src, sizeof src, "%s/shapes.s", tmp_root);
-    snprintf(obj, sizeof obj, "%s/shapes.o", tmp_root);
+    snprintf(src, sizeof src, "%s/%s.s", tmp_root, name);
+    snprintf(obj, sizeof obj, "%s/%s.o", tmp_root, name);
     FILE *f = fopen(src, "w");
     CHECK(f != NULL);
     if (f == NULL)
         return;
-    fputs(SHAPES_S, f);
+    fputs(asm_text, f);
     fclose(f);
     snprintf(cmd, sizeof cmd, "clang-14 -target i386-apple-ios9.0-simulator -c '%s' -o '%s'", src, obj);
     CHECK_EQ_INT(system(cmd), 0);
@@ -986,33 +995,17 @@ static void old_toolchain_shapes(void)
     macho_image *img = malloc(sizeof *img);
     CHECK_EQ_INT(macho_parse(img, b.data, b.len, &err), ERR_OK);
     CHECK_EQ_STR(macho_arch_name(img->cputype, img->cpusubtype), "i386");
-    img->has_uuid = true; /* an object file has no LC_UUID; the symcache needs one */
+    img->has_uuid = true;
     memset(img->uuid, 0x5a, sizeof img->uuid);
     debuginfo di;
     CHECK_EQ_INT(debuginfo_load(&di, img, 2, &err), ERR_OK);
     CHECK_EQ_INT(debuginfo_warnings_count(&di.warnings), 0);
     buf out;
     buf_init(&out);
-    CHECK_EQ_INT(symcache_build(&out, NULL, img, &di, "shapes.o", 1, &err), ERR_OK);
+    CHECK_EQ_INT(symcache_build(&out, NULL, img, &di, name, 1, &err), ERR_OK);
     symcache *sc = NULL;
     CHECK_EQ_INT(symcache_open_bytes(&sc, out.data, out.len, &err), ERR_OK);
-    static const struct {
-        uint64_t addr;
-        size_t n;
-        want_frame f[2];
-    } want[] = {
-        {0x0, 1, {{"outer", "/src/shapes.c", 10, false}}},
-        {0x2, 1, {{"outer", "/src/shapes.c", 10, false}}},
-        {0x4, 2, {{"??", "/src/shapes.c", 12, true}, {"outer", "/src/shapes.c", 0, false}}},
-        {0x7, 2, {{"??", "/src/shapes.c", 12, true}, {"outer", "/src/shapes.c", 0, false}}},
-        {0x8, 2, {{"init_thing", "/src/shapes.c", 0, true}, {"outer", "/src/shapes.c", 11, false}}},
-        {0xb, 2, {{"init_thing", "/src/shapes.c", 0, true}, {"outer", "/src/shapes.c", 11, false}}},
-        {0xc, 1, {{"outer", "/src/shapes.c", 14, false}}},
-        {0xf, 1, {{"outer", "/src/shapes.c", 14, false}}},
-        {0x10, 1, {{"stray", NULL, 0, false}}},
-        {0x17, 1, {{"stray", NULL, 0, false}}},
-    };
-    for (size_t i = 0; sc != NULL && i < sizeof want / sizeof want[0]; i++) {
+    for (size_t i = 0; sc != NULL && i < nwant; i++) {
         symcache_frame fr[8];
         size_t n = symcache_lookup(fr, 8, sc, want[i].addr);
         CHECK_EQ_INT(n, want[i].n);
@@ -1020,7 +1013,7 @@ static void old_toolchain_shapes(void)
             const want_frame *w = &want[i].f[k];
             if (strcmp(fr[k].function, w->function) != 0 || fr[k].line != w->line || fr[k].inlined != w->inlined ||
                 (w->file == NULL) != (fr[k].file == NULL) || (w->file != NULL && strcmp(fr[k].file, w->file) != 0))
-                fprintf(stderr, "0x%llx frame %zu: got %s %s:%u%s\n", (unsigned long long)want[i].addr, k,
+                fprintf(stderr, "%s 0x%llx frame %zu: got %s %s:%u%s\n", name, (unsigned long long)want[i].addr, k,
                         fr[k].function, fr[k].file ? fr[k].file : "(null)", fr[k].line, fr[k].inlined ? " inlined" : "");
             CHECK_EQ_STR(fr[k].function, w->function);
             CHECK_EQ_INT(fr[k].line, w->line);
@@ -1035,6 +1028,110 @@ static void old_toolchain_shapes(void)
     debuginfo_reset(&di);
     free(img);
     bytes_unmap(&b);
+}
+
+static void old_toolchain_shapes(void)
+{
+    static const want_lookup want[] = {
+        {0x0, 1, {{"outer", "/src/shapes.c", 10, false}}},
+        {0x2, 1, {{"outer", "/src/shapes.c", 10, false}}},
+        {0x4, 2, {{"??", "/src/shapes.c", 12, true}, {"outer", "/src/shapes.c", 0, false}}},
+        {0x7, 2, {{"??", "/src/shapes.c", 12, true}, {"outer", "/src/shapes.c", 0, false}}},
+        {0x8, 2, {{"init_thing", "/src/shapes.c", 0, true}, {"outer", "/src/shapes.c", 11, false}}},
+        {0xb, 2, {{"init_thing", "/src/shapes.c", 0, true}, {"outer", "/src/shapes.c", 11, false}}},
+        {0xc, 1, {{"outer", "/src/shapes.c", 14, false}}},
+        {0xf, 1, {{"outer", "/src/shapes.c", 14, false}}},
+        {0x10, 1, {{"stray", NULL, 0, false}}},
+        {0x17, 1, {{"stray", NULL, 0, false}}},
+    };
+    object_looks_up_as("shapes", SHAPES_S, want, sizeof want / sizeof want[0]);
+}
+
+/* Two units claim the same code: a.c (the lower .debug_info offset) [0x08, 0x10), b.c
+ * [0x00, 0x18), both with a function and a line row over all 0x18 bytes. llvm-symbolizer-14
+ * answers b.c:20 everywhere: where the units overlap, a part continues the unit of the part
+ * before it while that unit still covers it (llvm's DWARFDebugAranges::construct), so a.c owns
+ * nothing. */
+static const char OVERLAP_S[] =
+    "        .section __TEXT,__text,regular,pure_instructions\n"
+    "        .globl _f\n"
+    "_f:\n"
+    "        .fill 0x18, 1, 0x90\n"
+    "        .section __DWARF,__debug_abbrev,regular,debug\n"
+    "        .byte 1, 0x11, 1, 0x03, 0x08, 0x10, 0x17, 0x11, 0x01, 0x12, 0x06, 0, 0\n"
+    "        .byte 2, 0x2e, 0, 0x03, 0x08, 0x11, 0x01, 0x12, 0x06, 0, 0\n"
+    "        .byte 0\n"
+    "        .section __DWARF,__debug_info,regular,debug\n"
+    "Lcu_a:\n"
+    "        .long Lcu_a_end - Lcu_a - 4\n"
+    "        .short 4\n"
+    "        .long 0\n"
+    "        .byte 4\n"
+    "        .byte 1\n"
+    "        .asciz \"a.c\"\n"
+    "        .long 0\n"
+    "        .long _f + 8\n"
+    "        .long 8\n"
+    "        .byte 2\n"
+    "        .asciz \"in_a\"\n"
+    "        .long _f\n"
+    "        .long 0x18\n"
+    "        .byte 0\n"
+    "Lcu_a_end:\n"
+    "Lcu_b:\n"
+    "        .long Lcu_b_end - Lcu_b - 4\n"
+    "        .short 4\n"
+    "        .long 0\n"
+    "        .byte 4\n"
+    "        .byte 1\n"
+    "        .asciz \"b.c\"\n"
+    "        .long Lline_b - Lline_a\n"
+    "        .long _f\n"
+    "        .long 0x18\n"
+    "        .byte 2\n"
+    "        .asciz \"in_b\"\n"
+    "        .long _f\n"
+    "        .long 0x18\n"
+    "        .byte 0\n"
+    "Lcu_b_end:\n"
+    "        .section __DWARF,__debug_line,regular,debug\n"
+    "Lline_a:\n"
+    "        .long Lline_a_end - Lline_a - 4\n"
+    "        .short 2\n"
+    "        .long Lpa - Lha\n"
+    "Lha:\n"
+    "        .byte 1, 1, -5, 14, 13, 0, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 1\n"
+    "        .byte 0\n"
+    "        .asciz \"a.c\"\n"
+    "        .byte 0, 0, 0, 0\n"
+    "Lpa:\n"
+    "        .byte 0, 5, 2\n"
+    "        .long _f\n"
+    "        .byte 3, 9, 1, 2, 0x18, 0, 1, 1\n"
+    "Lline_a_end:\n"
+    "Lline_b:\n"
+    "        .long Lline_b_end - Lline_b - 4\n"
+    "        .short 2\n"
+    "        .long Lpb - Lhb\n"
+    "Lhb:\n"
+    "        .byte 1, 1, -5, 14, 13, 0, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 1\n"
+    "        .byte 0\n"
+    "        .asciz \"b.c\"\n"
+    "        .byte 0, 0, 0, 0\n"
+    "Lpb:\n"
+    "        .byte 0, 5, 2\n"
+    "        .long _f\n"
+    "        .byte 3, 19, 1, 2, 0x18, 0, 1, 1\n"
+    "Lline_b_end:\n";
+
+static void overlapping_units(void)
+{
+    static const want_lookup want[] = {
+        {0x0, 1, {{"f", "b.c", 20, false}}},  {0x7, 1, {{"f", "b.c", 20, false}}},
+        {0x8, 1, {{"f", "b.c", 20, false}}},  {0xf, 1, {{"f", "b.c", 20, false}}},
+        {0x10, 1, {{"f", "b.c", 20, false}}}, {0x17, 1, {{"f", "b.c", 20, false}}},
+    };
+    object_looks_up_as("overlap", OVERLAP_S, want, sizeof want / sizeof want[0]);
 }
 
 int main(void)
@@ -1055,6 +1152,7 @@ int main(void)
     RUN(row_compaction_keeps_answers);
     RUN(dense_granules_and_deep_chains);
     RUN(old_toolchain_shapes);
+    RUN(overlapping_units);
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);
     if (system(cmd) != 0)
