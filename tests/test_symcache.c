@@ -1,7 +1,8 @@
 /*
  * Tests for common/symcache (+ debuginfo, dsym): build from the real fixtures, look up
  * known functions, inline chains, determinism across thread counts, concurrent readers,
- * symbol-table-only images, and corrupt .symc files.
+ * symbol-table-only images, and corrupt .symc files; DWARF shapes of older toolchains and of
+ * units that overlap, written as i386 assembly and assembled with clang-14 at test time.
  */
 #include <dirent.h>
 #include <stdio.h>
