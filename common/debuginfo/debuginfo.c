@@ -1125,7 +1125,8 @@ static void unit_owners(unit_span **owned, size_t **first, worker *pre)
         for (size_t k = 0; k < pre->ntmp; k++)
             owner_push(&in, i, pre->tmp[k][0], pre->tmp[k][1]);
     }
-    qsort(in.v, in.n, sizeof *in.v, cmp_span_end);
+    if (in.n > 1) /* in.v is NULL when no unit has a range */
+        qsort(in.v, in.n, sizeof *in.v, cmp_span_end);
     unit_span *out = xcalloc(in.n + 1, sizeof *out); /* a part per gap between ends at most */
     size_t nout = 0;
     uint32_t *live = xcalloc(nunits, sizeof *live); /* ranges of each unit covering the sweep */
@@ -1149,7 +1150,8 @@ static void unit_owners(unit_span **owned, size_t **first, worker *pre)
         }
         prev = e->addr;
     }
-    qsort(out, nout, sizeof *out, cmp_span_unit);
+    if (nout > 1)
+        qsort(out, nout, sizeof *out, cmp_span_unit);
     size_t *f = xcalloc(nunits + 1, sizeof *f);
     for (size_t i = 0, k = 0; i <= nunits; i++) {
         while (k < nout && out[k].unit < i)
