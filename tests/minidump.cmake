@@ -1,3 +1,17 @@
+find_program(STACKSIFT_PYTHON3 python3 REQUIRED)
 # Minidumps: the reader (common/minidump) on the real dumps of ../shared/minidumps/ (never
 # copied here), synthetic ARM64 dumps, and every truncation / bit flips of a real dump.
 stacksift_unit_test(test_minidump SOURCES test_minidump.c LIBS minidump macho LABELS "unit")
+
+# Compact unwind: every entry of the Mach-O files of ../shared/minidumps/ and the fixtures
+# decodes as llvm-objdump-14 --unwind-info lists it; the stack walker on synthetic arm64 stacks.
+stacksift_unit_test(test_unwind SOURCES test_unwind.c LIBS unwind minidump macho LABELS "unit;fixtures")
+
+# minidump_walk: `stacksift minidump walk` walks the real dumps to the frames of Breakpad's
+# minidump_stackwalk (npm minidump@0.26.0, installed into the build dir) and symbolicates the
+# app's frames as llvm-symbolizer-14 reads the dSYM.
+add_test(NAME minidump_walk
+  COMMAND ${STACKSIFT_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/minidump_walk.py
+  WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
+set_tests_properties(minidump_walk PROPERTIES LABELS fixtures TIMEOUT 600
+  ENVIRONMENT "${STACKSIFT_TEST_ENV};STACKSIFT_BUILD_DIR=${PROJECT_BINARY_DIR}")

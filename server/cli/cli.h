@@ -13,6 +13,7 @@ int cli_parse(int argc, char **argv);      /* stacksift parse [--json] FILE|- */
 int cli_symbolicate(int argc, char **argv); /* stacksift symbolicate --dsym PATH [...] FILE|- */
 int cli_signature(int argc, char **argv);  /* stacksift signature [--dsym PATH] FILE... */
 int cli_demangle(int argc, char **argv);   /* stacksift demangle [--simplified] [NAME...] */
+int cli_minidump(int argc, char **argv);   /* stacksift minidump walk [--json] DUMP [FILE...] */
 
 int cli_serve(int argc, char **argv);     /* stacksift serve   (config from STACKSIFT_* env) */
 int cli_migrate(int argc, char **argv);   /* stacksift migrate (STACKSIFT_DATABASE_URL) */

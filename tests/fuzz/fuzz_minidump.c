@@ -4,7 +4,9 @@
  * report" it checks the reader's promises: every memory view lies inside the bytes given,
  * every error has a message and leaves no result, names and notes are NUL-terminated valid
  * UTF-8, register counts match the arch, and memory lookups return bytes inside the input.
- * Seeds: the real dumps of ../shared/minidumps/ (run.sh).
+ * Every thread is then walked (common/unwind, without unwind info: frame pointers and scans):
+ * frames stay within UNWIND_WALK_MAX_FRAMES, stack pointers grow (an arm64 leaf's caller may
+ * share its sp). Seeds: the real dumps of ../shared/minidumps/ (run.sh).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -12,6 +14,7 @@
 
 #include "base/utf8.h"
 #include "minidump/minidump.h"
+#include "unwind/walk.h"
 #include "fuzz_require.h"
 
 static int inside(const uint8_t *q, uint64_t n, const uint8_t *base, size_t len)
@@ -76,6 +79,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
     }
     for (size_t i = 0; i < md->nmemory; i++)
         check_memory(&md->memory[i], data, len);
+    for (size_t i = 0; i < md->nthreads; i++) {
+        unwind_frame *f;
+        size_t n;
+        err_info werr = {0};
+        if (unwind_walk(&f, &n, md, &md->threads[i].context, NULL, 0, a, &werr) != ERR_OK) {
+            REQUIRE(werr.msg[0] != '\0');
+            continue;
+        }
+        REQUIRE(n <= UNWIND_WALK_MAX_FRAMES);
+        for (size_t k = 1; k < n; k++) {
+            REQUIRE(f[k].sp >= f[k - 1].sp);
+            REQUIRE(f[k].sp > f[k - 1].sp || k == 1);
+            REQUIRE(f[k].module < (int)md->nmodules);
+        }
+    }
     for (size_t i = 0; i < md->nmodules; i++) {
         const minidump_module *m = &md->modules[i];
         check_text(m->name);

@@ -1,0 +1,84 @@
+/*
+ * unwind - Apple's compact unwind info (`__TEXT,__unwind_info`): the table of functions and
+ * their 32-bit encodings, and what an encoding says for x86_64 and arm64.
+ *
+ * Layout (version 1), from the format as Apple documents it in <mach-o/compact_unwind_encoding.h>
+ * (llvm's libunwind/include/mach-o/compact_unwind_encoding.h; read, not copied):
+ *   header: u32 version (1), commonEncodingsArraySectionOffset, commonEncodingsArrayCount,
+ *           personalityArraySectionOffset, personalityArrayCount, indexSectionOffset,
+ *           indexCount
+ *   index entry (12 bytes): u32 functionOffset, u32 secondLevelPagesSectionOffset (0 = none;
+ *           the last entry is a sentinel whose functionOffset ends the last function),
+ *           u32 lsdaIndexArraySectionOffset
+ *   second-level page, kind 2 (regular): u32 kind, u16 entryPageOffset, u16 entryCount;
+ *           entries (u32 functionOffset, u32 encoding)
+ *   second-level page, kind 3 (compressed): u32 kind, u16 entryPageOffset, u16 entryCount,
+ *           u16 encodingsPageOffset, u16 encodingsCount; entries u32: low 24 bits the
+ *           function offset from the index entry's, high 8 bits an encoding index (below
+ *           commonEncodingsArrayCount: the common array, else the page's own array)
+ * Function offsets are relative to the image's __TEXT vmaddr (the mach header).
+ * Every offset and count is checked against the section's bytes.
+ */
+#ifndef STACKSIFT_UNWIND_UNWIND_H
+#define STACKSIFT_UNWIND_UNWIND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/arena.h"
+#include "base/err.h"
+
+/* One function of the table. */
+typedef struct {
+    uint32_t func_start; /* offset from __TEXT vmaddr */
+    uint32_t func_end;   /* the next function's start (exclusive) */
+    uint32_t encoding;   /* its compact unwind encoding (0: none given) */
+} unwind_entry;
+
+/* unwind_compact_list - every function of the `__unwind_info` section (`len` bytes), in
+ * address order. *out is allocated in `a` (NULL when *n == 0).
+ * Errors  ERR_INVALID (version is not 1, header, index or a page outside the section),
+ *         ERR_TOO_LARGE (arena budget). */
+err_code unwind_compact_list(unwind_entry **out, size_t *n, const uint8_t *sect, size_t len,
+                             arena *a, err_info *err);
+
+/* unwind_compact_find - the entry whose [func_start, func_end) holds `rel_addr`, by binary
+ * search in a list from unwind_compact_list; NULL if none. */
+const unwind_entry *unwind_compact_find(const unwind_entry *entries, size_t n, uint32_t rel_addr);
+
+/* What an encoding says, per architecture. */
+typedef enum {
+    UNWIND_KIND_NONE = 0,          /* encoding 0: no info; treated as a leaf by walkers */
+    UNWIND_KIND_FRAME,             /* rbp / fp frame */
+    UNWIND_KIND_FRAMELESS,         /* fixed stack size */
+    UNWIND_KIND_FRAMELESS_INDIRECT,/* x86_64: stack size read from the function's sub insn */
+    UNWIND_KIND_DWARF,             /* see the FDE at dwarf_offset in __eh_frame */
+    UNWIND_KIND_UNKNOWN,           /* a mode this reader does not know */
+} unwind_kind;
+
+#define UNWIND_MAX_SAVED 12
+
+typedef struct {
+    unwind_kind kind;
+    /* FRAME (x86_64): saved registers at rbp - saved_offset + 8 * i, i = 0..nsaved-1 (a
+     * DWARF number, or -1 for an unused slot). FRAME (arm64): pairs x19/x20.. saved below fp,
+     * from fp - 8 downwards, in `saved` order (-1 for the d8..d15 slots skipped).
+     * FRAMELESS: stack_size bytes (x86_64: including the return address); the saved
+     * registers lie just below the return address (x86_64) or from sp + stack_size - 8
+     * downwards (arm64), in `saved` order. */
+    uint32_t stack_size;
+    uint32_t saved_offset;     /* x86_64 FRAME: bytes below rbp of the first saved register */
+    uint32_t sub_offset;       /* FRAMELESS_INDIRECT: offset in the function of the imm32 */
+    uint32_t stack_adjust;     /* FRAMELESS_INDIRECT: bytes added to the imm32 */
+    uint32_t dwarf_offset;     /* DWARF: offset of the FDE in __eh_frame */
+    unsigned nsaved;
+    int saved[UNWIND_MAX_SAVED]; /* DWARF register numbers */
+} unwind_rule;
+
+/* unwind_decode_x86_64, unwind_decode_arm64 - what `encoding` says; false for a register
+ * permutation or mode that is not valid (the rule is then UNWIND_KIND_UNKNOWN). */
+bool unwind_decode_x86_64(unwind_rule *out, uint32_t encoding);
+bool unwind_decode_arm64(unwind_rule *out, uint32_t encoding);
+
+#endif

@@ -1,0 +1,319 @@
+/*
+ * walk - stack walking over a minidump's memory (see walk.h for the rules).
+ */
+#include "unwind/walk.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MIN_PC 4096u
+/* arm64 return addresses may carry pointer-authentication bits above the 47-bit user
+ * address space (macOS and iOS user addresses fit in 47 bits). */
+#define ARM64_ADDR_MASK 0x00007fffffffffffull
+
+typedef struct {
+    uint64_t regs[MINIDUMP_MAX_REGS];
+    uint64_t valid; /* bit i: regs[i] is known */
+} regset;
+
+struct mod_ref {
+    uint64_t load_addr;
+    uint32_t index; /* into md->modules */
+};
+
+typedef struct {
+    const minidump *md;
+    minidump_arch arch;
+    unsigned sp, fp, pc;          /* DWARF numbers of these registers for arch */
+    uint64_t callee_saved;        /* mask of registers that carry over to a caller */
+    const unwind_image *images;
+    size_t nimages;
+    struct mod_ref *by_addr;      /* the modules sorted by load address */
+} walker;
+
+static bool known(const regset *r, unsigned i)
+{
+    return (r->valid >> i) & 1;
+}
+
+static void set(regset *r, unsigned i, uint64_t v)
+{
+    r->regs[i] = v;
+    r->valid |= 1ull << i;
+}
+
+static bool read64(uint64_t *out, const walker *w, uint64_t addr)
+{
+    const uint8_t *p = minidump_memory_find(w->md, addr, 8);
+    if (p == NULL)
+        return false;
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | p[i];
+    *out = v;
+    return true;
+}
+
+static uint64_t strip(const walker *w, uint64_t addr)
+{
+    return w->arch == MINIDUMP_ARCH_ARM64 ? addr & ARM64_ADDR_MASK : addr;
+}
+
+/* module_of - the module whose [load_addr, load_addr + size) holds addr, by binary search
+ * (a scan asks for every stack word); of overlapping modules, the one loaded last below addr. */
+static int module_of(const walker *w, uint64_t addr)
+{
+    const minidump_module *mods = w->md->modules;
+    size_t lo = 0, hi = w->md->nmodules;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (w->by_addr[mid].load_addr <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return -1;
+    const minidump_module *m = &mods[w->by_addr[lo - 1].index];
+    return addr - m->load_addr < m->size ? (int)w->by_addr[lo - 1].index : -1;
+}
+
+static int by_load_addr(const void *x, const void *y)
+{
+    const struct mod_ref *a = x, *b = y;
+    if (a->load_addr != b->load_addr)
+        return a->load_addr < b->load_addr ? -1 : 1;
+    return a->index < b->index ? -1 : a->index > b->index;
+}
+
+static const unwind_image *image_of(const walker *w, int module)
+{
+    if (module < 0 || !w->md->modules[module].has_uuid)
+        return NULL;
+    for (size_t i = 0; i < w->nimages; i++)
+        if (memcmp(w->images[i].uuid, w->md->modules[module].uuid, 16) == 0)
+            return &w->images[i];
+    return NULL;
+}
+
+/* caller_base - the registers a caller inherits: the callee-saved ones. */
+static regset caller_base(const walker *w, const regset *cur)
+{
+    regset next = *cur;
+    next.valid &= w->callee_saved;
+    return next;
+}
+
+/* step_cfi - the caller by the compact unwind entry of the function holding the frame's pc;
+ * false if there is none or it does not apply (DWARF, unknown, memory not captured). */
+static bool step_cfi(regset *next, const walker *w, const regset *cur, bool first)
+{
+    uint64_t pc = cur->regs[w->pc];
+    /* a return address may be one past the function's last byte: look up the call */
+    uint64_t lookup = first ? pc : pc - 1;
+    int m = module_of(w, lookup);
+    const unwind_image *img = image_of(w, m);
+    if (img == NULL)
+        return false;
+    uint64_t rel = lookup - w->md->modules[m].load_addr;
+    if (rel > UINT32_MAX)
+        return false;
+    const unwind_entry *e = unwind_compact_find(img->entries, img->nentries, (uint32_t)rel);
+    if (e == NULL)
+        return false;
+    unwind_rule rule;
+    bool x86 = w->arch == MINIDUMP_ARCH_X86_64;
+    if (!(x86 ? unwind_decode_x86_64(&rule, e->encoding) : unwind_decode_arm64(&rule, e->encoding)))
+        return false;
+    uint64_t sp = cur->regs[w->sp], ra = 0, v;
+    *next = caller_base(w, cur);
+    switch (rule.kind) {
+    case UNWIND_KIND_NONE: /* a leaf: nothing pushed but the return address */
+        if (x86) {
+            if (!read64(&ra, w, sp))
+                return false;
+            set(next, w->sp, sp + 8);
+        } else {
+            if (!known(cur, MINIDUMP_ARM64_LR))
+                return false;
+            ra = cur->regs[MINIDUMP_ARM64_LR];
+            set(next, w->sp, sp);
+        }
+        break;
+    case UNWIND_KIND_FRAME: {
+        if (!known(cur, w->fp))
+            return false;
+        uint64_t fp = cur->regs[w->fp], caller_fp;
+        if (!read64(&ra, w, fp + 8) || !read64(&caller_fp, w, fp))
+            return false;
+        for (unsigned i = 0; i < rule.nsaved; i++) {
+            uint64_t at = x86 ? fp - rule.saved_offset + 8 * i : fp - 8 - 8 * i;
+            if (rule.saved[i] >= 0 && read64(&v, w, at))
+                set(next, (unsigned)rule.saved[i], v);
+        }
+        set(next, w->fp, caller_fp);
+        set(next, w->sp, fp + 16);
+        break;
+    }
+    case UNWIND_KIND_FRAMELESS:
+    case UNWIND_KIND_FRAMELESS_INDIRECT: {
+        uint64_t size = rule.stack_size;
+        if (rule.kind == UNWIND_KIND_FRAMELESS_INDIRECT) {
+            /* the function's `sub $imm32, %rsp`: its immediate, from the executable's bytes */
+            uint64_t at = (uint64_t)e->func_start + rule.sub_offset;
+            if (img->text == NULL || at > img->text_len || img->text_len - at < 4)
+                return false;
+            const uint8_t *p = img->text + at;
+            size = ((uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 |
+                    (uint64_t)p[3] << 24) + rule.stack_adjust;
+        }
+        if (x86) {
+            if (size < 8 || !read64(&ra, w, sp + size - 8))
+                return false;
+            for (unsigned i = 0; i < rule.nsaved; i++)
+                if (rule.saved[i] >= 0 && read64(&v, w, sp + size - 8 - 8 * rule.nsaved + 8 * i))
+                    set(next, (unsigned)rule.saved[i], v);
+        } else {
+            if (!known(cur, MINIDUMP_ARM64_LR))
+                return false;
+            ra = cur->regs[MINIDUMP_ARM64_LR];
+            for (unsigned i = 0; i < rule.nsaved; i++)
+                if (rule.saved[i] >= 0 && read64(&v, w, sp + size - 8 - 8 * i))
+                    set(next, (unsigned)rule.saved[i], v);
+        }
+        set(next, w->sp, sp + size);
+        break;
+    }
+    case UNWIND_KIND_DWARF:
+    case UNWIND_KIND_UNKNOWN:
+        return false;
+    }
+    set(next, w->pc, strip(w, ra));
+    return true;
+}
+
+/* step_fp - the caller by the frame-pointer chain. */
+static bool step_fp(regset *next, const walker *w, const regset *cur)
+{
+    if (!known(cur, w->fp))
+        return false;
+    uint64_t fp = cur->regs[w->fp], ra, caller_fp;
+    if (fp == 0 || fp < cur->regs[w->sp] || !read64(&ra, w, fp + 8) || !read64(&caller_fp, w, fp))
+        return false;
+    /* the return address may lie outside every module (JIT code): the chain still holds */
+    ra = strip(w, ra);
+    if (ra < MIN_PC)
+        return false;
+    *next = caller_base(w, cur);
+    set(next, w->fp, caller_fp);
+    set(next, w->sp, fp + 16);
+    set(next, w->pc, ra);
+    return true;
+}
+
+/* step_scan - the first stack word from sp that points into a module is the return address;
+ * the caller's sp is just above it. */
+static bool step_scan(regset *next, const walker *w, const regset *cur, bool first)
+{
+    uint64_t sp = cur->regs[w->sp], v;
+    unsigned words = first ? UNWIND_SCAN_WORDS_FIRST : UNWIND_SCAN_WORDS;
+    for (unsigned i = 0; i < words; i++) {
+        uint64_t at = sp + 8 * (uint64_t)i;
+        if (!read64(&v, w, at))
+            return false;
+        v = strip(w, v);
+        if (v >= MIN_PC && module_of(w, v) >= 0) {
+            *next = caller_base(w, cur);
+            set(next, w->sp, at + 8);
+            set(next, w->pc, v);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* plausible - a caller worth keeping: its sp grew (on arm64 a leaf's caller may share it). */
+static bool plausible(const walker *w, const regset *cur, const regset *next, bool first)
+{
+    uint64_t sp = cur->regs[w->sp], nsp = next->regs[w->sp];
+    return nsp > sp || (first && nsp == sp && w->arch == MINIDUMP_ARCH_ARM64);
+}
+
+err_code unwind_walk(unwind_frame **out, size_t *n, const minidump *md, const minidump_context *ctx,
+                     const unwind_image *images, size_t nimages, arena *a, err_info *err)
+{
+    *out = NULL;
+    *n = 0;
+    walker w = {.md = md, .arch = ctx->arch, .images = images, .nimages = nimages};
+    if (ctx->arch == MINIDUMP_ARCH_X86_64) {
+        w.sp = MINIDUMP_X86_64_RSP, w.fp = MINIDUMP_X86_64_RBP, w.pc = MINIDUMP_X86_64_RIP;
+        w.callee_saved = 1ull << 3 | 1ull << 6 | 1ull << 12 | 1ull << 13 | 1ull << 14 | 1ull << 15;
+    } else if (ctx->arch == MINIDUMP_ARCH_ARM64) {
+        w.sp = MINIDUMP_ARM64_SP, w.fp = MINIDUMP_ARM64_FP, w.pc = MINIDUMP_ARM64_PC;
+        w.callee_saved = 0;
+        for (unsigned i = 19; i <= 29; i++)
+            w.callee_saved |= 1ull << i;
+    } else {
+        return err_set(err, ERR_UNSUPPORTED, "stack walk: the thread has no x86_64 or arm64 "
+                       "context");
+    }
+    unwind_frame *frames = arena_alloc_array(a, UNWIND_WALK_MAX_FRAMES, sizeof *frames, err);
+    if (frames == NULL)
+        return ERR_TOO_LARGE;
+    if (md->nmodules > 0) {
+        w.by_addr = arena_alloc_array(a, md->nmodules, sizeof *w.by_addr, err);
+        if (w.by_addr == NULL)
+            return ERR_TOO_LARGE;
+        for (size_t i = 0; i < md->nmodules; i++) {
+            w.by_addr[i].load_addr = md->modules[i].load_addr;
+            w.by_addr[i].index = (uint32_t)i;
+        }
+        qsort(w.by_addr, md->nmodules, sizeof *w.by_addr, by_load_addr);
+    }
+    regset cur = {{0}, 0};
+    for (unsigned i = 0; i < ctx->nregs; i++)
+        set(&cur, i, ctx->regs[i]);
+    unwind_found found = UNWIND_FOUND_CONTEXT;
+    size_t k = 0;
+    while (k < UNWIND_WALK_MAX_FRAMES) {
+        uint64_t pc = cur.regs[w.pc];
+        if (pc < MIN_PC)
+            break;
+        unwind_frame *f = &frames[k];
+        f->pc = pc;
+        f->sp = cur.regs[w.sp];
+        f->fp = known(&cur, w.fp) ? cur.regs[w.fp] : 0;
+        f->found = found;
+        f->module = module_of(&w, pc);
+        f->rel_addr = f->module >= 0 ? pc - md->modules[f->module].load_addr : 0;
+        bool first = k == 0;
+        k++;
+        regset next;
+        if (step_cfi(&next, &w, &cur, first) && plausible(&w, &cur, &next, first)) {
+            found = UNWIND_FOUND_CFI;
+        } else if (w.arch == MINIDUMP_ARCH_ARM64 && known(&cur, w.fp) && cur.regs[w.fp] == 0) {
+            break; /* fp 0: the outermost frame */
+        } else if (step_fp(&next, &w, &cur) && plausible(&w, &cur, &next, first)) {
+            found = UNWIND_FOUND_FRAME_POINTER;
+        } else if (step_scan(&next, &w, &cur, first) && plausible(&w, &cur, &next, first)) {
+            found = UNWIND_FOUND_SCAN;
+        } else {
+            break;
+        }
+        cur = next;
+    }
+    *out = frames;
+    *n = k;
+    return ERR_OK;
+}
+
+const char *unwind_found_name(unwind_found f)
+{
+    switch (f) {
+    case UNWIND_FOUND_CONTEXT: return "context";
+    case UNWIND_FOUND_CFI: return "cfi";
+    case UNWIND_FOUND_FRAME_POINTER: return "frame_pointer";
+    case UNWIND_FOUND_SCAN: return "scan";
+    }
+    return "unknown";
+}

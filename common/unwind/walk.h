@@ -1,0 +1,70 @@
+/*
+ * walk - stack walking of a minidump thread (x86_64, arm64).
+ *
+ * Per frame, the caller is found by the first of these that works:
+ *   cfi            the module's compact unwind entry (`__TEXT,__unwind_info` of the image
+ *                  given for its UUID): rbp/fp frame, frameless with an immediate or (x86_64)
+ *                  indirect stack size, encoding 0 as a leaf (return address at [rsp] /
+ *                  in lr); a DWARF encoding falls through (its __eh_frame FDE is not read)
+ *   frame_pointer  [fp] is the caller's fp, [fp + 8] the return address, fp + 16 its sp
+ *   scan           the first stack word (from sp, bounded) that points into a loaded module
+ * The walk stops at a pc below 4096, a stack pointer that does not grow, a caller no method
+ * finds, or UNWIND_WALK_MAX_FRAMES. On arm64 pointer-authentication bits are stripped from
+ * return addresses and fp 0 ends the walk. Only callee-saved registers (x86_64: rbx, rbp,
+ * r12-r15; arm64: x19-x29) carry over from a frame to its caller, with sp and pc.
+ */
+#ifndef STACKSIFT_UNWIND_WALK_H
+#define STACKSIFT_UNWIND_WALK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/arena.h"
+#include "base/err.h"
+#include "minidump/minidump.h"
+#include "unwind/unwind.h"
+
+#define UNWIND_WALK_MAX_FRAMES 256
+#define UNWIND_SCAN_WORDS 64          /* words scanned for a caller past the first frame */
+#define UNWIND_SCAN_WORDS_FIRST 256   /* words scanned from the context frame */
+
+typedef enum {
+    UNWIND_FOUND_CONTEXT,       /* the thread's (or exception's) registers */
+    UNWIND_FOUND_CFI,           /* compact unwind */
+    UNWIND_FOUND_FRAME_POINTER, /* frame-pointer chain */
+    UNWIND_FOUND_SCAN,          /* stack scan */
+} unwind_found;
+
+/* The unwind info of one image, matched to modules by UUID. Borrowed. */
+typedef struct {
+    uint8_t uuid[16];
+    uint64_t text_vmaddr;          /* __TEXT vmaddr: compact unwind offsets are from it */
+    const unwind_entry *entries;   /* from unwind_compact_list; sorted */
+    size_t nentries;
+    /* __TEXT bytes, for the x86_64 indirect stack size (a sub instruction's imm32) */
+    const uint8_t *text;           /* file bytes of the __TEXT segment from its vmaddr, or NULL */
+    size_t text_len;
+} unwind_image;
+
+typedef struct {
+    uint64_t pc;         /* frame 0: the instruction; callers: the return address */
+    uint64_t sp;         /* the frame's stack pointer */
+    uint64_t fp;         /* its frame pointer (rbp / x29) as recovered */
+    unwind_found found;  /* how this frame was found */
+    int module;          /* index into the dump's modules, -1 if pc is in none */
+    uint64_t rel_addr;   /* pc - the module's load address (0 without a module) */
+} unwind_frame;
+
+/*
+ * unwind_walk - the frames of `ctx` (a thread's or the exception's registers) over the
+ * dump's memory, innermost first. *out allocated in `a`.
+ * Errors  ERR_UNSUPPORTED (context arch unknown), ERR_TOO_LARGE (arena).
+ */
+err_code unwind_walk(unwind_frame **out, size_t *n, const minidump *md, const minidump_context *ctx,
+                     const unwind_image *images, size_t nimages, arena *a, err_info *err);
+
+/* unwind_found_name - "context", "cfi", "frame_pointer", "scan". */
+const char *unwind_found_name(unwind_found f);
+
+#endif

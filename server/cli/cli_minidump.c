@@ -1,0 +1,336 @@
+/*
+ * stacksift minidump walk [--json] DUMP [DEBUG_FILE...]
+ *
+ * Reads a minidump (common/minidump), walks every thread's stack (common/unwind: compact
+ * unwind of the executables and dylibs given, frame pointers, stack scan) and prints the
+ * frames, symbolicated with the debug files given. A DEBUG_FILE is a dSYM bundle, a zip or
+ * directory of bundles, or a Mach-O: Mach-O executables and dylibs give their
+ * `__TEXT,__unwind_info` to the walk (matched to the dump's modules by UUID) and, like dSYMs,
+ * their symbols (DWARF wins over a symbol table for the same UUID). The thread Breakpad's
+ * handler ran on (BreakpadInfo's dump thread) is skipped. Frame 0 is looked up at its pc,
+ * callers at their call instruction (symbolicate_caller_addr), as everywhere else.
+ *
+ * Text: one block per thread, one line per frame:
+ *   Thread 0 (id 775, crashed)
+ *    0  0x0000000109ba8c15  crash + 0xdc15  main (main.cpp:21)  [context]
+ * --json: {"arch", "os", "exception": {...}, "notes": [...], "threads": [{"id", "name",
+ * "crashed", "frames": [{"pc", "module", "uuid", "rel_addr", "found", "symbols": [{"function",
+ * "file", "line"}, ...innermost first]}]}]}.
+ * Exit 0, 1 when the dump or a debug file cannot be read, 2 on usage errors.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/buf.h"
+#include "base/bytes.h"
+#include "base/jsonw.h"
+#include "base/xalloc.h"
+#include "cli/cli.h"
+#include "cli/cli_symcaches.h"
+#include "macho/macho.h"
+#include "minidump/minidump.h"
+#include "symbolicate/symbolicate.h"
+#include "symcache/symcache.h"
+#include "unwind/walk.h"
+
+#define MAX_DEBUG_FILES 64
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: stacksift minidump walk [--json] DUMP [DEBUG_FILE...]\n");
+}
+
+/* The unwind info of the Mach-O debug files: each mapped file and its slices. */
+typedef struct {
+    bytes files[MAX_DEBUG_FILES];
+    size_t nfiles;
+    unwind_image *images;
+    size_t nimages;
+} unwind_set;
+
+/* add_unwind - the slices of `path` that carry `__unwind_info` bytes (executables, dylibs);
+ * anything else (a dSYM bundle, a zip, a dSYM companion file) adds nothing. */
+static void add_unwind(unwind_set *u, const char *path, arena *a)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || u->nfiles == MAX_DEBUG_FILES)
+        return;
+    err_info err = {0};
+    bytes *b = &u->files[u->nfiles];
+    if (bytes_map_file(b, path, &err) != ERR_OK)
+        return;
+    u->nfiles++;
+    macho_slice slices[MACHO_MAX_SLICES];
+    size_t nslices = 0;
+    if (macho_slices(slices, &nslices, b->data, b->len, &err) != ERR_OK)
+        return; /* not a Mach-O: a zip of dSYMs, handled by the symcaches */
+    macho_image *img = xmalloc(sizeof *img);
+    for (size_t i = 0; i < nslices; i++) {
+        if (macho_parse(img, b->data + slices[i].offset, (size_t)slices[i].size, &err) != ERR_OK ||
+            !img->has_uuid)
+            continue;
+        const macho_section *s = macho_section_find(img, "__TEXT", "__unwind_info");
+        if (s == NULL || s->data == NULL)
+            continue;
+        unwind_entry *entries;
+        size_t n;
+        if (unwind_compact_list(&entries, &n, s->data, (size_t)s->size, a, &err) != ERR_OK) {
+            fprintf(stderr, "stacksift minidump: %s: %s: unwind info skipped\n", path, err.msg);
+            continue;
+        }
+        u->images = xreallocarray(u->images, u->nimages + 1, sizeof *u->images);
+        unwind_image *ui = &u->images[u->nimages++];
+        memset(ui, 0, sizeof *ui);
+        memcpy(ui->uuid, img->uuid, 16);
+        ui->text_vmaddr = img->text_vmaddr;
+        ui->entries = entries;
+        ui->nentries = n;
+        /* __TEXT's file bytes: where a __TEXT section's vmaddr and file offset agree */
+        const macho_section *t = macho_section_find(img, "__TEXT", "__text");
+        if (t != NULL && t->offset != 0 && t->addr >= img->text_vmaddr &&
+            t->addr - img->text_vmaddr <= t->offset) {
+            uint64_t fo = t->offset - (t->addr - img->text_vmaddr);
+            ui->text = img->data + fo;
+            ui->text_len = img->len - (size_t)fo;
+        }
+    }
+    free(img);
+}
+
+static void unwind_set_reset(unwind_set *u)
+{
+    for (size_t i = 0; i < u->nfiles; i++)
+        bytes_unmap(&u->files[i]);
+    free(u->images);
+    memset(u, 0, sizeof *u);
+}
+
+static const char *base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+/* The symbols of one frame, innermost first (0 when no symcache covers it). */
+static size_t frame_symbols(symcache_frame *out, size_t cap, const minidump *md,
+                            const unwind_frame *f, bool first, cli_symcaches *sc)
+{
+    if (f->module < 0 || !md->modules[f->module].has_uuid)
+        return 0;
+    const minidump_module *m = &md->modules[f->module];
+    char uuid[37];
+    macho_uuid_format(uuid, m->uuid);
+    const char *arch = minidump_arch_name(md->system.arch);
+    const symcache *c = cli_symcaches_resolve(sc, uuid, arch);
+    if (c == NULL)
+        return 0;
+    uint64_t addr = first ? f->pc : symbolicate_caller_addr(f->pc, arch);
+    return symcache_lookup(out, cap, c, addr - m->load_addr + symcache_text_vmaddr(c));
+}
+
+/* The context a thread is walked from: the exception's for the crashed thread. */
+static const minidump_context *thread_context(const minidump *md, const minidump_thread *t,
+                                              bool *crashed)
+{
+    *crashed = md->exception.present && md->exception.thread_id == t->thread_id;
+    if (*crashed && md->exception.context.arch != MINIDUMP_ARCH_UNKNOWN)
+        return &md->exception.context;
+    return &t->context;
+}
+
+static void print_exception_json(jsonw *j, const minidump *md)
+{
+    const minidump_exception *e = &md->exception;
+    jsonw_key(j, "exception");
+    if (!e->present) {
+        jsonw_null(j);
+        return;
+    }
+    jsonw_object_begin(j);
+    jsonw_kuint(j, "thread_id", e->thread_id);
+    jsonw_kstr(j, "type", e->wrapped ? "EXC_CRASH" : minidump_mach_exception_name(e->mach_type));
+    jsonw_kstr(j, "original_type", e->wrapped ? minidump_mach_exception_name(e->mach_type) : NULL);
+    jsonw_khex(j, "code", e->mach_code);
+    jsonw_kstr(j, "signal", e->wrapped ? minidump_signal_name(e->signal) : NULL);
+    jsonw_khex(j, "address", e->address);
+    jsonw_object_end(j);
+}
+
+static int walk_dump(const char *dump_path, char **debug, int ndebug, bool json)
+{
+    int status = 1;
+    arena *a = arena_new(0);
+    bytes b = {0};
+    err_info err = {0};
+    cli_symcaches sc;
+    unwind_set u = {0};
+    buf o;
+    buf_init(&o);
+    cli_symcaches_init(&sc);
+    minidump *md;
+    if (bytes_map_file(&b, dump_path, &err) != ERR_OK ||
+        minidump_parse(&md, b.data, b.len, a, &err) != ERR_OK) {
+        fprintf(stderr, "stacksift minidump: %s: %s\n", dump_path, err.msg);
+        goto done;
+    }
+    for (int i = 0; i < ndebug; i++) {
+        if (cli_symcaches_add(&sc, "--dsym", debug[i], "minidump") != 0)
+            goto done;
+        add_unwind(&u, debug[i], a);
+    }
+    jsonw j;
+    jsonw_init(&j, &o);
+    if (json) {
+        jsonw_object_begin(&j);
+        jsonw_kstr(&j, "arch", minidump_arch_name(md->system.arch));
+        char os[96];
+        snprintf(os, sizeof os, "%u.%u.%u %s", md->system.os_major, md->system.os_minor,
+                 md->system.os_build, md->system.csd_version ? md->system.csd_version : "");
+        jsonw_kstr(&j, "os", md->has_system ? os : NULL);
+        print_exception_json(&j, md);
+        jsonw_key(&j, "notes");
+        jsonw_array_begin(&j);
+        for (size_t i = 0; i < md->nnotes; i++)
+            jsonw_str(&j, md->notes[i]);
+        jsonw_array_end(&j);
+        jsonw_key(&j, "threads");
+        jsonw_array_begin(&j);
+    } else {
+        for (size_t i = 0; i < md->nnotes; i++)
+            buf_printf(&o, "note: %s\n", md->notes[i]);
+    }
+    symcache_frame *syms = xmalloc(SYMCACHE_MAX_FRAMES * sizeof *syms);
+    size_t shown = 0;
+    for (size_t ti = 0; ti < md->nthreads; ti++) {
+        const minidump_thread *t = &md->threads[ti];
+        if (md->has_dump_thread_id && t->thread_id == md->dump_thread_id)
+            continue; /* Breakpad's handler thread: not part of the crash */
+        bool crashed;
+        const minidump_context *ctx = thread_context(md, t, &crashed);
+        unwind_frame *frames = NULL;
+        size_t n = 0;
+        err_info werr = {0};
+        if (unwind_walk(&frames, &n, md, ctx, u.images, u.nimages, a, &werr) != ERR_OK)
+            n = 0;
+        if (json) {
+            jsonw_object_begin(&j);
+            jsonw_kuint(&j, "id", t->thread_id);
+            jsonw_kstr(&j, "name", t->name);
+            jsonw_kbool(&j, "crashed", crashed);
+            if (werr.code != ERR_OK)
+                jsonw_kstr(&j, "error", werr.msg);
+            jsonw_key(&j, "frames");
+            jsonw_array_begin(&j);
+        } else {
+            buf_printf(&o, "%sThread %zu (id %u%s%s%s)\n", shown ? "\n" : "", ti, t->thread_id,
+                       crashed ? ", crashed" : "", t->name ? ", " : "", t->name ? t->name : "");
+            if (werr.code != ERR_OK)
+                buf_printf(&o, "  %s\n", werr.msg);
+        }
+        shown++;
+        for (size_t k = 0; k < n; k++) {
+            const unwind_frame *f = &frames[k];
+            size_t ns = frame_symbols(syms, SYMCACHE_MAX_FRAMES, md, f, k == 0, &sc);
+            const minidump_module *m = f->module >= 0 ? &md->modules[f->module] : NULL;
+            if (json) {
+                jsonw_object_begin(&j);
+                jsonw_khex(&j, "pc", f->pc);
+                jsonw_khex(&j, "sp", f->sp);
+                jsonw_kstr(&j, "module", m ? base_name(m->name) : NULL);
+                char uuid[37];
+                if (m && m->has_uuid)
+                    macho_uuid_format(uuid, m->uuid);
+                jsonw_kstr(&j, "uuid", m && m->has_uuid ? uuid : NULL);
+                if (m)
+                    jsonw_khex(&j, "rel_addr", f->rel_addr);
+                else
+                    jsonw_knull(&j, "rel_addr");
+                jsonw_kstr(&j, "found", unwind_found_name(f->found));
+                jsonw_key(&j, "symbols");
+                jsonw_array_begin(&j);
+                for (size_t s = 0; s < ns; s++) {
+                    jsonw_object_begin(&j);
+                    jsonw_kstr(&j, "function", syms[s].function);
+                    jsonw_kstr(&j, "file", syms[s].file);
+                    jsonw_kuint(&j, "line", syms[s].line);
+                    jsonw_object_end(&j);
+                }
+                jsonw_array_end(&j);
+                jsonw_object_end(&j);
+            } else {
+                buf_printf(&o, "%2zu  0x%016llx  ", k, (unsigned long long)f->pc);
+                if (m)
+                    buf_printf(&o, "%s + 0x%llx", base_name(m->name),
+                               (unsigned long long)f->rel_addr);
+                else
+                    buf_printf(&o, "???");
+                if (ns > 0) {
+                    /* the concrete function, at the innermost line */
+                    buf_printf(&o, "  %s", syms[ns - 1].function);
+                    if (syms[0].file != NULL)
+                        buf_printf(&o, " (%s:%u)", base_name(syms[0].file), syms[0].line);
+                }
+                buf_printf(&o, "  [%s]\n", unwind_found_name(f->found));
+            }
+        }
+        if (json) {
+            jsonw_array_end(&j);
+            jsonw_object_end(&j);
+        }
+    }
+    free(syms);
+    if (json) {
+        jsonw_array_end(&j);
+        jsonw_object_end(&j);
+        buf_putc(&o, '\n');
+    }
+    if (sc.failed) {
+        fprintf(stderr, "stacksift minidump: %s\n", sc.err.msg);
+        goto done;
+    }
+    fwrite(o.data, 1, o.len, stdout);
+    status = 0;
+done:
+    buf_reset(&o);
+    unwind_set_reset(&u);
+    cli_symcaches_reset(&sc);
+    bytes_unmap(&b);
+    arena_free(a);
+    return status;
+}
+
+int cli_minidump(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "walk") != 0) {
+        usage(argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) ? stdout
+                                                                                           : stderr);
+        return argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) ? 0 : 2;
+    }
+    bool json = false;
+    char *files[MAX_DEBUG_FILES + 1];
+    int nfiles = 0;
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) {
+            json = true;
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            fprintf(stderr, "stacksift minidump: unknown option %s\n", argv[i]);
+            usage(stderr);
+            return 2;
+        } else if (nfiles == MAX_DEBUG_FILES + 1) {
+            fprintf(stderr, "stacksift minidump: at most %d debug files\n", MAX_DEBUG_FILES);
+            return 2;
+        } else {
+            files[nfiles++] = argv[i];
+        }
+    }
+    if (nfiles == 0) {
+        usage(stderr);
+        return 2;
+    }
+    return walk_dump(files[0], files + 1, nfiles - 1, json);
+}

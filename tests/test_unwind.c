@@ -1,0 +1,309 @@
+/*
+ * Tests for common/unwind: every compact-unwind entry decoded from the Mach-O files of
+ * ../shared/minidumps/ and the built fixtures (x86_64 and arm64, regular and compressed pages)
+ * equals what `llvm-objdump-14 --unwind-info` lists (function offset, encoding), every
+ * encoding met decodes, and hand-made encodings decode as Apple's format documents them.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "base/bytes.h"
+#include "harness.h"
+#include "macho/macho.h"
+#include "unwind/unwind.h"
+#include "unwind/walk.h"
+
+static macho_image img;
+
+/* objdump_entries - (function offset, encoding) pairs llvm-objdump-14 lists for `path`. */
+static size_t objdump_entries(uint32_t (*out)[2], size_t cap, const char *path)
+{
+    char cmd[4200], line[512];
+    snprintf(cmd, sizeof cmd, "llvm-objdump-14 --unwind-info '%s'", path);
+    FILE *p = popen(cmd, "r");
+    size_t n = 0;
+    if (p == NULL)
+        return 0;
+    while (fgets(line, sizeof line, p) != NULL) {
+        const char *f = strstr(line, "function offset=0x");
+        const char *e = strstr(line, "encoding");
+        if (f == NULL || e == NULL || strstr(line, "2nd level") != NULL)
+            continue;
+        e = strstr(e, "=0x");
+        if (e == NULL || n == cap)
+            continue;
+        out[n][0] = (uint32_t)strtoul(f + strlen("function offset="), NULL, 16);
+        out[n][1] = (uint32_t)strtoul(e + 1, NULL, 16);
+        n++;
+    }
+    pclose(p);
+    return n;
+}
+
+static void check_file(const char *path, int *files)
+{
+    bytes b = {0};
+    err_info err = {0};
+    if (bytes_map_file(&b, path, &err) != ERR_OK) {
+        fprintf(stderr, "skip %s: %s\n", path, err.msg);
+        return;
+    }
+    CHECK_EQ_INT(macho_parse(&img, b.data, b.len, &err), ERR_OK);
+    const macho_section *s = macho_section_find(&img, "__TEXT", "__unwind_info");
+    CHECK(s != NULL && s->data != NULL);
+    if (s == NULL || s->data == NULL) {
+        bytes_unmap(&b);
+        return;
+    }
+    arena *a = arena_new(0);
+    unwind_entry *list;
+    size_t n;
+    CHECK_EQ_INT(unwind_compact_list(&list, &n, s->data, s->size, a, &err), ERR_OK);
+    static uint32_t want[100000][2];
+    size_t nwant = objdump_entries(want, 100000, path);
+    fprintf(stderr, "%s: %zu entries, llvm-objdump %zu\n", path, n, nwant);
+    CHECK(nwant > 0);
+    CHECK_EQ_INT(n, nwant);
+    bool x86 = img.cputype == MACHO_CPU_TYPE_X86_64;
+    for (size_t i = 0; i < n && i < nwant; i++) {
+        CHECK_EQ_U64(list[i].func_start, want[i][0]);
+        CHECK_EQ_U64(list[i].encoding, want[i][1]);
+        unwind_rule r;
+        CHECK(x86 ? unwind_decode_x86_64(&r, list[i].encoding) : unwind_decode_arm64(&r, list[i].encoding));
+        CHECK(r.kind != UNWIND_KIND_UNKNOWN);
+        CHECK(unwind_compact_find(list, n, list[i].func_start) == &list[i]);
+        if (list[i].func_end > list[i].func_start)
+            CHECK(unwind_compact_find(list, n, list[i].func_end - 1) == &list[i]);
+    }
+    (*files)++;
+    arena_free(a);
+    bytes_unmap(&b);
+}
+
+static void entries_match_llvm_objdump(void)
+{
+    const char *src = getenv("STACKSIFT_SOURCE_DIR"), *fx = getenv("STACKSIFT_FIXTURES");
+    char path[4096];
+    int files = 0;
+    snprintf(path, sizeof path, "%s/../shared/minidumps/macos-x86_64-breakpad/crash", src ? src : "..");
+    check_file(path, &files);
+    static const char *const FIXTURES[] = {"arm64-O0/FixtureApp.app/FixtureApp",
+                                           "arm64-O2/FixtureApp.app/FixtureApp",
+                                           "x86_64-O2/FixtureApp.app/FixtureApp",
+                                           "dwarf5/FixtureD5.app/FixtureD5",
+                                           "kit/FixtureKit.framework/FixtureKit"};
+    for (size_t i = 0; i < sizeof FIXTURES / sizeof FIXTURES[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", fx && *fx ? fx : "../build-fixtures", FIXTURES[i]);
+        check_file(path, &files);
+    }
+    CHECK_EQ_INT(files, 6);
+}
+
+static void encodings_decode(void)
+{
+    unwind_rule r;
+    /* x86_64 rbp frame, rbx and r12 saved 16 bytes below rbp */
+    CHECK(unwind_decode_x86_64(&r, 0x01020000 | 1 | (2 << 3)));
+    CHECK_EQ_INT(r.kind, UNWIND_KIND_FRAME);
+    CHECK_EQ_INT(r.saved_offset, 16);
+    CHECK_EQ_INT(r.saved[0], 3);
+    CHECK_EQ_INT(r.saved[1], 12);
+    CHECK_EQ_INT(r.saved[2], -1);
+    /* frameless, 0x18 bytes (with the return address), no registers */
+    CHECK(unwind_decode_x86_64(&r, 0x02030000));
+    CHECK_EQ_INT(r.kind, UNWIND_KIND_FRAMELESS);
+    CHECK_EQ_INT(r.stack_size, 24);
+    CHECK_EQ_INT(r.nsaved, 0);
+    /* frameless with 2 registers, permutation 0: rbx then r12 */
+    CHECK(unwind_decode_x86_64(&r, 0x02040800));
+    CHECK_EQ_INT(r.nsaved, 2);
+    CHECK_EQ_INT(r.saved[0], 3);
+    CHECK_EQ_INT(r.saved[1], 12);
+    /* 6 registers, permutation 719 (the last): rbp r15 r14 r13 r12 rbx */
+    CHECK(unwind_decode_x86_64(&r, 0x02070000 | (6 << 10) | 719));
+    CHECK_EQ_INT(r.saved[0], 6);
+    CHECK_EQ_INT(r.saved[5], 3);
+    /* a permutation digit out of range */
+    CHECK(!unwind_decode_x86_64(&r, 0x02070000 | (1 << 10) | 6));
+    /* indirect: imm32 at function + 0x0d, plus 3 * 8 */
+    CHECK(unwind_decode_x86_64(&r, 0x030d6000));
+    CHECK_EQ_INT(r.kind, UNWIND_KIND_FRAMELESS_INDIRECT);
+    CHECK_EQ_INT(r.sub_offset, 0x0d);
+    CHECK_EQ_INT(r.stack_adjust, 24);
+    CHECK(unwind_decode_x86_64(&r, 0x04000fe8));
+    CHECK_EQ_INT(r.kind, UNWIND_KIND_DWARF);
+    CHECK_EQ_INT(r.dwarf_offset, 0xfe8);
+    /* arm64: frame with x19/x20 and x23/x24; frameless 0x30 bytes; DWARF */
+    CHECK(unwind_decode_arm64(&r, 0x04000005));
+    CHECK_EQ_INT(r.kind, UNWIND_KIND_FRAME);
+    CHECK_EQ_INT(r.nsaved, 4);
+    CHECK_EQ_INT(r.saved[2], 23);
+    CHECK(unwind_decode_arm64(&r, 0x02003000));
+    CHECK_EQ_INT(r.kind, UNWIND_KIND_FRAMELESS);
+    CHECK_EQ_INT(r.stack_size, 48);
+    CHECK(unwind_decode_arm64(&r, 0x03000123));
+    CHECK_EQ_INT(r.dwarf_offset, 0x123);
+    CHECK(unwind_decode_arm64(&r, 0) && r.kind == UNWIND_KIND_NONE);
+}
+
+static void hostile_tables_are_refused(void)
+{
+    uint8_t sect[64] = {0};
+    arena *a = arena_new(0);
+    unwind_entry *list;
+    size_t n;
+    err_info err = {0};
+    CHECK_EQ_INT(unwind_compact_list(&list, &n, sect, 10, a, &err), ERR_INVALID);
+    sect[0] = 1;
+    sect[20] = 28, sect[24] = 2; /* index: 2 entries at 28 */
+    sect[28 + 4] = 0xff;         /* page offset 0xff: outside */
+    CHECK_EQ_INT(unwind_compact_list(&list, &n, sect, sizeof sect, a, &err), ERR_INVALID);
+    CHECK(strstr(err.msg, "outside") != NULL);
+    sect[24] = 0xff; /* 255 index entries: outside */
+    CHECK_EQ_INT(unwind_compact_list(&list, &n, sect, sizeof sect, a, &err), ERR_INVALID);
+    arena_free(a);
+}
+
+/* ---- the walker on synthetic stacks ----------------------------------------------------- */
+
+static void put64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static const uint8_t UUID_APP[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+
+/* a dump of one module (load 0x100000000, 64 KiB) and one thread whose stack is `stack` */
+static void make_dump(minidump *md, minidump_module *mod, minidump_thread *t, uint8_t *stack,
+                      size_t stack_len, uint64_t stack_addr)
+{
+    memset(md, 0, sizeof *md);
+    memset(mod, 0, sizeof *mod);
+    memset(t, 0, sizeof *t);
+    mod->load_addr = 0x100000000;
+    mod->size = 0x10000;
+    mod->name = "/App";
+    mod->has_uuid = true;
+    memcpy(mod->uuid, UUID_APP, 16);
+    t->stack.start_addr = stack_addr;
+    t->stack.size = stack_len;
+    t->stack.data = stack;
+    md->modules = mod;
+    md->nmodules = 1;
+    md->threads = t;
+    md->nthreads = 1;
+}
+
+static void walks_arm64(void)
+{
+    static uint8_t stack[0x1000];
+    const uint64_t base = 0x16fdf0000;
+    minidump md;
+    minidump_module mod;
+    minidump_thread t;
+    memset(stack, 0, sizeof stack);
+    make_dump(&md, &mod, &t, stack, sizeof stack, base);
+    const unwind_entry entries[] = {
+        {0x1000, 0x1100, 0x02000000}, /* frameless, no stack: a leaf */
+        {0x1100, 0x1200, 0x04000001}, /* fp frame, x19/x20 saved */
+        {0x1200, 0x1300, 0x03000010}, /* DWARF: not read, the frame pointer takes over */
+    };
+    unwind_image img = {.text_vmaddr = 0x100000000, .entries = entries, .nentries = 3};
+    memcpy(img.uuid, UUID_APP, 16);
+    put64(stack + 0x200, base + 0x300);      /* frame 1's fp record: caller fp */
+    put64(stack + 0x208, 0x100001210);       /* and return address */
+    put64(stack + 0x200 - 8, 0x1919);        /* x19 */
+    put64(stack + 0x200 - 16, 0x2020);       /* x20 */
+    put64(stack + 0x300, 0);                 /* outermost fp record */
+    put64(stack + 0x308, 0x100001050);
+    minidump_context c = {.arch = MINIDUMP_ARCH_ARM64, .nregs = 33};
+    c.regs[MINIDUMP_ARM64_PC] = 0x100001010;
+    c.regs[MINIDUMP_ARM64_LR] = 0x0012000100001120; /* pointer-authentication bits set */
+    c.regs[MINIDUMP_ARM64_SP] = base + 0x100;
+    c.regs[MINIDUMP_ARM64_FP] = base + 0x200;
+    arena *a = arena_new(0);
+    unwind_frame *f;
+    size_t n;
+    err_info err = {0};
+    CHECK_EQ_INT(unwind_walk(&f, &n, &md, &c, &img, 1, a, &err), ERR_OK);
+    CHECK_EQ_INT(n, 4);
+    if (n == 4) {
+        CHECK_EQ_INT(f[0].found, UNWIND_FOUND_CONTEXT);
+        CHECK_EQ_U64(f[1].pc, 0x100001120); /* PAC bits stripped */
+        CHECK_EQ_INT(f[1].found, UNWIND_FOUND_CFI);
+        CHECK_EQ_U64(f[1].sp, base + 0x100); /* a leaf's caller shares its sp */
+        CHECK_EQ_U64(f[2].pc, 0x100001210);
+        CHECK_EQ_INT(f[2].found, UNWIND_FOUND_CFI);
+        CHECK_EQ_U64(f[2].sp, base + 0x210);
+        CHECK_EQ_U64(f[2].fp, base + 0x300);
+        CHECK_EQ_U64(f[3].pc, 0x100001050);
+        CHECK_EQ_INT(f[3].found, UNWIND_FOUND_FRAME_POINTER);
+        CHECK_EQ_U64(f[3].rel_addr, 0x1050);
+        CHECK_EQ_INT(f[3].module, 0);
+    }
+    /* without unwind info: frame pointers only (lr is not used past frame 0) */
+    CHECK_EQ_INT(unwind_walk(&f, &n, &md, &c, NULL, 0, a, &err), ERR_OK);
+    CHECK(n >= 2 && f[1].found == UNWIND_FOUND_FRAME_POINTER && f[1].pc == 0x100001210);
+    arena_free(a);
+}
+
+static void walks_x86_64_indirect_and_stops(void)
+{
+    static uint8_t stack[0x400];
+    static uint8_t text[0x2000];
+    const uint64_t base = 0x7ff000000000;
+    minidump md;
+    minidump_module mod;
+    minidump_thread t;
+    memset(stack, 0, sizeof stack);
+    make_dump(&md, &mod, &t, stack, sizeof stack, base);
+    /* frameless indirect: `sub $0x28, %rsp` with its imm32 at function + 4, rbx saved */
+    const unwind_entry entries[] = {
+        {0x1000, 0x1100, 0x03040400},
+        {0x1100, 0x1200, 0x01000000}, /* rbp frame */
+    };
+    text[0x1004] = 0x28;
+    unwind_image img = {.text_vmaddr = 0x100000000, .entries = entries, .nentries = 2,
+                        .text = text, .text_len = sizeof text};
+    memcpy(img.uuid, UUID_APP, 16);
+    put64(stack + 0x28 - 8, 0x100001150);   /* return address */
+    put64(stack + 0x28 - 16, 0xbbbb);       /* rbx */
+    put64(stack + 0x100, base + 0x200);     /* caller's rbp record */
+    put64(stack + 0x108, 0x100001160);
+    put64(stack + 0x200, 0);
+    put64(stack + 0x208, 0);                /* a return address of 0 ends the walk */
+    minidump_context c = {.arch = MINIDUMP_ARCH_X86_64, .nregs = 17};
+    c.regs[MINIDUMP_X86_64_RIP] = 0x100001010;
+    c.regs[MINIDUMP_X86_64_RSP] = base;
+    c.regs[MINIDUMP_X86_64_RBP] = base + 0x100;
+    c.regs[0] = 0xaaaa; /* rax: not callee-saved */
+    arena *a = arena_new(0);
+    unwind_frame *f;
+    size_t n;
+    err_info err = {0};
+    CHECK_EQ_INT(unwind_walk(&f, &n, &md, &c, &img, 1, a, &err), ERR_OK);
+    CHECK_EQ_INT(n, 3);
+    if (n == 3) {
+        CHECK_EQ_U64(f[1].pc, 0x100001150);
+        CHECK_EQ_U64(f[1].sp, base + 0x28);
+        CHECK_EQ_INT(f[1].found, UNWIND_FOUND_CFI);
+        CHECK_EQ_U64(f[2].pc, 0x100001160);
+        CHECK_EQ_U64(f[2].sp, base + 0x110);
+        CHECK_EQ_INT(f[2].found, UNWIND_FOUND_CFI);
+    }
+    /* a context without a known arch is refused */
+    minidump_context none = {0};
+    CHECK_EQ_INT(unwind_walk(&f, &n, &md, &none, &img, 1, a, &err), ERR_UNSUPPORTED);
+    arena_free(a);
+}
+
+int main(void)
+{
+    RUN(entries_match_llvm_objdump);
+    RUN(encodings_decode);
+    RUN(hostile_tables_are_refused);
+    RUN(walks_arm64);
+    RUN(walks_x86_64_indirect_and_stops);
+    return harness_done();
+}
