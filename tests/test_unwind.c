@@ -298,11 +298,196 @@ static void walks_x86_64_indirect_and_stops(void)
     arena_free(a);
 }
 
+/* ---- DWARF CFI against Breakpad's STACK CFI records ------------------------------------- */
+
+static const char *const X86_64_REG[17] = {"rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8",
+                                           "r9", "r10", "r11", "r12", "r13", "r14", "r15", ".ra"};
+
+/* rule_text - a rule as dump_syms writes it: "$rsp 16 +", ".cfa -8 + ^", ".cfa 8 +", "$rbx" */
+static void rule_text(char *out, size_t cap, const unwind_reg_rule *r)
+{
+    switch (r->kind) {
+    case UNWIND_REG_OFFSET: snprintf(out, cap, ".cfa %lld + ^", (long long)r->value); break;
+    case UNWIND_REG_VAL_OFFSET: snprintf(out, cap, ".cfa %lld +", (long long)r->value); break;
+    case UNWIND_REG_REGISTER:
+        snprintf(out, cap, "$%s", r->value >= 0 && r->value < 17 ? X86_64_REG[r->value] : "?");
+        break;
+    default: snprintf(out, cap, "-"); break;
+    }
+}
+
+typedef struct {
+    char key[16];
+    char expr[64];
+} sym_rule;
+
+/* apply_sym_rules - merge "KEY: EXPR KEY: EXPR ..." (a STACK CFI line's rules) into rules */
+static void apply_sym_rules(sym_rule *rules, size_t *n, char *text)
+{
+    char *tok, *save = NULL;
+    sym_rule *cur = NULL;
+    for (tok = strtok_r(text, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save)) {
+        size_t l = strlen(tok);
+        if (l > 1 && tok[l - 1] == ':') {
+            tok[l - 1] = '\0';
+            cur = NULL;
+            for (size_t i = 0; i < *n; i++)
+                if (strcmp(rules[i].key, tok) == 0)
+                    cur = &rules[i];
+            if (cur == NULL && *n < 20)
+                cur = &rules[(*n)++];
+            if (cur) {
+                snprintf(cur->key, sizeof cur->key, "%s", tok);
+                cur->expr[0] = '\0';
+            }
+        } else if (cur) {
+            size_t el = strlen(cur->expr);
+            snprintf(cur->expr + el, sizeof cur->expr - el, "%s%s", el ? " " : "", tok);
+        }
+    }
+}
+
+static int cfi_rows_checked, cfi_rows_agree;
+
+static void check_row(const uint8_t *eh, size_t eh_len, uint64_t eh_addr, uint32_t fde_off,
+                      uint64_t text_vmaddr, uint64_t addr, const sym_rule *rules, size_t nrules)
+{
+    unwind_cfi_row row;
+    err_info err = {0};
+    cfi_rows_checked++;
+    if (unwind_dwarf_row(&row, eh, eh_len, eh_addr, fde_off, text_vmaddr + addr, &err) != ERR_OK) {
+        fprintf(stderr, "row 0x%llx: %s\n", (unsigned long long)addr, err.msg);
+        CHECK(!"row read");
+        return;
+    }
+    bool ok = true;
+    size_t offsets = 0;
+    for (unsigned r = 0; r < 17; r++)
+        offsets += r != 16 && row.regs[r].kind == UNWIND_REG_OFFSET;
+    size_t reg_rules = 0;
+    for (size_t i = 0; i < nrules; i++) {
+        char mine[64];
+        if (strcmp(rules[i].key, ".cfa") == 0) {
+            snprintf(mine, sizeof mine, "$%s %lld +", row.cfa_reg < 17 ? X86_64_REG[row.cfa_reg] : "?",
+                     (long long)row.cfa_offset);
+        } else if (strcmp(rules[i].key, ".ra") == 0) {
+            rule_text(mine, sizeof mine, &row.regs[row.ra_reg]);
+        } else {
+            unsigned r = 0;
+            while (r < 16 && !(rules[i].key[0] == '$' && strcmp(rules[i].key + 1, X86_64_REG[r]) == 0))
+                r++;
+            rule_text(mine, sizeof mine, &row.regs[r < 16 ? r : 0]);
+            reg_rules++;
+        }
+        if (strcmp(mine, rules[i].expr) != 0) {
+            fprintf(stderr, "row 0x%llx: %s: ours \"%s\", dump_syms \"%s\"\n",
+                    (unsigned long long)addr, rules[i].key, mine, rules[i].expr);
+            ok = false;
+        }
+    }
+    if (reg_rules != offsets) {
+        fprintf(stderr, "row 0x%llx: %zu saved registers, dump_syms %zu\n", (unsigned long long)addr,
+                offsets, reg_rules);
+        ok = false;
+    }
+    CHECK(ok);
+    cfi_rows_agree += ok;
+}
+
+/* Every STACK CFI row crash.sym gives for a function whose compact unwind defers to DWARF is
+ * the row unwind_dwarf_row reads from the executable's __eh_frame. */
+static void dwarf_rows_match_breakpad_symbols(void)
+{
+    const char *src = getenv("STACKSIFT_SOURCE_DIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/../shared/minidumps/macos-x86_64-breakpad/crash", src ? src : "..");
+    bytes b = {0};
+    err_info err = {0};
+    if (bytes_map_file(&b, path, &err) != ERR_OK || macho_parse(&img, b.data, b.len, &err) != ERR_OK) {
+        CHECK(!"crash executable readable");
+        return;
+    }
+    const macho_section *ui = macho_section_find(&img, "__TEXT", "__unwind_info");
+    const macho_section *eh = macho_section_find(&img, "__TEXT", "__eh_frame");
+    CHECK(ui != NULL && eh != NULL && eh->data != NULL);
+    arena *a = arena_new(0);
+    unwind_entry *list = NULL;
+    size_t n = 0;
+    CHECK_EQ_INT(unwind_compact_list(&list, &n, ui->data, ui->size, a, &err), ERR_OK);
+    strcat(path, ".sym");
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    char line[4096];
+    sym_rule rules[20];
+    size_t nrules = 0;
+    const unwind_entry *fn = NULL;
+    int functions = 0;
+    while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+        unsigned long long addr, size;
+        int used = 0;
+        if (sscanf(line, "STACK CFI INIT %llx %llx %n", &addr, &size, &used) == 2 && used > 0) {
+            fn = unwind_compact_find(list, n, (uint32_t)addr);
+            unwind_rule r;
+            if (fn == NULL || !unwind_decode_x86_64(&r, fn->encoding) || r.kind != UNWIND_KIND_DWARF) {
+                fn = NULL; /* compact unwind describes it: no FDE offset to start from */
+                continue;
+            }
+            functions++;
+            nrules = 0;
+            apply_sym_rules(rules, &nrules, line + used);
+            check_row(eh->data, eh->size, eh->addr, fn->encoding & 0xffffff, img.text_vmaddr, addr,
+                      rules, nrules);
+        } else if (fn != NULL && sscanf(line, "STACK CFI %llx %n", &addr, &used) == 1 && used > 0) {
+            apply_sym_rules(rules, &nrules, line + used);
+            check_row(eh->data, eh->size, eh->addr, fn->encoding & 0xffffff, img.text_vmaddr, addr,
+                      rules, nrules);
+        }
+    }
+    if (f != NULL)
+        fclose(f);
+    fprintf(stderr, "crash.sym: %d DWARF functions, %d/%d CFI rows agree\n", functions,
+            cfi_rows_agree, cfi_rows_checked);
+    CHECK(functions >= 50);
+    CHECK_EQ_INT(cfi_rows_agree, cfi_rows_checked);
+    /* a walk through one of these functions: at 0x17d3 (two pushes in) the CFA is rsp + 24
+     * and the return address at CFA - 8, as the rows above say */
+    static uint8_t stack[0x100];
+    minidump md;
+    minidump_module mod;
+    minidump_thread t;
+    const uint64_t sp = 0x7ff000001000;
+    memset(stack, 0, sizeof stack);
+    make_dump(&md, &mod, &t, stack, sizeof stack, sp);
+    memcpy(mod.uuid, img.uuid, 16);
+    put64(stack + 16, 0x100000000 + 0xdc20); /* a return address inside the module */
+    unwind_image uimg = {.text_vmaddr = img.text_vmaddr, .entries = list, .nentries = n,
+                       .eh_frame = eh->data, .eh_frame_len = eh->size, .eh_frame_vmaddr = eh->addr};
+    memcpy(uimg.uuid, img.uuid, 16);
+    minidump_context c = {.arch = MINIDUMP_ARCH_X86_64, .nregs = 17};
+    c.regs[MINIDUMP_X86_64_RIP] = 0x100000000 + 0x17d3;
+    c.regs[MINIDUMP_X86_64_RSP] = sp;
+    unwind_frame *fr;
+    size_t nf;
+    CHECK_EQ_INT(unwind_walk(&fr, &nf, &md, &c, &uimg, 1, a, &err), ERR_OK);
+    CHECK(nf >= 2);
+    if (nf >= 2) {
+        CHECK_EQ_U64(fr[1].pc, 0x100000000 + 0xdc20);
+        CHECK_EQ_U64(fr[1].sp, sp + 24);
+        CHECK_EQ_INT(fr[1].found, UNWIND_FOUND_CFI);
+    }
+    /* an offset that is no FDE, a target outside the FDE */
+    unwind_cfi_row row;
+    CHECK(unwind_dwarf_row(&row, eh->data, eh->size, eh->addr, eh->size + 4, 0, &err) == ERR_INVALID);
+    arena_free(a);
+    bytes_unmap(&b);
+}
+
 int main(void)
 {
     RUN(entries_match_llvm_objdump);
     RUN(encodings_decode);
     RUN(hostile_tables_are_refused);
+    RUN(dwarf_rows_match_breakpad_symbols);
     RUN(walks_arm64);
     RUN(walks_x86_64_indirect_and_stops);
     return harness_done();

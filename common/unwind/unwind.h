@@ -81,4 +81,43 @@ typedef struct {
 bool unwind_decode_x86_64(unwind_rule *out, uint32_t encoding);
 bool unwind_decode_arm64(unwind_rule *out, uint32_t encoding);
 
+/* ---- DWARF CFI (__eh_frame) ------------------------------------------------------------ */
+
+#define UNWIND_CFI_REGS 33 /* DWARF registers tracked: x86_64 0..16, arm64 0..32 */
+
+typedef enum {
+    UNWIND_REG_NONE = 0,     /* no rule given: the register keeps its value (callee-saved) */
+    UNWIND_REG_UNDEFINED,    /* DW_CFA_undefined: the caller's value is unknown */
+    UNWIND_REG_SAME,         /* DW_CFA_same_value */
+    UNWIND_REG_OFFSET,       /* saved at CFA + value */
+    UNWIND_REG_VAL_OFFSET,   /* the value is CFA + value */
+    UNWIND_REG_REGISTER,     /* the value is in register `value` */
+} unwind_reg_kind;
+
+typedef struct {
+    unwind_reg_kind kind;
+    int64_t value; /* bytes (OFFSET, VAL_OFFSET) or a register number (REGISTER) */
+} unwind_reg_rule;
+
+/* The row of a CFA program at one address. */
+typedef struct {
+    uint64_t func_start, func_end; /* the FDE's [pc_begin, pc_begin + pc_range), vm addresses */
+    unsigned cfa_reg;              /* CFA = value of cfa_reg + cfa_offset */
+    int64_t cfa_offset;
+    unsigned ra_reg;               /* the CIE's return address register (16 x86_64, 30 arm64) */
+    unwind_reg_rule regs[UNWIND_CFI_REGS];
+} unwind_cfi_row;
+
+/*
+ * unwind_dwarf_row - the CFI row at vm address `target` of the FDE at `fde_off` in the
+ * `__eh_frame` section (`len` bytes at vm address `vmaddr`), its CIE's initial instructions
+ * first. Source: DWARF 4 section 6.4, .eh_frame as the LSB specifies it (augmentations z, R,
+ * P, L, S; DW_EH_PE absptr/udata/sdata/uleb/sleb, pcrel).
+ * Errors  ERR_INVALID (no FDE there, a CIE or FDE outside the section or truncated),
+ *         ERR_NOT_FOUND (the FDE does not cover target), ERR_UNSUPPORTED (a DWARF expression,
+ *         an unknown opcode, an indirect pointer).
+ */
+err_code unwind_dwarf_row(unwind_cfi_row *out, const uint8_t *sect, size_t len, uint64_t vmaddr,
+                          uint64_t fde_off, uint64_t target, err_info *err);
+
 #endif

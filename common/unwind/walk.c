@@ -104,6 +104,66 @@ static regset caller_base(const walker *w, const regset *cur)
     return next;
 }
 
+/* step_dwarf - the caller by the CFI row at `rel` (offset from __TEXT) of the FDE at `fde_off`
+ * in the image's __eh_frame: CFA = register + offset; each register's rule; the return
+ * address register's rule gives the pc (no rule on arm64: lr as it is); sp = CFA. */
+static bool step_dwarf(regset *next, const walker *w, const regset *cur, const unwind_image *img,
+                       uint32_t fde_off, uint64_t rel)
+{
+    if (img->eh_frame == NULL)
+        return false;
+    unwind_cfi_row row;
+    err_info err = {0};
+    if (unwind_dwarf_row(&row, img->eh_frame, img->eh_frame_len, img->eh_frame_vmaddr, fde_off,
+                         img->text_vmaddr + rel, &err) != ERR_OK)
+        return false;
+    if (row.cfa_reg >= MINIDUMP_MAX_REGS || !known(cur, row.cfa_reg) ||
+        row.ra_reg >= UNWIND_CFI_REGS)
+        return false;
+    uint64_t cfa = cur->regs[row.cfa_reg] + (uint64_t)row.cfa_offset, v;
+    *next = caller_base(w, cur);
+    for (unsigned i = 0; i < UNWIND_CFI_REGS && i < MINIDUMP_MAX_REGS; i++) {
+        const unwind_reg_rule *r = &row.regs[i];
+        switch (r->kind) {
+        case UNWIND_REG_NONE:
+            if (i == row.ra_reg && known(cur, i))
+                set(next, i, cur->regs[i]); /* arm64: lr still holds it */
+            break;
+        case UNWIND_REG_SAME:
+            if (known(cur, i))
+                set(next, i, cur->regs[i]);
+            break;
+        case UNWIND_REG_UNDEFINED:
+            next->valid &= ~(1ull << i);
+            break;
+        case UNWIND_REG_OFFSET:
+            if (read64(&v, w, cfa + (uint64_t)r->value))
+                set(next, i, v);
+            else
+                next->valid &= ~(1ull << i);
+            break;
+        case UNWIND_REG_VAL_OFFSET:
+            set(next, i, cfa + (uint64_t)r->value);
+            break;
+        case UNWIND_REG_REGISTER:
+            if (r->value >= 0 && r->value < MINIDUMP_MAX_REGS && known(cur, (unsigned)r->value))
+                set(next, i, cur->regs[r->value]);
+            else
+                next->valid &= ~(1ull << i);
+            break;
+        }
+    }
+    if (!known(next, row.ra_reg))
+        return false;
+    uint64_t ra = strip(w, next->regs[row.ra_reg]);
+    /* the return address register is not the caller's own value of it (x86_64: rip) */
+    if (row.ra_reg != w->pc)
+        next->valid &= ~(1ull << row.ra_reg);
+    set(next, w->sp, cfa);
+    set(next, w->pc, ra);
+    return true;
+}
+
 /* step_cfi - the caller by the compact unwind entry of the function holding the frame's pc;
  * false if there is none or it does not apply (DWARF, unknown, memory not captured). */
 static bool step_cfi(regset *next, const walker *w, const regset *cur, bool first)
@@ -185,6 +245,7 @@ static bool step_cfi(regset *next, const walker *w, const regset *cur, bool firs
         break;
     }
     case UNWIND_KIND_DWARF:
+        return step_dwarf(next, w, cur, img, rule.dwarf_offset, lookup - w->md->modules[m].load_addr);
     case UNWIND_KIND_UNKNOWN:
         return false;
     }

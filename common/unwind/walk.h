@@ -5,7 +5,7 @@
  *   cfi            the module's compact unwind entry (`__TEXT,__unwind_info` of the image
  *                  given for its UUID): rbp/fp frame, frameless with an immediate or (x86_64)
  *                  indirect stack size, encoding 0 as a leaf (return address at [rsp] /
- *                  in lr); a DWARF encoding falls through (its __eh_frame FDE is not read)
+ *                  in lr); a DWARF encoding runs the CFA program of its __eh_frame FDE
  *   frame_pointer  [fp] is the caller's fp, [fp + 8] the return address, fp + 16 its sp
  *   scan           the first stack word (from sp, bounded) that points into a loaded module
  * The walk stops at a pc below 4096, a stack pointer that does not grow, a caller no method
@@ -45,6 +45,10 @@ typedef struct {
     /* __TEXT bytes, for the x86_64 indirect stack size (a sub instruction's imm32) */
     const uint8_t *text;           /* file bytes of the __TEXT segment from its vmaddr, or NULL */
     size_t text_len;
+    /* __TEXT,__eh_frame, for DWARF encodings: its bytes and vm address (NULL: none) */
+    const uint8_t *eh_frame;
+    size_t eh_frame_len;
+    uint64_t eh_frame_vmaddr;
 } unwind_image;
 
 typedef struct {

@@ -5,7 +5,8 @@
  * unwind of the executables and dylibs given, frame pointers, stack scan) and prints the
  * frames, symbolicated with the debug files given. A DEBUG_FILE is a dSYM bundle, a zip or
  * directory of bundles, or a Mach-O: Mach-O executables and dylibs give their
- * `__TEXT,__unwind_info` to the walk (matched to the dump's modules by UUID) and, like dSYMs,
+ * `__TEXT,__unwind_info` and `__TEXT,__eh_frame` to the walk (matched to the dump's modules by
+ * UUID) and, like dSYMs,
  * their symbols (DWARF wins over a symbol table for the same UUID). The thread Breakpad's
  * handler ran on (BreakpadInfo's dump thread) is skipped. Frame 0 is looked up at its pc,
  * callers at their call instruction (symbolicate_caller_addr), as everywhere else.
@@ -94,6 +95,12 @@ static void add_unwind(unwind_set *u, const char *path, arena *a)
             uint64_t fo = t->offset - (t->addr - img->text_vmaddr);
             ui->text = img->data + fo;
             ui->text_len = img->len - (size_t)fo;
+        }
+        const macho_section *eh = macho_section_find(img, "__TEXT", "__eh_frame");
+        if (eh != NULL && eh->data != NULL) {
+            ui->eh_frame = eh->data;
+            ui->eh_frame_len = (size_t)eh->size;
+            ui->eh_frame_vmaddr = eh->addr;
         }
     }
     free(img);

@@ -5,7 +5,8 @@
  * address, and every encoding decodes for both architectures without reading past its rule.
  * An input that parses as a Mach-O with an `__unwind_info` section is read through that
  * section (so the seeds, Mach-O files, are real tables from the start); any other input is
- * the section itself.
+ * the section itself. Every entry's encoding is also read as a DWARF FDE offset into the
+ * Mach-O's `__eh_frame` (ehframe.c): errors have a message, a row covers its address.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -20,7 +21,9 @@ static macho_image img; /* large: off the stack */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
     err_info merr = {0};
+    const macho_section *eh = NULL;
     if (macho_parse(&img, data, len, &merr) == ERR_OK) {
+        eh = macho_section_find(&img, "__TEXT", "__eh_frame");
         const macho_section *s = macho_section_find(&img, "__TEXT", "__unwind_info");
         if (s != NULL && s->data != NULL) {
             data = s->data;
@@ -48,6 +51,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
         REQUIRE(r.nsaved <= UNWIND_MAX_SAVED);
         (void)unwind_decode_arm64(&r, list[i].encoding);
         REQUIRE(r.nsaved <= UNWIND_MAX_SAVED);
+        /* a DWARF encoding's FDE, read at the function's first and last byte */
+        if (eh != NULL && eh->data != NULL && (list[i].encoding & 0x0f000000) != 0) {
+            unwind_cfi_row row;
+            err_info e2 = {0};
+            for (int k = 0; k < 2; k++) {
+                uint64_t at = img.text_vmaddr + (k ? list[i].func_end - 1 : list[i].func_start);
+                if (unwind_dwarf_row(&row, eh->data, (size_t)eh->size, eh->addr,
+                                     list[i].encoding & 0xffffff, at, &e2) != ERR_OK)
+                    REQUIRE(e2.msg[0] != '\0');
+                else
+                    REQUIRE(at >= row.func_start && at < row.func_end);
+            }
+        }
     }
     arena_free(a);
     return 0;

@@ -1,0 +1,331 @@
+/*
+ * ehframe - DWARF call frame information from `__TEXT,__eh_frame`: the FDE a compact unwind
+ * DWARF encoding points to, its CIE, and the row of the CFA program that covers an address.
+ *
+ * Format: DWARF 4 section 6.4 (Call Frame Information) with the .eh_frame changes of the
+ * Linux Standard Base (CIE id 0, the CIE pointer relative to its own field, augmentation
+ * strings "z", "zR", "zPLR", ... and DW_EH_PE pointer encodings). Every read is bounded by the
+ * section; the CFA program is bounded in steps and in remember_state depth.
+ */
+#include "unwind/unwind.h"
+
+#include <string.h>
+
+#define MAX_CFA_STEPS 100000
+#define MAX_STATE_DEPTH 16
+
+typedef struct {
+    const uint8_t *p, *end;
+    const uint8_t *base;     /* the section's first byte */
+    uint64_t base_vmaddr;    /* its vm address: pc-relative pointers are relative to it */
+    bool bad;
+} cursor;
+
+static uint8_t u8(cursor *c)
+{
+    if (c->p >= c->end) {
+        c->bad = true;
+        return 0;
+    }
+    return *c->p++;
+}
+
+static uint64_t fixed(cursor *c, unsigned n)
+{
+    if ((size_t)(c->end - c->p) < n) {
+        c->bad = true;
+        c->p = c->end;
+        return 0;
+    }
+    uint64_t v = 0;
+    for (unsigned i = 0; i < n; i++)
+        v |= (uint64_t)c->p[i] << (8 * i);
+    c->p += n;
+    return v;
+}
+
+static uint64_t uleb(cursor *c)
+{
+    uint64_t v = 0;
+    for (unsigned shift = 0;; shift += 7) {
+        uint8_t b = u8(c);
+        if (c->bad)
+            return 0;
+        if (shift < 64)
+            v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80))
+            return v;
+    }
+}
+
+static int64_t sleb(cursor *c)
+{
+    uint64_t v = 0;
+    unsigned shift = 0;
+    uint8_t b;
+    do {
+        b = u8(c);
+        if (c->bad)
+            return 0;
+        if (shift < 64)
+            v |= (uint64_t)(b & 0x7f) << shift;
+        shift += 7;
+    } while (b & 0x80);
+    if (shift < 64 && (b & 0x40))
+        v |= ~0ull << shift;
+    return (int64_t)v;
+}
+
+/* pointer - a DW_EH_PE-encoded pointer; pcrel is applied (relative to the field's vm
+ * address), indirect and the other bases are refused (c->bad). */
+static uint64_t pointer(cursor *c, uint8_t enc)
+{
+    if (enc == 0xff) /* DW_EH_PE_omit */
+        return 0;
+    uint64_t field = c->base_vmaddr + (uint64_t)(c->p - c->base), v;
+    switch (enc & 0x0f) {
+    case 0x00: v = fixed(c, 8); break;
+    case 0x01: v = uleb(c); break;
+    case 0x02: v = fixed(c, 2); break;
+    case 0x03: v = fixed(c, 4); break;
+    case 0x04: v = fixed(c, 8); break;
+    case 0x09: v = (uint64_t)sleb(c); break;
+    case 0x0a: v = (uint64_t)(int64_t)(int16_t)fixed(c, 2); break;
+    case 0x0b: v = (uint64_t)(int64_t)(int32_t)fixed(c, 4); break;
+    case 0x0c: v = fixed(c, 8); break;
+    default: c->bad = true; return 0;
+    }
+    switch (enc & 0x70) {
+    case 0x00: break;
+    case 0x10: v += field; break;
+    default: c->bad = true; return 0; /* textrel, datarel, funcrel, aligned: not on Darwin */
+    }
+    if (enc & 0x80)
+        c->bad = true; /* indirect: the pointer is in memory we do not have */
+    return v;
+}
+
+/* entry - the CIE or FDE at `off`: its content [*start, *end) after the length field. */
+static bool entry(const uint8_t **start, const uint8_t **end, const uint8_t *sect, size_t len,
+                  uint64_t off)
+{
+    if (off > len || len - off < 4)
+        return false;
+    cursor c = {sect + off, sect + len, sect, 0, false};
+    uint64_t n = fixed(&c, 4);
+    if (n == 0xffffffffu)
+        n = fixed(&c, 8);
+    if (c.bad || n == 0 || n > (uint64_t)(c.end - c.p))
+        return false;
+    *start = c.p;
+    *end = c.p + n;
+    return true;
+}
+
+typedef struct {
+    uint64_t code_align;
+    int64_t data_align;
+    unsigned ra_reg;
+    uint8_t fde_enc;
+    bool has_z;
+    const uint8_t *insns, *insns_end;
+} cie;
+
+static bool read_cie(cie *out, const uint8_t *sect, size_t len, uint64_t vmaddr, uint64_t off)
+{
+    const uint8_t *s, *e;
+    if (!entry(&s, &e, sect, len, off))
+        return false;
+    cursor c = {s, e, sect, vmaddr, false};
+    if (fixed(&c, 4) != 0) /* CIE id */
+        return false;
+    uint8_t version = u8(&c);
+    if (version != 1 && version != 3 && version != 4)
+        return false;
+    const uint8_t *aug = c.p;
+    while (c.p < c.end && *c.p != 0)
+        c.p++;
+    size_t aug_len = (size_t)(c.p - aug);
+    u8(&c); /* the NUL */
+    if (version == 4) {
+        u8(&c); /* address size */
+        u8(&c); /* segment selector size */
+    }
+    memset(out, 0, sizeof *out);
+    out->fde_enc = 0; /* absptr unless 'R' says otherwise */
+    out->code_align = uleb(&c);
+    out->data_align = sleb(&c);
+    out->ra_reg = version == 1 ? u8(&c) : (unsigned)uleb(&c);
+    const uint8_t *aug_end = NULL;
+    if (aug_len > 0 && aug[0] == 'z') {
+        out->has_z = true;
+        uint64_t n = uleb(&c);
+        if (c.bad || n > (uint64_t)(c.end - c.p))
+            return false;
+        aug_end = c.p + n;
+    }
+    for (size_t i = out->has_z ? 1 : 0; i < aug_len; i++) {
+        switch (aug[i]) {
+        case 'R': out->fde_enc = u8(&c); break;
+        case 'L': u8(&c); break;                        /* LSDA encoding */
+        case 'P': { uint8_t pe = u8(&c); pointer(&c, (uint8_t)(pe & 0x7f)); break; }
+        case 'S': case 'B': break;                      /* signal frame, arm64 B-key */
+        default:
+            if (aug_end == NULL)
+                return false; /* unknown augmentation without a length to skip it */
+            i = aug_len;
+        }
+    }
+    if (aug_end != NULL)
+        c.p = aug_end;
+    if (c.bad)
+        return false;
+    out->insns = c.p;
+    out->insns_end = c.end;
+    return true;
+}
+
+/* ---- the CFA program ----------------------------------------------------------------- */
+
+typedef struct {
+    unsigned cfa_reg;
+    int64_t cfa_offset;
+    unwind_reg_rule regs[UNWIND_CFI_REGS];
+} row;
+
+static void set_rule(row *r, uint64_t reg, unwind_reg_kind kind, int64_t value)
+{
+    if (reg < UNWIND_CFI_REGS) { /* vector registers and above are not tracked */
+        r->regs[reg].kind = kind;
+        r->regs[reg].value = value;
+    }
+}
+
+/* run - execute the instructions [p, end) until the location passes `target`. `init` is the
+ * row after the CIE's initial instructions (for DW_CFA_restore). False when an instruction
+ * cannot be followed (an expression, bad bytes, too deep a state stack). */
+static bool run(row *r, uint64_t *loc, const cie *ci, const row *init, const uint8_t *p,
+                const uint8_t *end, const uint8_t *sect, uint64_t vmaddr, uint64_t target,
+                unsigned *steps)
+{
+    row stack[MAX_STATE_DEPTH];
+    unsigned depth = 0;
+    cursor c = {p, end, sect, vmaddr, false};
+    while (c.p < c.end) {
+        if (++*steps > MAX_CFA_STEPS)
+            return false;
+        uint8_t op = u8(&c);
+        uint64_t reg, advance = 0;
+        switch (op >> 6) {
+        case 1: advance = (op & 0x3f) * ci->code_align; break;
+        case 2:
+            set_rule(r, op & 0x3f, UNWIND_REG_OFFSET, (int64_t)uleb(&c) * ci->data_align);
+            continue;
+        case 3:
+            reg = op & 0x3f;
+            if (reg < UNWIND_CFI_REGS)
+                r->regs[reg] = init->regs[reg];
+            continue;
+        }
+        if ((op >> 6) == 0) {
+            switch (op) {
+            case 0x00: break; /* nop */
+            case 0x01: { uint64_t to = pointer(&c, ci->fde_enc); if (to > target) return !c.bad; *loc = to; break; }
+            case 0x02: advance = fixed(&c, 1) * ci->code_align; break;
+            case 0x03: advance = fixed(&c, 2) * ci->code_align; break;
+            case 0x04: advance = fixed(&c, 4) * ci->code_align; break;
+            case 0x05: reg = uleb(&c); set_rule(r, reg, UNWIND_REG_OFFSET, (int64_t)uleb(&c) * ci->data_align); break;
+            case 0x06: reg = uleb(&c); if (reg < UNWIND_CFI_REGS) r->regs[reg] = init->regs[reg]; break;
+            case 0x07: set_rule(r, uleb(&c), UNWIND_REG_UNDEFINED, 0); break;
+            case 0x08: set_rule(r, uleb(&c), UNWIND_REG_SAME, 0); break;
+            case 0x09: reg = uleb(&c); set_rule(r, reg, UNWIND_REG_REGISTER, (int64_t)uleb(&c)); break;
+            case 0x0a:
+                if (depth == MAX_STATE_DEPTH)
+                    return false;
+                stack[depth++] = *r;
+                break;
+            case 0x0b: {
+                if (depth == 0)
+                    return false;
+                /* the CFA is not part of the remembered state's restore in LLVM's reading
+                 * either way; both keep it: restore the whole row */
+                *r = stack[--depth];
+                break;
+            }
+            case 0x0c: r->cfa_reg = (unsigned)uleb(&c); r->cfa_offset = (int64_t)uleb(&c); break;
+            case 0x0d: r->cfa_reg = (unsigned)uleb(&c); break;
+            case 0x0e: r->cfa_offset = (int64_t)uleb(&c); break;
+            case 0x11: reg = uleb(&c); set_rule(r, reg, UNWIND_REG_OFFSET, sleb(&c) * ci->data_align); break;
+            case 0x12: r->cfa_reg = (unsigned)uleb(&c); r->cfa_offset = sleb(&c) * ci->data_align; break;
+            case 0x13: r->cfa_offset = sleb(&c) * ci->data_align; break;
+            case 0x14: reg = uleb(&c); set_rule(r, reg, UNWIND_REG_VAL_OFFSET, (int64_t)uleb(&c) * ci->data_align); break;
+            case 0x15: reg = uleb(&c); set_rule(r, reg, UNWIND_REG_VAL_OFFSET, sleb(&c) * ci->data_align); break;
+            case 0x2e: uleb(&c); break; /* DW_CFA_GNU_args_size */
+            case 0x2f: reg = uleb(&c); set_rule(r, reg, UNWIND_REG_OFFSET, -(int64_t)uleb(&c) * ci->data_align); break;
+            default: return false; /* expressions (0x0f, 0x10, 0x16) and unknown opcodes */
+            }
+        }
+        if (c.bad)
+            return false;
+        if (advance > 0) {
+            if (*loc + advance > target)
+                return true;
+            *loc += advance;
+        }
+    }
+    return !c.bad;
+}
+
+err_code unwind_dwarf_row(unwind_cfi_row *out, const uint8_t *sect, size_t len, uint64_t vmaddr,
+                          uint64_t fde_off, uint64_t target, err_info *err)
+{
+    const uint8_t *s, *e;
+    memset(out, 0, sizeof *out);
+    if (!entry(&s, &e, sect, len, fde_off))
+        return err_set(err, ERR_INVALID, "__eh_frame: no FDE at offset 0x%llx",
+                       (unsigned long long)fde_off);
+    cursor c = {s, e, sect, vmaddr, false};
+    uint64_t cie_ptr_field = (uint64_t)(c.p - sect);
+    uint64_t cie_delta = fixed(&c, 4);
+    if (cie_delta == 0 || cie_delta > cie_ptr_field)
+        return err_set(err, ERR_INVALID, "__eh_frame: entry at 0x%llx is not an FDE",
+                       (unsigned long long)fde_off);
+    cie ci;
+    if (!read_cie(&ci, sect, len, vmaddr, cie_ptr_field - cie_delta))
+        return err_set(err, ERR_INVALID, "__eh_frame: the CIE of the FDE at 0x%llx is unreadable",
+                       (unsigned long long)fde_off);
+    uint64_t pc_begin = pointer(&c, ci.fde_enc);
+    uint64_t pc_range = pointer(&c, (uint8_t)(ci.fde_enc & 0x0f)); /* a size: no pcrel */
+    if (ci.has_z) {
+        uint64_t n = uleb(&c);
+        if (n > (uint64_t)(c.end - c.p))
+            c.bad = true;
+        else
+            c.p += n;
+    }
+    if (c.bad)
+        return err_set(err, ERR_INVALID, "__eh_frame: FDE at 0x%llx is truncated",
+                       (unsigned long long)fde_off);
+    if (target < pc_begin || target - pc_begin >= pc_range)
+        return err_set(err, ERR_NOT_FOUND, "__eh_frame: FDE at 0x%llx covers [0x%llx, 0x%llx), "
+                       "not 0x%llx", (unsigned long long)fde_off, (unsigned long long)pc_begin,
+                       (unsigned long long)(pc_begin + pc_range), (unsigned long long)target);
+    row init = {0}, r;
+    uint64_t loc = pc_begin;
+    unsigned steps = 0;
+    if (!run(&init, &loc, &ci, &init, ci.insns, ci.insns_end, sect, vmaddr, UINT64_MAX, &steps))
+        return err_set(err, ERR_UNSUPPORTED, "__eh_frame: the CIE's instructions of the FDE at "
+                       "0x%llx cannot be followed", (unsigned long long)fde_off);
+    r = init;
+    loc = pc_begin;
+    if (!run(&r, &loc, &ci, &init, c.p, c.end, sect, vmaddr, target, &steps))
+        return err_set(err, ERR_UNSUPPORTED, "__eh_frame: the FDE at 0x%llx uses an instruction "
+                       "this reader does not follow (an expression)", (unsigned long long)fde_off);
+    out->func_start = pc_begin;
+    out->func_end = pc_begin + pc_range;
+    out->cfa_reg = r.cfa_reg;
+    out->cfa_offset = r.cfa_offset;
+    out->ra_reg = ci.ra_reg;
+    memcpy(out->regs, r.regs, sizeof out->regs);
+    return ERR_OK;
+}
