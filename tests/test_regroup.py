@@ -86,6 +86,8 @@ def main():
                 'resolved', '1.0', now() FROM issues WHERE id = {ix};
             UPDATE reports SET issue_id = 900001, fingerprint = 'v1-x-armv7' WHERE id = '{ids['x2']}';
             INSERT INTO issue_days VALUES (900001, '{day}'::date - 3, 5), (900001, '{day}', 1);
+            INSERT INTO issue_breakdowns VALUES (900001, 0, '0.9', 5), (900001, 1, 'iOS 9', 5),
+                (900001, 2, 'iPhone5,1', 5);
             UPDATE reports SET issue_id = {iy}, fingerprint = 'v1-y' WHERE id IN ('{ids['x3']}', '{ids['z1']}', '{ids['y1']}', '{ids['y2']}');
             UPDATE reports SET fingerprint = 'v1-x-arm64' WHERE id = '{ids['x1']}';
             UPDATE issues SET fingerprint = 'v1-x-arm64', count = 1, versions = '{{1.0}}' WHERE id = {ix};
@@ -139,9 +141,21 @@ def main():
               "signature_rules names today's rules")
         check(sql("SELECT count(*) FROM regroup_reports") == "0", "the work list is emptied")
 
-        # the API shows it
+        # the API shows it, breakdowns included: the merged issue's expired reports' counters
+        # went along, the moved reports' moved with them
         r = inst.request("GET", "/api/v1/issues/900001", token=inst.tokens["read"])
         check(r.status == 200 and r.json().get("count") == 8, f"GET issue: {r.status} {r.body[:200]!r}")
+        bd = r.json().get("breakdowns", {}) if r.status == 200 else {}
+        apps = {c["value"]: c["count"] for c in bd.get("app_version", [])}
+        check(apps == {"0.9": 5, "1.0": 1, "1.1": 1, "1.2": 1}, f"bug X by app version: {apps}")
+        for dim in ("app_version", "os_version", "hardware_model"):
+            total = sum(c["count"] for c in bd.get(dim, []))
+            check(total == 8, f"bug X's {dim} breakdown sums to its count: {total}")
+        r = inst.request("GET", f"/api/v1/issues/{iy}", token=inst.tokens["read"])
+        apps = {c["value"]: c["count"] for c in r.json().get("breakdowns", {}).get("app_version", [])}
+        check(apps == {"1.0": 1, "1.1": 1}, f"bug Y by app version, x3 and z1 gone: {apps}")
+        zero = sql("SELECT count(*) FROM issue_breakdowns WHERE count < 0")
+        check(zero == "0", f"no counter below zero: {zero}")
 
         again = subprocess.run([inst.bin, "regroup", "--if-needed"], env=inst.env(),
                                capture_output=True, text=True, timeout=120)

@@ -183,15 +183,11 @@ err_code store_issues_list(store_issue **out, size_t *n, const char **next_curso
 static const store_stmt ST_ISSUE_GET = {
     "issue_get", "SELECT " ISSUE_COLUMNS " FROM issues i WHERE i.id = $1::bigint"};
 /* dimension (0 app_version, 1 os_version, 2 hardware_model), value, count */
+/* The counters kept with each report (migration 0016): a few rows whatever the issue's size. */
 static const store_stmt ST_ISSUE_BREAKDOWNS = {
     "issue_breakdowns",
-    "SELECT d, v, n FROM ("
-    "SELECT 0 AS d, app_version AS v, count(*) AS n FROM reports WHERE issue_id = $1::bigint "
-    "GROUP BY 2 UNION ALL "
-    "SELECT 1, os_version, count(*) FROM reports WHERE issue_id = $1::bigint GROUP BY 2 "
-    "UNION ALL "
-    "SELECT 2, hardware_model, count(*) FROM reports WHERE issue_id = $1::bigint GROUP BY 2"
-    ") b ORDER BY d, n DESC, v"};
+    "SELECT dim, nullif(value, ''), count FROM issue_breakdowns WHERE issue_id = $1::bigint "
+    "AND count > 0 ORDER BY dim, count DESC, value"};
 static const store_stmt ST_ISSUE_DAILY = {
     "issue_daily",
     "SELECT to_char(d, 'YYYY-MM-DD'), coalesce(x.count, 0) "
@@ -285,17 +281,20 @@ static err_code do_issue_get(pconn *c, void *vctx, err_info *err)
         o->daily[i].count = strtoll(PQgetvalue(res, i, 1), NULL, 10);
     }
     PQclear(res);
-    if (rc == ERR_OK)
+    /* a crash issue's reports give no hang duration: no need to read them */
+    bool crash = o->issue.kind != NULL && strcmp(o->issue.kind, "crash") == 0;
+    if (rc == ERR_OK && !crash) {
         rc = store_exec(&res, c, &ST_ISSUE_HANG, 1, values, NULL, NULL, err);
-    if (rc != ERR_OK)
-        return rc;
-    o->has_hang_duration = PQntuples(res) > 0;
-    if (o->has_hang_duration) {
-        o->hang_median_ms = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
-        o->hang_p90_ms = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
-        o->hang_max_ms = strtoll(PQgetvalue(res, 0, 2), NULL, 10);
+        if (rc != ERR_OK)
+            return rc;
+        o->has_hang_duration = PQntuples(res) > 0;
+        if (o->has_hang_duration) {
+            o->hang_median_ms = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+            o->hang_p90_ms = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+            o->hang_max_ms = strtoll(PQgetvalue(res, 0, 2), NULL, 10);
+        }
+        PQclear(res);
     }
-    PQclear(res);
     if (rc == ERR_OK)
         rc = store_exec(&res, c, &ST_ISSUE_SAMPLE, 1, values, NULL, NULL, err);
     if (rc != ERR_OK)

@@ -299,6 +299,14 @@ static const step APPLY[] = {
      "UNION ALL SELECT g.dst, unnest(o.versions) FROM rg_merge g JOIN issues o ON o.id = g.src"
      ") x(issue_id, v) GROUP BY issue_id) c "
      "WHERE i.id = c.issue_id AND i.id NOT IN (SELECT src FROM rg_merge)"},
+    /* a merged issue's breakdown counters that no stored report accounts for go along (the
+     * moved reports' own were moved by the reports trigger of migration 0016) */
+    {"moving breakdowns",
+     "INSERT INTO issue_breakdowns AS b (issue_id, dim, value, count) "
+     "SELECT g.dst, s.dim, s.value, sum(s.count) FROM rg_merge g "
+     "JOIN issue_breakdowns s ON s.issue_id = g.src WHERE s.count <> 0 "
+     "GROUP BY 1, 2, 3 ORDER BY 1, 2, 3 "
+     "ON CONFLICT (issue_id, dim, value) DO UPDATE SET count = b.count + EXCLUDED.count"},
     {"merging issues", "DELETE FROM issues WHERE id IN (SELECT src FROM rg_merge)"},
     {"naming the latest reports",
      "UPDATE issues i SET last_report = (SELECT r.id FROM reports r WHERE r.issue_id = i.id "
