@@ -25,29 +25,23 @@ SELECT issue_id, d, v, count(*) FROM (
     WHERE r.issue_id IS NOT NULL) t
 GROUP BY 1, 2, 3;
 
--- What a statement did to reports: -1 per old row in an issue, +1 per new row in an issue,
--- summed per (issue, dimension, value); unchanged rows cancel out. Issues deleted in the same
--- transaction (a regroup's merge, retention) are skipped: their counters went with them.
-CREATE FUNCTION reports_breakdowns_apply(delta bigint[], issue bigint[], app text[], os text[],
-                                         hw text[]) RETURNS void
-LANGUAGE sql AS $$
-    INSERT INTO issue_breakdowns AS b (issue_id, dim, value, count)
-    SELECT t.issue, x.d, x.v, sum(t.delta) FROM unnest(delta, issue, app, os, hw)
-        AS t(delta, issue, app, os, hw)
-    CROSS JOIN LATERAL (VALUES (0::smallint, coalesce(t.app, '')),
-        (1::smallint, coalesce(t.os, '')), (2::smallint, coalesce(t.hw, ''))) AS x(d, v)
-    WHERE t.issue IS NOT NULL AND EXISTS (SELECT 1 FROM issues i WHERE i.id = t.issue)
-    GROUP BY 1, 2, 3 HAVING sum(t.delta) <> 0
-    ORDER BY 1, 2, 3
-    ON CONFLICT (issue_id, dim, value) DO UPDATE SET count = b.count + EXCLUDED.count
-$$;
-
+-- What a statement did to reports: +1 per new row in an issue (INSERT), and for an UPDATE -1
+-- per old row in an issue too, summed per (issue, dimension, value), so that unchanged rows
+-- cancel out. One INSERT ... ON CONFLICT per statement, written out in each function (plpgsql
+-- caches its plan per session; a shared SQL helper fed arrays cost three times as much).
+-- Issues deleted in the same transaction (a regroup's merge, retention) are skipped: their
+-- counters went with them.
 CREATE FUNCTION reports_breakdowns_ins() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM reports_breakdowns_apply(array_agg(1::bigint), array_agg(n.issue_id),
-        array_agg(n.app_version), array_agg(n.os_version), array_agg(n.hardware_model))
-      FROM new_rows n WHERE n.issue_id IS NOT NULL HAVING count(*) > 0;
+    INSERT INTO issue_breakdowns AS b (issue_id, dim, value, count)
+    SELECT n.issue_id, x.d, x.v, count(*) FROM new_rows n
+    CROSS JOIN LATERAL (VALUES (0::smallint, coalesce(n.app_version, '')),
+        (1::smallint, coalesce(n.os_version, '')),
+        (2::smallint, coalesce(n.hardware_model, ''))) AS x(d, v)
+    WHERE n.issue_id IS NOT NULL
+    GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+    ON CONFLICT (issue_id, dim, value) DO UPDATE SET count = b.count + EXCLUDED.count;
     RETURN NULL;
 END
 $$;
@@ -55,14 +49,19 @@ $$;
 CREATE FUNCTION reports_breakdowns_upd() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM reports_breakdowns_apply(array_agg(x.delta), array_agg(x.issue_id),
-        array_agg(x.app_version), array_agg(x.os_version), array_agg(x.hardware_model))
-      FROM (SELECT 1::bigint AS delta, n.issue_id, n.app_version, n.os_version, n.hardware_model
-              FROM new_rows n WHERE n.issue_id IS NOT NULL
-            UNION ALL
-            SELECT -1, o.issue_id, o.app_version, o.os_version, o.hardware_model
-              FROM old_rows o WHERE o.issue_id IS NOT NULL) x
-      HAVING count(*) > 0;
+    INSERT INTO issue_breakdowns AS b (issue_id, dim, value, count)
+    SELECT t.issue_id, x.d, x.v, sum(t.delta) FROM (
+        SELECT 1::bigint AS delta, n.issue_id, n.app_version, n.os_version, n.hardware_model
+          FROM new_rows n WHERE n.issue_id IS NOT NULL
+        UNION ALL
+        SELECT -1, o.issue_id, o.app_version, o.os_version, o.hardware_model
+          FROM old_rows o WHERE o.issue_id IS NOT NULL) t
+    CROSS JOIN LATERAL (VALUES (0::smallint, coalesce(t.app_version, '')),
+        (1::smallint, coalesce(t.os_version, '')),
+        (2::smallint, coalesce(t.hardware_model, ''))) AS x(d, v)
+    WHERE EXISTS (SELECT 1 FROM issues i WHERE i.id = t.issue_id)
+    GROUP BY 1, 2, 3 HAVING sum(t.delta) <> 0 ORDER BY 1, 2, 3
+    ON CONFLICT (issue_id, dim, value) DO UPDATE SET count = b.count + EXCLUDED.count;
     RETURN NULL;
 END
 $$;
