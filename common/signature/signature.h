@@ -2,7 +2,7 @@
  * signature - what makes two crash reports "the same issue": frames -> normalized frames ->
  * SHA-256 fingerprint, plus a title and a culprit for people.
  *
- * The rules (README "## Grouping and issues" lists them for users; each has a unit test in
+ * The rules (docs/grouping.md "Signature rules" lists them for users; each has a unit test in
  * tests/test_signature.c):
  *   1. Stack: the Last Exception Backtrace of an uncaught exception, else the crashed thread
  *      (crashed flag, else meta.crashed_thread), else thread 0; thread 0 for hangs; the only
