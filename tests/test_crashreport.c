@@ -1241,7 +1241,7 @@ static void json_invalid_utf8_replaced(void)
     /* a Sentry event whose tags, contexts and frames hold heap garbage */
     static const char sentry[] =
         "{\"event_id\":\"0123456789abcdef0123456789abcdef\",\"platform\":\"cocoa\","
-        "\"tags\":{\"\xab\":\"\xab\xab\"},\"release\":\"com.example.App@\xab\",\"contexts\":"
+        "\"tags\":{\"\xab\":\"\xab\xab\"},\"release\":\"com.example.App@\xab\\u0000\",\"contexts\":"
         "{\"os\":{\"name\":\"iOS\",\"version\":\"17.5\",\"build\":\"\xab\xab\"}},"
         "\"exception\":{\"values\":[{\"type\":\"EXC_BAD_ACCESS\",\"value\":\"at \\udfff\xab\","
         "\"stacktrace\":{\"frames\":[{\"function\":\"main\xab\",\"instruction_addr\":\"0x1000\"}]}}]}}";
@@ -1252,7 +1252,7 @@ static void json_invalid_utf8_replaced(void)
     if (n == 1) {
         r = all[0];
         CHECK_EQ_INT(r->format, CRASHREPORT_FORMAT_SENTRY);
-        CHECK_EQ_STR(r->meta.release, "com.example.App@" FFFD);
+        CHECK_EQ_STR(r->meta.release, "com.example.App@" FFFD FFFD); /* \u0000 too */
         CHECK_EQ_STR(r->meta.exception_reason, "at " FFFD FFFD);
         CHECK(r->meta.os_version != NULL && strstr(r->meta.os_version, FFFD FFFD) != NULL);
         check_rendered_utf8(r, "main" FFFD);

@@ -104,7 +104,8 @@ static void refuses_with_position(void)
 }
 
 /* JSONR_REPLACE_INVALID: raw bytes that are no UTF-8 and lone surrogate escapes become
- * U+FFFD (base/utf8's rule: one per maximal subpart), in values and keys, in the one-copy
+ * U+FFFD (base/utf8's rule: one per maximal subpart), and so does "\u0000", in values and
+ * keys, in the one-copy
  * parse, the parse of a first value (`used`) and jsonr_check alike; the rest unchanged. */
 static void replaces_invalid_text(void)
 {
@@ -140,8 +141,12 @@ static void replaces_invalid_text(void)
     CHECK_EQ_INT(jsonr_integer(jsonr_get(o, "n")), 7);
     /* without the flag, as before: refused */
     CHECK(jsonr_parse(a, t, strlen(t), 0, NULL, NULL) == NULL);
-    /* what stays an error: \u0000, control characters, a bad escape */
-    CHECK(jsonr_parse(a, "[\"\\u0000\"]", 10, JSONR_REPLACE_INVALID, NULL, NULL) == NULL);
+    /* "\u0000" too (no C string holds it); what stays an error: a raw control character, a
+     * bad escape */
+    const jsonr_value *z = jsonr_parse(a, "[\"a\\u0000b\"]", 12, JSONR_REPLACE_INVALID, NULL, NULL);
+    CHECK_EQ_STR(jsonr_string(jsonr_at(z, 0)), "a" FFFD "b");
+    CHECK(jsonr_parse(a, "[\"\\u0000\"]", 10, 0, NULL, NULL) == NULL);
+    CHECK(jsonr_parse(a, "[\"\x01\"]", 5, JSONR_REPLACE_INVALID, NULL, NULL) == NULL);
     CHECK(jsonr_parse(a, "[\"\\ud8\"]", 8, JSONR_REPLACE_INVALID, NULL, NULL) == NULL);
 #undef FFFD
     arena_free(a);

@@ -174,8 +174,11 @@ static const char *unescape(parser *p, const char *s, char **outp)
                 return fail(p, s, JSONR_ERR_SYNTAX, "invalid Unicode '\\u%04X'", cp), NULL;
             }
         }
-        if (cp == 0)
-            return fail(p, s, JSONR_ERR_SYNTAX, "\\u0000 is not allowed"), NULL;
+        if (cp == 0) {
+            if (!(p->flags & JSONR_REPLACE_INVALID))
+                return fail(p, s, JSONR_ERR_SYNTAX, "\\u0000 is not allowed"), NULL;
+            cp = 0xFFFD; /* a C string (and Postgres's text) cannot hold it */
+        }
         out += utf8_encode(out, cp);
         break;
     }

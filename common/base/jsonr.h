@@ -75,10 +75,10 @@ enum {
     JSONR_DECODE_ANY = 1u << 0,         /* any value at the top, not only an object or array */
     JSONR_REJECT_DUPLICATES = 1u << 1,  /* a key twice in one object is an error */
     JSONR_REPLACE_INVALID = 1u << 2,    /* text that is no UTF-8 is no error: in strings and
-                                           keys, each invalid sequence and each lone
-                                           surrogate escape ("\\uD800") becomes U+FFFD, the
-                                           rule of base/utf8 (reports: what a corrupted heap
-                                           wrote is still shown) */
+                                           keys, each invalid sequence, each lone surrogate
+                                           escape ("\\uD800") and "\\u0000" becomes U+FFFD,
+                                           the rule of base/utf8 (reports: what a corrupted
+                                           heap wrote is still shown) */
 };
 
 typedef enum {
