@@ -30,3 +30,12 @@ add_test(NAME real_dsyms
   WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
 set_tests_properties(real_dsyms PROPERTIES LABELS fixtures TIMEOUT 900
   ENVIRONMENT "${STACKSIFT_TEST_ENV}")
+
+# real_bitcode: App Store (bitcode) dSYMs of ../shared/real-dsyms/ revealed by `symcache build`
+# and `lookup` with their UUID maps and BCSymbolMaps (beside the file, --symbol-maps, an
+# .xcarchive folder, a zip); the map's own lines are the oracle for every hidden symbol.
+add_test(NAME real_bitcode
+  COMMAND ${STACKSIFT_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/real_bitcode.py
+  WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
+set_tests_properties(real_bitcode PROPERTIES LABELS fixtures TIMEOUT 300
+  ENVIRONMENT "${STACKSIFT_TEST_ENV}")

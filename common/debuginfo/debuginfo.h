@@ -16,12 +16,14 @@
 #ifndef STACKSIFT_DEBUGINFO_DEBUGINFO_H
 #define STACKSIFT_DEBUGINFO_DEBUGINFO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "base/err.h"
 #include "debuginfo/strtab.h"
 #include "macho/macho.h"
+#include "symbolmap/symbolmap.h"
 
 #define DEBUGINFO_NONE UINT32_MAX
 
@@ -78,6 +80,15 @@ uint32_t debuginfo_warnings_count(const debuginfo_warnings *w);
  * "skipped 1 DWARF unit, 2 functions (first: .debug_info+0x26a61: unit has no unit DIE)". */
 void debuginfo_warnings_text(const debuginfo_warnings *w, char *out, size_t cap);
 
+/* What debuginfo_reveal found among the names and paths of a slice. */
+typedef struct {
+    uint32_t hidden;     /* strings (names, paths) that held a `__hidden#N_` reference */
+    uint32_t left;       /* of those, how many still hold one after the reveal (no map, or an
+                            N past the map's end) */
+    uint32_t max_index;  /* the largest N + 1 referenced, 0 = none: a map with fewer lines is
+                            not this build's */
+} debuginfo_hidden;
+
 typedef struct {
     strtab strings;           /* every name and path */
     debuginfo_scope *scopes;  /* nscopes entries */
@@ -93,6 +104,8 @@ typedef struct {
     uint64_t dwarf_bytes;     /* total size of the __DWARF sections read */
     uint32_t compile_units;
     debuginfo_warnings warnings; /* what was skipped as unreadable (never fatal) */
+    debuginfo_hidden hidden;     /* hidden names and paths (debuginfo_reveal; zero before) */
+    bool revealed;               /* debuginfo_reveal applied a BCSymbolMap to some of them */
 } debuginfo;
 
 /* debuginfo_load - read DWARF and symbol table of `img` into *out with `threads` threads
@@ -123,6 +136,18 @@ void debuginfo_sort_ranges(debuginfo_range *r, size_t n);
  * between calls (start with 0). What debuginfo_load stores rows with (README.md). */
 void debuginfo_row_add(debuginfo_row **rows, size_t *n, size_t *cap, uint64_t *last_addr, uint64_t addr,
                        uint32_t file, uint32_t line);
+
+
+/*
+ * debuginfo_reveal - replace every `__hidden#N_` in the names and paths of `d` by line N of
+ * BCSymbolMap `m` (symbolmap_reveal's rules), in place: string ids stay what they were, so
+ * scopes, rows and symbols need no change. `m` NULL only counts. A slice with no hidden
+ * string (any dSYM not from App Store Connect) costs one memmem over its strings.
+ * out     what was found (zeroed first); also kept in d->hidden, and d->revealed set.
+ * Errors  ERR_TOO_LARGE (revealed strings over 4 GiB).
+ */
+err_code debuginfo_reveal(debuginfo *d, const symbolmap *m, debuginfo_hidden *out,
+                          err_info *err);
 
 /* debuginfo_reset - free everything in `d`; a zeroed struct is a no-op. */
 void debuginfo_reset(debuginfo *d);

@@ -5,12 +5,14 @@
  */
 #include "dsym/dsym.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,12 +32,30 @@
 #define DEFAULT_MAX_ENTRIES 100000u
 #define MAX_DIR_DEPTH 16
 
+/* A UUID map: slice `uuid` was built from `original`. */
+typedef struct {
+    char uuid[37], original[37];
+} uuid_entry;
+
+/* A BCSymbolMap for `uuid`; from_input: brought by the input (not a folder or the lookup). */
+typedef struct {
+    char uuid[37];
+    symbolmap *map;
+    bool from_input;
+} map_entry;
+
 typedef struct {
     const char *out_dir;
     dsym_options opts;
     dsym_built_fn fn;
     void *ctx;
     size_t built;
+    size_t maps_found;     /* UUID maps and BCSymbolMaps the input brought */
+    uuid_entry *uuidmaps;  /* xmalloc'd */
+    size_t nuuidmaps;
+    map_entry *maps;       /* xmalloc'd; the maps owned */
+    size_t nmaps;
+    char beside_dir[4096]; /* opts.maps_beside: the input file's folder; "" = none */
 } job;
 
 static double now_ms(void)
@@ -107,6 +127,282 @@ static bool existing_has_dwarf(const char *path)
     return dwarf;
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* ---- UUID maps and BCSymbolMaps ----------------------------------------------------------- */
+
+static bool has_suffix(const char *name, const char *ext)
+{
+    size_t n = strlen(name), e = strlen(ext);
+    return n >= e && strcasecmp(name + n - e, ext) == 0;
+}
+
+static uint64_t max_map_bytes(const job *j)
+{
+    return j->opts.max_map_bytes ? j->opts.max_map_bytes : DSYM_DEFAULT_MAX_MAP_BYTES;
+}
+
+static const char *uuidmap_original(const job *j, const char *uuid)
+{
+    for (size_t i = 0; i < j->nuuidmaps; i++)
+        if (strcmp(j->uuidmaps[i].uuid, uuid) == 0)
+            return j->uuidmaps[i].original;
+    return NULL;
+}
+
+static map_entry *map_for(const job *j, const char *uuid)
+{
+    for (size_t i = 0; i < j->nmaps; i++)
+        if (strcmp(j->maps[i].uuid, uuid) == 0)
+            return &j->maps[i];
+    return NULL;
+}
+
+static void keep_map(job *j, const char *uuid, symbolmap *m, bool from_input)
+{
+    map_entry *old = map_for(j, uuid);
+    if (old != NULL) {          /* the same map twice (a fat archive's copies): keep one */
+        symbolmap_free(old->map);
+        old->map = m;
+        old->from_input |= from_input;
+        return;
+    }
+    j->maps = xreallocarray(j->maps, j->nmaps + 1, sizeof *j->maps);
+    map_entry *e = &j->maps[j->nmaps++];
+    snprintf(e->uuid, sizeof e->uuid, "%s", uuid);
+    e->map = m;
+    e->from_input = from_input;
+}
+
+static void keep_uuidmap(job *j, const char *uuid, const char *original)
+{
+    for (size_t i = 0; i < j->nuuidmaps; i++)
+        if (strcmp(j->uuidmaps[i].uuid, uuid) == 0) {
+            snprintf(j->uuidmaps[i].original, 37, "%s", original);
+            return;
+        }
+    j->uuidmaps = xreallocarray(j->uuidmaps, j->nuuidmaps + 1, sizeof *j->uuidmaps);
+    uuid_entry *e = &j->uuidmaps[j->nuuidmaps++];
+    snprintf(e->uuid, sizeof e->uuid, "%s", uuid);
+    snprintf(e->original, sizeof e->original, "%s", original);
+}
+
+/* A file that may be a map: named *.bcsymbolmap or *.plist, or (`alone`: the whole input)
+ * starting like one. */
+static bool looks_like_map(const char *name, const uint8_t *data, size_t len, bool alone)
+{
+    if (has_suffix(name, ".bcsymbolmap") || has_suffix(name, ".plist"))
+        return true;
+    return alone && (symbolmap_test(data, len) || symbolmap_uuidmap_test(data, len));
+}
+
+/* Read map file `name` (`data`, `len`) into the job and tell opts.map_found. `alone`: the
+ * file is the whole input (a plist not named for a UUID is then an error, not an Info.plist
+ * to pass by). */
+static err_code add_map(job *j, const char *name, const uint8_t *data, size_t len, bool alone,
+                        err_info *err)
+{
+    dsym_map m;
+    memset(&m, 0, sizeof m);
+    m.name = name;
+    m.data = data;
+    m.len = len;
+    char named[37] = "", given[37] = "";
+    if (j->opts.map_uuid && j->opts.map_uuid[0] &&
+        !symbolmap_uuid_normalize(given, j->opts.map_uuid, strlen(j->opts.map_uuid)))
+        return err_set(err, ERR_INVALID, "%s: debug id \"%.64s\" is not a UUID", name,
+                       j->opts.map_uuid);
+    bool bcsymbolmap = has_suffix(name, ".bcsymbolmap") || symbolmap_test(data, len);
+    const char *ext = bcsymbolmap ? ".bcsymbolmap" : ".plist";
+    bool has_name = symbolmap_uuid_from_name(named, name, ext);
+    if (!has_name && !bcsymbolmap && !alone)
+        return ERR_OK;   /* Info.plist and other property lists inside a bundle */
+    if (!alone)
+        given[0] = '\0'; /* map_uuid is for a map sent alone */
+    if (has_name && given[0] && strcmp(named, given) != 0)
+        return err_set(err, ERR_INVALID, "%s is named for UUID %s but was sent for %s: a map "
+                       "for another build", name, named, given);
+    if (!has_name && !given[0])
+        return err_set(err, ERR_INVALID, "%s is not named for a UUID (<UUID>%s), and no UUID "
+                       "was given for it", name, ext);
+    snprintf(m.uuid, sizeof m.uuid, "%s", has_name ? named : given);
+    err_code rc;
+    if (bcsymbolmap) {
+        symbolmap *parsed = NULL;
+        rc = symbolmap_parse(&parsed, data, len, max_map_bytes(j), err);
+        if (rc != ERR_OK)
+            return err_prefix(err, "%s", name);
+        m.kind = DSYM_MAP_BCSYMBOLMAP;
+        m.names = symbolmap_count(parsed);
+        keep_map(j, m.uuid, parsed, true);
+    } else {
+        rc = symbolmap_uuidmap_parse(m.original, data, len, err);
+        if (rc != ERR_OK)
+            return err_prefix(err, "%s", name);
+        m.kind = DSYM_MAP_UUIDMAP;
+        keep_uuidmap(j, m.uuid, m.original);
+    }
+    j->maps_found++;
+    if (j->opts.map_found != NULL)
+        return j->opts.map_found(&m, j->opts.map_found_ctx, err);
+    return ERR_OK;
+}
+
+/* Map file `path` (named `name`) into the job when it looks like a map; a file over the map
+ * limit is refused before it is read. */
+static err_code add_map_file(job *j, const char *path, const char *name, bool alone,
+                             err_info *err)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return err_set(err, ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    uint64_t limit = has_suffix(name, ".plist") ? SYMBOLMAP_MAX_UUIDMAP_BYTES : max_map_bytes(j);
+    if ((uint64_t)st.st_size > limit)
+        return err_set(err, ERR_TOO_LARGE, "%s has %lld bytes, over the limit of %llu for a %s",
+                       name, (long long)st.st_size, (unsigned long long)limit,
+                       has_suffix(name, ".plist") ? "UUID map" : "BCSymbolMap");
+    if (st.st_size == 0)
+        return alone ? err_set(err, ERR_INVALID, "%s is empty", name) : ERR_OK;
+    bytes b;
+    err_code rc = bytes_map_file(&b, path, err);
+    if (rc != ERR_OK)
+        return rc;
+    rc = add_map(j, name, b.data, b.len, alone, err);
+    bytes_unmap(&b);
+    return rc;
+}
+
+/* Before any slice: every map under `dir` (sorted walk, like walk_dir). */
+static err_code collect_maps_dir(job *j, const char *dir, int depth, err_info *err)
+{
+    if (depth > MAX_DIR_DEPTH)
+        return ERR_OK;
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return err_set(err, ERR_IO, "cannot read directory %s: %s", dir, strerror(errno));
+    char **names = NULL;
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        names = xreallocarray(names, n + 1, sizeof *names);
+        names[n++] = xstrdup(e->d_name);
+    }
+    closedir(d);
+    if (n > 1)
+        qsort(names, n, sizeof *names, cmp_str);
+    err_code rc = ERR_OK;
+    for (size_t i = 0; i < n && rc == ERR_OK; i++) {
+        char path[4096];
+        if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, names[i]) >= sizeof path)
+            continue;
+        struct stat st;
+        if (lstat(path, &st) != 0)
+            continue;
+        if (S_ISDIR(st.st_mode))
+            rc = collect_maps_dir(j, path, depth + 1, err);
+        else if (S_ISREG(st.st_mode) && looks_like_map(names[i], NULL, 0, false))
+            rc = add_map_file(j, path, names[i], false, err);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    return rc;
+}
+
+/* A map in folder `dir`: `<uuid><ext>`, the UUID upper or lower case. Loaded into the job
+ * (not from the input); false when there is none or it does not parse (`why` says). */
+static bool load_from_dir(job *j, const char *dir, const char *uuid, bool bcsymbolmap,
+                          char *why, size_t why_cap)
+{
+    for (int lower = 0; lower < 2; lower++) {
+        char u[37], path[4200];
+        for (size_t i = 0; i < 37; i++)
+            u[i] = lower ? (char)tolower((unsigned char)uuid[i]) : uuid[i];
+        snprintf(path, sizeof path, "%s/%s%s", dir, u, bcsymbolmap ? ".bcsymbolmap" : ".plist");
+        bytes b;
+        err_info e = {0};
+        if (bytes_map_file(&b, path, &e) != ERR_OK)
+            continue;
+        err_code rc;
+        if (bcsymbolmap) {
+            symbolmap *m = NULL;
+            rc = symbolmap_parse(&m, b.data, b.len, max_map_bytes(j), &e);
+            if (rc == ERR_OK)
+                keep_map(j, uuid, m, false);
+        } else {
+            char original[37];
+            rc = symbolmap_uuidmap_parse(original, b.data, b.len, &e);
+            if (rc == ERR_OK)
+                keep_uuidmap(j, uuid, original);
+        }
+        bytes_unmap(&b);
+        if (rc == ERR_OK)
+            return true;
+        int w = snprintf(why, why_cap, "%.*s", (int)(why_cap > 1 ? why_cap - 1 : 0), e.msg);
+        (void)w;   /* truncated to the caller's line: the message says which map it was */
+        return false;
+    }
+    return false;
+}
+
+/* The folders a map may sit in besides the input: opts.symbol_maps_dir, the input's own. */
+static bool load_from_dirs(job *j, const char *uuid, bool bcsymbolmap, char *why, size_t cap)
+{
+    const char *dirs[2] = {j->opts.symbol_maps_dir, j->beside_dir[0] ? j->beside_dir : NULL};
+    for (int i = 0; i < 2; i++)
+        if (dirs[i] && load_from_dir(j, dirs[i], uuid, bcsymbolmap, why, cap))
+            return true;
+    return false;
+}
+
+/* Reveal the hidden names of slice `uuid` (`di`, just loaded) with its BCSymbolMap, if there
+ * are any and the map is found. map_uuid = the map's UUID when the slice is hidden; `warning`
+ * says why a found map was not applied. A map the input brought that is too short for the
+ * slice is an error (it is some other build's); one from elsewhere is a warning. */
+static err_code reveal_slice(debuginfo *di, char map_uuid[37], char *warning, size_t cap,
+                             job *j, const char *uuid, const char *name, err_info *err)
+{
+    debuginfo_hidden h;
+    err_code rc = debuginfo_reveal(di, NULL, &h, err);
+    if (rc != ERR_OK || h.hidden == 0)
+        return rc;
+    char original[37] = "";
+    const char *known = uuidmap_original(j, uuid);
+    if (known == NULL && load_from_dirs(j, uuid, false, warning, cap))
+        known = uuidmap_original(j, uuid);
+    if (known)
+        snprintf(original, sizeof original, "%s", known);
+    const char *key = original[0] ? original : uuid;
+    map_entry *e = map_for(j, key);
+    const symbolmap *m = e ? e->map : NULL;
+    bool from_input = e && e->from_input;
+    if (m == NULL && load_from_dirs(j, key, true, warning, cap) && (e = map_for(j, key)))
+        m = e->map;
+    if (m == NULL && j->opts.lookup != NULL) {
+        m = j->opts.lookup(uuid, original, j->opts.lookup_ctx);
+        key = original[0] ? original : uuid;
+    }
+    snprintf(map_uuid, 37, "%s", key);
+    if (m == NULL)
+        return ERR_OK;
+    warning[0] = '\0';
+    if (symbolmap_count(m) < h.max_index) {
+        if (from_input)
+            return err_set(err, ERR_INVALID, "BCSymbolMap %s has %u names but %s (%s) refers "
+                           "to __hidden#%u_: it is the map of another build", key,
+                           symbolmap_count(m), name, uuid, h.max_index - 1);
+        snprintf(warning, cap, "BCSymbolMap %s has %u names but the slice refers to "
+                 "__hidden#%u_: not applied", key, symbolmap_count(m), h.max_index - 1);
+        return ERR_OK;
+    }
+    return debuginfo_reveal(di, m, &h, err);
+}
+
 static err_code build_slice(job *j, const uint8_t *data, size_t len, const char *name, err_info *err)
 {
     double t0 = now_ms();
@@ -126,6 +422,11 @@ static err_code build_slice(job *j, const uint8_t *data, size_t len, const char 
     }
     phase_mark(&clock, "macho");
     rc = debuginfo_load(&di, img, j->opts.threads, err);
+    if (rc != ERR_OK)
+        goto done;
+    char uuid[37], map_uuid[37] = "", map_warning[200] = "";
+    macho_uuid_format(uuid, img->uuid);
+    rc = reveal_slice(&di, map_uuid, map_warning, sizeof map_warning, j, uuid, name, err);
     if (rc != ERR_OK)
         goto done;
     symcache_build_stats stats;
@@ -163,6 +464,17 @@ static err_code build_slice(job *j, const uint8_t *data, size_t len, const char 
     b.dwarf_bytes = di.dwarf_bytes;
     b.warnings = debuginfo_warnings_count(&di.warnings);
     debuginfo_warnings_text(&di.warnings, b.warning, sizeof b.warning);
+    if (map_warning[0]) {
+        size_t used = strlen(b.warning);
+        snprintf(b.warning + used, sizeof b.warning - used, "%s%s", used ? "; " : "",
+                 map_warning);
+        b.warnings++;
+    }
+    b.hidden = di.hidden.hidden;
+    b.hidden_left = di.hidden.left;
+    b.hidden_max = di.hidden.max_index;
+    b.revealed = di.revealed;
+    snprintf(b.map_uuid, sizeof b.map_uuid, "%s", map_uuid);
     b.ms = now_ms() - t0;
     j->built++;
     if (j->fn != NULL)
@@ -230,19 +542,20 @@ static err_code build_file(job *j, const char *path, const char *name, bool must
     if (rc != ERR_OK)
         return rc;
     if (!is_macho_magic(b.data, b.len)) {
+        /* the input itself: a UUID map or BCSymbolMap given alone */
+        if (must_be_macho && looks_like_map(name, b.data, b.len, true)) {
+            bytes_unmap(&b);
+            return add_map_file(j, path, name, true, err);
+        }
         bytes_unmap(&b);
         if (must_be_macho)
-            return err_set(err, ERR_INVALID, "%s is not a Mach-O file", name);
-        return ERR_OK; /* Info.plist and friends inside a bundle */
+            return err_set(err, ERR_INVALID, "%s is neither a Mach-O file nor a UUID map or "
+                           "BCSymbolMap", name);
+        return ERR_OK; /* Info.plist and friends inside a bundle (maps are read before) */
     }
     rc = build_macho(j, b.data, b.len, name, err);
     bytes_unmap(&b);
     return rc;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 static err_code walk_dir(job *j, const char *dir, int depth, err_info *err)
@@ -346,6 +659,50 @@ static err_code extract_entry(zip_t *z, zip_uint64_t index, const zip_stat_t *st
     return rc;
 }
 
+/* Zip entry `index` (a map by its name) read into memory and added to the job. */
+static err_code read_zip_map(job *j, zip_t *z, zip_uint64_t index, const zip_stat_t *st,
+                             err_info *err)
+{
+    const char *name = base_name(st->name);
+    uint64_t limit = has_suffix(name, ".plist") ? SYMBOLMAP_MAX_UUIDMAP_BYTES : max_map_bytes(j);
+    if (st->size > limit)
+        return err_set(err, ERR_TOO_LARGE, "zip entry %s has %llu bytes, over the limit of %llu "
+                       "for a %s", st->name, (unsigned long long)st->size,
+                       (unsigned long long)limit,
+                       has_suffix(name, ".plist") ? "UUID map" : "BCSymbolMap");
+    if (st->size == 0)
+        return ERR_OK;
+    zip_file_t *zf = zip_fopen_index(z, index, 0);
+    if (zf == NULL)
+        return err_set(err, ERR_INVALID, "cannot read zip entry %s: %s", st->name,
+                       zip_strerror(z));
+    uint8_t *data = xmalloc((size_t)st->size + 1);
+    err_code rc = ERR_OK;
+    zip_uint64_t total = 0;
+    for (;;) {
+        /* one byte more than declared: an entry that holds more is refused */
+        zip_int64_t got = zip_fread(zf, data + total, st->size + 1 - total);
+        if (got < 0) {
+            rc = err_set(err, ERR_INVALID, "corrupt zip entry %s: %s", st->name,
+                         zip_file_strerror(zf));
+            break;
+        }
+        if (got == 0)
+            break;
+        total += (zip_uint64_t)got;
+        if (total > st->size) {
+            rc = err_set(err, ERR_INVALID, "zip entry %s holds more than its declared %llu bytes",
+                         st->name, (unsigned long long)st->size);
+            break;
+        }
+    }
+    zip_fclose(zf);
+    if (rc == ERR_OK)
+        rc = add_map(j, name, data, (size_t)total, false, err);
+    free(data);
+    return rc;
+}
+
 static err_code build_zip(job *j, const char *path, err_info *err)
 {
     int zerr = 0;
@@ -394,6 +751,16 @@ static err_code build_zip(job *j, const char *path, err_info *err)
             goto done;
         }
     }
+    /* the maps first, so that every slice finds them whatever the entries' order */
+    for (zip_int64_t i = 0; i < n && rc == ERR_OK; i++) {
+        zip_stat_t st;
+        if (zip_stat_index(z, (zip_uint64_t)i, 0, &st) != 0 || !(st.valid & ZIP_STAT_SIZE))
+            continue;
+        if (strncmp(st.name, "__MACOSX/", 9) == 0 || strncmp(base_name(st.name), "._", 2) == 0 ||
+            !looks_like_map(base_name(st.name), NULL, 0, false))
+            continue;
+        rc = read_zip_map(j, z, (zip_uint64_t)i, &st, err);
+    }
     for (zip_int64_t i = 0; i < n && rc == ERR_OK; i++) {
         zip_stat_t st;
         if (zip_stat_index(z, (zip_uint64_t)i, 0, &st) != 0 || !(st.valid & ZIP_STAT_SIZE))
@@ -420,33 +787,59 @@ done:
 err_code dsym_build_symcaches(const char *input, const char *out_dir, const dsym_options *opts,
                               dsym_built_fn fn, void *ctx, err_info *err)
 {
-    job j = {out_dir, {0}, fn, ctx, 0};
+    job j;
+    memset(&j, 0, sizeof j);
+    j.out_dir = out_dir;
+    j.fn = fn;
+    j.ctx = ctx;
     if (opts != NULL)
         j.opts = *opts;
-    struct stat st;
-    if (stat(input, &st) != 0)
-        return err_set(err, errno == ENOENT ? ERR_NOT_FOUND : ERR_IO, "cannot open %s: %s", input,
-                       strerror(errno));
     err_code rc;
+    struct stat st;
+    if (stat(input, &st) != 0) {
+        rc = err_set(err, errno == ENOENT ? ERR_NOT_FOUND : ERR_IO, "cannot open %s: %s", input,
+                     strerror(errno));
+        goto done;
+    }
     if (S_ISDIR(st.st_mode)) {
-        rc = walk_dir(&j, input, 0, err);
-        if (rc == ERR_OK && j.built == 0)
+        rc = collect_maps_dir(&j, input, 0, err);
+        if (rc == ERR_OK)
+            rc = walk_dir(&j, input, 0, err);
+        if (rc == ERR_OK && j.built == 0 && j.maps_found == 0)
             rc = err_set(err, ERR_INVALID, "no Mach-O debug file found in %s", input);
-        return rc;
+        goto done;
     }
     uint8_t head[4] = {0};
     int fd = open(input, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return err_set(err, ERR_IO, "cannot open %s: %s", input, strerror(errno));
+    if (fd < 0) {
+        rc = err_set(err, ERR_IO, "cannot open %s: %s", input, strerror(errno));
+        goto done;
+    }
     ssize_t got = read(fd, head, sizeof head);
     close(fd);
     if (got == 4 && memcmp(head, "PK\x03\x04", 4) == 0) {
         rc = build_zip(&j, input, err);
-        if (rc == ERR_OK && j.built == 0)
+        if (rc == ERR_OK && j.built == 0 && j.maps_found == 0)
             rc = err_set(err, ERR_INVALID, "zip holds no Mach-O debug file");
-        return rc;
+        goto done;
     }
-    if (got == 4 && memcmp(head, "PK\x05\x06", 4) == 0)
-        return err_set(err, ERR_INVALID, "zip is empty");
-    return build_file(&j, input, base_name(input), true, err);
+    if (got == 4 && memcmp(head, "PK\x05\x06", 4) == 0) {
+        rc = err_set(err, ERR_INVALID, "zip is empty");
+        goto done;
+    }
+    if (j.opts.maps_beside) {
+        const char *slash = strrchr(input, '/');
+        if (slash == NULL)
+            snprintf(j.beside_dir, sizeof j.beside_dir, ".");
+        else
+            snprintf(j.beside_dir, sizeof j.beside_dir, "%.*s", (int)(slash - input + (slash == input)),
+                     input);
+    }
+    rc = build_file(&j, input, base_name(input), true, err);
+done:
+    for (size_t i = 0; i < j.nmaps; i++)
+        symbolmap_free(j.maps[i].map);
+    free(j.maps);
+    free(j.uuidmaps);
+    return rc;
 }

@@ -836,6 +836,16 @@ bool symcache_has_dwarf(const symcache *sc)
     return (sc->flags & SYMC_FLAG_DWARF) != 0;
 }
 
+bool symcache_hidden(const symcache *sc)
+{
+    return (sc->flags & SYMC_FLAG_HIDDEN) != 0;
+}
+
+bool symcache_revealed(const symcache *sc)
+{
+    return (sc->flags & SYMC_FLAG_REVEALED) != 0;
+}
+
 uint32_t symcache_range_count(const symcache *sc)
 {
     return sc->nranges;

@@ -106,6 +106,10 @@ const char *symcache_arch(const symcache *sc);          /* "arm64", ... */
 const char *symcache_image_name(const symcache *sc);    /* e.g. "App"; "" if unknown */
 uint64_t symcache_text_vmaddr(const symcache *sc);      /* __TEXT vmaddr of the image */
 bool symcache_has_dwarf(const symcache *sc);            /* false: built from a symbol table */
+/* true: names or paths still read `__hidden#N_` (an App Store dSYM built without its
+ * BCSymbolMap: rebuild it once the map is there) */
+bool symcache_hidden(const symcache *sc);
+bool symcache_revealed(const symcache *sc);             /* true: built with a BCSymbolMap */
 uint32_t symcache_range_count(const symcache *sc);
 uint32_t symcache_function_count(const symcache *sc);   /* concrete functions + inlinees */
 uint32_t symcache_name_count(const symcache *sc);       /* distinct names: ids are below it */

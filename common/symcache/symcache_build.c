@@ -1052,7 +1052,9 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
     memcpy(hdr, SYMC_MAGIC, sizeof SYMC_MAGIC);
     buf_append(out, hdr, 8);
     buf_append_u32le(out, SYMCACHE_VERSION);
-    buf_append_u32le(out, di->nranges > 0 || di->nrows > 0 ? SYMC_FLAG_DWARF : 0);
+    buf_append_u32le(out, (di->nranges > 0 || di->nrows > 0 ? SYMC_FLAG_DWARF : 0) |
+                              (di->hidden.left > 0 ? SYMC_FLAG_HIDDEN : 0) |
+                              (di->revealed ? SYMC_FLAG_REVEALED : 0));
     buf_append(out, img->uuid, 16);
     buf_append_u32le(out, img->cputype);
     buf_append_u32le(out, img->cpusubtype);

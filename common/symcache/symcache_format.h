@@ -6,7 +6,10 @@
  *   offset  size  field
  *   0       8     magic "STKSYMC\0"
  *   8       4     version (SYMCACHE_VERSION)
- *   12      4     flags: bit 0 = built from DWARF (else from the symbol table only)
+ *   12      4     flags: bit 0 = built from DWARF (else from the symbol table only);
+ *                 bit 1 = names or paths still read `__hidden#N_` (an App Store dSYM built
+ *                 without its BCSymbolMap); bit 2 = names revealed from a BCSymbolMap
+ *                 (common/symbolmap). Readers ignore the bits they do not know.
  *   16      16    UUID (LC_UUID of the image)
  *   32      4     cputype
  *   36      4     cpusubtype
@@ -94,6 +97,10 @@
  *                dependent cache misses: about one now), and open no longer decodes every
  *                record to build an index in memory: lookups check what they read. A version-3
  *                file is refused with ERR_OUTDATED.
+ *   4  (2026-11, same version) flags bits 1 and 2: hidden names left / revealed from a
+ *                BCSymbolMap. Files written before have both clear; readers that predate them
+ *                ignore them. The reveal itself happens once, at build: names and paths are
+ *                stored revealed, so a lookup pays nothing for it.
  */
 #ifndef STACKSIFT_SYMCACHE_FORMAT_H
 #define STACKSIFT_SYMCACHE_FORMAT_H
@@ -106,6 +113,8 @@
 #define SYMC_NAMES_PER_BLOCK 64u
 #define SYMC_NONE UINT32_MAX
 #define SYMC_FLAG_DWARF 1u
+#define SYMC_FLAG_HIDDEN 2u    /* hidden names left: no BCSymbolMap was applied */
+#define SYMC_FLAG_REVEALED 4u  /* hidden names revealed from a BCSymbolMap at build */
 #define SYMC_GRANULE_UNITS 128u  /* units (2^unit_shift bytes) a granule covers */
 #define SYMC_GRANULE_UNIT_BITS 7u
 #define SYMC_GRANULE_HEADER 16u  /* bytes before a granule's offsets */

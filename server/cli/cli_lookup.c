@@ -1,5 +1,5 @@
 /*
- * stacksift lookup -o INPUT [--arch ARCH] [-l LOAD_ADDRESS] [-i] [--json] [--mangled] ADDRESS...
+ * stacksift lookup -o INPUT [--arch ARCH] [--symbol-maps DIR] [-l LOAD_ADDRESS] [-i] [--json] [--mangled] ADDRESS...
  *
  * atos-compatible. INPUT is a .symc, a dSYM bundle, a zip of bundles or a Mach-O; anything but
  * a .symc is converted into a temp directory first. With -l the addresses are runtime
@@ -63,7 +63,8 @@ static bool is_symcache_file(const char *path)
 }
 
 /* Open the symcache for INPUT/--arch; converts non-.symc input into tmp_dir. */
-static int open_input(symcache **out, const char *input, const char *arch, char *tmp_dir)
+static int open_input(symcache **out, const char *input, const char *arch,
+                      const char *symbol_maps, char *tmp_dir)
 {
     err_info err = {0};
     if (is_symcache_file(input)) {
@@ -87,7 +88,9 @@ static int open_input(symcache **out, const char *input, const char *arch, char 
     int status = 1;
     if (l == NULL)
         abort();
-    if (dsym_build_symcaches(input, tmp_dir, NULL, remember, l, &err) != ERR_OK) {
+    /* an App Store dSYM's names: its maps beside it or in --symbol-maps */
+    dsym_options opts = {.maps_beside = true, .symbol_maps_dir = symbol_maps};
+    if (dsym_build_symcaches(input, tmp_dir, &opts, remember, l, &err) != ERR_OK) {
         fprintf(stderr, "stacksift: %s\n", err.msg);
         goto done;
     }
@@ -683,7 +686,7 @@ static void add_query(lookup_ctx *c, query **q, size_t *n, size_t *cap, const ch
 
 int cli_lookup(int argc, char **argv)
 {
-    const char *input = NULL, *arch = NULL;
+    const char *input = NULL, *arch = NULL, *symbol_maps = NULL;
     lookup_ctx c = {0};
     int first_addr = argc;
     for (int i = 1; i < argc; i++) {
@@ -691,6 +694,8 @@ int cli_lookup(int argc, char **argv)
             input = argv[++i];
         else if ((strcmp(argv[i], "--arch") == 0 || strcmp(argv[i], "-arch") == 0) && i + 1 < argc)
             arch = argv[++i];
+        else if (strcmp(argv[i], "--symbol-maps") == 0 && i + 1 < argc)
+            symbol_maps = argv[++i];
         else if (strcmp(argv[i], "-l") == 0 && i + 1 < argc) {
             if (!parse_hex(argv[++i], &c.load)) {
                 fprintf(stderr, "stacksift lookup: bad load address '%s'\n", argv[i]);
@@ -712,12 +717,12 @@ int cli_lookup(int argc, char **argv)
         }
     }
     if (input == NULL) {
-        fprintf(stderr, "usage: stacksift lookup -o INPUT [--arch ARCH] [-l LOAD_ADDRESS] [-i] [--json] [--mangled] ADDRESS...\n");
+        fprintf(stderr, "usage: stacksift lookup -o INPUT [--arch ARCH] [--symbol-maps DIR] [-l LOAD_ADDRESS] [-i] [--json] [--mangled] ADDRESS...\n");
         return 2;
     }
     symcache *sc = NULL;
     char tmp_dir[4096] = "";
-    int status = open_input(&sc, input, arch, tmp_dir);
+    int status = open_input(&sc, input, arch, symbol_maps, tmp_dir);
     cli_tmpdir_remove(tmp_dir); /* the open symcache stays mapped after its file is unlinked */
     if (status != 0)
         return status;

@@ -1,7 +1,10 @@
 /*
- * stacksift symcache build INPUT -o OUTDIR [--threads N]
+ * stacksift symcache build INPUT -o OUTDIR [--threads N] [--symbol-maps DIR]
  * One JSON line per slice on stdout: {"uuid","arch","name","functions","ranges","bytes",
- * "dwarf_bytes","ms"}.
+ * "dwarf_bytes","ms","warnings"}, plus "hidden" (names and paths that read `__hidden#N_`),
+ * "still_hidden" (of those, left so), "revealed" and "symbol_map" (the UUID of the BCSymbolMap it needs) for an App Store
+ * (bitcode) dSYM. Its maps are read from the input (a bundle's UUID maps, an archive's
+ * BCSymbolMaps/), from beside a Mach-O file given alone, and from --symbol-maps DIR.
  *
  * stacksift symcache rebuild [--uuid UUID] [--threads N]
  * Re-derive the stored symcaches from the stored original uploads (STACKSIFT_DATABASE_URL;
@@ -49,6 +52,13 @@ static void print_built(const dsym_built *b, void *ctx)
     if (b->warnings > 0)
         jsonw_str(&w, b->warning);
     jsonw_array_end(&w);
+    if (b->hidden > 0) {
+        jsonw_kuint(&w, "hidden", b->hidden);
+        jsonw_kuint(&w, "still_hidden", b->hidden_left);
+        jsonw_key(&w, "revealed");
+        jsonw_bool(&w, b->revealed);
+        jsonw_kstr(&w, "symbol_map", b->map_uuid);
+    }
     jsonw_object_end(&w);
     buf_putc(&out, '\n');
     if (b->warnings > 0)
@@ -148,7 +158,8 @@ int cli_symcache(int argc, char **argv)
     if (argc >= 2 && strcmp(argv[1], "rebuild") == 0)
         return symcache_rebuild(argc, argv);
     if (argc < 2 || strcmp(argv[1], "build") != 0) {
-        fprintf(stderr, "usage: stacksift symcache build INPUT -o OUTDIR [--threads N]\n"
+        fprintf(stderr, "usage: stacksift symcache build INPUT -o OUTDIR [--threads N] "
+                        "[--symbol-maps DIR]\n"
                         "       stacksift symcache rebuild [--uuid UUID] [--threads N]\n");
         return 2;
     }
@@ -157,6 +168,8 @@ int cli_symcache(int argc, char **argv)
             out_dir = argv[++i];
         else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
             opts.threads = (unsigned)strtoul(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--symbol-maps") == 0 && i + 1 < argc)
+            opts.symbol_maps_dir = argv[++i];
         else if (argv[i][0] != '-' && input == NULL)
             input = argv[i];
         else {
@@ -165,7 +178,8 @@ int cli_symcache(int argc, char **argv)
         }
     }
     if (input == NULL || out_dir == NULL) {
-        fprintf(stderr, "usage: stacksift symcache build INPUT -o OUTDIR [--threads N]\n");
+        fprintf(stderr, "usage: stacksift symcache build INPUT -o OUTDIR [--threads N] "
+                        "[--symbol-maps DIR]\n");
         return 2;
     }
     if (mkdir_p(out_dir) != 0) {
@@ -174,6 +188,7 @@ int cli_symcache(int argc, char **argv)
     }
     err_info err = {0};
     opts.skipped = print_skipped;
+    opts.maps_beside = true;
     if (dsym_build_symcaches(input, out_dir, &opts, print_built, NULL, &err) != ERR_OK) {
         fprintf(stderr, "stacksift: %s\n", err.msg);
         return 1;
