@@ -113,6 +113,9 @@ enum MHD_Result handle_chunk_options(http_request *r)
     jsonw_key(&w, "accept");
     jsonw_array_begin(&w);
     jsonw_str(&w, "debug_files");
+    /* App Store dSYMs' UUID maps and BCSymbolMaps: with this, sentry-cli sends them too, as
+     * files of their own (uuidmap, bcsymbolmap) */
+    jsonw_str(&w, "bcsymbolmaps");
     jsonw_array_end(&w);
     jsonw_object_end(&w);
     return respond_json(r, 200, &body);
@@ -201,13 +204,19 @@ static void file_json(jsonw *w, const dif_request *f, const char *state, const c
         jsonw_kstr(w, "sha1", f->sha1);
         jsonw_key(w, "data");
         jsonw_object_begin(w);
-        /* symbolic's object kinds: a debug companion (dSYM) or an executable's symbol table */
-        jsonw_kstr(w, "type", a->has_dwarf ? "dbg" : "exe");
+        /* symbolic's object kinds: a debug companion (dSYM) or an executable's symbol table;
+         * a UUID map or BCSymbolMap (arch "any") is Sentry's uuidmap / bcsymbolmap kind */
+        bool map = strcmp(a->arch, "any") == 0;
+        size_t nl = strlen(f->name);
+        bool bcsymbolmap = nl > 12 && strcasecmp(f->name + nl - 12, ".bcsymbolmap") == 0;
+        jsonw_kstr(w, "type", map ? (bcsymbolmap ? "bcsymbolmap" : "uuidmap")
+                              : a->has_dwarf ? "dbg" : "exe");
         jsonw_key(w, "features");
         jsonw_array_begin(w);
         if (a->has_dwarf)
             jsonw_str(w, "debug");
-        jsonw_str(w, "symtab");
+        if (!map)
+            jsonw_str(w, "symtab");
         jsonw_array_end(w);
         jsonw_object_end(w);
         jsonw_object_end(w);

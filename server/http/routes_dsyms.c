@@ -31,6 +31,13 @@ static void dsym_json(jsonw *w, const store_dsym *d, const char *status, const i
     jsonw_kstr(w, "uploaded_at", d->uploaded_at);
     if (status)
         jsonw_kstr(w, "status", status);
+    if (f != NULL && f->kind != NULL) {
+        jsonw_kstr(w, "kind", f->kind);   /* dsym, uuidmap or bcsymbolmap */
+        if (f->symbol_map != NULL) {      /* names still hidden: the map they wait for */
+            jsonw_kuint(w, "hidden_names", f->hidden);
+            jsonw_kstr(w, "symbol_map", f->symbol_map);
+        }
+    }
     if (f != NULL) { /* what of its DWARF was left out as unreadable, the rest kept */
         jsonw_key(w, "warnings");
         jsonw_array_begin(w);

@@ -34,6 +34,7 @@
 #include "base/utf8.h"
 #include "base/xalloc.h"
 #include "http/http.h"
+#include "dsym/dsym.h"
 #include "http/http_internal.h"
 #include "http/metrics.h"
 #include "log/log.h"
@@ -407,6 +408,15 @@ static err_code prepare_body(http_request *r)
     r->body_limit = r->route->body == BODY_MEMORY ? cfg->max_report_bytes : cfg->max_upload_bytes;
     if (r->route->handler == handle_chunk_post)   /* the chunk-upload options' maxRequestSize */
         r->body_limit = CHUNK_POST_MAX_BYTES;
+    /* a BCSymbolMap sent alone (POST /api/v1/dsyms?name=<UUID>.bcsymbolmap): its own limit,
+     * answered from the headers */
+    const char *qname = r->route->handler == handle_dsym_post
+                            ? MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "name")
+                            : NULL;
+    size_t qlen = qname ? strlen(qname) : 0;
+    if (qlen > 12 && strcasecmp(qname + qlen - 12, ".bcsymbolmap") == 0 &&
+        r->body_limit > DSYM_DEFAULT_MAX_MAP_BYTES)
+        r->body_limit = DSYM_DEFAULT_MAX_MAP_BYTES;
     /* KSCrash's standard sink sends every pending report in one multipart body */
     if (r->route->handler == handle_report_post && request_is_multipart(r))
         r->body_limit *= REPORT_BATCH_FACTOR;

@@ -651,8 +651,11 @@ static err_code assemble_file(ingest_dsym_file *file, size_t *placed, size_t *lo
     ingest_dsym_file *files;
     size_t n;
     const char *sha256s[1] = {in_place ? sha256_hex : NULL};
+    /* a UUID map or BCSymbolMap is sent under its debug id (sentry-cli: from its name) */
+    dsym_options dopts = o->dsym;
+    dopts.map_uuid = j->debug_id;
     rc = ingest_dsym_upload_hashed(&files, &n, o->store, inputs, sha256s, 1, work, o->cache,
-                                   &o->dsym, a, err);
+                                   &dopts, a, err);
     if (rc != ERR_OK)
         goto done;
     *file = files[0];

@@ -146,6 +146,11 @@ typedef struct {
                            or "exists" (static strings) */
     uint32_t warnings;  /* parts of its DWARF left out as unreadable (dsym_built.warnings) */
     const char *warning; /* what was left out (in the arena), NULL when nothing was */
+    const char *kind;   /* "dsym", or "uuidmap" / "bcsymbolmap" (an App Store dSYM's names:
+                           row holds only uuid, name and arch "any") */
+    uint32_t hidden;    /* dsym: names and paths its symcache still hides `__hidden#N_` */
+    const char *symbol_map; /* dsym with hidden names: the UUID of the BCSymbolMap it needs
+                               (static or arena), NULL otherwise */
 } ingest_dsym_file;
 
 /*
@@ -157,8 +162,14 @@ typedef struct {
  * symcache ("exists"), unless only a symbol table made it and this upload has DWARF
  * ("updated"). New symcaches are also put into `cache` (this node's file cache; may be
  * NULL). On any error nothing is recorded. *out in `a`.
- * Errors  ERR_INVALID (no Mach-O inside, corrupt Mach-O or zip, hostile zip entry names),
- *         ERR_TOO_LARGE (zip limits), ERR_IO, ERR_STORE.
+ * UUID maps and BCSymbolMaps (common/symbolmap) in the upload, alone or beside the dSYMs, are
+ * stored too (one file each in *out); a hidden slice is built revealed when its map is in
+ * the upload or stored, and dSYMs stored hidden before that this upload's maps now reveal
+ * are rebuilt from their stored uploads (ingest_dsyms_reveal) after the commit.
+ * Errors  ERR_INVALID (no Mach-O or map inside, corrupt Mach-O or zip, hostile zip entry
+ *         names, a map that does not parse, a BCSymbolMap shorter than a stored dSYM that
+ *         needs it: another build's), ERR_UNSUPPORTED, ERR_TOO_LARGE (zip and map limits),
+ *         ERR_IO, ERR_STORE.
  */
 err_code ingest_dsym_upload(ingest_dsym_file **out, size_t *n, store *s,
                             const char *const *inputs, size_t ninputs, const char *work_dir,
@@ -177,6 +188,17 @@ err_code ingest_dsym_upload_hashed(ingest_dsym_file **out, size_t *n, store *s,
 /* ingest_sha256_file_hex - hex SHA-256 of the file at `path`, streamed (the name of a blob).
  * Errors ERR_IO, ERR_INTERNAL (OpenSSL could not set up the digest). */
 err_code ingest_sha256_file_hex(char out[65], const char *path, err_info *err);
+
+/*
+ * ingest_dsyms_reveal - rebuild every stored dSYM with hidden names whose BCSymbolMap is now
+ * stored (store_dsyms_to_reveal) from its stored upload, revealed, and store it
+ * (store_dsym_reveal: the reports waiting for it go back to the queue). Scratch files in
+ * `work_dir` (existing). *revealed = how many were. New symcaches go into `cache` (may be
+ * NULL). Errors ERR_STORE, ERR_IO; a dSYM that fails is left hidden (logged by the caller
+ * through the returned count only).
+ */
+err_code ingest_dsyms_reveal(unsigned *revealed, store *s, const char *work_dir,
+                             symfiles *cache, const dsym_options *opts, err_info *err);
 
 /* What `stacksift symcache rebuild` did with one debug file. */
 typedef struct {

@@ -17,12 +17,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/xalloc.h"
 #include "ingest/ingest.h"
+#include "log/log.h"
 #include "store/store_blobs.h"
+#include "store/store_symbol_maps.h"
 
 static void hex_encode(char *out, const uint8_t *in, size_t n)
 {
@@ -71,6 +74,155 @@ done:
     EVP_MD_CTX_free(ctx);
     close(fd);
     return rc;
+}
+
+
+typedef struct {
+    int fd;
+    const char *path;
+} file_sink;
+
+static err_code to_file(void *vctx, const uint8_t *data, size_t len, err_info *err)
+{
+    file_sink *x = vctx;
+    while (len > 0) {
+        ssize_t n = write(x->fd, data, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return err_set(err, ERR_IO, "writing %s: %s", x->path, strerror(errno));
+        data += n;
+        len -= (size_t)n;
+    }
+    return ERR_OK;
+}
+
+static err_code to_buf(void *ctx, const uint8_t *data, size_t len, err_info *err)
+{
+    (void)err;
+    buf_append(ctx, data, len);
+    return ERR_OK;
+}
+
+/* ---- UUID maps and BCSymbolMaps ---------------------------------------------------------- */
+
+/* The maps an upload brings (to store) and the stored maps its slices asked for. */
+typedef struct {
+    store *s;
+    const char *work_dir;
+    unsigned seq;                /* scratch file names */
+    store_uuid_map *u;           /* xmalloc'd */
+    size_t nu;
+    store_symbol_map *m;         /* xmalloc'd; file.path and file.sha256 point into paths/shas */
+    char (*paths)[4200];
+    char (*shas)[65];
+    char (*names)[256];          /* each map's file name */
+    size_t nm;
+    struct { char uuid[37]; symbolmap *map; } *loaded;  /* fetched from the store */
+    size_t nloaded;
+} maps_ctx;
+
+static err_code write_file(const char *path, const uint8_t *data, size_t len, err_info *err)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return err_set(err, ERR_IO, "creating %s: %s", path, strerror(errno));
+    while (len > 0) {
+        ssize_t n = write(fd, data, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int e = errno;
+            close(fd);
+            return err_set(err, ERR_IO, "writing %s: %s", path, strerror(e));
+        }
+        data += n;
+        len -= (size_t)n;
+    }
+    if (close(fd) != 0)
+        return err_set(err, ERR_IO, "writing %s: %s", path, strerror(errno));
+    return ERR_OK;
+}
+
+/* dsym_options.map_found: keep the map to store with the upload. A BCSymbolMap shorter than
+ * a stored dSYM that needs it is some other build's: refused before anything is stored. */
+static err_code keep_map(const dsym_map *map, void *vctx, err_info *err)
+{
+    maps_ctx *x = vctx;
+    if (map->kind == DSYM_MAP_UUIDMAP) {
+        x->u = xreallocarray(x->u, x->nu + 1, sizeof *x->u);
+        snprintf(x->u[x->nu].uuid, 37, "%s", map->uuid);
+        snprintf(x->u[x->nu].original, 37, "%s", map->original);
+        x->nu++;
+        return ERR_OK;
+    }
+    bool found;
+    char dsym_uuid[37];
+    uint32_t need;
+    err_code rc = store_symbol_map_short(&found, dsym_uuid, &need, x->s, map->uuid, map->names,
+                                         err);
+    if (rc != ERR_OK)
+        return rc;
+    if (found)
+        return err_set(err, ERR_INVALID, "%s: BCSymbolMap %s has %u names but the stored dSYM "
+                       "%s refers to __hidden#%u_: it is the map of another build", map->name,
+                       map->uuid, map->names, dsym_uuid, need - 1);
+    size_t i = x->nm++;
+    x->m = xreallocarray(x->m, x->nm, sizeof *x->m);
+    x->paths = xreallocarray(x->paths, x->nm, sizeof *x->paths);
+    x->shas = xreallocarray(x->shas, x->nm, sizeof *x->shas);
+    x->names = xreallocarray(x->names, x->nm, sizeof *x->names);
+    memset(&x->m[i], 0, sizeof x->m[i]);
+    snprintf(x->m[i].uuid, 37, "%s", map->uuid);
+    snprintf(x->names[i], sizeof x->names[i], "%s", map->name);
+    x->m[i].names = map->names;
+    x->m[i].bytes = (int64_t)map->len;
+    snprintf(x->paths[i], sizeof x->paths[i], "%s/map-%u.bcsymbolmap", x->work_dir, x->seq++);
+    rc = write_file(x->paths[i], map->data, map->len, err);
+    if (rc == ERR_OK)
+        rc = ingest_sha256_file_hex(x->shas[i], x->paths[i], err);
+    return rc;
+}
+
+/* dsym_options.lookup: the stored BCSymbolMap of hidden slice `uuid`, fetched and parsed
+ * once per upload; NULL when none is stored (or it cannot be read: the slice stays hidden
+ * and is revealed when the map is uploaded again). */
+static const symbolmap *stored_map(const char *uuid, char original[37], void *vctx)
+{
+    maps_ctx *x = vctx;
+    char sha[65];
+    err_info err = {0};
+    if (store_symbol_map_find(original, sha, x->s, uuid, &err) != ERR_OK)
+        return NULL;
+    const char *key = original[0] ? original : uuid;
+    for (size_t i = 0; i < x->nloaded; i++)
+        if (strcmp(x->loaded[i].uuid, key) == 0)
+            return x->loaded[i].map;
+    buf bytes;
+    buf_init(&bytes);
+    uint64_t size;
+    symbolmap *m = NULL;
+    if (store_blob_fetch(&size, x->s, sha, to_buf, &bytes, &err) == ERR_OK &&
+        symbolmap_parse(&m, bytes.data, bytes.len, 0, &err) == ERR_OK) {
+        x->loaded = xreallocarray(x->loaded, x->nloaded + 1, sizeof *x->loaded);
+        snprintf(x->loaded[x->nloaded].uuid, 37, "%s", key);
+        x->loaded[x->nloaded++].map = m;
+    }
+    buf_reset(&bytes);
+    return m;
+}
+
+static void maps_reset(maps_ctx *x)
+{
+    for (size_t i = 0; i < x->nloaded; i++)
+        symbolmap_free(x->loaded[i].map);
+    free(x->loaded);
+    free(x->u);
+    free(x->m);
+    free(x->paths);
+    free(x->shas);
+    free(x->names);
+    memset(x, 0, sizeof *x);
 }
 
 typedef struct {
@@ -122,6 +274,12 @@ err_code ingest_dsym_upload_hashed(ingest_dsym_file **out, size_t *n, store *s,
     char (*input_sha)[65] = NULL;
     char symc_dir[4096];
     err_code rc = ERR_OK;
+    maps_ctx maps = {.s = s, .work_dir = work_dir};
+    dsym_options o = opts ? *opts : (dsym_options){0};
+    o.map_found = keep_map;
+    o.map_found_ctx = &maps;
+    o.lookup = stored_map;
+    o.lookup_ctx = &maps;
     *out = NULL;
     *n = 0;
 
@@ -132,16 +290,24 @@ err_code ingest_dsym_upload_hashed(ingest_dsym_file **out, size_t *n, store *s,
     }
     for (size_t i = 0; i < ninputs; i++) {
         built.current = i;
-        rc = dsym_build_symcaches(inputs[i], symc_dir, opts, collect_built, &built, err);
+        rc = dsym_build_symcaches(inputs[i], symc_dir, &o, collect_built, &built, err);
         if (rc == ERR_NOT_FOUND)   /* the input is ours: "not found" means nothing usable */
             rc = err_set(err, ERR_INVALID, "upload holds no debug file: %s", err->msg);
         if (rc != ERR_OK)
             goto done;
     }
-    if (built.n == 0) {
+    if (built.n == 0 && maps.nu == 0 && maps.nm == 0) {
         rc = err_set(err, ERR_INVALID, "upload holds no Mach-O debug file");
         goto done;
     }
+    for (size_t i = 0; i < maps.nm; i++) {
+        maps.m[i].file.path = maps.paths[i];
+        maps.m[i].file.sha256 = maps.shas[i];
+    }
+    /* the maps first: a dSYM of this upload that they reveal is built revealed already */
+    rc = store_symbol_maps_record(maps.u, maps.nu, maps.m, maps.nm, s, err);
+    if (rc != ERR_OK)
+        goto done;
 
     input_sha = xcalloc(ninputs, sizeof *input_sha);
     for (size_t i = 0; i < ninputs; i++) {
@@ -174,19 +340,64 @@ err_code ingest_dsym_upload_hashed(ingest_dsym_file **out, size_t *n, store *s,
         d->original_name = base_name(inputs[built.input[i]]);
     }
 
-    rc = store_dsyms_record(rows, built.n, s, err);
+    rc = built.n ? store_dsyms_record(rows, built.n, s, err) : ERR_OK;
     if (rc != ERR_OK)
         goto done;
-    for (size_t i = 0; i < built.n; i++)
-        if (rows[i].outcome != STORE_DSYM_EXISTS)
-            symfiles_add(cache, rows[i].row.uuid, rows[i].row.sha256, built.items[i].path);
+    for (size_t i = 0; i < built.n; i++) {
+        if (rows[i].outcome == STORE_DSYM_EXISTS)
+            continue;
+        symfiles_add(cache, rows[i].row.uuid, rows[i].row.sha256, built.items[i].path);
+        const dsym_built *b = &built.items[i];
+        if (b->hidden > 0) {
+            rc = store_dsym_hidden_set(s, b->uuid, b->hidden_left, b->hidden_max,
+                                       b->revealed ? b->map_uuid : "", err);
+            if (rc != ERR_OK)
+                goto done;
+        }
+    }
+    /* hidden dSYMs stored before that this upload's maps complete: rebuilt now */
+    if (maps.nu > 0 || maps.nm > 0) {
+        unsigned revealed;
+        char reveal_dir[4200];
+        snprintf(reveal_dir, sizeof reveal_dir, "%s/reveal", work_dir);
+        if (mkdir(reveal_dir, 0700) != 0 && errno != EEXIST) {
+            rc = err_set(err, ERR_IO, "creating %s: %s", reveal_dir, strerror(errno));
+            goto done;
+        }
+        rc = ingest_dsyms_reveal(&revealed, s, reveal_dir, cache, opts, err);
+        if (rc != ERR_OK)
+            goto done;
+    }
 
-    ingest_dsym_file *files = arena_alloc_array(a, built.n, sizeof *files, err);
+    size_t nfiles = built.n + maps.nu + maps.nm;
+    ingest_dsym_file *files = arena_alloc_array(a, nfiles, sizeof *files, err);
     if (!files) {
         rc = ERR_TOO_LARGE;
         goto done;
     }
+    for (size_t i = 0; i < maps.nu + maps.nm; i++) {
+        ingest_dsym_file *f = &files[built.n + i];
+        memset(f, 0, sizeof *f);
+        bool um = i < maps.nu;
+        f->kind = um ? "uuidmap" : "bcsymbolmap";
+        snprintf(f->row.uuid, sizeof f->row.uuid, "%s", um ? maps.u[i].uuid
+                                                           : maps.m[i - maps.nu].uuid);
+        snprintf(f->row.arch, sizeof f->row.arch, "any");
+        if (um)
+            snprintf(f->row.name, sizeof f->row.name, "%s.plist", maps.u[i].uuid);
+        else
+            snprintf(f->row.name, sizeof f->row.name, "%s", maps.names[i - maps.nu]);
+        f->status = um || maps.m[i - maps.nu].created ? "created" : "exists";
+    }
     for (size_t i = 0; i < built.n; i++) {
+        files[i].kind = "dsym";
+        files[i].hidden = built.items[i].hidden_left;
+        files[i].symbol_map = NULL;
+        if (built.items[i].hidden_left > 0 &&
+            !(files[i].symbol_map = arena_strdup(a, built.items[i].map_uuid, err))) {
+            rc = ERR_TOO_LARGE;
+            goto done;
+        }
         files[i].row = rows[i].row;
         files[i].status = rows[i].outcome == STORE_DSYM_CREATED    ? "created"
                           : rows[i].outcome == STORE_DSYM_UPGRADED ? "updated"
@@ -200,11 +411,82 @@ err_code ingest_dsym_upload_hashed(ingest_dsym_file **out, size_t *n, store *s,
         }
     }
     *out = files;
-    *n = built.n;
+    *n = nfiles;
 done:
+    maps_reset(&maps);
     free(rows);
     free(input_sha);
     free(built.input);
     free(built.items);
+    return rc;
+}
+
+/* ---- dSYMs stored hidden, revealed once their maps are there ------------------------------ */
+
+err_code ingest_dsyms_reveal(unsigned *revealed, store *s, const char *work_dir,
+                             symfiles *cache, const dsym_options *opts, err_info *err)
+{
+    arena *a = arena_new(0);
+    store_dsym_hidden *rows;
+    size_t n;
+    *revealed = 0;
+    err_code rc = store_dsyms_to_reveal(&rows, &n, s, a, err);
+    for (size_t i = 0; rc == ERR_OK && i < n; i++) {
+        const store_dsym_hidden *d = &rows[i];
+        maps_ctx maps = {.s = s, .work_dir = work_dir};
+        dsym_options o = opts ? *opts : (dsym_options){0};
+        o.lookup = stored_map;
+        o.lookup_ctx = &maps;
+        o.map_found = NULL;   /* its upload's own maps are stored already */
+        built_list built = {0};
+        char dir[4096], orig[4400], symc[4200];
+        snprintf(dir, sizeof dir, "%s/dsym-%zu", work_dir, i);
+        snprintf(symc, sizeof symc, "%s/symc", dir);
+        const char *name = strrchr(d->original_name, '/');
+        name = name ? name + 1 : d->original_name[0] ? d->original_name : "upload";
+        snprintf(orig, sizeof orig, "%s/%s", dir, name);
+        err_info ferr = {0};
+        err_code frc = mkdir(dir, 0700) == 0 && mkdir(symc, 0700) == 0
+                           ? ERR_OK
+                           : err_set(&ferr, ERR_IO, "creating %s: %s", dir, strerror(errno));
+        if (frc == ERR_OK) {
+            int fd = open(orig, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+            file_sink sink = {fd, orig};
+            uint64_t bytes;
+            frc = fd < 0 ? err_set(&ferr, ERR_IO, "creating %s: %s", orig, strerror(errno))
+                         : store_blob_fetch(&bytes, s, d->original_sha256, to_file, &sink, &ferr);
+            if (fd >= 0)
+                close(fd);
+        }
+        if (frc == ERR_OK)
+            frc = dsym_build_symcaches(orig, symc, &o, collect_built, &built, &ferr);
+        for (size_t k = 0; frc == ERR_OK && k < built.n; k++) {
+            const dsym_built *b = &built.items[k];
+            if (strcasecmp(b->uuid, d->uuid) != 0 || !b->revealed)
+                continue;
+            char sha[65];
+            bool done = false;
+            frc = ingest_sha256_file_hex(sha, b->path, &ferr);
+            store_blob_file f = {sha, b->path};
+            if (frc == ERR_OK)
+                frc = store_dsym_reveal(&done, s, d->uuid, d->symcache_sha256, &f,
+                                        (int64_t)b->bytes, (int32_t)b->functions,
+                                        b->hidden_left, b->map_uuid, &ferr);
+            if (frc == ERR_OK && done) {
+                if (cache) {
+                    symfiles_forget(cache, d->uuid);
+                    symfiles_add(cache, d->uuid, sha, b->path);
+                }
+                (*revealed)++;
+            }
+        }
+        free(built.items);
+        free(built.input);
+        maps_reset(&maps);
+        if (frc != ERR_OK)   /* it stays hidden: the next map uploaded tries again */
+            log_event(LOG_WARN, "dsym_reveal_failed", "uuid=%s error=%s message=%s", d->uuid,
+                      err_name(frc), ferr.msg);
+    }
+    arena_free(a);
     return rc;
 }

@@ -658,10 +658,17 @@ static err_code symbolicate_pass(pipeline *p, crashreport *r, const char ***miss
             size_t n = t < r->nthreads    ? r->threads[t].nframes
                        : t == r->nthreads ? r->nleb
                                           : r->causes[t - r->nthreads - 1].nframes;
-            for (size_t i = 0; i < n; i++)
-                if (fs[i].sym_status == CRASHREPORT_SYM_MISSING && fs[i].image >= 0 &&
-                    (size_t)fs[i].image < r->nimages && r->images[fs[i].image].uuid[0])
+            for (size_t i = 0; i < n; i++) {
+                if (fs[i].image < 0 || (size_t)fs[i].image >= r->nimages ||
+                    !r->images[fs[i].image].uuid[0])
+                    continue;
+                /* an App Store dSYM whose names are still hidden waits for its BCSymbolMap
+                 * like a missing dSYM (released when the map reveals it) */
+                const sc_entry *e = c.state[fs[i].image] != 0 ? c.ent[fs[i].image] : NULL;
+                if (fs[i].sym_status == CRASHREPORT_SYM_MISSING ||
+                    (e != NULL && e->sc != NULL && symcache_hidden(e->sc)))
                     used[fs[i].image] = true;
+            }
         }
         const char **all = arena_alloc_array(a, ni, sizeof *all, err);
         const char **in_app = arena_alloc_array(a, ni, sizeof *in_app, err);

@@ -332,14 +332,15 @@ static err_code expire_dsyms(store_retention_result *r, pconn *c, unsigned days,
                       "DELETE FROM dsyms WHERE last_used_at < now() - $1::int * interval '1 day'",
                       1, values, err);
     }
-    /* Blobs nothing points at any more: of expired dSYMs, replaced symcaches (rebuild, DWARF
-     * after a symbol table). An upload reusing one holds it FOR KEY SHARE, and the foreign keys
+    /* Blobs nothing points at any more (dSYMs, BCSymbolMaps): of expired dSYMs, replaced
+     * symcaches (rebuild, DWARF after a symbol table, a BCSymbolMap applied). An upload reusing one holds it FOR KEY SHARE, and the foreign keys
      * refuse to delete one a row still names. */
     if (rc == ERR_OK)
         rc = exec_int(&r->blobs_deleted, c, "deleting unused blobs",
                       "DELETE FROM blobs b WHERE NOT EXISTS (SELECT 1 FROM dsyms d "
                       "WHERE d.symcache_blob = b.sha256) AND NOT EXISTS (SELECT 1 FROM dsyms d "
-                      "WHERE d.original_blob = b.sha256)",
+                      "WHERE d.original_blob = b.sha256) AND NOT EXISTS (SELECT 1 FROM "
+                      "symbol_maps m WHERE m.blob = b.sha256)",
                       0, NULL, err);
     return rc;
 }
