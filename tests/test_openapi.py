@@ -216,6 +216,16 @@ def run_cases(inst, c, source):
         r = inst.multipart("/api/v1/dsyms", "file", "FixtureApp", f.read(), T["upload"])
     c.answer("post", "/api/v1/dsyms", r, 201)
     call("post", "/api/v1/dsyms", "/api/v1/dsyms?name=notes.txt", 400, body=b"not a debug file\n", token=T["upload"])
+    # an App Store dSYM's maps: a UUID map alone (answered in "maps"), a binary plist (422)
+    um = (b'<?xml version="1.0" encoding="UTF-8"?><plist version="1.0"><dict><key>'
+          b'DBGOriginalUUID</key><string>C8374B6D-6E96-34D8-AE38-EFAA5FEC424F</string></dict>'
+          b'</plist>')
+    r = call("post", "/api/v1/dsyms", "/api/v1/dsyms?name=2D10C42F-591D-3265-B147-78BA0868073F.plist",
+             201, body=um, token=T["upload"])
+    check(r.status == 201 and r.json()["files"] == [] and r.json()["maps"][0]["kind"] == "uuidmap",
+          f"a UUID map alone: {r.body[:200]!r}")
+    call("post", "/api/v1/dsyms", "/api/v1/dsyms?name=2D10C42F-591D-3265-B147-78BA0868073F.plist",
+         422, body=b"bplist00\x01", token=T["upload"])
     call("post", "/api/v1/dsyms", "/api/v1/dsyms?name=big", 413, body=b"\0" * (MAX_UPLOAD + 4096), token=T["upload"])
     r = call("get", "/api/v1/dsyms", "/api/v1/dsyms", 200, token=T["read"])
     dsyms = r.json()["dsyms"] if r.status == 200 else []

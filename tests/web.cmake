@@ -29,3 +29,10 @@ set_tests_properties(test_docs PROPERTIES LABELS unit TIMEOUT 120 ENVIRONMENT "$
 # stack of docs/clients/json-stacks.md) against a real server.
 add_test(NAME test_docs_examples COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/test_docs_examples.py)
 set_tests_properties(test_docs_examples PROPERTIES LABELS db TIMEOUT 300 ENVIRONMENT "${_web_env}")
+
+# App Store (bitcode) dSYMs with the real sentry-cli: the UUID maps and BCSymbolMaps of
+# ../shared/real-dsyms, in each order of arrival; reports revealed and regrouped; bad maps.
+add_test(NAME test_sentry_cli_app_store
+  COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/sentry_cli/app_store.py)
+set_tests_properties(test_sentry_cli_app_store PROPERTIES LABELS db TIMEOUT 600
+  ENVIRONMENT "${_web_env}")

@@ -549,8 +549,8 @@ static err_code build_file(job *j, const char *path, const char *name, bool must
         }
         bytes_unmap(&b);
         if (must_be_macho)
-            return err_set(err, ERR_INVALID, "%s is neither a Mach-O file nor a UUID map or "
-                           "BCSymbolMap", name);
+            return err_set(err, ERR_INVALID, "%s is not a Mach-O file (nor a UUID map or "
+                           "BCSymbolMap)", name);
         return ERR_OK; /* Info.plist and friends inside a bundle (maps are read before) */
     }
     rc = build_macho(j, b.data, b.len, name, err);

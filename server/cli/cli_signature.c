@@ -1,5 +1,5 @@
 /*
- * stacksift signature [--dsym PATH]... [--symcache-dir DIR]... [--frames N] FILE...
+ * stacksift signature [--dsym PATH]... [--symcache-dir DIR]... [--symbol-maps DIR] [--frames N] FILE...
  *
  * What each report would group as: parses every FILE (any format crashreport_parse reads; a
  * MetricKit payload gives one line per diagnostic), symbolicates the frames whose image has a
@@ -27,8 +27,8 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: stacksift signature [--dsym PATH]... [--symcache-dir DIR]... [--frames N] "
-               "FILE...\n");
+    fprintf(f, "usage: stacksift signature [--dsym PATH]... [--symcache-dir DIR]... "
+               "[--symbol-maps DIR] [--frames N] FILE...\n");
 }
 
 static void print_error(buf *o, const char *path, const char *msg)
@@ -80,11 +80,12 @@ int cli_signature(int argc, char **argv)
 {
     cli_symcaches sc;
     signature_options so = {0};
-    cli_symcaches_init(&sc);
+    cli_symcaches_init(&sc, argc, argv);
     int first = 0, status = 2;
     for (int i = 1; i < argc && first == 0; i++) {
         const char *a = argv[i];
-        if ((strcmp(a, "--dsym") == 0 || strcmp(a, "--symcache-dir") == 0) && i + 1 < argc) {
+        if ((strcmp(a, "--dsym") == 0 || strcmp(a, "--symcache-dir") == 0 ||
+             strcmp(a, "--symbol-maps") == 0) && i + 1 < argc) {
             if (cli_symcaches_add(&sc, a, argv[++i], "signature") != 0)
                 goto done;
         } else if (strcmp(a, "--frames") == 0 && i + 1 < argc) {

@@ -1,5 +1,5 @@
 /*
- * stacksift symbolicate --dsym PATH [--dsym PATH...] [--symcache-dir DIR] [--json] [--mangled] FILE|-
+ * stacksift symbolicate --dsym PATH [--dsym PATH...] [--symcache-dir DIR] [--symbol-maps DIR] [--json] [--mangled] FILE|-
  *
  * Parses one report (a MetricKit payload: each of its diagnostics), symbolicates every frame whose image has a symcache, and prints the
  * report as Apple crash-report text (symbolicatecrash style, crashreport_render_text) or,
@@ -7,6 +7,8 @@
  *   --dsym PATH         a dSYM bundle, a directory or zip of bundles, or a Mach-O; converted
  *                       with dsym_build_symcaches into a temporary directory removed at exit
  *   --symcache-dir DIR  DIR/<UUID>.symc files (what `stacksift symcache build` writes)
+ *   --symbol-maps DIR   UUID maps and BCSymbolMaps that reveal an App Store dSYM's hidden
+ *                       names (also read from the --dsym input and from beside it)
  * looked up by image UUID (--dsym ones first). --mangled prints raw linkage names (`_ZN...`,
  * `$s...`) where function names go, text and JSON (crashreport_use_raw_names). Images without a symcache keep the report's
  * symbols and are listed under "missing_uuids" (--json) or on stderr ("missing: UUID name").
@@ -32,7 +34,7 @@
 static void usage(FILE *f)
 {
     fprintf(f, "usage: stacksift symbolicate --dsym PATH [--dsym PATH...] [--symcache-dir DIR] "
-               "[--json] [--mangled] FILE|-\n");
+               "[--symbol-maps DIR] [--json] [--mangled] FILE|-\n");
 }
 
 /* Symbolicate one report and render it into o; 0, or 1 after printing why. */
@@ -72,10 +74,11 @@ int cli_symbolicate(int argc, char **argv)
     bool json = false, mangled = false;
     const char *path = NULL;
     int status = 2;
-    cli_symcaches_init(&rs);
+    cli_symcaches_init(&rs, argc, argv);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if ((strcmp(a, "--dsym") == 0 || strcmp(a, "--symcache-dir") == 0) && i + 1 < argc) {
+        if ((strcmp(a, "--dsym") == 0 || strcmp(a, "--symcache-dir") == 0 ||
+             strcmp(a, "--symbol-maps") == 0) && i + 1 < argc) {
             if (cli_symcaches_add(&rs, a, argv[++i], "symbolicate") != 0) {
                 status = 1;
                 goto out;

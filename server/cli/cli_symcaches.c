@@ -12,14 +12,19 @@
 #include "cli/cli_tmpdir.h"
 #include "dsym/dsym.h"
 
-void cli_symcaches_init(cli_symcaches *s)
+void cli_symcaches_init(cli_symcaches *s, int argc, char **argv)
 {
     memset(s, 0, sizeof *s);
+    for (int i = 1; i + 1 < argc; i++)
+        if (strcmp(argv[i], "--symbol-maps") == 0)
+            s->symbol_maps = argv[++i];
 }
 
 int cli_symcaches_add(cli_symcaches *s, const char *opt, const char *path, const char *cmd)
 {
     bool is_dsym = strcmp(opt, "--dsym") == 0;
+    if (strcmp(opt, "--symbol-maps") == 0)
+        return 0;   /* taken by cli_symcaches_init */
     if (s->ndirs == CLI_SYMCACHES_MAX_DIRS) {
         fprintf(stderr, "stacksift %s: at most %d --dsym and --symcache-dir options\n", cmd,
                 CLI_SYMCACHES_MAX_DIRS);
@@ -42,7 +47,9 @@ int cli_symcaches_add(cli_symcaches *s, const char *opt, const char *path, const
         s->ndirs++;
     }
     err_info err = {0};
-    if (dsym_build_symcaches(path, s->tmp, NULL, NULL, NULL, &err) != ERR_OK) {
+    /* an App Store dSYM's hidden names: its maps in it, beside it, or in --symbol-maps */
+    dsym_options opts = {.maps_beside = true, .symbol_maps_dir = s->symbol_maps};
+    if (dsym_build_symcaches(path, s->tmp, &opts, NULL, NULL, &err) != ERR_OK) {
         fprintf(stderr, "stacksift %s: --dsym %s: %s\n", cmd, path, err.msg);
         return 1;
     }

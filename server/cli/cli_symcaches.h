@@ -3,7 +3,9 @@
  * symbolicate` and `stacksift signature`: --dsym PATH (a dSYM bundle, a directory or zip of
  * bundles, or a Mach-O, converted by dsym_build_symcaches into a temporary directory removed
  * by cli_symcaches_reset) and --symcache-dir DIR (DIR/<UUID>.symc), looked up by image UUID,
- * --dsym ones first. Each UUID is opened once and kept open until reset.
+ * --dsym ones first. Each UUID is opened once and kept open until reset. An App Store dSYM's
+ * hidden names are revealed with the UUID maps and BCSymbolMaps in its --dsym input, beside it
+ * or in --symbol-maps DIR (that option counts wherever it stands among the others).
  */
 #ifndef STACKSIFT_CLI_SYMCACHES_H
 #define STACKSIFT_CLI_SYMCACHES_H
@@ -29,13 +31,17 @@ typedef struct {
     size_t nopen;
     err_info err;            /* the first symcache that exists but cannot be opened */
     bool failed;
+    const char *symbol_maps; /* --symbol-maps DIR, NULL = none */
 } cli_symcaches;
 
-void cli_symcaches_init(cli_symcaches *s);
+/* cli_symcaches_init - an empty set; `argv[1..argc)` are the command's arguments, searched for
+ * --symbol-maps DIR before any --dsym is converted. */
+void cli_symcaches_init(cli_symcaches *s, int argc, char **argv);
 
 /*
- * cli_symcaches_add - one option: `opt` is "--dsym" (PATH converted now) or "--symcache-dir".
- * Returns 0, or 1 after printing "stacksift CMD: why" on stderr.
+ * cli_symcaches_add - one option: `opt` is "--dsym" (PATH converted now), "--symcache-dir" or
+ * "--symbol-maps" (read by cli_symcaches_init already). Returns 0, or 1 after printing
+ * "stacksift CMD: why" on stderr.
  */
 int cli_symcaches_add(cli_symcaches *s, const char *opt, const char *path, const char *cmd);
 

@@ -31,12 +31,9 @@ static void dsym_json(jsonw *w, const store_dsym *d, const char *status, const i
     jsonw_kstr(w, "uploaded_at", d->uploaded_at);
     if (status)
         jsonw_kstr(w, "status", status);
-    if (f != NULL && f->kind != NULL) {
-        jsonw_kstr(w, "kind", f->kind);   /* dsym, uuidmap or bcsymbolmap */
-        if (f->symbol_map != NULL) {      /* names still hidden: the map they wait for */
-            jsonw_kuint(w, "hidden_names", f->hidden);
-            jsonw_kstr(w, "symbol_map", f->symbol_map);
-        }
+    if (f != NULL && f->symbol_map != NULL) {   /* names still hidden: the map they wait for */
+        jsonw_kuint(w, "hidden_names", f->hidden);
+        jsonw_kstr(w, "symbol_map", f->symbol_map);
     }
     if (f != NULL) { /* what of its DWARF was left out as unreadable, the rest kept */
         jsonw_key(w, "warnings");
@@ -100,6 +97,9 @@ enum MHD_Result dsym_upload_respond(http_request *r, bool conflict_if_known)
         .max_ratio = cfg->max_zip_ratio,
         .skipped = note_skipped,
         .skipped_ctx = &skipped,
+        /* ?uuid=: the UUID a UUID map or BCSymbolMap sent alone is for, when its name
+         * carries none (checked against the name when both do) */
+        .map_uuid = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "uuid"),
     };
     ingest_dsym_file *files;
     size_t n;
@@ -122,6 +122,8 @@ enum MHD_Result dsym_upload_respond(http_request *r, bool conflict_if_known)
     jsonw_array_begin(&w);
     unsigned created = 0;
     for (size_t i = 0; i < n; i++) {
+        if (files[i].kind != NULL && strcmp(files[i].kind, "dsym") != 0)
+            continue;   /* a UUID map or BCSymbolMap: in "maps" below */
         dsym_json(&w, &files[i].row, files[i].status, &files[i]);
         metrics_dsym_processed(files[i].status);
         dwarf_skipped += files[i].warnings;
@@ -138,6 +140,27 @@ enum MHD_Result dsym_upload_respond(http_request *r, bool conflict_if_known)
     log_event(LOG_INFO, "dsym_upload_done", "req=%s files=%zu created=%u body_bytes=%llu "
               "build_ms=%.1f", r->id, n, created, (unsigned long long)r->body_bytes,
               http_now_ms() - t0);
+    jsonw_array_end(&w);
+    jsonw_key(&w, "maps");     /* UUID maps and BCSymbolMaps of App Store (bitcode) dSYMs */
+    jsonw_array_begin(&w);
+    for (size_t i = 0; i < n; i++) {
+        if (files[i].kind == NULL || strcmp(files[i].kind, "dsym") == 0)
+            continue;
+        bool um = strcmp(files[i].kind, "uuidmap") == 0;
+        jsonw_object_begin(&w);
+        jsonw_kstr(&w, "kind", files[i].kind);
+        jsonw_kstr(&w, "uuid", files[i].row.uuid);
+        jsonw_kstr(&w, "name", files[i].row.name);
+        jsonw_kstr(&w, "status", files[i].status);
+        if (um)
+            jsonw_kstr(&w, "original_uuid", files[i].original);
+        else
+            jsonw_kuint(&w, "names", files[i].names);
+        jsonw_object_end(&w);
+        created += strcmp(files[i].status, "exists") != 0;
+        log_event(LOG_INFO, "symbol_map_stored", "req=%s kind=%s uuid=%s status=%s", r->id,
+                  files[i].kind, files[i].row.uuid, files[i].status);
+    }
     jsonw_array_end(&w);
     jsonw_key(&w, "warnings"); /* slices of fat files left out, the others built */
     jsonw_array_begin(&w);

@@ -151,6 +151,8 @@ typedef struct {
     uint32_t hidden;    /* dsym: names and paths its symcache still hides `__hidden#N_` */
     const char *symbol_map; /* dsym with hidden names: the UUID of the BCSymbolMap it needs
                                (static or arena), NULL otherwise */
+    char original[37];  /* uuidmap: its DBGOriginalUUID */
+    uint32_t names;     /* bcsymbolmap: its lines after the header */
 } ingest_dsym_file;
 
 /*
@@ -200,6 +202,15 @@ err_code ingest_sha256_file_hex(char out[65], const char *path, err_info *err);
 err_code ingest_dsyms_reveal(unsigned *revealed, store *s, const char *work_dir,
                              symfiles *cache, const dsym_options *opts, err_info *err);
 
+/* Stored BCSymbolMaps for dsym_options.lookup: a hidden slice built with the options
+ * ingest_maps_attach set is revealed with the map the store holds for it (each map fetched
+ * and parsed once per ingest_maps). Owned: ingest_maps_free (NULL is a no-op), after the
+ * builds that use it. */
+typedef struct ingest_maps ingest_maps;
+ingest_maps *ingest_maps_new(store *s, const char *work_dir);
+void ingest_maps_attach(dsym_options *o, ingest_maps *m);
+void ingest_maps_free(ingest_maps *m);
+
 /* What `stacksift symcache rebuild` did with one debug file. */
 typedef struct {
     char uuid[37];
@@ -217,7 +228,8 @@ typedef void (*ingest_rebuilt_fn)(const ingest_rebuilt *r, void *ctx);
  * upload (or only of `uuid`, if not NULL) with this binary's symcache builder, and store each
  * one that differs (store_dsym_symcache_replace: only if nobody changed the row meanwhile, so
  * it is safe while nodes serve; they pick up the new symcache within SYMFILES_ROW_TTL_MS).
- * Each original is fetched once into `work_dir` (existing; emptied as it goes). `fn` is called
+ * Each original is fetched once into `work_dir` (existing; emptied as it goes); an App Store
+ * dSYM is rebuilt revealed with its stored maps (ingest_maps). `fn` is called
  * once per debug file. *failed = how many failed.
  * Errors  ERR_STORE (listing failed), ERR_IO (work_dir); per-file errors go to `fn`.
  */

@@ -107,7 +107,7 @@ static err_code to_buf(void *ctx, const uint8_t *data, size_t len, err_info *err
 /* ---- UUID maps and BCSymbolMaps ---------------------------------------------------------- */
 
 /* The maps an upload brings (to store) and the stored maps its slices asked for. */
-typedef struct {
+struct ingest_maps {
     store *s;
     const char *work_dir;
     unsigned seq;                /* scratch file names */
@@ -120,7 +120,8 @@ typedef struct {
     size_t nm;
     struct { char uuid[37]; symbolmap *map; } *loaded;  /* fetched from the store */
     size_t nloaded;
-} maps_ctx;
+};
+typedef struct ingest_maps maps_ctx;
 
 static err_code write_file(const char *path, const uint8_t *data, size_t len, err_info *err)
 {
@@ -210,6 +211,30 @@ static const symbolmap *stored_map(const char *uuid, char original[37], void *vc
     }
     buf_reset(&bytes);
     return m;
+}
+
+static void maps_reset(maps_ctx *x);
+
+ingest_maps *ingest_maps_new(store *s, const char *work_dir)
+{
+    ingest_maps *m = xcalloc(1, sizeof *m);
+    m->s = s;
+    m->work_dir = work_dir;
+    return m;
+}
+
+void ingest_maps_attach(dsym_options *o, ingest_maps *m)
+{
+    o->lookup = stored_map;
+    o->lookup_ctx = m;
+}
+
+void ingest_maps_free(ingest_maps *m)
+{
+    if (m == NULL)
+        return;
+    maps_reset(m);
+    free(m);
 }
 
 static void maps_reset(maps_ctx *x)
@@ -338,25 +363,26 @@ err_code ingest_dsym_upload_hashed(ingest_dsym_file **out, size_t *n, store *s,
         d->original_sha256 = input_sha[built.input[i]];
         d->original_path = inputs[built.input[i]];
         d->original_name = base_name(inputs[built.input[i]]);
+        d->hidden_names = b->hidden_left;
+        d->hidden_max = b->hidden_max;
+        d->revealed_by = b->revealed ? b->map_uuid : NULL;
     }
 
     rc = built.n ? store_dsyms_record(rows, built.n, s, err) : ERR_OK;
     if (rc != ERR_OK)
         goto done;
+    bool stored_hidden = false;
     for (size_t i = 0; i < built.n; i++) {
         if (rows[i].outcome == STORE_DSYM_EXISTS)
             continue;
         symfiles_add(cache, rows[i].row.uuid, rows[i].row.sha256, built.items[i].path);
-        const dsym_built *b = &built.items[i];
-        if (b->hidden > 0) {
-            rc = store_dsym_hidden_set(s, b->uuid, b->hidden_left, b->hidden_max,
-                                       b->revealed ? b->map_uuid : "", err);
-            if (rc != ERR_OK)
-                goto done;
-        }
+        stored_hidden |= built.items[i].hidden_left > 0;
     }
-    /* hidden dSYMs stored before that this upload's maps complete: rebuilt now */
-    if (maps.nu > 0 || maps.nm > 0) {
+    /* Hidden dSYMs stored before that this upload's maps complete: rebuilt now. And a hidden
+     * dSYM stored now: its map may have been committed by a concurrent upload after this
+     * build looked for it (sentry-cli sends dSYM and maps at once), and that upload's pass
+     * may have run before this row was committed: looked for once more. */
+    if (maps.nu > 0 || maps.nm > 0 || stored_hidden) {
         unsigned revealed;
         char reveal_dir[4200];
         snprintf(reveal_dir, sizeof reveal_dir, "%s/reveal", work_dir);
@@ -388,6 +414,10 @@ err_code ingest_dsym_upload_hashed(ingest_dsym_file **out, size_t *n, store *s,
         else
             snprintf(f->row.name, sizeof f->row.name, "%s", maps.names[i - maps.nu]);
         f->status = um || maps.m[i - maps.nu].created ? "created" : "exists";
+        if (um)
+            snprintf(f->original, sizeof f->original, "%s", maps.u[i].original);
+        else
+            f->names = maps.m[i - maps.nu].names;
     }
     for (size_t i = 0; i < built.n; i++) {
         files[i].kind = "dsym";

@@ -83,6 +83,11 @@ err_code ingest_symcache_rebuild(unsigned *failed, store *s, const char *uuid,
     store_dsym_rebuildable *rows;
     size_t n;
     *failed = 0;
+    /* the stored maps of App Store dSYMs: a revealed symcache stays revealed */
+    ingest_maps *maps = ingest_maps_new(s, work_dir);
+    dsym_options o = opts ? *opts : (dsym_options){0};
+    ingest_maps_attach(&o, maps);
+    opts = &o;
     err_code rc = store_dsyms_rebuildable(&rows, &n, s, a, err);
     built_list built = {0};
     char orig_dir[4096] = "", symc_dir[4096] = "", orig_path[4096], loaded[65] = "";
@@ -155,6 +160,7 @@ err_code ingest_symcache_rebuild(unsigned *failed, store *s, const char *uuid,
         (void)rmdir(symc_dir);
     }
     free(built.items);
+    ingest_maps_free(maps);
     arena_free(a);
     return rc;
 }

@@ -30,6 +30,9 @@ static const store_stmt ST_DSYM_UPGRADE = {
                     "uploaded_at = now(), last_used_at = now() "
                     "WHERE uuid = $1::uuid AND NOT has_dwarf AND $4::boolean "
                     "RETURNING " DSYM_COLUMNS};
+static const store_stmt ST_DSYM_HIDDEN = {
+    "dsym_hidden", "UPDATE dsyms SET hidden_names = $2, hidden_max = $3, "
+                   "revealed_by = nullif($4, '')::uuid WHERE uuid = $1::uuid"};
 static const store_stmt ST_DSYM_BLOBS = {
     "dsym_blobs", "SELECT coalesce(symcache_blob, ''), symcache_bytes, "
                   "coalesce(original_blob, ''), coalesce(original_name, ''), arch, has_dwarf "
@@ -276,6 +279,16 @@ static err_code do_record(pconn *c, void *vctx, err_info *err)
         if (d->outcome != STORE_DSYM_EXISTS) {
             dsym_from_row(row, res, 0);
             PQclear(res);
+            if (d->hidden_names > 0 || d->hidden_max > 0 || (d->revealed_by && *d->revealed_by) ||
+                d->outcome == STORE_DSYM_UPGRADED) {
+                char hn[16], hm[16];
+                snprintf(hn, sizeof hn, "%u", d->hidden_names);
+                snprintf(hm, sizeof hm, "%u", d->hidden_max);
+                const char *hv[4] = {row->uuid, hn, hm, d->revealed_by ? d->revealed_by : ""};
+                rc = store_exec(NULL, c, &ST_DSYM_HIDDEN, 4, hv, NULL, NULL, err);
+                if (rc != ERR_OK)
+                    break;
+            }
             /* The row is written; its blobs follow in this transaction (the foreign keys
              * are checked at COMMIT). */
             store_blob_file sym = {row->sha256, d->symcache_path};

@@ -82,6 +82,9 @@ typedef struct {
     const char *original_sha256; /* hex SHA-256 of the upload part it came from */
     const char *original_path;
     const char *original_name;   /* that part's file name */
+    uint32_t hidden_names;       /* App Store dSYM: names and paths its symcache still hides */
+    uint32_t hidden_max;         /* the largest `__hidden#N_` + 1: the lines its map needs */
+    const char *revealed_by;     /* the BCSymbolMap applied, NULL or "" = none */
     store_dsym_outcome outcome;  /* out */
 } store_dsym_record;
 
@@ -89,7 +92,8 @@ typedef struct {
  * store_dsyms_record - record `n` debug files and their blobs in ONE transaction: each row is
  * inserted, or left as it is (STORE_DSYM_EXISTS: the UUID is known and this upload does not
  * improve it), or upgraded (a DWARF symcache replaces a symbol-table-only one; never the other
- * way round). Only created and upgraded rows get their symcache and original blobs written
+ * way round). Created and upgraded rows get their hidden-name columns (migration 0013) set in
+ * the same transaction. Only created and upgraded rows get their symcache and original blobs written
  * (content-addressed: an existing blob is locked and reused, not written again); all of it
  * becomes visible at COMMIT together. rows[i].row is overwritten with the stored record.
  * Errors ERR_STORE, ERR_INVALID, ERR_IO (a file could not be read), ERR_INTERNAL.

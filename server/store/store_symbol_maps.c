@@ -36,9 +36,6 @@ static const store_stmt ST_DSYMS_TO_REVEAL = {
                        "WHERE d.hidden_names > 0 AND d.original_blob IS NOT NULL "
                        "AND m.names >= d.hidden_max AND d.revealed_by IS DISTINCT FROM m.uuid "
                        "ORDER BY d.original_blob, d.uuid"};
-static const store_stmt ST_DSYM_HIDDEN_SET = {
-    "dsym_hidden_set", "UPDATE dsyms SET hidden_names = $2, hidden_max = $3, "
-                       "revealed_by = nullif($4, '')::uuid WHERE uuid = $1::uuid"};
 
 typedef struct {
     const store_uuid_map *u;
@@ -248,24 +245,4 @@ err_code store_dsym_reveal(bool *done, store *s, const char *uuid, const char *e
     reveal_ctx x = {done, {uuid, expect_sha256 ? expect_sha256 : "", file->sha256, bytes, funcs,
                            hidden, revealed_by ? revealed_by : ""}, file};
     return store_run(s, do_reveal, &x, err);
-}
-
-typedef struct {
-    const char *values[4];
-} hidden_ctx;
-
-static err_code do_hidden_set(pconn *c, void *vctx, err_info *err)
-{
-    hidden_ctx *x = vctx;
-    return store_exec(NULL, c, &ST_DSYM_HIDDEN_SET, 4, x->values, NULL, NULL, err);
-}
-
-err_code store_dsym_hidden_set(store *s, const char *uuid, uint32_t hidden_names,
-                               uint32_t hidden_max, const char *revealed_by, err_info *err)
-{
-    char hidden[16], max[16];
-    snprintf(hidden, sizeof hidden, "%u", hidden_names);
-    snprintf(max, sizeof max, "%u", hidden_max);
-    hidden_ctx x = {{uuid, hidden, max, revealed_by ? revealed_by : ""}};
-    return store_run(s, do_hidden_set, &x, err);
 }

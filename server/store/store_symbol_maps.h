@@ -81,9 +81,4 @@ err_code store_dsym_reveal(bool *done, store *s, const char *uuid, const char *e
                            int32_t functions, uint32_t hidden_names, const char *revealed_by,
                            err_info *err);
 
-/* store_dsym_hidden_set - record what dSYM `uuid`'s symcache hides (after its upload): the
- * names still hidden, the lines its map needs, the map used ("" = none). Errors ERR_STORE. */
-err_code store_dsym_hidden_set(store *s, const char *uuid, uint32_t hidden_names,
-                               uint32_t hidden_max, const char *revealed_by, err_info *err);
-
 #endif
