@@ -205,12 +205,11 @@ static void file_json(jsonw *w, const dif_request *f, const char *state, const c
         jsonw_key(w, "data");
         jsonw_object_begin(w);
         /* symbolic's object kinds: a debug companion (dSYM) or an executable's symbol table;
-         * a UUID map or BCSymbolMap (arch "any") is Sentry's uuidmap / bcsymbolmap kind */
+         * a UUID map or BCSymbolMap is stored with arch "any" */
         bool map = strcmp(a->arch, "any") == 0;
-        size_t nl = strlen(f->name);
-        bool bcsymbolmap = nl > 12 && strcasecmp(f->name + nl - 12, ".bcsymbolmap") == 0;
-        jsonw_kstr(w, "type", map ? (bcsymbolmap ? "bcsymbolmap" : "uuidmap")
-                              : a->has_dwarf ? "dbg" : "exe");
+        /* a map is no object: sentry-cli reads "type" as symbolic's ObjectKind, where null
+         * is the one value for it */
+        jsonw_kstr(w, "type", map ? NULL : a->has_dwarf ? "dbg" : "exe");
         jsonw_key(w, "features");
         jsonw_array_begin(w);
         if (a->has_dwarf)

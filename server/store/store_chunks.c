@@ -21,13 +21,19 @@ static const store_stmt ST_CHUNK_SIZES = {
     "chunk_sizes", "WITH touched AS (UPDATE upload_chunks SET created_at = now() "
                    "WHERE sha1 = ANY($1::text[]) AND created_at < now() - interval '5 minutes') "
                    "SELECT sha1, bytes FROM upload_chunks WHERE sha1 = ANY($1::text[])"};
+/* What an assembled file left, still stored: a debug file, or (arch "any") an App Store
+ * dSYM's UUID map or BCSymbolMap. An "ok" row without it is started over (expired). */
+#define ASSEMBLY_STORED                                                                      \
+    "(EXISTS (SELECT 1 FROM dsyms d WHERE d.uuid = a.uuid) OR (a.arch = 'any' AND "          \
+    "(EXISTS (SELECT 1 FROM uuid_maps u WHERE u.uuid = a.uuid) OR "                           \
+    "EXISTS (SELECT 1 FROM symbol_maps m WHERE m.uuid = a.uuid))))"
 /* The columns of store_assembly, then its staleness ($2 = stale_s, $3 = error_s). */
 #define ASSEMBLY_SELECT                                                                      \
     "SELECT state, coalesce(detail, ''), name, coalesce(upper(uuid::text), ''), "            \
     "coalesce(arch, ''), coalesce(has_dwarf, false), "                                       \
     "(state = 'assembling' AND updated_at < now() - $2::int * interval '1 second') OR "      \
     "(state = 'error' AND updated_at < now() - $3::int * interval '1 second') OR "           \
-    "(state = 'ok' AND NOT EXISTS (SELECT 1 FROM dsyms d WHERE d.uuid = a.uuid)) "           \
+    "(state = 'ok' AND NOT " ASSEMBLY_STORED ") "                                        \
     "FROM dif_assemblies a WHERE sha1 = $1"
 static const store_stmt ST_ASSEMBLY_GET = {"assembly_get", ASSEMBLY_SELECT};
 /* Claims a file nobody assembles: a new row, or a stale one started over. */
@@ -39,7 +45,7 @@ static const store_stmt ST_ASSEMBLY_BEGIN = {
     "uuid = NULL, arch = NULL, has_dwarf = NULL, updated_at = now() "
     "WHERE (a.state = 'assembling' AND a.updated_at < now() - $2::int * interval '1 second') "
     "OR (a.state = 'error' AND a.updated_at < now() - $3::int * interval '1 second') "
-    "OR (a.state = 'ok' AND NOT EXISTS (SELECT 1 FROM dsyms d WHERE d.uuid = a.uuid)) "
+    "OR (a.state = 'ok' AND NOT " ASSEMBLY_STORED ") "
     "RETURNING 1"};
 static const store_stmt ST_ASSEMBLY_FINISH = {
     "assembly_finish", "UPDATE dif_assemblies SET state = $2, detail = $3, uuid = $4::uuid, "
@@ -52,7 +58,7 @@ static const store_stmt ST_ASSEMBLIES_EXPIRE = {
     "DELETE FROM dif_assemblies a WHERE "
     "(state = 'error' AND updated_at < now() - interval '1 day') OR "
     "(state = 'assembling' AND updated_at < now() - interval '1 day') OR "
-    "(state = 'ok' AND NOT EXISTS (SELECT 1 FROM dsyms d WHERE d.uuid = a.uuid))"};
+    "(state = 'ok' AND NOT " ASSEMBLY_STORED ")"};
 
 /* ---- chunks ---------------------------------------------------------------------------- */
 

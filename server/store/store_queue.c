@@ -154,12 +154,14 @@ static const char SQL_DROP_EMPTY[] =
     "DELETE FROM issues WHERE count = 0 AND id IN (SELECT t.issue_id FROM json_to_recordset("
     "$1::json) AS t(issue_id bigint, day date, n bigint))";
 
-/* A dSYM that arrived while these reports were processed: straight back to the queue. */
+/* A dSYM that arrived while these reports were processed: straight back to the queue. An
+ * App Store dSYM whose names are still hidden is what they wait on (its map): not that. */
 static const char SQL_RECHECK_PENDING[] =
     "UPDATE reports r SET status = 'received' "
     "WHERE r.id = ANY(string_to_array($1, ',')::uuid[]) AND r.status = 'pending_dsym' "
     "AND r.received_at BETWEEN $2::timestamptz AND $3::timestamptz "   /* partition pruning */
-    "AND EXISTS (SELECT 1 FROM dsyms d WHERE d.uuid = ANY(r.missing_uuids))";
+    "AND EXISTS (SELECT 1 FROM dsyms d WHERE d.uuid = ANY(r.missing_uuids) "
+    "AND d.hidden_names = 0)";
 
 /* Run `sql` with one text parameter (a JSON batch or an id list); its result is not needed. */
 static err_code exec_batch(pconn *c, const char *what, const char *sql, const char *param,
@@ -410,7 +412,7 @@ static err_code do_pending_sweep(pconn *c, void *vctx, err_info *err)
     err_code rc = store_exec_sql(&res, c, "releasing pending reports",
                               "UPDATE reports r SET status = 'received', updated_at = now() "
                               "WHERE r.status = 'pending_dsym' AND r.missing_uuids && "
-                              "ARRAY(SELECT uuid FROM dsyms)",
+                              "ARRAY(SELECT uuid FROM dsyms WHERE hidden_names = 0)",
                               0, NULL, 0, err);
     if (rc == ERR_OK)
         *f->count = strtoll(PQcmdTuples(res), NULL, 10);

@@ -36,7 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 from web_instance import Instance, check, checks_done, env_or_die  # noqa: E402
-from run import CHUNKS, Cli, npm_ci  # noqa: E402
+from run import CHUNKS, Cli, checks_failed, npm_ci  # noqa: E402
 
 DWARF = "2d10c42f-591d-3265-b147-78ba0868073f.dwarf-hidden"
 UUID = "2D10C42F-591D-3265-B147-78BA0868073F"
@@ -163,14 +163,19 @@ def check_revealed_report(inst, rid, syms, names, what):
               f"{what}: the issue reads the revealed name {want}: {title[:300]}")
     # POST /api/v1/symbolicate through the stored symcache: every hidden function revealed
     addrs = sorted(syms)
-    body = {"images": [{"uuid": UUID, "arch": "arm64", "name": "App", "load_address": hex(LOAD)}],
-            "stacks": [[hex(LOAD + a)] for a in addrs]}
-    r = inst.request("POST", "/api/v1/symbolicate", body=body, token=inst.tokens["read"])
     bad = []
-    if check(r.status == 200, f"{what}: symbolicate {r.status} {r.body[:200]!r}"):
-        for a, stack in zip(addrs, r.json()["stacks"]):
+    for i in range(0, len(addrs), 1000):   # the route takes at most 1024 stacks a request
+        batch = addrs[i:i + 1000]
+        body = {"images": [{"uuid": UUID, "arch": "arm64", "name": "App",
+                            "load_address": hex(LOAD)}],
+                "stacks": [[hex(LOAD + a)] for a in batch]}
+        r = inst.request("POST", "/api/v1/symbolicate", body=body, token=inst.tokens["read"])
+        if not check(r.status == 200, f"{what}: symbolicate {r.status} {r.body[:200]!r}"):
+            return
+        for a, stack in zip(batch, r.json()["stacks"]):
             syms_ = stack[0].get("symbols") or []
-            got = syms_[-1].get("function") if syms_ else None
+            # the raw name where it demangles (a C++ static: _ZL10setEnabledb)
+            got = (syms_[-1].get("mangled") or syms_[-1].get("function")) if syms_ else None
             if got != revealed_name(names, syms[a]):
                 bad.append((hex(a), got, revealed_name(names, syms[a])))
     check(not bad, f"{what}: {len(bad)} of {len(addrs)} hidden functions not revealed through "
@@ -285,12 +290,15 @@ def uuidmap_last(inst, src, syms, names):
           f"hidden dSYM alone: needs its own UUID's map until a UUID map says otherwise: "
           f"{r.status} {r.body[:300]!r}")
     r = post_dsym(inst, open(os.path.join(src, MAP), "rb").read(), name=MAP)
-    check(r.status == 201 and r.json()["files"][0].get("kind") == "bcsymbolmap",
+    check(r.status == 201 and r.json()["files"] == [] and
+          r.json()["maps"][0].get("kind") == "bcsymbolmap" and
+          r.json()["maps"][0].get("names") == len(names),
           f"the map alone: {r.status} {r.body[:300]!r}")
     rep = wait_status(inst, rid, "pending_dsym")
     check(rep.get("status") == "pending_dsym", f"uuid map last: still waiting: {rep.get('status')}")
     r = post_dsym(inst, open(os.path.join(src, PLIST), "rb").read(), name=PLIST)
-    check(r.status == 201 and r.json()["files"][0].get("kind") == "uuidmap",
+    check(r.status == 201 and r.json()["maps"][0].get("kind") == "uuidmap" and
+          r.json()["maps"][0].get("original_uuid") == ORIGINAL,
           f"the UUID map last: {r.status} {r.body[:300]!r}")
     h = dsym_hidden(inst).split("|")
     check(h[0] == "0" and h[2] == ORIGINAL, f"revealed by {ORIGINAL}: {h}")
@@ -316,6 +324,11 @@ def dsym_last(inst, cli, src, syms, names, work):
     check_revealed_report(inst, rid, syms, names, "dSYM last")
 
 
+def log_on_failure(inst):
+    if checks_failed():
+        print("server log tail:\n" + inst.tail_log(40), file=sys.stderr)
+
+
 def main():
     build = env_or_die("STACKSIFT_BUILD_DIR")
     env_or_die("STACKSIFT_SOURCE_DIR")
@@ -335,12 +348,21 @@ def main():
     try:
         with Instance("appstore_map_last", workers=1) as inst:
             cli = Cli(exe, inst, home)
-            app_store_folder(inst, cli, rel)
-            map_last(inst, cli, src, syms, names, os.path.join(work, "a"))
+            try:
+                app_store_folder(inst, cli, rel)
+                map_last(inst, cli, src, syms, names, os.path.join(work, "a"))
+            finally:
+                log_on_failure(inst)
         with Instance("appstore_uuidmap_last", workers=1) as inst:
-            uuidmap_last(inst, src, syms, names)
+            try:
+                uuidmap_last(inst, src, syms, names)
+            finally:
+                log_on_failure(inst)
         with Instance("appstore_dsym_last", workers=1) as inst:
-            dsym_last(inst, Cli(exe, inst, home), src, syms, names, os.path.join(work, "c"))
+            try:
+                dsym_last(inst, Cli(exe, inst, home), src, syms, names, os.path.join(work, "c"))
+            finally:
+                log_on_failure(inst)
     finally:
         shutil.rmtree(home, ignore_errors=True)
         shutil.rmtree(work, ignore_errors=True)
