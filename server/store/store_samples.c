@@ -385,9 +385,12 @@ err_code store_samples_commit(store_sample_work *w, const store_callsite_add *ad
     return rc;
 }
 
+/* An App Store dSYM whose names are still hidden is no release: the stacks wait for its map
+ * (store_dsym_reveal releases them). */
 static const store_stmt SQL_SWEEP = {"samples_sweep",
     "UPDATE callsite_pending p SET status = 'ready' WHERE p.status = 'waiting' "
-    "AND EXISTS (SELECT 1 FROM dsyms d WHERE d.uuid = ANY(p.missing_uuids))"};
+    "AND EXISTS (SELECT 1 FROM dsyms d WHERE d.uuid = ANY(p.missing_uuids) "
+    "AND d.hidden_names = 0)"};
 
 /* Counted batches are kept (without their samples) only to recognize a retried batch_id. */
 static const store_stmt SQL_EXPIRE_BATCHES = {"samples_expire_batches",
