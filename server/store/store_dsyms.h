@@ -92,7 +92,7 @@ typedef struct {
  * store_dsyms_record - record `n` debug files and their blobs in ONE transaction: each row is
  * inserted, or left as it is (STORE_DSYM_EXISTS: the UUID is known and this upload does not
  * improve it), or upgraded (a DWARF symcache replaces a symbol-table-only one; never the other
- * way round). Created and upgraded rows get their hidden-name columns (migration 0015) set in
+ * way round). Created and upgraded rows get their hidden-name columns (migration 0017) set in
  * the same transaction. Only created and upgraded rows get their symcache and original blobs written
  * (content-addressed: an existing blob is locked and reused, not written again); all of it
  * becomes visible at COMMIT together. rows[i].row is overwritten with the stored record.

@@ -1,6 +1,6 @@
 /*
  * store_symbol_maps - UUID maps and BCSymbolMaps of App Store (bitcode) dSYMs
- * (migrations/0015): what reveals a dSYM's `__hidden#N_` names (common/symbolmap).
+ * (migrations/0017): what reveals a dSYM's `__hidden#N_` names (common/symbolmap).
  * Errors as in store.h, plus ERR_IO for a blob's local file.
  */
 #ifndef STACKSIFT_STORE_STORE_SYMBOL_MAPS_H
