@@ -80,7 +80,8 @@ int cli_signature(int argc, char **argv)
 {
     cli_symcaches sc;
     signature_options so = {0};
-    cli_symcaches_init(&sc, argc, argv);
+    cli_symcaches_init(&sc);
+    cli_symcaches_symbol_maps(&sc, argc, argv);
     int first = 0, status = 2;
     for (int i = 1; i < argc && first == 0; i++) {
         const char *a = argv[i];

@@ -74,7 +74,8 @@ int cli_symbolicate(int argc, char **argv)
     bool json = false, mangled = false;
     const char *path = NULL;
     int status = 2;
-    cli_symcaches_init(&rs, argc, argv);
+    cli_symcaches_init(&rs);
+    cli_symcaches_symbol_maps(&rs, argc, argv);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if ((strcmp(a, "--dsym") == 0 || strcmp(a, "--symcache-dir") == 0 ||

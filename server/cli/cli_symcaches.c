@@ -12,9 +12,13 @@
 #include "cli/cli_tmpdir.h"
 #include "dsym/dsym.h"
 
-void cli_symcaches_init(cli_symcaches *s, int argc, char **argv)
+void cli_symcaches_init(cli_symcaches *s)
 {
     memset(s, 0, sizeof *s);
+}
+
+void cli_symcaches_symbol_maps(cli_symcaches *s, int argc, char **argv)
+{
     for (int i = 1; i + 1 < argc; i++)
         if (strcmp(argv[i], "--symbol-maps") == 0)
             s->symbol_maps = argv[++i];
@@ -24,7 +28,7 @@ int cli_symcaches_add(cli_symcaches *s, const char *opt, const char *path, const
 {
     bool is_dsym = strcmp(opt, "--dsym") == 0;
     if (strcmp(opt, "--symbol-maps") == 0)
-        return 0;   /* taken by cli_symcaches_init */
+        return 0;   /* taken by cli_symcaches_symbol_maps */
     if (s->ndirs == CLI_SYMCACHES_MAX_DIRS) {
         fprintf(stderr, "stacksift %s: at most %d --dsym and --symcache-dir options\n", cmd,
                 CLI_SYMCACHES_MAX_DIRS);

@@ -34,13 +34,15 @@ typedef struct {
     const char *symbol_maps; /* --symbol-maps DIR, NULL = none */
 } cli_symcaches;
 
-/* cli_symcaches_init - an empty set; `argv[1..argc)` are the command's arguments, searched for
- * --symbol-maps DIR before any --dsym is converted. */
-void cli_symcaches_init(cli_symcaches *s, int argc, char **argv);
+void cli_symcaches_init(cli_symcaches *s);
+
+/* cli_symcaches_symbol_maps - take --symbol-maps DIR from the command's arguments
+ * `argv[1..argc)` before any --dsym is converted (wherever it stands among them). */
+void cli_symcaches_symbol_maps(cli_symcaches *s, int argc, char **argv);
 
 /*
  * cli_symcaches_add - one option: `opt` is "--dsym" (PATH converted now), "--symcache-dir" or
- * "--symbol-maps" (read by cli_symcaches_init already). Returns 0, or 1 after printing
+ * "--symbol-maps" (taken by cli_symcaches_symbol_maps already). Returns 0, or 1 after printing
  * "stacksift CMD: why" on stderr.
  */
 int cli_symcaches_add(cli_symcaches *s, const char *opt, const char *path, const char *cmd);
