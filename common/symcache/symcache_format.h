@@ -101,6 +101,12 @@
  *                BCSymbolMap. Files written before have both clear; readers that predate them
  *                ignore them. The reveal itself happens once, at build: names and paths are
  *                stored revealed, so a lookup pays nothing for it.
+ *   5  (2026-11) the layout of 4; what the builder reads changed: an address is named by the
+ *                unit that owns it (.debug_aranges, else the unit's own ranges), inlinees
+ *                without a name stay frames of the chain, an address several symbols share is
+ *                named by the last. A version-4 file answers those shapes as the older reader
+ *                did, so it is refused with ERR_OUTDATED and rebuilt from the stored dSYM
+ *                (on first use, or `stacksift symcache rebuild`).
  */
 #ifndef STACKSIFT_SYMCACHE_FORMAT_H
 #define STACKSIFT_SYMCACHE_FORMAT_H
@@ -108,7 +114,7 @@
 #include <stdint.h>
 
 #define SYMC_MAGIC "STKSYMC"
-#define SYMCACHE_VERSION 4u
+#define SYMCACHE_VERSION 5u
 #define SYMC_HEADER_SIZE 96u
 #define SYMC_NAMES_PER_BLOCK 64u
 #define SYMC_NONE UINT32_MAX
