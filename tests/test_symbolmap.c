@@ -118,6 +118,10 @@ static void reads_uuid_maps(void)
     char uuid[37];
     err_info err = {0};
     CHECK(symbolmap_uuidmap_test((const uint8_t *)plist, strlen(plist)));
+    /* an empty file is mapped to no pointer: tested without arithmetic on it */
+    CHECK(!symbolmap_uuidmap_test(NULL, 0));
+    CHECK(!symbolmap_test(NULL, 0));
+    CHECK_EQ_INT(symbolmap_uuidmap_parse(uuid, NULL, 0, &err), ERR_INVALID);
     CHECK_EQ_INT(symbolmap_uuidmap_parse(uuid, (const uint8_t *)plist, strlen(plist), &err), ERR_OK);
     CHECK_EQ_STR(uuid, "C8374B6D-6E96-34D8-AE38-EFAA5FEC424F");
     static const char info[] = "<?xml version=\"1.0\"?><plist><dict><key>CFBundleIdentifier"

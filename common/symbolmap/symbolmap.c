@@ -260,6 +260,8 @@ static const uint8_t *skip_lead(const uint8_t *p, const uint8_t *end)
 
 bool symbolmap_uuidmap_test(const uint8_t *data, size_t len)
 {
+    if (len == 0)
+        return false; /* an empty file maps to no pointer at all: no arithmetic on it */
     const uint8_t *end = data + len, *p = skip_lead(data, end);
     return (end - p >= 5 && memcmp(p, "<?xml", 5) == 0) ||
            (end - p >= 6 && memcmp(p, "<plist", 6) == 0);
