@@ -191,6 +191,11 @@ err_code ingest_dsym_upload_hashed(ingest_dsym_file **out, size_t *n, store *s,
  * Errors ERR_IO, ERR_INTERNAL (OpenSSL could not set up the digest). */
 err_code ingest_sha256_file_hex(char out[65], const char *path, err_info *err);
 
+/* ingest_fetch_upload - write stored upload blob `sha` (64 hex) to `path` (created, 0600) and
+ * check its SHA-256. Errors ERR_IO (the file), ERR_STORE, ERR_NOT_FOUND (no such blob),
+ * ERR_INTERNAL (the bytes do not hash to `sha`). Used by rebuilds and reveals. */
+err_code ingest_fetch_upload(store *s, const char *sha, const char *path, err_info *err);
+
 /*
  * ingest_dsyms_reveal - rebuild every stored dSYM with hidden names whose BCSymbolMap is now
  * stored (store_dsyms_to_reveal) from its stored upload, revealed, and store it

@@ -77,26 +77,6 @@ done:
 }
 
 
-typedef struct {
-    int fd;
-    const char *path;
-} file_sink;
-
-static err_code to_file(void *vctx, const uint8_t *data, size_t len, err_info *err)
-{
-    file_sink *x = vctx;
-    while (len > 0) {
-        ssize_t n = write(x->fd, data, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return err_set(err, ERR_IO, "writing %s: %s", x->path, strerror(errno));
-        data += n;
-        len -= (size_t)n;
-    }
-    return ERR_OK;
-}
-
 static err_code to_buf(void *ctx, const uint8_t *data, size_t len, err_info *err)
 {
     (void)err;
@@ -479,15 +459,8 @@ err_code ingest_dsyms_reveal(unsigned *revealed, store *s, const char *work_dir,
         err_code frc = mkdir(dir, 0700) == 0 && mkdir(symc, 0700) == 0
                            ? ERR_OK
                            : err_set(&ferr, ERR_IO, "creating %s: %s", dir, strerror(errno));
-        if (frc == ERR_OK) {
-            int fd = open(orig, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-            file_sink sink = {fd, orig};
-            uint64_t bytes;
-            frc = fd < 0 ? err_set(&ferr, ERR_IO, "creating %s: %s", orig, strerror(errno))
-                         : store_blob_fetch(&bytes, s, d->original_sha256, to_file, &sink, &ferr);
-            if (fd >= 0)
-                close(fd);
-        }
+        if (frc == ERR_OK)
+            frc = ingest_fetch_upload(s, d->original_sha256, orig, &ferr);
         if (frc == ERR_OK)
             frc = dsym_build_symcaches(orig, symc, &o, collect_built, &built, &ferr);
         for (size_t k = 0; frc == ERR_OK && k < built.n; k++) {

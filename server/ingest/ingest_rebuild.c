@@ -56,8 +56,7 @@ static void collect(const dsym_built *b, void *ctx)
     l->items[l->n++] = *b;
 }
 
-/* Fetch blob `sha` to `path` and check its SHA-256. */
-static err_code fetch_original(store *s, const char *sha, const char *path, err_info *err)
+err_code ingest_fetch_upload(store *s, const char *sha, const char *path, err_info *err)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0)
@@ -120,7 +119,7 @@ err_code ingest_symcache_rebuild(unsigned *failed, store *s, const char *uuid,
                 rc = err_set(err, ERR_IO, "creating %s: %s", orig_dir, strerror(errno));
                 break;
             }
-            if (fetch_original(s, d->original_sha256, orig_path, &load_err) == ERR_OK)
+            if (ingest_fetch_upload(s, d->original_sha256, orig_path, &load_err) == ERR_OK)
                 (void)dsym_build_symcaches(orig_path, symc_dir, opts, collect, &built, &load_err);
         }
         const dsym_built *b = NULL;
