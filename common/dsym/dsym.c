@@ -275,43 +275,12 @@ static err_code add_map_file(job *j, const char *path, const char *name, bool al
     return rc;
 }
 
-/* Before any slice: every map under `dir` (sorted walk, like walk_dir). */
+static err_code walk_dir(job *j, const char *dir, int depth, bool maps_only, err_info *err);
+
+/* Before any slice: every map under `dir` (the same sorted walk as the slices'). */
 static err_code collect_maps_dir(job *j, const char *dir, int depth, err_info *err)
 {
-    if (depth > MAX_DIR_DEPTH)
-        return ERR_OK;
-    DIR *d = opendir(dir);
-    if (d == NULL)
-        return err_set(err, ERR_IO, "cannot read directory %s: %s", dir, strerror(errno));
-    char **names = NULL;
-    size_t n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.')
-            continue;
-        names = xreallocarray(names, n + 1, sizeof *names);
-        names[n++] = xstrdup(e->d_name);
-    }
-    closedir(d);
-    if (n > 1)
-        qsort(names, n, sizeof *names, cmp_str);
-    err_code rc = ERR_OK;
-    for (size_t i = 0; i < n && rc == ERR_OK; i++) {
-        char path[4096];
-        if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, names[i]) >= sizeof path)
-            continue;
-        struct stat st;
-        if (lstat(path, &st) != 0)
-            continue;
-        if (S_ISDIR(st.st_mode))
-            rc = collect_maps_dir(j, path, depth + 1, err);
-        else if (S_ISREG(st.st_mode) && looks_like_map(names[i], NULL, 0, false))
-            rc = add_map_file(j, path, names[i], false, err);
-    }
-    for (size_t i = 0; i < n; i++)
-        free(names[i]);
-    free(names);
-    return rc;
+    return walk_dir(j, dir, depth, true, err);
 }
 
 /* A map in folder `dir`: `<uuid><ext>`, the UUID upper or lower case. Loaded into the job
@@ -558,7 +527,9 @@ static err_code build_file(job *j, const char *path, const char *name, bool must
     return rc;
 }
 
-static err_code walk_dir(job *j, const char *dir, int depth, err_info *err)
+/* Every regular file under `dir`, in sorted name order, to depth MAX_DIR_DEPTH: built as a
+ * Mach-O (build_file), or with `maps_only` read as a map when its name says it is one. */
+static err_code walk_dir(job *j, const char *dir, int depth, bool maps_only, err_info *err)
 {
     if (depth > MAX_DIR_DEPTH)
         return ERR_OK;
@@ -589,9 +560,11 @@ static err_code walk_dir(job *j, const char *dir, int depth, err_info *err)
         if (lstat(path, &st) != 0)
             continue;
         if (S_ISDIR(st.st_mode))
-            rc = walk_dir(j, path, depth + 1, err);
-        else if (S_ISREG(st.st_mode))
+            rc = walk_dir(j, path, depth + 1, maps_only, err);
+        else if (S_ISREG(st.st_mode) && !maps_only)
             rc = build_file(j, path, names[i], false, err);
+        else if (S_ISREG(st.st_mode) && looks_like_map(names[i], NULL, 0, false))
+            rc = add_map_file(j, path, names[i], false, err);
     }
     for (size_t i = 0; i < n; i++)
         free(names[i]);
@@ -804,7 +777,7 @@ err_code dsym_build_symcaches(const char *input, const char *out_dir, const dsym
     if (S_ISDIR(st.st_mode)) {
         rc = collect_maps_dir(&j, input, 0, err);
         if (rc == ERR_OK)
-            rc = walk_dir(&j, input, 0, err);
+            rc = walk_dir(&j, input, 0, false, err);
         if (rc == ERR_OK && j.built == 0 && j.maps_found == 0)
             rc = err_set(err, ERR_INVALID, "no Mach-O debug file found in %s", input);
         goto done;
