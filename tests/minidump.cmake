@@ -15,3 +15,11 @@ add_test(NAME minidump_walk
   WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
 set_tests_properties(minidump_walk PROPERTIES LABELS fixtures TIMEOUT 600
   ENVIRONMENT "${STACKSIFT_TEST_ENV};STACKSIFT_BUILD_DIR=${PROJECT_BINARY_DIR}")
+
+# Through the real server and Postgres: the shared dumps sent raw, gzip'd, sniffed, as
+# Crashpad's multipart upload (on /api/v1/reports and Sentry's /api/{id}/minidump/) and in a
+# sentry-native envelope; stored, grouped, frames with how they were found, raw bytes back as
+# sent; malformed dumps refused with the reason.
+add_test(NAME test_minidump_server COMMAND ${STACKSIFT_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/test_minidump_server.py)
+set_tests_properties(test_minidump_server PROPERTIES LABELS db TIMEOUT 300
+  ENVIRONMENT "${STACKSIFT_TEST_ENV};STACKSIFT_BUILD_DIR=${PROJECT_BINARY_DIR}")

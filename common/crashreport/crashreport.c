@@ -24,6 +24,7 @@ const char *crashreport_format_name(crashreport_format f)
     case CRASHREPORT_FORMAT_BUGSNAG:    return "bugsnag";
     case CRASHREPORT_FORMAT_PLCRASH:    return "plcrash";
     case CRASHREPORT_FORMAT_SENTRY:     return "sentry";
+    case CRASHREPORT_FORMAT_MINIDUMP:   return "minidump";
     }
     return "unknown";
 }
@@ -695,6 +696,8 @@ static err_code parse_any(crashreport **out, const char *data, size_t len, arena
     *out = NULL;
     if (cr_is_plcrash(data, len)) /* binary: before the UTF-8 check */
         return cr_parse_plcrash(out, data, len, a, err);
+    if (crashreport_is_minidump((const uint8_t *)data, len))
+        return crashreport_parse_minidump(out, (const uint8_t *)data, len, NULL, a, err);
     if (len >= 3 && memcmp(data, "\xef\xbb\xbf", 3) == 0)
         data += 3, len -= 3;
     err_code rc = doc_text(&data, &len, data, len, a, err);

@@ -28,6 +28,9 @@
  *   sentry      a Sentry event as SDKs send it (sentry-cocoa's `macho` images, the older
  *               `apple` images of the KSCrash-based SDKs; exception, threads, debug_meta,
  *               contexts), also events without native images (handled errors, messages).
+ *   minidump    a minidump as Breakpad and Crashpad write it on macOS ("MDMP" magic): read by
+ *               common/minidump, every thread's stack walked by common/unwind; each frame
+ *               records how the walk found it (crashreport_frame.found).
  *
  * Everything a parser produces lives in the caller's arena and stays valid until
  * arena_free(). Addresses are runtime addresses exactly as the report gives them
@@ -54,6 +57,7 @@ typedef enum {
     CRASHREPORT_FORMAT_BUGSNAG,    /* "bugsnag": one event of a Bugsnag notifier payload */
     CRASHREPORT_FORMAT_PLCRASH,    /* "plcrash": PLCrashReporter's protobuf .plcrash file */
     CRASHREPORT_FORMAT_SENTRY,     /* "sentry": a Sentry SDK event (sentry-cocoa and older) */
+    CRASHREPORT_FORMAT_MINIDUMP,   /* "minidump": a Breakpad / Crashpad minidump, walked here */
 } crashreport_format;
 
 typedef enum {
@@ -139,7 +143,28 @@ typedef struct {
     uint32_t depth;          /* 0 for a root */
     uint64_t sample_count;   /* samples whose stack passed through this frame */
     bool leaf;               /* no callees: the sampled instruction, not a return address */
+    uint8_t found;           /* CRASHREPORT_FOUND_*: how a stack walk found the frame
+                                (minidumps); GIVEN (0) when the report gave its stack */
 } crashreport_frame;
+
+/* How a frame was found (crashreport_frame.found): given by the report, or by the server's
+ * walk of a minidump stack (common/unwind: registers, call-frame information, the frame
+ * pointer chain, or a stack scan, the least trusted). */
+#define CRASHREPORT_FOUND_GIVEN 0
+#define CRASHREPORT_FOUND_CONTEXT 1
+#define CRASHREPORT_FOUND_CFI 2
+#define CRASHREPORT_FOUND_FRAME_POINTER 3
+#define CRASHREPORT_FOUND_SCAN 4
+
+/* crashreport_found_name - "context", "cfi", "frame_pointer", "scan"; NULL for GIVEN. */
+const char *crashreport_found_name(uint8_t found);
+
+/* One key/value annotation a report carries beside its stacks (a minidump's Crashpad
+ * annotations, the form fields or Sentry event it was uploaded with); strings in the arena. */
+typedef struct {
+    const char *key;   /* "prod", "ver", "environment", "tags.k", ...; never NULL */
+    const char *value; /* never NULL */
+} crashreport_annotation;
 
 /* One register of a thread's saved state, as the report gives it (plcrash). */
 typedef struct {
@@ -229,6 +254,9 @@ typedef struct {
     size_t nimages;
     const char **errors;           /* non-fatal problems met while parsing, one line each */
     size_t nerrors;
+    crashreport_annotation *annotations; /* minidumps: key/value annotations in the order met
+                                      (the dump's, then the upload's); NULL (0) otherwise */
+    size_t nannotations;
     const char *text;              /* apple-text: the report text (rendering keeps its lines) */
     size_t text_len;
     /* Set by symbolicate_report: */
@@ -307,6 +335,38 @@ typedef struct {
  */
 err_code crashreport_split_array(crashreport_doc **out, size_t *n, const char *data, size_t len,
                                  size_t max, arena *a, err_info *err);
+
+/* Beside a minidump's bytes: what its upload said about it, and the unwind information of its
+ * images (crashreport_parse_minidump). All borrowed for the parse only. */
+struct unwind_image;
+typedef struct {
+    const char *event_json;   /* a Sentry event (JSON) the dump was sent with: release, dist,
+                                 contexts (os, device, app), environment, tags, user, extra;
+                                 NULL if none */
+    size_t event_len;
+    const struct unwind_image *images; /* unwind_image (unwind/walk.h) of the images whose
+                                 executables were uploaded, matched by UUID; NULL (0): the walk
+                                 uses frame pointers and the stack scan */
+    size_t nimages;
+} crashreport_minidump_options;
+
+/*
+ * crashreport_parse_minidump - a minidump (`len` bytes starting "MDMP") as a report: the
+ * system info, exception (EXC_CRASH unwrapped: signal and original exception), modules as
+ * binary images, every thread walked (common/unwind: frames marked by `found`; Breakpad's
+ * handler thread skipped), the crashed thread's registers, Crashpad's annotations (and the
+ * `__crash_info` messages as app_specific_info), and what the reader could not read as
+ * errors. `opts` may be NULL. crashreport_parse calls it with none.
+ * Errors  ERR_INVALID (no header or stream directory; no thread with a readable context: the
+ *         message says why), ERR_TOO_LARGE (the arena's budget).
+ * Source  common/minidump/README.md, common/unwind/README.md.
+ */
+err_code crashreport_parse_minidump(crashreport **out, const uint8_t *data, size_t len,
+                                    const crashreport_minidump_options *opts, arena *a,
+                                    err_info *err);
+
+/* crashreport_is_minidump - whether `len` bytes start with the minidump magic "MDMP". */
+bool crashreport_is_minidump(const uint8_t *data, size_t len);
 
 /* crashreport_format_name / crashreport_kind_name / crashreport_sym_status_name - the
  * stable strings above ("apple-text", "crash", "ok", ...). Static strings. */

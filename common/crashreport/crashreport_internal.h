@@ -133,6 +133,11 @@ bool cr_is_sentry(const jsonr_value *root);
 /* cr_parse_sentry - a Sentry event (jsonr tree) as one report (parse_sentry.c). */
 err_code cr_parse_sentry(crashreport **out, const jsonr_value *root, arena *a, err_info *err);
 
+/* cr_sentry_event_metadata - the metadata of a Sentry event (jsonr object) into b->r->meta:
+ * event_id, timestamp, release, dist, contexts os/device/app, message (parse_sentry.c); also
+ * what a minidump sent with an event takes from it (parse_minidump.c). */
+void cr_sentry_event_metadata(cr_builder *b, const jsonr_value *root);
+
 /* cr_json_u64 - a non-negative integer from a JSON value: an integer, an exact real (< 2^53)
  * or a "0x..." hex string of at most 16 digits; false otherwise. */
 bool cr_json_u64(const jsonr_value *v, uint64_t *out);

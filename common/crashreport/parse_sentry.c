@@ -301,7 +301,7 @@ static void read_images(cr_builder *b, const jsonr_value *images)
     }
 }
 
-static void event_metadata(cr_builder *b, const jsonr_value *root)
+void cr_sentry_event_metadata(cr_builder *b, const jsonr_value *root)
 {
     crashreport_metadata *m = &b->r->meta;
     const jsonr_value *contexts = jsonr_get(root, "contexts");
@@ -378,7 +378,7 @@ err_code cr_parse_sentry(crashreport **out, const jsonr_value *root, arena *a, e
         return ERR_TOO_LARGE;
     b.frameless_ok = true;
     sentry_ctx c = {.b = &b};
-    event_metadata(&b, root);
+    cr_sentry_event_metadata(&b, root);
 
     const jsonr_value *exceptions = values_of(jsonr_get(root, "exception"));
     size_t nex = cr_json_array_size(exceptions);

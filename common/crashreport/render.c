@@ -66,6 +66,8 @@ static void json_frames(jsonw *w, const crashreport *r, const crashreport_frame 
             jsonw_kuint(w, "depth", f->depth);
             jsonw_kuint(w, "sample_count", f->sample_count);
         }
+        if (f->found != CRASHREPORT_FOUND_GIVEN) /* minidumps: how the walk found it */
+            jsonw_kstr(w, "found", crashreport_found_name(f->found));
         if (f->ngiven_inlines > 0) {
             jsonw_key(w, "report_inlines");
             json_symbols(w, f->given_inlines, f->ngiven_inlines);
@@ -218,6 +220,17 @@ void crashreport_render_json(buf *o, const crashreport *r)
     }
     jsonw_array_end(&w);
     json_strings(&w, "errors", (const char *const *)r->errors, r->nerrors);
+    if (r->nannotations > 0) { /* only minidumps carry annotations */
+        jsonw_key(&w, "annotations");
+        jsonw_array_begin(&w);
+        for (size_t i = 0; i < r->nannotations; i++) {
+            jsonw_object_begin(&w);
+            jsonw_kstr(&w, "key", r->annotations[i].key);
+            jsonw_kstr(&w, "value", r->annotations[i].value);
+            jsonw_object_end(&w);
+        }
+        jsonw_array_end(&w);
+    }
     if (r->symbolicated)
         json_strings(&w, "missing_uuids", (const char *const *)r->missing_uuids,
                      r->nmissing_uuids);

@@ -1098,10 +1098,13 @@ err_code signature_compute(signature *out, const crashreport *r, const signature
     rc = expand(&c, stack, n);
     if (rc != ERR_OK)
         return rc;
-    /* Rule 3: error-raising machinery goes, wherever it is. */
+    /* Rule 3: error-raising machinery goes, wherever it is; so do frames a minidump walk
+     * found only by scanning the stack (a stale return address there would split or merge
+     * issues by chance). */
     size_t w = 0;
     for (size_t i = 0; i < c.nx; i++)
-        if (c.x[i].name == NULL || !signature_is_skipped(c.x[i].name))
+        if ((c.x[i].name == NULL || !signature_is_skipped(c.x[i].name)) &&
+            c.x[i].frame->found != CRASHREPORT_FOUND_SCAN)
             c.x[w++] = c.x[i];
     c.nx = w;
 

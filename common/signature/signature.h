@@ -12,7 +12,8 @@
  *   2. Inlined frames are expanded (a frame with symbols A inlined into B gives A, then B).
  *   3. Error-raising machinery (objc_exception_throw, __cxa_throw, abort, pthread_kill, Swift
  *      assertion and runtime-failure traps, ...) is dropped: SIGNATURE_SKIP in signature.c is
- *      the one table of them.
+ *      the one table of them. So are frames a minidump walk found by stack scanning
+ *      (crashreport_frame.found == CRASHREPORT_FOUND_SCAN).
  *   4. Frames of in-app images (signature_image_in_app; a frame without a Binary Images entry:
  *      signature_frame_in_app) that have a function name, top N
  *      (opts->max_frames, default 3) after consecutive duplicates (recursion) are collapsed.

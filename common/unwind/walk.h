@@ -37,7 +37,7 @@ typedef enum {
 } unwind_found;
 
 /* The unwind info of one image, matched to modules by UUID. Borrowed. */
-typedef struct {
+typedef struct unwind_image {
     uint8_t uuid[16];
     uint64_t text_vmaddr;          /* __TEXT vmaddr: compact unwind offsets are from it */
     const unwind_entry *entries;   /* from unwind_compact_list; sorted */

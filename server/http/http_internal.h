@@ -23,6 +23,7 @@
 #include "http/http.h"
 #include "ingest/assemble.h"
 #include "ingest/ingest.h"
+#include "ingest/ingest_minidump.h"
 #include "ingest/pipeline.h"
 #include "store/store.h"
 #include "store/store_intake.h"
@@ -197,6 +198,31 @@ const char *request_form_field(http_request *r, const char *name);
  * a wrong key costs no disk. ERR_OK when it is good or not known yet (the handler checks it
  * after the body); ERR_UNAUTHORIZED (r->err set) when it is not accepted. */
 err_code bugsnag_dsym_part_begin(http_request *r);
+/* A multipart/form-data body's parts (http_form_read); everything in the request arena. */
+typedef struct {
+    bool has_reports;              /* a "reports" part (KSCrash's standard sink) */
+    uint8_t *reports;              /* its bytes ("" when none) */
+    size_t reports_len;
+    bool has_dump;                 /* an "upload_file_minidump" part */
+    uint8_t *dump;                 /* its bytes (the first such part) */
+    size_t dump_len;
+    const char *dump_filename;     /* as sent, NULL if none */
+    ingest_form_field *fields;     /* the text fields, in body order */
+    size_t nfields;
+} http_form;
+
+/* http_form_read - the parts of the request's multipart body (gzip decoded first, up to `max`
+ * bytes, when Content-Encoding says so); other file parts are skipped. Errors ERR_INVALID
+ * (no boundary, malformed body), ERR_TOO_LARGE (over INGEST_FORM_MAX_FIELDS fields, a field
+ * over INGEST_FORM_MAX_VALUE bytes, the arena's budget), ERR_UNSUPPORTED (encoding). */
+err_code http_form_read(http_form *out, http_request *r, uint64_t max);
+
+/* http_form_minidump_envelope - the envelope a multipart minidump upload is stored as
+ * (ingest_minidump_envelope) of `form`, whose dump must be a minidump within
+ * max_report_bytes. Errors ERR_INVALID, ERR_TOO_LARGE (r->err set). */
+err_code http_form_minidump_envelope(const uint8_t **env, size_t *env_len, http_request *r,
+                                     const http_form *form);
+
 /* request_is_multipart - whether the request's Content-Type is multipart/form-data. */
 bool request_is_multipart(http_request *r);
 /* request_limit_arg - ?limit= within [1, max], `def` when absent. Errors ERR_INVALID. */
@@ -212,6 +238,7 @@ enum MHD_Result handle_metrics(http_request *r);
 
 enum MHD_Result handle_sentry_envelope(http_request *r); /* POST /api/{project}/envelope/ */
 enum MHD_Result handle_sentry_store(http_request *r);    /* POST /api/{project}/store/ */
+enum MHD_Result handle_sentry_minidump(http_request *r); /* POST /api/{project}/minidump/ */
 /* sentry_start - open the spool (STACKSIFT_DATA_DIR/spool, STACKSIFT_SPOOL_MB) and start its
  * replay thread, which commits what an earlier run left there. Errors ERR_IO, ERR_INTERNAL. */
 err_code sentry_start(http_server *srv, err_info *err);

@@ -9,6 +9,7 @@
  * hex-digit forms). Shapes in docs/openapi.yaml.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "base/buf.h"
@@ -16,6 +17,7 @@
 #include "http/http_internal.h"
 #include "http/metrics.h"
 #include "ingest/ingest.h"
+#include "ingest/ingest_minidump.h"
 #include "store/store_reports.h"
 
 /* One row's place in the request, the context of its commit callback. */
@@ -72,54 +74,134 @@ static enum MHD_Result report_accepted(http_request *r)
     return respond_json(r, 202, &body);
 }
 
-/* ---- KSCrash's standard sink: multipart/form-data with a "reports" part ------------------------ */
+/* ---- multipart/form-data bodies -------------------------------------------------------------- */
 
-/* Collects the "reports" part of a multipart body (libmicrohttpd's post processor over the
- * gathered body); other parts are ignored. */
+/* Grows `*data` (cap *cap) to hold `len + size` bytes in the request arena; false over budget. */
+static bool part_grow(http_request *r, uint8_t **data, size_t *cap, size_t len, size_t size)
+{
+    if (len + size <= *cap)
+        return true;
+    size_t ncap = *cap ? *cap : 65536;
+    while (ncap < len + size)
+        ncap *= 2;
+    uint8_t *p = arena_grow(r->a, *data, *cap, ncap, &r->err);
+    if (p == NULL)
+        return false;
+    *data = p;
+    *cap = ncap;
+    return true;
+}
+
+/* Collects a multipart body's parts (libmicrohttpd's post processor over the gathered body):
+ * the "reports" part (KSCrash's standard sink), the "upload_file_minidump" file part and the
+ * other text fields (minidump uploads); other file parts are skipped. */
 typedef struct {
     http_request *r;
-    uint8_t *data;
-    size_t len, cap;
-    bool seen, failed;
-} reports_part;
+    http_form *f;
+    size_t reports_cap, dump_cap;
+    char last_key[INGEST_FORM_MAX_KEY]; /* the field the last chunk went to */
+    bool failed;
+} form_reader;
 
-static enum MHD_Result on_reports_part(void *cls, enum MHD_ValueKind kind, const char *key,
-                                       const char *filename, const char *content_type,
-                                       const char *transfer_encoding, const char *data,
-                                       uint64_t off, size_t size)
+static enum MHD_Result on_form_part(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *filename, const char *content_type,
+                                    const char *transfer_encoding, const char *data,
+                                    uint64_t off, size_t size)
 {
-    reports_part *p = cls;
-    (void)kind, (void)filename, (void)content_type, (void)transfer_encoding, (void)off;
-    if (key == NULL || strcmp(key, "reports") != 0 || p->failed)
+    form_reader *fr = cls;
+    http_form *f = fr->f;
+    http_request *r = fr->r;
+    (void)kind, (void)content_type, (void)transfer_encoding;
+    if (key == NULL || fr->failed)
         return MHD_YES;
-    p->seen = true;
-    if (p->len + size > p->cap) {
-        size_t ncap = p->cap ? p->cap : 65536;
-        while (ncap < p->len + size)
-            ncap *= 2;
-        p->data = arena_grow(p->r->a, p->data, p->cap, ncap, &p->r->err);
-        if (p->data == NULL) {
-            p->failed = true;
+    if (strcmp(key, "reports") == 0) {
+        f->has_reports = true;
+        if (!part_grow(r, &f->reports, &fr->reports_cap, f->reports_len, size)) {
+            fr->failed = true;
             return MHD_NO;
         }
-        p->cap = ncap;
+        memcpy(f->reports + f->reports_len, data, size);
+        f->reports_len += size;
+        return MHD_YES;
     }
-    memcpy(p->data + p->len, data, size);
-    p->len += size;
+    if (strcmp(key, INGEST_MINIDUMP_PART) == 0) {
+        if (off == 0 && f->has_dump && f->dump_len > 0)
+            return MHD_YES; /* a second dump part: the first one is the report */
+        f->has_dump = true;
+        if (f->dump_filename == NULL && filename != NULL)
+            f->dump_filename = arena_strdup(r->a, filename, &r->err);
+        if (!part_grow(r, &f->dump, &fr->dump_cap, f->dump_len, size)) {
+            fr->failed = true;
+            return MHD_NO;
+        }
+        memcpy(f->dump + f->dump_len, data, size);
+        f->dump_len += size;
+        return MHD_YES;
+    }
+    if (filename != NULL)
+        return MHD_YES; /* other attachments: not kept */
+    if (strlen(key) >= INGEST_FORM_MAX_KEY) {
+        err_set(&r->err, ERR_INVALID, "form field name of %zu bytes is over the limit of %d",
+                strlen(key), INGEST_FORM_MAX_KEY - 1);
+        fr->failed = true;
+        return MHD_NO;
+    }
+    /* a value in several chunks: the later ones continue the last field */
+    ingest_form_field *fld = NULL;
+    if (off > 0 && f->nfields > 0 && strcmp(fr->last_key, key) == 0) {
+        fld = &f->fields[f->nfields - 1];
+    } else {
+        if (f->nfields == INGEST_FORM_MAX_FIELDS) {
+            err_set(&r->err, ERR_TOO_LARGE, "the upload has more than %d form fields",
+                    INGEST_FORM_MAX_FIELDS);
+            fr->failed = true;
+            return MHD_NO;
+        }
+        if (f->fields == NULL)
+            f->fields = arena_alloc_array(r->a, INGEST_FORM_MAX_FIELDS, sizeof *f->fields, &r->err);
+        if (f->fields == NULL) {
+            fr->failed = true;
+            return MHD_NO;
+        }
+        fld = &f->fields[f->nfields++];
+        fld->key = arena_strdup(r->a, key, &r->err);
+        fld->value = NULL;
+        fld->value_len = 0;
+        snprintf(fr->last_key, sizeof fr->last_key, "%s", key);
+        if (fld->key == NULL) {
+            fr->failed = true;
+            return MHD_NO;
+        }
+    }
+    if (fld->value_len + size > INGEST_FORM_MAX_VALUE) {
+        err_set(&r->err, ERR_TOO_LARGE, "form field \"%.64s\" is over the limit of %d bytes", key,
+                INGEST_FORM_MAX_VALUE);
+        fr->failed = true;
+        return MHD_NO;
+    }
+    char *v = arena_alloc(r->a, fld->value_len + size + 1, &r->err);
+    if (v == NULL) {
+        fr->failed = true;
+        return MHD_NO;
+    }
+    if (fld->value_len > 0)
+        memcpy(v, fld->value, fld->value_len);
+    memcpy(v + fld->value_len, data, size);
+    v[fld->value_len + size] = '\0';
+    fld->value = v;
+    fld->value_len += size;
     return MHD_YES;
 }
 
-/* The bytes of the "reports" part of the request's multipart body (gzip decoded first when
- * the request says so). Errors ERR_INVALID (malformed, no such part), ERR_TOO_LARGE. */
-static err_code reports_part_get(const uint8_t **out, size_t *out_len, http_request *r)
+err_code http_form_read(http_form *out, http_request *r, uint64_t max)
 {
+    memset(out, 0, sizeof *out);
     const uint8_t *body = r->mem ? r->mem : (const uint8_t *)"";
     size_t len = (size_t)r->body_bytes;
     const char *enc = request_media_type(r, MHD_HTTP_HEADER_CONTENT_ENCODING);
-    uint64_t max = r->srv->cfg->max_report_bytes * REPORT_BATCH_FACTOR;
     if (strcmp(enc, "gzip") == 0) {
         uint8_t *dec;
-        err_code rc = ingest_gunzip(&dec, &len, body, len, max, "report batch", r->a, &r->err);
+        err_code rc = ingest_gunzip(&dec, &len, body, len, max, "multipart body", r->a, &r->err);
         if (rc != ERR_OK)
             return rc;
         body = dec;
@@ -127,22 +209,19 @@ static err_code reports_part_get(const uint8_t **out, size_t *out_len, http_requ
         return err_set(&r->err, ERR_UNSUPPORTED, "content encoding '%s' is not accepted: send gzip "
                        "or identity", enc);
     }
-    reports_part p = {.r = r};
-    struct MHD_PostProcessor *pp = MHD_create_post_processor(r->conn, 65536, on_reports_part, &p);
+    form_reader fr = {.r = r, .f = out};
+    struct MHD_PostProcessor *pp = MHD_create_post_processor(r->conn, 65536, on_form_part, &fr);
     if (pp == NULL)
         return err_set(&r->err, ERR_INVALID, "multipart/form-data without a boundary");
     enum MHD_Result ok = MHD_post_process(pp, (const char *)body, len);
     /* ignored: the parts were all delivered by MHD_post_process */
     (void)MHD_destroy_post_processor(pp);
-    if (p.failed)
-        return ERR_TOO_LARGE;
+    if (fr.failed)
+        return r->err.code != ERR_OK ? r->err.code : ERR_TOO_LARGE;
     if (ok != MHD_YES)
         return err_set(&r->err, ERR_INVALID, "malformed multipart/form-data body");
-    if (!p.seen)
-        return err_set(&r->err, ERR_INVALID, "multipart/form-data body has no \"reports\" part "
-                       "(KSCrash's standard sink sends the reports as a JSON array there)");
-    *out = p.data ? p.data : (const uint8_t *)"";
-    *out_len = p.len;
+    if (out->reports == NULL)
+        out->reports = (uint8_t *)"";
     return ERR_OK;
 }
 
@@ -238,16 +317,14 @@ static enum MHD_Result submit_rows(http_request *r, intake_slot *slots)
  * names itself has an id of its own (ingest_report_prepare_batch), which the intake stores once
  * per project: the same batch sent again (the sink retries until it gets a 2xx) is answered
  * with the same ids and stores nothing new. */
-static enum MHD_Result report_batch_post(http_request *r)
+static enum MHD_Result report_batch_post(http_request *r, const http_form *form)
 {
-    const uint8_t *part = NULL;
-    size_t len = 0;
-    err_code rc = reports_part_get(&part, &len, r);
-    if (rc == ERR_OK) {
+    err_code rc;
+    {
         ingest_report_input in = {
             .content_type = "application/json",
-            .body = part,
-            .len = len,
+            .body = form->reports,
+            .len = form->reports_len,
             .max_report_bytes = r->srv->cfg->max_report_bytes,
             .pipe = r->srv->pipe,
             .project_id = r->project_id,
@@ -290,6 +367,69 @@ static enum MHD_Result report_batch_post(http_request *r)
     return submit_rows(r, slots);
 }
 
+err_code http_form_minidump_envelope(const uint8_t **env, size_t *env_len, http_request *r,
+                                     const http_form *form)
+{
+    if (form->dump_len > r->srv->cfg->max_report_bytes)
+        return err_set(&r->err, ERR_TOO_LARGE, "minidump of %zu bytes is over the limit of %llu "
+                       "bytes", form->dump_len, (unsigned long long)r->srv->cfg->max_report_bytes);
+    if (!crashreport_is_minidump(form->dump, form->dump_len))
+        return err_set(&r->err, ERR_INVALID, "the \"" INGEST_MINIDUMP_PART "\" part is no "
+                       "minidump: it does not start with the \"MDMP\" magic");
+    return ingest_minidump_envelope(env, env_len, form->dump, form->dump_len, form->dump_filename,
+                                    form->fields, form->nfields, r->a, &r->err);
+}
+
+/* A multipart minidump upload (Crashpad's uploader, Electron's crashReporter, Backtrace,
+ * BugSplat): the dump and the form fields stored as one envelope (ingest_minidump_envelope),
+ * committed as one report. */
+static enum MHD_Result report_minidump_post(http_request *r, const http_form *form)
+{
+    const uint8_t *env;
+    size_t env_len;
+    err_code rc = http_form_minidump_envelope(&env, &env_len, r, form);
+    intake_slot *slots = NULL;
+    if (rc == ERR_OK) {
+        r->intake_rows = arena_alloc_array(r->a, 1, sizeof *r->intake_rows, &r->err);
+        r->intake_ids = arena_alloc_array(r->a, 1, sizeof r->intake_ids[0], &r->err);
+        slots = arena_alloc_array(r->a, 1, sizeof *slots, &r->err);
+        if (r->intake_rows == NULL || r->intake_ids == NULL || slots == NULL)
+            rc = ERR_TOO_LARGE;
+    }
+    ingest_stored st;
+    if (rc == ERR_OK) /* the event as it is stored, so that intake and workers read the same */
+        rc = ingest_stored_unpack(&st, env, env_len, INGEST_SENTRY_ENVELOPE_TYPE, r->a, &r->err);
+    if (rc == ERR_OK)
+        rc = ingest_minidump_row(&r->intake_rows[0], env, env_len, INGEST_SENTRY_ENVELOPE_TYPE,
+                                 st.report, st.len, st.event, st.event_len, r->project_id,
+                                 r->srv->pipe, r->a, &r->err);
+    if (rc != ERR_OK) {
+        metrics_report_rejected(rc);
+        return respond_err(r, &r->err);
+    }
+    r->nintake = 1;
+    return submit_rows(r, slots);
+}
+
+/* A multipart body: a minidump upload when it has an "upload_file_minidump" part, else a
+ * KSCrash batch ("reports" part). */
+static enum MHD_Result report_form_post(http_request *r)
+{
+    http_form form;
+    err_code rc = http_form_read(&form, r, r->srv->cfg->max_report_bytes * REPORT_BATCH_FACTOR);
+    if (rc == ERR_OK && !form.has_dump && !form.has_reports)
+        rc = err_set(&r->err, ERR_INVALID, "multipart/form-data body has neither a \"reports\" "
+                     "part (KSCrash's standard sink sends the reports as a JSON array there) nor "
+                     "an \"" INGEST_MINIDUMP_PART "\" file part (a minidump upload)");
+    if (rc != ERR_OK) {
+        metrics_report_rejected(rc);
+        return respond_err(r, &r->err);
+    }
+    if (form.has_dump)
+        return report_minidump_post(r, &form);
+    return report_batch_post(r, &form);
+}
+
 /* POST /api/v1/reports. Parses (and processes, when the node can from memory) on a handler
  * thread, its connection suspended; then hands the connection to the group commit
  * (handler_detach) and returns: no thread waits for the commit. The last row's verdict
@@ -308,7 +448,7 @@ enum MHD_Result handle_report_post(http_request *r)
         return batch_answer(r, r->intake_rc, &r->err);
     }
     if (r->intake == INTAKE_NONE && request_is_multipart(r))
-        return report_batch_post(r);
+        return report_form_post(r);
     return report_intake(r, NULL);
 }
 
@@ -397,16 +537,28 @@ static err_code report_bytes(http_request *r, const uint8_t **raw, size_t *len, 
     return ingest_raw_report(raw, len, stored, n, content_type, r->a, err);
 }
 
+/* The stored row r->param read back and parsed (ingest_stored_read: a minidump with the
+ * event it came with). Errors as store_report_raw_get and ingest_stored_read. */
+static err_code report_parsed(http_request *r, crashreport **rep, err_info *err)
+{
+    const uint8_t *stored;
+    size_t n;
+    const char *content_type;
+    err_code rc = store_report_raw_get(&stored, &n, &content_type, r->srv->store, r->param, r->a,
+                                       err);
+    if (rc != ERR_OK)
+        return rc;
+    return ingest_stored_read(rep, stored, n, content_type, r->a, err);
+}
+
 /* ?format=text: the symbolicated report as Apple crash text. */
 static enum MHD_Result report_text(http_request *r)
 {
     if (r->srv->pipe == NULL)
         return respond_error(r, ERR_UNSUPPORTED, "this server does not symbolicate");
-    const uint8_t *raw;
-    size_t len;
     crashreport *rep;
-    if (report_bytes(r, &raw, &len, &r->err) != ERR_OK ||
-        pipeline_parse(&rep, r->srv->pipe, raw, len, r->a, &r->err) != ERR_OK)
+    if (report_parsed(r, &rep, &r->err) != ERR_OK ||
+        pipeline_symbolicate(r->srv->pipe, rep, NULL, NULL, r->a, &r->err) != ERR_OK)
         return respond_err(r, &r->err);
     buf out;
     buf_init(&out);
@@ -428,15 +580,17 @@ enum MHD_Result handle_report_get(http_request *r)
         /* Intake stores no model (ingest_report_prepare): rebuild it from the raw bytes. */
         const uint8_t *raw;
         size_t len;
+        const char *content_type;
         err_info perr = {0};
-        err_code rc = report_bytes(r, &raw, &len, &perr);
+        err_code rc = store_report_raw_get(&raw, &len, &content_type, r->srv->store, r->param,
+                                           r->a, &perr);
         if (rc == ERR_STORE || rc == ERR_NOT_FOUND || rc == ERR_TOO_LARGE) {
             r->err = perr;
             return respond_err(r, &r->err);
         }
         /* A stored report that no longer parses (a parser regression) still has its row. */
-        if (rc != ERR_OK ||
-            ingest_report_model_json(&rep.parsed_json, raw, len, r->a, &perr) != ERR_OK)
+        if (rc != ERR_OK || ingest_report_model_json(&rep.parsed_json, raw, len, content_type,
+                                                     r->a, &perr) != ERR_OK)
             rep.parsed_json = NULL;
     }
     buf body;
@@ -457,12 +611,14 @@ enum MHD_Result handle_report_raw(http_request *r)
     char *body = xmalloc(len + 1);
     memcpy(body, raw, len);
     body[len] = '\0';
-    /* PLCrashReporter's binary file goes back as the type it is sent as, decided as at intake
-     * by its magic; everything else is text */
+    /* PLCrashReporter's binary file and a minidump go back as the types they are sent as,
+     * decided as at intake by their magic; everything else is text */
     bool plcrash = ingest_is_plcrash(raw, len);
+    bool dump = crashreport_is_minidump(raw, len);
     /* a download, never a page: whatever the device sent cannot run in the dashboard */
     r->disposition = arena_sprintf(r->a, &r->err, "attachment; filename=\"report-%s.%s\"",
-                                   r->param, plcrash ? "plcrash" : "txt");
-    return queue_body(r, 200, plcrash ? INGEST_PLCRASH_CONTENT_TYPE : "text/plain; charset=utf-8", body,
-                      len);
+                                   r->param, plcrash ? "plcrash" : dump ? "dmp" : "txt");
+    return queue_body(r, 200, plcrash ? INGEST_PLCRASH_CONTENT_TYPE
+                              : dump ? INGEST_MINIDUMP_CONTENT_TYPE : "text/plain; charset=utf-8",
+                      body, len);
 }

@@ -427,6 +427,9 @@ static enum MHD_Result event_submit(http_request *r, int64_t pid, bool store_end
     return MHD_YES;
 }
 
+static enum MHD_Result sentry_accept(http_request *r, int64_t pid, bool store_endpoint,
+                                     ingest_sentry_result *res_in);
+
 static enum MHD_Result sentry_post(http_request *r, bool store_endpoint)
 {
     http_server *srv = r->srv;
@@ -479,6 +482,17 @@ static enum MHD_Result sentry_post(http_request *r, bool store_endpoint)
     }
     if (prc != ERR_OK)
         return sentry_refused(r, prc);
+    return sentry_accept(r, pid, store_endpoint, &res);
+}
+
+/* A prepared body's items into the store: sessions, then the event to the group commit (or
+ * the spool while Postgres is down). `r` may be gone when this returns. */
+static enum MHD_Result sentry_accept(http_request *r, int64_t pid, bool store_endpoint,
+                                     ingest_sentry_result *res_in)
+{
+    http_server *srv = r->srv;
+    ingest_sentry_result res = *res_in;
+    err_code rc;
     metrics_sentry_items(res.items);
     sentry_state *st = srv->sentry;
     uint64_t entries, bytes;
@@ -508,4 +522,78 @@ enum MHD_Result handle_sentry_envelope(http_request *r)
 enum MHD_Result handle_sentry_store(http_request *r)
 {
     return sentry_post(r, true);
+}
+
+/* POST /api/{project_id}/minidump/ as Sentry serves it to Crashpad's uploader: a multipart
+ * body with the dump in its "upload_file_minidump" part and form fields beside it (or a bare
+ * dump), gzip'd or not. The DSN key comes as for envelopes but from the headers or ?sentry_key=
+ * only (the body has no envelope header). The upload becomes the envelope it is stored as
+ * (ingest_minidump_envelope) and goes the envelope's way from there: the same commit, spool
+ * and answer, {"id": "<event_id>"}. */
+enum MHD_Result handle_sentry_minidump(http_request *r)
+{
+    http_server *srv = r->srv;
+    if (r->intake == INTAKE_DONE)
+        return event_answer(r);
+    int64_t pid;
+    if (!path_project(&pid, r->param))
+        return sentry_refused(r, err_set(&r->err, ERR_NOT_FOUND, "no such project: the path "
+                                         "must be /api/{numeric project id}/minidump/"));
+    char key[AUTH_DSN_KEY_MAX];
+    err_code rc = auth_sentry_key_find(
+        key, MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Sentry-Auth"),
+        MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
+        request_arg(r, "sentry_key"), &r->err);
+    if (rc == ERR_NOT_FOUND)
+        rc = err_set(&r->err, ERR_UNAUTHORIZED, "missing DSN key: send ?sentry_key=KEY or "
+                     "X-Sentry-Auth: Sentry sentry_key=KEY");
+    if (rc == ERR_OK)
+        rc = key_check(srv, pid, key, &r->err);
+    if (rc != ERR_OK)
+        return sentry_refused(r, rc);
+    http_form form;
+    memset(&form, 0, sizeof form);
+    if (request_is_multipart(r)) {
+        rc = http_form_read(&form, r, srv->cfg->max_report_bytes * 4);
+        if (rc == ERR_OK && !form.has_dump)
+            rc = err_set(&r->err, ERR_INVALID, "multipart/form-data body has no \""
+                         INGEST_MINIDUMP_PART "\" file part (the minidump)");
+    } else {
+        /* a bare dump, as Sentry also takes it */
+        const uint8_t *body = r->mem ? r->mem : (const uint8_t *)"";
+        size_t len = (size_t)r->body_bytes;
+        const char *enc = request_media_type(r, MHD_HTTP_HEADER_CONTENT_ENCODING);
+        rc = ERR_OK;
+        if (strcmp(enc, "gzip") == 0) {
+            uint8_t *dec;
+            rc = ingest_gunzip(&dec, &len, body, len, srv->cfg->max_report_bytes, "minidump",
+                               r->a, &r->err);
+            body = dec;
+        } else if (enc[0] != '\0' && strcmp(enc, "identity") != 0) {
+            rc = err_set(&r->err, ERR_UNSUPPORTED, "content encoding '%s' is not accepted: send "
+                         "gzip or identity", enc);
+        }
+        form.has_dump = true;
+        form.dump = (uint8_t *)body;
+        form.dump_len = len;
+    }
+    const uint8_t *env = NULL;
+    size_t env_len = 0;
+    if (rc == ERR_OK)
+        rc = http_form_minidump_envelope(&env, &env_len, r, &form);
+    if (rc != ERR_OK)
+        return sentry_refused(r, rc);
+    ingest_sentry_input in = {
+        .body = env,
+        .len = env_len,
+        .max_body_bytes = srv->cfg->max_report_bytes * 4 + env_len,
+        .max_event_bytes = srv->cfg->max_report_bytes,
+        .pipe = srv->pipe,
+        .project_id = pid,
+    };
+    ingest_sentry_result res;
+    rc = ingest_sentry_prepare(&res, &in, r->a, &r->err);
+    if (rc != ERR_OK)
+        return sentry_refused(r, rc);
+    return sentry_accept(r, pid, false, &res);
 }

@@ -591,6 +591,8 @@ static const route ROUTES[] = {
     {"POST", "/api/*/envelope/", true, "sentry_envelope", 0, BODY_MEMORY,
      handle_sentry_envelope},
     {"POST", "/api/*/store/", true, "sentry_store", 0, BODY_MEMORY, handle_sentry_store},
+    {"POST", "/api/*/minidump/", true, "sentry_minidump", 0, BODY_MEMORY,
+     handle_sentry_minidump},
     /* Bugsnag's clients, unchanged: notifier events and sessions, dSYM uploads as bugsnag-cli
      * and bugsnag-dsym-upload send them (routes_bugsnag.c); the API key is checked there */
     {"POST", "/bugsnag/notify", false, "bugsnag_notify", 0, BODY_MEMORY, handle_bugsnag_notify},

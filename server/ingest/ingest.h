@@ -109,18 +109,19 @@ bool ingest_keep_body(store_report_new *row, const uint8_t *body, size_t len);
  * the report (reports.raw as the client sent it: Postgres then compresses nothing, and a
  * sentry-cocoa event takes its gzip size); this undoes that: bytes starting with gzip's magic
  * are inflated, and a Sentry envelope (content type INGEST_SENTRY_ENVELOPE_TYPE) gives its
- * event item's payload. Anything else is the report as it is. *out borrows raw or lives in `a`.
+ * minidump attachment if it has one (ingest_minidump.h), else its event item's payload. Anything else is the report as it is. *out borrows raw or lives in `a`.
  * Errors  ERR_INVALID (corrupt gzip, an envelope that does not frame or holds no event),
  *         ERR_TOO_LARGE (the arena's budget).
  */
 err_code ingest_raw_report(const uint8_t **out, size_t *out_len, const uint8_t *raw, size_t len,
                            const char *content_type, arena *a, err_info *err);
 
-/* ingest_report_model_json - the parsed model of stored raw bytes as JSON text
+/* ingest_report_model_json - the parsed model of a row's stored raw bytes (of its stored
+ * content type, ingest_stored_read) as JSON text
  * (crashreport_render_json), in `a`: what GET /api/v1/reports/{id} shows as "report" for a
  * report whose model was not stored. Errors as crashreport_parse, ERR_TOO_LARGE. */
-err_code ingest_report_model_json(const char **json, const uint8_t *raw, size_t len, arena *a,
-                                  err_info *err);
+err_code ingest_report_model_json(const char **json, const uint8_t *raw, size_t len,
+                                  const char *content_type, arena *a, err_info *err);
 
 /* ingest_gunzip - inflate `in_len` bytes of gzip into `a` (*out, *out_len bytes), refusing to
  * produce more than `max` bytes: a gzip bomb stops at the limit, not at the end of the

@@ -11,6 +11,7 @@
 
 #include "base/buf.h"
 #include "ingest/ingest.h"
+#include "ingest/ingest_minidump.h"
 #include "ingest/pipeline.h"
 #include "store/store_reports.h"
 
@@ -132,9 +133,7 @@ static err_code ingest_report_parse(crashreport **out, const uint8_t *data, size
     return crashreport_parse(out, (const char *)data, len, a, err);
 }
 
-/* The outcome of a report processed at intake as the row's store_report_processed; NULL if
- * the arena is full (the report is then stored as received). */
-static const store_report_processed *processed_of(const store_outcome *o, arena *a)
+const store_report_processed *ingest_processed_of(const store_outcome *o, arena *a)
 {
     err_info err = {0};
     store_report_processed *p = arena_alloc(a, sizeof *p, &err);
@@ -165,7 +164,7 @@ static void row_of(store_report_new *row, const crashreport *r, const char *cont
     row->os_version = r->meta.os_version;
     store_outcome o;
     if (pipe && pipeline_process_at_intake(pipe, (crashreport *)r, row->app, &o, a))
-        row->processed = processed_of(&o, a);
+        row->processed = ingest_processed_of(&o, a);
 }
 
 /* The id a report of a sink batch is stored under, made of the report's own id (KSCrash's
@@ -223,13 +222,17 @@ err_code ingest_report_prepare(store_report_new **rows, size_t *nrows, const ing
     *nrows = 0;
     /* PLCrashReporter's binary reports come as its own type or as plain bytes; the format is
      * still decided by the bytes (the "plcrash" magic), checked once decoded below. */
+    /* Minidumps likewise: application/x-dmp (or application/x-minidump), or any accepted
+     * type whose bytes start with the "MDMP" magic. */
+    bool dmp = strcmp(in->content_type, INGEST_MINIDUMP_CONTENT_TYPE) == 0 ||
+               strcmp(in->content_type, "application/x-minidump") == 0;
     bool binary = strcmp(in->content_type, INGEST_PLCRASH_CONTENT_TYPE) == 0 ||
-                  strcmp(in->content_type, "application/octet-stream") == 0;
+                  strcmp(in->content_type, "application/octet-stream") == 0 || dmp;
     if (!binary && strcmp(in->content_type, "text/plain") != 0 &&
         strcmp(in->content_type, "application/json") != 0)
         return err_set(err, ERR_UNSUPPORTED, "content type '%s' is not accepted for reports: "
-                       "send text/plain, application/json or " INGEST_PLCRASH_CONTENT_TYPE,
-                       in->content_type);
+                       "send text/plain, application/json, " INGEST_PLCRASH_CONTENT_TYPE
+                       " or " INGEST_MINIDUMP_CONTENT_TYPE, in->content_type);
 
     const uint8_t *raw = in->body;
     size_t raw_len = in->len;
@@ -247,9 +250,26 @@ err_code ingest_report_prepare(store_report_new **rows, size_t *nrows, const ing
     if (raw_len > in->max_report_bytes)
         return err_set(err, ERR_TOO_LARGE, "report of %zu bytes is over the limit of %llu bytes",
                        raw_len, (unsigned long long)in->max_report_bytes);
+    if (crashreport_is_minidump(raw, raw_len)) {
+        store_report_new *one = arena_alloc_array(a, 1, sizeof *one, err);
+        if (one == NULL)
+            return ERR_TOO_LARGE;
+        err_code rc = ingest_minidump_row(one, raw, raw_len, INGEST_MINIDUMP_CONTENT_TYPE, raw,
+                                          raw_len, NULL, 0, in->project_id, in->pipe, a, err);
+        if (rc != ERR_OK)
+            return rc;
+        ingest_keep_body(one, in->body, in->len);   /* a gzip'd body that is the dump */
+        *rows = one;
+        *nrows = 1;
+        return ERR_OK;
+    }
+    if (dmp)
+        return err_set(err, ERR_INVALID, "a %s body must be a minidump: it does not start with "
+                       "the \"MDMP\" magic", in->content_type);
     if (binary && !ingest_is_plcrash(raw, raw_len))
-        return err_set(err, ERR_INVALID, "a %s body must be a PLCrashReporter report: it does "
-                       "not start with the \"plcrash\" magic", in->content_type);
+        return err_set(err, ERR_INVALID, "a %s body must be a PLCrashReporter report or a "
+                       "minidump: it starts with neither the \"plcrash\" nor the \"MDMP\" "
+                       "magic", in->content_type);
 
     /* One parse for the common case of one report (a JSON document parsed once, not once to
      * look for several and again to read it). */
@@ -350,30 +370,11 @@ bool ingest_keep_body(store_report_new *row, const uint8_t *body, size_t len)
 err_code ingest_raw_report(const uint8_t **out, size_t *out_len, const uint8_t *raw, size_t len,
                            const char *content_type, arena *a, err_info *err)
 {
-    *out = raw;
-    *out_len = len;
-    if (ingest_is_gzip(raw, len)) {
-        uint8_t *dec;
-        err_code rc = ingest_gunzip(&dec, out_len, raw, len, INGEST_STORED_MAX, "stored report",
-                                    a, err);
-        if (rc != ERR_OK)
-            return rc;
-        *out = dec;
-    }
-    if (content_type == NULL || strcmp(content_type, INGEST_SENTRY_ENVELOPE_TYPE) != 0)
-        return ERR_OK;
-    envelope *env;
-    envelope_limits lim = {0, SIZE_MAX};
-    err_code rc = envelope_parse(&env, (const char *)*out, *out_len, &lim, a, err);
-    if (rc != ERR_OK)
-        return rc;
-    for (size_t i = 0; i < env->nitems; i++)
-        if (strcmp(env->items[i].type, "event") == 0) {
-            *out = (const uint8_t *)env->items[i].payload;
-            *out_len = env->items[i].payload_len;
-            return ERR_OK;
-        }
-    return err_set(err, ERR_INVALID, "the stored envelope holds no event item");
+    ingest_stored st;
+    err_code rc = ingest_stored_unpack(&st, raw, len, content_type, a, err);
+    *out = st.report;
+    *out_len = st.len;
+    return rc;
 }
 
 bool ingest_is_plcrash(const uint8_t *raw, size_t len)
@@ -381,12 +382,12 @@ bool ingest_is_plcrash(const uint8_t *raw, size_t len)
     return len >= 7 && memcmp(raw, "plcrash", 7) == 0;
 }
 
-err_code ingest_report_model_json(const char **json, const uint8_t *raw, size_t len, arena *a,
-                                  err_info *err)
+err_code ingest_report_model_json(const char **json, const uint8_t *raw, size_t len,
+                                  const char *content_type, arena *a, err_info *err)
 {
     *json = NULL;
     crashreport *r;
-    err_code rc = ingest_report_parse(&r, raw, len, a, err);
+    err_code rc = ingest_stored_read(&r, raw, len, content_type, a, err);
     if (rc != ERR_OK)
         return rc;
     buf out;

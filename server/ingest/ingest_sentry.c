@@ -17,6 +17,7 @@
 #include "base/jsonr.h"
 #include "envelope/envelope.h"
 #include "ingest/ingest.h"
+#include "ingest/ingest_minidump.h"
 
 const char *ingest_sentry_item_kind_name(ingest_sentry_item_kind k)
 {
@@ -24,6 +25,7 @@ const char *ingest_sentry_item_kind_name(ingest_sentry_item_kind k)
     case INGEST_SENTRY_ITEM_EVENT:      return "event";
     case INGEST_SENTRY_ITEM_SESSION:    return "session";
     case INGEST_SENTRY_ITEM_ATTACHMENT: return "attachment";
+    case INGEST_SENTRY_ITEM_MINIDUMP:   return "minidump";
     case INGEST_SENTRY_ITEM_IGNORED:    return "ignored";
     case INGEST_SENTRY_ITEM_UNKNOWN:    return "unknown";
     case INGEST_SENTRY_ITEM_KINDS:      break;
@@ -141,6 +143,42 @@ static err_code prepare_event(ingest_sentry_result *out, const uint8_t *p, size_
     return ERR_OK;
 }
 
+/* An envelope with a minidump attachment (sentry-native, sentry-electron, and the multipart
+ * uploads stored as envelopes): the dump is the report of the event beside it (`event`, NULL
+ * if none), stored as the whole envelope (`len` bytes at `body`, or the gzip'd body as
+ * received when smaller). The report id is the header's event_id, else the event's. */
+static err_code prepare_minidump(ingest_sentry_result *out, const envelope_item *dump,
+                                 const envelope_item *event, const char *header_id,
+                                 const uint8_t *body, size_t len, const ingest_sentry_input *in,
+                                 arena *a, err_info *err)
+{
+    if (dump->payload_len > in->max_event_bytes)
+        return err_set(err, ERR_TOO_LARGE, "minidump of %zu bytes is over the limit of %llu "
+                       "bytes", dump->payload_len, (unsigned long long)in->max_event_bytes);
+    if (event != NULL && event->payload_len > in->max_event_bytes)
+        return err_set(err, ERR_TOO_LARGE, "event of %zu bytes is over the limit of %llu bytes",
+                       event->payload_len, (unsigned long long)in->max_event_bytes);
+    out->items[INGEST_SENTRY_ITEM_MINIDUMP]++;
+    err_code rc = ingest_minidump_row(&out->row, body, len, INGEST_SENTRY_ENVELOPE_TYPE,
+                                      (const uint8_t *)dump->payload, dump->payload_len,
+                                      event ? event->payload : NULL, event ? event->payload_len : 0,
+                                      in->project_id, in->pipe, a, err);
+    if (rc != ERR_OK) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        return err_set(err, rc, "minidump attachment: %s", msg);
+    }
+    const char *id = header_id;
+    if (id == NULL && event != NULL)
+        id = payload_event_id((const uint8_t *)event->payload, event->payload_len, a);
+    rc = set_event_id(out, id, err);
+    if (rc != ERR_OK)
+        return rc;
+    ingest_keep_body(&out->row, in->body, in->len);
+    out->has_event = true;
+    return ERR_OK;
+}
+
 err_code ingest_sentry_prepare(ingest_sentry_result *out, const ingest_sentry_input *in, arena *a,
                                err_info *err)
 {
@@ -190,8 +228,14 @@ err_code ingest_sentry_prepare(ingest_sentry_result *out, const ingest_sentry_in
     }
     out->dsn = env->dsn;
     size_t nsessions = 0;
-    for (size_t i = 0; i < env->nitems; i++)
+    const envelope_item *dump = NULL;
+    for (size_t i = 0; i < env->nitems; i++) {
         nsessions += kind_of(env->items[i].type) == INGEST_SENTRY_ITEM_SESSION;
+        if (dump == NULL && ingest_is_minidump_item(env->items[i].type,
+                                                    env->items[i].attachment_type))
+            dump = &env->items[i];
+    }
+    const envelope_item *event = NULL;
     if (nsessions > 0) {
         out->sessions = arena_alloc_array(a, nsessions, sizeof *out->sessions, err);
         if (out->sessions == NULL)
@@ -201,7 +245,12 @@ err_code ingest_sentry_prepare(ingest_sentry_result *out, const ingest_sentry_in
         const envelope_item *it = &env->items[i];
         ingest_sentry_item_kind k = kind_of(it->type);
         out->items[k]++;
-        if (k == INGEST_SENTRY_ITEM_EVENT) {
+        if (k == INGEST_SENTRY_ITEM_EVENT && dump != NULL) {
+            /* the minidump is the event's report: read with it below */
+            if (event != NULL)
+                return err_set(err, ERR_INVALID, "envelope holds more than one event item");
+            event = it;
+        } else if (k == INGEST_SENTRY_ITEM_EVENT) {
             if (out->has_event)
                 return err_set(err, ERR_INVALID, "envelope holds more than one event item");
             rc = prepare_event(out, (const uint8_t *)it->payload, it->payload_len,
@@ -215,5 +264,7 @@ err_code ingest_sentry_prepare(ingest_sentry_result *out, const ingest_sentry_in
                 (const uint8_t *)it->payload, it->payload_len, strcmp(it->type, "sessions") == 0};
         }
     }
+    if (dump != NULL)
+        return prepare_minidump(out, dump, event, env->event_id, body, len, in, a, err);
     return ERR_OK;
 }

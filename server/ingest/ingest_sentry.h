@@ -23,14 +23,18 @@ struct pipeline;
 typedef enum {
     INGEST_SENTRY_ITEM_EVENT,       /* "event": stored as a report */
     INGEST_SENTRY_ITEM_SESSION,     /* "session", "sessions": recorded for releases */
-    INGEST_SENTRY_ITEM_ATTACHMENT,  /* "attachment": accepted, not kept */
+    INGEST_SENTRY_ITEM_ATTACHMENT,  /* "attachment": accepted, not kept (but see MINIDUMP) */
+    INGEST_SENTRY_ITEM_MINIDUMP,    /* "minidump": an attachment of attachment_type
+                                       event.minidump, stored as the event's report (also
+                                       counted as an attachment) */
     INGEST_SENTRY_ITEM_IGNORED,     /* transaction, replays, profiles, client reports, spans,
                                        logs, check-ins, user reports: accepted, not stored */
     INGEST_SENTRY_ITEM_UNKNOWN,     /* any other type: accepted, not stored */
     INGEST_SENTRY_ITEM_KINDS
 } ingest_sentry_item_kind;
 
-/* ingest_sentry_item_kind_name - "event", "session", "attachment", "ignored", "unknown". */
+/* ingest_sentry_item_kind_name - "event", "session", "attachment", "minidump", "ignored",
+ * "unknown". */
 const char *ingest_sentry_item_kind_name(ingest_sentry_item_kind k);
 
 typedef struct {
@@ -71,7 +75,9 @@ typedef struct {
  * ingest_sentry_prepare - decode and frame one request body; parse its event (if any) into
  * out->row (status "received", format "sentry" for a Sentry event, content type
  * application/json, or INGEST_SENTRY_ENVELOPE_TYPE when the row keeps a gzip'd envelope as
- * received; processed at intake when in->pipe can). The report id is the event's
+ * received; processed at intake when in->pipe can); with a minidump attachment, the dump
+ * read with the event (format "minidump", the whole envelope stored as
+ * INGEST_SENTRY_ENVELOPE_TYPE). The report id is the event's
  * `event_id` (the envelope header's, else the event's own; one is made up when neither
  * gives one: the store endpoint of an SDK that sends none). An envelope with no event
  * (sessions only, a transaction) is fine: has_event false. Everything lives in `a` or

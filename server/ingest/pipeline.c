@@ -21,6 +21,7 @@
 #include "base/xalloc.h"
 #include "ingest/grouping.h"
 #include "ingest/ingest.h"
+#include "ingest/ingest_minidump.h"
 #include "log/log.h"
 #include "store/store_queue.h"
 #include "symbolicate/symbolicate.h"
@@ -836,12 +837,7 @@ void pipeline_process_claimed(store_outcome *o, pipeline *p, const store_claimed
 {
     err_info err = {0};
     crashreport *r = NULL;
-    const uint8_t *report;
-    size_t len;
-    err_code rc = ingest_raw_report(&report, &len, row->raw, row->raw_len, row->content_type, a,
-                                    &err);
-    if (rc == ERR_OK)
-        rc = crashreport_parse(&r, (const char *)report, len, a, &err);
+    err_code rc = ingest_stored_read(&r, row->raw, row->raw_len, row->content_type, a, &err);
     if (rc != ERR_OK) {
         memset(o, 0, sizeof *o);
         o->status = "failed";
