@@ -46,6 +46,8 @@ NOT_PRODUCED = {
     ("post", "/api/{project_id}/store/", "429"): "needs Postgres down and a full spool "
                                                  "(reliability_spool covers it)",
     ("post", "/", "201"): "the same upload as POST /bugsnag/dsym's 201, made there first",
+    ("post", "/api/{project_id}/minidump/", "429"): "needs Postgres down and a full spool "
+                                                    "(the envelope's spool, reliability_spool)",
 }
 
 produced = set()
@@ -507,6 +509,28 @@ def run_cases(inst, c, source):
         r = call("post", tmpl, url, 200, body=body, headers=auth(key_a))
         check(r.status == 200 and r.json() == {"id": eids[kind]},
               f"sentry {kind}: answer {r.body[:200]!r}")
+
+    # Sentry's minidump endpoint (Crashpad's uploader): multipart with upload_file_minidump.
+    with open(os.path.join(source, "../shared/minidumps/crashpad/simple-crashpad.dmp"), "rb") as f:
+        dump = f.read()
+    bnd = "openapi-minidump-boundary"
+    mp = (f"--{bnd}\r\nContent-Disposition: form-data; name=\"sentry[release]\"\r\n\r\nopenapi@1\r\n"
+          f"--{bnd}\r\nContent-Disposition: form-data; name=\"upload_file_minidump\"; filename=\"d.dmp\"\r\n"
+          f"Content-Type: application/octet-stream\r\n\r\n").encode() + dump + f"\r\n--{bnd}--\r\n".encode()
+    mph = {"Content-Type": f"multipart/form-data; boundary={bnd}"}
+    tmpl, url = "/api/{project_id}/minidump/", f"/api/{pid_a}/minidump/"
+    call("post", tmpl, url, 401, body=mp, headers=mph)
+    call("post", tmpl, url + "?sentry_key=" + "0" * 32, 401, body=mp, headers=mph)
+    call("post", tmpl, url + "?sentry_key=" + key_b, 403, body=mp, headers=mph)
+    call("post", tmpl, f"/api/x{pid_a}/minidump/?sentry_key={key_a}", 404, body=mp, headers=mph)
+    call("post", tmpl, url + "?sentry_key=" + key_a, 400, body=b"MDMP" + b"\0" * 28,
+         headers={"Content-Type": "application/x-dmp"})
+    call("post", tmpl, url + "?sentry_key=" + key_a, 422, body=dump,
+         headers={"Content-Type": "application/x-dmp", "Content-Encoding": "br"})
+    call("post", tmpl, url + "?sentry_key=" + key_a, 413, body=b"x" * (MAX_REPORT + 1), headers=mph)
+    r = call("post", tmpl, url + "?sentry_key=" + key_a, 200, body=mp, headers=mph)
+    check(r.status == 200 and re.fullmatch(r"[0-9a-f]{32}", r.json().get("id", "")),
+          f"sentry minidump: answer {r.body[:200]!r}")
 
     # KSCrash's standard sink: a multipart "reports" array, each report on its own (last: the
     # Bugsnag cases put reports into a project of their own).

@@ -282,6 +282,14 @@ static void frame_prefix(buf *o, const crashreport_frame *f)
     buf_printf(o, "%-3u %-30s 0x%016" PRIx64 " ", f->index, name, f->addr);
 }
 
+/* The end of a frame's line: how a minidump's walk found it ("  [scan]"), as
+ * minidump_stackwalk shows its trust; nothing for frames the report gave. */
+static void found_text(buf *o, const crashreport_frame *f)
+{
+    if (f->found != CRASHREPORT_FOUND_GIVEN)
+        buf_printf(o, "  [%s]", crashreport_found_name(f->found));
+}
+
 /* Every line of one frame, synthesized (no source text). */
 static void frame_lines(buf *o, const crashreport *r, const crashreport_frame *f)
 {
@@ -289,6 +297,8 @@ static void frame_lines(buf *o, const crashreport *r, const crashreport_frame *f
         for (uint32_t j = 0; j < f->nsymbols; j++) {
             frame_prefix(o, f);
             symbol_text(o, &f->symbols[j], true);
+            if (j + 1 == f->nsymbols)
+                found_text(o, f);
             buf_putc(o, '\n');
         }
         return;
@@ -300,6 +310,7 @@ static void frame_lines(buf *o, const crashreport *r, const crashreport_frame *f
     }
     frame_prefix(o, f);
     given_text(o, r, f);
+    found_text(o, f);
     buf_putc(o, '\n');
 }
 

@@ -603,6 +603,14 @@
             + (t.queue ? ' (' + t.queue + ')' : ''), frames: t.frames || []};
   }
 
+  // How a minidump's stack walk found the frame (report JSON "found"); scanned frames are
+  // the least sure and stay out of the signature.
+  function foundTag(fr) {
+    if (!fr.found || fr.found === 'context') return null;
+    return h('span.tag' + (fr.found === 'scan' ? '.muted' : ''),
+             {title: 'found by the stack walk: ' + fr.found.replace('_', ' ')}, fr.found.replace('_', ' '));
+  }
+
   function stackTable(rep, frames) {
     var images = rep.images || [];
     var meta = rep.metadata || {};
@@ -621,14 +629,15 @@
           : (isFinite(addr) && isFinite(load) ? (fr.image || '?') + ' + ' + hex(addr - load) : fr.address || '???');
         rows.push(h('tr' + (inApp ? '.in-app' : ''), {title: fr.address || ''},
           h('td.idx', String(fr.index)), h('td.img', fr.image || '???'),
-          h('td.fn' + (fr.symbol ? '' : '.muted'), {title: fr.mangled}, what), h('td.loc', loc(fr.file, fr.line))));
+          h('td.fn' + (fr.symbol ? '' : '.muted'), {title: fr.mangled}, what, foundTag(fr)), h('td.loc', loc(fr.file, fr.line))));
         return;
       }
       syms.forEach(function (s, k) {
         rows.push(h('tr' + (inApp ? '.in-app' : '') + (s.inlined ? '.inlined' : ''), {title: fr.address || ''},
           h('td.idx', k === 0 ? String(fr.index) : ''),
           h('td.img', k === 0 ? (fr.image || '') : ''),
-          h('td.fn', {title: s.mangled}, s.function, s.inlined ? h('span.tag', {title: 'inlined into the frame below'}, 'inlined') : null),
+          h('td.fn', {title: s.mangled}, s.function, s.inlined ? h('span.tag', {title: 'inlined into the frame below'}, 'inlined') : null,
+            k === syms.length - 1 ? foundTag(fr) : null),
           h('td.loc', loc(s.file, s.line))));
       });
     });
@@ -721,8 +730,15 @@
           h('div', h('h2', 'Raw'), raw),
           h('div', h('h2', 'Symbolicated'), sym))
       ]);
-      api('/api/v1/reports/' + enc + '/raw', {text: true}).then(function (t) { raw.textContent = t; },
-        function (e) { raw.textContent = e.message; });
+      if (rep.format === 'minidump' || rep.format === 'plcrash') {
+        // binary: a download, not text
+        raw.textContent = '';
+        append(raw, ['Binary ' + rep.format + ' (' + rep.raw_bytes + ' bytes): ',
+          h('a', {href: '/api/v1/reports/' + enc + '/raw'}, 'download')]);
+      } else {
+        api('/api/v1/reports/' + enc + '/raw', {text: true}).then(function (t) { raw.textContent = t; },
+          function (e) { raw.textContent = e.message; });
+      }
       api('/api/v1/reports/' + enc + '?format=text', {text: true}).then(function (t) { sym.textContent = t; },
         function (e) { sym.textContent = e.message; });
     }).catch(failed);
