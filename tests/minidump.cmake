@@ -3,6 +3,10 @@ find_program(STACKSIFT_PYTHON3 python3 REQUIRED)
 # copied here), synthetic ARM64 dumps, and every truncation / bit flips of a real dump.
 stacksift_unit_test(test_minidump SOURCES test_minidump.c LIBS minidump macho LABELS "unit")
 
+# Minidumps as crash reports (crashreport_parse_minidump): the shared dumps in the model, the
+# event a dump is sent with, broken and truncated dumps.
+stacksift_unit_test(test_crashreport_minidump SOURCES test_crashreport_minidump.c LIBS crashreport LABELS "unit")
+
 # Compact unwind: every entry of the Mach-O files of ../shared/minidumps/ and the fixtures
 # decodes as llvm-objdump-14 --unwind-info lists it; the stack walker on synthetic arm64 stacks.
 stacksift_unit_test(test_unwind SOURCES test_unwind.c LIBS unwind minidump macho LABELS "unit;fixtures")

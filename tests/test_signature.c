@@ -401,6 +401,41 @@ static void skips_machinery_and_system_frames(void)
     CHECK_EQ_INT(strlen(s.fingerprint), 64);
 }
 
+/* A minidump walk's scanned frames are shown, never signed: marking a frame `scan` takes it
+ * out of the signature, whatever its name; other ways of finding it leave it in. */
+static void scanned_frames_leave_the_signature(void)
+{
+    const char *text = HEADER "Exception Type:  EXC_BAD_ACCESS (SIGSEGV)\n\nThread 0 Crashed:\n"
+                       "0   FixtureApp  \t0x0000000100001234 a + 20\n"
+                       "1   FixtureApp  \t0x0000000100002234 stale + 20\n"
+                       "2   FixtureApp  \t0x0000000100003234 b + 20\n"
+                       "3   FixtureApp  \t0x0000000100004234 c + 20\n" IMAGES;
+    crashreport *r = parse(text);
+    CHECK(r != NULL && r->nthreads == 1 && r->threads[0].nframes == 4);
+    if (r == NULL || r->nthreads != 1 || r->threads[0].nframes != 4)
+        return;
+    signature_options opts = {3};
+    err_info err = {0};
+    signature given, walked, scanned;
+    crashreport_frame *f = r->threads[0].frames;
+    CHECK_EQ_INT(signature_compute(&given, r, &opts, A, &err), ERR_OK);
+    f[0].found = CRASHREPORT_FOUND_CONTEXT;
+    f[1].found = CRASHREPORT_FOUND_CFI;
+    f[2].found = CRASHREPORT_FOUND_FRAME_POINTER;
+    f[3].found = CRASHREPORT_FOUND_FRAME_POINTER;
+    CHECK_EQ_INT(signature_compute(&walked, r, &opts, A, &err), ERR_OK);
+    CHECK_EQ_STR(walked.fingerprint, given.fingerprint);
+    f[1].found = CRASHREPORT_FOUND_SCAN;
+    CHECK_EQ_INT(signature_compute(&scanned, r, &opts, A, &err), ERR_OK);
+    CHECK_EQ_INT(scanned.nframes, 3);
+    if (scanned.nframes == 3) {
+        CHECK_EQ_STR(scanned.frames[0].function, "a");
+        CHECK_EQ_STR(scanned.frames[1].function, "b");
+        CHECK_EQ_STR(scanned.frames[2].function, "c");
+    }
+    CHECK(strcmp(scanned.fingerprint, given.fingerprint) != 0);
+}
+
 static void top_n_is_configurable(void)
 {
     const char *text = HEADER "Exception Type:  EXC_BAD_ACCESS (SIGSEGV)\n\nThread 0 Crashed:\n"
@@ -951,6 +986,7 @@ int main(void)
     RUN(in_app_images_by_path);
     RUN(in_app_simulator_and_macos_paths);
     RUN(skips_machinery_and_system_frames);
+    RUN(scanned_frames_leave_the_signature);
     RUN(top_n_is_configurable);
     RUN(recursion_is_collapsed);
     RUN(same_crash_other_addresses_same_fingerprint);

@@ -100,6 +100,7 @@ typedef struct {
     http_form *f;
     size_t reports_cap, dump_cap;
     char last_key[INGEST_FORM_MAX_KEY]; /* the field the last chunk went to */
+    unsigned dump_parts;                /* "upload_file_minidump" parts begun */
     bool failed;
 } form_reader;
 
@@ -125,7 +126,9 @@ static enum MHD_Result on_form_part(void *cls, enum MHD_ValueKind kind, const ch
         return MHD_YES;
     }
     if (strcmp(key, INGEST_MINIDUMP_PART) == 0) {
-        if (off == 0 && f->has_dump && f->dump_len > 0)
+        if (off == 0)
+            fr->dump_parts++;
+        if (fr->dump_parts > 1)
             return MHD_YES; /* a second dump part: the first one is the report */
         f->has_dump = true;
         if (f->dump_filename == NULL && filename != NULL)

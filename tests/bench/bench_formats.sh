@@ -11,6 +11,8 @@
 #   kscrash  POST /api/v1/reports?token=..., KSCrashReportSinkStandard's multipart "reports"
 #   bugsnag  POST /bugsnag/notify, Bugsnag-Api-Key (the project's DSN key), payload version 4.0
 #   plcrash  POST /api/v1/reports, Authorization: Bearer, application/x-plcrashreporter
+#   minidump POST /api/v1/reports, Authorization: Bearer, application/x-dmp (a Crashpad-style
+#            arm64 dump of the same crash: the server walks its stacks)
 # Alternating rounds on the same server keep a busy shared machine from favouring one side; the
 # queue is drained between runs, so each run starts with no backlog. Prints each run's
 # reports/s, p50/p99, non-2xx and the server's CPU time per report (until drained: a cost that
@@ -18,7 +20,7 @@
 # by the medians and by the means of its rounds' throughput (target >= 0.8) and by the median
 # CPU per report (text's / the format's), and the load average before and after.
 # Env: BUILD_DIR (default build), STACKSIFT_FIXTURES (default build-fixtures), CONNECTIONS (8),
-# WORKERS (2), FORMATS (default "text kscrash bugsnag plcrash"; text is always run).
+# WORKERS (2), FORMATS (default "text kscrash bugsnag plcrash minidump"; text is always run).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -27,7 +29,7 @@ rounds=${2:-3}
 bin=$root/${BUILD_DIR:-build}/server/stacksift
 fixtures=${STACKSIFT_FIXTURES:-$root/build-fixtures}
 conns=${CONNECTIONS:-8}
-formats=${FORMATS:-text kscrash bugsnag plcrash}
+formats=${FORMATS:-text kscrash bugsnag plcrash minidump}
 case " $formats " in *" text "*) ;; *) formats="text $formats" ;; esac
 command -v wrk >/dev/null || { echo "bench_formats: wrk is missing (deploy/install-deps.sh)" >&2; exit 1; }
 [ -x "$bin" ] || { echo "bench_formats: build first ($bin)" >&2; exit 1; }
@@ -74,6 +76,8 @@ run() { # run FORMAT SECONDS OUT
     bugsnag) ext=bugsnag path=/bugsnag/notify type=application/json
       hdr="Bugsnag-Api-Key: $key|Bugsnag-Payload-Version: 4.0|Bugsnag-Sent-At: 2024-06-01T12:00:01Z" ;;
     plcrash) ext=plcrash path=/api/v1/reports type=application/x-plcrashreporter
+      hdr="Authorization: Bearer $itoken" ;;
+    minidump) ext=dmp path=/api/v1/reports type=application/x-dmp
       hdr="Authorization: Bearer $itoken" ;;
     *) echo "bench_formats: unknown format $1" >&2; exit 2 ;;
   esac

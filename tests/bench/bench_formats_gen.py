@@ -7,6 +7,9 @@ format for tests/bench/bench_formats.sh, each as its client sends it:
                     (reports.json) holding a JSON array with this one KSCrash report
   report-N.bugsnag  bugsnag-cocoa's notify payload: {apiKey, notifier, payloadVersion, events:[EVENT]}
   report-N.plcrash  PLCrashReporter's own protobuf file
+  report-N.dmp      a minidump as Crashpad writes it on arm64 (minidump_report below): the
+                    same images as modules, each thread's frames as a frame-pointer chain in
+                    its captured stack, so that the server's walk finds them again
 
 The crashes are tests/symbolicate_reports.py's (the fixture app arm64-O2 with FixtureKit, random
 slides, 3-5 threads of app, framework and system frames, an NSException's backtrace), the text
@@ -18,6 +21,7 @@ placeholder (the bench sends the project's key in the Bugsnag-Api-Key header, wh
 import json
 import os
 import random
+import struct
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -88,6 +92,77 @@ def bugsnag_payload(imgs, threads, leb, crashed, arch):
                        "events": [event]}).encode()
 
 
+def minidump_report(imgs, threads, leb, crashed, arch):
+    """A Crashpad-style arm64 minidump of the crash (Microsoft's layout, Crashpad's
+    CONTEXT_ARM64): SystemInfo (iOS), ThreadList (each thread's registers and a stack whose
+    frame records [fp] = caller's fp, [fp + 8] = return address link its frames), ModuleList
+    (base, size, UTF-16 path, CodeView RSDS with the UUID as a GUID), Exception (EXC_CRASH
+    wrapping SIGABRT, on the crashed thread)."""
+    del leb  # a dump holds no exception backtrace
+    out = bytearray(32 + 4 * 12)
+
+    def put(b):
+        while len(out) % 8:
+            out.append(0)
+        off = len(out)
+        out.extend(b)
+        return off
+
+    def string(s):
+        u = s.encode("utf-16-le")
+        return put(struct.pack("<I", len(u)) + u + b"\0\0")
+
+    sys_off = put(struct.pack("<HHHBBIIII", 12, 8, 0, 6, 1, 17, 5, 0, 0x8102) +
+                  struct.pack("<I", 0) + b"\0" * 28)
+    struct.pack_into("<I", out, sys_off + 24, string("21F79"))
+    ctx_size = 912
+    recs, ctxs = [], []
+    crashed_tid = crashed_ctx = 0
+    for t, (_, _, _, frames) in enumerate(threads):
+        sp = 0x16f000000 + t * 0x100000
+        words = [0, 0]  # sp: two spare words, then a frame record per caller
+        fp = sp + 16
+        chain = []
+        for k in range(1, len(frames) + 1):
+            nxt = fp + 16 if k < len(frames) else 0
+            ret = frames[k].addr if k < len(frames) else 0
+            chain += [nxt, ret]
+            fp = nxt
+        words += chain
+        stack = struct.pack(f"<{len(words)}Q", *words)
+        regs = [0x1000 + i for i in range(29)] + [sp + 16, frames[1].addr if len(frames) > 1 else 0]
+        ctx = struct.pack("<II", 0x00400003, 0x60000000) + struct.pack("<31Q", *regs) + \
+            struct.pack("<QQ", sp, frames[0].addr)
+        ctx += b"\0" * (ctx_size - len(ctx))
+        c_off = put(ctx)
+        s_off = put(stack)
+        ctxs.append(c_off)
+        recs.append(struct.pack("<IIIIQQIIII", 0x1000 + t, 0, 0, 0, 0, sp, len(stack), s_off,
+                                ctx_size, c_off))
+        if t == crashed:
+            crashed_tid, crashed_ctx = 0x1000 + t, c_off
+    tl_off = put(struct.pack("<I", len(recs)) + b"".join(recs))
+    mods = []
+    for im in imgs:
+        name_off = string(im.path)
+        g = bytes.fromhex(im.uuid.replace("-", ""))
+        guid = struct.pack("<IHH", *struct.unpack(">IHH", g[:8])) + g[8:]
+        cv = b"RSDS" + guid + struct.pack("<I", 0) + im.name.encode() + b"\0"
+        cv_off = put(cv)
+        mods.append(struct.pack("<QIIII", im.load, im.size, 0, 0, name_off) + b"\0" * 52 +
+                    struct.pack("<II", len(cv), cv_off) + b"\0" * 24)
+    ml_off = put(struct.pack("<I", len(mods)) + b"".join(mods))
+    # EXC_CRASH (10) wrapping SIGABRT (6 << 24) as Breakpad and Crashpad write it
+    exc = struct.pack("<IIIIQQII", crashed_tid, 0, 10, 6 << 24, 0, threads[crashed][3][0].addr,
+                      0, 0) + b"\0" * 120 + struct.pack("<II", ctx_size, crashed_ctx)
+    ex_off = put(exc)
+    struct.pack_into("<IIIIIIQ", out, 0, 0x504d444d, 0xa793, 4, 32, 0, 1717243200, 0)
+    for i, (typ, off, size) in enumerate(((7, sys_off, 56), (3, tl_off, 4 + 48 * len(recs)),
+                                          (4, ml_off, 4 + 108 * len(mods)), (6, ex_off, 168))):
+        struct.pack_into("<III", out, 32 + 12 * i, typ, size, off)
+    return bytes(out)
+
+
 def main():
     fixtures, out, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
     os.makedirs(out, exist_ok=True)
@@ -101,7 +176,8 @@ def main():
         crash = sr.make_crash(rng, imgs, [app, kit], app.arch)
         args = (imgs,) + crash + (app.arch,)
         bodies = {"crash": text_twin(*args).encode(), "kscrash": kscrash_sink_body(*args),
-                  "bugsnag": bugsnag_payload(*args), "plcrash": pr.plcrash_report(*args)}
+                  "bugsnag": bugsnag_payload(*args), "plcrash": pr.plcrash_report(*args),
+                  "dmp": minidump_report(*args)}
         for ext, body in bodies.items():
             with open(os.path.join(out, f"report-{i}.{ext}"), "wb") as f:
                 f.write(body)
