@@ -36,9 +36,9 @@ static const store_stmt SQL_LIST = {"releases_list",
     "WHERE e.release IN (SELECT release FROM pg) GROUP BY e.release), "
     "tot AS (SELECT coalesce(sum(h.sessions), 0) AS t FROM session_hours h "
     "JOIN e ON e.id = h.renv WHERE h.hour >= date_trunc('hour', now()) - interval '23 hours'), "
-    "firsts AS (SELECT fv, count(*) AS n FROM (SELECT (SELECT v FROM unnest(i.versions) v "
-    "ORDER BY version_key(v), v LIMIT 1) AS fv FROM issues i "
-    "WHERE i.project_id = $1::bigint) f GROUP BY fv) "
+    "firsts AS (SELECT i.first_version AS fv, count(*) AS n FROM issues i "
+    "WHERE i.project_id = $1::bigint AND i.first_version IN (SELECT "
+    SQL_RELEASE_VERSION("release") " FROM pg) GROUP BY 1) "
     "SELECT pg.release, coalesce(h.s, 0), coalesce(h.c, 0), coalesce(h.a, 0), "
     "coalesce(h.er, 0), pg.users, pg.cu, " STORE_TS("pg.fs") ", " STORE_TS("pg.ls") ", "
     "coalesce((SELECT n FROM firsts WHERE fv = " SQL_RELEASE_VERSION("pg.release") "), 0), "
@@ -144,14 +144,16 @@ static const store_stmt SQL_DAYS = {"releases_days",
 
 /* Issues seen in the release's version, by their reports from that version (reports carry
  * no device id: users of an issue are not known). Candidates are the 50 largest issues
- * listing the version; their reports are counted through reports_issue. */
+ * listing the version; their reports from it are the issue's app-version breakdown counter
+ * (migration 0016: one row, whatever the issue's size; it keeps expired reports, as the
+ * issue's count does). */
 static const store_stmt SQL_TOP_ISSUES = {"releases_top_issues",
     "WITH cand AS (SELECT id, title, culprit, status, count FROM issues "
     "WHERE project_id = $2::bigint AND versions @> ARRAY[$1::text] "
     "ORDER BY count DESC, id LIMIT 50) "
     "SELECT c.id, c.title, c.culprit, c.status, c.count, "
-    "(SELECT count(*) FROM reports r WHERE r.issue_id = c.id AND r.app_version = $1::text) "
-    "AS n FROM cand c ORDER BY n DESC, c.count DESC, c.id LIMIT 10"};
+    "coalesce((SELECT b.count FROM issue_breakdowns b WHERE b.issue_id = c.id AND b.dim = 0 "
+    "AND b.value = $1::text), 0) AS n FROM cand c ORDER BY n DESC, c.count DESC, c.id LIMIT 10"};
 
 static const store_stmt SQL_VERSION = {"releases_version",
     "SELECT " SQL_RELEASE_VERSION("$1::text")};
