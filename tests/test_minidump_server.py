@@ -126,6 +126,17 @@ def main():
     electron = read("crashpad", "electron-1.4.3-mac.dmp")
     with Instance("minidump", workers=1) as inst:
         key, pid = project_create(inst, "electron-app")
+        sent = {}   # name -> (report id, dump bytes)
+        # the Breakpad dump before its dSYM: it waits for it (pending_dsym), and the dSYM's
+        # upload has the workers walk and symbolicate it again
+        r = post_raw(inst, breakpad, "application/x-dmp")
+        if check(r.status == 202, f"breakpad before its dSYM: {r.status} {r.body[:300]!r}"):
+            sent["breakpad-xdmp"] = (r.json()["id"], breakpad)
+            check(inst.wait_processed(60), "the dump processed")
+            early = inst.request("GET", f"/api/v1/reports/{r.json()['id']}", token=inst.tokens["read"]).json()
+            check(early["status"] == "pending_dsym" and
+                  "67E9247C-814E-392B-A027-DBDE6748FCBF" in [u.upper() for u in early["missing_uuids"]],
+                  f"breakpad waits for crash's dSYM: {early['status']} {early['missing_uuids']}")
         # the Breakpad dump's executable's dSYM: its app frames get names
         dwarf = os.path.join(MD, "macos-x86_64-breakpad", "crash.dSYM", "Contents", "Resources",
                              "DWARF", "crash")
@@ -133,9 +144,7 @@ def main():
             r = inst.request("POST", "/api/v1/dsyms?name=crash", f.read(), token=inst.tokens["upload"])
         check(r.status in (200, 201), f"dSYM upload: {r.status} {r.body[:200]!r}")
 
-        sent = {}   # name -> (report id, dump bytes)
-        for name, body, ctype, gz in (("breakpad-xdmp", breakpad, "application/x-dmp", False),
-                                      ("breakpad-gzip", breakpad, "application/octet-stream", True),
+        for name, body, ctype, gz in (("breakpad-gzip", breakpad, "application/octet-stream", True),
                                       ("simple-sniffed", simple, "text/plain", False)):
             r = post_raw(inst, body, ctype, gz)
             if check(r.status == 202, f"{name}: {r.status} {r.body[:300]!r}"):
