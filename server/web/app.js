@@ -707,6 +707,31 @@
 
   /* ---- report page ------------------------------------------------------------------- */
 
+  // A minidump's stack walk: how its frames were found, and the images its frames fell in
+  // that lacked unwind info (no executable uploaded) or debug info (no dSYM).
+  function walkFacts(model) {
+    if (!model) return null;
+    var counts = {}, used = {};
+    (model.threads || []).forEach(function (t) {
+      (t.frames || []).forEach(function (f) {
+        if (f.found) counts[f.found] = (counts[f.found] || 0) + 1;
+        if (f.image_index !== null && f.image_index !== undefined) used[f.image_index] = f;
+      });
+    });
+    var noUnwind = [], noDebug = [];
+    Object.keys(used).forEach(function (i) {
+      var im = (model.images || [])[i];
+      if (!im) return;
+      if (im.unwind === false) noUnwind.push(im.name || im.uuid || '?');
+      if (used[i].symbolicated === 'missing') noDebug.push(im.name || im.uuid || '?');
+    });
+    var how = ['context', 'cfi', 'frame_pointer', 'scan'].filter(function (k) { return counts[k]; })
+      .map(function (k) { return counts[k] + ' by ' + k.replace('_', ' '); }).join(', ');
+    return [fact('Frames found', how || '—'),
+            noUnwind.length ? fact('No unwind info', h('span.mono#no-unwind', noUnwind.join(' '))) : null,
+            noDebug.length ? fact('No debug info', h('span.mono#no-debug', noDebug.join(' '))) : null];
+  }
+
   function reportPage(id) {
     var seq = renderSeq;
     var enc = encodeURIComponent(id);
@@ -725,7 +750,8 @@
           fact('Received', when(rep.received_at)), fact('Kind', rep.kind || '—'),
           rep.error ? fact('Error', h('span.error', rep.error)) : null,
           rep.missing_uuids && rep.missing_uuids.length
-            ? fact('Missing dSYMs', h('span.mono', rep.missing_uuids.join(' '))) : null),
+            ? fact('Missing dSYMs', h('span.mono', rep.missing_uuids.join(' '))) : null,
+          rep.format === 'minidump' ? walkFacts(rep.symbolicated || rep.report) : null),
         h('div.side',
           h('div', h('h2', 'Raw'), raw),
           h('div', h('h2', 'Symbolicated'), sym))
