@@ -14,6 +14,8 @@ into $STACKSIFT_BUILD_DIR/minidump-node, once, under a file lock.
    (its STACK CFI) laid out as SYMBOLS/crash/<id>/crash.sym.
 2. The Breakpad dump's frames in the app read as llvm-symbolizer-14 --inlines reads the dSYM
    (frame 0 at its pc, callers at pc - 1).
+   The same walk from symcaches built from the executable and the dSYM into one folder (either
+   order) with --symcache-dir gives the same JSON.
 3. Each frame says how it was found; frame 0 is "context" and the app's caller is found by
    "cfi" (compact unwind), the Crashpad dumps' by "frame_pointer" first.
 Prints "N passed, N failed" like tests/harness.h.
@@ -157,6 +159,22 @@ def main():
             check(len(frames) > 1 and frames[1]["found"] == "cfi",
                   "the app's caller is not found by compact unwind")
             symbolizer_agrees(walked)
+        # the same walk from symcaches (`stacksift symcache build`, the server's stored form):
+        # the executable's and the dSYM's into one folder, in either order, give one symcache
+        # per UUID with the dSYM's names and the executable's unwind section
+        exe_file, dsym = os.path.join(BREAKPAD, "crash"), os.path.join(BREAKPAD, "crash.dSYM")
+        for order in ((exe_file, dsym), (dsym, exe_file)):
+            symc = tempfile.mkdtemp(dir=tmp)
+            for f in order:
+                out = subprocess.run([BIN, "symcache", "build", f, "-o", symc], capture_output=True, text=True,
+                                     timeout=120)
+                check(out.returncode == 0, f"symcache build {f}: {out.stderr}")
+            out = subprocess.run([BIN, "minidump", "walk", "--json", "--symcache-dir", symc, dump],
+                                 capture_output=True, text=True, timeout=120)
+            if check(out.returncode == 0, f"minidump walk --symcache-dir: {out.stderr}") and walked:
+                from_symc = json.loads(out.stdout)
+                check(from_symc == walked, "the walk from symcaches differs from the walk from the files "
+                      f"(built {[os.path.basename(f) for f in order]})")
         # without the executable there is no CFI: the walk is what the oracle does without
         # symbols (frame pointer and scan)
         walked = ours(dump, [])

@@ -1,7 +1,7 @@
 # Symbolication core: Mach-O reader and symcache. Fixture-based tests need
 # tests/fixtures/build.sh to have run (tests/run.sh does it first).
 stacksift_unit_test(test_macho SOURCES test_macho.c LIBS macho PkgConfig::JANSSON LABELS "unit;fixtures")
-stacksift_unit_test(test_symcache SOURCES test_symcache.c LIBS symcache dsym PkgConfig::JANSSON Threads::Threads LABELS "unit;fixtures")
+stacksift_unit_test(test_symcache SOURCES test_symcache.c LIBS symcache dsym unwind PkgConfig::JANSSON Threads::Threads LABELS "unit;fixtures")
 # Our DWARF reader against libdwarf as an independent implementation (test-only dependency).
 stacksift_unit_test(test_debuginfo SOURCES test_debuginfo.c LIBS debuginfo macho libdwarf::libdwarf PkgConfig::JANSSON LABELS "unit;fixtures")
 # The CLI contract of symcache build / lookup (atos output, exit codes, fat and zip inputs).
@@ -23,7 +23,7 @@ add_executable(symcache_roundtrip_portable symcache_roundtrip.c symcache_v1/symc
   ${PROJECT_SOURCE_DIR}/common/symcache/symcache_build.c)
 target_compile_options(symcache_roundtrip_portable PRIVATE -U__SSE2__)
 target_include_directories(symcache_roundtrip_portable PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${COMMON_INCLUDE})
-target_link_libraries(symcache_roundtrip_portable PRIVATE debuginfo macho demangle base PkgConfig::ZSTD Threads::Threads)
+target_link_libraries(symcache_roundtrip_portable PRIVATE debuginfo macho unwind demangle base PkgConfig::ZSTD Threads::Threads)
 add_test(NAME symcache_roundtrip_portable COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/symcache_roundtrip.sh)
 set_tests_properties(symcache_roundtrip_portable PROPERTIES LABELS "unit;fixtures" TIMEOUT 300
   ENVIRONMENT "${STACKSIFT_TEST_ENV};SYMCACHE_ROUNDTRIP=$<TARGET_FILE:symcache_roundtrip_portable>")

@@ -20,6 +20,7 @@
 #include "symcache/symcache.h"
 #include "symcache/symcache_build.h"
 #include "debuginfo/debuginfo.h"
+#include "unwind/unwind.h"
 #include <string.h>
 
 static char tmp_root[256];
@@ -446,7 +447,7 @@ static void corrupt_symcaches_are_rejected(void)
     CHECK_EQ_INT(symcache_open_bytes(&sc, copy, len, &err), ERR_UNSUPPORTED);
     CHECK(strstr(err.msg, "version 99") != NULL);
     memcpy(copy, good, len);
-    copy[8] = copy[8] - 1; /* the version before this build's: outdated, to be rebuilt */
+    copy[8] = 4; /* the version before the oldest this build reads: outdated, to be rebuilt */
     CHECK_EQ_INT(symcache_open_bytes(&sc, copy, len, &err), ERR_OUTDATED);
     CHECK(strstr(err.msg, "outdated") != NULL && strstr(err.msg, "rebuild") != NULL);
     /* (symcache_format.h: ngranules at 76, nfiles at 72, strings_size at 64, the granule
@@ -490,6 +491,259 @@ static void corrupt_symcaches_are_rejected(void)
     CHECK(opened > 0);
     free(copy);
     free(good);
+}
+
+/* ---- unwind sections (format 6) --------------------------------------------------------- */
+
+/* The slice 0 of the Mach-O at `path` (mapped into *b; unmapped by the caller). */
+static macho_image *slice0(bytes *b, const char *path)
+{
+    err_info err = {0};
+    if (bytes_map_file(b, path, &err) != ERR_OK)
+        return NULL;
+    macho_image *img = malloc(sizeof *img);
+    if (macho_parse(img, b->data, b->len, &err) != ERR_OK) {
+        free(img);
+        bytes_unmap(b);
+        return NULL;
+    }
+    return img;
+}
+
+/* What symcache_unwind_image gives for the symcache at `symc` is what the binary at `exe`
+ * holds: its compact unwind entries as unwind_compact_list reads them (checked against
+ * llvm-objdump by test_unwind), its indirect stack sizes, its __eh_frame bytes. */
+static void unwind_matches_binary(const char *symc, const char *exe)
+{
+    bytes b;
+    macho_image *img = slice0(&b, exe);
+    CHECK(img != NULL);
+    if (img == NULL)
+        return;
+    symcache *sc = NULL;
+    err_info err = {0};
+    CHECK_EQ_INT(symcache_open(&sc, symc, &err), ERR_OK);
+    unwind_image ui;
+    arena *a = arena_new(0);
+    if (sc != NULL && symcache_unwind_image(&ui, sc, &err) == ERR_OK) {
+        CHECK(symcache_has_unwind(sc));
+        CHECK(memcmp(ui.uuid, img->uuid, 16) == 0);
+        CHECK_EQ_U64(ui.text_vmaddr, img->text_vmaddr);
+        const macho_section *us = macho_section_find(img, "__TEXT", "__unwind_info");
+        unwind_entry *e = NULL;
+        size_t n = 0;
+        CHECK(us != NULL && unwind_compact_list(&e, &n, us->data, us->size, a, &err) == ERR_OK);
+        CHECK(n > 10);
+        CHECK_EQ_INT(ui.nentries, n);
+        CHECK(n == ui.nentries && (n == 0 || memcmp(e, ui.entries, n * sizeof *e) == 0));
+        const macho_section *t = macho_section_find(img, "__TEXT", "__text");
+        unwind_stack_size *z = NULL;
+        size_t nz = 0;
+        if (img->cputype == MACHO_CPU_TYPE_X86_64 && t != NULL)
+            CHECK(unwind_stack_sizes(&z, &nz, e, n, img->data + t->offset - (t->addr - img->text_vmaddr),
+                                     img->len - (t->offset - (t->addr - img->text_vmaddr)), a, &err) == ERR_OK);
+        CHECK_EQ_INT(ui.nstack_sizes, nz);
+        CHECK(nz == ui.nstack_sizes && (nz == 0 || memcmp(z, ui.stack_sizes, nz * sizeof *z) == 0));
+        const macho_section *eh = macho_section_find(img, "__TEXT", "__eh_frame");
+        if (eh != NULL && eh->data != NULL) {
+            CHECK_EQ_INT(ui.eh_frame_len, eh->size);
+            CHECK_EQ_U64(ui.eh_frame_vmaddr, eh->addr);
+            CHECK(ui.eh_frame != NULL && memcmp(ui.eh_frame, eh->data, eh->size) == 0);
+        } else {
+            CHECK(ui.eh_frame == NULL && ui.eh_frame_len == 0);
+        }
+        CHECK(ui.debug_frame == NULL);
+    } else {
+        CHECK(!"no unwind info in the executable's symcache");
+    }
+    arena_free(a);
+    symcache_close(sc);
+    free(img);
+    bytes_unmap(&b);
+}
+
+static void unwind_sections_from_executables(void)
+{
+    static const char *const apps[] = {"arm64-O2/FixtureApp.app", "x86_64-O2/FixtureApp.app"};
+    for (size_t i = 0; i < 2; i++) {
+        char exe[4096], rel[512];
+        snprintf(rel, sizeof rel, "%s/FixtureApp", apps[i]);
+        snprintf(exe, sizeof exe, "%s/%s", fixtures_dir(), rel);
+        built x, d, m1, m2;
+        char dir[64];
+        snprintf(dir, sizeof dir, "unwind-exe-%zu", i);
+        CHECK_EQ_INT(build(&x, rel, dir, 1), ERR_OK);
+        CHECK(x.n == 1 && !x.has_dwarf[0]);
+        if (x.n == 1)
+            unwind_matches_binary(x.path[0], exe);
+        /* the dSYM alone: no unwind info (dsymutil keeps the section headers only) */
+        char dsym[512];
+        snprintf(dsym, sizeof dsym, "%s.dSYM", apps[i]);
+        snprintf(dir, sizeof dir, "unwind-dsym-%zu", i);
+        CHECK_EQ_INT(build(&d, dsym, dir, 1), ERR_OK);
+        symcache *sc = NULL;
+        err_info err = {0};
+        unwind_image ui;
+        if (d.n == 1 && symcache_open(&sc, d.path[0], &err) == ERR_OK) {
+            CHECK(!symcache_has_unwind(sc));
+            CHECK_EQ_INT(symcache_unwind_image(&ui, sc, &err), ERR_NOT_FOUND);
+            symcache_close(sc);
+        }
+        /* both into one folder, in either order: DWARF names and the executable's unwind
+         * info, the same bytes */
+        char in[4096];
+        snprintf(dir, sizeof dir, "unwind-merge-a%zu", i);
+        CHECK_EQ_INT(build(&m1, dsym, dir, 1), ERR_OK);
+        snprintf(in, sizeof in, "%s/%s", fixtures_dir(), rel);
+        memset(&m1, 0, sizeof m1);
+        dsym_options o = {.threads = 1};
+        CHECK_EQ_INT(dsym_build_symcaches(in, new_dir(dir), &o, collect, &m1, &err), ERR_OK);
+        CHECK(m1.n == 1 && m1.has_dwarf[0] && m1.functions[0] == d.functions[0]);
+        snprintf(dir, sizeof dir, "unwind-merge-b%zu", i);
+        CHECK_EQ_INT(build(&m2, rel, dir, 1), ERR_OK);
+        snprintf(in, sizeof in, "%s/%s", fixtures_dir(), dsym);
+        memset(&m2, 0, sizeof m2);
+        CHECK_EQ_INT(dsym_build_symcaches(in, new_dir(dir), &o, collect, &m2, &err), ERR_OK);
+        CHECK(m2.n == 1 && m2.has_dwarf[0]);
+        if (m1.n != 1 || m2.n != 1)
+            continue;
+        unwind_matches_binary(m1.path[0], exe);
+        unwind_matches_binary(m2.path[0], exe);
+        size_t l1 = 0, l2 = 0;
+        uint8_t *b1 = read_all(m1.path[0], &l1), *b2 = read_all(m2.path[0], &l2);
+        CHECK(b1 && b2 && l1 == l2 && memcmp(b1, b2, l1) == 0);
+        /* the names are the dSYM's */
+        if (symcache_open(&sc, m1.path[0], &err) == ERR_OK) {
+            CHECK(symcache_has_dwarf(sc));
+            symcache_frame f[8];
+            uint64_t main_addr = symbol_address(rel, "_main");
+            CHECK(symcache_lookup(f, 8, sc, main_addr) > 0 && f[0].file != NULL && !f[0].from_symtab);
+            symcache_close(sc);
+        }
+        /* the executable again into the merged folder: nothing changes, nothing reported */
+        built again;
+        memset(&again, 0, sizeof again);
+        snprintf(in, sizeof in, "%s/%s", fixtures_dir(), rel);
+        CHECK_EQ_INT(dsym_build_symcaches(in, new_dir(dir), &o, collect, &again, &err), ERR_OK);
+        CHECK_EQ_INT(again.n, 0);
+        size_t l3 = 0;
+        uint8_t *b3 = read_all(m2.path[0], &l3);
+        CHECK(b3 && l3 == l2 && memcmp(b3, b2, l2) == 0);
+        free(b1);
+        free(b2);
+        free(b3);
+    }
+}
+
+/* Version 5 files read as version 6 without sections; sections are checked at open (framing)
+ * and by the accessor (the body); a corrupt one never reads outside the file. */
+static void unwind_sections_versions_and_corruption(void)
+{
+    built x, d;
+    CHECK_EQ_INT(build(&x, "x86_64-O2/FixtureApp.app/FixtureApp", "unwind-corrupt-x", 1), ERR_OK);
+    CHECK_EQ_INT(build(&d, "x86_64-O2/FixtureApp.app.dSYM", "unwind-corrupt-d", 1), ERR_OK);
+    if (x.n != 1 || d.n != 1)
+        return;
+    size_t xl = 0, dl = 0;
+    uint8_t *xg = read_all(x.path[0], &xl), *dg = read_all(d.path[0], &dl);
+    err_info err = {0};
+    symcache *sc = NULL;
+    unwind_image ui;
+    /* a version-5 file: the dSYM's (no sections) opens, without unwind info */
+    uint8_t *c = malloc(xl > dl ? xl : dl);
+    memcpy(c, dg, dl);
+    c[8] = 5;
+    CHECK_EQ_INT(symcache_open_bytes(&sc, c, dl, &err), ERR_OK);
+    if (sc) {
+        CHECK_EQ_INT(symcache_unwind_image(&ui, sc, &err), ERR_NOT_FOUND);
+        symcache_frame f[4];
+        CHECK(symcache_lookup(f, 4, sc, symbol_address("x86_64-O2/FixtureApp.app/FixtureApp", "_main")) > 0);
+        symcache_close(sc);
+    }
+    /* ... but sections in a version-5 file are not */
+    memcpy(c, xg, xl);
+    c[8] = 5;
+    CHECK_EQ_INT(symcache_open_bytes(&sc, c, xl, &err), ERR_INVALID);
+    /* where the core ends: the sections start at the next 8-byte boundary */
+    CHECK_EQ_INT(symcache_open_bytes(&sc, xg, xl, &err), ERR_OK);
+    size_t core = 0;
+    if (sc) {
+        CHECK(symcache_has_unwind(sc));
+        symcache_close(sc);
+    }
+    uint32_t strings_size = rd32le(xg + 64);
+    /* find the core's end: the first section tag "UNWI" after 8-byte alignment */
+    for (size_t at = 96; at + 4 <= xl; at += 8)
+        if (memcmp(xg + at, "UNWI", 4) == 0) {
+            core = at;
+            break;
+        }
+    CHECK(core > strings_size);
+    if (core == 0) {
+        free(c), free(xg), free(dg);
+        return;
+    }
+    /* every truncation past the core fails (only the core itself is a whole file) */
+    for (size_t cut = core - 8; cut < xl; cut += 7) {
+        memcpy(c, xg, cut);
+        err_code rc = symcache_open_bytes(&sc, c, cut, &err);
+        if (rc == ERR_OK) {
+            CHECK(cut <= core); /* the core, maybe with the zero padding before the section */
+            CHECK_EQ_INT(symcache_unwind_image(&ui, sc, &err), ERR_NOT_FOUND);
+            symcache_close(sc);
+        }
+    }
+    uint32_t size = rd32le(xg + core + 4);
+    /* a size past the end; a second section with the same tag; nonzero padding */
+    memcpy(c, xg, xl);
+    c[core + 7] = 0x7f;
+    CHECK_EQ_INT(symcache_open_bytes(&sc, c, xl, &err), ERR_INVALID);
+    memcpy(c, xg, xl);
+    if (size % 8 != 0) {
+        c[core + 8 + size] = 1;
+        CHECK_EQ_INT(symcache_open_bytes(&sc, c, xl, &err), ERR_INVALID);
+    }
+    /* the body: counts that do not add up, entries out of order (the accessor) */
+    memcpy(c, xg, xl);
+    c[core + 8 + 8] ^= 1; /* nentries */
+    CHECK_EQ_INT(symcache_open_bytes(&sc, c, xl, &err), ERR_OK);
+    if (sc) {
+        CHECK_EQ_INT(symcache_unwind_image(&ui, sc, &err), ERR_INVALID);
+        symcache_close(sc);
+    }
+    memcpy(c, xg, xl);
+    memcpy(c + core + 8 + 24, xg + core + 8 + 24 + 12, 4); /* entry 0 starts at entry 1 */
+    CHECK_EQ_INT(symcache_open_bytes(&sc, c, xl, &err), ERR_OK);
+    if (sc) {
+        CHECK_EQ_INT(symcache_unwind_image(&ui, sc, &err), ERR_INVALID);
+        CHECK(strstr(err.msg, "order") != NULL);
+        symcache_close(sc);
+    }
+    /* an unknown section is skipped; merging images of different UUIDs is refused */
+    buf more;
+    buf_init(&more);
+    buf_append(&more, xg, xl);
+    const uint8_t unknown[16] = {'Z', 'Z', 'Z', 'Z', 3, 0, 0, 0, 1, 2, 3, 0, 0, 0, 0, 0};
+    buf_append(&more, unknown, sizeof unknown);
+    CHECK_EQ_INT(symcache_open_bytes(&sc, more.data, more.len, &err), ERR_OK);
+    if (sc) {
+        CHECK_EQ_INT(symcache_unwind_image(&ui, sc, &err), ERR_OK);
+        symcache *other = NULL;
+        built o;
+        CHECK_EQ_INT(build(&o, "arm64-O2/FixtureApp.app.dSYM", "unwind-corrupt-o", 1), ERR_OK);
+        if (o.n == 1 && symcache_open(&other, o.path[0], &err) == ERR_OK) {
+            buf m;
+            buf_init(&m);
+            CHECK_EQ_INT(symcache_merge(&m, sc, other, &err), ERR_INVALID);
+            buf_reset(&m);
+            symcache_close(other);
+        }
+        symcache_close(sc);
+    }
+    buf_reset(&more);
+    free(c);
+    free(xg);
+    free(dg);
 }
 
 /* ---- concurrent readers ----------------------------------------------------------------- */
@@ -1148,6 +1402,8 @@ int main(void)
     RUN(fat_zip_and_symtab_only_inputs);
     RUN(bad_inputs_are_errors);
     RUN(corrupt_symcaches_are_rejected);
+    RUN(unwind_sections_from_executables);
+    RUN(unwind_sections_versions_and_corruption);
     RUN(concurrent_lookups_agree);
     RUN(names_sort_and_fold);
     RUN(row_compaction_keeps_answers);

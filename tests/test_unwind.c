@@ -264,8 +264,20 @@ static void walks_x86_64_indirect_and_stops(void)
         {0x1100, 0x1200, 0x01000000}, /* rbp frame */
     };
     text[0x1004] = 0x28;
+    arena *a = arena_new(0);
+    unwind_stack_size *sizes;
+    size_t nsizes;
+    err_info err = {0};
+    /* the immediate is read once from the __TEXT bytes; one past them is left out */
+    CHECK_EQ_INT(unwind_stack_sizes(&sizes, &nsizes, entries, 2, text, 0x1007, a, &err), ERR_OK);
+    CHECK_EQ_INT(nsizes, 0);
+    CHECK_EQ_INT(unwind_stack_sizes(&sizes, &nsizes, entries, 2, text, sizeof text, a, &err), ERR_OK);
+    CHECK_EQ_INT(nsizes, 1);
+    uint32_t imm = 0;
+    CHECK(unwind_stack_size_find(&imm, sizes, nsizes, 0x1000) && imm == 0x28);
+    CHECK(!unwind_stack_size_find(&imm, sizes, nsizes, 0x1100));
     unwind_image img = {.text_vmaddr = 0x100000000, .entries = entries, .nentries = 2,
-                        .text = text, .text_len = sizeof text};
+                        .stack_sizes = sizes, .nstack_sizes = nsizes};
     memcpy(img.uuid, UUID_APP, 16);
     put64(stack + 0x28 - 8, 0x100001150);   /* return address */
     put64(stack + 0x28 - 16, 0xbbbb);       /* rbx */
@@ -278,10 +290,8 @@ static void walks_x86_64_indirect_and_stops(void)
     c.regs[MINIDUMP_X86_64_RSP] = base;
     c.regs[MINIDUMP_X86_64_RBP] = base + 0x100;
     c.regs[0] = 0xaaaa; /* rax: not callee-saved */
-    arena *a = arena_new(0);
     unwind_frame *f;
     size_t n;
-    err_info err = {0};
     CHECK_EQ_INT(unwind_walk(&f, &n, &md, &c, &img, 1, a, &err), ERR_OK);
     CHECK_EQ_INT(n, 3);
     if (n == 3) {

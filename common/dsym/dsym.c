@@ -56,6 +56,8 @@ typedef struct {
     map_entry *maps;       /* xmalloc'd; the maps owned */
     size_t nmaps;
     char beside_dir[4096]; /* opts.maps_beside: the input file's folder; "" = none */
+    dsym_built *done;      /* xmalloc'd: every slice reported so far, for merges */
+    size_t ndone;
 } job;
 
 static double now_ms(void)
@@ -113,18 +115,59 @@ static err_code write_atomically(const char *path, const buf *b, err_info *err)
     return ERR_OK;
 }
 
-/* true when `path` is a current-format symcache built from DWARF: a symbol-table-only build
- * of the same UUID (the app binary next to its dSYM) must not replace it (an outdated or
- * unreadable one may) */
-static bool existing_has_dwarf(const char *path)
+/* What merge_existing decided. */
+typedef enum {
+    MERGE_NEW,       /* no usable symcache there: write the new one as it is */
+    MERGE_NEW_BASE,  /* the new one's names, with sections of the old one it lacked */
+    MERGE_OLD_BASE,  /* the old one's names (DWARF over this symbol table), with new sections */
+    MERGE_UNCHANGED, /* the old one's names, and the new one brings no section it lacks */
+} merge_outcome;
+
+/* merge_existing - the symcache of the same UUID already at `path` (built before from this
+ * input, e.g. a dSYM and its executable in one zip in either order, or by an earlier run
+ * into the same folder) and the new one in `out` become one: a symbol-table-only build never
+ * replaces DWARF names (an outdated or unreadable file is replaced), and each file's
+ * sections (unwind info: the executable's) are kept. `out` is replaced by the merge. */
+static merge_outcome merge_existing(buf *out, const char *path)
 {
-    symcache *sc = NULL;
+    symcache *old = NULL, *cur = NULL;
     err_info err = {0};
-    if (symcache_open(&sc, path, &err) != ERR_OK)
-        return false; /* missing, outdated or corrupt: replace it */
-    bool dwarf = symcache_has_dwarf(sc);
-    symcache_close(sc);
-    return dwarf;
+    merge_outcome m = MERGE_NEW;
+    if (symcache_open(&old, path, &err) != ERR_OK)
+        return MERGE_NEW; /* missing, outdated or corrupt: replace it */
+    if (symcache_open_bytes(&cur, out->data, out->len, &err) != ERR_OK)
+        goto done;
+    bool old_base = symcache_has_dwarf(old) && !symcache_has_dwarf(cur);
+    buf merged;
+    buf_init(&merged);
+    if (symcache_merge(&merged, old_base ? old : cur, old_base ? cur : old, &err) != ERR_OK) {
+        buf_reset(&merged);
+        m = old_base ? MERGE_UNCHANGED : MERGE_NEW; /* another image: as before sections */
+        goto done;
+    }
+    symcache_close(cur); /* it reads `out` */
+    cur = NULL;
+    if (old_base && merged.len == symcache_size(old)) {
+        m = MERGE_UNCHANGED;
+        buf_reset(&merged);
+        goto done;
+    }
+    buf_reset(out);
+    *out = merged;
+    m = old_base ? MERGE_OLD_BASE : MERGE_NEW_BASE;
+done:
+    symcache_close(cur);
+    symcache_close(old);
+    return m;
+}
+
+/* The slice reported before for `uuid` in this job, or NULL. */
+static const dsym_built *done_for(const job *j, const char *uuid)
+{
+    for (size_t i = j->ndone; i-- > 0;)
+        if (strcmp(j->done[i].uuid, uuid) == 0)
+            return &j->done[i];
+    return NULL;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -419,7 +462,14 @@ static err_code build_slice(job *j, const uint8_t *data, size_t len, const char 
         goto done;
     }
     b.has_dwarf = di.nscopes > 0 || di.nrows > 0;
-    if (!b.has_dwarf && existing_has_dwarf(b.path)) {
+    /* what unwinding needs: an executable's or dylib's compact unwind and __eh_frame, a
+     * dSYM's __debug_frame; unreadable unwind info costs only itself (a warning) */
+    err_info uerr = {0};
+    char unwind_warning[300] = "";
+    if (symcache_unwind_append(&out, img, &uerr) != ERR_OK)
+        snprintf(unwind_warning, sizeof unwind_warning, "unwind info left out: %s", uerr.msg);
+    merge_outcome merged = merge_existing(&out, b.path);
+    if (merged == MERGE_UNCHANGED) {
         j->built++; /* handled: the better symcache already there stays */
         goto done;
     }
@@ -427,25 +477,53 @@ static err_code build_slice(job *j, const uint8_t *data, size_t len, const char 
     if (rc != ERR_OK)
         goto done;
     phase_mark(&wclock, "write_file");
-    b.functions = stats.functions;
-    b.ranges = stats.ranges;
-    b.bytes = out.len;
-    b.dwarf_bytes = di.dwarf_bytes;
-    b.warnings = debuginfo_warnings_count(&di.warnings);
-    debuginfo_warnings_text(&di.warnings, b.warning, sizeof b.warning);
-    if (map_warning[0]) {
+    const dsym_built *prev = merged == MERGE_OLD_BASE ? done_for(j, b.uuid) : NULL;
+    if (prev != NULL) {
+        /* the names (and so every figure of the row) are the earlier slice's */
+        char path[sizeof b.path];
+        memcpy(path, b.path, sizeof path);
+        b = *prev;
+        memcpy(b.path, path, sizeof path);
+    } else if (merged == MERGE_OLD_BASE) {
+        /* built by an earlier run into this folder: what the file itself says */
+        symcache *sc = NULL;
+        err_info oerr = {0};
+        if (symcache_open_bytes(&sc, out.data, out.len, &oerr) == ERR_OK) {
+            b.has_dwarf = symcache_has_dwarf(sc);
+            b.functions = symcache_function_count(sc);
+            b.ranges = symcache_range_count(sc);
+            snprintf(b.name, sizeof b.name, "%s", symcache_image_name(sc));
+            symcache_close(sc);
+        }
+    } else {
+        b.functions = stats.functions;
+        b.ranges = stats.ranges;
+        b.dwarf_bytes = di.dwarf_bytes;
+        b.warnings = debuginfo_warnings_count(&di.warnings);
+        debuginfo_warnings_text(&di.warnings, b.warning, sizeof b.warning);
+        if (map_warning[0]) {
+            size_t used = strlen(b.warning);
+            snprintf(b.warning + used, sizeof b.warning - used, "%s%s", used ? "; " : "",
+                     map_warning);
+            b.warnings++;
+        }
+        b.hidden = di.hidden.hidden;
+        b.hidden_left = di.hidden.left;
+        b.hidden_max = di.hidden.max_index;
+        b.revealed = di.revealed;
+        snprintf(b.map_uuid, sizeof b.map_uuid, "%s", map_uuid);
+    }
+    if (unwind_warning[0]) {
         size_t used = strlen(b.warning);
         snprintf(b.warning + used, sizeof b.warning - used, "%s%s", used ? "; " : "",
-                 map_warning);
+                 unwind_warning);
         b.warnings++;
     }
-    b.hidden = di.hidden.hidden;
-    b.hidden_left = di.hidden.left;
-    b.hidden_max = di.hidden.max_index;
-    b.revealed = di.revealed;
-    snprintf(b.map_uuid, sizeof b.map_uuid, "%s", map_uuid);
+    b.bytes = out.len;
     b.ms = now_ms() - t0;
     j->built++;
+    j->done = xreallocarray(j->done, j->ndone + 1, sizeof *j->done);
+    j->done[j->ndone++] = b;
     if (j->fn != NULL)
         j->fn(&b, j->ctx);
 done:
@@ -813,6 +891,7 @@ done:
     for (size_t i = 0; i < j.nmaps; i++)
         symbolmap_free(j.maps[i].map);
     free(j.maps);
+    free(j.done);
     free(j.uuidmaps);
     return rc;
 }

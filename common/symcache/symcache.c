@@ -14,11 +14,13 @@
 #include <sys/mman.h>
 #include <zstd.h>
 
+#include "base/arena.h"
 #include "base/bytes.h"
 #include "base/xalloc.h"
 #include "demangle/demangle.h"
 #include "macho/macho.h"
 #include "symcache/symcache_format.h"
+#include "unwind/unwind.h"
 
 #define SYMC_NAME_BLOCK_MAX (4u << 20) /* a name block larger than this is corrupt */
 #define SYMC_DCTX 4                     /* zstd contexts a symcache keeps */
@@ -79,6 +81,9 @@ struct symcache {
     const uint8_t *names;   /* compressed name blocks */
     const uint8_t *granules; /* granules_size bytes, then SYMC_GRANULE_PAD zero bytes */
     const char *strings;
+    size_t core_len;        /* bytes up to the strings' end: the part every version has */
+    symc_section sections[SYMC_MAX_SECTIONS]; /* the optional sections after it (version 6) */
+    unsigned nsections;
     /* Name blocks are decompressed on first use, by any thread: a block is published with a
      * compare-and-swap (a thread that loses frees its copy); the zstd context is shared under
      * the mutex, which only a first use takes. */
@@ -299,6 +304,41 @@ static inline __attribute__((always_inline)) const char *display_at(symcache *sc
     return __builtin_expect(shown != NULL, 1) ? shown : display_fill(sc, nb, i);
 }
 
+/* The sections after the core (version 6; symcache_format.h): zero padding to 8 bytes, then
+ * (tag, size, body, zero padding to 8) up to the file's end exactly; a tag at most once. Only
+ * their framing is checked here; an accessor checks the body it reads. */
+static err_code check_sections(symcache *sc, err_info *err)
+{
+    size_t at = sc->core_len;
+    sc->nsections = 0;
+    if (at == sc->len)
+        return ERR_OK;
+    size_t first = (at + 7) & ~(size_t)7;
+    for (; at < first; at++)
+        if (at >= sc->len || sc->data[at] != 0)
+            return err_set(err, ERR_INVALID, "corrupt symcache: bytes after the strings are no section");
+    while (at < sc->len) {
+        if (sc->len - at < SYMC_SECTION_HEADER)
+            return err_set(err, ERR_INVALID, "corrupt symcache: section header at %zu is truncated", at);
+        uint32_t tag = rd32(sc->data + at), size = rd32(sc->data + at + 4);
+        size_t body = at + SYMC_SECTION_HEADER, padded = ((size_t)size + 7) & ~(size_t)7;
+        if (sc->len - body < padded)
+            return err_set(err, ERR_INVALID, "corrupt symcache: section at %zu (%u bytes) runs past the file's end",
+                           at, size);
+        for (size_t k = size; k < padded; k++)
+            if (sc->data[body + k] != 0)
+                return err_set(err, ERR_INVALID, "corrupt symcache: section at %zu is not zero-padded", at);
+        for (unsigned k = 0; k < sc->nsections; k++)
+            if (sc->sections[k].tag == tag)
+                return err_set(err, ERR_INVALID, "corrupt symcache: section %08x twice", tag);
+        if (sc->nsections == SYMC_MAX_SECTIONS)
+            return err_set(err, ERR_INVALID, "corrupt symcache: more than %u sections", SYMC_MAX_SECTIONS);
+        sc->sections[sc->nsections++] = (symc_section){tag, sc->data + body, size};
+        at = body + padded;
+    }
+    return ERR_OK;
+}
+
 /* Check what lookups rely on and costs O(1) or O(small tables): the header, the table sizes
  * against the file size (exactly), the granule index's end and padding, the paths and the
  * name block index. The granules themselves are not read here: a lookup checks the one it
@@ -311,13 +351,13 @@ static err_code check(symcache *sc, err_info *err)
         return err_set(err, ERR_INVALID, "not a symcache: bad magic or %zu-byte file", sc->len);
     sc->version = rd32(d + 8);
     /* older: rebuild it from the dSYM (a distinct code the server acts on); newer: unknown */
-    if (sc->version < SYMCACHE_VERSION)
+    if (sc->version < SYMCACHE_MIN_VERSION)
         return err_set(err, ERR_OUTDATED,
-                       "symcache format version %u is outdated (this build reads %u): rebuild it from the dSYM",
-                       sc->version, SYMCACHE_VERSION);
-    if (sc->version != SYMCACHE_VERSION)
-        return err_set(err, ERR_UNSUPPORTED, "symcache format version %u is not supported (this build reads %u)",
-                       sc->version, SYMCACHE_VERSION);
+                       "symcache format version %u is outdated (this build reads %u-%u): rebuild it from the dSYM",
+                       sc->version, SYMCACHE_MIN_VERSION, SYMCACHE_VERSION);
+    if (sc->version > SYMCACHE_VERSION)
+        return err_set(err, ERR_UNSUPPORTED, "symcache format version %u is not supported (this build reads %u-%u)",
+                       sc->version, SYMCACHE_MIN_VERSION, SYMCACHE_VERSION);
     sc->flags = rd32(d + 12);
     memcpy(sc->uuid, d + 16, 16);
     sc->cputype = rd32(d + 32);
@@ -345,9 +385,14 @@ static err_code check(symcache *sc, err_info *err)
     uint64_t size = SYMC_HEADER_SIZE + ((uint64_t)sc->ngranules + 1) * 4 + (uint64_t)sc->nfiles * 4 +
                     ((uint64_t)sc->nname_blocks + 1) * 4 + sc->names_size + sc->granules_size + SYMC_GRANULE_PAD +
                     sc->strings_size;
-    if (size != sc->len)
+    /* version 5 ends there; version 6 may go on with sections (check_sections) */
+    if (size > sc->len || (size != sc->len && sc->version < 6))
         return err_set(err, ERR_INVALID, "corrupt symcache: tables need %llu bytes, file has %zu",
                        (unsigned long long)size, sc->len);
+    sc->core_len = (size_t)size;
+    err_code rc = check_sections(sc, err);
+    if (rc != ERR_OK)
+        return rc;
     sc->gindex = d + SYMC_HEADER_SIZE;
     sc->files = sc->gindex + ((size_t)sc->ngranules + 1) * 4;
     sc->name_index = sc->files + (size_t)sc->nfiles * 4;
@@ -831,6 +876,11 @@ uint64_t symcache_text_vmaddr(const symcache *sc)
     return sc->text_vmaddr;
 }
 
+size_t symcache_size(const symcache *sc)
+{
+    return sc->len;
+}
+
 bool symcache_has_dwarf(const symcache *sc)
 {
     return (sc->flags & SYMC_FLAG_DWARF) != 0;
@@ -859,4 +909,179 @@ uint32_t symcache_function_count(const symcache *sc)
 uint32_t symcache_name_count(const symcache *sc)
 {
     return sc->nnames;
+}
+
+/* ---- sections (version 6) -------------------------------------------------------------- */
+
+static const symc_section *section_find(const symcache *sc, uint32_t tag)
+{
+    for (unsigned k = 0; k < sc->nsections; k++)
+        if (sc->sections[k].tag == tag)
+            return &sc->sections[k];
+    return NULL;
+}
+
+bool symcache_has_unwind(const symcache *sc)
+{
+    return section_find(sc, SYMC_TAG_UNWIND) != NULL || section_find(sc, SYMC_TAG_DEBUG_FRAME) != NULL;
+}
+
+_Static_assert(sizeof(unwind_entry) == 12 && sizeof(unwind_stack_size) == 8,
+               "the unwind section's records are read in place");
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the unwind section's records are little-endian and read in place"
+#endif
+
+err_code symcache_unwind_image(unwind_image *out, const symcache *sc, err_info *err)
+{
+    memset(out, 0, sizeof *out);
+    const symc_section *u = section_find(sc, SYMC_TAG_UNWIND);
+    const symc_section *d = section_find(sc, SYMC_TAG_DEBUG_FRAME);
+    if (u == NULL && d == NULL)
+        return err_set(err, ERR_NOT_FOUND, "symcache has no unwind info");
+    memcpy(out->uuid, sc->uuid, 16);
+    out->text_vmaddr = sc->text_vmaddr;
+    if (u != NULL) {
+        if (u->len < SYMC_UNWIND_HEADER)
+            return err_set(err, ERR_INVALID, "corrupt symcache: unwind section of %u bytes", u->len);
+        const uint8_t *p = u->data;
+        uint32_t nentries = rd32(p + 8), nsizes = rd32(p + 12), eh_len = rd32(p + 16);
+        uint64_t entries_end = SYMC_UNWIND_HEADER + (uint64_t)nentries * 12;
+        uint64_t sizes_at = (entries_end + 7) & ~(uint64_t)7;
+        uint64_t eh_at = sizes_at + (uint64_t)nsizes * 8;
+        if (rd32(p + 20) != 0 || eh_at + eh_len != u->len)
+            return err_set(err, ERR_INVALID, "corrupt symcache: unwind section tables need %llu bytes, it has %u",
+                           (unsigned long long)(eh_at + eh_len), u->len);
+        /* records are read in place: a caller's buffer (symcache_open_bytes) must be aligned */
+        if (((uintptr_t)p & 7) != 0)
+            return err_set(err, ERR_INVALID, "symcache bytes are not 8-byte aligned");
+        const unwind_entry *e = (const unwind_entry *)(const void *)(p + SYMC_UNWIND_HEADER);
+        const unwind_stack_size *z = (const unwind_stack_size *)(const void *)(p + sizes_at);
+        /* binary searches need order: O(n) once per call */
+        for (uint32_t i = 0; i < nentries; i++)
+            if (e[i].func_start >= e[i].func_end || (i > 0 && e[i].func_start < e[i - 1].func_end))
+                return err_set(err, ERR_INVALID, "corrupt symcache: unwind entry %u out of order", i);
+        for (uint32_t i = 1; i < nsizes; i++)
+            if (z[i].func_start <= z[i - 1].func_start)
+                return err_set(err, ERR_INVALID, "corrupt symcache: stack size %u out of order", i);
+        out->entries = nentries ? e : NULL;
+        out->nentries = nentries;
+        out->stack_sizes = nsizes ? z : NULL;
+        out->nstack_sizes = nsizes;
+        out->eh_frame = eh_len ? p + eh_at : NULL;
+        out->eh_frame_len = eh_len;
+        out->eh_frame_vmaddr = eh_len ? rd64(p) : 0;
+    }
+    if (d != NULL) {
+        if (d->len < 8)
+            return err_set(err, ERR_INVALID, "corrupt symcache: debug_frame section of %u bytes", d->len);
+        out->debug_frame_vmaddr = rd64(d->data);
+        out->debug_frame = d->len > 8 ? d->data + 8 : NULL;
+        out->debug_frame_len = d->len - 8;
+    }
+    return ERR_OK;
+}
+
+/* Append one section (tag, body) to `out`, which ends at its core or at a section's end. */
+static void section_append(buf *out, uint32_t tag, const uint8_t *body, size_t len)
+{
+    static const uint8_t zero[8];
+    if (out->len & 7)
+        buf_append(out, zero, 8 - (out->len & 7));
+    buf_append_u32le(out, tag);
+    buf_append_u32le(out, (uint32_t)len);
+    buf_append(out, body, len);
+    if (len & 7)
+        buf_append(out, zero, 8 - (len & 7));
+}
+
+err_code symcache_merge(buf *out, const symcache *base, const symcache *other, err_info *err)
+{
+    if (memcmp(base->uuid, other->uuid, 16) != 0 || base->cputype != other->cputype ||
+        base->text_vmaddr != other->text_vmaddr)
+        return err_set(err, ERR_INVALID, "merging symcaches of different images (UUID, arch or __TEXT address)");
+    size_t start = out->len;
+    buf_append(out, base->data, base->core_len);
+    /* the merged file is this version's: the core's layout is the same since version 5 */
+    uint8_t v[4] = {SYMCACHE_VERSION & 0xff, 0, 0, 0};
+    memcpy(out->data + start + 8, v, 4);
+    for (unsigned k = 0; k < base->nsections; k++)
+        section_append(out, base->sections[k].tag, base->sections[k].data, base->sections[k].len);
+    for (unsigned k = 0; k < other->nsections; k++)
+        if (section_find(base, other->sections[k].tag) == NULL)
+            section_append(out, other->sections[k].tag, other->sections[k].data, other->sections[k].len);
+    return ERR_OK;
+}
+
+static bool section_bytes(const macho_section *s)
+{
+    return s != NULL && s->data != NULL && s->size > 0 && s->size < UINT32_MAX / 2;
+}
+
+err_code symcache_unwind_append(buf *out, const macho_image *img, err_info *err)
+{
+    const macho_section *ui = macho_section_find(img, "__TEXT", "__unwind_info");
+    const macho_section *eh = macho_section_find(img, "__TEXT", "__eh_frame");
+    const macho_section *df = macho_section_find(img, "__DWARF", "__debug_frame");
+    err_code rc = ERR_OK;
+    arena *a = arena_new(0);
+    buf body;
+    buf_init(&body);
+    /* only a compact unwind table makes "UNWI": the walker reaches __eh_frame through its
+     * DWARF encodings, and llvm's dsymutil copies __eh_frame (not __unwind_info) into a dSYM,
+     * whose section must not stand in for the executable's in a merge */
+    if (section_bytes(ui)) {
+        unwind_entry *entries = NULL;
+        unwind_stack_size *sizes = NULL;
+        size_t n = 0, nsizes = 0;
+        rc = unwind_compact_list(&entries, &n, ui->data, (size_t)ui->size, a, err);
+        if (rc != ERR_OK) {
+            err_prefix(err, "__unwind_info");
+            goto done;
+        }
+        /* x86_64 frameless functions with an indirect stack size: their immediates now, so
+         * that __TEXT's bytes need not be kept. __TEXT's file bytes start where a __TEXT
+         * section's vm address and file offset agree on it. */
+        const macho_section *t = macho_section_find(img, "__TEXT", "__text");
+        if (img->cputype == MACHO_CPU_TYPE_X86_64 && t != NULL &&
+            t->offset != 0 && t->addr >= img->text_vmaddr && t->addr - img->text_vmaddr <= t->offset) {
+            uint64_t fo = t->offset - (t->addr - img->text_vmaddr);
+            if (fo <= img->len) {
+                rc = unwind_stack_sizes(&sizes, &nsizes, entries, n, img->data + fo, img->len - (size_t)fo, a, err);
+                if (rc != ERR_OK)
+                    goto done;
+            }
+        }
+        uint32_t eh_len = section_bytes(eh) ? (uint32_t)eh->size : 0;
+        buf_append_u64le(&body, eh_len ? eh->addr : 0);
+        buf_append_u32le(&body, (uint32_t)n);
+        buf_append_u32le(&body, (uint32_t)nsizes);
+        buf_append_u32le(&body, eh_len);
+        buf_append_u32le(&body, 0);
+        for (size_t i = 0; i < n; i++) {
+            buf_append_u32le(&body, entries[i].func_start);
+            buf_append_u32le(&body, entries[i].func_end);
+            buf_append_u32le(&body, entries[i].encoding);
+        }
+        static const uint8_t zero[8];
+        if (body.len & 7)
+            buf_append(&body, zero, 8 - (body.len & 7));
+        for (size_t i = 0; i < nsizes; i++) {
+            buf_append_u32le(&body, sizes[i].func_start);
+            buf_append_u32le(&body, sizes[i].imm);
+        }
+        if (eh_len)
+            buf_append(&body, eh->data, eh_len);
+        section_append(out, SYMC_TAG_UNWIND, body.data, body.len);
+    }
+    if (section_bytes(df)) {
+        body.len = 0;
+        buf_append_u64le(&body, df->addr);
+        buf_append(&body, df->data, (size_t)df->size);
+        section_append(out, SYMC_TAG_DEBUG_FRAME, body.data, body.len);
+    }
+done:
+    buf_reset(&body);
+    arena_free(a);
+    return rc;
 }

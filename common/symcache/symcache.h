@@ -18,7 +18,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/buf.h"
 #include "base/err.h"
+#include "macho/macho.h"
+#include "unwind/unwind_image.h"
 
 typedef struct symcache symcache; /* opaque; an open, mapped .symc file */
 
@@ -113,5 +116,43 @@ bool symcache_revealed(const symcache *sc);             /* true: built with a BC
 uint32_t symcache_range_count(const symcache *sc);
 uint32_t symcache_function_count(const symcache *sc);   /* concrete functions + inlinees */
 uint32_t symcache_name_count(const symcache *sc);       /* distinct names: ids are below it */
+size_t symcache_size(const symcache *sc);               /* bytes of the file, sections included */
+
+/* ---- Unwind info (format version 6 sections) ---------------------------------------- */
+
+/* symcache_has_unwind - true when the symcache carries unwind info ("UNWI" or "DBGF"). */
+bool symcache_has_unwind(const symcache *sc);
+
+/*
+ * symcache_unwind_image - the unwind info of the image, for unwind_walk: out->uuid and
+ * out->text_vmaddr from the header; compact unwind entries, x86_64 indirect stack sizes and
+ * __eh_frame from the "UNWI" section (an executable's or dylib's), __debug_frame from "DBGF"
+ * (a dSYM's); each NULL/0 when absent. Every pointer borrows the mapping: valid until
+ * symcache_close. O(entries): checks the section's sizes and that the entries and stack
+ * sizes are in order (the walker's binary searches rely on it).
+ * Errors  ERR_NOT_FOUND (no unwind info: a symcache built from a dSYM alone, or version 5),
+ *         ERR_INVALID (a corrupt section; bytes given to symcache_open_bytes that are not
+ *         8-byte aligned).
+ * Source  symcache_format.h ("UNWI", "DBGF").
+ */
+err_code symcache_unwind_image(unwind_image *out, const symcache *sc, err_info *err);
+
+/*
+ * symcache_unwind_append - append the unwind sections of Mach-O slice `img` to `out`, a
+ * symcache just built (symcache_build) or merged: "UNWI" when it has __TEXT,__unwind_info with
+ * bytes (an executable or dylib; a dSYM has its header only), with __TEXT,__eh_frame, "DBGF"
+ * when it has __DWARF,__debug_frame; nothing otherwise. On error `out` is unchanged.
+ * Errors  ERR_INVALID (an __unwind_info that unwind_compact_list refuses), ERR_TOO_LARGE.
+ */
+err_code symcache_unwind_append(buf *out, const macho_image *img, err_info *err);
+
+/*
+ * symcache_merge - append to `out` one symcache of the image of `base` and `other` (same
+ * UUID, cputype and __TEXT vmaddr): the names and lines of `base` (the caller picks it: DWARF
+ * over a symbol table), its sections, and each section of `other` that `base` lacks
+ * (symcache_format.h). The result is at the current format version.
+ * Errors  ERR_INVALID (different images).
+ */
+err_code symcache_merge(buf *out, const symcache *base, const symcache *other, err_info *err);
 
 #endif

@@ -40,6 +40,37 @@
  *                              every read a lookup makes from inside a granule is one
  *                              unaligned load that stays in the file)
  *                 strings      NUL-terminated paths and the image name, each stored once
+ *                 (version 6) optional sections, up to the file's end (none: the file ends
+ *                 with the strings, as a version-5 file does)
+ *
+ * Sections (version 6). After the strings: zero bytes up to an 8-byte boundary, then sections
+ * back to back, each
+ *   0   4  tag (four ASCII bytes, read as a little-endian u32: SYMC_TAG_*)
+ *   4   4  size of the body in bytes
+ *   8      body, then zero bytes up to an 8-byte boundary
+ * A tag appears at most once; a reader skips tags it does not know, so a section can be added
+ * without a version bump. Sections are what a merge carries from one symcache of a (UUID,
+ * arch) to another (symcache_merge): the names come from one debug file (DWARF over a symbol
+ * table), each section from whichever file had it.
+ *
+ *   "UNWI"  unwind info from the executable or dylib itself (a dSYM has only the header of
+ *           __unwind_info): its compact unwind table, decoded, and its __eh_frame. Written only
+ *           for a slice with __unwind_info bytes: a walker reaches __eh_frame through the
+ *           table's DWARF encodings, and llvm's dsymutil copies __eh_frame alone into a dSYM.
+ *             0   8  __eh_frame vm address (0: no __eh_frame)
+ *             8   4  nentries, 12 4 nsizes, 16 4 eh_frame_len, 20 4 reserved (0)
+ *             24     entries u32[3][nentries]: func_start, func_end, encoding (offsets from the
+ *                    header's __TEXT vmaddr; in address order, non-overlapping; what
+ *                    unwind_compact_list reads from __TEXT,__unwind_info)
+ *                    zero bytes up to an 8-byte boundary (of the body)
+ *                    sizes u32[2][nsizes]: func_start, imm32 of the x86_64 frameless functions
+ *                    with an indirect stack size (the immediate of their `sub $imm32, %rsp`,
+ *                    read from __TEXT at build: unwind_stack_sizes), by func_start
+ *                    eh_frame  eh_frame_len bytes of __TEXT,__eh_frame as they are
+ *           The body adds up exactly. Records are read in place (unwind_image points into the
+ *           mapping): every body starts 8-byte aligned.
+ *   "DBGF"  a dSYM's __DWARF,__debug_frame (when it has one): u64 its vm address, then its
+ *           bytes as they are.
  *
  * Granule g covers [base + g * G, base + (g + 1) * G), G = 2^(unit_shift + 7) bytes, and holds
  * everything a lookup there needs: which range covers each address and the whole inline chain
@@ -107,6 +138,11 @@
  *                named by the last. A version-4 file answers those shapes as the older reader
  *                did, so it is refused with ERR_OUTDATED and rebuilt from the stored dSYM
  *                (on first use, or `stacksift symcache rebuild`).
+ *   6  (2026-11) optional sections after the strings (above): "UNWI" (compact unwind and
+ *                __eh_frame of an executable or dylib), "DBGF" (a dSYM's __debug_frame). The
+ *                core is the layout of 5, so a version-5 file is read as a version-6 file
+ *                without sections (it has no unwind info); a version-5 reader refuses a
+ *                version-6 file as unsupported rather than misreading the sections as corrupt.
  */
 #ifndef STACKSIFT_SYMCACHE_FORMAT_H
 #define STACKSIFT_SYMCACHE_FORMAT_H
@@ -114,7 +150,21 @@
 #include <stdint.h>
 
 #define SYMC_MAGIC "STKSYMC"
-#define SYMCACHE_VERSION 5u
+#define SYMCACHE_VERSION 6u
+#define SYMCACHE_MIN_VERSION 5u  /* the oldest version read (as a version 6 without sections) */
+#define SYMC_SECTION_HEADER 8u
+#define SYMC_MAX_SECTIONS 8u
+#define SYMC_TAG(a, b, c, d) ((uint32_t)(a) | (uint32_t)(b) << 8 | (uint32_t)(c) << 16 | (uint32_t)(d) << 24)
+#define SYMC_TAG_UNWIND SYMC_TAG('U', 'N', 'W', 'I')
+#define SYMC_TAG_DEBUG_FRAME SYMC_TAG('D', 'B', 'G', 'F')
+#define SYMC_UNWIND_HEADER 24u
+
+/* One section of a version-6 file, in the mapping. */
+typedef struct {
+    uint32_t tag;
+    const uint8_t *data; /* the body */
+    uint32_t len;        /* body bytes (padding not counted) */
+} symc_section;
 #define SYMC_HEADER_SIZE 96u
 #define SYMC_NAMES_PER_BLOCK 64u
 #define SYMC_NONE UINT32_MAX

@@ -256,3 +256,58 @@ bool unwind_decode_arm64(unwind_rule *out, uint32_t encoding)
     }
     return true;
 }
+
+/* ---- x86_64 indirect stack sizes ------------------------------------------------------- */
+
+err_code unwind_stack_sizes(unwind_stack_size **out, size_t *n, const unwind_entry *entries,
+                            size_t nentries, const uint8_t *text, size_t text_len, arena *a,
+                            err_info *err)
+{
+    *out = NULL;
+    *n = 0;
+    size_t count = 0;
+    unwind_rule rule;
+    for (size_t i = 0; i < nentries; i++)
+        if (unwind_decode_x86_64(&rule, entries[i].encoding) &&
+            rule.kind == UNWIND_KIND_FRAMELESS_INDIRECT)
+            count++;
+    if (count == 0 || text == NULL)
+        return ERR_OK;
+    unwind_stack_size *sizes = arena_alloc_array(a, count, sizeof *sizes, err);
+    if (sizes == NULL)
+        return ERR_TOO_LARGE;
+    size_t k = 0;
+    for (size_t i = 0; i < nentries; i++) {
+        if (!unwind_decode_x86_64(&rule, entries[i].encoding) ||
+            rule.kind != UNWIND_KIND_FRAMELESS_INDIRECT)
+            continue;
+        uint64_t at = (uint64_t)entries[i].func_start + rule.sub_offset;
+        if (at > text_len || text_len - at < 4)
+            continue; /* outside the bytes given: this function has no known size */
+        const uint8_t *p = text + at;
+        sizes[k].func_start = entries[i].func_start;
+        sizes[k].imm = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                       (uint32_t)p[3] << 24;
+        k++;
+    }
+    *out = k ? sizes : NULL;
+    *n = k;
+    return ERR_OK;
+}
+
+bool unwind_stack_size_find(uint32_t *imm, const unwind_stack_size *sizes, size_t n,
+                            uint32_t func_start)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (sizes[mid].func_start < func_start)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == n || sizes[lo].func_start != func_start)
+        return false;
+    *imm = sizes[lo].imm;
+    return true;
+}

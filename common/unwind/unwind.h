@@ -28,13 +28,7 @@
 
 #include "base/arena.h"
 #include "base/err.h"
-
-/* One function of the table. */
-typedef struct {
-    uint32_t func_start; /* offset from __TEXT vmaddr */
-    uint32_t func_end;   /* the next function's start (exclusive) */
-    uint32_t encoding;   /* its compact unwind encoding (0: none given) */
-} unwind_entry;
+#include "unwind/unwind_image.h"
 
 /* unwind_compact_list - every function of the `__unwind_info` section (`len` bytes), in
  * address order. *out is allocated in `a` (NULL when *n == 0).
@@ -46,6 +40,20 @@ err_code unwind_compact_list(unwind_entry **out, size_t *n, const uint8_t *sect,
 /* unwind_compact_find - the entry whose [func_start, func_end) holds `rel_addr`, by binary
  * search in a list from unwind_compact_list; NULL if none. */
 const unwind_entry *unwind_compact_find(const unwind_entry *entries, size_t n, uint32_t rel_addr);
+
+/* unwind_stack_sizes - for every x86_64 entry of `entries` (from unwind_compact_list) whose
+ * encoding is UNWIND_KIND_FRAMELESS_INDIRECT, the imm32 at func_start + sub_offset of `text`
+ * (`text_len` file bytes of the __TEXT segment, from its vmaddr), in entry order; entries
+ * whose immediate lies outside `text` are left out (a walker then tries its next method).
+ * *out allocated in `a` (NULL when *n == 0). Errors  ERR_TOO_LARGE (arena budget). */
+err_code unwind_stack_sizes(unwind_stack_size **out, size_t *n, const unwind_entry *entries,
+                            size_t nentries, const uint8_t *text, size_t text_len, arena *a,
+                            err_info *err);
+
+/* unwind_stack_size_find - the imm32 of the function starting at `func_start`, by binary
+ * search in a table sorted by func_start; false if it has none. */
+bool unwind_stack_size_find(uint32_t *imm, const unwind_stack_size *sizes, size_t n,
+                            uint32_t func_start);
 
 /* What an encoding says, per architecture. */
 typedef enum {

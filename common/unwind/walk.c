@@ -219,13 +219,12 @@ static bool step_cfi(regset *next, const walker *w, const regset *cur, bool firs
     case UNWIND_KIND_FRAMELESS_INDIRECT: {
         uint64_t size = rule.stack_size;
         if (rule.kind == UNWIND_KIND_FRAMELESS_INDIRECT) {
-            /* the function's `sub $imm32, %rsp`: its immediate, from the executable's bytes */
-            uint64_t at = (uint64_t)e->func_start + rule.sub_offset;
-            if (img->text == NULL || at > img->text_len || img->text_len - at < 4)
+            /* the function's `sub $imm32, %rsp`: its immediate, read from the executable's
+             * bytes when the image was made (unwind_stack_sizes) */
+            uint32_t imm;
+            if (!unwind_stack_size_find(&imm, img->stack_sizes, img->nstack_sizes, e->func_start))
                 return false;
-            const uint8_t *p = img->text + at;
-            size = ((uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 |
-                    (uint64_t)p[3] << 24) + rule.stack_adjust;
+            size = (uint64_t)imm + rule.stack_adjust;
         }
         if (x86) {
             if (size < 8 || !read64(&ra, w, sp + size - 8))

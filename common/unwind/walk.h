@@ -4,8 +4,9 @@
  * Per frame, the caller is found by the first of these that works:
  *   cfi            the module's compact unwind entry (`__TEXT,__unwind_info` of the image
  *                  given for its UUID): rbp/fp frame, frameless with an immediate or (x86_64)
- *                  indirect stack size, encoding 0 as a leaf (return address at [rsp] /
- *                  in lr); a DWARF encoding runs the CFA program of its __eh_frame FDE
+ *                  indirect stack size (precomputed: unwind_stack_sizes), encoding 0 as a leaf
+ *                  (return address at [rsp] / in lr); a DWARF encoding runs the CFA
+ *                  program of its __eh_frame FDE
  *   frame_pointer  [fp] is the caller's fp, [fp + 8] the return address, fp + 16 its sp
  *   scan           the first stack word (from sp, bounded) that points into a loaded module
  * The walk stops at a pc below 4096, a stack pointer that does not grow, a caller no method
@@ -35,21 +36,6 @@ typedef enum {
     UNWIND_FOUND_FRAME_POINTER, /* frame-pointer chain */
     UNWIND_FOUND_SCAN,          /* stack scan */
 } unwind_found;
-
-/* The unwind info of one image, matched to modules by UUID. Borrowed. */
-typedef struct unwind_image {
-    uint8_t uuid[16];
-    uint64_t text_vmaddr;          /* __TEXT vmaddr: compact unwind offsets are from it */
-    const unwind_entry *entries;   /* from unwind_compact_list; sorted */
-    size_t nentries;
-    /* __TEXT bytes, for the x86_64 indirect stack size (a sub instruction's imm32) */
-    const uint8_t *text;           /* file bytes of the __TEXT segment from its vmaddr, or NULL */
-    size_t text_len;
-    /* __TEXT,__eh_frame, for DWARF encodings: its bytes and vm address (NULL: none) */
-    const uint8_t *eh_frame;
-    size_t eh_frame_len;
-    uint64_t eh_frame_vmaddr;
-} unwind_image;
 
 typedef struct {
     uint64_t pc;         /* frame 0: the instruction; callers: the return address */

@@ -1,13 +1,16 @@
 /*
- * stacksift minidump walk [--json] DUMP [DEBUG_FILE...]
+ * stacksift minidump walk [--json] [--symcache-dir DIR]... DUMP [DEBUG_FILE...]
  *
  * Reads a minidump (common/minidump), walks every thread's stack (common/unwind: compact
  * unwind of the executables and dylibs given, frame pointers, stack scan) and prints the
  * frames, symbolicated with the debug files given. A DEBUG_FILE is a dSYM bundle, a zip or
- * directory of bundles, or a Mach-O: Mach-O executables and dylibs give their
- * `__TEXT,__unwind_info` and `__TEXT,__eh_frame` to the walk (matched to the dump's modules by
- * UUID) and, like dSYMs,
- * their symbols (DWARF wins over a symbol table for the same UUID). The thread Breakpad's
+ * directory of bundles, or a Mach-O; each is built into a symcache (dsym_build_symcaches), one
+ * per UUID: an executable or dylib gives its `__TEXT,__unwind_info` and `__TEXT,__eh_frame`
+ * (the symcache's unwind section), a dSYM its DWARF, and both given give one symcache with
+ * both (DWARF wins over a symbol table). --symcache-dir DIR adds DIR/<UUID>.symc files (the
+ * server's stored symcaches, `stacksift symcache build` output), searched after the debug
+ * files. The walk takes each module's unwind info from its symcache (symcache_unwind_image),
+ * matched by UUID. The thread Breakpad's
  * handler ran on (BreakpadInfo's dump thread) is skipped. Frame 0 is looked up at its pc,
  * callers at their call instruction (symbolicate_caller_addr), as everywhere else.
  *
@@ -40,78 +43,40 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: stacksift minidump walk [--json] DUMP [DEBUG_FILE...]\n");
+    fprintf(f, "usage: stacksift minidump walk [--json] [--symcache-dir DIR]... DUMP [DEBUG_FILE...]\n");
 }
 
-/* The unwind info of the Mach-O debug files: each mapped file and its slices. */
-typedef struct {
-    bytes files[MAX_DEBUG_FILES];
-    size_t nfiles;
-    unwind_image *images;
-    size_t nimages;
-} unwind_set;
-
-/* add_unwind - the slices of `path` that carry `__unwind_info` bytes (executables, dylibs);
- * anything else (a dSYM bundle, a zip, a dSYM companion file) adds nothing. */
-static void add_unwind(unwind_set *u, const char *path, arena *a)
+/* unwind_images - the unwind info of every module of the dump whose symcache carries some
+ * (symcache_unwind_image): built from the executables and dylibs given (with their dSYMs: one
+ * symcache per UUID holds both), or found in a --symcache-dir. *out in `a`. */
+static err_code unwind_images(unwind_image **out, size_t *n, const minidump *md, cli_symcaches *sc,
+                              arena *a, err_info *err)
 {
-    struct stat st;
-    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || u->nfiles == MAX_DEBUG_FILES)
-        return;
-    err_info err = {0};
-    bytes *b = &u->files[u->nfiles];
-    if (bytes_map_file(b, path, &err) != ERR_OK)
-        return;
-    u->nfiles++;
-    macho_slice slices[MACHO_MAX_SLICES];
-    size_t nslices = 0;
-    if (macho_slices(slices, &nslices, b->data, b->len, &err) != ERR_OK)
-        return; /* not a Mach-O: a zip of dSYMs, handled by the symcaches */
-    macho_image *img = xmalloc(sizeof *img);
-    for (size_t i = 0; i < nslices; i++) {
-        if (macho_parse(img, b->data + slices[i].offset, (size_t)slices[i].size, &err) != ERR_OK ||
-            !img->has_uuid)
+    *out = NULL;
+    *n = 0;
+    unwind_image *images = arena_alloc_array(a, md->nmodules ? md->nmodules : 1, sizeof *images, err);
+    if (images == NULL)
+        return ERR_TOO_LARGE;
+    const char *arch = minidump_arch_name(md->system.arch);
+    size_t k = 0;
+    for (size_t i = 0; i < md->nmodules; i++) {
+        if (!md->modules[i].has_uuid)
             continue;
-        const macho_section *s = macho_section_find(img, "__TEXT", "__unwind_info");
-        if (s == NULL || s->data == NULL)
+        char uuid[37];
+        macho_uuid_format(uuid, md->modules[i].uuid);
+        const symcache *c = cli_symcaches_resolve(sc, uuid, arch);
+        err_info uerr = {0};
+        if (c == NULL)
             continue;
-        unwind_entry *entries;
-        size_t n;
-        if (unwind_compact_list(&entries, &n, s->data, (size_t)s->size, a, &err) != ERR_OK) {
-            fprintf(stderr, "stacksift minidump: %s: %s: unwind info skipped\n", path, err.msg);
-            continue;
-        }
-        u->images = xreallocarray(u->images, u->nimages + 1, sizeof *u->images);
-        unwind_image *ui = &u->images[u->nimages++];
-        memset(ui, 0, sizeof *ui);
-        memcpy(ui->uuid, img->uuid, 16);
-        ui->text_vmaddr = img->text_vmaddr;
-        ui->entries = entries;
-        ui->nentries = n;
-        /* __TEXT's file bytes: where a __TEXT section's vmaddr and file offset agree */
-        const macho_section *t = macho_section_find(img, "__TEXT", "__text");
-        if (t != NULL && t->offset != 0 && t->addr >= img->text_vmaddr &&
-            t->addr - img->text_vmaddr <= t->offset) {
-            uint64_t fo = t->offset - (t->addr - img->text_vmaddr);
-            ui->text = img->data + fo;
-            ui->text_len = img->len - (size_t)fo;
-        }
-        const macho_section *eh = macho_section_find(img, "__TEXT", "__eh_frame");
-        if (eh != NULL && eh->data != NULL) {
-            ui->eh_frame = eh->data;
-            ui->eh_frame_len = (size_t)eh->size;
-            ui->eh_frame_vmaddr = eh->addr;
-        }
+        err_code rc = symcache_unwind_image(&images[k], c, &uerr);
+        if (rc == ERR_OK)
+            k++;
+        else if (rc != ERR_NOT_FOUND)
+            fprintf(stderr, "stacksift minidump: %s: %s: unwind info skipped\n", uuid, uerr.msg);
     }
-    free(img);
-}
-
-static void unwind_set_reset(unwind_set *u)
-{
-    for (size_t i = 0; i < u->nfiles; i++)
-        bytes_unmap(&u->files[i]);
-    free(u->images);
-    memset(u, 0, sizeof *u);
+    *out = images;
+    *n = k;
+    return ERR_OK;
 }
 
 static const char *base_name(const char *path)
@@ -165,14 +130,16 @@ static void print_exception_json(jsonw *j, const minidump *md)
     jsonw_object_end(j);
 }
 
-static int walk_dump(const char *dump_path, char **debug, int ndebug, bool json)
+static int walk_dump(const char *dump_path, char **debug, int ndebug, char **dirs, int ndirs,
+                     bool json)
 {
     int status = 1;
     arena *a = arena_new(0);
     bytes b = {0};
     err_info err = {0};
     cli_symcaches sc;
-    unwind_set u = {0};
+    unwind_image *images = NULL;
+    size_t nimages = 0;
     buf o;
     buf_init(&o);
     cli_symcaches_init(&sc);
@@ -182,10 +149,15 @@ static int walk_dump(const char *dump_path, char **debug, int ndebug, bool json)
         fprintf(stderr, "stacksift minidump: %s: %s\n", dump_path, err.msg);
         goto done;
     }
-    for (int i = 0; i < ndebug; i++) {
+    for (int i = 0; i < ndebug; i++)
         if (cli_symcaches_add(&sc, "--dsym", debug[i], "minidump") != 0)
             goto done;
-        add_unwind(&u, debug[i], a);
+    for (int i = 0; i < ndirs; i++)
+        if (cli_symcaches_add(&sc, "--symcache-dir", dirs[i], "minidump") != 0)
+            goto done;
+    if (unwind_images(&images, &nimages, md, &sc, a, &err) != ERR_OK) {
+        fprintf(stderr, "stacksift minidump: %s\n", err.msg);
+        goto done;
     }
     jsonw j;
     jsonw_init(&j, &o);
@@ -219,7 +191,7 @@ static int walk_dump(const char *dump_path, char **debug, int ndebug, bool json)
         unwind_frame *frames = NULL;
         size_t n = 0;
         err_info werr = {0};
-        if (unwind_walk(&frames, &n, md, ctx, u.images, u.nimages, a, &werr) != ERR_OK)
+        if (unwind_walk(&frames, &n, md, ctx, images, nimages, a, &werr) != ERR_OK)
             n = 0;
         if (json) {
             jsonw_object_begin(&j);
@@ -301,7 +273,6 @@ static int walk_dump(const char *dump_path, char **debug, int ndebug, bool json)
     status = 0;
 done:
     buf_reset(&o);
-    unwind_set_reset(&u);
     cli_symcaches_reset(&sc);
     bytes_unmap(&b);
     arena_free(a);
@@ -316,11 +287,17 @@ int cli_minidump(int argc, char **argv)
         return argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) ? 0 : 2;
     }
     bool json = false;
-    char *files[MAX_DEBUG_FILES + 1];
-    int nfiles = 0;
+    char *files[MAX_DEBUG_FILES + 1], *dirs[CLI_SYMCACHES_MAX_DIRS];
+    int nfiles = 0, ndirs = 0;
     for (int i = 2; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
             json = true;
+        } else if (strcmp(argv[i], "--symcache-dir") == 0) {
+            if (i + 1 == argc || ndirs == CLI_SYMCACHES_MAX_DIRS - 1) {
+                usage(stderr);
+                return 2;
+            }
+            dirs[ndirs++] = argv[++i];
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
             return 0;
@@ -339,5 +316,5 @@ int cli_minidump(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    return walk_dump(files[0], files + 1, nfiles - 1, json);
+    return walk_dump(files[0], files + 1, nfiles - 1, dirs, ndirs, json);
 }

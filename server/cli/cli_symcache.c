@@ -6,6 +6,17 @@
  * (bitcode) dSYM. Its maps are read from the input (a bundle's UUID maps, an archive's
  * BCSymbolMaps/), from beside a Mach-O file given alone, and from --symbol-maps DIR.
  *
+ * An executable or dylib gives its unwind info to the symcache (its "unwind" key: compact
+ * unwind entries, __eh_frame bytes); a dSYM and its executable built into the same OUTDIR, in
+ * either order, make one symcache with the dSYM's names and the executable's unwind info.
+ *
+ * stacksift symcache unwind FILE.symc
+ * The unwind info a symcache carries, one JSON object: {"uuid","arch","text_vmaddr",
+ * "entries": [[func_start, func_end, encoding], ...] (offsets from text_vmaddr, as
+ * llvm-objdump --unwind-info lists the compact unwind table), "stack_sizes": [[func_start,
+ * imm32], ...], "eh_frame": {"vmaddr","bytes"} or null, "debug_frame": {"vmaddr","bytes"} or
+ * null}. Exit 1 when it has none or cannot be read.
+ *
  * stacksift symcache rebuild [--uuid UUID] [--threads N]
  * Re-derive the stored symcaches from the stored original uploads (STACKSIFT_DATABASE_URL;
  * safe while nodes serve). One JSON line per debug file: {"uuid","status","sha256"[,"error"]}
@@ -27,6 +38,8 @@
 #include "log/log.h"
 #include "store/store.h"
 #include "dsym/dsym.h"
+#include "macho/macho.h"
+#include "symcache/symcache.h"
 
 static void print_built(const dsym_built *b, void *ctx)
 {
@@ -151,15 +164,65 @@ static void print_skipped(const char *name, const char *arch, const char *why, v
             arch, why);
 }
 
+static int symcache_unwind(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: stacksift symcache unwind FILE.symc\n");
+        return 2;
+    }
+    symcache *sc = NULL;
+    err_info err = {0};
+    unwind_image ui;
+    if (symcache_open(&sc, argv[2], &err) != ERR_OK ||
+        symcache_unwind_image(&ui, sc, &err) != ERR_OK) {
+        fprintf(stderr, "stacksift symcache unwind: %s: %s\n", argv[2], err.msg);
+        symcache_close(sc);
+        return 1;
+    }
+    buf out;
+    buf_init(&out);
+    char uuid[37];
+    macho_uuid_format(uuid, ui.uuid);
+    buf_printf(&out, "{\"uuid\":\"%s\",\"arch\":\"%s\",\"text_vmaddr\":%llu,\"entries\":[", uuid,
+               symcache_arch(sc), (unsigned long long)ui.text_vmaddr);
+    for (size_t i = 0; i < ui.nentries; i++)
+        buf_printf(&out, "%s[%u,%u,%u]", i ? "," : "", ui.entries[i].func_start,
+                   ui.entries[i].func_end, ui.entries[i].encoding);
+    buf_append_str(&out, "],\"stack_sizes\":[");
+    for (size_t i = 0; i < ui.nstack_sizes; i++)
+        buf_printf(&out, "%s[%u,%u]", i ? "," : "", ui.stack_sizes[i].func_start,
+                   ui.stack_sizes[i].imm);
+    buf_append_str(&out, "],\"eh_frame\":");
+    if (ui.eh_frame)
+        buf_printf(&out, "{\"vmaddr\":%llu,\"bytes\":%zu}", (unsigned long long)ui.eh_frame_vmaddr,
+                   ui.eh_frame_len);
+    else
+        buf_append_str(&out, "null");
+    buf_append_str(&out, ",\"debug_frame\":");
+    if (ui.debug_frame)
+        buf_printf(&out, "{\"vmaddr\":%llu,\"bytes\":%zu}",
+                   (unsigned long long)ui.debug_frame_vmaddr, ui.debug_frame_len);
+    else
+        buf_append_str(&out, "null");
+    buf_append_str(&out, "}\n");
+    fwrite(out.data, 1, out.len, stdout);
+    buf_reset(&out);
+    symcache_close(sc);
+    return 0;
+}
+
 int cli_symcache(int argc, char **argv)
 {
     const char *input = NULL, *out_dir = NULL;
     dsym_options opts = {0};
     if (argc >= 2 && strcmp(argv[1], "rebuild") == 0)
         return symcache_rebuild(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "unwind") == 0)
+        return symcache_unwind(argc, argv);
     if (argc < 2 || strcmp(argv[1], "build") != 0) {
         fprintf(stderr, "usage: stacksift symcache build INPUT -o OUTDIR [--threads N] "
                         "[--symbol-maps DIR]\n"
+                        "       stacksift symcache unwind FILE.symc\n"
                         "       stacksift symcache rebuild [--uuid UUID] [--threads N]\n");
         return 2;
     }

@@ -70,6 +70,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     (void)symcache_has_dwarf(sc);
     (void)symcache_range_count(sc);
     (void)symcache_function_count(sc);
+    /* the unwind sections: read in place, inside the input, in order */
+    unwind_image ui;
+    err_info uerr = {0};
+    rc = symcache_unwind_image(&ui, sc, &uerr);
+    REQUIRE(rc == ERR_OK || rc == ERR_NOT_FOUND || rc == ERR_INVALID);
+    REQUIRE(rc != ERR_OK || symcache_has_unwind(sc));
+    if (rc == ERR_OK) {
+        const uint8_t *end = data + size;
+        REQUIRE(ui.nentries == 0 || ((const uint8_t *)(ui.entries + ui.nentries) <= end &&
+                                     (const uint8_t *)ui.entries >= data));
+        for (size_t i = 0; i < ui.nentries; i++)
+            REQUIRE(ui.entries[i].func_start < ui.entries[i].func_end);
+        REQUIRE(ui.nstack_sizes == 0 || (const uint8_t *)(ui.stack_sizes + ui.nstack_sizes) <= end);
+        REQUIRE(ui.eh_frame_len == 0 || (ui.eh_frame >= data && ui.eh_frame + ui.eh_frame_len <= end));
+        REQUIRE(ui.debug_frame_len == 0 ||
+                (ui.debug_frame >= data && ui.debug_frame + ui.debug_frame_len <= end));
+    }
+    /* a merge with itself is a symcache that opens, of the same size */
+    buf merged;
+    buf_init(&merged);
+    REQUIRE(symcache_merge(&merged, sc, sc, &uerr) == ERR_OK);
+    REQUIRE(merged.len == symcache_size(sc));
+    symcache *again = NULL;
+    REQUIRE(symcache_open_bytes(&again, merged.data, merged.len, &uerr) == ERR_OK);
+    symcache_close(again);
+    buf_reset(&merged);
 
     uint64_t base = symcache_text_vmaddr(sc);
     uint64_t addrs[3 + 32];
