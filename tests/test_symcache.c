@@ -712,7 +712,7 @@ static void unwind_sections_versions_and_corruption(void)
         symcache_close(sc);
     }
     memcpy(c, xg, xl);
-    memcpy(c + core + 8 + 24, xg + core + 8 + 24 + 12, 4); /* entry 0 starts at entry 1 */
+    memcpy(c + core + 8 + 24, xg + core + 8 + 24 + 16, 4); /* entry 0 starts at entry 1's end */
     CHECK_EQ_INT(symcache_open_bytes(&sc, c, xl, &err), ERR_OK);
     if (sc) {
         CHECK_EQ_INT(symcache_unwind_image(&ui, sc, &err), ERR_INVALID);

@@ -317,6 +317,8 @@ static err_code check_sections(symcache *sc, err_info *err)
     for (; at < first; at++)
         if (at >= sc->len || sc->data[at] != 0)
             return err_set(err, ERR_INVALID, "corrupt symcache: bytes after the strings are no section");
+    if (at == sc->len) /* padding is there only before a section */
+        return err_set(err, ERR_INVALID, "corrupt symcache: bytes after the strings are no section");
     while (at < sc->len) {
         if (sc->len - at < SYMC_SECTION_HEADER)
             return err_set(err, ERR_INVALID, "corrupt symcache: section header at %zu is truncated", at);
@@ -959,7 +961,7 @@ err_code symcache_unwind_image(unwind_image *out, const symcache *sc, err_info *
         const unwind_stack_size *z = (const unwind_stack_size *)(const void *)(p + sizes_at);
         /* binary searches need order: O(n) once per call */
         for (uint32_t i = 0; i < nentries; i++)
-            if (e[i].func_start >= e[i].func_end || (i > 0 && e[i].func_start < e[i - 1].func_end))
+            if (e[i].func_start > e[i].func_end || (i > 0 && e[i].func_start < e[i - 1].func_end))
                 return err_set(err, ERR_INVALID, "corrupt symcache: unwind entry %u out of order", i);
         for (uint32_t i = 1; i < nsizes; i++)
             if (z[i].func_start <= z[i - 1].func_start)

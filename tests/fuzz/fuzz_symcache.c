@@ -81,7 +81,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         REQUIRE(ui.nentries == 0 || ((const uint8_t *)(ui.entries + ui.nentries) <= end &&
                                      (const uint8_t *)ui.entries >= data));
         for (size_t i = 0; i < ui.nentries; i++)
-            REQUIRE(ui.entries[i].func_start < ui.entries[i].func_end);
+            REQUIRE(ui.entries[i].func_start <= ui.entries[i].func_end);
         REQUIRE(ui.nstack_sizes == 0 || (const uint8_t *)(ui.stack_sizes + ui.nstack_sizes) <= end);
         REQUIRE(ui.eh_frame_len == 0 || (ui.eh_frame >= data && ui.eh_frame + ui.eh_frame_len <= end));
         REQUIRE(ui.debug_frame_len == 0 ||
