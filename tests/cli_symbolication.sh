@@ -143,6 +143,33 @@ err=$("$bin" lookup -o "$fat" --arch armv7 0x1000 2>&1 >/dev/null); rc=$?
 check "missing arch exits 1" test "$rc" -eq 1
 check "missing arch names the slices" grep -q "x86_64" <<<"$err"
 
+# --json escapes names and paths as JSON requires: a quote, a backslash, a tab, a control
+# byte, an invalid UTF-8 byte (\u00ff) and valid UTF-8 (as it is), alone and in a batch big
+# enough for the two-thread path, where each distinct name is escaped once
+mkdir -p "$tmp/esc"
+printf '%s\n' 'long q1(long x) __asm__("_odd\"quote\\\\back\tslash");' 'long q1(long x) { return x * 7 + 1; }' \
+  'long q2(long x) __asm__("_ctl\001byte\377bad\303\251ok");' 'long q2(long x) { return x * 5 - q1(x); }' \
+  'int main(int c, char **v) { return (int)q2(c); }' >"$tmp/esc/esc\"d.c"
+( cd "$tmp/esc" && clang-14 -target arm64-apple-ios14.0 -O0 -g -c 'esc"d.c' -o esc.o 2>/dev/null \
+  && ld64.lld-14 -arch arm64 -platform_version ios 14.0 14.0 -o esc esc.o \
+  && dsymutil-14 esc -o esc.dSYM )
+check "escape fixture built" test -d "$tmp/esc/esc.dSYM"
+# (by prefix: a tab splits the first name into two awk fields)
+q1=$(llvm-nm-14 --defined-only "$tmp/esc/esc" | awk '$3 ~ /^_odd/ { print "0x" $1; exit }')
+q2=$(llvm-nm-14 --defined-only "$tmp/esc/esc" | awk '$3 ~ /^_ctl/ { print "0x" $1; exit }')
+check "escape fixture symbols found" test -n "$q1" -a -n "$q2"
+one=$("$bin" lookup -o "$tmp/esc/esc.dSYM" --json "$q1" "$q2")
+many=$(for i in $(seq 3000); do echo "$q1"; echo "$q2"; done | "$bin" lookup -o "$tmp/esc/esc.dSYM" --json | sort -u)
+check "escaped names: same in a batch" test "$(sort -u <<<"$one")" = "$many"
+check "escaped names decode to the raw bytes" python3 -c '
+import json, sys
+a, b = [json.loads(l)["frames"][0] for l in sys.stdin.read().splitlines()]
+assert a["function"] == "_odd\"quote\\\\back\tslash", a
+assert b["function"] == "_ctl\x01byte\u00ffbad\u00e9ok", b
+assert a["file"].endswith("/esc\"d.c") and b["file"] == a["file"], a
+' <<<"$one"
+check "escapes spelled as the shared escaper does" grep -qF '"_ctl\u0001byte\u00ffbad' <<<"$one"
+
 # errors: one line on stderr, documented exit codes
 err=$("$bin" lookup -o "$o0" zzz 2>&1 >/dev/null); rc=$?
 check "bad address exits 1" test "$rc" -eq 1

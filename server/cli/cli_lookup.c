@@ -217,16 +217,25 @@ static inline void put(arena *a, const void *p, size_t n)
 
 #define PUT_LIT(a, lit) put((a), (lit), sizeof(lit) - 1)
 
+/* A frame's source path as its JSON member prints it: `,"file":"<escaped path>"`, made once per
+ * path and thread (a batch prints a few hundred paths hundreds of thousands of times). Paths
+ * point into the mapped symcache, one pointer per path, so the pointer is the key. */
+enum { FILE_SLOTS = 1024 };
+typedef struct {
+    const char *path; /* key; NULL: empty slot */
+    char *json;       /* owned */
+    size_t len;
+} file_slot;
+
 typedef struct {
     const symcache *sc;
     bool has_load, inlines, json, mangled;
     uint64_t load;
     arena out;
+    file_slot *files; /* FILE_SLOTS, direct-mapped; NULL until the first JSON frame with a file */
     int status;
 } lookup_ctx;
 
-/* `s` as a JSON string literal, quotes included; names that need escaping go through the
- * shared escaper (control characters and invalid UTF-8 as \u00XX). */
 /* True if the n bytes at p can go into a JSON string as they are: no control character, no
  * quote or backslash, nothing outside ASCII (those take the shared escaper). Eight bytes at a
  * time (each test is exact as a whole word: "Bit Twiddling Hacks", "determine if a word has a
@@ -248,26 +257,6 @@ static bool json_plain(const unsigned char *p, size_t n)
     return (bad & highs) == 0;
 }
 
-static void put_json_name(lookup_ctx *c, const char *s)
-{
-    size_t n = strlen(s);
-    if (json_plain((const unsigned char *)s, n)) {
-        if (c->out.cap - c->out.len < n + 2)
-            arena_grow(&c->out, n + 2);
-        char *d = c->out.data + c->out.len;
-        d[0] = '"';
-        memcpy(d + 1, s, n);
-        d[n + 1] = '"';
-        c->out.len += n + 2;
-        return;
-    }
-    buf b; /* rare: the shared escaper (control characters, invalid UTF-8 as \u00XX) */
-    buf_init(&b);
-    buf_append_json_str(&b, s, n);
-    put(&c->out, b.data, b.len);
-    buf_reset(&b);
-}
-
 static void put_str(arena *a, const char *s)
 {
     put(a, s, strlen(s));
@@ -277,14 +266,6 @@ static void put_str(arena *a, const char *s)
 static const char *shown_name(const lookup_ctx *c, const symcache_frame *f)
 {
     return c->mangled && f->mangled != NULL ? f->mangled : f->function;
-}
-
-/* True when frame f has a raw name other than its display name. The symcache returns the raw
- * name itself as the display name when it does not demangle, and a demangled name never reads
- * like its mangling (`_Z...`, `$s...`), so comparing the pointers is enough. */
-static bool has_raw(const symcache_frame *f)
-{
-    return f->mangled != NULL && f->mangled != f->function;
 }
 
 static void emit_plain(lookup_ctx *c, const symcache_frame *f, uint64_t file_addr, const symcache_frame *loc)
@@ -307,43 +288,137 @@ static void emit_plain(lookup_ctx *c, const symcache_frame *f, uint64_t file_add
     }
 }
 
-/* Append the answer for one address (its `n` frames) to c->out. */
-static void answer_one(lookup_ctx *c, uint64_t addr, uint64_t file_addr, const symcache_frame *frames, size_t n)
+/* A distinct name as the JSON answers print it, worked out once per batch (a name is printed
+ * for every address whose chain has it: the same long template or Swift name thousands of
+ * times). `shown` and `raw` are the contents of the JSON strings, escaped, quotes not included. */
+typedef struct {
+    const char *shown; /* "function": the display name, or the raw one with --mangled */
+    const char *raw;   /* "mangled": the raw name; NULL when it is the display name (no member) */
+    uint32_t shown_len, raw_len;
+    char *owned;       /* escaped copies of names that needed escaping (rare), or NULL */
+} name_out;
+
+/* *out for a name whose raw and display forms are `raw` and `display` (the same pointer when
+ * the name does not demangle), with --mangled or not. */
+static void name_out_init(name_out *out, const char *raw, const char *display, bool mangled)
 {
-    if (c->json) {
-        /* hand-formatted: this loop is what a 100,000-address batch spends its time in */
-        char num[32];
-        PUT_LIT(&c->out, "{\"address\":\"");
-        put(&c->out, num, format_hex(num, addr));
-        PUT_LIT(&c->out, "\",\"frames\":[");
-        for (size_t i = 0; i < n; i++) {
-            if (i)
-                PUT_LIT(&c->out, ",");
-            PUT_LIT(&c->out, "{\"function\":");
-            put_json_name(c, shown_name(c, &frames[i]));
-            if (has_raw(&frames[i])) {
-                PUT_LIT(&c->out, ",\"mangled\":");
-                put_json_name(c, frames[i].mangled);
-            }
-            PUT_LIT(&c->out, ",\"file\":");
-            if (frames[i].file)
-                put_json_name(c, frames[i].file);
-            else
-                PUT_LIT(&c->out, "null");
-            PUT_LIT(&c->out, ",\"line\":");
-            put(&c->out, num, format_u64(num, frames[i].line));
-            if (frames[i].inlined)
-                PUT_LIT(&c->out, ",\"inlined\":true");
-            else
-                PUT_LIT(&c->out, ",\"inlined\":false");
-            if (frames[i].from_symtab) {
-                PUT_LIT(&c->out, ",\"symbol_offset\":");
-                put(&c->out, num, format_u64(num, file_addr - frames[i].sym_addr));
-            }
-            PUT_LIT(&c->out, "}");
+    const char *shown = mangled ? raw : display;
+    const char *member = raw != display ? raw : NULL;
+    size_t shown_len = strlen(shown), raw_len = member ? strlen(member) : 0;
+    *out = (name_out){.shown = shown, .raw = member, .shown_len = (uint32_t)shown_len, .raw_len = (uint32_t)raw_len};
+    bool plain = json_plain((const unsigned char *)shown, shown_len) &&
+                 (member == NULL || json_plain((const unsigned char *)member, raw_len));
+    if (plain)
+        return;
+    /* escape both into one owned block: "shown""raw", then point inside the quotes */
+    buf b;
+    buf_init(&b);
+    buf_append_json_str(&b, shown, shown_len);
+    size_t split = b.len;
+    if (member != NULL)
+        buf_append_json_str(&b, member, raw_len);
+    out->owned = (char *)b.data; /* the buf's memory (malloc'd), now the batch's */
+    out->shown = out->owned + 1;
+    out->shown_len = (uint32_t)(split - 2);
+    if (member != NULL) {
+        out->raw = out->owned + split + 1;
+        out->raw_len = (uint32_t)(b.len - split - 2);
+    }
+}
+
+/* The `,"file":"..."` member of `path` (NULL: `,"file":null`), from c's cache. */
+static const file_slot *file_json(lookup_ctx *c, const char *path)
+{
+    static const file_slot none = {NULL, (char *)",\"file\":null", sizeof ",\"file\":null" - 1};
+    if (path == NULL)
+        return &none;
+    if (c->files == NULL)
+        c->files = xcalloc(FILE_SLOTS, sizeof *c->files);
+    file_slot *f = &c->files[((uintptr_t)path >> 3) % FILE_SLOTS];
+    if (f->path == path)
+        return f;
+    buf b;
+    buf_init(&b);
+    buf_append_str(&b, ",\"file\":");
+    buf_append_json_str(&b, path, strlen(path));
+    free(f->json);
+    *f = (file_slot){path, (char *)b.data, b.len};
+    return f;
+}
+
+static void files_free(lookup_ctx *c)
+{
+    if (c->files == NULL)
+        return;
+    for (size_t i = 0; i < FILE_SLOTS; i++)
+        free(c->files[i].json);
+    free(c->files);
+    c->files = NULL;
+}
+
+static inline char *put_bytes(char *d, const void *p, size_t n)
+{
+    memcpy(d, p, n);
+    return d + n;
+}
+
+#define PUT_BYTES_LIT(d, lit) put_bytes((d), (lit), sizeof(lit) - 1)
+
+/* Append the JSON answer for one address: `n` frames whose names are names[ids[k]]
+ * (SYMCACHE_NO_NAME: "??"). Every frame's bytes are bounded ahead (its names, its file member,
+ * the literals and three numbers), so the buffer is checked once a frame and written through a
+ * plain pointer; this loop is what a 100,000-address batch spends its time in. */
+static void answer_json(lookup_ctx *c, uint64_t addr, uint64_t file_addr, const symcache_frame *frames,
+                        const uint32_t *ids, const name_out *names, size_t n)
+{
+    static const name_out unknown = {.shown = "??", .shown_len = 2};
+    enum { FRAME_FIXED = 160 }; /* literals + 3 numbers of one frame, the address's own bytes */
+    if (c->out.cap - c->out.len < FRAME_FIXED)
+        arena_grow(&c->out, FRAME_FIXED);
+    char *d = c->out.data + c->out.len;
+    d = PUT_BYTES_LIT(d, "{\"address\":\"");
+    d += format_hex(d, addr);
+    d = PUT_BYTES_LIT(d, "\",\"frames\":[");
+    for (size_t i = 0; i < n; i++) {
+        const symcache_frame *f = &frames[i];
+        const name_out *nm = ids[i] == SYMCACHE_NO_NAME ? &unknown : &names[ids[i]];
+        const file_slot *file = file_json(c, f->file);
+        size_t need = (size_t)nm->shown_len + nm->raw_len + file->len + FRAME_FIXED;
+        c->out.len = (size_t)(d - c->out.data);
+        if (c->out.cap - c->out.len < need) {
+            arena_grow(&c->out, need); /* moves the buffer */
+            d = c->out.data + c->out.len;
         }
-        PUT_LIT(&c->out, "]}\n");
-    } else if (n == 0) {
+        if (i)
+            *d++ = ',';
+        d = PUT_BYTES_LIT(d, "{\"function\":\"");
+        d = put_bytes(d, nm->shown, nm->shown_len);
+        if (nm->raw != NULL) {
+            d = PUT_BYTES_LIT(d, "\",\"mangled\":\"");
+            d = put_bytes(d, nm->raw, nm->raw_len);
+        }
+        *d++ = '"';
+        d = put_bytes(d, file->json, file->len);
+        d = PUT_BYTES_LIT(d, ",\"line\":");
+        d += format_u64(d, f->line);
+        if (f->inlined)
+            d = PUT_BYTES_LIT(d, ",\"inlined\":true");
+        else
+            d = PUT_BYTES_LIT(d, ",\"inlined\":false");
+        if (f->from_symtab) {
+            d = PUT_BYTES_LIT(d, ",\"symbol_offset\":");
+            d += format_u64(d, file_addr - f->sym_addr);
+        }
+        *d++ = '}';
+    }
+    d = PUT_BYTES_LIT(d, "]}\n");
+    c->out.len = (size_t)(d - c->out.data);
+}
+
+/* Append the plain (atos) answer for one address (its `n` frames) to c->out. */
+static void answer_plain(lookup_ctx *c, uint64_t addr, uint64_t file_addr, const symcache_frame *frames, size_t n)
+{
+    if (n == 0) {
         char num[24];
         put(&c->out, num, format_hex(num, addr));
         PUT_LIT(&c->out, "\n");
@@ -460,6 +535,7 @@ typedef struct {
     size_t nuniq;
     uint32_t *pos;               /* pos[id]: index of id in uniq (only for ids in it) */
     const char **raw, **display;
+    name_out *names;             /* names[i]: uniq[i] as --json prints it (only with --json) */
     atomic_size_t next_chunk;    /* resolve_names: the next chunk of uniq to take */
 } batch;
 
@@ -481,6 +557,8 @@ static void collect_names(batch *b, const symcache *sc)
     b->pos = xmalloc((nnames ? nnames : 1) * sizeof *b->pos);
     b->raw = xcalloc(count ? count : 1, sizeof *b->raw);
     b->display = xcalloc(count ? count : 1, sizeof *b->display);
+    if (b->proto->json)
+        b->names = xcalloc(count ? count : 1, sizeof *b->names);
     size_t at = 0;
     for (size_t w = 0; w < words; w++)
         for (uint64_t bits = seen[w]; bits; bits &= bits - 1) {
@@ -512,10 +590,13 @@ static void resolve_names(batch *b, const symcache *sc)
             to++;
         if (from < to)
             symcache_names(b->raw + from, b->display + from, sc, b->uniq + from, to - from);
+        for (size_t i = from; b->names != NULL && i < to; i++)
+            name_out_init(&b->names[i], b->raw[i], b->display[i], b->proto->mangled);
     }
 }
 
-/* Give frames[t] their names. */
+/* Give frames[t] their names; each frame's id becomes the index of its name in uniq (and so in
+ * names), SYMCACHE_NO_NAME staying as it is. */
 static void fill_names(batch *b, int t)
 {
     frame_array *f = &b->frames[t];
@@ -527,11 +608,74 @@ static void fill_names(batch *b, int t)
         } else {
             f->v[k].function = b->display[b->pos[id]];
             f->v[k].mangled = b->raw[b->pos[id]];
+            f->ids[k] = b->pos[id];
         }
     }
 }
 
-enum { PRINT_BLOCK = 1024, PREFETCH_AHEAD = 8 };
+enum { PRINT_BLOCK = 1024, PREFETCH_AHEAD = 8, PREFETCH_FRAMES = 4 };
+
+/* The prefetches of the plain output for answer i of [.., to): frames 2 * PREFETCH_AHEAD ahead,
+ * the names they point to PREFETCH_AHEAD ahead. */
+static inline void prefetch_plain(const batch *b, size_t i, size_t to)
+{
+    if (i + 2 * PREFETCH_AHEAD < to) {
+        const query *y = &b->q[i + 2 * PREFETCH_AHEAD];
+        __builtin_prefetch(b->frames[y->part].v + y->first);
+        __builtin_prefetch(b->frames[y->part].v + y->first + 1);
+    }
+    if (i + PREFETCH_AHEAD < to) {
+        const query *y = &b->q[i + PREFETCH_AHEAD];
+        const symcache_frame *f = b->frames[y->part].v + y->first;
+        for (unsigned k = 0; k < y->n && k < 3; k++) {
+            __builtin_prefetch(f[k].function);
+            __builtin_prefetch(f[k].function + 64);
+            if (f[k].mangled != NULL) { /* NULL with "??" */
+                __builtin_prefetch(f[k].mangled);
+                __builtin_prefetch(f[k].mangled + 64);
+            }
+        }
+    }
+}
+
+/* The prefetches of the JSON output for answer i: its frames and their name indexes three
+ * strides ahead, the name_out entries those index two ahead, the names' first bytes one ahead
+ * (each a miss of its own in a random batch: the indexes and entries were most of the
+ * printing's stalls). */
+static inline void prefetch_json(const batch *b, size_t i, size_t to)
+{
+    if (i + 3 * PREFETCH_AHEAD < to) {
+        const query *y = &b->q[i + 3 * PREFETCH_AHEAD];
+        const frame_array *fa = &b->frames[y->part];
+        const char *v = (const char *)(fa->v + y->first);
+        unsigned n = y->n < PREFETCH_FRAMES ? y->n : PREFETCH_FRAMES;
+        for (size_t at = 0; at < n * sizeof(symcache_frame); at += 64)
+            __builtin_prefetch(v + at);
+        __builtin_prefetch(fa->ids + y->first);
+    }
+    if (i + 2 * PREFETCH_AHEAD < to) {
+        const query *y = &b->q[i + 2 * PREFETCH_AHEAD];
+        const uint32_t *ids = b->frames[y->part].ids + y->first;
+        for (unsigned k = 0; k < y->n && k < PREFETCH_FRAMES; k++)
+            if (ids[k] != SYMCACHE_NO_NAME)
+                __builtin_prefetch(&b->names[ids[k]]);
+    }
+    if (i + PREFETCH_AHEAD < to) {
+        const query *y = &b->q[i + PREFETCH_AHEAD];
+        const uint32_t *ids = b->frames[y->part].ids + y->first;
+        for (unsigned k = 0; k < y->n && k < PREFETCH_FRAMES; k++) {
+            if (ids[k] == SYMCACHE_NO_NAME)
+                continue;
+            const name_out *nm = &b->names[ids[k]];
+            __builtin_prefetch(nm->shown);
+            __builtin_prefetch(nm->shown + 64);
+            if (nm->raw != NULL) {
+                __builtin_prefetch(nm->raw);
+                __builtin_prefetch(nm->raw + 64);
+            }
+        }
+    }
+}
 
 static void print_blocks(batch *b, unsigned self, unsigned nthreads, lookup_ctx *c)
 {
@@ -539,27 +683,18 @@ static void print_blocks(batch *b, unsigned self, unsigned nthreads, lookup_ctx 
         size_t from = k * PRINT_BLOCK, to = from + PRINT_BLOCK < b->n ? from + PRINT_BLOCK : b->n;
         c->out.len = 0;
         for (size_t i = from; i < to; i++) {
-            /* Input order is random order: start the cache misses of the answers ahead (their
-             * frames, then the names those frames point to) so that they overlap. */
-            if (i + 2 * PREFETCH_AHEAD < to) {
-                const query *y = &b->q[i + 2 * PREFETCH_AHEAD];
-                __builtin_prefetch(b->frames[y->part].v + y->first);
-                __builtin_prefetch(b->frames[y->part].v + y->first + 1);
-            }
-            if (i + PREFETCH_AHEAD < to) {
-                const query *y = &b->q[i + PREFETCH_AHEAD];
-                const symcache_frame *f = b->frames[y->part].v + y->first;
-                for (unsigned k = 0; k < y->n && k < 3; k++) {
-                    __builtin_prefetch(f[k].function);
-                    __builtin_prefetch(f[k].function + 64);
-                    if (f[k].mangled != NULL) { /* NULL with "??" */
-                        __builtin_prefetch(f[k].mangled);
-                        __builtin_prefetch(f[k].mangled + 64);
-                    }
-                }
-            }
+            /* Input order is random order: start the cache misses of the answers ahead, stage by
+             * stage, so that they overlap (each stage's loads were prefetched by the stage before). */
+            if (c->json)
+                prefetch_json(b, i, to);
+            else
+                prefetch_plain(b, i, to);
             const query *x = &b->q[i];
-            answer_one(c, x->addr, x->file_addr, b->frames[x->part].v + x->first, x->n);
+            const frame_array *fa = &b->frames[x->part];
+            if (c->json)
+                answer_json(c, x->addr, x->file_addr, fa->v + x->first, fa->ids + x->first, b->names, x->n);
+            else
+                answer_plain(c, x->addr, x->file_addr, fa->v + x->first, x->n);
         }
         pthread_mutex_lock(&b->mu);
         while (b->turn != k && !b->failed)
@@ -600,9 +735,11 @@ static void *batch_helper(void *arg)
     pthread_barrier_wait(h->looked_up);
     lookup_ctx c = *b->proto; /* its own output buffer */
     c.out = (arena){0};
+    c.files = NULL;
     print_blocks(b, 1, 2, &c);
     if (c.out.data != NULL)
         munmap(c.out.data, c.out.cap);
+    files_free(&c);
     return NULL;
 }
 
@@ -664,6 +801,9 @@ static void lookup_all(lookup_ctx *c, query *q, size_t n)
     free(b.pos);
     free(b.raw);
     free(b.display);
+    for (size_t i = 0; b.names != NULL && i < b.nuniq; i++)
+        free(b.names[i].owned);
+    free(b.names);
     pthread_cond_destroy(&b.cv);
     pthread_mutex_destroy(&b.mu);
 }
@@ -753,6 +893,7 @@ int cli_lookup(int argc, char **argv)
     free(q);
     if (c.out.data != NULL)
         munmap(c.out.data, c.out.cap);
+    files_free(&c);
     symcache_close(sc);
     return c.status;
 }
