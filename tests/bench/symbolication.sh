@@ -28,8 +28,9 @@
 # BENCH_TUS (480), BENCH_UNIQUE (60), BENCH_FUNCS (120), BENCH_WIDE (100), BENCH_SWIFT (40:
 # Swift-named functions per TU), BENCH_THREADS (2),
 # BENCH_LOOKUPS (100000), BENCH_CHECK (5000), BENCH_JOBS (2), BENCH_REPEAT (3: each measured
-# command runs this often, the fastest run counts), BENCH_MIN_MB (300: warn below this much
-# DWARF). The ctest `bench_symbolication` runs it at a tiny size: it checks that the benchmark
+# command runs this often, the fastest run counts; the two lookup commands take turns),
+# BENCH_MIN_MB (300: warn below this much DWARF), BENCH_STRICT (1: exit 1 when the lookups are
+# below 20x llvm-symbolizer-14 in the run). The ctest `bench_symbolication` runs it at a tiny size: it checks that the benchmark
 # runs and that its answers are right, never its times.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -149,8 +150,20 @@ rng = random.Random(7)
 for _ in range(int(sys.argv[2])):
     print(f"0x{addr + rng.randrange(size) // 4 * 4:x}")
 EOF
-measure stacksift_lookup sh -c "'$stacksift' lookup -o '$symc' --json -i <'$bench/addrs.txt'"
-measure symbolizer sh -c "llvm-symbolizer-14 --inlines --functions=linkage --demangle --output-style=JSON --obj='$dwarf' <'$bench/addrs.txt'"
+# The lookup pair runs in turns (stacksift, llvm-symbolizer, stacksift, ...), each pair close in
+# time: on a shared machine the load moves within seconds, and the ratio is the figure.
+best_lookup_s="" best_lookup_cpu="" best_symbolizer_s="" best_symbolizer_cpu="" lookup_rss=0
+for i in $(seq "$repeat"); do
+  repeat=1 measure stacksift_lookup sh -c "'$stacksift' lookup -o '$symc' --json -i <'$bench/addrs.txt'"
+  repeat=1 measure symbolizer sh -c "llvm-symbolizer-14 --inlines --functions=linkage --demangle --output-style=JSON --obj='$dwarf' <'$bench/addrs.txt'"
+  read -r best_lookup_s best_lookup_cpu best_symbolizer_s best_symbolizer_cpu < <(python3 -c "
+m = lambda a, b: b if a == '' else min(float(a), float(b))
+print(m('$best_lookup_s', $stacksift_lookup_s), m('$best_lookup_cpu', $stacksift_lookup_cpu),
+      m('$best_symbolizer_s', $symbolizer_s), m('$best_symbolizer_cpu', $symbolizer_cpu))")
+  [ "$stacksift_lookup_rss_mb" -gt "$lookup_rss" ] && lookup_rss=$stacksift_lookup_rss_mb
+done
+stacksift_lookup_s=$best_lookup_s stacksift_lookup_cpu=$best_lookup_cpu stacksift_lookup_rss_mb=$lookup_rss
+symbolizer_s=$best_symbolizer_s symbolizer_cpu=$best_symbolizer_cpu
 answered=$(grep -c '"frames":\[{' "$bench/stacksift_lookup.out" || true)
 [ "$answered" -ge $((nlookups * 9 / 10)) ] \
   || { echo "bench: stacksift lookup found frames for only $answered of $nlookups addresses" >&2; exit 1; }
@@ -192,7 +205,7 @@ print(f"| symcache size | .symc {symc / 1e6:.1f} MB ({100 * symc / $dwarf_bytes:
       f"| llvm-gsymutil-14 .gsym {gsym / 1e6:.1f} MB | {symc / gsym:.2f}x | <= 0.5x {ok(symc <= 0.5 * gsym)} |")
 print(f"| symcache build | {sb:.2f} s, {dw / sb:.0f} MB/s, {$stacksift_build_rss_mb} MB RSS "
       f"| llvm-gsymutil-14 {gb:.2f} s, {$gsymutil_rss_mb} MB RSS | {gb / sb:.2f}x faster | >= 2x {ok(gb / sb >= 2)} |")
-print(f"| {n} lookups, CLI --json -i | {sl:.2f} s ({n / sl:.0f}/s) "
+print(f"| {n} lookups, CLI --json -i | {sl:.2f} s ({n / sl:.0f}/s), {$stacksift_lookup_rss_mb} MB RSS "
       f"| llvm-symbolizer-14 {ll:.2f} s ({n / ll:.0f}/s) | {ll / sl:.1f}x | >= 20x {ok(ll / sl >= 20)} |")
 print(f"| lookups in-process, 1 thread (CPU s) | {warm / 1e6:.2f} M/s random order ({cold / 1e6:.2f} M/s cold), "
       f"{srt / 1e6:.2f} M/s address order | llvm-symbolizer-14 {n / ll / 1e6:.3f} M/s | {warm / (n / ll):.0f}x "
@@ -205,5 +218,12 @@ print(f"CPU seconds (user + system, least of $repeat; the machine is shared, loa
       f"build {$stacksift_build_cpu:.2f} vs gsymutil {$gsymutil_cpu:.2f} ({$gsymutil_cpu / max(0.01, $stacksift_build_cpu):.2f}x), "
       f"lookups {$stacksift_lookup_cpu:.2f} vs llvm-symbolizer {$symbolizer_cpu:.2f} "
       f"({$symbolizer_cpu / max(0.01, $stacksift_lookup_cpu):.1f}x)")
+print(f"lookups target: {ll / sl:.1f}x llvm-symbolizer-14's wall time in the same run (>= 20x): "
+      f"{'met' if ll / sl >= 20 else 'MISSED'}")
 EOF
 echo "$checks"
+# BENCH_STRICT=1: the lookups target missed is a failure (the ctest's tiny run never sets it)
+if [ "${BENCH_STRICT:-0}" = 1 ] && ! python3 -c "import sys; sys.exit(0 if max(0.01, $symbolizer_s) / max(0.01, $stacksift_lookup_s) >= 20 else 1)"; then
+  echo "bench: lookups below 20x llvm-symbolizer-14 (BENCH_STRICT=1)" >&2
+  exit 1
+fi
