@@ -300,8 +300,9 @@ static void emit_plain(lookup_ctx *c, const symcache_frame *f, uint64_t file_add
 }
 
 /* A distinct name as the JSON answers print it, worked out once per batch (a name is printed
- * for every address whose chain has it: the same long template or Swift name thousands of
- * times). `shown` and `raw` are the contents of the JSON strings, escaped, quotes not included. */
+ * for every address whose chain has it: a hot function's long template or Swift name can be
+ * printed thousands of times in a batch). `shown` and `raw` are the contents of the JSON
+ * strings, escaped, quotes not included. */
 typedef struct {
     const char *shown; /* "function": the display name, or the raw one with --mangled */
     const char *raw;   /* "mangled": the raw name; NULL when it is the display name (no member) */
@@ -405,7 +406,7 @@ static inline char *put_name(lookup_ctx *c, char *d, const char *s, size_t n)
 /* Append the JSON answer for one address: `n` frames whose names are names[ids[k]]
  * (SYMCACHE_NO_NAME: "??"). Every frame's bytes are bounded ahead (its names, its file member,
  * the literals and three numbers), so the buffer is checked once a frame and written through a
- * plain pointer; this loop is what a 100,000-address batch spends its time in. */
+ * plain pointer. */
 static void answer_json(lookup_ctx *c, uint64_t addr, uint64_t file_addr, const symcache_frame *frames,
                         const uint32_t *ids, const name_out *names, size_t n)
 {
