@@ -21,3 +21,11 @@ foreach(mode freeze kill drop)
     ENVIRONMENT "${_rel_env}" RUN_SERIAL TRUE)
 endforeach()
 set_tests_properties(reliability_slow_clients PROPERTIES RUN_SERIAL TRUE)
+# A crash storm (test_storm.py): 5x the sustainable rate of reports of one new crash, on a
+# fixed schedule from 200 connections, by storm_client (C, epoll: a load generator that costs
+# little next to the server). STACKSIFT_STORM_SECONDS (default 20) sets the storm's length.
+add_executable(storm_client ${CMAKE_CURRENT_SOURCE_DIR}/reliability/storm_client.c)
+add_test(NAME reliability_storm
+  COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/reliability/test_storm.py)
+set_tests_properties(reliability_storm PROPERTIES LABELS "reliability;db" TIMEOUT 300
+  ENVIRONMENT "${_rel_env};STORM_CLIENT=$<TARGET_FILE:storm_client>" RUN_SERIAL TRUE)

@@ -1,6 +1,7 @@
 /*
  * test_server_units - the server's pieces that need no database: config parsing (every row
- * checked, every bad variable reported), err_code -> HTTP status, JSON log lines.
+ * checked, every bad variable reported), err_code -> HTTP status, JSON log lines, the
+ * crash-report admission budget.
  */
 #include <jansson.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 
 #include "config/config.h"
 #include "harness.h"
+#include "http/admission.h"
 #include "http/http.h"
 #include "log/log.h"
 
@@ -132,6 +134,41 @@ static void log_lines_are_json(void)
     json_decref(j);
 }
 
+/* At most max_inflight requests and max bytes at once (one always, whatever its size); a
+ * refusal's Retry-After is refused / taken over the last windows, 1 to 60 s. */
+static void admission_budget(void)
+{
+    admission *a = admission_new(2, 1000);
+    unsigned retry = 99;
+    double t = 1000;
+    CHECK(admission_enter(&retry, a, 5000, t));   /* alone: taken whatever its size */
+    CHECK_EQ_INT(retry, 0);
+    CHECK(!admission_enter(&retry, a, 10, t));    /* over the bytes */
+    CHECK_EQ_INT(retry, 1);                       /* 1 refused, 1 taken */
+    admission_leave(a, 5000, t);
+    CHECK_EQ_INT(admission_inflight(a), 0);
+    CHECK(admission_enter(&retry, a, 10, t));
+    CHECK(admission_enter(&retry, a, 10, t));
+    for (int i = 0; i < 6; i++)                   /* over the count: 7 refused, 3 taken */
+        CHECK(!admission_enter(&retry, a, 10, t));
+    CHECK_EQ_INT(retry, 3);
+    CHECK_EQ_INT(admission_inflight(a), 2);
+    admission_leave(a, 10, t + 10);
+    admission_leave(a, 10, t + 10);
+    /* three seconds later the old windows are forgotten; nothing answered since, and the
+     * two taken now stay in progress: the next refusal says 1 s (2 taken, 1 refused) */
+    t += 3000;
+    CHECK(admission_enter(&retry, a, 10, t));
+    CHECK(admission_enter(&retry, a, 10, t));
+    CHECK(!admission_enter(&retry, a, 10, t));
+    CHECK_EQ_INT(retry, 1);
+    /* a database that answers nothing: two windows later, every refusal says 60 s */
+    t += 2500;
+    CHECK(!admission_enter(&retry, a, 10, t));
+    CHECK_EQ_INT(retry, 60);
+    admission_free(a);
+}
+
 int main(void)
 {
     RUN(config_defaults);
@@ -139,5 +176,6 @@ int main(void)
     RUN(config_reports_every_bad_variable);
     RUN(status_mapping);
     RUN(log_lines_are_json);
+    RUN(admission_budget);
     return harness_done();
 }

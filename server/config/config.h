@@ -22,6 +22,8 @@ typedef struct {
     uint32_t max_zip_ratio;        /* STACKSIFT_MAX_ZIP_RATIO: uncompressed/compressed per entry */
     uint32_t http_threads;         /* STACKSIFT_HTTP_THREADS: libmicrohttpd thread pool */
     uint32_t request_threads;      /* STACKSIFT_REQUEST_THREADS: threads running handlers */
+    uint32_t ingest_inflight;      /* STACKSIFT_INGEST_INFLIGHT: ingest requests admitted and
+                                      not yet answered; more are answered 429 */
     int metrics_public;            /* STACKSIFT_METRICS_PUBLIC: /metrics without a token */
     char *metrics_host;            /* STACKSIFT_METRICS_LISTEN host (loopback); NULL = none */
     uint16_t metrics_port;         /* STACKSIFT_METRICS_LISTEN port */

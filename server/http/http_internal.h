@@ -19,6 +19,7 @@
 #include "base/err.h"
 #include "base/jsonw.h"
 #include "config/config.h"
+#include "http/admission.h"
 #include "http/conns.h"
 #include "http/http.h"
 #include "ingest/assemble.h"
@@ -66,11 +67,14 @@ struct http_server {
     auth_tokens *tokens;     /* the token table (server/auth) */
     ingest_assembler *assembler; /* sentry-cli uploads: files assembled from chunks */
     sentry_state *sentry;    /* the Sentry endpoints' disk spool and replay thread (owned) */
+    admission *admission;    /* the crash-report routes' budget: over it, 429 (owned) */
     /* handler threads: requests that may wait (database, symbolication, dSYMs) run there,
      * never on libmicrohttpd's threads (server.c "handler threads") */
     pthread_mutex_t jobs_mu;
     pthread_cond_t jobs_cv;
     http_request *jobs_head, *jobs_tail;
+    http_request *jobs_urgent_tail; /* the last queued request that is no crash report: those
+                                       go before every report (NULL: none queued) */
     unsigned jobs_queued, jobs_running, njob_threads;
     bool jobs_stop;
     pthread_t *job_threads;
@@ -103,6 +107,9 @@ struct http_request {
     unsigned status;         /* sent status, 0 until a response is queued */
     const char *disposition; /* Content-Disposition for the answer, NULL for none */
     err_info err;            /* why status >= 400 */
+    bool admitted;           /* holds a place in srv->admission until it is answered */
+    bool shed;               /* refused by srv->admission: answered 429 */
+    unsigned retry_after_s;  /* a 429's Retry-After; 0: the default (a full spool's) */
     bool failed;             /* an error was found while receiving: answer it at the end */
     uint64_t body_bytes;     /* bytes received */
     uint64_t body_limit;

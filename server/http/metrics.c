@@ -32,7 +32,8 @@ static uint64_t reports_accepted, reports_rejected[NERR];
 static uint64_t dsyms_created, dsyms_updated, dsyms_existing, dsym_uploads_failed[NERR];
 static uint64_t dsym_skipped_dwarf, dsym_skipped_slices;
 static uint64_t bugsnag_sessions;
-static int64_t in_flight, connections;
+static int64_t in_flight, connections, ingest_admitted;
+static uint64_t ingest_shed;
 static uint64_t connections_closed[CONN_CLOSED_NREASONS];
 
 /* ---- the text exposition format (Prometheus): a family's HELP and TYPE lines, then its
@@ -63,6 +64,20 @@ void metrics_bugsnag_sessions(uint64_t n)
 {
     pthread_mutex_lock(&mu);
     bugsnag_sessions += n;
+    pthread_mutex_unlock(&mu);
+}
+
+void metrics_ingest_shed(void)
+{
+    pthread_mutex_lock(&mu);
+    ingest_shed++;
+    pthread_mutex_unlock(&mu);
+}
+
+void metrics_ingest_admitted(int delta)
+{
+    pthread_mutex_lock(&mu);
+    ingest_admitted += delta;
     pthread_mutex_unlock(&mu);
 }
 
@@ -194,6 +209,12 @@ void metrics_render(buf *out, const store_pool_stats *pool, int64_t queued)
     single(out, "stacksift_http_requests_in_flight", "gauge", "Requests being served now.",
            in_flight);
     single(out, "stacksift_http_connections", "gauge", "Open HTTP connections.", connections);
+    single(out, "stacksift_ingest_admitted", "gauge",
+           "Crash-report requests admitted and not yet answered (STACKSIFT_INGEST_INFLIGHT at "
+           "most).", ingest_admitted);
+    single(out, "stacksift_ingest_shed_total", "counter",
+           "Crash-report requests answered 429 at once because the node had as many in "
+           "progress as it takes (load shedding).", (long long)ingest_shed);
     family(out, "stacksift_http_connections_closed_total", "counter",
            "Connections the server closed because they held a slot without using it, by reason.");
     for (unsigned i = 0; i < CONN_CLOSED_NREASONS; i++)

@@ -30,6 +30,10 @@ void metrics_dsym_failed(err_code code);
  * DWARF parts of built slices (units, functions, line sequences), `slices` fat-file slices. */
 void metrics_dsym_skipped(uint64_t warnings, uint64_t slices);
 void metrics_in_flight(int delta);
+/* Crash-report requests refused by the admission budget (429), and admitted ones in
+ * progress (admission.h). */
+void metrics_ingest_shed(void);
+void metrics_ingest_admitted(int delta);
 void metrics_connections(int delta);               /* open HTTP connections */
 void metrics_connection_closed(unsigned reason);   /* conns.h conn_closed_reason */
 

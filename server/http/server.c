@@ -40,8 +40,11 @@
 #include "log/log.h"
 
 #define RETRY_AFTER_S "5"
-#define RETRY_AFTER_BUSY_S "60" /* 429: a full spool drains at the database's pace */
+#define RETRY_AFTER_BUSY_S 60u /* 429 of a full spool: it drains at the database's pace */
 #define DRAIN_SLACK_BYTES (64u << 20) /* past a limit, bytes still read to send the 413 */
+/* Crash-report bodies held at once by admitted requests (each with its parsed model beside
+ * it, several times its size); one request is always admitted, whatever its size. */
+#define INGEST_INFLIGHT_BYTES (64u << 20)
 
 double http_now_ms(void)
 {
@@ -69,8 +72,21 @@ enum MHD_Result queue_body(http_request *r, unsigned status, const char *content
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_DISPOSITION, r->disposition);
     if (status == 503)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, RETRY_AFTER_S);
-    if (status == 429)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, RETRY_AFTER_BUSY_S);
+    if (status == 429) {
+        char secs[16];
+        snprintf(secs, sizeof secs, "%u", r->retry_after_s ? r->retry_after_s : RETRY_AFTER_BUSY_S);
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, secs);
+        /* Sentry's SDKs (sentry-cocoa among them) read their own header first:
+         * "retry_after:categories:scope:reason_code", an empty category list meaning every
+         * kind of data: the whole endpoint is refused, not only events. */
+        if (r->route && (r->route->handler == handle_sentry_envelope ||
+                         r->route->handler == handle_sentry_store)) {
+            char limits[64];
+            snprintf(limits, sizeof limits, "%s::organization:%s", secs,
+                     r->shed ? "node_busy" : "spool_full");
+            MHD_add_response_header(resp, "X-Sentry-Rate-Limits", limits);
+        }
+    }
     if (status == 401)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
     if (r->offloaded) {
@@ -672,6 +688,15 @@ static const route *route_match(const char *method, const char *url, const char 
  * wait and do little run inline. */
 #define JOBS_MAX_QUEUED 1024
 
+/* The routes a crash storm floods: each request is admitted against srv->admission once its
+ * body is read, or answered 429 at once. Their handler jobs queue behind every other
+ * route's (the dashboard's API stays responsive while a storm is absorbed). */
+static bool route_sheds(const route *rt)
+{
+    return rt->handler == handle_report_post || rt->handler == handle_sentry_envelope ||
+           rt->handler == handle_sentry_store || rt->handler == handle_bugsnag_notify;
+}
+
 static bool runs_inline(const route *rt)
 {
     return rt->handler == handle_healthz || rt->handler == handle_dashboard ||
@@ -699,6 +724,8 @@ static void *job_main(void *arg)
         srv->jobs_head = r->job_next;
         if (!srv->jobs_head)
             srv->jobs_tail = NULL;
+        if (srv->jobs_urgent_tail == r)   /* the urgent ones are a prefix: none left */
+            srv->jobs_urgent_tail = NULL;
         srv->jobs_queued--;
         srv->jobs_running++;
         pthread_mutex_unlock(&srv->jobs_mu);
@@ -740,12 +767,19 @@ static bool jobs_enqueue(http_server *srv, http_request *r, bool suspend)
         if (suspend)
             MHD_suspend_connection(r->conn);
         r->offloaded = true;
-        r->job_next = NULL;
-        if (srv->jobs_tail)
-            srv->jobs_tail->job_next = r;
-        else
-            srv->jobs_head = r;
-        srv->jobs_tail = r;
+        /* crash reports at the tail; any other request after the last other one queued,
+         * before every report */
+        bool urgent = !route_sheds(r->route);
+        http_request **at = urgent ? (srv->jobs_urgent_tail ? &srv->jobs_urgent_tail->job_next
+                                                             : &srv->jobs_head)
+                                   : (srv->jobs_tail ? &srv->jobs_tail->job_next
+                                                     : &srv->jobs_head);
+        r->job_next = *at;
+        *at = r;
+        if (r->job_next == NULL)
+            srv->jobs_tail = r;
+        if (urgent)
+            srv->jobs_urgent_tail = r;
         srv->jobs_queued++;
         pthread_cond_signal(&srv->jobs_cv);
     }
@@ -964,6 +998,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;   /* answered already */
     if (r->failed)
         return respond_err(r, &r->err);
+    /* A crash report over the node's budget is answered now, on this thread, without being
+     * parsed: a client told 429 + Retry-After backs off, one kept waiting times out and
+     * sends it again (admission.h). Its body was read: the connection stays open. */
+    if (!r->admitted && route_sheds(r->route)) {
+        if (!admission_enter(&r->retry_after_s, srv->admission, r->body_bytes, http_now_ms())) {
+            r->shed = true;
+            metrics_ingest_shed();
+            char msg[160];
+            snprintf(msg, sizeof msg, "this node is taking all the crash reports it can at "
+                     "the moment: retry after %u s", r->retry_after_s);
+            return respond_error(r, ERR_BUSY, msg);
+        }
+        r->admitted = true;
+        metrics_ingest_admitted(1);
+    }
     /* The request's one deadline: from here, whichever thread runs the handler, every store
      * call under it gets what is left (never a fresh budget). */
     if (r->deadline_ms == 0)
@@ -992,12 +1041,19 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         return;
     *con_cls = NULL;
     conns_request_end(conns_slot(conn));   /* the header timeout starts again */
-    double dur_ms = http_now_ms() - r->t0_ms;
+    double now_ms = http_now_ms(), dur_ms = now_ms - r->t0_ms;
+    if (r->admitted) {
+        admission_leave(srv->admission, r->body_bytes, now_ms);
+        metrics_ingest_admitted(-1);
+    }
     unsigned status = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? r->status : 0;
     metrics_request(r->route_index, status, dur_ms / 1e3);
     const char *route_name = r->route ? r->route->name : "unmatched";
+    /* refusals of a storm, thousands a second, are counted (admission's one line a second,
+     * /metrics) rather than logged one by one */
     if (status >= 400 || status == 0)
-        log_event(status >= 500 || status == 0 ? LOG_WARN : LOG_INFO, "request",
+        log_event(r->shed ? LOG_DEBUG : status >= 500 || status == 0 ? LOG_WARN : LOG_INFO,
+                  "request",
                   "req=%s method=%s path=%s route=%s status=%u dur_ms=%.2f bytes_in=%llu "
                   "error=%s message=%s", r->id, r->method, r->url, route_name, status, dur_ms,
                   (unsigned long long)r->body_bytes,
@@ -1164,6 +1220,7 @@ err_code http_server_start(http_server **out, const config *cfg, store *s, pipel
     if (rc != ERR_OK)
         goto fail;
     jobs_start(srv, cfg->request_threads);
+    srv->admission = admission_new(cfg->ingest_inflight, INGEST_INFLIGHT_BYTES);
 
     struct addrinfo hints = {.ai_flags = AI_NUMERICSERV | AI_PASSIVE, .ai_socktype = SOCK_STREAM};
     struct addrinfo *ai = NULL;
@@ -1247,6 +1304,7 @@ fail:
         jobs_stop(srv, http_now_ms());   /* nothing was queued: returns at once */
     auth_tokens_close(srv->tokens);
     conns_free(srv->conns);
+    admission_free(srv->admission);
     free(srv->tmp_dir);
     free(srv);
     return rc;
@@ -1293,6 +1351,7 @@ unsigned http_server_stop(http_server *srv)
     sentry_free(srv);                        /* no handler spools any more */
     auth_tokens_close(srv->tokens);
     conns_free(srv->conns);
+    admission_free(srv->admission);   /* after the daemon: its last requests leave it */
     free(srv->tmp_dir);
     free(srv);
     return left;
