@@ -48,6 +48,11 @@ NOT_PRODUCED = {
     ("post", "/", "201"): "the same upload as POST /bugsnag/dsym's 201, made there first",
     ("post", "/api/{project_id}/minidump/", "429"): "needs Postgres down and a full spool "
                                                     "(the envelope's spool, reliability_spool)",
+    ("post", "/api/v1/reports", "429"): "needs more crash reports in progress than "
+                                        "STACKSIFT_INGEST_INFLIGHT (reliability_storm covers it)",
+    ("post", "/bugsnag/notify", "429"): "needs more crash reports in progress than "
+                                        "STACKSIFT_INGEST_INFLIGHT (the same budget as "
+                                        "reliability_storm's routes)",
 }
 
 produced = set()
