@@ -555,5 +555,17 @@ int main(int argc, char **argv)
     printf("}\n");
     if (g.ids)
         fclose(g.ids);
+    for (int i = 0; i < g.nconns; i++) {
+        close(g.conns[i].fd);
+        free(g.conns[i].out);
+    }
+    close(g.ep);
+    free(due_lat);
+    free(sent_lat);
+    free(g.res);
+    free(g.ring);
+    free(g.conns);
+    free(g.tmpl);
+    free(body);
     return 0;
 }

@@ -25,6 +25,7 @@ drain time, the server's peak RSS, /healthz and issue-list latencies.
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -337,6 +338,7 @@ def main():
                f"{se['accepted_per_s']:.0f}, {se['shed_per_s']:.0f}, {se['from_due_ms']['p99']:.1f}")
         figure("X-Sentry-Rate-Limits", se["rate_limits_example"])
     rec.stop()
+    shutil.rmtree(tmp, ignore_errors=True)
     if sanitized():
         print("(ASan/UBSan build: the same bounds)")
     return checks_done()
