@@ -354,8 +354,8 @@ static const config_var VARS[] = {
      "threads that run request handlers (database, symbolication, dSYM conversion), so "
      "that the HTTP threads never wait"},
     {"STACKSIFT_INGEST_INFLIGHT", "32", parse_count, offsetof(config, ingest_inflight),
-     "crash-report requests (POST /api/v1/reports, Sentry envelope and store, Bugsnag "
-     "notify) taken and not yet answered; once as many are in progress, more are answered "
+     "crash-report requests (POST /api/v1/reports, Sentry envelope, store and minidump, "
+     "Bugsnag notify) taken and not yet answered; once as many are in progress, more are answered "
      "429 with Retry-After at once (load shedding) rather than queued"},
     {"STACKSIFT_DB_POOL_SIZE", "8", parse_count, offsetof(config, db_pool_size),
      "Postgres connections in the pool (the intake commits and the request handlers)"},

@@ -80,7 +80,8 @@ enum MHD_Result queue_body(http_request *r, unsigned status, const char *content
          * "retry_after:categories:scope:reason_code", an empty category list meaning every
          * kind of data: the whole endpoint is refused, not only events. */
         if (r->route && (r->route->handler == handle_sentry_envelope ||
-                         r->route->handler == handle_sentry_store)) {
+                         r->route->handler == handle_sentry_store ||
+                         r->route->handler == handle_sentry_minidump)) {
             char limits[64];
             snprintf(limits, sizeof limits, "%s::organization:%s", secs,
                      r->shed ? "node_busy" : "spool_full");
@@ -694,7 +695,8 @@ static const route *route_match(const char *method, const char *url, const char 
 static bool route_sheds(const route *rt)
 {
     return rt->handler == handle_report_post || rt->handler == handle_sentry_envelope ||
-           rt->handler == handle_sentry_store || rt->handler == handle_bugsnag_notify;
+           rt->handler == handle_sentry_store || rt->handler == handle_sentry_minidump ||
+           rt->handler == handle_bugsnag_notify;
 }
 
 static bool runs_inline(const route *rt)
