@@ -20,6 +20,7 @@ no dump, a multipart body without the dump, a missing DSN key) get a 4xx that sa
 nothing is stored for them.
 """
 import gzip
+import io
 import json
 import os
 import re
@@ -27,6 +28,7 @@ import subprocess
 import sys
 import time
 import uuid
+import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -127,8 +129,9 @@ def main():
     with Instance("minidump", workers=1) as inst:
         key, pid = project_create(inst, "electron-app")
         sent = {}   # name -> (report id, dump bytes)
-        # the Breakpad dump before its dSYM: it waits for it (pending_dsym), and the dSYM's
-        # upload has the workers walk and symbolicate it again
+        # the Breakpad dump before its debug files: it waits for its dSYM (pending_dsym), and
+        # their upload has the workers walk (with the executable's unwind info) and symbolicate
+        # it again
         r = post_raw(inst, breakpad, "application/x-dmp")
         if check(r.status == 202, f"breakpad before its dSYM: {r.status} {r.body[:300]!r}"):
             sent["breakpad-xdmp"] = (r.json()["id"], breakpad)
@@ -137,12 +140,19 @@ def main():
             check(early["status"] == "pending_dsym" and
                   "67E9247C-814E-392B-A027-DBDE6748FCBF" in [u.upper() for u in early["missing_uuids"]],
                   f"breakpad waits for crash's dSYM: {early['status']} {early['missing_uuids']}")
-        # the Breakpad dump's executable's dSYM: its app frames get names
-        dwarf = os.path.join(MD, "macos-x86_64-breakpad", "crash.dSYM", "Contents", "Resources",
-                             "DWARF", "crash")
-        with open(dwarf, "rb") as f:
-            r = inst.request("POST", "/api/v1/dsyms?name=crash", f.read(), token=inst.tokens["upload"])
-        check(r.status in (200, 201), f"dSYM upload: {r.status} {r.body[:200]!r}")
+        # the Breakpad dump's executable and its dSYM in one zip: names from the dSYM, unwind
+        # info from the executable (the workers walk with it)
+        zbuf = io.BytesIO()
+        base = os.path.join(MD, "macos-x86_64-breakpad")
+        with zipfile.ZipFile(zbuf, "w") as z:
+            for root, _, files in os.walk(os.path.join(base, "crash.dSYM")):
+                for name in files:
+                    path = os.path.join(root, name)
+                    z.write(path, os.path.relpath(path, base))
+            z.write(os.path.join(base, "crash"), "crash")
+        r = inst.request("POST", "/api/v1/dsyms", zbuf.getvalue(), token=inst.tokens["upload"],
+                         headers={"Content-Type": "application/zip"})
+        check(r.status in (200, 201), f"dSYM + executable upload: {r.status} {r.body[:200]!r}")
 
         for name, body, ctype, gz in (("breakpad-gzip", breakpad, "application/octet-stream", True),
                                       ("simple-sniffed", simple, "text/plain", False)):
@@ -253,6 +263,13 @@ def main():
             names = [s["function"] for s in top.get("symbols", [])]
             check(top.get("symbolicated") == "ok" and any("main" in n for n in names),
                   f"breakpad frame 0 from the dSYM: {top}")
+            # walked by the workers with the executable's unwind info: frame 1 (crash's caller,
+            # main inlined, returns into libdyld's start) by CFI
+            sym = rep["symbolicated"]
+            check(sym["images"][0].get("unwind") is True, f"crash's unwind info: {sym['images'][0]}")
+            fr = frames_of(rep)
+            check(len(fr) > 1 and fr[1].get("found") == "cfi" and fr[1]["image"] == "libdyld.dylib",
+                  f"breakpad frame 1 by CFI: {fr[1:2]}")
             check(rep["os_version"] == "macOS 10.12.6 (16G29)", f"breakpad os: {rep['os_version']}")
         if "electron-reports" in got and "electron-sentry" in got:
             a, b = got["electron-reports"], got["electron-sentry"]
@@ -267,6 +284,8 @@ def main():
             check(md["exception_type"] == "EXC_CRASH" and md["signal"] == "SIGILL",
                   f"electron exception: {md['exception_type']} {md['signal']}")
             check(len(a["report"]["threads"]) == 17, f"electron threads: {len(a['report']['threads'])}")
+            check(not any(im.get("unwind") for im in a["symbolicated"]["images"]),
+                  "electron: unwind info for an image nobody uploaded")
         if "native-envelope" in got:
             rep = got["native-envelope"]
             md = rep["report"]["metadata"]

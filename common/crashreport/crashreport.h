@@ -102,6 +102,8 @@ typedef struct {
     uint8_t in_app;      /* CRASHREPORT_IN_APP_*: whether this is the app's own code; the
                             parsers leave UNKNOWN unless the report says (stacksift JSON),
                             the ingest pipeline decides the rest by the signature rules */
+    bool has_unwind;     /* minidumps: the walk had this image's unwind info (its executable
+                            was uploaded); false: frame pointers and the scan only */
 } crashreport_image;
 
 #define CRASHREPORT_IN_APP_UNKNOWN 0 /* zero: a zeroed image is undecided */

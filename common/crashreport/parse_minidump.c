@@ -208,10 +208,21 @@ static void add_registers(cr_builder *b, crashreport_thread *t, const minidump_c
     }
 }
 
+/* Which images the walk has unwind info for (crashreport_image.has_unwind), by UUID. */
+static void mark_unwind(cr_builder *b, const minidump *md, const unwind_image *images,
+                        size_t nimages)
+{
+    for (size_t i = 0; i < md->nmodules && i < b->r->nimages; i++)
+        for (size_t k = 0; md->modules[i].has_uuid && k < nimages; k++)
+            if (memcmp(images[k].uuid, md->modules[i].uuid, 16) == 0)
+                b->r->images[i].has_unwind = true;
+}
+
 static void threads_of(cr_builder *b, const minidump *md, const crashreport_minidump_options *o)
 {
     const unwind_image *images = o ? (const unwind_image *)o->images : NULL;
     size_t nimages = o && o->images ? o->nimages : 0;
+    mark_unwind(b, md, images, nimages);
     uint32_t shown = 0;
     for (size_t ti = 0; ti < md->nthreads && !b->failed; ti++) {
         const minidump_thread *mt = &md->threads[ti];

@@ -216,6 +216,8 @@ void crashreport_render_json(buf *o, const crashreport *r)
             jsonw_bool(&w, im->in_app == CRASHREPORT_IN_APP_YES);
         else
             jsonw_null(&w);
+        if (r->format == CRASHREPORT_FORMAT_MINIDUMP) /* whether the walk had its unwind info */
+            jsonw_kbool(&w, "unwind", im->has_unwind);
         jsonw_object_end(&w);
     }
     jsonw_array_end(&w);

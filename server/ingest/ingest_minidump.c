@@ -190,9 +190,9 @@ err_code ingest_minidump_row(store_report_new *row, const uint8_t *raw, size_t r
     row->app_version = r->meta.app_version;
     row->os_version = r->meta.os_version;
     row->project_id = project_id ? project_id : STORE_PROJECT_DEFAULT;
-    store_outcome out;
-    if (pipe && pipeline_process_at_intake(pipe, r, row->app, &out, a))
-        row->processed = ingest_processed_of(&out, a);
+    /* Not processed at intake: intake walked without the images' unwind info, which the
+     * workers fetch with their symcaches (pipeline_process_claimed) before they group. */
+    (void)pipe;
     return ERR_OK;
 }
 

@@ -832,12 +832,64 @@ static bool process_parsed(pipeline *p, crashreport *r, const char *app, store_o
     return true;
 }
 
+/* A minidump's report walked again with the unwind info its images' symcaches carry (an
+ * uploaded executable's compact unwind and __eh_frame, symcache_unwind_image): *r replaced
+ * when any image has some; else, or when the second parse fails, *r is left as it is (walked
+ * with frame pointers and the scan). The symcaches stay referenced during the walk only. */
+static void minidump_unwind(crashreport **r, pipeline *p, const ingest_stored *st, arena *a)
+{
+    const crashreport *first = *r;
+    err_info err = {0};
+    sc_entry **held = arena_alloc_array(a, first->nimages ? first->nimages : 1, sizeof *held, &err);
+    unwind_image *imgs = arena_alloc_array(a, first->nimages ? first->nimages : 1, sizeof *imgs,
+                                           &err);
+    if (held == NULL || imgs == NULL)
+        return;
+    size_t n = 0;
+    for (size_t i = 0; i < first->nimages; i++) {
+        const char *uuid = first->images[i].uuid;
+        bool seen = uuid[0] == '\0';
+        for (size_t k = 0; k < i && !seen; k++)
+            seen = strcmp(first->images[k].uuid, uuid) == 0;
+        if (seen)
+            continue;
+        bool cold = false;
+        sc_entry *e = sc_acquire(p, uuid, false, &cold);
+        if (e == NULL)
+            continue;
+        err_clear(&err);
+        if (!symcache_has_unwind(e->sc) || symcache_unwind_image(&imgs[n], e->sc, &err) != ERR_OK) {
+            if (err.code != ERR_OK && err.code != ERR_NOT_FOUND)
+                log_event(LOG_WARN, "symcache_unwind_unreadable", "uuid=%s message=%s", uuid,
+                          err.msg);
+            sc_release(p, e);
+            continue;
+        }
+        held[n++] = e;
+    }
+    if (n > 0) {
+        crashreport_minidump_options o = {.event_json = st->event, .event_len = st->event_len,
+                                          .images = imgs, .nimages = n};
+        crashreport *again = NULL;
+        err_clear(&err);
+        if (crashreport_parse_minidump(&again, st->report, st->len, &o, a, &err) == ERR_OK)
+            *r = again;
+    }
+    for (size_t i = 0; i < n; i++)
+        sc_release(p, held[i]);
+}
+
 /* What becomes of one claimed report; everything in `a`. */
 void pipeline_process_claimed(store_outcome *o, pipeline *p, const store_claimed *row, arena *a)
 {
     err_info err = {0};
     crashreport *r = NULL;
-    err_code rc = ingest_stored_read(&r, row->raw, row->raw_len, row->content_type, a, &err);
+    ingest_stored st;
+    err_code rc = ingest_stored_unpack(&st, row->raw, row->raw_len, row->content_type, a, &err);
+    if (rc == ERR_OK)
+        rc = ingest_stored_parse(&r, &st, a, &err);
+    if (rc == ERR_OK && r->format == CRASHREPORT_FORMAT_MINIDUMP)
+        minidump_unwind(&r, p, &st, a);
     if (rc != ERR_OK) {
         memset(o, 0, sizeof *o);
         o->status = "failed";
