@@ -137,7 +137,7 @@ def main():
         check(zrow == f"1|ignored|{fp_of['z1']}", f"bug Z: split with the status it had: {zrow}")
         events = int(sql("SELECT count(*) FROM alert_events WHERE kind = 'new_issue'"))
         check(events == events_before, f"no new-issue alert for a regroup: {events} events")
-        check(sql("SELECT version FROM signature_rules") == "stacksift-signature-v2",
+        check(sql("SELECT version FROM signature_rules") == "stacksift-signature-v3",
               "signature_rules names today's rules")
         check(sql("SELECT count(*) FROM regroup_reports") == "0", "the work list is emptied")
 

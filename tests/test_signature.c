@@ -185,6 +185,22 @@ static void normalize_swift_mangled_demangled(void)
     CHECK_EQ_STR(norm("_ZN6Widget4drawEv"), "Widget::draw");
 }
 
+/* Names a client sent as dladdr or a symbol table gives them normalize as a dSYM's do: every
+ * mangling prefix, with or without Mach-O's leading underscore. */
+static void normalize_client_mangled_prefixes(void)
+{
+    const char *want = "CRLCrashSwift.crash";
+    CHECK_EQ_STR(norm("$s10CrashProbe13CRLCrashSwiftC5crashyyF"), want);
+    CHECK_EQ_STR(norm("_$s10CrashProbe13CRLCrashSwiftC5crashyyF"), want);
+    CHECK_EQ_STR(norm("_T010CrashProbe13CRLCrashSwiftC5crashyyF"), want);
+    CHECK_EQ_STR(norm("__T010CrashProbe13CRLCrashSwiftC5crashyyF"), want);
+    CHECK_EQ_STR(norm("CRLCrashSwift.crash() -> ()"), want);
+    CHECK_EQ_STR(norm("_ZN2ns1C1fEi"), "ns::C::f");
+    CHECK_EQ_STR(norm("__ZN2ns1C1fEi + 12"), "ns::C::f");
+    CHECK_EQ_STR(norm("ns::C::f(int)"), norm2("ns::C::f"));
+    CHECK_EQ_STR(norm("_ZN12_GLOBAL__N_16helperEv"), norm2("(anonymous namespace)::helper"));
+}
+
 static void normalize_swift_objc_thunks(void)
 {
     CHECK_EQ_STR(norm("@objc ViewController.viewDidLoad()"), "ViewController.viewDidLoad");
@@ -842,6 +858,62 @@ static void frameless_grouped_by_exception_reason_and_image(void)
     CHECK_EQ_STR(in_kit.title, "EXC_BAD_ACCESS: KERN_INVALID_ADDRESS");
 }
 
+/* One frame in FixtureApp symbolicated as `syms` (as symbolicate_report leaves it): the
+ * signature's first frame. */
+static const char *top_of(const crashreport_symbol *syms, uint32_t n)
+{
+    crashreport *r = parse(HEADER "Exception Type:  EXC_BAD_ACCESS (SIGSEGV)\n\nThread 0 Crashed:\n"
+                           "0   FixtureApp  \t0x0000000100001234 0x100000000 + 4660\n" IMAGES);
+    CHECK(r != NULL);
+    if (!r)
+        return "";
+    r->threads[0].frames[0].sym_status = CRASHREPORT_SYM_OK;
+    r->threads[0].frames[0].symbols = syms;
+    r->threads[0].frames[0].nsymbols = n;
+    signature s;
+    err_info err;
+    CHECK_EQ_INT(signature_compute(&s, r, NULL, A, &err), ERR_OK);
+    CHECK(s.nframes >= 1);
+    return s.nframes >= 1 ? s.frames[0].function : "";
+}
+
+/* A dSYM without linkage names (an App Store build) names an inlined method by DW_AT_name
+ * alone; its scope-qualified name groups it as the debug build's linkage name does. */
+static void qualified_name_groups_like_linkage_name(void)
+{
+    static const crashreport_symbol swift_release[2] = {
+        {"crash", "CRLCrashSwift.swift", 12, true, 4, NULL, "CRLCrashSwift.crash"},
+        {"@objc CRLCrashSwift.crash()", "CRLCrashSwift.swift", 0, false, 20,
+         "$s10FixtureApp13CRLCrashSwiftC5crashyyFTo", NULL}};
+    static const crashreport_symbol swift_debug[1] = {
+        {"CRLCrashSwift.crash()", "CRLCrashSwift.swift", 12, false, 8, "$s10FixtureApp13CRLCrashSwiftC5crashyyF",
+         NULL}};
+    CHECK_EQ_STR(top_of(swift_release, 2), "CRLCrashSwift.crash");
+    CHECK_EQ_STR(top_of(swift_debug, 1), "CRLCrashSwift.crash");
+    static const crashreport_symbol cxx_plain[1] = {{"f", "scopes.cpp", 7, false, 8, NULL, "ns::C::f"}};
+    static const crashreport_symbol cxx_linkage[1] = {{"ns::C::f(int)", "scopes.cpp", 7, false, 8, "_ZN2ns1C1fEi", NULL}};
+    CHECK_EQ_STR(top_of(cxx_plain, 1), "ns::C::f");
+    CHECK_EQ_STR(top_of(cxx_linkage, 1), "ns::C::f");
+    /* the display name stays what the dSYM says; only grouping reads the qualified one */
+    static const crashreport_symbol anon[1] = {{"helper", "scopes.cpp", 3, false, 8, NULL, "(anonymous namespace)::helper"}};
+    CHECK_EQ_STR(top_of(anon, 1), "(anonymous namespace)::helper");
+}
+
+/* The full demangled form and other tools' text qualify a Swift name by its module; the
+ * simplified form (atos, our symbolication) does not: the frame's own module is dropped. */
+static void swift_own_module_dropped(void)
+{
+    static const crashreport_symbol full[1] = {
+        {"FixtureApp.CRLCrashSwift.crash() -> ()", NULL, 0, false, 8, NULL, NULL}};
+    static const crashreport_symbol closure[1] = {
+        {"closure #1 in FixtureApp.CRLCrashSwift.crash()", NULL, 0, false, 8, NULL, NULL}};
+    static const crashreport_symbol other[1] = {
+        {"FixtureAppKit.Thing.run()", NULL, 0, false, 8, NULL, NULL}};
+    CHECK_EQ_STR(top_of(full, 1), "CRLCrashSwift.crash");
+    CHECK_EQ_STR(top_of(closure, 1), "closure #1 in CRLCrashSwift.crash");
+    CHECK_EQ_STR(top_of(other, 1), "FixtureAppKit.Thing.run"); /* another module's name: kept */
+}
+
 static void inlined_frames_are_expanded(void)
 {
     crashreport *r = parse(HEADER "Exception Type:  EXC_BAD_ACCESS (SIGSEGV)\n\nThread 0 Crashed:\n"
@@ -851,9 +923,9 @@ static void inlined_frames_are_expanded(void)
     if (!r)
         return;
     /* As symbolicate_report leaves it: frame 0 is fx_inner inlined into fx_outer. */
-    static const crashreport_symbol f0[2] = {{"fx_inner(int)", "include/fx_inline.h", 7, true, 4, NULL},
-                                             {"fx_outer()", "app/calc.c", 30, false, 20, NULL}};
-    static const crashreport_symbol f1[1] = {{"main", "app/main.c", 12, false, 8, NULL}};
+    static const crashreport_symbol f0[2] = {{"fx_inner(int)", "include/fx_inline.h", 7, true, 4, NULL, NULL},
+                                             {"fx_outer()", "app/calc.c", 30, false, 20, NULL, NULL}};
+    static const crashreport_symbol f1[1] = {{"main", "app/main.c", 12, false, 8, NULL, NULL}};
     r->threads[0].frames[0].sym_status = CRASHREPORT_SYM_OK;
     r->threads[0].frames[0].symbols = f0;
     r->threads[0].frames[0].nsymbols = 2;
@@ -975,6 +1047,9 @@ int main(void)
     RUN(normalize_swift_closure);
     RUN(normalize_swift_mangled_demangled);
     RUN(normalize_swift_objc_thunks);
+    RUN(normalize_client_mangled_prefixes);
+    RUN(qualified_name_groups_like_linkage_name);
+    RUN(swift_own_module_dropped);
     RUN(normalize_swift_specializations);
     RUN(normalize_swift_merged_and_partial_apply);
     RUN(skip_table_swift_traps);

@@ -83,6 +83,9 @@ typedef struct {
     bool inlined;         /* true: inlined into the next symbol of the same frame */
     uint64_t offset;      /* bytes from the function's start to the looked-up address */
     const char *mangled;  /* the linkage name `function` was demangled from, NULL if unknown */
+    const char *qualified; /* symbolicated: `function` qualified by its namespaces and types
+                              where the dSYM gave no linkage name (symcache_frame.qualified,
+                              "ns::Widget::draw"); what grouping reads then. NULL otherwise */
 } crashreport_symbol;
 
 /* One binary image (Mach-O) loaded in the process. */

@@ -108,7 +108,24 @@ typedef struct {
     uint32_t gen;   /* unit generation the entry belongs to (older = empty) */
     uint32_t name;  /* resolved string id */
     bool linkage;   /* the name came from a linkage name */
+    uint64_t name_die; /* without a linkage name: the DIE whose DW_AT_name it is */
 } name_slot;
+
+/* A namespace or type DIE of the unit being walked, for scope-qualified names: its
+ * children span [start, end) of .debug_info. Recorded in pre-order, so by start. */
+typedef struct {
+    uint64_t start, end;
+    int32_t parent;   /* the enclosing one, -1 = none */
+    uint16_t tag;
+    const char *name; /* DW_AT_name, NULL if anonymous (into the mapped section) */
+} container;
+
+/* A scope of the unit being walked that DW_AT_name alone names, to qualify once the unit's
+ * namespaces and types are all known (a reference may point forward). */
+typedef struct {
+    uint32_t scope;
+    uint64_t name_die;
+} pending_name;
 
 typedef uint64_t pc_range[2];
 
@@ -163,6 +180,13 @@ typedef struct {
     name_slot *names;           /* DIE offset -> resolved name cache, for the current unit */
     size_t nnames, cap_names;   /* cap is a power of two */
     uint32_t name_gen;          /* the current unit's generation in `names` (from 1) */
+    container *conts;           /* namespaces and types of the current unit, in pre-order */
+    size_t nconts, cap_conts;
+    int32_t cur_cont;           /* the one the walk is inside, -1 = none */
+    pending_name *pending;      /* scopes of the current unit to qualify */
+    size_t npending, cap_pending;
+    debuginfo_qualified *qual;  /* output: qualified names, by scope */
+    size_t nqual, cap_qual;
 } worker;
 
 enum { UNIT_NEW, UNIT_READY, UNIT_BAD };
@@ -273,7 +297,7 @@ static name_slot *name_cache_find(worker *w, uint64_t off)
     return NULL;
 }
 
-static void name_cache_put(worker *w, uint64_t off, uint32_t name, bool linkage)
+static void name_cache_put(worker *w, uint64_t off, uint32_t name, bool linkage, uint64_t name_die)
 {
     if ((w->nnames + 1) * 2 > w->cap_names) {
         size_t cap = w->cap_names ? w->cap_names * 2 : 4096;
@@ -284,7 +308,7 @@ static void name_cache_put(worker *w, uint64_t off, uint32_t name, bool linkage)
         w->nnames = 0;
         for (size_t i = 0; i < old_cap; i++)
             if (name_slot_live(w, &old[i]))
-                name_cache_put(w, old[i].key - 1, old[i].name, old[i].linkage);
+                name_cache_put(w, old[i].key - 1, old[i].name, old[i].linkage, old[i].name_die);
         free(old);
     }
     uint64_t key = off + 1;
@@ -293,7 +317,7 @@ static void name_cache_put(worker *w, uint64_t off, uint32_t name, bool linkage)
         j = (j + 1) & (w->cap_names - 1);
     if (!name_slot_live(w, &w->names[j]))
         w->nnames++;
-    w->names[j] = (name_slot){key, w->name_gen, name, linkage};
+    w->names[j] = (name_slot){key, w->name_gen, name, linkage, name_die};
 }
 
 /* A new unit: the name cache starts empty. */
@@ -314,41 +338,46 @@ static uint32_t intern_linkage(worker *w, const char *linkage)
     return strtab_intern(&w->strings, linkage, strlen(linkage));
 }
 
-static bool resolve_offset(worker *w, uint64_t off, int hops, uint32_t *name, bool *linkage);
+static bool resolve_offset(worker *w, uint64_t off, int hops, uint32_t *name, bool *linkage, uint64_t *name_die);
 
 /* The name llvm-symbolizer --functions=linkage gives DIE `d`: a linkage name anywhere along
  * its abstract_origin/specification chain (raw, as --no-demangle prints it), else the first
- * DW_AT_name on it. */
-static bool resolve_die(worker *w, const die_info *d, int hops, uint32_t *name, bool *linkage)
+ * DW_AT_name on it; *name_die gets the offset of the DIE that DW_AT_name is from (its
+ * parents qualify it: qualify_pending). */
+static bool resolve_die(worker *w, const die_info *d, int hops, uint32_t *name, bool *linkage, uint64_t *name_die)
 {
     if (d->linkage != NULL) {
         *name = intern_linkage(w, d->linkage);
         *linkage = true;
+        *name_die = d->offset;
         return true;
     }
     uint32_t ref_name;
     bool ref_linkage;
-    uint64_t ref = d->has_origin ? d->origin : d->spec;
+    uint64_t ref = d->has_origin ? d->origin : d->spec, ref_die;
     if (hops < MAX_NAME_HOPS && (d->has_origin || d->has_spec) &&
-        resolve_offset(w, ref, hops + 1, &ref_name, &ref_linkage) && (ref_linkage || d->name == NULL)) {
+        resolve_offset(w, ref, hops + 1, &ref_name, &ref_linkage, &ref_die) && (ref_linkage || d->name == NULL)) {
         *name = ref_name;
         *linkage = ref_linkage;
+        *name_die = ref_die;
         return true;
     }
     if (d->name != NULL) {
         *name = strtab_intern(&w->strings, d->name, strlen(d->name));
         *linkage = false;
+        *name_die = d->offset;
         return true;
     }
     return false;
 }
 
-static bool resolve_offset(worker *w, uint64_t off, int hops, uint32_t *name, bool *linkage)
+static bool resolve_offset(worker *w, uint64_t off, int hops, uint32_t *name, bool *linkage, uint64_t *name_die)
 {
     name_slot *hit = name_cache_find(w, off);
     if (hit != NULL) {
         *name = hit->name;
         *linkage = hit->linkage;
+        *name_die = hit->name_die;
         return hit->name != STRTAB_NONE;
     }
     const die_unit *u = unit_for(w, off);
@@ -357,11 +386,95 @@ static bool resolve_offset(worker *w, uint64_t off, int hops, uint32_t *name, bo
     if (u != NULL && die_read(&d, w->secs, u, off) == NULL && d.tag != 0) {
         const die_unit *saved = w->unit;
         w->unit = u; /* strings of a DIE in another unit use that unit's bases */
-        ok = resolve_die(w, &d, hops, name, linkage);
+        ok = resolve_die(w, &d, hops, name, linkage, name_die);
         w->unit = saved;
     }
-    name_cache_put(w, off, ok ? *name : STRTAB_NONE, ok && *linkage);
+    name_cache_put(w, off, ok ? *name : STRTAB_NONE, ok && *linkage, ok ? *name_die : 0);
     return ok;
+}
+
+/* ---- scope-qualified names ---------------------------------------------------------------- */
+
+/* Remember that scope `scope`, named by the DW_AT_name of DIE `name_die` (no linkage name),
+ * is to be qualified once the unit is walked. */
+static void pending_add(worker *w, uint32_t scope, uint64_t name_die)
+{
+    if (w->npending == w->cap_pending) {
+        w->cap_pending = w->cap_pending ? w->cap_pending * 2 : 256;
+        w->pending = xreallocarray(w->pending, w->cap_pending, sizeof *w->pending);
+    }
+    w->pending[w->npending++] = (pending_name){scope, name_die};
+}
+
+/* The innermost recorded namespace or type whose children hold `off`, or -1. */
+static int32_t container_of(const worker *w, uint64_t off)
+{
+    size_t lo = 0, hi = w->nconts; /* the last container starting before off */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (w->conts[mid].start <= off)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    int32_t c = (int32_t)lo - 1;
+    while (c >= 0 && !(off >= w->conts[c].start && off < w->conts[c].end))
+        c = w->conts[c].parent;
+    return c;
+}
+
+/* How llvm prints a namespace or type without a name. */
+static const char *anonymous_name(uint16_t tag)
+{
+    switch (tag) {
+    case DW_TAG_namespace: return "(anonymous namespace)";
+    case DW_TAG_class_type: return "(anonymous class)";
+    case DW_TAG_union_type: return "(anonymous union)";
+    case DW_TAG_enumeration_type: return "(anonymous enum)";
+    default: return "(anonymous struct)";
+    }
+}
+
+/* Qualify the current unit's pending scopes (the unit's walk is over, every namespace and
+ * type of it recorded): debuginfo_qualified in debuginfo.h says how. A name DIE in another
+ * unit (a cross-unit reference) stays unqualified. */
+static void qualify_pending(worker *w)
+{
+    const die_unit *u = w->unit;
+    const char *sep = u->language == DW_LANG_Swift ? "." : "::";
+    buf q = {0};
+    for (size_t i = 0; i < w->npending; i++) {
+        const pending_name *p = &w->pending[i];
+        if (p->scope >= w->nscopes || p->name_die < u->die_offset || p->name_die >= u->end)
+            continue; /* dropped with a function that did not parse, or another unit's */
+        int32_t chain[MAX_SCOPE_DEPTH];
+        size_t depth = 0;
+        for (int32_t c = container_of(w, p->name_die); c >= 0 && depth < MAX_SCOPE_DEPTH; c = w->conts[c].parent)
+            if (w->conts[c].tag != DW_TAG_module) /* see debuginfo_qualified */
+                chain[depth++] = c;
+        if (depth == 0)
+            continue;
+        uint32_t name = w->scopes[p->scope].name;
+        q.len = 0;
+        while (depth > 0) {
+            const container *c = &w->conts[chain[--depth]];
+            const char *part = c->name != NULL && c->name[0] != '\0' ? c->name : anonymous_name(c->tag);
+            buf_append(&q, part, strlen(part));
+            buf_append(&q, sep, strlen(sep));
+        }
+        buf_append(&q, strtab_get(&w->strings, name), strtab_len(&w->strings, name));
+        uint32_t id = strtab_intern(&w->strings, (const char *)q.data, q.len);
+        if (id == STRTAB_NONE || id == name)
+            continue;
+        if (w->nqual == w->cap_qual) {
+            w->cap_qual = w->cap_qual ? w->cap_qual * 2 : 256;
+            w->qual = xreallocarray(w->qual, w->cap_qual, sizeof *w->qual);
+        }
+        w->qual[w->nqual++] = (debuginfo_qualified){p->scope, id};
+    }
+    buf_reset(&q);
+    w->npending = 0;
+    w->nconts = 0;
 }
 
 /* ---- the DIE walk ----------------------------------------------------------------------- */
@@ -499,18 +612,22 @@ static void walk(worker *w, uint64_t pos, uint32_t scope, uint32_t depth, unsign
         }
         bool descend = false;
         uint32_t child_scope = scope, child_depth = depth;
+        int32_t cont = -1; /* a namespace or type recorded for qualified names */
         switch (d.tag) {
         case DW_TAG_subprogram:
             if (read_ranges(w, &d) && w->ntmp > 0) {
                 uint32_t name = STRTAB_NONE;
                 bool linkage;
-                if (!resolve_die(w, &d, 0, &name, &linkage)) {
+                uint64_t name_die = 0;
+                if (!resolve_die(w, &d, 0, &name, &linkage, &name_die)) {
                     name = STRTAB_NONE;
                     linkage = false;
                 }
                 child_scope = add_scope(w, name, DEBUGINFO_NONE, 0);
                 if (!linkage) /* named by the symbol table if it has a symbol at the entry */
                     w->scopes[child_scope].flags |= DEBUGINFO_SCOPE_SYMTAB_NAME;
+                if (!linkage && name != STRTAB_NONE)
+                    pending_add(w, child_scope, name_die);
                 child_depth = 0;
                 descend = true;
             }
@@ -522,10 +639,13 @@ static void walk(worker *w, uint64_t pos, uint32_t scope, uint32_t depth, unsign
                 break;
             if (read_ranges(w, &d) && w->ntmp > 0) {
                 uint32_t name = STRTAB_NONE;
-                bool linkage;
-                if (!resolve_die(w, &d, 0, &name, &linkage))
+                bool linkage = false;
+                uint64_t name_die = 0;
+                if (!resolve_die(w, &d, 0, &name, &linkage, &name_die))
                     name = STRTAB_NONE;
                 child_scope = add_scope(w, name, scope, depth + 1);
+                if (!linkage && name != STRTAB_NONE)
+                    pending_add(w, child_scope, name_die);
                 child_depth = depth + 1;
                 if (d.has_call_file)
                     w->scopes[child_scope].call_file = file_id(w, d.call_file);
@@ -534,7 +654,6 @@ static void walk(worker *w, uint64_t pos, uint32_t scope, uint32_t depth, unsign
                 descend = true;
             }
             break;
-        case DW_TAG_lexical_block:
         case DW_TAG_namespace:
         case DW_TAG_module:
         case DW_TAG_structure_type:
@@ -546,6 +665,19 @@ static void walk(worker *w, uint64_t pos, uint32_t scope, uint32_t depth, unsign
              * @objc thunks that inline them) in DW_TAG_module > DW_TAG_structure_type, extensions
              * and enums alike; llvm-symbolizer finds a subprogram under any parent and climbs
              * through any parent to the enclosing function, so the scope passes through. */
+            if (d.children && nest < MAX_SCOPE_DEPTH && w->nconts < INT32_MAX) {
+                /* its children's names are qualified by it (qualify_pending); the end is
+                 * known once they are walked */
+                if (w->nconts == w->cap_conts) {
+                    w->cap_conts = w->cap_conts ? w->cap_conts * 2 : 256;
+                    w->conts = xreallocarray(w->conts, w->cap_conts, sizeof *w->conts);
+                }
+                cont = (int32_t)w->nconts++;
+                w->conts[cont] = (container){d.next, UINT64_MAX, w->cur_cont, d.tag, d.name};
+            }
+            descend = true;
+            break;
+        case DW_TAG_lexical_block:
             descend = true;
             break;
         default:
@@ -555,7 +687,13 @@ static void walk(worker *w, uint64_t pos, uint32_t scope, uint32_t depth, unsign
         if (!d.children)
             continue;
         if (descend && nest < MAX_SCOPE_DEPTH) {
+            int32_t outer = w->cur_cont;
+            if (cont >= 0)
+                w->cur_cont = cont;
             walk(w, d.next, child_scope, child_depth, nest + 1, &pos);
+            w->cur_cont = outer;
+            if (cont >= 0)
+                w->conts[cont].end = pos;
         } else if (d.has_sibling && d.sibling > d.next && d.sibling < u->end) {
             pos = d.sibling;
         } else {
@@ -774,6 +912,9 @@ static void process_unit(worker *w, size_t index)
         w->mark_scopes = w->nscopes;
         w->mark_ranges = w->nranges;
         w->fail = NULL;
+        w->nconts = 0;
+        w->npending = 0;
+        w->cur_cont = -1;
         walk(w, d.next, DEBUGINFO_NONE, 0, 0, &end);
         if (w->fail != NULL) {
             w->nscopes = w->mark_scopes;
@@ -782,6 +923,7 @@ static void process_unit(worker *w, size_t index)
             warn_note(&w->warn, w->fail_at, w->fail);
             w->fail = NULL;
         }
+        qualify_pending(w);
     }
     w->unit = NULL;
 }
@@ -903,6 +1045,12 @@ static void name_from_symbols(debuginfo *d)
         else
             s->flags &= ~DEBUGINFO_SCOPE_SYMTAB_NAME;
     }
+    /* a symbol's name is qualified as its linkage name says: the DWARF one is dropped */
+    size_t keep = 0;
+    for (size_t i = 0; i < d->nqualified; i++)
+        if (d->qualified[i].scope < d->nscopes && !(d->scopes[d->qualified[i].scope].flags & DEBUGINFO_SCOPE_SYMTAB_NAME))
+            d->qualified[keep++] = d->qualified[i];
+    d->nqualified = keep;
 }
 
 /* ---- merge ------------------------------------------------------------------------------ */
@@ -955,6 +1103,10 @@ static void merge_worker(debuginfo *d, worker *w, const size_t room[3], bool par
         w->scopes = NULL;
         w->ranges = NULL;
         w->rows = NULL;
+        free(d->qualified);
+        d->qualified = w->qual;
+        d->nqualified = w->nqual;
+        w->qual = NULL;
         d->nscopes = (uint32_t)w->nscopes;
         d->nranges = w->nranges;
         d->nrows = w->nrows;
@@ -989,6 +1141,12 @@ static void merge_worker(debuginfo *d, worker *w, const size_t room[3], bool par
     }
     if (threaded)
         pthread_join(tid, NULL);
+    if (w->nqual > 0) {
+        d->qualified = xreallocarray(d->qualified, d->nqualified + w->nqual, sizeof *d->qualified);
+        for (size_t i = 0; i < w->nqual; i++)
+            d->qualified[d->nqualified++] = (debuginfo_qualified){w->qual[i].scope + base,
+                                                                  rebase(sbase, w->qual[i].name)};
+    }
     d->nscopes += (uint32_t)w->nscopes;
     d->compile_units += w->cus;
 }
@@ -1011,6 +1169,9 @@ static void worker_reset(worker *w)
     free(w->clip);
     free(w->seq);
     free(w->names);
+    free(w->conts);
+    free(w->pending);
+    free(w->qual);
 }
 
 /* ---- which unit owns an address ----------------------------------------------------------- */
@@ -1280,6 +1441,7 @@ void debuginfo_reset(debuginfo *d)
     free(d->ranges);
     free(d->rows);
     free(d->symbols);
+    free(d->qualified);
     memset(d, 0, sizeof *d);
 }
 

@@ -59,6 +59,19 @@ typedef struct {
 
 #define DEBUGINFO_END_SEQUENCE UINT32_MAX
 
+/* The scope-qualified name of a scope named by DW_AT_name alone (no linkage name anywhere
+ * along its abstract_origin / specification chain): DW_AT_name of the DIE that gave the
+ * name, after the names of the namespaces and types around that DIE, outermost first, joined
+ * by "::" (C, C++, Objective-C units) or "." (Swift units, DW_LANG_Swift): `ns::Widget::draw`,
+ * `(anonymous namespace)::helper`, `CRLCrashSwift.crash`. DW_TAG_module is left out: a Swift
+ * name as atos and our display print it (DEMANGLE_SIMPLIFIED) carries no module, and the
+ * qualified name is there so that both forms of one function read alike (common/signature).
+ * Only scopes whose name DIE lies inside such a scope get one. */
+typedef struct {
+    uint32_t scope; /* index into debuginfo.scopes */
+    uint32_t name;  /* string id of the qualified name; never the same string as the scope's */
+} debuginfo_qualified;
+
 /* What debuginfo_load skipped instead of refusing the slice (llvm-dwarfdump warns and reads
  * on the same way): the smallest bad part is left out, everything else is kept. */
 typedef struct {
@@ -96,6 +109,9 @@ typedef struct {
     debuginfo_range *ranges;  /* nranges entries (concrete and inlined), sorted by
                                  debuginfo_range_order */
     size_t nranges;
+    debuginfo_qualified *qualified; /* nqualified entries, by scope ascending: the scopes
+                                       that have a scope-qualified name beside their name */
+    size_t nqualified;
     debuginfo_row *rows;      /* nrows entries; each sequence in order, sequences unsorted */
     size_t nrows;
     debuginfo_range *symbols; /* symbol-table functions, sorted, [start, end) to the next one;

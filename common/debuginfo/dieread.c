@@ -791,6 +791,7 @@ const char *die_unit_bases(die_unit *u, const die_sections *s)
     u->rnglists_base = u->version >= 5 ? (u->offset_size == 8 ? 20 : 12) : 0;
     u->base_addr = 0;
     u->comp_dir = NULL;
+    u->language = 0;
     u->has_stmt_list = false;
     cursor c = at(&s->info, u->die_offset, u->end);
     uint64_t code = uleb(&c);
@@ -824,6 +825,9 @@ const char *die_unit_bases(die_unit *u, const die_sections *s)
         case DW_AT_comp_dir:
             comp_dir = v;
             has_comp_dir = true;
+            break;
+        case DW_AT_language:
+            u->language = v.u > UINT32_MAX ? 0 : (uint32_t)v.u;
             break;
         case DW_AT_stmt_list:
             u->has_stmt_list = true;

@@ -59,6 +59,7 @@ typedef struct {
     /* filled by die_unit_bases */
     uint64_t str_offsets_base, addr_base, rnglists_base, base_addr;
     const char *comp_dir;  /* DW_AT_comp_dir, NULL if absent */
+    uint32_t language;     /* DW_AT_language (DW_LANG_*), 0 if absent */
     bool has_stmt_list;
     uint64_t stmt_list;    /* DW_AT_stmt_list: offset of its line program in .debug_line */
     const die_abbrev_table *abbrevs;
@@ -104,7 +105,7 @@ uint32_t die_unit_size_key(const die_unit *u);
 void die_abbrev_table_size(die_abbrev_table *t, const die_unit *u);
 
 /* die_unit_bases - read the unit DIE for DW_AT_str_offsets_base, addr_base, rnglists_base
- * low_pc and comp_dir; u->abbrevs must be set. NULL or a static error message. */
+ * low_pc, comp_dir and language; u->abbrevs must be set. NULL or a static error message. */
 const char *die_unit_bases(die_unit *u, const die_sections *s);
 
 /* die_read - decode the DIE at global `offset` of unit `u` (or the null entry there). */

@@ -660,11 +660,13 @@ const char *signature_normalize_symbol(char *buf, size_t cap, const char *name)
         n = sizeof local - 1;
     memcpy(local, name, n);
     local[n] = '\0';
-    /* A mangled name (a report that names raw Swift or C++ symbols) groups as its display
+    /* A mangled name (a report that names raw Swift or C++ symbols: dladdr's `$s...`,
+     * `_T0...`, `_Z...`, a symbol table's `_$s...`, `__T0...`, `__Z...`) groups as its display
      * form, so that it meets the same function symbolicated from a dSYM. */
-    if (demangle_is_swift(local) || demangle_is_cxx(local)) {
+    const char *mangled = strncmp(local, "__T0", 4) == 0 ? local + 1 : local; /* Mach-O's '_' */
+    if (demangle_is_swift(mangled) || demangle_is_cxx(mangled)) {
         char shown[SIGNATURE_MAX_NAME];
-        if (demangle_name_buf(shown, sizeof shown, local, DEMANGLE_SIMPLIFIED) > 0) {
+        if (demangle_name_buf(shown, sizeof shown, mangled, DEMANGLE_SIMPLIFIED) > 0) {
             memcpy(local, shown, sizeof local);
             n = strlen(local);
         }
@@ -800,8 +802,35 @@ static const crashreport_frame *pick_stack(const crashreport *r, size_t *n, int3
     return t->frames;
 }
 
+static const char *frame_image_name(const crashreport *r, const crashreport_frame *f);
+
+/* Whether `name` reads as a Swift name: dotted, not C++ ("::") or Objective-C ("-[X y]"). */
+static bool swift_like(const char *name)
+{
+    return strchr(name, '.') != NULL && strstr(name, "::") == NULL &&
+           !((name[0] == '-' || name[0] == '+') && name[1] == '[');
+}
+
+/* Drop the module `module` where it qualifies a Swift name ("App.Widget.draw" in image App ->
+ * "Widget.draw"), in place: the form atos, Xcode and our symbolication print (simplified
+ * demangling) has no module, the full form and other tools' text have it. Only the frame's
+ * own image's module is known to be one (a dotted prefix may as well be a type). */
+static void strip_own_module(char *s, const char *module)
+{
+    size_t k = module != NULL ? strlen(module) : 0;
+    if (k == 0 || !swift_like(s))
+        return;
+    for (char *p = s; (p = strstr(p, module)) != NULL;) {
+        bool starts_path = (p == s || !(is_ident(p[-1]) || p[-1] == '.')) && p[k] == '.' && is_ident(p[k + 1]);
+        if (starts_path)
+            memmove(p, p + k + 1, strlen(p + k + 1) + 1);
+        else
+            p += k;
+    }
+}
+
 static err_code add_xframe(sig_ctx *c, const crashreport_frame *f, const char *raw,
-                           const char *mangled, const char *file, uint32_t line)
+                           const char *mangled, const char *qualified, const char *file, uint32_t line)
 {
     if (c->nx == c->cap) {
         size_t ncap = c->cap ? c->cap * 2 : 64;
@@ -819,7 +848,10 @@ static err_code add_xframe(sig_ctx *c, const crashreport_frame *f, const char *r
     x->frame = f;
     if (raw != NULL) {
         char tmp[SIGNATURE_MAX_NAME];
-        signature_normalize_symbol(tmp, sizeof tmp, raw);
+        /* a name the dSYM qualified by its scopes (no linkage name) groups as qualified, like
+         * the same function named through a linkage name */
+        signature_normalize_symbol(tmp, sizeof tmp, qualified != NULL ? qualified : raw);
+        strip_own_module(tmp, frame_image_name(c->r, f));
         if (tmp[0] != '\0') {
             x->name = arena_strdup(c->a, tmp, c->err);
             if (x->name == NULL)
@@ -841,15 +873,15 @@ static err_code expand(sig_ctx *c, const crashreport_frame *fs, size_t n)
         const crashreport_frame *f = &fs[i];
         if (f->sym_status == CRASHREPORT_SYM_OK && f->nsymbols > 0) {
             for (uint32_t k = 0; k < f->nsymbols && rc == ERR_OK; k++)
-                rc = add_xframe(c, f, f->symbols[k].function, f->symbols[k].mangled, f->symbols[k].file,
-                                f->symbols[k].line);
+                rc = add_xframe(c, f, f->symbols[k].function, f->symbols[k].mangled, f->symbols[k].qualified,
+                                f->symbols[k].file, f->symbols[k].line);
             continue;
         }
         for (uint32_t k = 0; k < f->ngiven_inlines && rc == ERR_OK; k++)
-            rc = add_xframe(c, f, f->given_inlines[k].function, f->given_inlines[k].mangled,
+            rc = add_xframe(c, f, f->given_inlines[k].function, f->given_inlines[k].mangled, NULL,
                             f->given_inlines[k].file, f->given_inlines[k].line);
         if (rc == ERR_OK)
-            rc = add_xframe(c, f, f->symbol, f->symbol_mangled, f->file, f->line);
+            rc = add_xframe(c, f, f->symbol, f->symbol_mangled, NULL, f->file, f->line);
     }
     return rc;
 }

@@ -44,7 +44,7 @@
 
 /* The rules' version, hashed first: a change of the rules that moves fingerprints changes it,
  * and `stacksift regroup` re-fingerprints the stored reports. */
-#define SIGNATURE_VERSION "stacksift-signature-v2"
+#define SIGNATURE_VERSION "stacksift-signature-v3"
 
 #define SIGNATURE_DEFAULT_FRAMES 3
 #define SIGNATURE_MAX_FRAMES 16

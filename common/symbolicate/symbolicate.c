@@ -94,6 +94,7 @@ static err_code frame_symbolicate(sym_ctx *c, crashreport_frame *f, bool caller)
         syms[i].mangled = out[i].mangled != NULL && strcmp(out[i].mangled, out[i].function) != 0
                               ? copy(c, out[i].mangled, &failed)
                               : NULL;
+        syms[i].qualified = copy(c, out[i].qualified, &failed);
         syms[i].file = copy(c, out[i].file, &failed);
         syms[i].line = out[i].line;
         syms[i].inlined = out[i].inlined;

@@ -25,10 +25,14 @@
 #define SYMC_NAME_BLOCK_MAX (4u << 20) /* a name block larger than this is corrupt */
 #define SYMC_DCTX 4                     /* zstd contexts a symcache keeps */
 
-/* One name of a decompressed block: the raw name and, once a lookup asked for it, its
- * display form (one cache line holds both for four names). */
+/* One name of a decompressed block: the raw name, its scope-qualified form and, once a
+ * lookup asked for it, its display form (one cache line holds them for four names). */
 typedef struct {
-    const char *raw;                /* into the block's text */
+    uint32_t raw;                   /* offset of the raw name in the block's text */
+    uint32_t qualified;             /* offset of the scope-qualified name: `raw` when the name
+                                       has none (a stored name without SYMC_SCOPE_MARK), else
+                                       the start of the name rewritten as prefix + raw name,
+                                       whose last bytes are the raw name */
     _Atomic(const char *) display;  /* NULL = not derived yet; `raw` itself when it does not
                                        demangle, else a copy in the symcache's display arena.
                                        Published with a compare-and-swap like the block: a
@@ -241,7 +245,16 @@ static name_block *decompress_names(symcache *sc, uint32_t k)
         return NULL;
     nb->count = k + 1 < sc->nname_blocks ? SYMC_NAMES_PER_BLOCK : sc->nnames - k * SYMC_NAMES_PER_BLOCK;
     for (uint32_t i = 0; i < SYMC_NAMES_PER_BLOCK; i++) {
-        nb->name[i].raw = i < nb->count ? name[i] : NULL;
+        uint32_t off = i < nb->count ? (uint32_t)(name[i] - nb->text) : 0, at = off;
+        char *mark = i < nb->count ? strchr(nb->text + off, SYMC_SCOPE_MARK) : NULL;
+        if (mark != NULL) {
+            /* "<prefix>\x1f<name>" becomes "<prefix><name>" in place: the qualified name, and
+             * the raw name where it ends (the freed byte becomes a second NUL) */
+            at = (uint32_t)(mark - nb->text);
+            memmove(mark, mark + 1, strlen(mark + 1) + 1);
+        }
+        nb->name[i].raw = at;
+        nb->name[i].qualified = off;
         atomic_init(&nb->name[i].display, NULL);
     }
     return nb;
@@ -290,7 +303,7 @@ static const char *derive_display(symcache *sc, const char *raw)
 
 static __attribute__((noinline)) const char *display_fill(symcache *sc, name_block *nb, uint32_t i)
 {
-    const char *shown = NULL, *fresh = derive_display(sc, nb->name[i].raw);
+    const char *shown = NULL, *fresh = derive_display(sc, nb->text + nb->name[i].raw);
     if (atomic_compare_exchange_strong_explicit(&nb->name[i].display, &shown, fresh, memory_order_acq_rel,
                                                 memory_order_acquire))
         return fresh;
@@ -619,7 +632,7 @@ static inline __attribute__((always_inline)) size_t walk_chain(symcache_frame *o
     if (cap == 0 || (!scoped && file == NULL))
         return 0;
     if (!scoped) {
-        out[0] = (symcache_frame){NULL, file, line, false, false, file_addr, NULL};
+        out[0] = (symcache_frame){NULL, file, line, false, false, file_addr, NULL, NULL};
         name_ids[0] = NAME_UNKNOWN;
         return 1;
     }
@@ -668,6 +681,7 @@ static inline __attribute__((always_inline)) void resolve_names(symcache_frame *
                                                                 const symcache *sc)
 {
     for (size_t k = 0; k < n; k++) {
+        out[k].qualified = NULL;
         if (name_ids[k] == NAME_UNKNOWN) {
             out[k].function = "??";
             out[k].mangled = NULL;
@@ -679,7 +693,10 @@ static inline __attribute__((always_inline)) void resolve_names(symcache_frame *
             continue;
         }
         uint32_t i = name_ids[k] % SYMC_NAMES_PER_BLOCK;
-        out[k].mangled = nb->name[i].raw;
+        const name_entry *e = &nb->name[i];
+        out[k].mangled = nb->text + e->raw;
+        if (__builtin_expect(e->qualified != e->raw, 0))
+            out[k].qualified = nb->text + e->qualified;
         out[k].function = display_at((symcache *)sc, nb, i); /* the memos are all a lookup writes */
         __builtin_prefetch(out[k].function); /* the caller reads it next */
     }
@@ -778,6 +795,7 @@ static inline __attribute__((always_inline)) size_t lookup_many(symcache_frame *
             for (size_t k = first; k < used; k++) {
                 out[k].function = NULL;
                 out[k].mangled = NULL;
+                out[k].qualified = NULL;
             }
         done += j;
         if (j < w)
@@ -833,12 +851,14 @@ void symcache_names(const char **raw, const char **display, const symcache *csc,
             if (!ok || ids[j] >= sc->nnames) {
                 raw[j] = display[j] = "??";
             } else if (from_memo) {
-                raw[j] = nb->name[at].raw;
+                raw[j] = nb->text + nb->name[at].raw;
                 display[j] = display_at(sc, nb, at);
             } else {
-                size_t len = strlen(name[at]);
+                /* the raw name of a scope-qualified one is what follows the mark */
+                const char *mark = strchr(name[at], SYMC_SCOPE_MARK), *plain = mark ? mark + 1 : name[at];
+                size_t len = strlen(plain);
                 char *copy = mem_alloc(sc, len + 1);
-                memcpy(copy, name[at], len + 1);
+                memcpy(copy, plain, len + 1);
                 raw[j] = copy;
                 display[j] = derive_display(sc, copy);
             }

@@ -41,6 +41,12 @@ typedef struct {
                              is no linkage name; the same pointer as `function` when the
                              name does not demangle (compare pointers to tell); NULL with
                              "??" */
+    const char *qualified; /* the name qualified by the namespaces and types around it
+                              (debuginfo_qualified: "ns::Widget::draw", "CRLCrashSwift.crash")
+                              where DWARF gave no linkage name and `mangled` is DW_AT_name
+                              alone; NULL otherwise (a linkage name qualifies itself). Ends
+                              with `mangled`'s text. For grouping (common/signature): the
+                              display name stays what llvm-symbolizer prints. */
 } symcache_frame;
 
 #define SYMCACHE_MAX_FRAMES 64 /* inline depth we return at most; deeper chains are cut */

@@ -272,6 +272,8 @@ typedef struct {
 
 typedef struct {
     const strtab *src;  /* the debuginfo strings */
+    const strtab *extra; /* the builder's own names (scope-qualified, SYMC_SCOPE_MARK form):
+                            id src->count + i is its string i */
     uint32_t *ids;      /* reference -> debuginfo string id, or NAME_UNKNOWN */
     size_t count, cap;
     size_t bytes;       /* total length of the referenced strings, a NUL each included */
@@ -284,15 +286,20 @@ static const char *name_str(const name_list *t, uint32_t ref, size_t *len)
         *len = 2;
         return "??";
     }
+    if (id >= t->src->count) {
+        *len = strtab_len(t->extra, id - (uint32_t)t->src->count);
+        return strtab_get(t->extra, id - (uint32_t)t->src->count);
+    }
     *len = strtab_len(t->src, id);
     return strtab_get(t->src, id);
 }
 
 /* Room for `expect` references (an upper bound; more are still taken). */
-static void name_list_init(name_list *t, const strtab *src, size_t expect)
+static void name_list_init(name_list *t, const strtab *src, const strtab *extra, size_t expect)
 {
     memset(t, 0, sizeof *t);
     t->src = src;
+    t->extra = extra;
     if ((t->ids = reserve(expect, sizeof *t->ids)) != NULL)
         t->cap = expect;
 }
@@ -300,7 +307,7 @@ static void name_list_init(name_list *t, const strtab *src, size_t expect)
 /* A new reference to debuginfo string `id` (NAME_UNKNOWN or an invalid id: "??"). */
 static uint32_t name_list_add(name_list *t, uint32_t id)
 {
-    if (id != NAME_UNKNOWN && id >= t->src->count)
+    if (id != NAME_UNKNOWN && id >= t->src->count + t->extra->count)
         id = NAME_UNKNOWN;
     if (t->count == t->cap) {
         t->cap = t->cap ? t->cap * 2 : 1024;
@@ -322,6 +329,9 @@ typedef struct {
     uint32_t *scope_map;   /* debuginfo scope -> output scope (SYMC_NONE = not yet) */
     uint32_t *symbol_map;  /* debuginfo symbol -> output scope */
     uint32_t *name_map;    /* debuginfo string id -> output name id (SYMC_NONE = not yet) */
+    strtab qual_names;     /* stored forms of scope-qualified names ("P" SYMC_SCOPE_MARK "N") */
+    uint32_t *qual_map;    /* debuginfo string id of a qualified name -> output name id + 1
+                              (0 = not yet); NULL while unused */
     uint32_t *file_map;    /* debuginfo string id -> file index (SYMC_NONE = not yet) */
     symc_scope *scopes;
     size_t nscopes, cap_scopes;
@@ -346,6 +356,52 @@ static uint32_t out_name(builder *b, uint32_t id)
     if (b->name_map[id] == SYMC_NONE)
         b->name_map[id] = name_list_add(&b->names, id);
     return b->name_map[id];
+}
+
+/* Output name of a scope named `name` (debuginfo string id, DW_AT_name) whose
+ * scope-qualified name is `qual`: the stored form "<prefix>" SYMC_SCOPE_MARK "<name>"
+ * (symcache_format.h), the prefix being `qual` without `name` at its end. A qualified name
+ * that does not end in the name, or a part holding the mark, keeps the plain name. */
+static uint32_t out_qualified_name(builder *b, uint32_t name, uint32_t qual)
+{
+    const strtab *t = &b->di->strings;
+    if (name >= t->count || qual >= t->count)
+        return out_name(b, name);
+    if (b->qual_map == NULL)
+        b->qual_map = xcalloc(t->count, sizeof *b->qual_map);
+    if (b->qual_map[qual] != 0)
+        return b->qual_map[qual] - 1;
+    const char *n = strtab_get(t, name), *q = strtab_get(t, qual);
+    size_t ln = strtab_len(t, name), lq = strtab_len(t, qual);
+    if (lq <= ln || memcmp(q + lq - ln, n, ln) != 0 || memchr(q, SYMC_SCOPE_MARK, lq) != NULL ||
+        t->count + b->qual_names.count >= NAME_UNKNOWN)
+        return out_name(b, name);
+    char *stored = xmalloc(lq + 1);
+    memcpy(stored, q, lq - ln);
+    stored[lq - ln] = SYMC_SCOPE_MARK;
+    memcpy(stored + lq - ln + 1, n, ln);
+    uint32_t id = strtab_intern(&b->qual_names, stored, lq + 1);
+    free(stored);
+    if (id == STRTAB_NONE)
+        return out_name(b, name);
+    uint32_t ref = name_list_add(&b->names, (uint32_t)t->count + id);
+    b->qual_map[qual] = ref + 1;
+    return ref;
+}
+
+/* The scope-qualified name of debuginfo scope `id` (debuginfo.qualified, by scope), or
+ * STRTAB_NONE. */
+static uint32_t qualified_of(const debuginfo *di, uint32_t id)
+{
+    size_t lo = 0, hi = di->nqualified;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (di->qualified[mid].scope < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < di->nqualified && di->qualified[lo].scope == id ? di->qualified[lo].name : STRTAB_NONE;
 }
 
 static uint32_t out_file_slow(builder *b, uint32_t id);
@@ -658,7 +714,8 @@ static uint32_t out_scope(builder *b, uint32_t id)
     const debuginfo_scope *s = &b->di->scopes[id];
     symc_scope o = {0};
     /* a caller DWARF names nothing for (rare, corrupt) still needs a printable name */
-    o.name = out_name(b, s->name); /* STRTAB_NONE: "??" */
+    uint32_t qual = b->di->nqualified > 0 ? qualified_of(b->di, id) : STRTAB_NONE;
+    o.name = qual != STRTAB_NONE ? out_qualified_name(b, s->name, qual) : out_name(b, s->name); /* STRTAB_NONE: "??" */
     o.parent = SYMC_NONE;
     bool inlinee = s->parent != DEBUGINFO_NONE && s->parent < b->di->nscopes && s->parent != id;
     if (inlinee) {
@@ -873,7 +930,8 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
     /* the builder's tables, while the scopes are flattened */
     b.di = di;
     strtab_init(&b.strings);
-    name_list_init(&b.names, &di->strings, (size_t)di->nscopes + di->nsymbols + 1);
+    strtab_init(&b.qual_names);
+    name_list_init(&b.names, &di->strings, &b.qual_names, (size_t)di->nscopes + di->nsymbols + 1);
     b.unknown_name = SYMC_NONE;
     /* Upper bounds: a scope per DWARF scope or symbol; a range per boundary of the scope,
      * line and symbol segments (each row at most one line segment). */
@@ -1104,6 +1162,8 @@ done:
     free(b.scope_map);
     free(b.symbol_map);
     free(b.name_map);
+    free(b.qual_map);
+    strtab_reset(&b.qual_names);
     free(b.file_map);
     free(b.scopes);
     free(b.ranges);

@@ -105,7 +105,7 @@
  * function is stored in each granule that needs it (1.27 times on the benchmark): that costs
  * less than what granule-local values save (record and scope fields a few bits wide, local
  * indexes instead of global ones). The last range is a sentinel (no function, no file) that
- * ends the one before it. Names are raw: DW_AT_linkage_name as the compiler wrote it
+ * ends the one before it. Names are raw (a scope-qualified one: version 6 below): DW_AT_linkage_name as the compiler wrote it
  * (`_ZN...`, `$s...`), the symbol-table name without Mach-O's one leading underscore, else
  * DW_AT_name (`main`, `-[Foo bar:]`); sorted, so that neighbours share most of their bytes. A
  * name block is decompressed on first use, and each name's display form demangled
@@ -143,6 +143,16 @@
  *                core is the layout of 5, so a version-5 file is read as a version-6 file
  *                without sections (it has no unwind info); a version-5 reader refuses a
  *                version-6 file as unsupported rather than misreading the sections as corrupt.
+ *   7  (2026-11) the layout of 6; a name DWARF gives without a linkage name, whose DIE lies
+ *                inside namespaces or types (debuginfo_qualified), is stored as its scope
+ *                prefix, SYMC_SCOPE_MARK (0x1f) and DW_AT_name: "ns::Widget::\x1fdraw",
+ *                "CRLCrashSwift.\x1fcrash". Lookups return DW_AT_name as the raw and display
+ *                name (what llvm-symbolizer prints) and prefix + name as the frame's
+ *                `qualified` name, which grouping reads: the same function then groups alike
+ *                whether its build wrote linkage names or not. Version 5 and 6 files are
+ *                still read: they hold no marked name, so their frames have no qualified
+ *                names (`stacksift symcache rebuild` gives them); a version-6 reader refuses
+ *                a version-7 file as unsupported rather than show a marked name.
  */
 #ifndef STACKSIFT_SYMCACHE_FORMAT_H
 #define STACKSIFT_SYMCACHE_FORMAT_H
@@ -150,8 +160,9 @@
 #include <stdint.h>
 
 #define SYMC_MAGIC "STKSYMC"
-#define SYMCACHE_VERSION 6u
-#define SYMCACHE_MIN_VERSION 5u  /* the oldest version read (as a version 6 without sections) */
+#define SYMCACHE_VERSION 7u
+#define SYMCACHE_MIN_VERSION 5u  /* the oldest version read (5 as a 6 without sections;
+                                    5 and 6 as a 7 without qualified names) */
 #define SYMC_SECTION_HEADER 8u
 #define SYMC_MAX_SECTIONS 8u
 #define SYMC_TAG(a, b, c, d) ((uint32_t)(a) | (uint32_t)(b) << 8 | (uint32_t)(c) << 16 | (uint32_t)(d) << 24)
@@ -168,6 +179,7 @@ typedef struct {
 #define SYMC_HEADER_SIZE 96u
 #define SYMC_NAMES_PER_BLOCK 64u
 #define SYMC_NONE UINT32_MAX
+#define SYMC_SCOPE_MARK '\x1f' /* in a stored name: "<scope prefix>" MARK "<DW_AT_name>" */
 #define SYMC_FLAG_DWARF 1u
 #define SYMC_FLAG_HIDDEN 2u    /* hidden names left: no BCSymbolMap was applied */
 #define SYMC_FLAG_REVEALED 4u  /* hidden names revealed from a BCSymbolMap at build */

@@ -270,7 +270,7 @@ size_t symcache_v1_lookup(symcache_frame *out, size_t cap, const symcache_v1 *sc
     if (scope == SYMC_NONE && file == NULL)
         return 0;
     if (scope == SYMC_NONE) {
-        out[0] = (symcache_frame){"??", file, line, false, false, file_addr, NULL};
+        out[0] = (symcache_frame){"??", file, line, false, false, file_addr, NULL, NULL};
         return 1;
     }
     /* Indexes were checked at open; a parent cycle in a crafted file ends at the frame cap.
