@@ -877,6 +877,72 @@ static void names_sort_and_fold(void)
     debuginfo_reset(&di);
 }
 
+/* A name DWARF gives without a linkage name keeps its display and raw form (DW_AT_name, as
+ * llvm-symbolizer prints it) and gets its scope-qualified name beside it, per scope: one
+ * DW_AT_name in two classes (and bare in a C function) stays three functions. */
+static void qualified_names_stored_beside_display(void)
+{
+    macho_image img;
+    memset(&img, 0, sizeof img);
+    img.has_uuid = true;
+    memset(img.uuid, 0x5b, sizeof img.uuid);
+    img.cputype = 0x0100000c; /* arm64 */
+    img.has_text = true;
+    img.text_vmaddr = 0x100000;
+    img.text_vmsize = 0x1000;
+    debuginfo di;
+    memset(&di, 0, sizeof di);
+    strtab_init(&di.strings);
+    static const struct {
+        const char *name, *qualified;
+    } S[] = {{"_ZN2ns3runEi", NULL}, {"area", "ns::Widget::area"}, {"area", "ns::Box<int>::area"},
+             {"area", NULL}, {"crash", "CRLCrashSwift.crash"}};
+    enum { N = sizeof S / sizeof S[0] };
+    di.scopes = calloc(N, sizeof *di.scopes);
+    di.ranges = calloc(N, sizeof *di.ranges);
+    di.qualified = calloc(N, sizeof *di.qualified);
+    for (uint32_t i = 0; i < N; i++) {
+        uint32_t id = strtab_intern(&di.strings, S[i].name, strlen(S[i].name));
+        uint64_t start = img.text_vmaddr + 64u * i;
+        di.scopes[i] = (debuginfo_scope){id, DEBUGINFO_NONE, STRTAB_NONE, 0, 0, 0, start};
+        di.ranges[i] = (debuginfo_range){start, start + 64, i, 0};
+        if (S[i].qualified != NULL)
+            di.qualified[di.nqualified++] =
+                (debuginfo_qualified){i, strtab_intern(&di.strings, S[i].qualified, strlen(S[i].qualified))};
+    }
+    di.nscopes = N;
+    di.nranges = N;
+    buf out;
+    buf_init(&out);
+    err_info err = {0};
+    CHECK_EQ_INT(symcache_build(&out, NULL, &img, &di, "Scopes", 1, &err), ERR_OK);
+    symcache *sc = NULL;
+    CHECK_EQ_INT(symcache_open_bytes(&sc, out.data, out.len, &err), ERR_OK);
+    CHECK_EQ_INT(sc ? symcache_name_count(sc) : 0, 5); /* "area" bare, and in two scopes */
+    for (uint32_t i = 0; sc != NULL && i < N; i++) {
+        uint64_t addr = img.text_vmaddr + 64u * i + 8;
+        symcache_frame f[2], many[2];
+        uint32_t id[2];
+        size_t end;
+        CHECK_EQ_INT(symcache_lookup(f, 2, sc, addr), 1);
+        CHECK_EQ_INT(symcache_lookup_many(many, 2, &end, sc, &addr, 1), 1);
+        CHECK_EQ_INT(symcache_lookup_many_ids(many, id, 2, &end, sc, &addr, 1), 1);
+        const char *raw = NULL, *shown = NULL;
+        symcache_names(&raw, &shown, sc, id, 1);
+        bool cxx = S[i].name[0] == '_';
+        CHECK_EQ_STR(f[0].function, cxx ? "ns::run(int)" : S[i].name);
+        CHECK_EQ_STR(f[0].mangled, S[i].name);
+        CHECK_EQ_STR(raw, S[i].name);
+        CHECK_EQ_STR(shown, f[0].function);
+        CHECK((f[0].qualified == NULL) == (S[i].qualified == NULL));
+        if (f[0].qualified != NULL && S[i].qualified != NULL)
+            CHECK_EQ_STR(f[0].qualified, S[i].qualified);
+    }
+    symcache_close(sc);
+    buf_reset(&out);
+    debuginfo_reset(&di);
+}
+
 /* debuginfo_row_add leaves out line rows that cannot change a symcache: random line
  * programs (rows at one address, repeated lines, falling addresses, several sequences at
  * one address) must build the same bytes from every row as from the rows it kept. */
@@ -1406,6 +1472,7 @@ int main(void)
     RUN(unwind_sections_versions_and_corruption);
     RUN(concurrent_lookups_agree);
     RUN(names_sort_and_fold);
+    RUN(qualified_names_stored_beside_display);
     RUN(row_compaction_keeps_answers);
     RUN(dense_granules_and_deep_chains);
     RUN(old_toolchain_shapes);

@@ -455,6 +455,11 @@ static void qualify_pending(worker *w)
         if (depth == 0)
             continue;
         uint32_t name = w->scopes[p->scope].name;
+        const char *plain = strtab_get(&w->strings, name);
+        /* an Objective-C method names its class itself ("-[Cart add:]", declared in the
+         * class's DW_TAG_structure_type), and so does a block of one */
+        if (strstr(plain, "-[") != NULL || strstr(plain, "+[") != NULL)
+            continue;
         q.len = 0;
         while (depth > 0) {
             const container *c = &w->conts[chain[--depth]];

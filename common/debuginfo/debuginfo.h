@@ -66,7 +66,8 @@ typedef struct {
  * `(anonymous namespace)::helper`, `CRLCrashSwift.crash`. DW_TAG_module is left out: a Swift
  * name as atos and our display print it (DEMANGLE_SIMPLIFIED) carries no module, and the
  * qualified name is there so that both forms of one function read alike (common/signature).
- * Only scopes whose name DIE lies inside such a scope get one. */
+ * Only scopes whose name DIE lies inside such a scope get one, and never an Objective-C method
+ * or a block of one ("-[Cart add:]" names its class already). */
 typedef struct {
     uint32_t scope; /* index into debuginfo.scopes */
     uint32_t name;  /* string id of the qualified name; never the same string as the scope's */
