@@ -825,7 +825,20 @@ static void issue_list_pages_through_everything(void)
     CHECK_EQ_INT(r.status, 200);
     CHECK(r.json && json_array_size(json_object_get(r.json, "issues")) >= 1);
     resp_free(&r);
+    /* search ignores case, and the text's own '%' and '_' are not wildcards */
+    for (char *p = q + strlen("/api/v1/issues?q="); *p; p++)
+        if (*p >= 'a' && *p <= 'z')
+            *p = (char)(*p - 'a' + 'A');
+    r = get(q);
+    CHECK(r.json && json_array_size(json_object_get(r.json, "issues")) >= 1);
+    resp_free(&r);
     free(q);
+    r = get("/api/v1/issues?q=%25%25%25");
+    CHECK_EQ_INT(r.json ? json_array_size(json_object_get(r.json, "issues")) : 99, 0);
+    resp_free(&r);
+    r = get("/api/v1/issues?q=_%25_");
+    CHECK_EQ_INT(r.json ? json_array_size(json_object_get(r.json, "issues")) : 99, 0);
+    resp_free(&r);
     CHECK_STATUS(get("/api/v1/issues?sort=bogus"), 400);
     CHECK_STATUS(get("/api/v1/issues?cursor=nonsense"), 400);
     CHECK_STATUS(get("/api/v1/issues?since=yesterday-ish"), 400);

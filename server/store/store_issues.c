@@ -73,6 +73,14 @@ static const struct {
 };
 #define NSORTS (sizeof SORTS / sizeof SORTS[0])
 
+/* The search text $7 as a LIKE pattern (an asprintf format: '%%' is one '%'): lowered, its
+ * own '\', '%' and '_' escaped, between wildcards, so that "contains, ignoring case" can use
+ * the trigram index of migration 0020 on lower(title) and lower(culprit) (without pg_trgm
+ * every issue is read, as before). */
+#define SEARCH_PATTERN \
+    "('%%' || replace(replace(replace(lower($7), '\\', '\\\\'), '%%', '\\%%'), '_', " \
+    "'\\_') || '%%')"
+
 static bool parse_cursor(const char *cursor, long long *key, long long *id)
 {
     char *end;
@@ -158,8 +166,8 @@ err_code store_issues_list(store_issue **out, size_t *n, const char **next_curso
                  "AND ($4::text IS NULL OR i.status = $4) "
                  "AND ($5::timestamptz IS NULL OR i.last_seen >= $5) "
                  "AND ($6::timestamptz IS NULL OR i.last_seen < $6) "
-                 "AND ($7::text IS NULL OR strpos(lower(i.title), lower($7)) > 0 "
-                 "OR strpos(lower(i.culprit), lower($7)) > 0) "
+                 "AND ($7::text IS NULL OR lower(i.title) LIKE " SEARCH_PATTERN " "
+                 "OR lower(i.culprit) LIKE " SEARCH_PATTERN ") "
                  "AND (NOT $8::boolean OR %s) "
                  "AND ($12::bigint = 0 OR i.project_id = $12::bigint) "
                  "ORDER BY %s LIMIT $11::int + 1",
@@ -459,15 +467,19 @@ err_code store_issue_set_status(store_issue *out, store *s, int64_t id, const ch
 
 /* $1 bigint[] of issue ids, $2 number of days. Days are UTC, as issue_days counts them.
  * One row per (issue, day), issues in id order, days oldest first; when no id names an
- * issue, one row per day with a NULL issue. */
+ * issue, one row per day with a NULL issue. The counts are read first by their primary key
+ * (CTE c): joined to the generated days directly, the planner guessed a thousand days and
+ * hashed all of issue_days (240 ms at 10,000 issues). */
 static const store_stmt ST_DAILY = {
     "issues_daily",
     "WITH d AS (SELECT g::date AS day FROM generate_series("
     "(now() AT TIME ZONE 'UTC')::date - ($2::int - 1), (now() AT TIME ZONE 'UTC')::date, "
-    "interval '1 day') g) "
+    "interval '1 day') g), "
+    "c AS (SELECT issue_id, day, count FROM issue_days WHERE issue_id = ANY($1::bigint[]) "
+    "AND day >= (now() AT TIME ZONE 'UTC')::date - ($2::int - 1)) "
     "SELECT to_char(d.day, 'YYYY-MM-DD'), i.id, coalesce(c.count, 0) "
     "FROM d LEFT JOIN issues i ON i.id = ANY($1::bigint[]) "
-    "LEFT JOIN issue_days c ON c.issue_id = i.id AND c.day = d.day ORDER BY i.id, d.day"};
+    "LEFT JOIN c ON c.issue_id = i.id AND c.day = d.day ORDER BY i.id, d.day"};
 
 typedef struct {
     const char *const *values;

@@ -29,12 +29,12 @@ static const store_stmt SQL_LIST = {"releases_list",
     "pg AS (SELECT * FROM r WHERE $3::bigint IS NULL OR "
     "((extract(epoch FROM fs) * 1000000)::bigint, release) < ($3::bigint, $4::text) "
     "ORDER BY fs DESC, release DESC LIMIT $5::int), "
-    "h AS (SELECT e.release, sum(h.sessions) AS s, sum(h.crashed) AS c, "
+    "h AS MATERIALIZED (SELECT e.release, sum(h.sessions) AS s, sum(h.crashed) AS c, "
     "sum(h.abnormal) AS a, sum(h.errored) AS er, "
     "sum(h.sessions) FILTER (WHERE h.hour >= date_trunc('hour', now()) - interval '23 hours') "
     "AS recent FROM session_hours h JOIN e ON e.id = h.renv "
     "WHERE e.release IN (SELECT release FROM pg) GROUP BY e.release), "
-    "tot AS (SELECT coalesce(sum(h.sessions), 0) AS t FROM session_hours h "
+    "tot AS MATERIALIZED (SELECT coalesce(sum(h.sessions), 0) AS t FROM session_hours h "
     "JOIN e ON e.id = h.renv WHERE h.hour >= date_trunc('hour', now()) - interval '23 hours'), "
     "firsts AS (SELECT i.first_version AS fv, count(*) AS n FROM issues i "
     "WHERE i.project_id = $1::bigint AND i.first_version IN (SELECT "
@@ -144,13 +144,14 @@ static const store_stmt SQL_DAYS = {"releases_days",
 
 /* Issues seen in the release's version, by their reports from that version (reports carry
  * no device id: users of an issue are not known). Candidates are the 50 largest issues
- * listing the version; their reports from it are the issue's app-version breakdown counter
- * (migration 0016: one row, whatever the issue's size; it keeps expired reports, as the
- * issue's count does). */
+ * listing the version (in the order of index issues_count, which a scan stops reading after
+ * the 50th: with ties in id order it sorted every issue); their reports from it are the
+ * issue's app-version breakdown counter (migration 0016: one row, whatever the issue's size;
+ * it keeps expired reports, as the issue's count does). */
 static const store_stmt SQL_TOP_ISSUES = {"releases_top_issues",
     "WITH cand AS (SELECT id, title, culprit, status, count FROM issues "
     "WHERE project_id = $2::bigint AND versions @> ARRAY[$1::text] "
-    "ORDER BY count DESC, id LIMIT 50) "
+    "ORDER BY count DESC, id DESC LIMIT 50) "
     "SELECT c.id, c.title, c.culprit, c.status, c.count, "
     "coalesce((SELECT b.count FROM issue_breakdowns b WHERE b.issue_id = c.id AND b.dim = 0 "
     "AND b.value = $1::text), 0) AS n FROM cand c ORDER BY n DESC, c.count DESC, c.id LIMIT 10"};

@@ -435,6 +435,48 @@ def releases_api(inst, model):
     check(r.status == 404, f"unknown release: {r.status}")
 
 
+def release_issues(inst):
+    """A release's new issues and top issues, from reports of several versions: an issue is
+    new in its lowest version by version_key (1.2 < 1.9 < 1.10, not text order), and its
+    reports from a version are counted per release."""
+    rng = random.Random(23)
+    sent = {"0x1000": ["1.10", "1.10", "1.9", "1.2", "1.2", "1.2"],   # A: new in 1.2
+            "0x2000": ["1.10"],                                        # B: new in 1.10
+            "0x3000": ["1.9", "1.9"]}                                  # C: new in 1.9
+    for frame, versions in sent.items():
+        for v in versions:
+            body = {"kind": "hang", "app": {"name": "relapp", "version": v}, "images": [],
+                    "threads": [{"frames": [frame]}]}
+            r = inst.request("POST", "/api/v1/reports", body=body, token=inst.tokens["ingest"])
+            check(r.status == 202, f"report {frame} {v}: {r.status} {r.body[:120]!r}")
+    total = sum(len(v) for v in sent.values())
+
+    def grouped():
+        r = inst.request("GET", "/api/v1/issues?app=relapp&limit=10", token=inst.tokens["read"])
+        return r.status == 200 and sum(i["count"] for i in r.json()["issues"]) == total
+    deadline = time.time() + 30
+    while not grouped() and time.time() < deadline:
+        time.sleep(0.2)
+    check(grouped(), "the release reports were grouped")
+    r = post(inst, [session(rng, f"relapp@{v}+1", "exited", sid=str(uuid.uuid4()))
+                    for v in ("1.2", "1.9", "1.10")])
+    check(r.status == 202, f"sessions: {r.status} {r.body[:120]!r}")
+    rows = {}
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        r = inst.request("GET", "/api/v1/releases?limit=1000", token=inst.tokens["read"])
+        rows = {x["release"]: x for x in r.json()["releases"]} if r.status == 200 else {}
+        if all(f"relapp@{v}+1" in rows for v in ("1.2", "1.9", "1.10")):
+            break
+        time.sleep(0.2)
+    got = {v: rows.get(f"relapp@{v}+1", {}).get("new_issues") for v in ("1.2", "1.9", "1.10")}
+    check(got == {"1.2": 1, "1.9": 1, "1.10": 1}, f"new issues per release: {got} of {sorted(rows)}")
+    r = inst.request("GET", "/api/v1/releases/relapp%401.10%2B1", token=inst.tokens["read"])
+    top = r.json().get("issues", []) if r.status == 200 else []
+    check([x["reports"] for x in top] == [2, 1], f"top issues of 1.10 by its reports: {top}")
+    check([x["count"] for x in top] == [6, 1], f"top issues' counts: {top}")
+
+
 def projects(inst):
     """Sessions of another project (by slug) count there only."""
     inst.psql(inst.db_url, "INSERT INTO projects (slug, name) VALUES ('second', 'Second')")
@@ -463,6 +505,7 @@ def main():
         large_batches_keep_connections(inst)
         bad_input(inst)
         device_cache_two_nodes(inst)
+        release_issues(inst)   # last: its sessions are not in the other tests' models
     users_above_exact_limit()
     return checks_done()
 
