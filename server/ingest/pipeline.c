@@ -833,8 +833,8 @@ static bool process_parsed(pipeline *p, crashreport *r, const char *app, store_o
 }
 
 /* A minidump's report walked again with the unwind info its images' symcaches carry (an
- * uploaded executable's compact unwind and __eh_frame, symcache_unwind_image): *r replaced
- * when any image has some; else, or when the second parse fails, *r is left as it is (walked
+ * uploaded executable's compact unwind and __eh_frame, symcache_unwind_image) for the images
+ * its frames fell in: *r replaced when any image has some; else, or when the second parse fails, *r is left as it is (walked
  * with frame pointers and the scan). The symcaches stay referenced during the walk only. */
 static void minidump_unwind(crashreport **r, pipeline *p, const ingest_stored *st, arena *a)
 {
@@ -845,10 +845,22 @@ static void minidump_unwind(crashreport **r, pipeline *p, const ingest_stored *s
                                            &err);
     if (held == NULL || imgs == NULL)
         return;
+    /* Only the images the first walk's frames fell in: a dump lists every loaded image (200
+     * and more for an Electron app), and each asked for costs a symcache lookup; a frame's
+     * caller is found with its own image's unwind info. */
+    bool *used = arena_alloc_array(a, first->nimages ? first->nimages : 1, sizeof *used, &err);
+    if (used == NULL)
+        return;
+    for (size_t t = 0; t < first->nthreads; t++)
+        for (size_t k = 0; k < first->threads[t].nframes; k++) {
+            int32_t im = first->threads[t].frames[k].image;
+            if (im >= 0 && (size_t)im < first->nimages)
+                used[im] = true;
+        }
     size_t n = 0;
     for (size_t i = 0; i < first->nimages; i++) {
         const char *uuid = first->images[i].uuid;
-        bool seen = uuid[0] == '\0';
+        bool seen = uuid[0] == '\0' || !used[i];
         for (size_t k = 0; k < i && !seen; k++)
             seen = strcmp(first->images[k].uuid, uuid) == 0;
         if (seen)
