@@ -16,6 +16,10 @@ into $STACKSIFT_BUILD_DIR/minidump-node, once, under a file lock.
    (frame 0 at its pc, callers at pc - 1).
    The same walk from symcaches built from the executable and the dSYM into one folder (either
    order) with --symcache-dir gives the same JSON.
+2b. The Breakpad dump walked from crash.sym alone (its names, lines and STACK CFI): the
+   oracle's frames up to the last it found by CFI (or the context), the same module and offset;
+   the app's frames name the concrete function and innermost line llvm-symbolizer-14 reads
+   from the dSYM (crash.sym has no INLINE records).
 3. Each frame says how it was found; frame 0 is "context" and the app's caller is found by
    "cfi" (compact unwind), the Crashpad dumps' by "frame_pointer" first.
 Prints "N passed, N failed" like tests/harness.h.
@@ -78,6 +82,23 @@ def oracle_frames(exe, dump, symbols):
     return threads
 
 
+def oracle_last_cfi(exe, dump, symbols):
+    """{thread index: index of the last frame minidump_stackwalk found by call frame info (or
+    the context frame)} from its text output."""
+    out = subprocess.run([exe, dump, symbols], capture_output=True, text=True, timeout=120)
+    last, thread, frame = {}, None, None
+    for line in out.stdout.splitlines():
+        words = line.split()
+        if line.startswith("Thread ") and len(words) > 1 and words[1].isdigit():
+            thread = int(words[1])
+        elif thread is not None and len(words) > 1 and words[0].isdigit() and line.startswith(" "):
+            frame = int(words[0])
+        elif thread is not None and frame is not None and line.strip().startswith("Found by:"):
+            if "call frame info" in line or "instruction pointer in context" in line:
+                last[thread] = frame
+    return last
+
+
 def ours(dump, debug_files):
     out = subprocess.run([BIN, "minidump", "walk", "--json", dump] + debug_files,
                          capture_output=True, text=True, timeout=120)
@@ -114,7 +135,31 @@ def compare(name, walked, oracle):
     print(f"{name}: {agree}/{total} frames as minidump_stackwalk")
 
 
-def symbolizer_agrees(walked):
+def compare_to_cfi(name, walked, oracle, last_cfi):
+    """Each thread's frames up to the oracle's last frame found by CFI: the same module and
+    module offset."""
+    agree = total = 0
+    for ti, thread in enumerate(walked["threads"]):
+        want = oracle.get(ti, [])[:last_cfi.get(ti, -1) + 1]
+        got = thread["frames"]
+        check(len(got) >= len(want), f"{name} thread {ti}: {len(got)} frames, oracle's CFI frames {len(want)}")
+        for k, (w, g) in enumerate(zip(want, got)):
+            module, function, src_line, offset = w
+            total += 1
+            if function:
+                # the oracle symbolicated it from crash.sym: its offset is then the line's
+                syms = g["symbols"]
+                ok = (g["module"] == module and syms and syms[-1]["function"] == function and
+                      str(syms[0]["line"]) == src_line)
+            else:
+                ok = g["module"] == module and g["rel_addr"] is not None and int(g["rel_addr"], 16) == offset
+            agree += ok
+            check(ok, f"{name} thread {ti} frame {k}: ours {g['module']} {g['rel_addr']} ({g['found']}), oracle {w}")
+    check(total > 0, f"{name}: the oracle found no frame by CFI or context")
+    print(f"{name}: {agree}/{total} frames as minidump_stackwalk up to its last CFI frame")
+
+
+def symbolizer_agrees(walked, concrete_only=False):
     dwarf = os.path.join(BREAKPAD, "crash.dSYM", "Contents", "Resources", "DWARF", "crash")
     text_vmaddr = 0x100000000  # the executable's __TEXT vmaddr (otool -l)
     n = 0
@@ -131,6 +176,10 @@ def symbolizer_agrees(walked):
                     path, line = out[i + 1].rsplit(":", 2)[:2]
                     want.append((out[i], path, int(line)))
             got = [(s["function"], s["file"], s["line"]) for s in f["symbols"]]
+            if concrete_only and want and got:
+                # a .sym without INLINE records: the concrete function, at the innermost line
+                want = [(want[-1][0], want[0][1], want[0][2])]
+                got = [(got[-1][0], got[0][1], got[0][2])]
             check(got == want, f"crash frame {k} at {hex(addr)}: ours {got}, llvm-symbolizer {want}")
             n += 1
     check(n > 0, "no frame of the Breakpad dump fell in the app")
@@ -175,6 +224,24 @@ def main():
                 from_symc = json.loads(out.stdout)
                 check(from_symc == walked, "the walk from symcaches differs from the walk from the files "
                       f"(built {[os.path.basename(f) for f in order]})")
+        # the .sym alone (names, lines and STACK CFI, no executable or dSYM): the oracle's
+        # frames up to the last it found by CFI, and the app's frames as the dSYM reads
+        walked = ours(dump, [os.path.join(BREAKPAD, "crash.sym")])
+        if walked:
+            oracle = oracle_frames(exe, dump, symbols)
+            compare_to_cfi("breakpad from crash.sym", walked, oracle, oracle_last_cfi(exe, dump, symbols))
+            # past the CFI frames too: the scan skips words whose call no FUNC covers
+            compare("breakpad from crash.sym, every frame", walked, oracle)
+            symbolizer_agrees(walked, concrete_only=True)
+        # crash.sym first, then the executable and the dSYM: one symcache per UUID with the
+        # dSYM's names (the inline chain), the executable's compact unwind and the .sym's CFI
+        walked = ours(dump, [os.path.join(BREAKPAD, n) for n in ("crash.sym", "crash", "crash.dSYM")])
+        if walked:
+            compare("breakpad from crash.sym, crash and crash.dSYM", walked, oracle_frames(exe, dump, symbols))
+            frames = walked["threads"][0]["frames"]
+            check(len(frames) > 1 and frames[1]["found"] == "cfi",
+                  "with crash.sym given first, the app's caller is not found by compact unwind")
+            symbolizer_agrees(walked)
         # without the executable there is no CFI: the walk is what the oracle does without
         # symbols (frame pointer and scan)
         walked = ours(dump, [])

@@ -21,7 +21,9 @@
 #include "base/buf.h"
 #include "base/bytes.h"
 #include "base/xalloc.h"
+#include "breakpad/breakpad.h"
 #include "debuginfo/debuginfo.h"
+#include "dsym/dsym_breakpad.h"
 #include "macho/macho.h"
 #include "symcache/symcache.h"
 #include "symcache/symcache_build.h"
@@ -123,11 +125,19 @@ typedef enum {
     MERGE_UNCHANGED, /* the old one's names, and the new one brings no section it lacks */
 } merge_outcome;
 
+/* names_rank - whose names a merge keeps: DWARF (2) over a Breakpad .sym's (1) over a
+ * symbol table's (0) */
+static int names_rank(const symcache *sc)
+{
+    return symcache_has_dwarf(sc) ? (symcache_from_breakpad(sc) ? 1 : 2) : 0;
+}
+
 /* merge_existing - the symcache of the same UUID already at `path` (built before from this
  * input, e.g. a dSYM and its executable in one zip in either order, or by an earlier run
  * into the same folder) and the new one in `out` become one: a symbol-table-only build never
- * replaces DWARF names (an outdated or unreadable file is replaced), and each file's
- * sections (unwind info: the executable's) are kept. `out` is replaced by the merge. */
+ * replaces DWARF names, nor a Breakpad .sym's, and a .sym's never replaces DWARF (an outdated
+ * or unreadable file is replaced), and each file's sections (unwind info: the executable's,
+ * the .sym's STACK CFI) are kept. `out` is replaced by the merge. */
 static merge_outcome merge_existing(buf *out, const char *path)
 {
     symcache *old = NULL, *cur = NULL;
@@ -137,7 +147,7 @@ static merge_outcome merge_existing(buf *out, const char *path)
         return MERGE_NEW; /* missing, outdated or corrupt: replace it */
     if (symcache_open_bytes(&cur, out->data, out->len, &err) != ERR_OK)
         goto done;
-    bool old_base = symcache_has_dwarf(old) && !symcache_has_dwarf(cur);
+    bool old_base = names_rank(old) > names_rank(cur);
     buf merged;
     buf_init(&merged);
     if (symcache_merge(&merged, old_base ? old : cur, old_base ? cur : old, &err) != ERR_OK) {
@@ -582,12 +592,107 @@ static err_code build_macho(job *j, const uint8_t *data, size_t len, const char 
     return ERR_OK;
 }
 
+/* build_breakpad - OUTDIR/<UUID>.symc of a Breakpad .sym, merged with a symcache of the UUID
+ * built there before (merge_existing): DWARF names stay, the .sym's STACK CFI section joins
+ * them; a .sym's names replace a symbol table's. */
+static err_code build_breakpad(job *j, const uint8_t *data, size_t len, const char *name, err_info *err)
+{
+    double t0 = now_ms();
+    arena *a = arena_new(0);
+    buf out;
+    buf_init(&out);
+    breakpad_sym *sym;
+    err_code rc = breakpad_parse(&sym, data, len, a, err);
+    if (rc != ERR_OK) {
+        err_prefix(err, "%s", name);
+        goto done;
+    }
+    unsigned threads = j->opts.threads;
+    if (threads == 0) {
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = ncpu > 0 ? (unsigned)ncpu : 1;
+    }
+    symcache_build_stats stats;
+    rc = dsym_breakpad_build(&out, &stats, sym, threads, err);
+    if (rc != ERR_OK) {
+        err_prefix(err, "%s", name);
+        goto done;
+    }
+    dsym_built b;
+    memset(&b, 0, sizeof b);
+    macho_uuid_format(b.uuid, sym->uuid);
+    snprintf(b.name, sizeof b.name, "%s", sym->name);
+    if ((size_t)snprintf(b.path, sizeof b.path, "%s/%s.symc", j->out_dir, b.uuid) >= sizeof b.path) {
+        rc = err_set(err, ERR_INVALID, "output directory path is too long");
+        goto done;
+    }
+    symcache *built = NULL;
+    err_info oerr = {0};
+    if (symcache_open_bytes(&built, out.data, out.len, &oerr) == ERR_OK) {
+        snprintf(b.arch, sizeof b.arch, "%s", symcache_arch(built));
+        symcache_close(built);
+    }
+    /* the dSYM of the UUID built here before keeps its names, with the .sym's CFI added */
+    merge_outcome merged = merge_existing(&out, b.path);
+    if (merged == MERGE_UNCHANGED) {
+        j->built++;
+        goto done;
+    }
+    rc = write_atomically(b.path, &out, err);
+    if (rc != ERR_OK)
+        goto done;
+    b.functions = stats.functions;
+    b.ranges = stats.ranges;
+    b.has_dwarf = sym->nfuncs > 0 || sym->nlines > 0;
+    if (merged == MERGE_OLD_BASE) {
+        /* the names (and every figure of the row) are the earlier file's */
+        const dsym_built *prev = done_for(j, b.uuid);
+        symcache *sc = NULL;
+        if (prev != NULL) {
+            char path[sizeof b.path];
+            memcpy(path, b.path, sizeof path);
+            b = *prev;
+            memcpy(b.path, path, sizeof path);
+        } else if (symcache_open_bytes(&sc, out.data, out.len, &oerr) == ERR_OK) {
+            b.has_dwarf = symcache_has_dwarf(sc);
+            b.functions = symcache_function_count(sc);
+            b.ranges = symcache_range_count(sc);
+            snprintf(b.name, sizeof b.name, "%s", symcache_image_name(sc));
+            symcache_close(sc);
+        }
+    }
+    b.bytes = out.len;
+    b.breakpad = merged != MERGE_OLD_BASE; /* the names are the .sym's */
+    b.cfi = (uint32_t)(sym->ncfi > UINT32_MAX ? UINT32_MAX : sym->ncfi);
+    if (sym->skipped > 0) {
+        b.warnings = sym->skipped > UINT32_MAX ? UINT32_MAX : (uint32_t)sym->skipped;
+        snprintf(b.warning, sizeof b.warning, "skipped %llu malformed records (first: line %llu: %s)",
+                 (unsigned long long)sym->skipped, (unsigned long long)sym->first_skipped_line,
+                 sym->first_skipped);
+    }
+    b.ms = now_ms() - t0;
+    j->built++;
+    j->done = xreallocarray(j->done, j->ndone + 1, sizeof *j->done);
+    j->done[j->ndone++] = b;
+    if (j->fn != NULL)
+        j->fn(&b, j->ctx);
+done:
+    buf_reset(&out);
+    arena_free(a);
+    return rc;
+}
+
 static err_code build_file(job *j, const char *path, const char *name, bool must_be_macho, err_info *err)
 {
     bytes b;
     err_code rc = bytes_map_file(&b, path, err);
     if (rc != ERR_OK)
         return rc;
+    if (breakpad_test(b.data, b.len)) {
+        rc = build_breakpad(j, b.data, b.len, name, err);
+        bytes_unmap(&b);
+        return rc;
+    }
     if (!is_macho_magic(b.data, b.len)) {
         /* the input itself: a UUID map or BCSymbolMap given alone */
         if (must_be_macho && looks_like_map(name, b.data, b.len, true)) {

@@ -5,7 +5,10 @@
  * holding bundles (an `.xcarchive`), a zip of one or more bundles (frameworks included), a
  * Mach-O file (thin or fat; a dSYM companion file, or a binary with only a symbol table), or
  * one of the two files of an App Store (bitcode) dSYM's names (common/symbolmap): a UUID map
- * `<UUID>.plist` or a BCSymbolMap `<UUID>.bcsymbolmap`.
+ * `<UUID>.plist` or a BCSymbolMap `<UUID>.bcsymbolmap`, or a Breakpad symbol file (`.sym`,
+ * recognised by its first line "MODULE ...", alone or in a directory or zip: dsym_breakpad.h).
+ * A .sym and a dSYM of one UUID built into the same OUTDIR make one symcache: the dSYM's
+ * DWARF names with the .sym's STACK CFI section, whichever came first.
  *
  * Hidden names. A slice whose names read `__hidden#N_` is revealed at build with the
  * BCSymbolMap of its original build: the UUID map for the slice's UUID names that build
@@ -92,6 +95,8 @@ typedef struct {
     bool revealed;          /* a BCSymbolMap was applied */
     char map_uuid[37];      /* hidden: the UUID of the BCSymbolMap it needs (its UUID map's
                                original, else its own UUID); "" when not hidden */
+    bool breakpad;          /* names and lines from a Breakpad .sym (its STACK CFI kept too) */
+    uint32_t cfi;           /* breakpad: its STACK CFI INIT records */
 } dsym_built;
 
 typedef void (*dsym_built_fn)(const dsym_built *built, void *ctx);

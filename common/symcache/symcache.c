@@ -945,7 +945,20 @@ static const symc_section *section_find(const symcache *sc, uint32_t tag)
 
 bool symcache_has_unwind(const symcache *sc)
 {
-    return section_find(sc, SYMC_TAG_UNWIND) != NULL || section_find(sc, SYMC_TAG_DEBUG_FRAME) != NULL;
+    return section_find(sc, SYMC_TAG_UNWIND) != NULL || section_find(sc, SYMC_TAG_DEBUG_FRAME) != NULL ||
+           section_find(sc, SYMC_TAG_BREAKPAD_CFI) != NULL;
+}
+
+bool symcache_from_breakpad(const symcache *sc)
+{
+    return (sc->flags & SYMC_FLAG_BREAKPAD) != 0;
+}
+
+const uint8_t *symcache_section(const symcache *sc, uint32_t tag, size_t *len)
+{
+    const symc_section *s = section_find(sc, tag);
+    *len = s ? s->len : 0;
+    return s ? s->data : NULL;
 }
 
 _Static_assert(sizeof(unwind_entry) == 12 && sizeof(unwind_stack_size) == 8,
@@ -959,10 +972,15 @@ err_code symcache_unwind_image(unwind_image *out, const symcache *sc, err_info *
     memset(out, 0, sizeof *out);
     const symc_section *u = section_find(sc, SYMC_TAG_UNWIND);
     const symc_section *d = section_find(sc, SYMC_TAG_DEBUG_FRAME);
-    if (u == NULL && d == NULL)
+    const symc_section *bp = section_find(sc, SYMC_TAG_BREAKPAD_CFI);
+    if (u == NULL && d == NULL && bp == NULL)
         return err_set(err, ERR_NOT_FOUND, "symcache has no unwind info");
     memcpy(out->uuid, sc->uuid, 16);
     out->text_vmaddr = sc->text_vmaddr;
+    if (bp != NULL) { /* checked by its reader (common/breakpad) at each use */
+        out->breakpad_cfi = bp->data;
+        out->breakpad_cfi_len = bp->len;
+    }
     if (u != NULL) {
         if (u->len < SYMC_UNWIND_HEADER)
             return err_set(err, ERR_INVALID, "corrupt symcache: unwind section of %u bytes", u->len);
@@ -1017,16 +1035,43 @@ static void section_append(buf *out, uint32_t tag, const uint8_t *body, size_t l
         buf_append(out, zero, 8 - (len & 7));
 }
 
+void symcache_section_append(buf *out, uint32_t tag, const uint8_t *body, size_t len)
+{
+    section_append(out, tag, body, len);
+}
+
+/* offsets_only - a Breakpad .sym's symcache whose sections (if any) are all "BPC1": nothing
+ * in it depends on the image's __TEXT vmaddr, which the .sym does not give (it says 0) */
+static bool offsets_only(const symcache *sc)
+{
+    bool only = (sc->flags & SYMC_FLAG_BREAKPAD) != 0;
+    for (unsigned k = 0; k < sc->nsections; k++)
+        only &= sc->sections[k].tag == SYMC_TAG_BREAKPAD_CFI;
+    return only;
+}
+
 err_code symcache_merge(buf *out, const symcache *base, const symcache *other, err_info *err)
 {
+    /* a .sym's symcache joins any symcache of the image: as `other`, its section holds module
+     * offsets; as `base`, its header moves to the other's __TEXT vmaddr (the base address
+     * with it: every address of the core is an offset from that base) */
+    bool moved = base->text_vmaddr != other->text_vmaddr;
     if (memcmp(base->uuid, other->uuid, 16) != 0 || base->cputype != other->cputype ||
-        base->text_vmaddr != other->text_vmaddr)
+        (moved && !offsets_only(other) && !offsets_only(base)))
         return err_set(err, ERR_INVALID, "merging symcaches of different images (UUID, arch or __TEXT address)");
+    bool rebase = moved && !offsets_only(other);
     size_t start = out->len;
     buf_append(out, base->data, base->core_len);
     /* the merged file is this version's: the core's layout is the same since version 5 */
     uint8_t v[4] = {SYMCACHE_VERSION & 0xff, 0, 0, 0};
     memcpy(out->data + start + 8, v, 4);
+    if (rebase) {
+        uint64_t vm = other->text_vmaddr, at = base->base + (other->text_vmaddr - base->text_vmaddr);
+        for (int i = 0; i < 8; i++) {
+            out->data[start + 40 + i] = (uint8_t)(vm >> (8 * i));
+            out->data[start + 48 + i] = (uint8_t)(at >> (8 * i));
+        }
+    }
     for (unsigned k = 0; k < base->nsections; k++)
         section_append(out, base->sections[k].tag, base->sections[k].data, base->sections[k].len);
     for (unsigned k = 0; k < other->nsections; k++)

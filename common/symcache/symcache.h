@@ -119,6 +119,20 @@ bool symcache_has_dwarf(const symcache *sc);            /* false: built from a s
  * BCSymbolMap: rebuild it once the map is there) */
 bool symcache_hidden(const symcache *sc);
 bool symcache_revealed(const symcache *sc);             /* true: built with a BCSymbolMap */
+/* true: built from a Breakpad .sym (symcache_has_dwarf is true too when it had FUNC or line
+ * records: names and lines, but a dSYM's DWARF is preferred for the same UUID) */
+bool symcache_from_breakpad(const symcache *sc);
+
+
+/* symcache_section - the body of the section tagged `tag` (format version 6; tags in
+ * symcache_format.h, e.g. "BPC1" = BREAKPAD_CFI_SECTION), borrowed like frame strings; NULL
+ * and *len = 0 when the file has none. Its contents are its reader's to check. */
+const uint8_t *symcache_section(const symcache *sc, uint32_t tag, size_t *len);
+
+/* symcache_section_append - append section (`tag`, `len` bytes of `body`) to `out`, a
+ * symcache just built or merged that has no section of that tag yet (a reader keeps the
+ * first of a tag). */
+void symcache_section_append(buf *out, uint32_t tag, const uint8_t *body, size_t len);
 uint32_t symcache_range_count(const symcache *sc);
 uint32_t symcache_function_count(const symcache *sc);   /* concrete functions + inlinees */
 uint32_t symcache_name_count(const symcache *sc);       /* distinct names: ids are below it */
@@ -154,9 +168,12 @@ err_code symcache_unwind_append(buf *out, const macho_image *img, err_info *err)
 
 /*
  * symcache_merge - append to `out` one symcache of the image of `base` and `other` (same
- * UUID, cputype and __TEXT vmaddr): the names and lines of `base` (the caller picks it: DWARF
- * over a symbol table), its sections, and each section of `other` that `base` lacks
- * (symcache_format.h). The result is at the current format version.
+ * UUID, cputype and __TEXT vmaddr, except for a Breakpad .sym's symcache, whose vmaddr is 0
+ * and whose addresses are module offsets: as `other` its "BPC1" section joins any base, as
+ * `base` its header takes the other's vmaddr): the names and lines of `base` (the caller
+ * picks it: DWARF over a .sym over a symbol table), its sections, and each section of
+ * `other` that `base` lacks (symcache_format.h). The result is at the current format
+ * version.
  * Errors  ERR_INVALID (different images).
  */
 err_code symcache_merge(buf *out, const symcache *base, const symcache *other, err_info *err);

@@ -904,6 +904,13 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
                         const debuginfo *di, const char *image_name, unsigned threads,
                         err_info *err)
 {
+    return symcache_build_extra(out, stats, img, di, image_name, threads, NULL, err);
+}
+
+err_code symcache_build_extra(buf *out, symcache_build_stats *stats, const macho_image *img,
+                              const debuginfo *di, const char *image_name, unsigned threads,
+                              const symcache_extra *extra, err_info *err)
+{
     segments scopes = {0}, syms = {0};
     line_cursor lines;
     memset(&lines, 0, sizeof lines);
@@ -1112,7 +1119,8 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
     buf_append_u32le(out, SYMCACHE_VERSION);
     buf_append_u32le(out, (di->nranges > 0 || di->nrows > 0 ? SYMC_FLAG_DWARF : 0) |
                               (di->hidden.left > 0 ? SYMC_FLAG_HIDDEN : 0) |
-                              (di->revealed ? SYMC_FLAG_REVEALED : 0));
+                              (di->revealed ? SYMC_FLAG_REVEALED : 0) |
+                              (extra != NULL && extra->breakpad ? SYMC_FLAG_BREAKPAD : 0));
     buf_append(out, img->uuid, 16);
     buf_append_u32le(out, img->cputype);
     buf_append_u32le(out, img->cpusubtype);

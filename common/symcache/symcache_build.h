@@ -4,6 +4,7 @@
 #ifndef STACKSIFT_SYMCACHE_BUILD_H
 #define STACKSIFT_SYMCACHE_BUILD_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "base/buf.h"
@@ -25,5 +26,16 @@ typedef struct {
 err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image *img,
                         const debuginfo *di, const char *image_name, unsigned threads,
                         err_info *err);
+
+/* What a build from something else than a dSYM says. */
+typedef struct {
+    bool breakpad;  /* flags bit 3: built from a Breakpad .sym */
+} symcache_extra;
+
+/* symcache_build_extra - symcache_build with `extra` (NULL: none). Sections are appended
+ * after it (symcache_section_append). */
+err_code symcache_build_extra(buf *out, symcache_build_stats *stats, const macho_image *img,
+                              const debuginfo *di, const char *image_name, unsigned threads,
+                              const symcache_extra *extra, err_info *err);
 
 #endif

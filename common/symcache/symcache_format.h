@@ -9,7 +9,9 @@
  *   12      4     flags: bit 0 = built from DWARF (else from the symbol table only);
  *                 bit 1 = names or paths still read `__hidden#N_` (an App Store dSYM built
  *                 without its BCSymbolMap); bit 2 = names revealed from a BCSymbolMap
- *                 (common/symbolmap). Readers ignore the bits they do not know.
+ *                 (common/symbolmap); bit 3 = built from a Breakpad .sym (names and lines of
+ *                 its FUNC, line, INLINE and PUBLIC records; bit 0 is set too when it had
+ *                 any). Readers ignore the bits they do not know.
  *   16      16    UUID (LC_UUID of the image)
  *   32      4     cputype
  *   36      4     cpusubtype
@@ -71,6 +73,9 @@
  *           mapping): every body starts 8-byte aligned.
  *   "DBGF"  a dSYM's __DWARF,__debug_frame (when it has one): u64 its vm address, then its
  *           bytes as they are.
+ *   "BPC1"  the STACK CFI records of a Breakpad .sym: the table breakpad_cfi_encode writes
+ *           (layout in common/breakpad/breakpad.h), module offsets. Added without a version
+ *           bump (readers skip tags they do not know).
  *
  * Granule g covers [base + g * G, base + (g + 1) * G), G = 2^(unit_shift + 7) bytes, and holds
  * everything a lookup there needs: which range covers each address and the whole inline chain
@@ -168,6 +173,7 @@
 #define SYMC_TAG(a, b, c, d) ((uint32_t)(a) | (uint32_t)(b) << 8 | (uint32_t)(c) << 16 | (uint32_t)(d) << 24)
 #define SYMC_TAG_UNWIND SYMC_TAG('U', 'N', 'W', 'I')
 #define SYMC_TAG_DEBUG_FRAME SYMC_TAG('D', 'B', 'G', 'F')
+#define SYMC_TAG_BREAKPAD_CFI SYMC_TAG('B', 'P', 'C', '1') /* = BREAKPAD_CFI_SECTION */
 #define SYMC_UNWIND_HEADER 24u
 
 /* One section of a version-6 file, in the mapping. */
@@ -183,6 +189,7 @@ typedef struct {
 #define SYMC_FLAG_DWARF 1u
 #define SYMC_FLAG_HIDDEN 2u    /* hidden names left: no BCSymbolMap was applied */
 #define SYMC_FLAG_REVEALED 4u  /* hidden names revealed from a BCSymbolMap at build */
+#define SYMC_FLAG_BREAKPAD 8u  /* built from a Breakpad .sym */
 #define SYMC_GRANULE_UNITS 128u  /* units (2^unit_shift bytes) a granule covers */
 #define SYMC_GRANULE_UNIT_BITS 7u
 #define SYMC_GRANULE_HEADER 16u  /* bytes before a granule's offsets */

@@ -5,6 +5,7 @@
 #ifndef STACKSIFT_UNWIND_UNWIND_IMAGE_H
 #define STACKSIFT_UNWIND_UNWIND_IMAGE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,6 +43,14 @@ typedef struct unwind_image {
     const uint8_t *debug_frame;
     size_t debug_frame_len;
     uint64_t debug_frame_vmaddr;
+    /* a Breakpad .sym's STACK CFI table (common/breakpad, the "BPC1" section of its symcache),
+     * or NULL; its addresses are module offsets */
+    const uint8_t *breakpad_cfi;
+    size_t breakpad_cfi_len;
+    /* optional: whether the module's symbols cover module offset `rel` (NULL: unknown). A
+     * scanned word whose call instruction (word - 1) they do not cover is no return address */
+    bool (*covers)(const void *symbols, uint64_t rel);
+    const void *symbols;
 } unwind_image;
 
 #endif

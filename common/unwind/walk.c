@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "breakpad/breakpad.h"
+
 #define MIN_PC 4096u
 /* arm64 return addresses may carry pointer-authentication bits above the 47-bit user
  * address space (macOS and iOS user addresses fit in 47 bits). */
@@ -164,8 +166,57 @@ static bool step_dwarf(regset *next, const walker *w, const regset *cur, const u
     return true;
 }
 
-/* step_cfi - the caller by the compact unwind entry of the function holding the frame's pc;
- * false if there is none or it does not apply (DWARF, unknown, memory not captured). */
+static bool read_for_breakpad(uint64_t *out, uint64_t addr, void *ctx)
+{
+    return read64(out, ctx, addr);
+}
+
+/* step_breakpad - the caller by the STACK CFI rules in force at module offset `rel` of a
+ * Breakpad .sym: .cfa is the caller's sp, .ra its pc, each register named its rule's value;
+ * the others carry over as callee-saved. */
+static bool step_breakpad(regset *next, const walker *w, const regset *cur, const unwind_image *img,
+                          uint64_t rel)
+{
+    breakpad_cfi cfi;
+    err_info err = {0};
+    if (img->breakpad_cfi == NULL ||
+        breakpad_cfi_open(&cfi, img->breakpad_cfi, img->breakpad_cfi_len, &err) != ERR_OK)
+        return false;
+    const char *rules[BREAKPAD_CFI_MAX_RULES];
+    size_t n = breakpad_cfi_find(rules, BREAKPAD_CFI_MAX_RULES, &cfi, rel);
+    if (n == 0)
+        return false;
+    breakpad_regs in = {{0}, 0}, out;
+    for (unsigned i = 0; i < BREAKPAD_REGS && i < MINIDUMP_MAX_REGS; i++)
+        if (known(cur, i)) {
+            in.regs[i] = cur->regs[i];
+            in.valid |= 1ull << i;
+        }
+    regset base = caller_base(w, cur);
+    for (unsigned i = 0; i < BREAKPAD_REGS; i++)
+        out.regs[i] = base.regs[i];
+    out.valid = base.valid;
+    uint64_t cfa, ra;
+    breakpad_arch arch = w->arch == MINIDUMP_ARCH_X86_64 ? BREAKPAD_ARCH_X86_64 : BREAKPAD_ARCH_ARM64;
+    if (!breakpad_cfi_eval(&out, &cfa, &ra, rules, n, arch, &in, read_for_breakpad, (void *)w))
+        return false;
+    *next = base;
+    for (unsigned i = 0; i < BREAKPAD_REGS && i < MINIDUMP_MAX_REGS; i++) {
+        if ((out.valid >> i) & 1)
+            set(next, i, out.regs[i]);
+        else
+            next->valid &= ~(1ull << i);
+    }
+    set(next, w->pc, strip(w, ra));
+    return true;
+}
+
+/* step_cfi - the caller by the compact unwind entry of the function holding the frame's pc,
+ * else by the Breakpad STACK CFI for it; false if there is none or it does not apply
+ * (unknown encoding, memory not captured). */
+static bool step_compact(regset *next, const walker *w, const regset *cur, const unwind_image *img,
+                         uint64_t rel, uint64_t lookup, int m);
+
 static bool step_cfi(regset *next, const walker *w, const regset *cur, bool first)
 {
     uint64_t pc = cur->regs[w->pc];
@@ -176,6 +227,14 @@ static bool step_cfi(regset *next, const walker *w, const regset *cur, bool firs
     if (img == NULL)
         return false;
     uint64_t rel = lookup - w->md->modules[m].load_addr;
+    if (step_compact(next, w, cur, img, rel, lookup, m))
+        return true;
+    return step_breakpad(next, w, cur, img, rel);
+}
+
+static bool step_compact(regset *next, const walker *w, const regset *cur, const unwind_image *img,
+                         uint64_t rel, uint64_t lookup, int m)
+{
     if (rel > UINT32_MAX)
         return false;
     const unwind_entry *e = unwind_compact_find(img->entries, img->nentries, (uint32_t)rel);
@@ -282,7 +341,13 @@ static bool step_scan(regset *next, const walker *w, const regset *cur, bool fir
         if (!read64(&v, w, at))
             return false;
         v = strip(w, v);
-        if (v >= MIN_PC && module_of(w, v) >= 0) {
+        int m = v >= MIN_PC ? module_of(w, v) : -1;
+        const unwind_image *img = image_of(w, m);
+        /* symbols known for the module: the call before the word must lie in a function */
+        if (m >= 0 && img != NULL && img->covers != NULL &&
+            !img->covers(img->symbols, v - 1 - w->md->modules[m].load_addr))
+            continue;
+        if (m >= 0) {
             *next = caller_base(w, cur);
             set(next, w->sp, at + 8);
             set(next, w->pc, v);

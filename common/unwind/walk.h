@@ -6,9 +6,12 @@
  *                  given for its UUID): rbp/fp frame, frameless with an immediate or (x86_64)
  *                  indirect stack size (precomputed: unwind_stack_sizes), encoding 0 as a leaf
  *                  (return address at [rsp] / in lr); a DWARF encoding runs the CFA
- *                  program of its __eh_frame FDE
+ *                  program of its __eh_frame FDE; else (no entry, or it gives no caller)
+ *                  the STACK CFI rules of a Breakpad .sym for the UUID (common/breakpad)
  *   frame_pointer  [fp] is the caller's fp, [fp + 8] the return address, fp + 16 its sp
  *   scan           the first stack word (from sp, bounded) that points into a loaded module
+ *                  (and, where the module's symbols are known, into one of its functions:
+ *                  the word - 1, its call instruction)
  * The walk stops at a pc below 4096, a stack pointer that does not grow, a caller no method
  * finds, or UNWIND_WALK_MAX_FRAMES. On arm64 pointer-authentication bits are stripped from
  * return addresses and fp 0 ends the walk. Only callee-saved registers (x86_64: rbx, rbp,
@@ -32,7 +35,7 @@
 
 typedef enum {
     UNWIND_FOUND_CONTEXT,       /* the thread's (or exception's) registers */
-    UNWIND_FOUND_CFI,           /* compact unwind */
+    UNWIND_FOUND_CFI,           /* compact unwind, its DWARF, or Breakpad STACK CFI */
     UNWIND_FOUND_FRAME_POINTER, /* frame-pointer chain */
     UNWIND_FOUND_SCAN,          /* stack scan */
 } unwind_found;

@@ -4,10 +4,11 @@
  * Reads a minidump (common/minidump), walks every thread's stack (common/unwind: compact
  * unwind of the executables and dylibs given, frame pointers, stack scan) and prints the
  * frames, symbolicated with the debug files given. A DEBUG_FILE is a dSYM bundle, a zip or
- * directory of bundles, or a Mach-O; each is built into a symcache (dsym_build_symcaches), one
- * per UUID: an executable or dylib gives its `__TEXT,__unwind_info` and `__TEXT,__eh_frame`
- * (the symcache's unwind section), a dSYM its DWARF, and both given give one symcache with
- * both (DWARF wins over a symbol table). --symcache-dir DIR adds DIR/<UUID>.symc files (the
+ * directory of bundles, a Mach-O or a Breakpad .sym; each is built into a symcache
+ * (dsym_build_symcaches), one per UUID: an executable or dylib gives its
+ * `__TEXT,__unwind_info` and `__TEXT,__eh_frame` (the symcache's unwind section), a dSYM its
+ * DWARF, a .sym its names, lines and STACK CFI ("BPC1"), and all given give one symcache
+ * (DWARF wins over a .sym over a symbol table). --symcache-dir DIR adds DIR/<UUID>.symc files (the
  * server's stored symcaches, `stacksift symcache build` output), searched after the debug
  * files. The walk takes each module's unwind info from its symcache (symcache_unwind_image),
  * matched by UUID. The thread Breakpad's
@@ -46,9 +47,20 @@ static void usage(FILE *f)
     fprintf(f, "usage: stacksift minidump walk [--json] [--symcache-dir DIR]... DUMP [DEBUG_FILE...]\n");
 }
 
-/* unwind_images - the unwind info of every module of the dump whose symcache carries some
- * (symcache_unwind_image): built from the executables and dylibs given (with their dSYMs: one
- * symcache per UUID holds both), or found in a --symcache-dir. *out in `a`. */
+/* symbols_cover - unwind_image.covers over a symcache: a function or symbol at module offset
+ * `rel` (the symcache's addresses are offsets + its __TEXT vmaddr). */
+static bool symbols_cover(const void *symbols, uint64_t rel)
+{
+    const symcache *c = symbols;
+    symcache_frame f;
+    return symcache_lookup(&f, 1, c, rel + symcache_text_vmaddr(c)) > 0 && f.function != NULL &&
+           strcmp(f.function, "??") != 0;
+}
+
+/* unwind_images - the unwind info of every module of the dump with a symcache
+ * (symcache_unwind_image: compact unwind and __eh_frame of the executables and dylibs given,
+ * a Breakpad .sym's STACK CFI; one symcache per UUID holds all of them and the dSYM's names),
+ * or found in a --symcache-dir, and its symbols for the stack scan. *out in `a`. */
 static err_code unwind_images(unwind_image **out, size_t *n, const minidump *md, cli_symcaches *sc,
                               arena *a, err_info *err)
 {
@@ -69,10 +81,16 @@ static err_code unwind_images(unwind_image **out, size_t *n, const minidump *md,
         if (c == NULL)
             continue;
         err_code rc = symcache_unwind_image(&images[k], c, &uerr);
-        if (rc == ERR_OK)
-            k++;
-        else if (rc != ERR_NOT_FOUND)
+        if (rc != ERR_OK && rc != ERR_NOT_FOUND)
             fprintf(stderr, "stacksift minidump: %s: %s: unwind info skipped\n", uuid, uerr.msg);
+        if (rc != ERR_OK) { /* no unwind info: its symbols still bound the stack scan */
+            memset(&images[k], 0, sizeof images[k]);
+            memcpy(images[k].uuid, md->modules[i].uuid, 16);
+            images[k].text_vmaddr = symcache_text_vmaddr(c);
+        }
+        images[k].covers = symbols_cover;
+        images[k].symbols = c;
+        k++;
     }
     *out = images;
     *n = k;
