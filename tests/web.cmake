@@ -36,3 +36,10 @@ add_test(NAME test_sentry_cli_app_store
   COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/sentry_cli/app_store.py)
 set_tests_properties(test_sentry_cli_app_store PROPERTIES LABELS db TIMEOUT 600
   ENVIRONMENT "${_web_env}")
+
+# Breakpad .sym files uploaded with the real sentry-cli and POST /api/v1/dsyms: stored for
+# their MODULE UUID, symbolicated, replaced by the dSYM of the same UUID; bad .sym files.
+add_test(NAME test_sentry_cli_breakpad
+  COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/sentry_cli/breakpad.py)
+set_tests_properties(test_sentry_cli_breakpad PROPERTIES LABELS db TIMEOUT 600
+  ENVIRONMENT "${_web_env}")

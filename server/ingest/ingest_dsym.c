@@ -332,7 +332,9 @@ err_code ingest_dsym_upload_hashed(ingest_dsym_file **out, size_t *n, store *s,
         snprintf(row->uuid, sizeof row->uuid, "%s", b->uuid);
         snprintf(row->arch, sizeof row->arch, "%s", b->arch);
         snprintf(row->name, sizeof row->name, "%s", b->name);
-        row->has_dwarf = b->has_dwarf;
+        /* a Breakpad .sym's names and lines count below DWARF: the store lets a dSYM of the
+         * same UUID replace it (a row without DWARF is upgraded), never the reverse */
+        row->has_dwarf = b->has_dwarf && !b->breakpad;
         row->dwarf_bytes = (int64_t)b->dwarf_bytes;
         row->symcache_bytes = (int64_t)b->bytes;
         row->functions = (int32_t)b->functions;
