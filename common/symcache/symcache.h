@@ -124,7 +124,7 @@ bool symcache_revealed(const symcache *sc);             /* true: built with a BC
 bool symcache_from_breakpad(const symcache *sc);
 
 
-/* symcache_section - the body of the section tagged `tag` (format version 6; tags in
+/* symcache_section - the body of the section tagged `tag` (since format version 6; tags in
  * symcache_format.h, e.g. "BPC1" = BREAKPAD_CFI_SECTION), borrowed like frame strings; NULL
  * and *len = 0 when the file has none. Its contents are its reader's to check. */
 const uint8_t *symcache_section(const symcache *sc, uint32_t tag, size_t *len);
