@@ -104,8 +104,12 @@ static void reap_one(conns *c, conn_slot *s, uint64_t now)
         return;
     int phase = atomic_load(&s->phase);
     uint64_t since = atomic_load(&s->since_ms);
+    /* `now` was read before the pass: a request that began or ended since then has a later
+     * `since`, which must count as no time at all (unsigned, it would be ages: a connection
+     * just answered was shut under the client's next request) */
+    uint64_t elapsed = now > since ? now - since : 0;
     if (phase == PHASE_WAITING) {
-        if (now - since > c->header_timeout_ms)
+        if (elapsed > c->header_timeout_ms)
             shut(s, CONN_CLOSED_HEADER_TIMEOUT);
         return;
     }
@@ -122,7 +126,6 @@ static void reap_one(conns *c, conn_slot *s, uint64_t now)
         return;
     }
     s->fin_seen = fin;
-    uint64_t elapsed = now - since;
     if (c->min_body_rate > 0 && elapsed > c->header_timeout_ms &&
         bytes * 1000u < c->min_body_rate * elapsed)
         shut(s, CONN_CLOSED_SLOW_BODY);

@@ -351,7 +351,13 @@ static void conn_event(conn *c, uint32_t ev, double t)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             break;
-        conn_reopen(c, R_RESET, t);   /* EOF or an error: idle, or a request lost */
+        /* EOF or an error: an answer complete before it counts (the server may close after
+         * answering); else the request in progress is lost */
+        if (c->state == C_BUSY)
+            conn_answered(c, t);
+        if (c->state == C_CONNECTING)   /* answered with Connection: close: reopened */
+            return;
+        conn_reopen(c, R_RESET, t);
         return;
     }
     if (c->state == C_BUSY)
