@@ -482,6 +482,66 @@ static void broken_connection_is_retried_and_gone_database_is_err_store(void)
     store_close(s);
 }
 
+/* issues.first_version, kept by a BEFORE trigger for every writer of `versions`: the earliest
+ * version by version_key (1.10 after 1.9), NULL for none, the single version without a query,
+ * and again when an upsert brings a version that sorts first. */
+static void first_version_is_kept_on_insert_and_upsert(void)
+{
+    PGconn *c = PQconnectdb(db_url);
+    CHECK(PQstatus(c) == CONNECTION_OK);
+    static const struct {
+        const char *fp, *versions, *want; /* want NULL: first_version is NULL */
+    } cases[] = {
+        {"fv-none", "{}", NULL},
+        {"fv-one", "{2.0}", "2.0"},
+        {"fv-many", "{1.10,1.9,1.9b,10.0}", "1.9"},
+        {"fv-text-tie", "{1.9b,1.9}", "1.9"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *params[2] = {cases[i].fp, cases[i].versions};
+        PGresult *res = PQexecParams(
+            c,
+            "INSERT INTO issues (app, kind, fingerprint, title, culprit, exception, basis, "
+            "provisional, frames, first_seen, last_seen, count, versions) VALUES ('FV', 'crash', "
+            "$1, 't', 'c', 'e', 'in_app', false, '[]', now(), now(), 1, $2::text[]) "
+            "RETURNING first_version, first_version IS NOT DISTINCT FROM versions_first(versions)",
+            2, NULL, params, NULL, NULL, 0);
+        CHECK(PQresultStatus(res) == PGRES_TUPLES_OK);
+        if (PQresultStatus(res) == PGRES_TUPLES_OK) {
+            if (cases[i].want)
+                CHECK_EQ_STR(PQgetvalue(res, 0, 0), cases[i].want);
+            else
+                CHECK(PQgetisnull(res, 0, 0));
+            CHECK_EQ_STR(PQgetvalue(res, 0, 1), "t");
+        } else {
+            fprintf(stderr, "insert %s: %s\n", cases[i].fp, PQerrorMessage(c));
+        }
+        PQclear(res);
+    }
+    /* an upsert of one version goes through the insert trigger, then the update's */
+    const char *up[2][2] = {{"fv-one", "{3.0}"}, {"fv-one", "{1.2}"}};
+    const char *want_after[2] = {"2.0", "1.2"};
+    for (int i = 0; i < 2; i++) {
+        PGresult *res = PQexecParams(
+            c,
+            "INSERT INTO issues AS i (app, kind, fingerprint, title, culprit, exception, basis, "
+            "provisional, frames, first_seen, last_seen, count, versions) VALUES ('FV', 'crash', "
+            "$1, 't', 'c', 'e', 'in_app', false, '[]', now(), now(), 1, $2::text[]) "
+            "ON CONFLICT (project_id, app, fingerprint) DO UPDATE SET count = i.count + 1, "
+            "versions = ARRAY(SELECT DISTINCT v FROM unnest(i.versions || EXCLUDED.versions) v "
+            "ORDER BY 1) RETURNING first_version, versions::text",
+            2, NULL, up[i], NULL, NULL, 0);
+        CHECK(PQresultStatus(res) == PGRES_TUPLES_OK);
+        if (PQresultStatus(res) == PGRES_TUPLES_OK)
+            CHECK_EQ_STR(PQgetvalue(res, 0, 0), want_after[i]);
+        else
+            fprintf(stderr, "upsert: %s\n", PQerrorMessage(c));
+        PQclear(res);
+    }
+    PQclear(PQexec(c, "DELETE FROM issues WHERE app = 'FV'"));
+    PQfinish(c);
+}
+
 int main(void)
 {
     e2e_env env;
@@ -505,6 +565,7 @@ int main(void)
     RUN(refused_value_fails_only_its_report);
     RUN(processed_reports_group_in_their_commit);
     RUN(broken_connection_is_retried_and_gone_database_is_err_store);
+    RUN(first_version_is_kept_on_insert_and_upsert);
 
     PGconn *c = PQconnectdb(env.base_url);
     char *drop = xsprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", dbname);
