@@ -783,9 +783,12 @@ static bool jobs_enqueue(http_server *srv, http_request *r, bool suspend)
         if (urgent)
             srv->jobs_urgent_tail = r;
         srv->jobs_queued++;
-        pthread_cond_signal(&srv->jobs_cv);
     }
     pthread_mutex_unlock(&srv->jobs_mu);
+    /* after the unlock: a thread woken while jobs_mu is still held would block on it at once
+     * (a second futex wait and context switch per request) */
+    if (ok)
+        pthread_cond_signal(&srv->jobs_cv);
     return ok;
 }
 

@@ -732,8 +732,9 @@ err_code store_intake_submit(store_intake *q, const store_report_new *r,
     else
         q->head = e;
     q->tail = e;
-    pthread_cond_signal(&q->cv);
     pthread_mutex_unlock(&q->mu);
+    /* after the unlock, so that the committer it wakes does not block on `mu` at once */
+    pthread_cond_signal(&q->cv);
     return ERR_OK;
 }
 
