@@ -15,12 +15,13 @@ typedef struct {
 
 static const subcommand SUBCOMMANDS[] = {
     {"symcache", cli_symcache, "symcache build INPUT -o OUTDIR [--symbol-maps DIR]   build .symc files from a dSYM, zip or Mach-O\n"
+                               "  symcache unwind FILE.symc   the unwind info a symcache carries (JSON)\n"
                                "  symcache rebuild [--uuid UUID]   re-derive stored symcaches from the stored uploads"},
     {"lookup", cli_lookup, "lookup -o INPUT [--arch A] [--symbol-maps DIR] [-l LOAD] [-i] [--json] [--mangled] ADDR...   atos-compatible lookup"},
     {"parse", cli_parse, "parse [--json] FILE|-   parse a crash/stack report (any format) and print the model"},
     {"symbolicate", cli_symbolicate, "symbolicate --dsym PATH [--dsym PATH...] [--symcache-dir DIR] [--symbol-maps DIR] [--json] [--mangled] FILE|-   symbolicate a report"},
     {"signature", cli_signature, "signature [--dsym PATH...] [--symcache-dir DIR] [--symbol-maps DIR] [--frames N] FILE...   what each report groups as (JSON lines)"},
-    {"minidump", cli_minidump, "minidump walk [--json] DUMP [DEBUG_FILE...]   walk a minidump's threads (unwind info of the executables given) and symbolicate them"},
+    {"minidump", cli_minidump, "minidump walk [--json] [--symcache-dir DIR] DUMP [DEBUG_FILE...]   walk a minidump's threads (unwind info of the executables or symcaches given) and symbolicate them"},
     {"demangle", cli_demangle, "demangle [--simplified] [--no-swift|--no-cxx] [NAME...]   Swift/C++ names (or filter stdin)"},
     {"serve", cli_serve, "serve   run the HTTP service (configured by STACKSIFT_* env vars, see serve --help)"},
     {"migrate", cli_migrate, "migrate   apply database migrations (STACKSIFT_DATABASE_URL)"},

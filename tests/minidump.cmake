@@ -27,3 +27,11 @@ set_tests_properties(minidump_walk PROPERTIES LABELS fixtures TIMEOUT 600
 add_test(NAME test_minidump_server COMMAND ${STACKSIFT_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/test_minidump_server.py)
 set_tests_properties(test_minidump_server PROPERTIES LABELS db TIMEOUT 300
   ENVIRONMENT "${STACKSIFT_TEST_ENV};STACKSIFT_BUILD_DIR=${PROJECT_BINARY_DIR}")
+
+# dsym_unwind: executables uploaded as debug files (POST /api/v1/dsyms, raw and zipped, before
+# and after their dSYMs) keep their unwind info in the stored symcache, as llvm-objdump-14
+# --unwind-info lists it, and the shared dump walks with the stored symcache as with the files.
+add_test(NAME dsym_unwind
+  COMMAND ${STACKSIFT_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/dsym_unwind.py)
+set_tests_properties(dsym_unwind PROPERTIES LABELS "db;fixtures" TIMEOUT 300
+  ENVIRONMENT "${STACKSIFT_TEST_ENV}")

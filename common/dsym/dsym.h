@@ -3,7 +3,8 @@
  *
  * Input is one of: a `.dSYM` bundle directory (Contents/Resources/DWARF/ files), a directory
  * holding bundles (an `.xcarchive`), a zip of one or more bundles (frameworks included), a
- * Mach-O file (thin or fat; a dSYM companion file, or a binary with only a symbol table), or
+ * Mach-O file (thin or fat; a dSYM companion file, or an executable or dylib: its symbol table
+ * and its unwind info, symcache_unwind_append), or
  * one of the two files of an App Store (bitcode) dSYM's names (common/symbolmap): a UUID map
  * `<UUID>.plist` or a BCSymbolMap `<UUID>.bcsymbolmap`, or a Breakpad symbol file (`.sym`,
  * recognised by its first line "MODULE ...", alone or in a directory or zip: dsym_breakpad.h).
@@ -105,8 +106,12 @@ typedef void (*dsym_built_fn)(const dsym_built *built, void *ctx);
  * `input`, calling `fn` once per slice in input order. DWARF that does not parse is left out
  * part by part (dsym_built.warnings says what); a slice of a fat file that cannot be read at
  * all is left out (opts->skipped is told) when another slice of the file builds. Files are written to a temporary name
- * and renamed, so a reader never sees a half-written symcache; an existing symcache is
- * replaced. `out_dir` must exist.
+ * and renamed, so a reader never sees a half-written symcache. An existing symcache of the same
+ * UUID in `out_dir` (built earlier from this input, e.g. an `.app` beside its `.dSYM`, or by an
+ * earlier call) is merged with the new one (symcache_merge): DWARF names win over a symbol
+ * table's, each one's sections (unwind info) are kept; `fn` is not called when the merge
+ * leaves the existing file as it was. An outdated or unreadable one is replaced. `out_dir`
+ * must exist.
  * An input that holds only maps (a UUID map or BCSymbolMap alone) builds nothing: fn is not
  * called, opts->map_found is.
  * Errors  ERR_NOT_FOUND (input missing), ERR_INVALID (no Mach-O or map inside, corrupt Mach-O

@@ -158,13 +158,19 @@ typedef struct {
 
 /*
  * ingest_dsym_upload - build a symcache for every slice of every debug file in the
- * `ninputs` files at `inputs` (zip of .dSYM bundles, or Mach-O, thin or fat) and record one
- * row per debug file together with its symcache and the upload part it came from, stored in
- * Postgres (store_dsyms_record), all in one transaction. Scratch files go to `work_dir`
- * (existing, emptied by the caller). A UUID that is already recorded keeps its record and
- * symcache ("exists"), unless only a symbol table made it and this upload has DWARF
- * ("updated"). New symcaches are also put into `cache` (this node's file cache; may be
- * NULL). On any error nothing is recorded. *out in `a`.
+ * `ninputs` files at `inputs` (zip of .dSYM bundles, or Mach-O, thin or fat: dSYMs,
+ * executables, dylibs) and record one row per debug file together with its symcache and the
+ * upload part it came from, stored in Postgres (store_dsyms_record), all in one transaction.
+ * Scratch files go to `work_dir` (existing, emptied by the caller). One symcache per UUID:
+ * each slice is merged with the stored symcache of its UUID (symcache_merge) and recorded
+ * only over the row it was merged with (a row changed meanwhile by a concurrent upload is
+ * merged again, up to five times). A UUID already recorded keeps its record and symcache
+ * ("exists"), unless this upload has DWARF and only a symbol table made it (the row becomes
+ * this upload's, its symcache keeping the stored one's unwind info: "updated"), or this
+ * upload brings unwind info the stored symcache lacks (an executable after its dSYM: the
+ * stored names and row stay, the symcache gains the executable's unwind section: "updated").
+ * New symcaches are also put into `cache` (this node's file cache; may be NULL). On any
+ * error nothing is recorded. *out in `a`.
  * UUID maps and BCSymbolMaps (common/symbolmap) in the upload, alone or beside the dSYMs, are
  * stored too (one file each in *out); a hidden slice is built revealed when its map is in
  * the upload or stored, and dSYMs stored hidden before that this upload's maps now reveal
@@ -196,6 +202,19 @@ err_code ingest_sha256_file_hex(char out[65], const char *path, err_info *err);
  * check its SHA-256. Errors ERR_IO (the file), ERR_STORE, ERR_NOT_FOUND (no such blob),
  * ERR_INTERNAL (the bytes do not hash to `sha`). Used by rebuilds and reveals. */
 err_code ingest_fetch_upload(store *s, const char *sha, const char *path, err_info *err);
+
+/*
+ * ingest_symcache_carry - a symcache rebuilt from a row's stored original (`built_path`: a
+ * reveal, `stacksift symcache rebuild`) keeps what the row's current symcache
+ * (`current_sha256`, "" = none) got from another debug file of its UUID: its sections (an
+ * executable's unwind info, merged into a dSYM's symcache: symcache_merge with the rebuilt
+ * one's names). out_path = built_path when there is nothing to carry, else a merged file
+ * written in `work_dir`. Errors ERR_STORE, ERR_IO, ERR_NOT_FOUND (the current blob is gone),
+ * ERR_INTERNAL, ERR_INVALID (the two are not the same image).
+ */
+err_code ingest_symcache_carry(char out_path[4096], const char *built_path,
+                               const char *current_sha256, store *s, const char *work_dir,
+                               err_info *err);
 
 /*
  * ingest_dsyms_reveal - rebuild every stored dSYM with hidden names whose BCSymbolMap is now

@@ -6,8 +6,12 @@
  * dSYM row visible, so any node can fetch it and a rebuild can re-derive it. Order:
  *   1. build every slice into work_dir/symc/ (dsym_build_symcaches writes temp + rename);
  *   2. hash each symcache and each upload part (SHA-256, the blobs' names);
- *   3. one transaction: rows inserted (or upgraded: DWARF replaces a symbol table, never the
- *      reverse) and, for those, their blobs; a row and its symcache change together or not;
+ *   3. each slice merged with the stored symcache of its UUID (merge_stored: DWARF names win
+ *      over a symbol table's, never the reverse; an executable's unwind info is kept whichever
+ *      arrives first), then one transaction: rows inserted, upgraded or given the merged
+ *      symcache, only where the row is still what the merge read, and for those their blobs;
+ *      a row and its symcache change together or not; a row changed meanwhile is merged and
+ *      recorded again;
  *   4. after the commit, the new symcaches go into this node's file cache (a hard link), so
  *      the first lookup here needs no download. Nothing outside work_dir is written before.
  */
@@ -26,6 +30,7 @@
 #include "log/log.h"
 #include "store/store_blobs.h"
 #include "store/store_symbol_maps.h"
+#include "symcache/symcache.h"
 
 static void hex_encode(char *out, const uint8_t *in, size_t n)
 {
@@ -255,6 +260,140 @@ static void collect_built(const dsym_built *built, void *ctx)
     l->items[l->n++] = *built;
 }
 
+/* ---- one symcache per UUID: the stored one merged with a new one ------------------------- */
+
+/* carry - merge the symcache at `path` with `other` into `out_path`: with other_is_base the
+ * names are other's and path's sections are added, else the names are path's and other's
+ * sections are added. *carried = false when the merge would be `path`'s symcache (or, with
+ * other_is_base, other's) as it is: out_path is then not written. */
+static err_code carry(bool *carried, const char *out_path, const char *path,
+                      const symcache *other, bool other_is_base, err_info *err)
+{
+    symcache *mine = NULL;
+    buf m;
+    buf_init(&m);
+    *carried = false;
+    err_code rc = symcache_open(&mine, path, err);
+    if (rc != ERR_OK)
+        goto done;
+    const symcache *base = other_is_base ? other : mine, *from = other_is_base ? mine : other;
+    rc = symcache_merge(&m, base, from, err);
+    if (rc != ERR_OK)
+        goto done;
+    if (m.len == symcache_size(base))
+        goto done; /* `from` brings no section `base` lacks */
+    rc = write_file(out_path, m.data, m.len, err);
+    if (rc == ERR_OK)
+        *carried = true;
+done:
+    buf_reset(&m);
+    symcache_close(mine);
+    return rc;
+}
+
+err_code ingest_symcache_carry(char out_path[4096], const char *built_path,
+                               const char *current_sha256, store *s, const char *work_dir,
+                               err_info *err)
+{
+    snprintf(out_path, 4096, "%s", built_path);
+    if (current_sha256 == NULL || current_sha256[0] == '\0')
+        return ERR_OK;
+    char cur_path[4096], merged[4096];
+    if ((size_t)snprintf(cur_path, sizeof cur_path, "%s/current-%s.symc", work_dir, current_sha256) >=
+            sizeof cur_path ||
+        (size_t)snprintf(merged, sizeof merged, "%s/carried-%s.symc", work_dir, current_sha256) >=
+            sizeof merged)
+        return err_set(err, ERR_IO, "scratch directory path is too long: %s", work_dir);
+    err_code rc = ingest_fetch_upload(s, current_sha256, cur_path, err);
+    if (rc != ERR_OK)
+        return rc;
+    symcache *cur = NULL;
+    err_info oerr = {0};
+    bool carried = false;
+    /* an outdated or unreadable stored symcache has no sections to carry */
+    if (symcache_open(&cur, cur_path, &oerr) == ERR_OK && symcache_has_unwind(cur)) {
+        rc = carry(&carried, merged, built_path, cur, false, err);
+        if (rc == ERR_OK && carried)
+            snprintf(out_path, 4096, "%s", merged);
+    }
+    symcache_close(cur);
+    (void)unlink(cur_path); /* ignored: scratch space */
+    return rc;
+}
+
+/* merge_stored - make d (built from this upload at `b->path`) a checked record over the row
+ * of its UUID as read now (store_dsym_record), its symcache one with the stored one: DWARF
+ * names win over a symbol table's, the stored ones on a tie; each side's sections (an
+ * executable's unwind info) are kept. `expect` and `merged_path` hold the strings d points to.
+ * The stored symcache is fetched only when the merge can change something. */
+static err_code merge_stored(store_dsym_record *d, char expect[65], char merged_path[4200],
+                             const dsym_built *b, store *s, const char *work_dir, unsigned seq,
+                             err_info *err)
+{
+    store_dsym_blobs cur;
+    symcache *mine = NULL, *stored = NULL;
+    char cur_path[4200];
+    cur_path[0] = '\0';
+    d->checked = true;
+    d->expect_row = false;
+    d->action = STORE_DSYM_KEEP;
+    d->symcache_path = b->path;
+    expect[0] = '\0';
+    d->expect_sha256 = expect;
+    err_code rc = store_dsym_blobs_get(&cur, s, b->uuid, err);
+    if (rc == ERR_NOT_FOUND)
+        return ERR_OK; /* a new UUID: inserted (a conflict if another upload was first) */
+    if (rc != ERR_OK)
+        return rc;
+    d->expect_row = true;
+    snprintf(expect, 65, "%s", cur.symcache_sha256);
+    if (cur.symcache_sha256[0] == '\0') {
+        d->checked = false; /* a row from before stored symcaches: as before merges */
+        return ERR_OK;
+    }
+    rc = symcache_open(&mine, b->path, err);
+    if (rc != ERR_OK)
+        goto done;
+    bool new_names = symcache_has_dwarf(mine) && !cur.has_dwarf;
+    if (!new_names && !symcache_has_unwind(mine))
+        goto done; /* nothing this one adds: the stored one stays (KEEP) */
+    snprintf(cur_path, sizeof cur_path, "%s/stored-%u.symc", work_dir, seq);
+    rc = ingest_fetch_upload(s, cur.symcache_sha256, cur_path, err);
+    if (rc != ERR_OK)
+        goto done;
+    err_info oerr = {0};
+    if (symcache_open(&stored, cur_path, &oerr) != ERR_OK) {
+        /* outdated or unreadable: nothing to carry over; DWARF replaces it as before */
+        d->action = new_names ? STORE_DSYM_REPLACE_ROW : STORE_DSYM_KEEP;
+        goto done;
+    }
+    snprintf(merged_path, 4200, "%s/merged-%u.symc", work_dir, seq);
+    bool carried = false;
+    rc = carry(&carried, merged_path, b->path, stored, !new_names, err);
+    if (rc != ERR_OK)
+        goto done;
+    if (new_names) {
+        d->action = STORE_DSYM_REPLACE_ROW;
+        if (carried)
+            d->symcache_path = merged_path;
+    } else if (carried) {
+        d->action = STORE_DSYM_REPLACE_SYMCACHE;
+        d->symcache_path = merged_path;
+    }
+done:
+    symcache_close(stored);
+    symcache_close(mine);
+    if (cur_path[0])
+        (void)unlink(cur_path); /* ignored: scratch space */
+    if (rc == ERR_OK && d->symcache_path != b->path) {
+        struct stat st;
+        rc = ingest_sha256_file_hex(d->row.sha256, d->symcache_path, err);
+        if (rc == ERR_OK && stat(d->symcache_path, &st) == 0)
+            d->row.symcache_bytes = (int64_t)st.st_size;
+    }
+    return rc;
+}
+
 static const char *base_name(const char *path)
 {
     const char *slash = strrchr(path, '/');
@@ -276,6 +415,7 @@ err_code ingest_dsym_upload_hashed(ingest_dsym_file **out, size_t *n, store *s,
 {
     built_list built = {0};
     store_dsym_record *rows = NULL;
+    struct { char expect[65]; char path[4200]; } *merge = NULL; /* per row: merge_stored's strings */
     char (*input_sha)[65] = NULL;
     char symc_dir[4096];
     err_code rc = ERR_OK;
@@ -325,6 +465,7 @@ err_code ingest_dsym_upload_hashed(ingest_dsym_file **out, size_t *n, store *s,
             goto done;
     }
     rows = xcalloc(built.n, sizeof *rows);
+    merge = xcalloc(built.n ? built.n : 1, sizeof *merge);
     for (size_t i = 0; i < built.n; i++) {
         const dsym_built *b = &built.items[i];
         store_dsym_record *d = &rows[i];
@@ -349,15 +490,48 @@ err_code ingest_dsym_upload_hashed(ingest_dsym_file **out, size_t *n, store *s,
         d->hidden_max = b->hidden_max;
         d->revealed_by = b->revealed ? b->map_uuid : NULL;
     }
-
-    rc = built.n ? store_dsyms_record(rows, built.n, s, err) : ERR_OK;
-    if (rc != ERR_OK)
-        goto done;
+    /* One symcache per UUID: each row merged with the stored one (a dSYM after its
+     * executable keeps the executable's unwind info, an executable after its dSYM adds it
+     * without replacing DWARF names), recorded only over the row it was merged with; a row
+     * another upload changed meanwhile is merged and recorded again. */
+    for (unsigned attempt = 0; built.n > 0; attempt++) {
+        store_dsym_record *todo = xcalloc(built.n, sizeof *todo);
+        size_t *at = xcalloc(built.n, sizeof *at), ntodo = 0;
+        for (size_t i = 0; rc == ERR_OK && i < built.n; i++) {
+            if (attempt > 0 && rows[i].outcome != STORE_DSYM_CONFLICT)
+                continue;
+            rows[i].row.symcache_bytes = (int64_t)built.items[i].bytes;
+            rc = ingest_sha256_file_hex(rows[i].row.sha256, built.items[i].path, err);
+            if (rc == ERR_OK)
+                rc = merge_stored(&rows[i], merge[i].expect, merge[i].path, &built.items[i], s,
+                                  symc_dir, (unsigned)(attempt * built.n + i), err);
+            at[ntodo] = i;
+            todo[ntodo++] = rows[i];
+        }
+        if (rc == ERR_OK && ntodo > 0)
+            rc = store_dsyms_record(todo, ntodo, s, err);
+        bool again = false;
+        for (size_t k = 0; rc == ERR_OK && k < ntodo; k++) {
+            rows[at[k]] = todo[k];
+            again |= todo[k].outcome == STORE_DSYM_CONFLICT;
+        }
+        free(todo);
+        free(at);
+        if (rc != ERR_OK)
+            goto done;
+        if (!again)
+            break;
+        if (attempt == 4) {
+            rc = err_set(err, ERR_STORE, "debug file %s: changed by concurrent uploads five times "
+                         "while this one merged with it", built.items[0].uuid);
+            goto done;
+        }
+    }
     bool stored_hidden = false;
     for (size_t i = 0; i < built.n; i++) {
         if (rows[i].outcome == STORE_DSYM_EXISTS)
             continue;
-        symfiles_add(cache, rows[i].row.uuid, rows[i].row.sha256, built.items[i].path);
+        symfiles_add(cache, rows[i].row.uuid, rows[i].row.sha256, rows[i].symcache_path);
         stored_hidden |= built.items[i].hidden_left > 0;
     }
     /* Hidden dSYMs stored before that this upload's maps complete: rebuilt now. And a hidden
@@ -426,6 +600,7 @@ err_code ingest_dsym_upload_hashed(ingest_dsym_file **out, size_t *n, store *s,
     *n = nfiles;
 done:
     maps_reset(&maps);
+    free(merge);
     free(rows);
     free(input_sha);
     free(built.input);
@@ -469,18 +644,24 @@ err_code ingest_dsyms_reveal(unsigned *revealed, store *s, const char *work_dir,
             const dsym_built *b = &built.items[k];
             if (strcasecmp(b->uuid, d->uuid) != 0 || !b->revealed)
                 continue;
-            char sha[65];
+            char sha[65], path[4096];
             bool done = false;
-            frc = ingest_sha256_file_hex(sha, b->path, &ferr);
-            store_blob_file f = {sha, b->path};
+            struct stat st;
+            /* the unwind info an executable of this UUID added stays */
+            frc = ingest_symcache_carry(path, b->path, d->symcache_sha256, s, dir, &ferr);
+            if (frc == ERR_OK)
+                frc = ingest_sha256_file_hex(sha, path, &ferr);
+            if (frc == ERR_OK && stat(path, &st) != 0)
+                frc = err_set(&ferr, ERR_IO, "%s: %s", path, strerror(errno));
+            store_blob_file f = {sha, path};
             if (frc == ERR_OK)
                 frc = store_dsym_reveal(&done, s, d->uuid, d->symcache_sha256, &f,
-                                        (int64_t)b->bytes, (int32_t)b->functions,
+                                        (int64_t)st.st_size, (int32_t)b->functions,
                                         b->hidden_left, b->map_uuid, &ferr);
             if (frc == ERR_OK && done) {
                 if (cache) {
                     symfiles_forget(cache, d->uuid);
-                    symfiles_add(cache, d->uuid, sha, b->path);
+                    symfiles_add(cache, d->uuid, sha, path);
                 }
                 (*revealed)++;
             }

@@ -133,21 +133,30 @@ err_code ingest_symcache_rebuild(unsigned *failed, store *s, const char *uuid,
                       : err_set(&out.err, ERR_NOT_FOUND, "the stored upload has no slice %s",
                                 d->uuid);
         }
+        /* what another debug file of the UUID added (an executable's unwind info) stays */
+        char path[4096] = "";
+        struct stat st;
         if (frc == ERR_OK)
-            frc = ingest_sha256_file_hex(out.sha256, b->path, &out.err);
+            frc = ingest_symcache_carry(path, b->path, d->symcache_sha256, s, symc_dir, &out.err);
+        if (frc == ERR_OK && stat(path, &st) != 0)
+            frc = err_set(&out.err, ERR_IO, "%s: %s", path, strerror(errno));
+        if (frc == ERR_OK)
+            frc = ingest_sha256_file_hex(out.sha256, path, &out.err);
         if (frc == ERR_OK && strcmp(out.sha256, d->symcache_sha256) == 0) {
             out.status = "unchanged";
         } else if (frc == ERR_OK) {
             bool replaced = false;
-            store_blob_file f = {out.sha256, b->path};
+            store_blob_file f = {out.sha256, path};
             frc = store_dsym_symcache_replace(&replaced, s, d->uuid, d->symcache_sha256, &f,
-                                              (int64_t)b->bytes, (int32_t)b->functions, &out.err);
+                                              (int64_t)st.st_size, (int32_t)b->functions, &out.err);
             out.status = replaced ? "rebuilt" : "changed";
         }
         if (frc != ERR_OK) {
             out.status = "failed";
             (*failed)++;
         }
+        if (path[0] && b != NULL && strcmp(path, b->path) != 0)
+            (void)unlink(path); /* ignored: scratch space */
         fn(&out, ctx);
     }
     for (size_t k = 0; k < built.n; k++)

@@ -30,6 +30,20 @@ static const store_stmt ST_DSYM_UPGRADE = {
                     "uploaded_at = now(), last_used_at = now() "
                     "WHERE uuid = $1::uuid AND NOT has_dwarf AND $4::boolean "
                     "RETURNING " DSYM_COLUMNS};
+/* Checked records (store_dsym_record.checked): the row as it is, locked, to compare with what
+ * the caller merged with; then the whole row, or only its symcache, replaced. */
+static const store_stmt ST_DSYM_LOCK = {
+    "dsym_lock", "SELECT coalesce(symcache_blob, '') FROM dsyms WHERE uuid = $1::uuid FOR UPDATE"};
+static const store_stmt ST_DSYM_REPLACE_ROW = {
+    "dsym_replace_row", "UPDATE dsyms SET arch = $2, name = $3, has_dwarf = $4, "
+                        "dwarf_bytes = $5, symcache_bytes = $6, functions = $7, sha256 = $8, "
+                        "symcache_blob = $8, original_blob = $9, original_name = $10, "
+                        "uploaded_at = now(), last_used_at = now() "
+                        "WHERE uuid = $1::uuid RETURNING " DSYM_COLUMNS};
+static const store_stmt ST_DSYM_REPLACE_SYMCACHE = {
+    "dsym_replace_symcache", "UPDATE dsyms SET sha256 = $2, symcache_blob = $2, "
+                             "symcache_bytes = $3, last_used_at = now() "
+                             "WHERE uuid = $1::uuid RETURNING " DSYM_COLUMNS};
 static const store_stmt ST_DSYM_HIDDEN = {
     "dsym_hidden", "UPDATE dsyms SET hidden_names = $2, hidden_max = $3, "
                    "revealed_by = nullif($4, '')::uuid WHERE uuid = $1::uuid"};
@@ -267,7 +281,42 @@ static err_code do_record(pconn *c, void *vctx, err_info *err)
         if (rc != ERR_OK)
             break;
         d->outcome = PQntuples(res) == 1 ? STORE_DSYM_CREATED : STORE_DSYM_EXISTS;
-        if (d->outcome == STORE_DSYM_EXISTS && row->has_dwarf) {
+        if (d->outcome == STORE_DSYM_EXISTS && d->checked) {
+            /* still the row the caller merged with? (locked until COMMIT) */
+            PQclear(res);
+            rc = store_exec(&res, c, &ST_DSYM_LOCK, 1, values, NULL, NULL, err);
+            if (rc != ERR_OK)
+                break;
+            bool same = d->expect_row && PQntuples(res) == 1 &&
+                        strcmp(PQgetvalue(res, 0, 0), d->expect_sha256 ? d->expect_sha256 : "") == 0;
+            PQclear(res);
+            if (!same) {
+                d->outcome = STORE_DSYM_CONFLICT;
+                continue;
+            }
+            if (d->action == STORE_DSYM_REPLACE_SYMCACHE) {
+                const char *sv[3] = {row->uuid, row->sha256, symc};
+                rc = store_exec(&res, c, &ST_DSYM_REPLACE_SYMCACHE, 3, sv, NULL, NULL, err);
+                if (rc != ERR_OK)
+                    break;
+                d->outcome = STORE_DSYM_UPGRADED;
+                dsym_from_row(row, res, 0);
+                PQclear(res);
+                store_blob_file sym = {row->sha256, d->symcache_path};
+                rc = store_blob_put(c, &sym, err);
+                continue;
+            }
+            if (d->action == STORE_DSYM_REPLACE_ROW) {
+                rc = store_exec(&res, c, &ST_DSYM_REPLACE_ROW, 10, values, NULL, NULL, err);
+                if (rc != ERR_OK)
+                    break;
+                d->outcome = STORE_DSYM_UPGRADED;
+            } else {
+                rc = store_exec(&res, c, &ST_DSYM_GET, 1, values, NULL, NULL, err);
+                if (rc != ERR_OK)
+                    break;
+            }
+        } else if (d->outcome == STORE_DSYM_EXISTS && row->has_dwarf) {
             /* Known UUID: maybe an upgrade (ST_DSYM_UPGRADE). */
             PQclear(res);
             rc = store_exec(&res, c, &ST_DSYM_UPGRADE, 10, values, NULL, NULL, err);

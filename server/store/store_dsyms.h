@@ -31,8 +31,24 @@ typedef enum {
     STORE_DSYM_EXISTS,   /* the UUID was recorded already: the stored record is read back */
     STORE_DSYM_CREATED,  /* a new row */
     STORE_DSYM_UPGRADED, /* the stored row came from a symbol table only and this one has
-                            DWARF: the row now describes the new debug file */
+                            DWARF: the row now describes the new debug file; or (checked
+                            records) the row now points at the merged symcache */
+    STORE_DSYM_CONFLICT, /* checked records: the row is no longer what the caller merged with
+                            (another upload changed it meanwhile); nothing was written for it:
+                            merge again with what is stored now and record it again */
 } store_dsym_outcome;
+
+/* What a checked record (store_dsym_record.checked) does to an existing row that is still
+ * what the caller saw. */
+typedef enum {
+    STORE_DSYM_KEEP,             /* leave it (STORE_DSYM_EXISTS) */
+    STORE_DSYM_REPLACE_ROW,      /* the row becomes this record: its names won (DWARF over a
+                                    symbol table) and its symcache carries the stored one's
+                                    sections */
+    STORE_DSYM_REPLACE_SYMCACHE, /* only the symcache changes (the stored names stay, the
+                                    merged symcache adds this upload's unwind info); the
+                                    row's original upload stays */
+} store_dsym_action;
 
 /* store_dsym_get - the row for `uuid` (any case, dashes). Errors ERR_NOT_FOUND, ERR_STORE. */
 err_code store_dsym_get(store_dsym *out, store *s, const char *uuid, err_info *err);
@@ -85,6 +101,15 @@ typedef struct {
     uint32_t hidden_names;       /* App Store dSYM: names and paths its symcache still hides */
     uint32_t hidden_max;         /* the largest `__hidden#N_` + 1: the lines its map needs */
     const char *revealed_by;     /* the BCSymbolMap applied, NULL or "" = none */
+    /* Checked records: built by merging with what the caller read of the UUID's row
+     * (ingest_dsym: a dSYM and its executable make one symcache). The row is written only if
+     * it is still that: no row (expect_row false), or a row whose symcache is expect_sha256;
+     * else STORE_DSYM_CONFLICT. Unchecked records: insert, or upgrade a symbol-table row to
+     * DWARF, as the outcomes above say. */
+    bool checked;
+    bool expect_row;
+    const char *expect_sha256;
+    store_dsym_action action;    /* checked: what to do with the existing row */
     store_dsym_outcome outcome;  /* out */
 } store_dsym_record;
 
@@ -96,6 +121,8 @@ typedef struct {
  * the same transaction. Only created and upgraded rows get their symcache and original blobs written
  * (content-addressed: an existing blob is locked and reused, not written again); all of it
  * becomes visible at COMMIT together. rows[i].row is overwritten with the stored record.
+ * Checked records (above) are written only over the row their caller merged with; a
+ * STORE_DSYM_CONFLICT row writes nothing and does not stop the others.
  * Errors ERR_STORE, ERR_INVALID, ERR_IO (a file could not be read), ERR_INTERNAL.
  */
 err_code store_dsyms_record(store_dsym_record *rows, size_t n, store *s, err_info *err);

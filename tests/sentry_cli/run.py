@@ -11,7 +11,8 @@ label db).
    - an executable alone first, then its dSYM, then the executable again: DWARF wins;
    - three uploads at once whose files overlap (fat and thin, executables and dSYMs of the
      same UUIDs: sentry-cli splits fat files into thin slices);
-   then every slice is stored with DWARF, and POST /api/v1/symbolicate, which reads the
+   then every slice is stored with DWARF and with its executable's unwind info (as
+   llvm-objdump-14 --unwind-info lists it: tests/unwind_oracle.py), and POST /api/v1/symbolicate, which reads the
    symcaches stored in Postgres, agrees with llvm-symbolizer-14 on addresses sampled over each
    slice's __text (tests/lookup_oracle.py's sampling and comparison rules);
 4. every file assembled from the node's own copies of its chunks (none from Postgres), which
@@ -43,6 +44,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from web_instance import Instance, check, checks_done, env_or_die  # noqa: E402
 import lookup_oracle  # noqa: E402
+import unwind_oracle  # noqa: E402
 
 CLI_PACKAGE = "@sentry/cli-linux-x64"
 CHUNKS = "/api/0/organizations/acme/chunk-upload/"
@@ -535,6 +537,11 @@ def run(inst, cli, fixtures, fx, manifest, work):
     cli.upload([os.path.dirname(exe_dir)], "kit executable again")
     row2 = dsym_row(inst, kit_uuid)
     check(row2 == row, f"the executable again changes nothing ({row} -> {row2})")
+    # the executable's unwind info stayed in the symcache when the dSYM replaced its names
+    symc = unwind_oracle.stored_symcache(inst, kit_uuid)
+    why = unwind_oracle.matches_executable(symc and unwind_oracle.unwind_of(inst.bin, symc),
+                                           os.path.join(fixtures, kit["binary"]))
+    check(why == "", f"kit: the stored symcache keeps the executable's unwind info: {why}")
     # One upload at a time so far: the local chunk copies are gone once their file is stored.
     left = os.listdir(chunk_dir(inst))
     check(left == [], f"no local chunk copy left once every file is stored: {left[:5]}")
@@ -555,6 +562,17 @@ def run(inst, cli, fixtures, fx, manifest, work):
             row = dsym_row(inst, sl["uuid"])
             check(row is not None and row["has_dwarf"] and row["arch"] == sl["arch"],
                   f"{f['name']} {sl['arch']} {sl['uuid']}: stored with DWARF ({row})")
+    # concurrent uploads of executables and dSYMs of the same UUIDs: each stored symcache has
+    # the DWARF names and its executable's unwind info, whichever was stored first
+    for f in manifest["fixtures"]:
+        binary = os.path.join(fixtures, f["binary"])
+        for sl in f["slices"]:
+            if len(f["slices"]) > 1:
+                continue  # a fat file: its thin builds hold the same UUIDs and are checked
+            symc = unwind_oracle.stored_symcache(inst, sl["uuid"])
+            why = unwind_oracle.matches_executable(symc and unwind_oracle.unwind_of(inst.bin, symc),
+                                                   binary)
+            check(why == "", f"{f['name']} {sl['arch']}: stored unwind info: {why}")
     states = inst.psql(inst.db_url, "SELECT state, count(*) FROM dif_assemblies GROUP BY 1 ORDER BY 1")
     check(states.strip().startswith("ok|") and "\n" not in states.strip(),
           f"every assembly ok: {states.strip()!r}")
