@@ -14,6 +14,7 @@ dsym_unwind, labels db and fixtures), through a real `stacksift serve` and Postg
    changes nothing ("exists"), and `stacksift symcache rebuild` (from the stored dSYM) keeps
    the merged symcache as it is.
 3. One zip holding the .app and the .dSYM of a fixture: one row, DWARF and unwind info.
+4. A dSYM and its executable posted at the same moment: DWARF names and unwind info.
 sentry-cli's route is checked in tests/sentry_cli/run.py.
 Prints "N passed, N failed" like tests/harness.h.
 """
@@ -24,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import zipfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -156,6 +158,31 @@ def app_and_dsym_in_one_zip(inst, fixtures, fx):
     check(why == "", f"{fx['name']} zipped with its dSYM: stored unwind info: {why}")
 
 
+def at_once(inst, fixtures, fx):
+    """The dSYM and the executable of one UUID posted at the same moment: whichever commits
+    second merges with the first (or finds the row changed and merges again)."""
+    uuid = fx["slices"][0]["uuid"]
+    bodies = [open(os.path.join(fixtures, fx["dwarf"]), "rb").read(),
+              open(os.path.join(fixtures, fx["binary"]), "rb").read()]
+    results = [None, None]
+
+    def post(i):
+        results[i] = inst.request("POST", "/api/v1/dsyms", bodies[i], token=inst.tokens["upload"],
+                                  timeout=120)
+    threads = [threading.Thread(target=post, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    check(all(r is not None and r.status in (200, 201) for r in results),
+          f"{fx['name']} dSYM and executable at once: {[r and r.status for r in results]}")
+    row = inst.request("GET", f"/api/v1/dsyms/{uuid}", token=inst.tokens["read"]).json()
+    check(row.get("has_dwarf") is True, f"{fx['name']} at once: DWARF names ({row})")
+    _, unwind = stored_unwind(inst, uuid)
+    why = unwind_oracle.matches_executable(unwind, os.path.join(fixtures, fx["binary"]))
+    check(why == "", f"{fx['name']} at once: stored unwind info: {why}")
+
+
 def main():
     with Instance("dsym_unwind") as inst:
         shared = os.path.join(os.path.dirname(inst.source), "shared", "minidumps",
@@ -165,6 +192,7 @@ def main():
         shared_executable(inst, shared)
         dsym_then_executable(inst, inst.fixtures, fx["arm64-O2"])
         app_and_dsym_in_one_zip(inst, inst.fixtures, fx["x86_64-O2"])
+        at_once(inst, inst.fixtures, fx["dwarf5"])
     return checks_done()
 
 

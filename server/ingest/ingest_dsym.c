@@ -513,7 +513,11 @@ err_code ingest_dsym_upload_hashed(ingest_dsym_file **out, size_t *n, store *s,
         bool again = false;
         for (size_t k = 0; rc == ERR_OK && k < ntodo; k++) {
             rows[at[k]] = todo[k];
-            again |= todo[k].outcome == STORE_DSYM_CONFLICT;
+            if (todo[k].outcome == STORE_DSYM_CONFLICT) {
+                again = true;
+                log_event(LOG_INFO, "dsym_merge_again", "uuid=%s attempt=%u", todo[k].row.uuid,
+                          attempt + 1);
+            }
         }
         free(todo);
         free(at);
