@@ -354,7 +354,9 @@ static err_code merge_stored(store_dsym_record *d, char expect[65], char merged_
     rc = symcache_open(&mine, b->path, err);
     if (rc != ERR_OK)
         goto done;
-    bool new_names = symcache_has_dwarf(mine) && !cur.has_dwarf;
+    /* the row's rank, not the file's: a Breakpad .sym has names and lines but ranks below
+     * DWARF (row has_dwarf false), so a .sym again is no upgrade of itself */
+    bool new_names = d->row.has_dwarf && !cur.has_dwarf;
     if (!new_names && !symcache_has_unwind(mine))
         goto done; /* nothing this one adds: the stored one stays (KEEP) */
     snprintf(cur_path, sizeof cur_path, "%s/stored-%u.symc", work_dir, seq);
