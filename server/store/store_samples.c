@@ -199,7 +199,10 @@ err_code store_samples_claim(store_sample_work **out, const store_claimed_batch 
 }
 
 /* Call sites first (one row per (app, tag, key): DISTINCT ON, or ON CONFLICT would meet a
- * row twice), then their per-build-and-day rows, joined back by the unique key. */
+ * row twice), then their per-build-and-day rows, joined back by the unique key. Only one row
+ * of each call site carries its frames and stack (do_commit): DISTINCT ON keeps that one
+ * (frames IS NULL sorts it first), and the days' statement gets neither. Parsing the stack of
+ * every (call site, build, day) row twice was most of a commit's time. */
 static const store_stmt SQL_UPSERT_CALLSITES = {"samples_upsert_callsites",
     "INSERT INTO callsites AS c (project_id, app, tag, key, frames, stack, first_build, "
     "first_seen, last_seen, count) "
@@ -214,7 +217,7 @@ static const store_stmt SQL_UPSERT_CALLSITES = {"samples_upsert_callsites",
     "frames jsonb, stack jsonb, build text, first_seen timestamptz, last_seen timestamptz, "
     "n bigint)) t "
     "WINDOW w AS (PARTITION BY t.project_id, t.app, t.tag, t.key) "
-    "ORDER BY t.project_id, t.app, t.tag, t.key "
+    "ORDER BY t.project_id, t.app, t.tag, t.key, t.frames IS NULL "
     "ON CONFLICT (project_id, app, tag, key) DO UPDATE SET "
     "count = c.count + EXCLUDED.count, "
     "first_seen = least(c.first_seen, EXCLUDED.first_seen), "
@@ -295,6 +298,55 @@ static void id_list(buf *b, const int64_t *ids, size_t n)
         buf_printf(b, "%s%lld", i ? "," : "", (long long)ids[i]);
 }
 
+/* Orders call site adds by their call site (project, app, tag, key). */
+static int add_cmp(const void *va, const void *vb)
+{
+    const store_callsite_add *a = *(const store_callsite_add *const *)va;
+    const store_callsite_add *b = *(const store_callsite_add *const *)vb;
+    if (a->project_id != b->project_id)
+        return a->project_id < b->project_id ? -1 : 1;
+    int c = strcmp(a->app, b->app);
+    if (c == 0)
+        c = strcmp(a->tag, b->tag);
+    return c != 0 ? c : strcmp(a->key, b->key);
+}
+
+/* carry[i]: whether adds[i] is the first of its call site's rows (the one that carries its
+ * frames and stack); nadds entries, the caller frees it. */
+static bool *adds_first_of_callsite(const store_callsite_add *adds, size_t nadds)
+{
+    bool *carry = xcalloc(nadds, sizeof *carry);
+    const store_callsite_add **by = xcalloc(nadds, sizeof *by);
+    for (size_t i = 0; i < nadds; i++)
+        by[i] = &adds[i];
+    qsort(by, nadds, sizeof *by, add_cmp);
+    for (size_t i = 0; i < nadds; i++)
+        carry[by[i] - adds] = i == 0 || add_cmp(&by[i - 1], &by[i]) != 0;
+    free(by);
+    return carry;
+}
+
+/* One (call site, build, day) add as a json_to_recordset row; frames and stack only when
+ * `carry`. */
+static void add_json(buf *b, const store_callsite_add *x, bool carry)
+{
+    buf_printf(b, "\"project_id\":%lld", (long long)x->project_id);
+    kv(b, "app", x->app);
+    kv(b, "tag", x->tag);
+    kv(b, "key", x->key);
+    if (carry) {
+        kraw(b, "frames", x->frames_json);
+        kraw(b, "stack", x->stack_json);
+    }
+    kv(b, "build", x->build);
+    kv(b, "day", x->day);
+    kv(b, "version", x->version ? x->version : "");
+    buf_printf(b, ",\"n\":%lld", (long long)x->count);
+    kraw(b, "devices", x->devices_json);
+    kv(b, "first_seen", x->first_seen);
+    kv(b, "last_seen", x->last_seen);
+}
+
 static err_code do_commit(store_sample_work *w, const store_callsite_add *adds, size_t nadds,
                           const store_pending_add *pend, size_t npend, err_info *err)
 {
@@ -303,30 +355,21 @@ static err_code do_commit(store_sample_work *w, const store_callsite_add *adds, 
     err_code rc = ERR_OK;
     const char *values[1];
     if (nadds > 0) {
-        buf_putc(&b, '[');
-        for (size_t i = 0; i < nadds; i++) {
-            const store_callsite_add *x = &adds[i];
-            buf_append_str(&b, i ? ",{" : "{");
-            buf_printf(&b, "\"project_id\":%lld", (long long)x->project_id);
-            kv(&b, "app", x->app);
-            kv(&b, "tag", x->tag);
-            kv(&b, "key", x->key);
-            kraw(&b, "frames", x->frames_json);
-            kraw(&b, "stack", x->stack_json);
-            kv(&b, "build", x->build);
-            kv(&b, "day", x->day);
-            kv(&b, "version", x->version ? x->version : "");
-            buf_printf(&b, ",\"n\":%lld", (long long)x->count);
-            kraw(&b, "devices", x->devices_json);
-            kv(&b, "first_seen", x->first_seen);
-            kv(&b, "last_seen", x->last_seen);
-            buf_putc(&b, '}');
+        bool *carry = adds_first_of_callsite(adds, nadds);
+        for (int days = 0; days < 2 && rc == ERR_OK; days++) {
+            b.len = 0;
+            buf_putc(&b, '[');
+            for (size_t i = 0; i < nadds; i++) {
+                buf_append_str(&b, i ? ",{" : "{");
+                add_json(&b, &adds[i], !days && carry[i]);
+                buf_putc(&b, '}');
+            }
+            buf_putc(&b, ']');
+            values[0] = (const char *)b.data;
+            rc = store_exec(NULL, w->c, days ? &SQL_UPSERT_DAYS : &SQL_UPSERT_CALLSITES, 1,
+                            values, NULL, NULL, err);
         }
-        buf_putc(&b, ']');
-        values[0] = (const char *)b.data;
-        rc = store_exec(NULL, w->c, &SQL_UPSERT_CALLSITES, 1, values, NULL, NULL, err);
-        if (rc == ERR_OK)
-            rc = store_exec(NULL, w->c, &SQL_UPSERT_DAYS, 1, values, NULL, NULL, err);
+        free(carry);
         if (rc != ERR_OK)
             goto done;
     }

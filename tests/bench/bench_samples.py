@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""bench_samples.py [--devices N] [--samples N] [--builds N] [--threads N] [--min-rate R]
+"""bench_samples.py [--devices N] [--samples N] [--builds N] [--paths N] [--depth N] [--threads N]
+                   [--min-rate R]
 
 Privacy-API samples at fleet volume, end to end through a real `stacksift serve`
 and Postgres (tests/web_instance.py: its own database in STACKSIFT_TEST_DATABASE_URL's
@@ -7,14 +8,21 @@ cluster, FixtureApp's and FixtureKit's dSYMs uploaded first):
 
   DEVICES x SAMPLES stack samples per build, BUILDS builds, 5 API tags; each device's samples
   of a build are one gzip batch (format of docs/report-formats.md "Sample batches"), its own
-  ASLR slide; stacks come from a pool per tag (call paths through the fixture app's real
-  functions, each with variants below the top frames; every later build adds a path), so
-  most stacks repeat. THREADS client threads post the batches (keep-alive).
+  ASLR slide; stacks come from a pool per tag: PATHS call paths (each a call site) through
+  the fixture app's real functions, symbolicated through its uploaded dSYM, DEPTH in-app
+  frames deep below the API's frame, each path with variants below the top frames, every
+  later build adding a path; then system frames (no dSYM) down to the run loop, as a user's
+  stack has. Most stacks repeat, as on a real fleet. THREADS client threads post the batches
+  (keep-alive).
 
 Measured: samples/s from the first POST until GET /api/v1/callsites shows every call site
-with exactly the expected count (and the totals per tag match); the server's peak RSS.
+with exactly the expected count (and the totals per tag match); the split: post_s (until the
+last batch is answered 202) and count_lag_s (from then until every count is exact); the CPU
+time the server and the whole Postgres cluster spent meanwhile, per sample (on a shared
+machine the rate swings with the other load far more than these do); the server's peak RSS.
 Prints one JSON line. Exits 1 when a count is not exact, or the rate is under --min-rate.
-Defaults are the issue's size (100 x 1,000 x 4 builds, 4 threads); the ctest runs it tiny.
+Defaults are the issue's size (100 x 1,000 x 4 builds, 24 paths a tag: 135 call sites, 12
+in-app frames, 4 threads); the ctest runs it tiny.
 """
 import argparse
 import gzip
@@ -77,10 +85,10 @@ def plan(args, funcs):
     paths = {}   # tag -> list of (first build index, [in-app functions, top first])
     for t, tag in enumerate(TAGS):
         ps = []
-        for p in range(6 + args.builds - 1):
-            top = rnd.sample(names, 3)
-            first = 0 if p < 6 else p - 5
-            ps.append((first, top + rnd.sample(names, 2)))
+        for p in range(args.paths + args.builds - 1):
+            first = 0 if p < args.paths else p - args.paths + 1
+            ps.append((first, rnd.sample(names, 3) +
+                       [rnd.choice(names) for _ in range(args.depth - 3 + 2)]))
         paths[tag] = ps
     expected = {}
     work = []   # (build, device, [(tag, path index, variant, count)])
@@ -90,8 +98,9 @@ def plan(args, funcs):
             for _ in range(args.samples):
                 tag = TAGS[rnd.randrange(len(TAGS))]
                 live = [i for i, (first, _) in enumerate(paths[tag]) if first <= b]
-                # most calls come from a few hot paths, as on a real device
-                p = live[min(int(rnd.expovariate(0.6)), len(live) - 1)]
+                # most calls come from a few hot paths, as on a real device, and every path
+                # is taken now and then
+                p = live[int(len(live) * rnd.random() ** 3)]
                 count = 1 if rnd.random() < 0.8 else rnd.randrange(2, 4)
                 samples.append((tag, p, rnd.randrange(3), count))
                 top = tuple(norm(f) for f in paths[tag][p][1][:3])
@@ -121,7 +130,8 @@ def make_batches(args, funcs, app_uuid, paths, work):
             api = TAGS.index(tag) % len(SYS)
             frames = [hex(sys_load[api] + 0x1000 + 0x40 * TAGS.index(tag))]
             frames += [ret(f) for f in fns[:3]]
-            frames += [ret(fns[3 + variant % 2], variant)]           # variants below the top
+            # variants below the top: a path's deeper in-app frames, called from two places
+            frames += [ret(f, variant) for f in fns[3 + variant % 2:len(fns) - 1 + variant % 2]]
             frames += [hex(sys_load[1] + 0x2000 + 0x10 * k + 4) for k in range(6)]
             frames += [hex(sys_load[2] + 0x3000 + 0x10 * k + 4) for k in range(4)]
             frames += [hex(sys_load[3] + 0x100 + 4)]
@@ -175,6 +185,33 @@ def counts_now(inst):
     return got
 
 
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def proc_cpu_s(pid, children=False):
+    """utime + stime of `pid` in seconds (and of its exited, waited-for children)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    t = int(fields[11]) + int(fields[12])
+    if children:
+        t += int(fields[13]) + int(fields[14])
+    return t / TICK
+
+
+def cluster_cpu_s(postmaster):
+    """CPU seconds of a Postgres cluster: the postmaster, its reaped children, live ones."""
+    total = proc_cpu_s(postmaster, children=True)
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == postmaster:
+                        total += proc_cpu_s(int(d))
+            except (OSError, ValueError, IndexError):
+                pass
+    return total
+
+
 def rss_peak_mb(pid):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -188,6 +225,8 @@ def main():
     ap.add_argument("--devices", type=int, default=100)
     ap.add_argument("--samples", type=int, default=1000)
     ap.add_argument("--builds", type=int, default=4)
+    ap.add_argument("--paths", type=int, default=24)
+    ap.add_argument("--depth", type=int, default=12)
     ap.add_argument("--threads", type=int, default=4)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--min-rate", type=float, default=0)
@@ -211,7 +250,11 @@ def main():
         nsamples = args.devices * args.samples * args.builds
         calls = sum(expected.values())
 
+        datadir = inst.psql(inst.db_url, "SHOW data_directory").strip()
+        with open(os.path.join(datadir, "postmaster.pid")) as f:
+            postmaster = int(f.readline())
         errors = []
+        pg_cpu0, srv_cpu0 = cluster_cpu_s(postmaster), proc_cpu_s(inst.proc.pid)
         t0 = time.time()
         ts = post_all(inst, batches, args.threads, errors)
         for t in ts:
@@ -225,15 +268,19 @@ def main():
                 break
             time.sleep(0.05)
         elapsed = time.time() - t0
+        pg_cpu, srv_cpu = cluster_cpu_s(postmaster) - pg_cpu0, proc_cpu_s(inst.proc.pid) - srv_cpu0
         rss = rss_peak_mb(inst.proc.pid)
         per_tag_ok = all(sum(v for (t, _), v in got.items() if t == tag) ==
                          sum(v for (t, _), v in expected.items() if t == tag) for tag in TAGS)
         rate = nsamples / elapsed if exact else 0.0
         print(json.dumps({"bench": "samples", "devices": args.devices, "samples": args.samples,
-                          "builds": args.builds, "threads": args.threads, "batches": len(batches),
+                          "builds": args.builds, "paths": args.paths, "depth": args.depth,
+                          "threads": args.threads, "batches": len(batches),
                           "samples_total": nsamples, "calls": calls, "callsites": len(expected),
                           "exact": exact, "per_tag_exact": per_tag_ok, "post_s": round(posted, 2),
-                          "visible_s": round(elapsed, 2), "samples_per_s": round(rate, 1),
+                          "count_lag_s": round(elapsed - posted, 2), "visible_s": round(elapsed, 2), "samples_per_s": round(rate, 1),
+                          "cpu_us_per_sample": {"server": round(srv_cpu * 1e6 / nsamples, 2),
+                                                "postgres": round(pg_cpu * 1e6 / nsamples, 2)},
                           "rss_peak_mb": round(rss, 1), "errors": errors[:3]}))
         if not exact:
             missing = {k: v for k, v in expected.items() if got.get(k) != v}

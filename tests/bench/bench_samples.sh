@@ -3,9 +3,11 @@
 # #13) beside the reports-ingest rate, in the same run on the same machine.
 #
 # 1. tests/bench/bench_samples.py at the size: 100 devices x 1,000 samples per build,
-#    4 builds, 5 tags, gzip batches of 1,000 from 4 client threads, into a real
+#    4 builds, 5 tags, 135 call sites (12 in-app frames symbolicated through the uploaded
+#    dSYM, then system frames), gzip batches of 1,000 from 4 client threads, into a real
 #    `stacksift serve` on a private Postgres (tests/pg.sh); samples/s from the first POST
-#    until GET /api/v1/callsites shows every call site with its exact count; server peak RSS.
+#    until GET /api/v1/callsites shows every call site with its exact count, split into
+#    posting and counting lag; CPU per sample of the server and Postgres; server peak RSS.
 # 2. tests/bench/bench_ingest.sh INGEST_SECONDS (default 10): reports/s end to end.
 # Prints both JSON lines, then the two rates side by side. Targets: >= 50,000 samples/s,
 # RSS < 200 MB. Env: BUILD_DIR (default build), STACKSIFT_FIXTURES (default build-fixtures).
