@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tests/bench/bench_samples.sh [INGEST_SECONDS] - privacy-API samples at fleet volume (issue
-# #13) beside the reports-ingest rate, in the same run on the same machine.
+# tests/bench/bench_samples.sh [INGEST_SECONDS] - privacy-API samples at fleet volume beside
+# the reports-ingest rate, in the same run on the same machine.
 #
 # 1. tests/bench/bench_samples.py at the issue's size: 100 devices x 1,000 samples per build,
 #    4 builds, 5 tags, 135 call sites (12 in-app frames symbolicated through the uploaded
