@@ -35,3 +35,9 @@ add_test(NAME dsym_unwind
   COMMAND ${STACKSIFT_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/dsym_unwind.py)
 set_tests_properties(dsym_unwind PROPERTIES LABELS "db;fixtures" TIMEOUT 300
   ENVIRONMENT "${STACKSIFT_TEST_ENV}")
+
+# tests/bench/bench_walk: one dump walked and symbolicated in one process, as the server's workers
+# do it (run by tests/bench/bench_minidump.py beside minidump_stackwalk; not a test).
+add_executable(bench_walk ${CMAKE_CURRENT_SOURCE_DIR}/bench/bench_walk.c)
+target_include_directories(bench_walk PRIVATE ${COMMON_INCLUDE})
+target_link_libraries(bench_walk PRIVATE symbolicate symcache unwind minidump base)
