@@ -82,6 +82,33 @@ static err_code key_check(http_server *srv, int64_t pid, const char *key, err_in
     return ERR_OK;
 }
 
+/* The preamble of the upload routes: the path's project id into *pid (`route` names the
+ * path's last segment for the 404 message), then a DSN key from X-Sentry-Auth, Authorization
+ * or ?sentry_key= (Relay's order), checked against that project before the body is read.
+ * *have_key is false, and ERR_OK is returned, when none of them carries a key: the caller
+ * decides (an envelope's header may name one; a minidump has none). Errors into r->err:
+ * ERR_NOT_FOUND (path), ERR_UNAUTHORIZED (malformed, unknown, expired key), ERR_FORBIDDEN
+ * (another project's key). */
+static err_code sentry_auth_resolve(int64_t *pid, bool *have_key, http_request *r,
+                                    const char *route)
+{
+    *have_key = false;
+    if (!path_project(pid, r->param))
+        return err_set(&r->err, ERR_NOT_FOUND, "no such project: the path must be "
+                       "/api/{numeric project id}/%s/", route);
+    char key[AUTH_DSN_KEY_MAX];
+    err_code rc = auth_sentry_key_find(
+        key, MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Sentry-Auth"),
+        MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
+        request_arg(r, "sentry_key"), &r->err);
+    if (rc == ERR_NOT_FOUND)
+        return ERR_OK;
+    if (rc != ERR_OK)
+        return rc;
+    *have_key = true;
+    return key_check(r->srv, *pid, key, &r->err);
+}
+
 /* ---- answers ------------------------------------------------------------------------------ */
 
 /* 200 {"id":"<event_id>"} (32 hex digits, as Sentry writes it), {} for an envelope without
@@ -435,21 +462,12 @@ static enum MHD_Result sentry_post(http_request *r, bool store_endpoint)
     http_server *srv = r->srv;
     if (r->intake == INTAKE_DONE)
         return event_answer(r);
+    /* A key in the headers or the query is checked before the body is read; else the
+     * envelope header's dsn names it. */
     int64_t pid;
-    if (!path_project(&pid, r->param))
-        return sentry_refused(r, err_set(&r->err, ERR_NOT_FOUND, "no such project: the path "
-                                         "must be /api/{numeric project id}/envelope/"));
-    /* A key in the headers or the query (Relay's order) is checked before the body is read;
-     * else the envelope header's dsn names it. */
-    char key[AUTH_DSN_KEY_MAX];
-    err_code rc = auth_sentry_key_find(
-        key, MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Sentry-Auth"),
-        MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
-        request_arg(r, "sentry_key"), &r->err);
-    bool have_key = rc == ERR_OK;
-    if (rc != ERR_OK && rc != ERR_NOT_FOUND)
-        return sentry_refused(r, rc);
-    if (have_key && (rc = key_check(srv, pid, key, &r->err)) != ERR_OK)
+    bool have_key;
+    err_code rc = sentry_auth_resolve(&pid, &have_key, r, "envelope");
+    if (rc != ERR_OK)
         return sentry_refused(r, rc);
     ingest_sentry_input in = {
         .content_encoding = request_media_type(r, MHD_HTTP_HEADER_CONTENT_ENCODING),
@@ -465,6 +483,7 @@ static enum MHD_Result sentry_post(http_request *r, bool store_endpoint)
     err_code prc = ingest_sentry_prepare(&res, &in, r->a, &r->err);
     if (!have_key) {
         /* the key of the envelope header's dsn; without any key, the body is not judged */
+        char key[AUTH_DSN_KEY_MAX];
         int64_t dsn_pid;
         err_info kerr = {0};
         if (res.dsn == NULL)
@@ -536,19 +555,11 @@ enum MHD_Result handle_sentry_minidump(http_request *r)
     if (r->intake == INTAKE_DONE)
         return event_answer(r);
     int64_t pid;
-    if (!path_project(&pid, r->param))
-        return sentry_refused(r, err_set(&r->err, ERR_NOT_FOUND, "no such project: the path "
-                                         "must be /api/{numeric project id}/minidump/"));
-    char key[AUTH_DSN_KEY_MAX];
-    err_code rc = auth_sentry_key_find(
-        key, MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Sentry-Auth"),
-        MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
-        request_arg(r, "sentry_key"), &r->err);
-    if (rc == ERR_NOT_FOUND)
+    bool have_key;
+    err_code rc = sentry_auth_resolve(&pid, &have_key, r, "minidump");
+    if (rc == ERR_OK && !have_key)
         rc = err_set(&r->err, ERR_UNAUTHORIZED, "missing DSN key: send ?sentry_key=KEY or "
                      "X-Sentry-Auth: Sentry sentry_key=KEY");
-    if (rc == ERR_OK)
-        rc = key_check(srv, pid, key, &r->err);
     if (rc != ERR_OK)
         return sentry_refused(r, rc);
     http_form form;
