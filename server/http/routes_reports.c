@@ -76,19 +76,23 @@ static enum MHD_Result report_accepted(http_request *r)
 
 /* ---- multipart/form-data bodies -------------------------------------------------------------- */
 
-/* Grows `*data` (cap *cap) to hold `len + size` bytes in the request arena; false over budget. */
-static bool part_grow(http_request *r, uint8_t **data, size_t *cap, size_t len, size_t size)
+/* Appends `size` bytes of a part's chunk to `*data` (*len bytes so far, cap *cap), growing it in
+ * the request arena; false over budget (r->err set). */
+static bool part_append(http_request *r, uint8_t **data, size_t *cap, size_t *len,
+                        const char *chunk, size_t size)
 {
-    if (len + size <= *cap)
-        return true;
-    size_t ncap = *cap ? *cap : 65536;
-    while (ncap < len + size)
-        ncap *= 2;
-    uint8_t *p = arena_grow(r->a, *data, *cap, ncap, &r->err);
-    if (p == NULL)
-        return false;
-    *data = p;
-    *cap = ncap;
+    if (*len + size > *cap) {
+        size_t ncap = *cap ? *cap : 65536;
+        while (ncap < *len + size)
+            ncap *= 2;
+        uint8_t *p = arena_grow(r->a, *data, *cap, ncap, &r->err);
+        if (p == NULL)
+            return false;
+        *data = p;
+        *cap = ncap;
+    }
+    memcpy(*data + *len, chunk, size);
+    *len += size;
     return true;
 }
 
@@ -117,12 +121,10 @@ static enum MHD_Result on_form_part(void *cls, enum MHD_ValueKind kind, const ch
         return MHD_YES;
     if (strcmp(key, "reports") == 0) {
         f->has_reports = true;
-        if (!part_grow(r, &f->reports, &fr->reports_cap, f->reports_len, size)) {
+        if (!part_append(r, &f->reports, &fr->reports_cap, &f->reports_len, data, size)) {
             fr->failed = true;
             return MHD_NO;
         }
-        memcpy(f->reports + f->reports_len, data, size);
-        f->reports_len += size;
         return MHD_YES;
     }
     if (strcmp(key, INGEST_MINIDUMP_PART) == 0) {
@@ -133,12 +135,10 @@ static enum MHD_Result on_form_part(void *cls, enum MHD_ValueKind kind, const ch
         f->has_dump = true;
         if (f->dump_filename == NULL && filename != NULL)
             f->dump_filename = arena_strdup(r->a, filename, &r->err);
-        if (!part_grow(r, &f->dump, &fr->dump_cap, f->dump_len, size)) {
+        if (!part_append(r, &f->dump, &fr->dump_cap, &f->dump_len, data, size)) {
             fr->failed = true;
             return MHD_NO;
         }
-        memcpy(f->dump + f->dump_len, data, size);
-        f->dump_len += size;
         return MHD_YES;
     }
     if (filename != NULL)
