@@ -171,6 +171,17 @@ done:
     return m;
 }
 
+/* A slice built: counted, kept for later merges (done_for) and reported to the caller's
+ * callback, which gets `b` itself. */
+static void job_report(job *j, const dsym_built *b)
+{
+    j->built++;
+    j->done = xreallocarray(j->done, j->ndone + 1, sizeof *j->done);
+    j->done[j->ndone++] = *b;
+    if (j->fn != NULL)
+        j->fn(b, j->ctx);
+}
+
 /* The slice reported before for `uuid` in this job, or NULL. */
 static const dsym_built *done_for(const job *j, const char *uuid)
 {
@@ -531,11 +542,7 @@ static err_code build_slice(job *j, const uint8_t *data, size_t len, const char 
     }
     b.bytes = out.len;
     b.ms = now_ms() - t0;
-    j->built++;
-    j->done = xreallocarray(j->done, j->ndone + 1, sizeof *j->done);
-    j->done[j->ndone++] = b;
-    if (j->fn != NULL)
-        j->fn(&b, j->ctx);
+    job_report(j, &b);
 done:
     phase_start(&clock);
     buf_reset(&out);
@@ -671,11 +678,7 @@ static err_code build_breakpad(job *j, const uint8_t *data, size_t len, const ch
                  sym->first_skipped);
     }
     b.ms = now_ms() - t0;
-    j->built++;
-    j->done = xreallocarray(j->done, j->ndone + 1, sizeof *j->done);
-    j->done[j->ndone++] = b;
-    if (j->fn != NULL)
-        j->fn(&b, j->ctx);
+    job_report(j, &b);
 done:
     buf_reset(&out);
     arena_free(a);
