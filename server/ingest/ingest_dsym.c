@@ -620,12 +620,12 @@ err_code ingest_dsyms_reveal(unsigned *revealed, store *s, const char *work_dir,
                              symfiles *cache, const dsym_options *opts, err_info *err)
 {
     arena *a = arena_new(0);
-    store_dsym_hidden *rows;
+    store_dsym_original *rows;
     size_t n;
     *revealed = 0;
     err_code rc = store_dsyms_to_reveal(&rows, &n, s, a, err);
     for (size_t i = 0; rc == ERR_OK && i < n; i++) {
-        const store_dsym_hidden *d = &rows[i];
+        const store_dsym_original *d = &rows[i];
         maps_ctx maps = {.s = s, .work_dir = work_dir};
         dsym_options o = opts ? *opts : (dsym_options){0};
         o.lookup = stored_map;

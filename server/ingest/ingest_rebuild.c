@@ -79,7 +79,7 @@ err_code ingest_symcache_rebuild(unsigned *failed, store *s, const char *uuid,
                                  ingest_rebuilt_fn fn, void *ctx, err_info *err)
 {
     arena *a = arena_new(0);
-    store_dsym_rebuildable *rows;
+    store_dsym_original *rows;
     size_t n;
     *failed = 0;
     /* the stored maps of App Store dSYMs: a revealed symcache stays revealed */
@@ -93,7 +93,7 @@ err_code ingest_symcache_rebuild(unsigned *failed, store *s, const char *uuid,
     err_info load_err = {0};
     unsigned seq = 0;
     for (size_t i = 0; rc == ERR_OK && i < n; i++) {
-        const store_dsym_rebuildable *d = &rows[i];
+        const store_dsym_original *d = &rows[i];
         if (uuid && strcasecmp(uuid, d->uuid) != 0)
             continue;
         ingest_rebuilt out = {0};

@@ -493,25 +493,30 @@ static err_code do_rebuildable(pconn *c, void *vctx, err_info *err)
                        0, NULL, 0, err);
     if (rc != ERR_OK)
         return rc;
-    size_t n = (size_t)PQntuples(res);
-    store_dsym_rebuildable *list = arena_alloc_array(x->a, n ? n : 1, sizeof *list, err);
-    if (!list) {
-        PQclear(res);
+    rc = store_dsym_originals_read(x->out, x->n, res, x->a, err);
+    PQclear(res);
+    return rc;
+}
+
+err_code store_dsym_originals_read(store_dsym_original **out, size_t *n, PGresult *res, arena *a,
+                                   err_info *err)
+{
+    size_t rows = (size_t)PQntuples(res);
+    store_dsym_original *list = arena_alloc_array(a, rows ? rows : 1, sizeof *list, err);
+    if (!list)
         return ERR_TOO_LARGE;
-    }
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < rows; i++) {
         store_copy(list[i].uuid, sizeof list[i].uuid, res, (int)i, 0);
         store_copy(list[i].symcache_sha256, sizeof list[i].symcache_sha256, res, (int)i, 1);
         store_copy(list[i].original_sha256, sizeof list[i].original_sha256, res, (int)i, 2);
         store_copy(list[i].original_name, sizeof list[i].original_name, res, (int)i, 3);
     }
-    PQclear(res);
-    *(store_dsym_rebuildable **)x->out = list;
-    *x->n = n;
+    *out = list;
+    *n = rows;
     return ERR_OK;
 }
 
-err_code store_dsyms_rebuildable(store_dsym_rebuildable **out, size_t *n, store *s, arena *a,
+err_code store_dsyms_rebuildable(store_dsym_original **out, size_t *n, store *s, arena *a,
                                  err_info *err)
 {
     list_ctx x = {0, a, out, n};

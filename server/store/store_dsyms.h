@@ -157,17 +157,18 @@ typedef struct {
 err_code store_dsyms_unstored(store_dsym_unstored **out, size_t *n, store *s, size_t limit,
                               arena *a, err_info *err);
 
-/* A debug file `stacksift symcache rebuild` can rebuild. */
+/* A stored debug file with the upload it was built from: what rebuilding its symcache takes
+ * (`stacksift symcache rebuild`, the App Store reveal in store_symbol_maps.h). */
 typedef struct {
     char uuid[37];
     char symcache_sha256[65];
-    char original_sha256[65];
+    char original_sha256[65];   /* the upload it was built from */
     char original_name[256];
-} store_dsym_rebuildable;
+} store_dsym_original;
 
 /* store_dsyms_rebuildable - every row with a stored original, oldest upload first, in `a`.
  * Errors ERR_STORE, ERR_TOO_LARGE. */
-err_code store_dsyms_rebuildable(store_dsym_rebuildable **out, size_t *n, store *s, arena *a,
+err_code store_dsyms_rebuildable(store_dsym_original **out, size_t *n, store *s, arena *a,
                                  err_info *err);
 
 #endif

@@ -16,6 +16,7 @@
 #include "base/err.h"
 #include "store/store.h"
 #include "store/store_blobs.h"
+#include "store/store_dsyms.h"
 
 /* STORE_TS - a timestamptz column as RFC 3339 UTC text with milliseconds, the form every API
  * answer uses: 2026-01-07T10:31:02.114Z. STORE_TS_US keeps microseconds (queue ordering). */
@@ -162,5 +163,11 @@ err_code store_blob_put(pconn *c, const store_blob_file *f, err_info *err);
 
 /* store_copy - column value into out[cap] (truncated), "" for SQL NULL. */
 void store_copy(char *out, size_t cap, PGresult *res, int row, int col);
+
+/* store_dsym_originals_read - every row of `res` (columns: uuid, symcache sha256, original
+ * sha256, original name) into an array in `a`; *out and *n set on success only, `res` stays
+ * the caller's (store_dsyms.c). Errors ERR_TOO_LARGE. */
+err_code store_dsym_originals_read(store_dsym_original **out, size_t *n, PGresult *res, arena *a,
+                                   err_info *err);
 
 #endif

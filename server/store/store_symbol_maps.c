@@ -151,7 +151,7 @@ err_code store_symbol_map_find(char original[37], char sha256[65], store *s, con
 }
 
 typedef struct {
-    store_dsym_hidden **out;
+    store_dsym_original **out;
     size_t *n;
     arena *a;
 } reveal_list_ctx;
@@ -163,25 +163,12 @@ static err_code do_to_reveal(pconn *c, void *vctx, err_info *err)
     err_code rc = store_exec(&res, c, &ST_DSYMS_TO_REVEAL, 0, NULL, NULL, NULL, err);
     if (rc != ERR_OK)
         return rc;
-    size_t n = (size_t)PQntuples(res);
-    store_dsym_hidden *list = arena_alloc_array(x->a, n ? n : 1, sizeof *list, err);
-    if (!list) {
-        PQclear(res);
-        return ERR_TOO_LARGE;
-    }
-    for (size_t i = 0; i < n; i++) {
-        store_copy(list[i].uuid, sizeof list[i].uuid, res, (int)i, 0);
-        store_copy(list[i].symcache_sha256, sizeof list[i].symcache_sha256, res, (int)i, 1);
-        store_copy(list[i].original_sha256, sizeof list[i].original_sha256, res, (int)i, 2);
-        store_copy(list[i].original_name, sizeof list[i].original_name, res, (int)i, 3);
-    }
+    rc = store_dsym_originals_read(x->out, x->n, res, x->a, err);
     PQclear(res);
-    *x->out = list;
-    *x->n = n;
-    return ERR_OK;
+    return rc;
 }
 
-err_code store_dsyms_to_reveal(store_dsym_hidden **out, size_t *n, store *s, arena *a,
+err_code store_dsyms_to_reveal(store_dsym_original **out, size_t *n, store *s, arena *a,
                                err_info *err)
 {
     reveal_list_ctx x = {out, n, a};

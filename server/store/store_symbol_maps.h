@@ -14,6 +14,7 @@
 #include "base/err.h"
 #include "store/store.h"
 #include "store/store_blobs.h"
+#include "store/store_dsyms.h"
 
 typedef struct {
     char uuid[37];       /* the App Store dSYM slice */
@@ -55,18 +56,10 @@ err_code store_symbol_map_short(bool *found, char dsym_uuid[37], uint32_t *need,
 err_code store_symbol_map_find(char original[37], char sha256[65], store *s, const char *uuid,
                                err_info *err);
 
-/* A stored hidden dSYM whose BCSymbolMap is now stored too. */
-typedef struct {
-    char uuid[37];
-    char symcache_sha256[65];
-    char original_sha256[65];   /* the upload it was built from */
-    char original_name[256];
-} store_dsym_hidden;
-
 /* store_dsyms_to_reveal - every stored dSYM with hidden names whose BCSymbolMap (through its
  * UUID map, else its own UUID) is stored and long enough, in `a`. Errors ERR_STORE,
  * ERR_TOO_LARGE. */
-err_code store_dsyms_to_reveal(store_dsym_hidden **out, size_t *n, store *s, arena *a,
+err_code store_dsyms_to_reveal(store_dsym_original **out, size_t *n, store *s, arena *a,
                                err_info *err);
 
 /*
