@@ -21,7 +21,7 @@ static const subcommand SUBCOMMANDS[] = {
     {"parse", cli_parse, "parse [--json] FILE|-   parse a crash/stack report (any format) and print the model"},
     {"symbolicate", cli_symbolicate, "symbolicate --dsym PATH [--dsym PATH...] [--symcache-dir DIR] [--symbol-maps DIR] [--json] [--mangled] FILE|-   symbolicate a report"},
     {"signature", cli_signature, "signature [--dsym PATH...] [--symcache-dir DIR] [--symbol-maps DIR] [--frames N] FILE...   what each report groups as (JSON lines)"},
-    {"minidump", cli_minidump, "minidump walk [--json] [--symcache-dir DIR] DUMP [DEBUG_FILE...]   walk a minidump's threads (unwind info of the executables or symcaches given) and symbolicate them"},
+    {"minidump", cli_minidump, "minidump walk [--json] [--symcache-dir DIR]... DUMP [DEBUG_FILE...]   walk a minidump's threads (unwind info of the executables or symcaches given) and symbolicate them"},
     {"demangle", cli_demangle, "demangle [--simplified] [--no-swift|--no-cxx] [NAME...]   Swift/C++ names (or filter stdin)"},
     {"serve", cli_serve, "serve   run the HTTP service (configured by STACKSIFT_* env vars, see serve --help)"},
     {"migrate", cli_migrate, "migrate   apply database migrations (STACKSIFT_DATABASE_URL)"},

@@ -13,7 +13,8 @@ int cli_parse(int argc, char **argv);      /* stacksift parse [--json] FILE|- */
 int cli_symbolicate(int argc, char **argv); /* stacksift symbolicate --dsym PATH [...] FILE|- */
 int cli_signature(int argc, char **argv);  /* stacksift signature [--dsym PATH] FILE... */
 int cli_demangle(int argc, char **argv);   /* stacksift demangle [--simplified] [NAME...] */
-int cli_minidump(int argc, char **argv);   /* stacksift minidump walk [--json] DUMP [FILE...] */
+int cli_minidump(int argc, char **argv);   /* stacksift minidump walk [--json]
+                                              [--symcache-dir DIR]... DUMP [FILE...] */
 
 int cli_serve(int argc, char **argv);     /* stacksift serve   (config from STACKSIFT_* env) */
 int cli_migrate(int argc, char **argv);   /* stacksift migrate (STACKSIFT_DATABASE_URL) */
@@ -21,7 +22,7 @@ int cli_token(int argc, char **argv);     /* stacksift token create --name N --s
 int cli_project(int argc, char **argv);   /* stacksift project create SLUG [--name N] | list |
                                              key rotate SLUG [--grace S] */
 int cli_retention(int argc, char **argv); /* stacksift retention run [--force] */
-int cli_alert(int argc, char **argv);
-int cli_regroup(int argc, char **argv);   /* stacksift regroup [--page N] [--if-needed] */     /* stacksift alert add|list|remove */
+int cli_alert(int argc, char **argv);     /* stacksift alert add|list|remove */
+int cli_regroup(int argc, char **argv);   /* stacksift regroup [--page N] [--if-needed] */
 
 #endif
