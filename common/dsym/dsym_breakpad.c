@@ -30,34 +30,31 @@ static void arch_of(macho_image *img, const char *arch)
         }
 }
 
-/* the string id of FILE `id`, or STRTAB_NONE */
-static uint32_t file_string(debuginfo *di, const breakpad_sym *sym, uint32_t id)
+/* the record numbered `id` of v[n] (FILE or INLINE_ORIGIN records, sorted by id), or NULL */
+static const breakpad_named *named_find(const breakpad_named *v, size_t n, uint32_t id)
 {
-    size_t lo = 0, hi = sym->nfiles;
+    size_t lo = 0, hi = n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (sym->files[mid].id < id)
+        if (v[mid].id < id)
             lo = mid + 1;
         else
             hi = mid;
     }
-    if (lo == sym->nfiles || sym->files[lo].id != id)
-        return STRTAB_NONE;
-    const char *s = sym->files[lo].name;
-    return strtab_intern(&di->strings, s, strlen(s));
+    return lo < n && v[lo].id == id ? &v[lo] : NULL;
+}
+
+/* the string id of FILE `id`, or STRTAB_NONE */
+static uint32_t file_string(debuginfo *di, const breakpad_sym *sym, uint32_t id)
+{
+    const breakpad_named *f = named_find(sym->files, sym->nfiles, id);
+    return f != NULL ? strtab_intern(&di->strings, f->name, strlen(f->name)) : STRTAB_NONE;
 }
 
 static const char *origin_name(const breakpad_sym *sym, uint32_t id)
 {
-    size_t lo = 0, hi = sym->norigins;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (sym->origins[mid].id < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < sym->norigins && sym->origins[lo].id == id ? sym->origins[lo].name : "??";
+    const breakpad_named *o = named_find(sym->origins, sym->norigins, id);
+    return o != NULL ? o->name : "??";
 }
 
 static int cmp_line(const void *x, const void *y)
