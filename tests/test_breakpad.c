@@ -29,20 +29,32 @@ static const char *shared_path(char *out, size_t cap, const char *file)
     return out;
 }
 
-static void parses_shared_sym(void)
+/* The shared crash.sym mapped into *b and parsed into *s (in `a`), its executable `crash`
+ * mapped into *x and parsed into `exe`. false, after a failed check, when either is unreadable
+ * or does not parse; the caller unmaps b and x either way. */
+static bool load_shared(breakpad_sym **s, bytes *b, bytes *x, arena *a)
 {
     char path[4096];
+    err_info err = {0};
+    if (bytes_map_file(b, shared_path(path, sizeof path, "crash.sym"), &err) != ERR_OK ||
+        bytes_map_file(x, shared_path(path, sizeof path, "crash"), &err) != ERR_OK ||
+        macho_parse(&exe, x->data, x->len, &err) != ERR_OK) {
+        CHECK(!"shared crash.sym and crash readable");
+        return false;
+    }
+    err_code rc = breakpad_parse(s, b->data, b->len, a, &err);
+    CHECK_EQ_INT(rc, ERR_OK);
+    return rc == ERR_OK;
+}
+
+static void parses_shared_sym(void)
+{
     bytes b = {0}, x = {0};
     err_info err = {0};
-    if (bytes_map_file(&b, shared_path(path, sizeof path, "crash.sym"), &err) != ERR_OK ||
-        bytes_map_file(&x, shared_path(path, sizeof path, "crash"), &err) != ERR_OK ||
-        macho_parse(&exe, x.data, x.len, &err) != ERR_OK) {
-        CHECK(!"shared crash.sym and crash readable");
-        return;
-    }
     arena *a = arena_new(0);
     breakpad_sym *s;
-    CHECK_EQ_INT(breakpad_parse(&s, b.data, b.len, a, &err), ERR_OK);
+    if (!load_shared(&s, &b, &x, a))
+        goto done;
     CHECK_EQ_STR(s->os, "mac");
     CHECK_EQ_STR(s->arch, "x86_64");
     CHECK_EQ_STR(s->name, "crash");
@@ -89,6 +101,7 @@ static void parses_shared_sym(void)
     for (size_t cut = 0; cut < t.len; cut += 7)
         CHECK(breakpad_cfi_open(&cfi, t.data, cut, &err) == ERR_INVALID);
     buf_reset(&t);
+done:
     arena_free(a);
     bytes_unmap(&b);
     bytes_unmap(&x);
@@ -378,25 +391,19 @@ static void put64(uint8_t *p, uint64_t v)
  * finds, both "cfi". */
 static void walk_by_sym_cfi_matches_executable(void)
 {
-    char path[4096];
     bytes b = {0}, x = {0};
     err_info err = {0};
-    if (bytes_map_file(&b, shared_path(path, sizeof path, "crash.sym"), &err) != ERR_OK ||
-        bytes_map_file(&x, shared_path(path, sizeof path, "crash"), &err) != ERR_OK ||
-        macho_parse(&exe, x.data, x.len, &err) != ERR_OK) {
-        CHECK(!"shared crash.sym and crash readable");
-        return;
-    }
     arena *a = arena_new(0);
     breakpad_sym *s;
-    CHECK_EQ_INT(breakpad_parse(&s, b.data, b.len, a, &err), ERR_OK);
     buf t;
     buf_init(&t);
+    unwind_entry *list = NULL;
+    size_t nlist = 0;
+    if (!load_shared(&s, &b, &x, a))
+        goto done;
     breakpad_cfi_encode(&t, s);
     const macho_section *ui = macho_section_find(&exe, "__TEXT", "__unwind_info");
     const macho_section *eh = macho_section_find(&exe, "__TEXT", "__eh_frame");
-    unwind_entry *list = NULL;
-    size_t nlist = 0;
     CHECK(ui != NULL && eh != NULL);
     if (ui == NULL || eh == NULL)
         goto done;
