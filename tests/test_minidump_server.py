@@ -24,15 +24,13 @@ import io
 import json
 import os
 import re
-import subprocess
 import sys
-import time
 import uuid
 import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from web_instance import Instance, check, checks_done  # noqa: E402
+from web_instance import Instance, check, checks_done, project_create  # noqa: E402
 
 # ../shared beside the source tree (test data is read from there, never copied)
 SHARED = os.path.join(os.path.dirname(os.environ.get("STACKSIFT_SOURCE_DIR", os.path.dirname(HERE))),
@@ -44,24 +42,6 @@ def read(*parts):
     with open(os.path.join(MD, *parts), "rb") as f:
         return f.read()
 
-
-def project_create(inst, slug):
-    """(key, project id) of a new project, from the DSN `stacksift project create` prints."""
-    p = subprocess.run([inst.bin, "project", "create", slug], env=inst.env(),
-                       capture_output=True, text=True, timeout=30)
-    m = re.search(r"^DSN=\w+://([0-9a-fA-F]+)@[^/]+/(\d+)$", p.stdout, re.M)
-    if p.returncode != 0 or not m:
-        raise RuntimeError(f"project create {slug}: exit {p.returncode}, {p.stdout!r} {p.stderr!r}")
-    key, pid = m.group(1), int(m.group(2))
-    # the server learns new keys at its next key-table reload
-    deadline = time.time() + 10
-    while time.time() < deadline:
-        r = inst.request("POST", f"/api/{pid}/envelope/", b"",
-                         headers={"X-Sentry-Auth": f"Sentry sentry_key={key}"})
-        if r.status != 401:
-            break
-        time.sleep(0.1)
-    return key, pid
 
 
 def crashpad_body(fields, dump, boundary):

@@ -32,8 +32,7 @@ import jsonschema
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from web_instance import Instance, check, checks_done  # noqa: E402
-from test_sentry import project_create  # noqa: E402
+from web_instance import Instance, check, checks_done, project_create  # noqa: E402
 
 MAX_REPORT = 1 << 20
 MAX_UPLOAD = 1 << 20

@@ -45,27 +45,8 @@ import lookup_oracle as lo  # noqa: E402
 import symbolicate_reports as sr  # noqa: E402
 sys.path.insert(0, os.path.join(HERE, "sentry_cli"))
 from run import npm_ci  # noqa: E402  (the pinned @sentry/cli-linux-x64, tests/sentry_cli)
-from web_instance import Instance, check, checks_done, free_port  # noqa: E402
+from web_instance import Instance, check, checks_done, free_port, project_create  # noqa: E402
 
-
-def project_create(inst, slug):
-    """(key, project id) of a new project, from the DSN `stacksift project create` prints."""
-    p = subprocess.run([inst.bin, "project", "create", slug], env=inst.env(),
-                       capture_output=True, text=True, timeout=30)
-    m = re.search(r"^DSN=\w+://([0-9a-fA-F]+)@[^/]+/(\d+)$", p.stdout, re.M)
-    if p.returncode != 0 or not m:
-        raise RuntimeError(f"project create {slug}: exit {p.returncode}, {p.stdout!r} {p.stderr!r}")
-    key, pid = m.group(1), int(m.group(2))
-    # the server learns new keys at its next key-table reload (twice a second): until then an
-    # empty envelope is 401, after that 400
-    deadline = time.time() + 10
-    while time.time() < deadline:
-        r = inst.request("POST", f"/api/{pid}/envelope/", b"",
-                         headers={"X-Sentry-Auth": f"Sentry sentry_key={key}"})
-        if r.status != 401:
-            break
-        time.sleep(0.1)
-    return key, pid
 
 
 def envelope(items, header=None):

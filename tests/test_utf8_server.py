@@ -26,8 +26,7 @@ import threading
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import plcrash_encode as pe  # noqa: E402
-from test_sentry import project_create  # noqa: E402
-from web_instance import Instance, check, checks_done  # noqa: E402
+from web_instance import Instance, check, checks_done, project_create  # noqa: E402
 
 AB = b"\xab"
 FFFD = "\ufffd"

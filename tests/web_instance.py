@@ -8,10 +8,11 @@ runs `stacksift migrate`, creates one token per scope, starts `stacksift serve` 
 loopback port with a private data dir, and on exit stops the server (SIGTERM, then SIGKILL
 after 10 s) and drops the database. Standard library only; psql does the SQL.
 check() and checks_done() count assertions and print "N passed, N failed" like
-tests/harness.h.
+tests/harness.h; project_create(inst, slug) makes a project and returns its DSN key and id.
 """
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -55,6 +56,26 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def project_create(inst, slug):
+    """(key, project id) of a new project, from the DSN `stacksift project create` prints."""
+    p = subprocess.run([inst.bin, "project", "create", slug], env=inst.env(),
+                       capture_output=True, text=True, timeout=30)
+    m = re.search(r"^DSN=\w+://([0-9a-fA-F]+)@[^/]+/(\d+)$", p.stdout, re.M)
+    if p.returncode != 0 or not m:
+        raise RuntimeError(f"project create {slug}: exit {p.returncode}, {p.stdout!r} {p.stderr!r}")
+    key, pid = m.group(1), int(m.group(2))
+    # the server learns new keys at its next key-table reload (twice a second): until then an
+    # empty envelope is 401, after that 400
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        r = inst.request("POST", f"/api/{pid}/envelope/", b"",
+                         headers={"X-Sentry-Auth": f"Sentry sentry_key={key}"})
+        if r.status != 401:
+            break
+        time.sleep(0.1)
+    return key, pid
 
 
 class Response:
