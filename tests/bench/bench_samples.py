@@ -37,6 +37,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from web_instance import Instance  # noqa: E402
+from proc_cpu import cluster_cpu_s, proc_cpu_s  # noqa: E402
 
 TAGS = ["CLLocationManager.requestLocation", "UIPasteboard.string",
         "PHPhotoLibrary.requestAuthorization", "CNContactStore.enumerateContacts",
@@ -183,33 +184,6 @@ def counts_now(inst):
     for c in json.loads(body)["callsites"]:
         got[(c["tag"], tuple(f["function"] for f in c["frames"]))] = c["count"]
     return got
-
-
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def proc_cpu_s(pid, children=False):
-    """utime + stime of `pid` in seconds (and of its exited, waited-for children)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    t = int(fields[11]) + int(fields[12])
-    if children:
-        t += int(fields[13]) + int(fields[14])
-    return t / TICK
-
-
-def cluster_cpu_s(postmaster):
-    """CPU seconds of a Postgres cluster: the postmaster, its reaped children, live ones."""
-    total = proc_cpu_s(postmaster, children=True)
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    if int(f.read().rsplit(")", 1)[1].split()[1]) == postmaster:
-                        total += proc_cpu_s(int(d))
-            except (OSError, ValueError, IndexError):
-                pass
-    return total
 
 
 def rss_peak_mb(pid):
