@@ -208,13 +208,15 @@ static void add_registers(cr_builder *b, crashreport_thread *t, const minidump_c
     }
 }
 
-/* Which images the walk has unwind info for (crashreport_image.has_unwind), by UUID. */
+/* Which images the walk has unwind info for (crashreport_image.has_unwind), by UUID; an
+ * image given with its symbols only (they bound the scan) has none. */
 static void mark_unwind(cr_builder *b, const minidump *md, const unwind_image *images,
                         size_t nimages)
 {
     for (size_t i = 0; i < md->nmodules && i < b->r->nimages; i++)
         for (size_t k = 0; md->modules[i].has_uuid && k < nimages; k++)
-            if (memcmp(images[k].uuid, md->modules[i].uuid, 16) == 0)
+            if (memcmp(images[k].uuid, md->modules[i].uuid, 16) == 0 &&
+                unwind_image_has_cfi(&images[k]))
                 b->r->images[i].has_unwind = true;
 }
 

@@ -1152,3 +1152,27 @@ done:
     arena_free(a);
     return rc;
 }
+
+err_code symcache_scan_image(unwind_image *out, const symcache *sc, err_info *err)
+{
+    err_info uerr = {0};
+    err_code rc = symcache_unwind_image(out, sc, &uerr);
+    if (rc != ERR_OK) { /* no unwind info (or unreadable): the symbols still bound the scan */
+        memset(out, 0, sizeof *out);
+        memcpy(out->uuid, sc->uuid, 16);
+        out->text_vmaddr = sc->text_vmaddr;
+    }
+    out->covers = symcache_covers;
+    out->symbols = sc;
+    if (rc == ERR_INVALID)
+        return err_set(err, rc, "%s", uerr.msg);
+    return ERR_OK;
+}
+
+bool symcache_covers(const void *symbols, uint64_t rel)
+{
+    const symcache *c = symbols;
+    symcache_frame f;
+    return symcache_lookup(&f, 1, c, rel + c->text_vmaddr) > 0 && f.function != NULL &&
+           strcmp(f.function, "??") != 0;
+}

@@ -158,6 +158,20 @@ bool symcache_has_unwind(const symcache *sc);
 err_code symcache_unwind_image(unwind_image *out, const symcache *sc, err_info *err);
 
 /*
+ * symcache_scan_image - `sc` as an image whose symbols bound the stack scan
+ * (unwind_image.covers = symcache_covers, .symbols = sc): its unwind info as
+ * symcache_unwind_image gives it, or, when it has none, out->uuid and out->text_vmaddr only.
+ * Borrows the mapping as symcache_unwind_image does.
+ * Errors  ERR_INVALID (a corrupt unwind section: *out then has the symbols only).
+ */
+err_code symcache_scan_image(unwind_image *out, const symcache *sc, err_info *err);
+
+/* symcache_covers - unwind_image.covers over a symcache (`symbols`): whether a function or
+ * symbol covers module offset `rel` (the symcache's addresses are offsets + its __TEXT
+ * vmaddr). */
+bool symcache_covers(const void *symbols, uint64_t rel);
+
+/*
  * symcache_unwind_append - append the unwind sections of Mach-O slice `img` to `out`, a
  * symcache just built (symcache_build) or merged: "UNWI" when it has __TEXT,__unwind_info with
  * bytes (an executable or dylib; a dSYM has its header only), with __TEXT,__eh_frame, "DBGF"

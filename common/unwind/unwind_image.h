@@ -53,4 +53,12 @@ typedef struct unwind_image {
     const void *symbols;
 } unwind_image;
 
+/* unwind_image_has_cfi - whether `im` gives the walker call-frame information to read (compact
+ * unwind, __eh_frame, a .sym's STACK CFI), not only symbols that bound the scan.
+ * (__debug_frame is not counted: the walker does not read it yet.) */
+static inline bool unwind_image_has_cfi(const unwind_image *im)
+{
+    return im->nentries > 0 || im->eh_frame != NULL || im->breakpad_cfi != NULL;
+}
+
 #endif

@@ -47,16 +47,6 @@ static void usage(FILE *f)
     fprintf(f, "usage: stacksift minidump walk [--json] [--symcache-dir DIR]... DUMP [DEBUG_FILE...]\n");
 }
 
-/* symbols_cover - unwind_image.covers over a symcache: a function or symbol at module offset
- * `rel` (the symcache's addresses are offsets + its __TEXT vmaddr). */
-static bool symbols_cover(const void *symbols, uint64_t rel)
-{
-    const symcache *c = symbols;
-    symcache_frame f;
-    return symcache_lookup(&f, 1, c, rel + symcache_text_vmaddr(c)) > 0 && f.function != NULL &&
-           strcmp(f.function, "??") != 0;
-}
-
 /* unwind_images - the unwind info of every module of the dump with a symcache
  * (symcache_unwind_image: compact unwind and __eh_frame of the executables and dylibs given,
  * a Breakpad .sym's STACK CFI; one symcache per UUID holds all of them and the dSYM's names),
@@ -80,16 +70,9 @@ static err_code unwind_images(unwind_image **out, size_t *n, const minidump *md,
         err_info uerr = {0};
         if (c == NULL)
             continue;
-        err_code rc = symcache_unwind_image(&images[k], c, &uerr);
-        if (rc != ERR_OK && rc != ERR_NOT_FOUND)
+        /* no unwind info: its symbols still bound the stack scan */
+        if (symcache_scan_image(&images[k], c, &uerr) != ERR_OK)
             fprintf(stderr, "stacksift minidump: %s: %s: unwind info skipped\n", uuid, uerr.msg);
-        if (rc != ERR_OK) { /* no unwind info: its symbols still bound the stack scan */
-            memset(&images[k], 0, sizeof images[k]);
-            memcpy(images[k].uuid, md->modules[i].uuid, 16);
-            images[k].text_vmaddr = symcache_text_vmaddr(c);
-        }
-        images[k].covers = symbols_cover;
-        images[k].symbols = c;
         k++;
     }
     *out = images;
