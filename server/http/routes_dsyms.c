@@ -246,6 +246,15 @@ enum MHD_Result handle_dsyms_missing(http_request *r)
         jsonw_kint(&w, "reports", rows[i].reports);
         jsonw_kstr(&w, "first_received", rows[i].first_received);
         jsonw_kstr(&w, "last_received", rows[i].last_received);
+        /* what the reports lack of it: names (a dSYM, or any debug file with a symbol table),
+         * unwind info for a minidump's walk (an executable, a dylib or a Breakpad .sym) */
+        jsonw_key(&w, "needs");
+        jsonw_array_begin(&w);
+        if (rows[i].needs_debug_info)
+            jsonw_str(&w, "debug_info");
+        if (rows[i].needs_unwind_info)
+            jsonw_str(&w, "unwind_info");
+        jsonw_array_end(&w);
         jsonw_object_end(&w);
     }
     jsonw_array_end(&w);

@@ -511,6 +511,7 @@ static void report_json(jsonw *w, const store_report *rep)
     jsonw_kstr(w, "app_version", rep->app_version);
     jsonw_kstr(w, "os_version", rep->os_version);
     jsonw_kraw(w, "missing_uuids", rep->missing_uuids_json);
+    jsonw_kraw(w, "unwind_uuids", rep->unwind_uuids_json);
     jsonw_kstr(w, "error", rep->error);
     jsonw_kraw(w, "report", rep->parsed_json);
     jsonw_key(w, "issue_id");

@@ -737,6 +737,48 @@ static const char *text_of(const char *s, arena *a)
 
 /* ---- workers ------------------------------------------------------------------------- */
 
+/* The in-app images a minidump's walk went through without their unwind info (a frame of
+ * any walked thread fell in them, has_unwind false: the frame's caller was found by the frame
+ * pointer or the scan, or the walk stopped there), as a JSON array of their UUIDs in `a`
+ * (*out NULL when there are none); `json` is scratch space. Images the app does not own
+ * (the OS's libraries) are not asked for, as for dSYMs. Errors ERR_TOO_LARGE. */
+static err_code unwind_lacking(const char **out, const crashreport *r, buf *json, arena *a,
+                               err_info *err)
+{
+    *out = NULL;
+    bool *used = arena_alloc_array(a, r->nimages ? r->nimages : 1, sizeof *used, err);
+    if (used == NULL)
+        return ERR_TOO_LARGE;
+    for (size_t t = 0; t < r->nthreads; t++)
+        for (size_t k = 0; k < r->threads[t].nframes; k++) {
+            int32_t im = r->threads[t].frames[k].image;
+            if (im >= 0 && (size_t)im < r->nimages)
+                used[im] = true;
+        }
+    jsonw j;
+    jsonw_init(&j, json);
+    jsonw_array_begin(&j);
+    size_t n = 0;
+    for (size_t i = 0; i < r->nimages; i++) {
+        const crashreport_image *im = &r->images[i];
+        used[i] = used[i] && im->uuid[0] != '\0' && !im->has_unwind &&
+                  im->in_app == CRASHREPORT_IN_APP_YES;
+        bool dup = false;
+        for (size_t k = 0; k < i && used[i] && !dup; k++)
+            dup = used[k] && strcmp(r->images[k].uuid, im->uuid) == 0;
+        if (!used[i] || dup)
+            continue;
+        jsonw_str(&j, im->uuid);
+        n++;
+    }
+    jsonw_array_end(&j);
+    if (n == 0)
+        return ERR_OK;
+    *out = arena_strndup(a, (const char *)json->data, json->len, err);
+    return *out != NULL ? ERR_OK : ERR_TOO_LARGE;
+}
+
+
 /* What becomes of report `r` (parsed; `app` as intake stored it, NULL = unknown): *o filled
  * as a worker commits it, everything in `a`. `at_intake`: only with symcaches this node has
  * open already (sc_acquire's warm_only) and only to "processed": false when that could not
@@ -789,6 +831,10 @@ static bool process_parsed(pipeline *p, crashreport *r, const char *app, store_o
         if (o->missing_uuids_json == NULL)
             rc = ERR_TOO_LARGE;
     }
+    if (rc == ERR_OK && r->format == CRASHREPORT_FORMAT_MINIDUMP) {
+        rc = unwind_lacking(&o->unwind_uuids_json, r, &json, a, &err);
+        json.len = 0;
+    }
     if (rc == ERR_OK) {
         signature_render_frames_json(&json, &sig);
         o->frames_json = arena_strndup(a, (const char *)json.data, json.len, &err);
@@ -800,6 +846,7 @@ static bool process_parsed(pipeline *p, crashreport *r, const char *app, store_o
         o->error = arena_sprintf(a, &err, "%s: %s", err_name(rc), err.msg);
         o->symbolicated_json = NULL;
         o->missing_uuids_json = NULL;
+        o->unwind_uuids_json = NULL;
         if (o->error == NULL)
             o->error = "the report needs more memory than its budget";
         return !at_intake;
@@ -832,60 +879,85 @@ static bool process_parsed(pipeline *p, crashreport *r, const char *app, store_o
     return true;
 }
 
+/* How many times a dump is walked again at most (minidump_unwind): each walk may reach
+ * images the one before did not, whose unwind info is then asked for. */
+#define MINIDUMP_WALKS_MAX 4
+
+/* Ask for the unwind info of image `i` of `cur` into imgs[*n] (its symcache referenced in
+ * held[*n]); *n grows when it has a symcache: its unwind info, or its symbols alone, which
+ * bound the stack scan. An in-app image without unwind info is asked of Postgres once more
+ * (not this node's row cache, which may be a TTL behind an upload on another node): the
+ * report is about to be recorded as lacking it (unwind_uuids), and only an upload of that
+ * UUID would walk it again. */
+static void unwind_ask(unwind_image *imgs, sc_entry **held, size_t *n, pipeline *p,
+                       const crashreport *cur, size_t i)
+{
+    const char *uuid = cur->images[i].uuid;
+    err_info err = {0};
+    bool cold = false;
+    sc_entry *e = sc_acquire(p, uuid, false, &cold);
+    if ((e == NULL || !symcache_has_unwind(e->sc)) && p->o.files != NULL &&
+        signature_image_in_app(cur, i)) {
+        if (e != NULL)
+            sc_release(p, e);
+        symfiles_forget(p->o.files, uuid);
+        e = sc_acquire(p, uuid, false, &cold);
+    }
+    if (e == NULL)
+        return;
+    if (symcache_scan_image(&imgs[*n], e->sc, &err) != ERR_OK)
+        log_event(LOG_WARN, "symcache_unwind_unreadable", "uuid=%s message=%s", uuid, err.msg);
+    held[(*n)++] = e;
+}
+
 /* A minidump's report walked again with the unwind info its images' symcaches carry (an
- * uploaded executable's compact unwind and __eh_frame, symcache_unwind_image) for the images
- * its frames fell in: *r replaced when any image has some; else, or when the second parse fails, *r is left as it is (walked
- * with frame pointers and the scan). The symcaches stay referenced during the walk only. */
+ * uploaded executable's compact unwind and __eh_frame, a dSYM's __debug_frame, a .sym's
+ * STACK CFI: symcache_unwind_image) and the symbols that bound the stack scan
+ * (symcache_scan_image), for the images its frames fell in: *r replaced by the last walk that
+ * read; while a walk reaches images none before reached (a caller found by CFI instead of
+ * the scan), their symcaches are asked for and the dump walked again, at most
+ * MINIDUMP_WALKS_MAX times. When no image has a symcache, or a walk fails, *r is the walk
+ * before. The symcaches stay referenced during the walks only. */
 static void minidump_unwind(crashreport **r, pipeline *p, const ingest_stored *st, arena *a)
 {
     const crashreport *first = *r;
+    size_t ni = first->nimages ? first->nimages : 1;
     err_info err = {0};
-    sc_entry **held = arena_alloc_array(a, first->nimages ? first->nimages : 1, sizeof *held, &err);
-    unwind_image *imgs = arena_alloc_array(a, first->nimages ? first->nimages : 1, sizeof *imgs,
-                                           &err);
-    if (held == NULL || imgs == NULL)
+    sc_entry **held = arena_alloc_array(a, ni, sizeof *held, &err);
+    unwind_image *imgs = arena_alloc_array(a, ni, sizeof *imgs, &err);
+    /* Only the images the walks' frames fell in: a dump lists every loaded image (200 and
+     * more for an Electron app), and each asked for costs a symcache lookup; a frame's
+     * caller is found with its own image's unwind info. The image list is the dump's, the
+     * same in every walk. */
+    bool *asked = arena_alloc_array(a, ni, sizeof *asked, &err);
+    if (held == NULL || imgs == NULL || asked == NULL)
         return;
-    /* Only the images the first walk's frames fell in: a dump lists every loaded image (200
-     * and more for an Electron app), and each asked for costs a symcache lookup; a frame's
-     * caller is found with its own image's unwind info. */
-    bool *used = arena_alloc_array(a, first->nimages ? first->nimages : 1, sizeof *used, &err);
-    if (used == NULL)
-        return;
-    for (size_t t = 0; t < first->nthreads; t++)
-        for (size_t k = 0; k < first->threads[t].nframes; k++) {
-            int32_t im = first->threads[t].frames[k].image;
-            if (im >= 0 && (size_t)im < first->nimages)
-                used[im] = true;
-        }
     size_t n = 0;
-    for (size_t i = 0; i < first->nimages; i++) {
-        const char *uuid = first->images[i].uuid;
-        bool seen = uuid[0] == '\0' || !used[i];
-        for (size_t k = 0; k < i && !seen; k++)
-            seen = strcmp(first->images[k].uuid, uuid) == 0;
-        if (seen)
-            continue;
-        bool cold = false;
-        sc_entry *e = sc_acquire(p, uuid, false, &cold);
-        if (e == NULL)
-            continue;
-        err_clear(&err);
-        if (!symcache_has_unwind(e->sc) || symcache_unwind_image(&imgs[n], e->sc, &err) != ERR_OK) {
-            if (err.code != ERR_OK && err.code != ERR_NOT_FOUND)
-                log_event(LOG_WARN, "symcache_unwind_unreadable", "uuid=%s message=%s", uuid,
-                          err.msg);
-            sc_release(p, e);
-            continue;
-        }
-        held[n++] = e;
-    }
-    if (n > 0) {
+    for (unsigned walk = 0; walk < MINIDUMP_WALKS_MAX; walk++) {
+        const crashreport *cur = *r;
+        size_t before = n;
+        for (size_t t = 0; t < cur->nthreads; t++)
+            for (size_t k = 0; k < cur->threads[t].nframes; k++) {
+                int32_t im = cur->threads[t].frames[k].image;
+                if (im < 0 || (size_t)im >= cur->nimages || asked[im])
+                    continue;
+                asked[im] = true;
+                const char *uuid = cur->images[im].uuid;
+                bool seen = uuid[0] == '\0';
+                for (size_t j = 0; j < cur->nimages && !seen; j++)
+                    seen = j != (size_t)im && asked[j] && strcmp(cur->images[j].uuid, uuid) == 0;
+                if (!seen)
+                    unwind_ask(imgs, held, &n, p, cur, (size_t)im);
+            }
+        if (n == before)
+            break;   /* nothing new to walk with: this walk stands */
         crashreport_minidump_options o = {.event_json = st->event, .event_len = st->event_len,
                                           .images = imgs, .nimages = n};
         crashreport *again = NULL;
         err_clear(&err);
-        if (crashreport_parse_minidump(&again, st->report, st->len, &o, a, &err) == ERR_OK)
-            *r = again;
+        if (crashreport_parse_minidump(&again, st->report, st->len, &o, a, &err) != ERR_OK)
+            break;
+        *r = again;
     }
     for (size_t i = 0; i < n; i++)
         sc_release(p, held[i]);

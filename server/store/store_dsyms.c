@@ -149,18 +149,24 @@ err_code store_dsyms_list(store_dsym **out, size_t *n, store *s, const char *uui
     return rc;
 }
 
-/* The image name comes from one waiting report's model. */
+/* Both kinds of waiting in one list, a report counted once per UUID; the image name comes
+ * from one waiting report's model. Each branch reads only its partial indexes' rows
+ * (reports_pending_dsym, reports_unwind_waiting). */
 static const store_stmt ST_DSYMS_MISSING = {
     "dsyms_missing",
-    "WITH m AS (SELECT u, count(*) AS n, min(r.received_at) AS first_r, "
-    "max(r.received_at) AS last_r, (array_agg(r.id))[1] AS sample "
-    "FROM reports r, unnest(r.missing_uuids) u "
-    "WHERE r.status = 'pending_dsym' GROUP BY u ORDER BY n DESC, u "
-    "LIMIT $1::int) "
+    "WITH w AS (SELECT u, r.id, r.received_at, true AS dbg, false AS unw "
+    "FROM reports r, unnest(r.missing_uuids) u WHERE r.status = 'pending_dsym' "
+    "UNION ALL SELECT u, r.id, r.received_at, false, true "
+    "FROM reports r, unnest(r.unwind_uuids) u WHERE r.unwind_uuids <> '{}' "
+    "AND r.status IN ('processed', 'pending_dsym')), "
+    "m AS (SELECT u, count(DISTINCT w.id) AS n, min(w.received_at) AS first_r, "
+    "max(w.received_at) AS last_r, (array_agg(w.id))[1] AS sample, bool_or(w.dbg) AS dbg, "
+    "bool_or(w.unw) AS unw FROM w GROUP BY u ORDER BY n DESC, u LIMIT $1::int) "
     "SELECT upper(m.u::text), (SELECT img->>'name' FROM reports r, "
     "json_array_elements(r.symbolicated::json->'images') img WHERE r.id = m.sample "
     "AND upper(img->>'uuid') = upper(m.u::text) LIMIT 1), m.n, "
-    STORE_TS("m.first_r") ", " STORE_TS("m.last_r") " FROM m ORDER BY m.n DESC, m.u"};
+    STORE_TS("m.first_r") ", " STORE_TS("m.last_r") ", m.dbg, m.unw "
+    "FROM m ORDER BY m.n DESC, m.u"};
 
 typedef struct {
     const char *limit;
@@ -188,6 +194,8 @@ static err_code do_dsyms_missing(pconn *c, void *vctx, err_info *err)
         rows[i].reports = strtoll(PQgetvalue(res, row, 2), NULL, 10);
         rows[i].first_received = store_dup(m->a, res, row, 3, err, &rc);
         rows[i].last_received = store_dup(m->a, res, row, 4, err, &rc);
+        rows[i].needs_debug_info = PQgetvalue(res, row, 5)[0] == 't';
+        rows[i].needs_unwind_info = PQgetvalue(res, row, 6)[0] == 't';
     }
     PQclear(res);
     if (rc == ERR_OK) {

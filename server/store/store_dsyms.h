@@ -58,17 +58,21 @@ err_code store_dsym_get(store_dsym *out, store *s, const char *uuid, err_info *e
 err_code store_dsyms_list(store_dsym **out, size_t *n, store *s, const char *uuid,
                           const char *name, size_t limit, arena *a, err_info *err);
 
-/* A UUID that pending_dsym reports wait for; strings in the caller's arena. */
+/* A UUID that reports wait for: its dSYM (pending_dsym reports, missing_uuids), or its unwind
+ * info (minidumps walked through it without any: unwind_uuids); strings in the caller's arena. */
 typedef struct {
     const char *uuid;            /* upper case with dashes */
     const char *name;            /* the image's name in one waiting report, NULL = unknown */
-    int64_t reports;             /* how many reports wait for it */
+    int64_t reports;             /* how many reports wait for it (either way, each once) */
     const char *first_received;  /* RFC 3339 UTC: the earliest of them */
     const char *last_received;   /* the latest */
+    bool needs_debug_info;       /* a pending_dsym report lacks its names */
+    bool needs_unwind_info;      /* a processed or pending_dsym minidump was walked through it
+                                    without its unwind info (an executable, dylib or .sym) */
 } store_dsym_missing;
 
-/* store_dsyms_missing - the UUIDs pending_dsym reports wait for, most reports first, at most
- * `limit`; *out in `a`. Errors ERR_STORE, ERR_TOO_LARGE. */
+/* store_dsyms_missing - the UUIDs reports wait for (store_dsym_missing), most reports first, at
+ * most `limit`; *out in `a`. Errors ERR_STORE, ERR_TOO_LARGE. */
 err_code store_dsyms_missing(store_dsym_missing **out, size_t *n, store *s, unsigned limit,
                              arena *a, err_info *err);
 

@@ -130,9 +130,12 @@ static const char SQL_UPDATE_REPORTS[] =
     "symbolicated = v.s, "
     "missing_uuids = coalesce((SELECT array_agg(u::uuid) FROM json_array_elements_text("
     "coalesce(t.missing, '[]'::json)) u), '{}'), "
+    "unwind_uuids = coalesce((SELECT array_agg(u::uuid) FROM json_array_elements_text("
+    "coalesce(t.unwind, '[]'::json)) u), '{}'), "
     "attempts = r.attempts + 1, processed_at = now(), updated_at = now() "
     "FROM json_to_recordset($1::json) AS t(id uuid, at timestamptz, status text, error text, "
-    "issue_id bigint, fingerprint text, kind text, hardware_model text, missing json) "
+    "issue_id bigint, fingerprint text, kind text, hardware_model text, missing json, "
+    "unwind json) "
     /* the models travel as plain text parameters, one each: no JSON parsing on the way in */
     "JOIN (VALUES %s) AS v(id, s) ON v.id = t.id "
     /* reports is partitioned by day (migration 0006): the batch's receipt times as constants
@@ -289,6 +292,7 @@ static err_code do_commit(store_work *w, const store_outcome *out, const store_g
         jsonw_kstr(&j, "kind", o->kind);
         jsonw_kstr(&j, "hardware_model", o->hardware_model);
         jsonw_kraw(&j, "missing", o->missing_uuids_json);
+        jsonw_kraw(&j, "unwind", o->unwind_uuids_json);
         jsonw_object_end(&j);
         any_pending |= strcmp(o->status, "pending_dsym") == 0;
     }

@@ -39,6 +39,8 @@ typedef struct {
     const char *status;             /* "processed", "pending_dsym" or "failed" */
     const char *error;              /* why it failed */
     const char *missing_uuids_json; /* JSON array of the in-app UUIDs without a dSYM, or NULL */
+    const char *unwind_uuids_json;  /* JSON array of the in-app UUIDs a minidump's walk went
+                                       through without their unwind info, or NULL */
     const char *symbolicated_json;  /* the symbolicated model (JSON object), or NULL */
     const char *kind;               /* "crash", "hang", "sample" */
     const char *app;                /* app the issue belongs to ("" if unknown) */

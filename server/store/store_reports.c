@@ -25,7 +25,9 @@ static const store_stmt ST_REPORT_GET = {
                   "os_version, (SELECT coalesce(json_agg(upper(u::text)), '[]') "
                   "FROM unnest(missing_uuids) u)::text, error, "
                   "coalesce(issue_id, 0)::text, fingerprint, kind, hardware_model, "
-                  "symbolicated, " STORE_TS("processed_at") ", project_id::text "
+                  "symbolicated, " STORE_TS("processed_at") ", project_id::text, "
+                  "(SELECT coalesce(json_agg(upper(u::text)), '[]') "
+                  "FROM unnest(unwind_uuids) u)::text "
                   "FROM reports WHERE id = $1::uuid"};
 static const store_stmt ST_REPORT_COUNT = {
     "report_count", "SELECT count(*) FROM reports WHERE ($1::text IS NULL OR status = $1)"};
@@ -139,6 +141,7 @@ static err_code do_report_get(pconn *c, void *vctx, err_info *err)
     o->symbolicated_json = store_dup(r->a, res, 0, 17, err, &rc);
     o->processed_at = store_dup(r->a, res, 0, 18, err, &rc);
     o->project_id = strtoll(PQgetvalue(res, 0, 19), NULL, 10);
+    o->unwind_uuids_json = store_dup(r->a, res, 0, 20, err, &rc);
     PQclear(res);
     return rc;
 }

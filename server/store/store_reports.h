@@ -64,6 +64,8 @@ typedef struct {
     const char *app_version;
     const char *os_version;
     const char *missing_uuids_json; /* JSON array */
+    const char *unwind_uuids_json;  /* JSON array: in-app images a minidump's walk went
+                                       through without their unwind info */
     const char *error;
     /* what the pipeline added (NULL / 0 until the report is processed) */
     int64_t issue_id;               /* 0 = none */

@@ -751,6 +751,8 @@
           rep.error ? fact('Error', h('span.error', rep.error)) : null,
           rep.missing_uuids && rep.missing_uuids.length
             ? fact('Missing dSYMs', h('span.mono', rep.missing_uuids.join(' '))) : null,
+          rep.unwind_uuids && rep.unwind_uuids.length
+            ? fact('Missing unwind info', h('span.mono#missing-unwind', rep.unwind_uuids.join(' '))) : null,
           rep.format === 'minidump' ? walkFacts(rep.symbolicated || rep.report) : null),
         h('div.side',
           h('div', h('h2', 'Raw'), raw),
@@ -902,13 +904,17 @@
       show([
         h('h1', 'Missing dSYMs'),
         h('p.muted', 'Reports wait for these images’ debug files; uploading one processes and regroups them. '
+          + 'Debug info (names) comes from a dSYM; unwind info, which the stack walk of a minidump needs, '
+          + 'from the executable or dylib itself or a Breakpad .sym (uploading it walks those dumps again). '
           + 'From CI: curl -H "Authorization: Bearer $UPLOAD_TOKEN" -F file=@App.dSYM.zip ' + location.origin + '/api/v1/dsyms'),
         rows.length ? h('table.list#missing', h('thead', h('tr', h('th', 'UUID'), h('th', 'Image'),
-          h('th', 'Reports'), h('th', 'First received'), h('th', 'Last received'))),
+          h('th', 'Needs'), h('th', 'Reports'), h('th', 'First received'), h('th', 'Last received'))),
           h('tbody', rows.map(function (m) {
-            return h('tr', h('td.mono', m.uuid), h('td', m.name || '—'), h('td.num', String(m.reports)),
+            var needs = (m.needs || []).map(function (k) { return k.replace('_', ' '); }).join(', ');
+            return h('tr', h('td.mono', m.uuid), h('td', m.name || '—'), h('td.needs', needs || '—'),
+                     h('td.num', String(m.reports)),
                      h('td.when', when(m.first_received)), h('td.when', when(m.last_received)));
-          }))) : h('p', 'No report is waiting for a dSYM.')
+          }))) : h('p', 'No report is waiting for a debug file.')
       ]);
     }).catch(failed);
   }
