@@ -41,3 +41,11 @@ set_tests_properties(dsym_unwind PROPERTIES LABELS "db;fixtures" TIMEOUT 300
 add_executable(bench_walk ${CMAKE_CURRENT_SOURCE_DIR}/bench/bench_walk.c)
 target_include_directories(bench_walk PRIVATE ${COMMON_INCLUDE})
 target_link_libraries(bench_walk PRIVATE symbolicate symcache unwind minidump base)
+
+# Debug files after the dumps that need them (the shared Breakpad dump): a dump walked without
+# its app's unwind info lists the UUID as needing it (GET /api/v1/dsyms/missing, the report's
+# unwind_uuids); the executable (alone, or after the dSYM) or the .sym walks it again from its
+# stored bytes, frames by CFI, regrouped, no longer listed.
+add_test(NAME test_minidump_rewalk COMMAND ${STACKSIFT_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/test_minidump_rewalk.py)
+set_tests_properties(test_minidump_rewalk PROPERTIES LABELS db TIMEOUT 300
+  ENVIRONMENT "${STACKSIFT_TEST_ENV};STACKSIFT_BUILD_DIR=${PROJECT_BINARY_DIR}")

@@ -298,6 +298,11 @@ async function main() {
     const apiMissing = await api('/api/v1/dsyms/missing?limit=1000');
     check(missing.length === apiMissing.missing.length, `missing dSYMs: ${missing.length} rows`);
     check(missing.includes(MISSING_UUID), `the held-back FixtureD5 UUID ${MISSING_UUID} is listed`);
+    // what each UUID is missing, as the API's `needs` says ("debug info", "unwind info")
+    const needs = await page.$$eval('#missing tbody tr td.needs', tds => tds.map(t => t.textContent));
+    check(needs.length === apiMissing.missing.length &&
+          apiMissing.missing.every((m, i) => needs[i] === m.needs.map(k => k.replace('_', ' ')).join(', ')),
+          `missing dSYMs: needs ${JSON.stringify(needs)} vs the API's`);
     await shot('missing');
 
     // ---- privacy-API call sites ------------------------------------------------------------
