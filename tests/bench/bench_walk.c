@@ -42,14 +42,6 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static bool symbols_cover(const void *symbols, uint64_t rel)
-{
-    const symcache *c = symbols;
-    symcache_frame f;
-    return symcache_lookup(&f, 1, c, rel + symcache_text_vmaddr(c)) > 0 && f.function != NULL &&
-           strcmp(f.function, "??") != 0;
-}
-
 static const symcache *symcache_of(symcache *const *scs, size_t n, const minidump_module *m)
 {
     for (size_t i = 0; m->has_uuid && i < n; i++)
@@ -78,14 +70,7 @@ static long walk_once(buf *out, size_t *threads, const bytes *dump, symcache *co
         const symcache *c = symcache_of(scs, nscs, &md->modules[i]);
         if (c == NULL)
             continue;
-        unwind_image *im = &images[nimages++];
-        if (symcache_unwind_image(im, c, &err) != ERR_OK) {
-            memset(im, 0, sizeof *im);
-            memcpy(im->uuid, md->modules[i].uuid, 16);
-            im->text_vmaddr = symcache_text_vmaddr(c);
-        }
-        im->covers = symbols_cover;
-        im->symbols = c;
+        symcache_scan_image(&images[nimages++], c, &err); /* a corrupt section: symbols only */
     }
     const char *arch = minidump_arch_name(md->system.arch);
     jsonw j;
