@@ -99,55 +99,76 @@ err_code callsites_accept(callsites_result *out, char field[SAMPLEBATCH_FIELD_MA
     return ERR_OK;
 }
 
-/* ---- a string-keyed table for one claim ------------------------------------------------ */
+/* ---- a byte-keyed table for one claim ------------------------------------------------ */
 
 typedef struct {
-    const char **keys; /* NULL: empty slot */
-    size_t *vals;
-    size_t cap, n;
+    const char *key;    /* NULL: empty slot; `len` bytes, borrowed (must outlive the map) */
+    size_t len;
+    uint64_t hash;      /* key_hash(key, len) */
+    size_t val;
+} smap_slot;
+
+typedef struct {
+    smap_slot *slots;
+    size_t cap, n;      /* cap: 0 or a power of two */
 } smap;
 
-static uint64_t str_hash(const char *s, size_t n)
+/* FNV-1a over 8-byte words, then the tail bytes: an in-memory table's hash (keys are compared
+ * whole on a match, so a collision costs a comparison, never a wrong answer). */
+static uint64_t key_hash(const void *key, size_t n)
 {
+    const unsigned char *p = key;
     uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    for (; n >= 8; p += 8, n -= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 1099511628211ull;
+        h ^= h >> 32;
+    }
+    for (; n > 0; p++, n--)
+        h = (h ^ *p) * 1099511628211ull;
     return h ^ h >> 31;
 }
 
 static void smap_free(smap *m)
 {
-    free(m->keys);
-    free(m->vals);
+    free(m->slots);
     memset(m, 0, sizeof *m);
 }
 
-/* The value of `key` (NUL-terminated, must outlive the map), or SIZE_MAX after inserting it
- * with value `v`. */
-static size_t smap_get_or_put(smap *m, const char *key, size_t v)
+/* The value stored for `key` (`len` bytes, hash `h`), or SIZE_MAX if none. */
+static size_t smap_get(const smap *m, const void *key, size_t len, uint64_t h)
+{
+    if (m->cap == 0)
+        return SIZE_MAX;
+    for (size_t at = (size_t)h & (m->cap - 1);; at = (at + 1) & (m->cap - 1)) {
+        const smap_slot *sl = &m->slots[at];
+        if (sl->key == NULL)
+            return SIZE_MAX;
+        if (sl->hash == h && sl->len == len && memcmp(sl->key, key, len) == 0)
+            return sl->val;
+    }
+}
+
+/* Store `key` (not in the map yet; borrowed: it must outlive the map) with value `v`. */
+static void smap_put(smap *m, const char *key, size_t len, uint64_t h, size_t v)
 {
     if (m->n * 2 >= m->cap) {
         smap old = *m;
         m->cap = old.cap ? old.cap * 2 : 64;
-        m->keys = xcalloc(m->cap, sizeof *m->keys);
-        m->vals = xcalloc(m->cap, sizeof *m->vals);
+        m->slots = xcalloc(m->cap, sizeof *m->slots);
         m->n = 0;
         for (size_t i = 0; i < old.cap; i++)
-            if (old.keys[i])
-                smap_get_or_put(m, old.keys[i], old.vals[i]);
-        free(old.keys);
-        free(old.vals);
+            if (old.slots[i].key)
+                smap_put(m, old.slots[i].key, old.slots[i].len, old.slots[i].hash,
+                         old.slots[i].val);
+        free(old.slots);
     }
-    size_t at = (size_t)str_hash(key, strlen(key)) & (m->cap - 1);
-    while (m->keys[at] != NULL) {
-        if (strcmp(m->keys[at], key) == 0)
-            return m->vals[at];
+    size_t at = (size_t)h & (m->cap - 1);
+    while (m->slots[at].key != NULL)
         at = (at + 1) & (m->cap - 1);
-    }
-    m->keys[at] = key;
-    m->vals[at] = v;
+    m->slots[at] = (smap_slot){key, len, h, v};
     m->n++;
-    return SIZE_MAX;
 }
 
 /* ---- workers --------------------------------------------------------------------------- */
@@ -164,16 +185,23 @@ struct callsites {
     atomic_uint_fast64_t batches, stacks, stack_evals, pending_stacks, commits, commit_failures;
 };
 
-/* What one distinct stack (frames only) comes to; strings in the claim's arena. */
+/* What one distinct stack (frames only) comes to; strings in the claim's arena. The keys
+ * that name it in the database are SHA-256 (stable across claims and nodes), made once per
+ * stack and tag here rather than once per sample. */
 typedef struct {
     bool pending;             /* an in-app image has no dSYM yet */
     const char *missing_json; /* pending: JSON array of those UUIDs */
     const char *names;        /* call site: normalized functions, one per line */
     const char *frames_json;  /* [{function,file,line,image}] */
     const char *stack_json;   /* the whole symbolicated stack */
+    char stack_sha[65];       /* pending: hex SHA-256 of the stack (stack_key) */
+    const char *key_tag;      /* the tag `key` was made for, NULL = none yet */
+    char key[65];             /* hex SHA-256 of key_tag and the call site's names (pending:
+                                 of key_tag and stack_sha) */
 } stack_eval;
 
-/* Devices seen for one aggregated row. */
+/* Devices seen for one aggregated row: interned ids (claim_intern), so the same device is the
+ * same pointer and a pointer comparison finds it. */
 typedef struct {
     const char **ids;
     size_t n, cap;
@@ -181,8 +209,9 @@ typedef struct {
 
 static void devices_add(device_set *d, const char *id)
 {
-    for (size_t i = 0; i < d->n; i++)
-        if (strcmp(d->ids[i], id) == 0)
+    /* a batch's samples share their device: most adds repeat the last one */
+    for (size_t i = d->n; i-- > 0;)
+        if (d->ids[i] == id)
             return;
     if (d->n == d->cap) {
         d->cap = d->cap ? d->cap * 2 : 4;
@@ -191,17 +220,6 @@ static void devices_add(device_set *d, const char *id)
     d->ids[d->n++] = id;
 }
 
-/* Device ids joined by \x1f (as store_samples_claim gives them; ids hold no control chars). */
-static void devices_add_joined(device_set *d, char *joined)
-{
-    for (char *p = joined; p != NULL && *p;) {
-        char *sep = strchr(p, '\x1f');
-        if (sep)
-            *sep = '\0';
-        devices_add(d, p);
-        p = sep ? sep + 1 : NULL;
-    }
-}
 
 static const char *devices_json(const device_set *d, arena *a, err_info *err)
 {
@@ -233,13 +251,26 @@ typedef struct {
     err_info *err;
     EVP_MD_CTX *md;
     int64_t culprit;        /* the batch (> 0) or pending stack (< 0) that failed, 0 = none */
-    smap evals;         /* stack key (hex) -> index into `ev` */
+    smap names;         /* an app, image or device as bytes -> its interned copy (index into
+                           `interned`) */
+    const char **interned;
+    size_t ninterned, cap_interned;
+    smap evals;         /* stack key (stack_material) -> index into `ev` */
     stack_eval *ev;
     size_t nev, cap_ev;
     smap rows;          /* row key -> index into `rows_v` */
     agg_row *rows_v;
     size_t nrows, cap_rows;
+    buf key;            /* scratch: the key being looked up */
 } claim;
+
+/* What a batch's samples share, interned in the claim: the same app, image or device in two
+ * batches is the same pointer. */
+typedef struct {
+    const char *app;          /* app name and bundle id */
+    const char **images;      /* per image of the batch: its UUID, arch, path and name */
+    const char *device;       /* the device id */
+} batch_ids;
 
 static void md_str(EVP_MD_CTX *md, const char *s)
 {
@@ -257,7 +288,8 @@ static void hex32(char out[65], const uint8_t md[32])
 }
 
 /* Key of a stack for symbolication: the app (its in-app rules), then each frame's image
- * UUID, arch and offset in the image (the slide differs per launch; the stack does not). */
+ * UUID, arch and offset in the image (the slide differs per launch; the stack does not).
+ * The stable name of a stack that waits for a dSYM (callsite_pending.stack_key). */
 static void stack_key(char out[65], claim *k, const samplebatch *b, const samplebatch_sample *s)
 {
     uint8_t md[32];
@@ -413,40 +445,117 @@ static err_code stack_evaluate(claim *k, stack_eval *out, const samplebatch *b,
     return ERR_OK;
 }
 
-/* The evaluation of sample `s` of `b`, from this claim's table or made now. */
-static err_code stack_get(claim *k, const stack_eval **out, char key[65], const samplebatch *b,
+/* The claim's copy of the `n` bytes at `p` (one copy per distinct value, NUL-terminated);
+ * NULL when the arena is full. */
+static const char *claim_intern(claim *k, const char *p, size_t n)
+{
+    uint64_t h = key_hash(p, n);
+    size_t found = smap_get(&k->names, p, n, h);
+    if (found != SIZE_MAX)
+        return k->interned[found];
+    char *copy = arena_strndup(k->a, p, n, k->err);
+    if (copy == NULL)
+        return NULL;
+    if (k->ninterned == k->cap_interned) {
+        k->cap_interned = k->cap_interned ? k->cap_interned * 2 : 64;
+        k->interned = xrealloc(k->interned, k->cap_interned * sizeof *k->interned);
+    }
+    k->interned[k->ninterned] = copy;
+    smap_put(&k->names, copy, n, h, k->ninterned++);
+    return copy;
+}
+
+/* Append `s` and a NUL (NULL as ""; NULL and "" name the same thing, as in stack_key). */
+static void key_str(buf *b, const char *s)
+{
+    buf_append(b, s ? s : "", s ? strlen(s) + 1 : 1);
+}
+
+/* The interned app, images and device of `b`; device NULL: none (a pending stack's devices
+ * come from its row). */
+static err_code batch_ids_make(batch_ids *out, claim *k, const samplebatch *b, const char *device)
+{
+    buf *kb = &k->key;
+    memset(out, 0, sizeof *out);
+    kb->len = 0;
+    buf_putc(kb, 'a');
+    key_str(kb, b->app_name);
+    key_str(kb, b->bundle_id);
+    out->app = claim_intern(k, (const char *)kb->data, kb->len);
+    out->images = arena_alloc_array(k->a, b->nimages ? b->nimages : 1, sizeof *out->images,
+                                    k->err);
+    if (out->app == NULL || out->images == NULL)
+        return ERR_TOO_LARGE;
+    for (size_t i = 0; i < b->nimages; i++) {
+        const crashreport_image *im = &b->images[i];
+        kb->len = 0;
+        buf_putc(kb, 'i');
+        buf_append(kb, im->uuid, 36);
+        key_str(kb, im->arch);
+        key_str(kb, im->path);
+        key_str(kb, im->name);
+        if ((out->images[i] = claim_intern(k, (const char *)kb->data, kb->len)) == NULL)
+            return ERR_TOO_LARGE;
+    }
+    if (device != NULL && (out->device = claim_intern(k, device, strlen(device))) == NULL)
+        return ERR_TOO_LARGE;
+    return ERR_OK;
+}
+
+/* The evaluation of sample `s` of `b` (its interned ids `ids`), from this claim's table or
+ * made now. The table's key holds what stack_key hashes, with the app and images as their
+ * interned pointers: a few bytes a frame, no digest per sample. */
+static err_code stack_get(claim *k, stack_eval **out, const batch_ids *ids, const samplebatch *b,
                           const samplebatch_sample *s)
 {
-    stack_key(key, k, b, s);
-    size_t at = k->evals.n; /* index the new entry would get */
-    char *stored = arena_strdup(k->a, key, k->err);
-    if (stored == NULL)
-        return ERR_TOO_LARGE;
-    size_t found = smap_get_or_put(&k->evals, stored, at);
+    buf *kb = &k->key;
+    kb->len = 0;
+    buf_append(kb, &ids->app, sizeof ids->app);
+    for (uint32_t i = 0; i < s->nframes; i++) {
+        const crashreport_image *im = &b->images[s->frames[i].image];
+        uint64_t off = crashreport_strip_pac(s->frames[i].addr, im->arch ? im->arch : b->arch) -
+                       im->load_addr;
+        uint8_t flags = (uint8_t)(im->in_app | (i == 0) << 4);
+        buf_append(kb, &ids->images[s->frames[i].image], sizeof *ids->images);
+        buf_append(kb, &off, sizeof off);
+        buf_append(kb, &flags, 1);
+    }
+    uint64_t h = key_hash(kb->data, kb->len);
+    size_t found = smap_get(&k->evals, kb->data, kb->len, h);
     if (found != SIZE_MAX) {
         *out = &k->ev[found];
         return ERR_OK;
     }
+    char *stored = arena_strndup(k->a, (const char *)kb->data, kb->len, k->err);
+    if (stored == NULL)
+        return ERR_TOO_LARGE;
+    size_t at = k->nev;
+    smap_put(&k->evals, stored, kb->len, h, at);
     if (k->nev == k->cap_ev) {
         k->cap_ev = k->cap_ev ? k->cap_ev * 2 : 64;
         k->ev = xrealloc(k->ev, k->cap_ev * sizeof *k->ev);
     }
-    err_code rc = stack_evaluate(k, &k->ev[k->nev], b, s);
+    err_code rc = stack_evaluate(k, &k->ev[at], b, s);
+    if (rc == ERR_OK && k->ev[at].pending)
+        stack_key(k->ev[at].stack_sha, k, b, s);
     k->nev++;   /* even on error: the map already points at it */
     *out = &k->ev[at];
     return rc;
 }
 
-/* The aggregated row for `rkey` (copied into the arena), made if new. */
-static agg_row *row_get(claim *k, const char *rkey, bool *is_new)
+/* The aggregated row for the key in k->key (copied into the arena if new), made if new. */
+static agg_row *row_get(claim *k, bool *is_new)
 {
-    char *stored = arena_strdup(k->a, rkey, k->err);
-    if (stored == NULL)
-        return NULL;
-    size_t found = smap_get_or_put(&k->rows, stored, k->nrows);
+    buf *kb = &k->key;
+    uint64_t h = key_hash(kb->data, kb->len);
+    size_t found = smap_get(&k->rows, kb->data, kb->len, h);
     *is_new = found == SIZE_MAX;
     if (!*is_new)
         return &k->rows_v[found];
+    char *stored = arena_strndup(k->a, (const char *)kb->data, kb->len, k->err);
+    if (stored == NULL)
+        return NULL;
+    smap_put(&k->rows, stored, kb->len, h, k->nrows);
     if (k->nrows == k->cap_rows) {
         k->cap_rows = k->cap_rows ? k->cap_rows * 2 : 64;
         k->rows_v = xrealloc(k->rows_v, k->cap_rows * sizeof *k->rows_v);
@@ -464,46 +573,59 @@ static void seen_merge(const char **first, const char **last, const char *f, con
         *last = l;
 }
 
-/* Count `count` calls of sample `s` (of batch `b`, sent to project `project_id`) made by
- * `devices` between first and last seen, on `day`. joined_devices: \x1f-joined ids (a pending row), else b->device_id. */
-static err_code count_sample(claim *k, int64_t project_id, const samplebatch *b,
-                             const samplebatch_sample *s, int64_t count, const char *day,
-                             const char *first_seen, const char *last_seen,
-                             char *joined_devices)
+/* The hex SHA-256 of `tag` and `what` (NUL-terminated each) into out. */
+static void tag_digest(char out[65], claim *k, const char *tag, const char *what)
 {
-    const stack_eval *ev;
-    char skey[65];
-    err_code rc = stack_get(k, &ev, skey, b, s);
+    uint8_t md[32];
+    unsigned n = 32;
+    EVP_DigestInit_ex(k->md, EVP_sha256(), NULL);
+    md_str(k->md, tag);
+    md_str(k->md, what);
+    EVP_DigestFinal_ex(k->md, md, &n);
+    hex32(out, md);
+}
+
+/* Count `count` calls of sample `s` (of batch `b` with interned ids `ids`, sent to project
+ * `project_id`) made by the interned `devices` between first and last seen, on `day`. */
+static err_code count_sample(claim *k, int64_t project_id, const batch_ids *ids,
+                             const samplebatch *b, const samplebatch_sample *s, int64_t count,
+                             const char *day, const char *first_seen, const char *last_seen,
+                             const char *const *devices, size_t ndevices)
+{
+    stack_eval *ev;
+    err_code rc = stack_get(k, &ev, ids, b, s);
     if (rc != ERR_OK)
         return rc;
     const char *app = b->bundle_id ? b->bundle_id : b->app_name;
     const char *version = b->app_version ? b->app_version : "";
-    char *rkey;
-    agg_row *row;
+    /* the call site (pending: the stack) per tag, hashed once per stack and tag */
+    if (ev->key_tag == NULL || strcmp(ev->key_tag, s->tag) != 0) {
+        tag_digest(ev->key, k, s->tag, ev->pending ? ev->stack_sha : ev->names);
+        ev->key_tag = s->tag;
+    }
+    /* the row: per (project, app, key, build, day); a call site's key also names its tag */
+    buf *kb = &k->key;
+    kb->len = 0;
+    buf_putc(kb, ev->pending ? 'p' : 'c');
+    buf_append(kb, &project_id, sizeof project_id);
+    key_str(kb, app);
+    if (!ev->pending)
+        key_str(kb, s->tag);
+    buf_append(kb, ev->key, 64);
+    key_str(kb, b->build);
+    key_str(kb, day);
     bool is_new;
+    agg_row *row = row_get(k, &is_new);
+    if (row == NULL)
+        return ERR_TOO_LARGE;
     if (ev->pending) {
         /* per distinct stack and tag */
-        uint8_t md[32];
-        unsigned n = 32;
-        char pkey[65];
-        EVP_DigestInit_ex(k->md, EVP_sha256(), NULL);
-        md_str(k->md, s->tag);
-        md_str(k->md, skey);
-        EVP_DigestFinal_ex(k->md, md, &n);
-        hex32(pkey, md);
-        rkey = arena_sprintf(k->a, k->err, "p\x1f%lld\x1f%s\x1f%s\x1f%s\x1f%s",
-                            (long long)project_id, app, pkey, b->build, day);
-        if (rkey == NULL)
-            return ERR_TOO_LARGE;
-        row = row_get(k, rkey, &is_new);
-        if (row == NULL)
-            return ERR_TOO_LARGE;
         if (is_new) {
             row->is_pending = true;
             store_pending_add *p = &row->pend;
             p->project_id = project_id;
             p->app = app;
-            p->stack_key = arena_strdup(k->a, pkey, k->err);
+            p->stack_key = arena_strndup(k->a, ev->key, 64, k->err);
             p->build = b->build;
             p->day = day;
             p->version = version;
@@ -529,27 +651,12 @@ static err_code count_sample(claim *k, int64_t project_id, const samplebatch *b,
         seen_merge(&row->pend.first_seen, &row->pend.last_seen, first_seen, last_seen);
     } else {
         /* per call site (app, tag, names), build and day */
-        uint8_t md[32];
-        unsigned n = 32;
-        char ckey[65];
-        EVP_DigestInit_ex(k->md, EVP_sha256(), NULL);
-        md_str(k->md, s->tag);
-        md_str(k->md, ev->names);
-        EVP_DigestFinal_ex(k->md, md, &n);
-        hex32(ckey, md);
-        rkey = arena_sprintf(k->a, k->err, "c\x1f%lld\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s",
-                             (long long)project_id, app, s->tag, ckey, b->build, day);
-        if (rkey == NULL)
-            return ERR_TOO_LARGE;
-        row = row_get(k, rkey, &is_new);
-        if (row == NULL)
-            return ERR_TOO_LARGE;
         if (is_new) {
             store_callsite_add *x = &row->add;
             x->project_id = project_id;
             x->app = app;
             x->tag = s->tag;
-            x->key = arena_strdup(k->a, ckey, k->err);
+            x->key = arena_strndup(k->a, ev->key, 64, k->err);
             x->frames_json = ev->frames_json;
             x->stack_json = ev->stack_json;
             x->build = b->build;
@@ -561,10 +668,29 @@ static err_code count_sample(claim *k, int64_t project_id, const samplebatch *b,
         row->add.version = version;
         seen_merge(&row->add.first_seen, &row->add.last_seen, first_seen, last_seen);
     }
-    if (joined_devices)
-        devices_add_joined(&row->devices, joined_devices);
-    else
-        devices_add(&row->devices, b->device_id);
+    for (size_t i = 0; i < ndevices; i++)
+        devices_add(&row->devices, devices[i]);
+    return ERR_OK;
+}
+
+/* The devices of a pending row (ids joined by \x1f, as store_samples_claim gives them; ids
+ * hold no control characters), interned: *out in the arena, *n of them. */
+static err_code pending_devices(const char ***out, size_t *n, claim *k, const char *joined)
+{
+    size_t cap = 1;
+    for (const char *p = joined; *p; p++)
+        cap += *p == '\x1f';
+    *n = 0;
+    *out = arena_alloc_array(k->a, cap, sizeof **out, k->err);
+    if (*out == NULL)
+        return ERR_TOO_LARGE;
+    for (const char *p = joined; *p;) {
+        const char *sep = strchr(p, '\x1f');
+        size_t len = sep ? (size_t)(sep - p) : strlen(p);
+        if (len > 0 && ((*out)[(*n)++] = claim_intern(k, p, len)) == NULL)
+            return ERR_TOO_LARGE;
+        p = sep ? sep + 1 : p + len;
+    }
     return ERR_OK;
 }
 
@@ -584,12 +710,15 @@ static err_code claim_count(claim *k, store_sample_work *w, const store_claimed_
     char field[SAMPLEBATCH_FIELD_MAX];
     for (size_t i = 0; i < nb && rc == ERR_OK; i++) {
         samplebatch *b;
+        batch_ids ids;
         rc = samplebatch_parse(&b, field, bs[i].canonical, bs[i].canonical_len,
                                SAMPLEBATCH_STORED, k->a, k->err);
+        if (rc == ERR_OK)
+            rc = batch_ids_make(&ids, k, b, b->device_id);
         for (size_t j = 0; rc == ERR_OK && j < b->nsamples; j++)
-            rc = count_sample(k, bs[i].project_id, b, &b->samples[j],
+            rc = count_sample(k, bs[i].project_id, &ids, b, &b->samples[j],
                               (int64_t)b->samples[j].count, bs[i].day, bs[i].received_at,
-                              bs[i].received_at, NULL);
+                              bs[i].received_at, &ids.device, 1);
         if (rc != ERR_OK) {
             err_prefix(k->err, "sample batch %lld", (long long)bs[i].id);
             k->culprit = bs[i].id;
@@ -599,14 +728,18 @@ static err_code claim_count(claim *k, store_sample_work *w, const store_claimed_
     }
     for (size_t i = 0; i < np && rc == ERR_OK; i++) {
         samplebatch *b;
+        batch_ids ids;
+        const char **devices = NULL;
+        size_t ndevices = 0;
         rc = samplebatch_parse(&b, field, ps[i].sample, ps[i].sample_len, SAMPLEBATCH_STORED,
                                k->a, k->err);
-        char *joined = rc == ERR_OK ? arena_strdup(k->a, ps[i].devices, k->err) : NULL;
-        if (rc == ERR_OK && joined == NULL)
-            rc = ERR_TOO_LARGE;
         if (rc == ERR_OK)
-            rc = count_sample(k, ps[i].project_id, b, &b->samples[0], ps[i].count, ps[i].day,
-                              ps[i].first_seen, ps[i].last_seen, joined);
+            rc = batch_ids_make(&ids, k, b, NULL);
+        if (rc == ERR_OK)
+            rc = pending_devices(&devices, &ndevices, k, ps[i].devices);
+        if (rc == ERR_OK)
+            rc = count_sample(k, ps[i].project_id, &ids, b, &b->samples[0], ps[i].count,
+                              ps[i].day, ps[i].first_seen, ps[i].last_seen, devices, ndevices);
         if (rc != ERR_OK) {
             err_prefix(k->err, "pending stack %lld", (long long)ps[i].id);
             k->culprit = -ps[i].id;
@@ -696,6 +829,7 @@ static void worker_run(workpool *wp, unsigned index, void *ctx)
         store_errors = 0;
         idle_ms = c->o.idle_poll_ms;
         claim k = {.c = c, .a = a, .err = &err, .md = md};
+        buf_init(&k.key);
         rc = claim_count(&k, w, bs, nb, ps, np);
         if (rc == ERR_OK) {
             atomic_fetch_add(&c->batches, nb);
@@ -725,8 +859,11 @@ static void worker_run(workpool *wp, unsigned index, void *ctx)
             free(k.rows_v[i].devices.ids);
         free(k.rows_v);
         free(k.ev);
+        free(k.interned);
+        smap_free(&k.names);
         smap_free(&k.evals);
         smap_free(&k.rows);
+        buf_reset(&k.key);
         arena_free(a);
     }
     EVP_MD_CTX_free(md);
