@@ -157,10 +157,11 @@ static char *big_batch(size_t n, size_t frames)
 static void limits_are_named(void)
 {
     char *json = big_batch(100001, 1);
-    check_bad(json, ERR_TOO_LARGE, "samples", "more than 100000 samples");
+    /* the message counts every sample and frame sent */
+    check_bad(json, ERR_TOO_LARGE, "samples", "more than 100000 samples in one batch (100001)");
     free(json);
     json = big_batch(1, 1000);
-    check_bad(json, ERR_TOO_LARGE, "samples[0].frames", "more than 512 frames");
+    check_bad(json, ERR_TOO_LARGE, "samples[0].frames", "more than 512 frames (1000)");
     free(json);
     json = big_batch(100000, 1);     /* exactly the limit is fine */
     arena *a = arena_new(0);

@@ -161,9 +161,25 @@ static bool name_is(const char *q, const char *after, const char *name)
     return same;
 }
 
+/* Reads a member's value while members() crosses it, when it can: returns the end of the
+ * value, or NULL to have it crossed (and read later) the usual way. */
+typedef const char *quick_fn(void *ctx, const char *value, const char *end);
+
+/* members_quick - as members, and the value of names[quick_index] is offered to `quick` (NULL:
+ * none) first, which saves crossing it once to find its end and again to read it. */
+static const char *members_quick(span *spans, const char *const *names, span v,
+                                 size_t quick_index, quick_fn *quick, void *ctx);
+
 /* The members named in `names` (NULL-terminated) of the object at v: spans[i] for names[i],
  * absent ones {NULL, NULL}; the last of a repeated name counts. */
 static void members(span *spans, const char *const *names, span v)
+{
+    members_quick(spans, names, v, SIZE_MAX, NULL, NULL);
+}
+
+/* Returns the end of the object (past its '}'): v.end may be any bound past it. */
+static const char *members_quick(span *spans, const char *const *names, span v,
+                                 size_t quick_index, quick_fn *quick, void *ctx)
 {
     size_t count = 0;
     while (names[count])
@@ -171,11 +187,15 @@ static void members(span *spans, const char *const *names, span v)
     memset(spans, 0, count * sizeof *spans);
     const char *s = ws(v.p + 1, v.end), *end = v.end;
     if (*s == '}')
-        return;
+        return s + 1;
     for (;;) {
         const char *q = s, *after = skip_string(s, end);
         s = ws(ws(after, end) + 1, end);   /* past ':' */
-        const char *vend = skip_checked(s, end);
+        const char *vend = NULL;
+        if (quick != NULL && name_is(q, after, names[quick_index]))
+            vend = quick(ctx, s, end);
+        if (vend == NULL)
+            vend = skip_checked(s, end);
         for (size_t i = 0; i < count; i++)
             if (name_is(q, after, names[i])) {
                 spans[i].p = s;
@@ -183,7 +203,7 @@ static void members(span *spans, const char *const *names, span v)
             }
         s = ws(vend, end);
         if (*s == '}')
-            return;
+            return s + 1;
         s = ws(s + 1, end);   /* past ',' */
     }
 }
@@ -318,6 +338,26 @@ static bool get_u64(parser *p, span v, uint64_t *out)
     }
     *out = x;
     return true;
+}
+
+/* A frame as clients write it, "0x" and 1..16 hex digits without escapes, at s (checked
+ * text): *out its value, returns the byte after the closing quote; NULL for anything else,
+ * which get_u64 reads. */
+static const char *quick_hex(const char *s, const char *end, uint64_t *out)
+{
+    if (end - s < 4 || s[0] != '"' || s[1] != '0' || (s[2] != 'x' && s[2] != 'X'))
+        return NULL;
+    const char *q = s + 3, *stop = end - s > 20 ? s + 20 : end;
+    uint64_t x = 0;
+    unsigned d;
+    while (q < stop && (d = HEX[(unsigned char)*q]) != 0) {
+        x = x << 4 | (d - 1);
+        q++;
+    }
+    if (q == s + 3 || q - (s + 3) > 16 || q >= end || *q != '"')
+        return NULL;
+    *out = x;
+    return q + 1;
 }
 
 /* 32 hex digits (dashes allowed) -> upper case, dashed; false if malformed or all zero. */
@@ -539,8 +579,47 @@ static err_code parse_images(parser *p, span v)
     return ERR_OK;
 }
 
-static err_code parse_sample(parser *p, samplebatch_sample *s, span o, size_t i,
-                             samplebatch_origin origin)
+/* A sample's frames read while its members are crossed (quick_fn): all of them "0x..." strings
+ * (quick_hex), at most SAMPLEBATCH_MAX_FRAMES, else nothing is kept and the frames are read
+ * element by element. */
+typedef struct {
+    parser *p;
+    const char *at;             /* the frames value these are of; NULL: none */
+    samplebatch_frame *frames;  /* in p->a; image not set yet */
+    size_t n, cap;
+} quick_frames;
+
+static const char *quick_frames_read(void *ctx, const char *s, const char *end)
+{
+    quick_frames *q = ctx;
+    q->at = NULL;
+    q->n = 0;
+    if (*s != '[')
+        return NULL;
+    const char *it = ws(s + 1, end);
+    if (*it == ']')
+        return NULL;   /* empty: the usual path reports it */
+    for (;;) {
+        uint64_t addr;
+        const char *after = quick_hex(it, end, &addr);
+        if (after == NULL || q->n == SAMPLEBATCH_MAX_FRAMES)
+            return NULL;
+        if (q->n == q->cap &&
+            (q->frames = grow(q->p, q->frames, &q->cap, sizeof *q->frames)) == NULL)
+            return NULL;
+        q->frames[q->n++].addr = addr;
+        it = ws(after, end);
+        if (*it == ']') {
+            q->at = s;
+            return it + 1;
+        }
+        it = ws(it + 1, end);   /* past ',' */
+    }
+}
+
+/* The sample whose object starts at o.p (o.end: a bound past it) -> *s; *after: past it. */
+static err_code parse_sample(parser *p, samplebatch_sample *s, const char **after, span o,
+                             size_t i, samplebatch_origin origin)
 {
     static const char *const KEYS[] = {"tag", "thread", "count", "frames", NULL};
     enum { K_TAG, K_THREAD, K_COUNT, K_FRAMES };
@@ -551,7 +630,8 @@ static err_code parse_sample(parser *p, samplebatch_sample *s, span o, size_t i,
     at(p, "samples", i, NULL, NO_INDEX);
     if (*o.p != '{')
         return fail(p, ERR_INVALID, "must be an object");
-    members(f, KEYS, o);
+    quick_frames qf = {.p = p};
+    *after = members_quick(f, KEYS, o, K_FRAMES, quick_frames_read, &qf);
     at(p, "samples", i, "tag", NO_INDEX);
     if ((rc = get_str(p, &s->tag, f[K_TAG], true, SAMPLEBATCH_MAX_TAG)) != ERR_OK)
         return rc;
@@ -576,24 +656,47 @@ static err_code parse_sample(parser *p, samplebatch_sample *s, span o, size_t i,
     span fs = f[K_FRAMES];
     if (fs.p == NULL || *fs.p != '[')
         return fail(p, ERR_INVALID, fs.p ? "must be an array" : "missing");
+    if (qf.at != NULL && qf.at == fs.p) {
+        /* read already: only their images to find */
+        s->frames = qf.frames;
+        for (size_t k = 0; k < qf.n; k++) {
+            uint64_t addr = s->frames[k].addr;
+            long im = image_of(p, addr >> 47 ? crashreport_strip_pac(addr, b->arch) : addr);
+            if (im < 0) {
+                at(p, "samples", i, "frames", k);
+                return fail(p, ERR_INVALID, "0x%llx lies in no image of \"images\"",
+                            (unsigned long long)addr);
+            }
+            s->frames[k].image = (uint32_t)im;
+        }
+        s->nframes = (uint32_t)qf.n;
+        return ERR_OK;
+    }
     size_t cap = 0;
     span e;
-    for (const char *it = fs.p; next_element(&e, &it, fs);) {
+    for (const char *it = fs.p;;) {
+        /* the common frame read in one step; anything else element by element */
+        uint64_t addr;
+        const char *after = *it != ']' ? quick_hex(ws(it + 1, fs.end), fs.end, &addr) : NULL;
+        if (after != NULL)
+            it = ws(after, fs.end);
+        else if (!next_element(&e, &it, fs))
+            break;
         size_t k = s->nframes;
         if (k == SAMPLEBATCH_MAX_FRAMES) {
-            size_t n = k;
+            size_t n = k + 1;
             while (next_element(&e, &it, fs))
                 n++;
             return fail(p, ERR_TOO_LARGE, "more than %d frames (%zu)", SAMPLEBATCH_MAX_FRAMES, n);
         }
         if (k == cap && (s->frames = grow(p, s->frames, &cap, sizeof *s->frames)) == NULL)
             return ERR_TOO_LARGE;
-        uint64_t addr;
-        if (!get_u64(p, e, &addr)) {
+        if (after == NULL && !get_u64(p, e, &addr)) {
             at(p, "samples", i, "frames", k);
             return fail(p, ERR_INVALID, "must be a \"0x...\" hex string or a non-negative integer");
         }
-        long im = image_of(p, crashreport_strip_pac(addr, b->arch));
+        /* only an address above 2^47 can carry PAC bits: the arch is looked at for those */
+        long im = image_of(p, addr >> 47 ? crashreport_strip_pac(addr, b->arch) : addr);
         if (im < 0) {
             at(p, "samples", i, "frames", k);
             return fail(p, ERR_INVALID, "0x%llx lies in no image of \"images\"",
@@ -626,9 +729,14 @@ static err_code parse_batch(parser *p, span doc, samplebatch_origin origin)
         return fail(p, ERR_INVALID, v.p ? "must be an array" : "missing");
     size_t cap = 0;
     span e;
-    for (const char *it = v.p; next_element(&e, &it, v);) {
+    for (const char *it = v.p;;) {
+        /* as next_element, but a sample is crossed once, by reading it */
+        const char *s0 = *it == ']' ? it : ws(it + 1, v.end);
+        if (*s0 == ']')
+            break;
+        e = (span){s0, v.end};
         if (b->nsamples == SAMPLEBATCH_MAX_SAMPLES) {
-            size_t n = b->nsamples;
+            size_t n = b->nsamples;   /* the loop counts this one and the rest */
             while (next_element(&e, &it, v))
                 n++;
             at(p, "samples", NO_INDEX, NULL, NO_INDEX);
@@ -638,9 +746,11 @@ static err_code parse_batch(parser *p, span doc, samplebatch_origin origin)
         if (b->nsamples == cap &&
             (b->samples = grow(p, b->samples, &cap, sizeof *b->samples)) == NULL)
             return ERR_TOO_LARGE;
-        rc = parse_sample(p, &b->samples[b->nsamples], e, b->nsamples, origin);
+        const char *after = NULL;
+        rc = parse_sample(p, &b->samples[b->nsamples], &after, e, b->nsamples, origin);
         if (rc != ERR_OK)
             return rc;
+        it = ws(after, v.end);
         b->calls += b->samples[b->nsamples].count;
         b->nsamples++;
     }
