@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """bench_samples.py [--devices N] [--samples N] [--builds N] [--paths N] [--depth N] [--threads N]
-                   [--min-rate R]
+                   [--runs N] [--min-rate R]
 
 Privacy-API samples at fleet volume, end to end through a real `stacksift serve`
 and Postgres (tests/web_instance.py: its own database in STACKSIFT_TEST_DATABASE_URL's
@@ -15,12 +15,18 @@ cluster, FixtureApp's and FixtureKit's dSYMs uploaded first):
   stack has. Most stacks repeat, as on a real fleet. THREADS client threads post the batches
   (keep-alive).
 
-Measured: samples/s from the first POST until GET /api/v1/callsites shows every call site
-with exactly the expected count (and the totals per tag match); the split: post_s (until the
-last batch is answered 202) and count_lag_s (from then until every count is exact); the CPU
-time the server and the whole Postgres cluster spent meanwhile, per sample (on a shared
-machine the rate swings with the other load far more than these do); the server's peak RSS.
-Prints one JSON line. Exits 1 when a count is not exact, or the rate is under --min-rate.
+Measured per run: samples/s posted until visible, from the first POST until GET
+/api/v1/callsites shows every call site with exactly the expected count (and the totals per
+tag match); the split: post_s (until the last batch is answered 202) and count_lag_s (from
+then until every count is exact); the CPU time the server, the whole Postgres cluster and this
+client spent meanwhile, per sample; the machine's load: /proc/loadavg's 1-minute figure before
+and after, and other_cores, the cores that every other process kept busy during the run
+(/proc/stat's busy time less ours): on a shared machine the rate swings with that load far more
+than the CPU per sample does. The server's peak RSS.
+
+RUNS runs (default 1), each on a fresh instance and database (the same batches): one JSON line
+per run, then a summary line (the last) with the median, min and max rate and the median CPU
+per sample. Exits 1 when a count is not exact, or the median rate is under --min-rate.
 Defaults are the issue's size (100 x 1,000 x 4 builds, 24 paths a tag: 135 call sites, 12
 in-app frames, 4 threads); the ctest runs it tiny.
 """
@@ -30,6 +36,7 @@ import http.client
 import json
 import os
 import random
+import statistics
 import subprocess
 import sys
 import threading
@@ -37,7 +44,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from web_instance import Instance  # noqa: E402
-from proc_cpu import cluster_cpu_s, proc_cpu_s  # noqa: E402
+from proc_cpu import TICK, cluster_cpu_s, proc_cpu_s  # noqa: E402
 
 TAGS = ["CLLocationManager.requestLocation", "UIPasteboard.string",
         "PHPhotoLibrary.requestAuthorization", "CNContactStore.enumerateContacts",
@@ -186,6 +193,18 @@ def counts_now(inst):
     return got
 
 
+def machine_busy_s():
+    """CPU seconds all cores spent busy so far (/proc/stat: all but idle and iowait)."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return (sum(v[:8]) - v[3] - v[4]) / TICK
+
+
+def loadavg1():
+    with open("/proc/loadavg") as f:
+        return float(f.read().split()[0])
+
+
 def rss_peak_mb(pid):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -194,41 +213,25 @@ def rss_peak_mb(pid):
     return 0.0
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--devices", type=int, default=100)
-    ap.add_argument("--samples", type=int, default=1000)
-    ap.add_argument("--builds", type=int, default=4)
-    ap.add_argument("--paths", type=int, default=24)
-    ap.add_argument("--depth", type=int, default=12)
-    ap.add_argument("--threads", type=int, default=4)
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--min-rate", type=float, default=0)
-    ap.add_argument("--timeout", type=float, default=600)
-    args = ap.parse_args()
-
+def one_run(args, fx, funcs, plan_, batches):
+    """One run on a fresh instance: its JSON result (a dict)."""
+    paths, expected, work = plan_
+    nsamples = args.devices * args.samples * args.builds
+    calls = sum(expected.values())
     env = {"STACKSIFT_HTTP_THREADS": "4", "STACKSIFT_LOG_LEVEL": "warn"}
     with Instance("bench_samples", extra_env=env, workers=args.workers) as inst:
-        fixtures = inst.fixtures
-        with open(os.path.join(fixtures, "manifest.json")) as f:
-            man = json.load(f)
-        fx = next(x for x in man["fixtures"] if x["name"] == "arm64-O2")
-        funcs = whole_functions(inst.bin, fixtures, fx)
-        with open(os.path.join(fixtures, fx["dwarf"]), "rb") as f:
+        with open(os.path.join(inst.fixtures, fx["dwarf"]), "rb") as f:
             r = inst.request("POST", "/api/v1/dsyms?name=FixtureApp", f.read(),
                              token=inst.tokens["upload"], timeout=120)
         if r.status not in (200, 201):
             raise SystemExit(f"dSYM upload failed: {r.status} {r.body[:200]!r}")
-        paths, expected, work = plan(args, funcs)
-        batches = make_batches(args, funcs, fx["slices"][0]["uuid"], paths, work)
-        nsamples = args.devices * args.samples * args.builds
-        calls = sum(expected.values())
-
         datadir = inst.psql(inst.db_url, "SHOW data_directory").strip()
         with open(os.path.join(datadir, "postmaster.pid")) as f:
             postmaster = int(f.readline())
         errors = []
+        load0 = loadavg1()
         pg_cpu0, srv_cpu0 = cluster_cpu_s(postmaster), proc_cpu_s(inst.proc.pid)
+        own0, busy0 = sum(os.times()[:2]), machine_busy_s()
         t0 = time.time()
         ts = post_all(inst, batches, args.threads, errors)
         for t in ts:
@@ -243,29 +246,90 @@ def main():
             time.sleep(0.05)
         elapsed = time.time() - t0
         pg_cpu, srv_cpu = cluster_cpu_s(postmaster) - pg_cpu0, proc_cpu_s(inst.proc.pid) - srv_cpu0
+        own, busy = sum(os.times()[:2]) - own0, machine_busy_s() - busy0
+        load1 = loadavg1()
         rss = rss_peak_mb(inst.proc.pid)
-        per_tag_ok = all(sum(v for (t, _), v in got.items() if t == tag) ==
-                         sum(v for (t, _), v in expected.items() if t == tag) for tag in TAGS)
-        rate = nsamples / elapsed if exact else 0.0
-        print(json.dumps({"bench": "samples", "devices": args.devices, "samples": args.samples,
-                          "builds": args.builds, "paths": args.paths, "depth": args.depth,
-                          "threads": args.threads, "batches": len(batches),
-                          "samples_total": nsamples, "calls": calls, "callsites": len(expected),
-                          "exact": exact, "per_tag_exact": per_tag_ok, "post_s": round(posted, 2),
-                          "count_lag_s": round(elapsed - posted, 2), "visible_s": round(elapsed, 2), "samples_per_s": round(rate, 1),
-                          "cpu_us_per_sample": {"server": round(srv_cpu * 1e6 / nsamples, 2),
-                                                "postgres": round(pg_cpu * 1e6 / nsamples, 2)},
-                          "rss_peak_mb": round(rss, 1), "errors": errors[:3]}))
-        if not exact:
-            missing = {k: v for k, v in expected.items() if got.get(k) != v}
-            print(f"bench_samples: counts not exact: {len(missing)} call sites differ, e.g. "
-                  f"{list(missing.items())[:2]} vs {[(k, got.get(k)) for k in list(missing)[:2]]}",
-                  file=sys.stderr)
-            return 1
-        if rate < args.min_rate:
-            print(f"bench_samples: {rate:.0f} samples/s is under {args.min_rate:.0f}",
-                  file=sys.stderr)
-            return 1
+        log_tail = inst.tail_log() if not exact else ""
+    per_tag_ok = all(sum(v for (t, _), v in got.items() if t == tag) ==
+                     sum(v for (t, _), v in expected.items() if t == tag) for tag in TAGS)
+    rate = nsamples / elapsed if exact else 0.0
+    res = {"bench": "samples", "devices": args.devices, "samples": args.samples,
+           "builds": args.builds, "paths": args.paths, "depth": args.depth,
+           "threads": args.threads, "batches": len(batches),
+           "samples_total": nsamples, "calls": calls, "callsites": len(expected),
+           "exact": exact, "per_tag_exact": per_tag_ok, "post_s": round(posted, 2),
+           "count_lag_s": round(elapsed - posted, 2), "visible_s": round(elapsed, 2),
+           "samples_per_s": round(rate, 1),
+           "cpu_us_per_sample": {"server": round(srv_cpu * 1e6 / nsamples, 2),
+                                 "postgres": round(pg_cpu * 1e6 / nsamples, 2),
+                                 "client": round(own * 1e6 / nsamples, 2)},
+           "load1": [load0, load1],
+           "other_cores": round(max(0.0, busy - srv_cpu - pg_cpu - own) / elapsed, 2),
+           "rss_peak_mb": round(rss, 1), "errors": errors[:3]}
+    if not exact:
+        missing = {k: v for k, v in expected.items() if got.get(k) != v}
+        print(f"bench_samples: counts not exact: {len(missing)} call sites differ, e.g. "
+              f"{list(missing.items())[:2]} vs {[(k, got.get(k)) for k in list(missing)[:2]]}\n"
+              f"{log_tail}", file=sys.stderr)
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--devices", type=int, default=100)
+    ap.add_argument("--samples", type=int, default=1000)
+    ap.add_argument("--builds", type=int, default=4)
+    ap.add_argument("--paths", type=int, default=24)
+    ap.add_argument("--depth", type=int, default=12)
+    ap.add_argument("--threads", type=int, default=4)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--min-rate", type=float, default=0)
+    ap.add_argument("--timeout", type=float, default=600)
+    args = ap.parse_args()
+
+    bin_path = os.environ.get("STACKSIFT_BIN")
+    fixtures = os.environ.get("STACKSIFT_FIXTURES")
+    if not bin_path or not fixtures:
+        raise SystemExit("bench_samples: STACKSIFT_BIN and STACKSIFT_FIXTURES must be set "
+                         "(tests/bench/bench_samples.sh sets them)")
+    with open(os.path.join(fixtures, "manifest.json")) as f:
+        man = json.load(f)
+    fx = next(x for x in man["fixtures"] if x["name"] == "arm64-O2")
+    funcs = whole_functions(bin_path, fixtures, fx)
+    plan_ = plan(args, funcs)
+    batches = make_batches(args, funcs, fx["slices"][0]["uuid"], plan_[0], plan_[2])
+
+    runs = []
+    for _ in range(max(1, args.runs)):
+        res = one_run(args, fx, funcs, plan_, batches)
+        print(json.dumps(res), flush=True)
+        runs.append(res)
+    exact = all(r["exact"] for r in runs)
+    rates = [r["samples_per_s"] for r in runs]
+    med = lambda key: round(statistics.median(r["cpu_us_per_sample"][key] for r in runs), 2)  # noqa: E731
+    summary = dict(runs[0])
+    summary.update({"runs": len(runs), "exact": exact,
+                    "per_tag_exact": all(r["per_tag_exact"] for r in runs),
+                    "samples_per_s": round(statistics.median(rates), 1),
+                    "samples_per_s_min": min(rates), "samples_per_s_max": max(rates),
+                    "post_s": round(statistics.median(r["post_s"] for r in runs), 2),
+                    "count_lag_s": round(statistics.median(r["count_lag_s"] for r in runs), 2),
+                    "visible_s": round(statistics.median(r["visible_s"] for r in runs), 2),
+                    "cpu_us_per_sample": {k: med(k) for k in ("server", "postgres", "client")},
+                    "load1": [min(r["load1"][0] for r in runs), max(r["load1"][1] for r in runs)],
+                    "other_cores": [min(r["other_cores"] for r in runs),
+                                    max(r["other_cores"] for r in runs)],
+                    "rss_peak_mb": max(r["rss_peak_mb"] for r in runs),
+                    "errors": [e for r in runs for e in r["errors"]][:3]})
+    summary["bench"] = "samples_summary"
+    print(json.dumps(summary))
+    if not exact:
+        return 1
+    if summary["samples_per_s"] < args.min_rate:
+        print(f"bench_samples: median {summary['samples_per_s']:.0f} samples/s is under "
+              f"{args.min_rate:.0f}", file=sys.stderr)
+        return 1
     return 0
 
 
