@@ -15,12 +15,17 @@ bytes and regroups it:
 - the dSYM first (names: the report is re-symbolicated but still lacks unwind info, listed as
   needing "unwind_info" only), then the executable (the same row, its symcache replaced): the
   report is walked again, frames by CFI, the UUID no longer listed;
+- the executable committed after the dSYM while the dump is being walked (its worker read the
+  dSYM's symcache; the upload's trigger found the report neither processed nor lacking it
+  yet): the worker's commit sees the row changed since its walk and sends the report back,
+  which is walked again;
 - the Breakpad .sym alone (names, STACK CFI, and functions that bound the scan): walked again
   (crash.sym has no CFI for main, so main's caller is still found by the scan, as
   minidump_stackwalk finds it, but the scan now passes over the stale word in crash that the
   first walk took for a frame), regrouped by its names, no longer listed.
 """
 import os
+import subprocess
 import sys
 import time
 
@@ -181,6 +186,54 @@ def main():
             r = issue(inst, rep.get("issue_id"))
             check(r.status == 200 and r.json().get("count") == 1,
                   f"dSYM then executable: the report's issue: {r.status} {r.body[:300]!r}")
+
+    # ---- the executable committed while the dump is being walked ----------------------------
+    with Instance("rewalk_race", workers=1) as inst:
+        early = post_dump(inst, "race")
+        if early:
+            rid, db = early["id"], inst.db_url
+            # names first: the report then waits for nothing but unwind info (not pending_dsym,
+            # whose own recheck would send it back)
+            upload(inst, dsym, "crash", "race: dSYM")
+            check(inst.wait_processed(60), "race: the dump processed again")
+            named = report(inst, rid)
+            check(named.get("status") == "processed" and named.get("unwind_uuids"),
+                  f"race: named, still lacking unwind info: {named.get('status')} {named.get('unwind_uuids')}")
+
+            def waiting(sql):
+                deadline = time.time() + 20
+                while time.time() < deadline:
+                    if inst.psql(db, sql).strip() not in ("", "0"):
+                        return True
+                    time.sleep(0.05)
+                return False
+
+            # the report as before its first walk (nothing recorded), grouped elsewhere so that
+            # its commit upserts its issue, whose row this session holds: the commit waits
+            inst.psql(db, f"UPDATE reports SET unwind_uuids = '{{}}', fingerprint = 'other' "
+                          f"WHERE id = '{rid}'")
+            blocker = subprocess.Popen(["psql", db, "-v", "ON_ERROR_STOP=1", "-qAt"],
+                                       stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+            try:
+                blocker.stdin.write(f"BEGIN; SELECT id FROM issues WHERE id = {named['issue_id']} "
+                                    "FOR UPDATE;\n")
+                blocker.stdin.flush()
+                check(waiting("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                              "AND state = 'idle in transaction' AND query LIKE '%FOR UPDATE%'"),
+                      "race: the issue's row not locked")
+                inst.psql(db, f"UPDATE reports SET status = 'received' WHERE id = '{rid}'")
+                check(waiting("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                              "AND wait_event_type = 'Lock'"),
+                      "race: the worker's commit does not wait for the issue's row")
+                # committed while the worker holds the report (the stored row's symcache
+                # replaced): the trigger finds it 'received' and leaves it
+                upload(inst, exe, "crash", "race: executable")
+            finally:
+                blocker.stdin.write("COMMIT;\n")
+                blocker.stdin.close()
+                blocker.wait(timeout=30)
+            rep = wait_rewalked(inst, rid, "race")
+            check_rewalked(inst, rep, "race")
 
     # ---- the Breakpad .sym alone -----------------------------------------------------------
     with Instance("rewalk_sym", workers=1) as inst:

@@ -737,15 +737,26 @@ static const char *text_of(const char *s, arena *a)
 
 /* ---- workers ------------------------------------------------------------------------- */
 
+/* What the walks of one minidump saw of each image's stored debug file (minidump_unwind), by
+ * image index: so that the commit can tell whether one of them changed meanwhile. */
+enum { SEEN_UNKNOWN, SEEN_NONE, SEEN_VERSION };
+typedef struct {
+    uint8_t *state;    /* SEEN_UNKNOWN (not asked, or its row could not be read), SEEN_NONE (no
+                          stored symcache), SEEN_VERSION (walked with `version`) */
+    uint64_t *version; /* the first 64 bits of the symcache's SHA-256 (sc_locate's version) */
+} unwind_seen;
+
 /* The in-app images a minidump's walk went through without their unwind info (a frame of
  * any walked thread fell in them, has_unwind false: the frame's caller was found by the frame
  * pointer or the scan, or the walk stopped there), as a JSON array of their UUIDs in `a`
  * (*out NULL when there are none); `json` is scratch space. Images the app does not own
- * (the OS's libraries) are not asked for, as for dSYMs. Errors ERR_TOO_LARGE. */
-static err_code unwind_lacking(const char **out, const crashreport *r, buf *json, arena *a,
-                               err_info *err)
+ * (the OS's libraries) are not asked for, as for dSYMs. With `seen`, *checks (else NULL) is
+ * what the walk saw of each of them (store_outcome.unwind_checks_json). Errors ERR_TOO_LARGE. */
+static err_code unwind_lacking(const char **out, const char **checks, const crashreport *r,
+                               const unwind_seen *seen, buf *json, arena *a, err_info *err)
 {
     *out = NULL;
+    *checks = NULL;
     bool *used = arena_alloc_array(a, r->nimages ? r->nimages : 1, sizeof *used, err);
     if (used == NULL)
         return ERR_TOO_LARGE;
@@ -775,7 +786,43 @@ static err_code unwind_lacking(const char **out, const crashreport *r, buf *json
     if (n == 0)
         return ERR_OK;
     *out = arena_strndup(a, (const char *)json->data, json->len, err);
-    return *out != NULL ? ERR_OK : ERR_TOO_LARGE;
+    if (*out == NULL)
+        return ERR_TOO_LARGE;
+    if (seen == NULL)
+        return ERR_OK;
+    /* the same images, with what the walk saw of each (asked under any index of its UUID) */
+    json->len = 0;
+    jsonw_init(&j, json);
+    jsonw_array_begin(&j);
+    size_t nchecks = 0;
+    for (size_t i = 0; i < r->nimages; i++) {
+        bool dup = false;
+        for (size_t k = 0; k < i && used[i] && !dup; k++)
+            dup = used[k] && strcmp(r->images[k].uuid, r->images[i].uuid) == 0;
+        if (!used[i] || dup)
+            continue;
+        size_t at = r->nimages;
+        for (size_t k = 0; k < r->nimages && at == r->nimages; k++)
+            if (seen->state[k] != SEEN_UNKNOWN && strcmp(r->images[k].uuid, r->images[i].uuid) == 0)
+                at = k;
+        if (at == r->nimages)
+            continue;   /* unknown: no check (it could release the report again and again) */
+        char hex[17] = "";
+        if (seen->state[at] == SEEN_VERSION)
+            snprintf(hex, sizeof hex, "%016llx", (unsigned long long)seen->version[at]);
+        jsonw_object_begin(&j);
+        jsonw_kstr(&j, "uuid", r->images[i].uuid);
+        jsonw_kstr(&j, "seen", hex);
+        jsonw_object_end(&j);
+        nchecks++;
+    }
+    jsonw_array_end(&j);
+    if (nchecks > 0) {
+        *checks = arena_strndup(a, (const char *)json->data, json->len, err);
+        if (*checks == NULL)
+            return ERR_TOO_LARGE;
+    }
+    return ERR_OK;
 }
 
 
@@ -783,9 +830,10 @@ static err_code unwind_lacking(const char **out, const crashreport *r, buf *json
  * as a worker commits it, everything in `a`. `at_intake`: only with symcaches this node has
  * open already (sc_acquire's warm_only) and only to "processed": false when that could not
  * be (a symcache to fetch or open, an in-app image without a dSYM, an error), *o then unused
- * (the report goes to the queue, where pipeline_process_claimed does it all). */
+ * (the report goes to the queue, where pipeline_process_claimed does it all). `seen`: what a
+ * minidump's walks saw of its images' debug files (minidump_unwind), NULL if none. */
 static bool process_parsed(pipeline *p, crashreport *r, const char *app, store_outcome *o,
-                           bool at_intake, arena *a)
+                           bool at_intake, const unwind_seen *seen, arena *a)
 {
     err_info err = {0};
     const char **missing = NULL;
@@ -832,7 +880,8 @@ static bool process_parsed(pipeline *p, crashreport *r, const char *app, store_o
             rc = ERR_TOO_LARGE;
     }
     if (rc == ERR_OK && r->format == CRASHREPORT_FORMAT_MINIDUMP) {
-        rc = unwind_lacking(&o->unwind_uuids_json, r, &json, a, &err);
+        rc = unwind_lacking(&o->unwind_uuids_json, &o->unwind_checks_json, r, seen, &json, a,
+                            &err);
         json.len = 0;
     }
     if (rc == ERR_OK) {
@@ -847,6 +896,7 @@ static bool process_parsed(pipeline *p, crashreport *r, const char *app, store_o
         o->symbolicated_json = NULL;
         o->missing_uuids_json = NULL;
         o->unwind_uuids_json = NULL;
+        o->unwind_checks_json = NULL;
         if (o->error == NULL)
             o->error = "the report needs more memory than its budget";
         return !at_intake;
@@ -889,8 +939,8 @@ static bool process_parsed(pipeline *p, crashreport *r, const char *app, store_o
  * (not this node's row cache, which may be a TTL behind an upload on another node): the
  * report is about to be recorded as lacking it (unwind_uuids), and only an upload of that
  * UUID would walk it again. */
-static void unwind_ask(unwind_image *imgs, sc_entry **held, size_t *n, pipeline *p,
-                       const crashreport *cur, size_t i)
+static void unwind_ask(unwind_image *imgs, sc_entry **held, size_t *n, unwind_seen *seen,
+                       pipeline *p, const crashreport *cur, size_t i)
 {
     const char *uuid = cur->images[i].uuid;
     err_info err = {0};
@@ -902,6 +952,22 @@ static void unwind_ask(unwind_image *imgs, sc_entry **held, size_t *n, pipeline 
             sc_release(p, e);
         symfiles_forget(p->o.files, uuid);
         e = sc_acquire(p, uuid, false, &cold);
+    }
+    /* What was seen, for the commit's check (stored debug files only: p->o.files). No
+     * symcache: none only when the row says so (an unreadable row or file is unknown). */
+    if (p->o.files != NULL && e != NULL) {
+        seen->state[i] = SEEN_VERSION;
+        seen->version[i] = e->version;
+    } else if (p->o.files != NULL) {
+        char path[4096];
+        uint64_t version = 0;
+        bool unknown = false;
+        if (sc_locate_in(path, &version, p, uuid, false, &unknown)) {
+            seen->state[i] = SEEN_VERSION;
+            seen->version[i] = version;
+        } else if (!unknown) {
+            seen->state[i] = SEEN_NONE;
+        }
     }
     if (e == NULL)
         return;
@@ -917,8 +983,10 @@ static void unwind_ask(unwind_image *imgs, sc_entry **held, size_t *n, pipeline 
  * read; while a walk reaches images none before reached (a caller found by CFI instead of
  * the scan), their symcaches are asked for and the dump walked again, at most
  * MINIDUMP_WALKS_MAX times. When no image has a symcache, or a walk fails, *r is the walk
- * before. The symcaches stay referenced during the walks only. */
-static void minidump_unwind(crashreport **r, pipeline *p, const ingest_stored *st, arena *a)
+ * before. *seen: what was seen of each image asked for (arrays in `a`; state NULL when the
+ * arena is full). The symcaches stay referenced during the walks only. */
+static void minidump_unwind(crashreport **r, unwind_seen *seen, pipeline *p,
+                            const ingest_stored *st, arena *a)
 {
     const crashreport *first = *r;
     size_t ni = first->nimages ? first->nimages : 1;
@@ -930,8 +998,13 @@ static void minidump_unwind(crashreport **r, pipeline *p, const ingest_stored *s
      * caller is found with its own image's unwind info. The image list is the dump's, the
      * same in every walk. */
     bool *asked = arena_alloc_array(a, ni, sizeof *asked, &err);
-    if (held == NULL || imgs == NULL || asked == NULL)
+    seen->state = arena_alloc_array(a, ni, sizeof *seen->state, &err);
+    seen->version = arena_alloc_array(a, ni, sizeof *seen->version, &err);
+    if (held == NULL || imgs == NULL || asked == NULL || seen->state == NULL ||
+        seen->version == NULL) {
+        seen->state = NULL;
         return;
+    }
     size_t n = 0;
     for (unsigned walk = 0; walk < MINIDUMP_WALKS_MAX; walk++) {
         const crashreport *cur = *r;
@@ -943,11 +1016,11 @@ static void minidump_unwind(crashreport **r, pipeline *p, const ingest_stored *s
                     continue;
                 asked[im] = true;
                 const char *uuid = cur->images[im].uuid;
-                bool seen = uuid[0] == '\0';
-                for (size_t j = 0; j < cur->nimages && !seen; j++)
-                    seen = j != (size_t)im && asked[j] && strcmp(cur->images[j].uuid, uuid) == 0;
-                if (!seen)
-                    unwind_ask(imgs, held, &n, p, cur, (size_t)im);
+                bool dup = uuid[0] == '\0';
+                for (size_t j = 0; j < cur->nimages && !dup; j++)
+                    dup = j != (size_t)im && asked[j] && strcmp(cur->images[j].uuid, uuid) == 0;
+                if (!dup)
+                    unwind_ask(imgs, held, &n, seen, p, cur, (size_t)im);
             }
         if (n == before)
             break;   /* nothing new to walk with: this walk stands */
@@ -972,15 +1045,16 @@ void pipeline_process_claimed(store_outcome *o, pipeline *p, const store_claimed
     err_code rc = ingest_stored_unpack(&st, row->raw, row->raw_len, row->content_type, a, &err);
     if (rc == ERR_OK)
         rc = ingest_stored_parse(&r, &st, a, &err);
+    unwind_seen seen = {NULL, NULL};
     if (rc == ERR_OK && r->format == CRASHREPORT_FORMAT_MINIDUMP)
-        minidump_unwind(&r, p, &st, a);
+        minidump_unwind(&r, &seen, p, &st, a);
     if (rc != ERR_OK) {
         memset(o, 0, sizeof *o);
         o->status = "failed";
         o->error = arena_sprintf(a, &err, "parsing: %s", err.msg);
         return;
     }
-    process_parsed(p, r, row->app, o, false, a);
+    process_parsed(p, r, row->app, o, false, seen.state ? &seen : NULL, a);
 }
 
 bool pipeline_process_at_intake(pipeline *p, crashreport *r, const char *app, store_outcome *o,
@@ -988,7 +1062,7 @@ bool pipeline_process_at_intake(pipeline *p, crashreport *r, const char *app, st
 {
     if (p->o.workers == 0 || !p->o.at_intake)
         return false;
-    return process_parsed(p, r, app, o, true, a);
+    return process_parsed(p, r, app, o, true, NULL, a);
 }
 
 void pipeline_worker_thread_init(const char *name, unsigned nice)

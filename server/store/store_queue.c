@@ -166,6 +166,21 @@ static const char SQL_RECHECK_PENDING[] =
     "AND EXISTS (SELECT 1 FROM dsyms d WHERE d.uuid = ANY(r.missing_uuids) "
     "AND d.hidden_names = 0)";
 
+/* A debug file recorded while these minidumps were walked without its unwind info: back to
+ * the queue. Its trigger (migration 0022) found them neither processed nor lacking it then
+ * (still 'received', their first walk) and left them; the walk's view of each UUID's row
+ * ("seen": the first 16 hex digits of the symcache it read, "" = none) tells whether the row
+ * changed since. The check runs after this batch's reports are written, so that an upload
+ * committing later finds them locked and, once this commits, lacking it (its trigger). */
+static const char SQL_RECHECK_UNWIND[] =
+    "UPDATE reports r SET status = 'received', updated_at = now() "
+    "FROM json_to_recordset($1::json) AS t(id uuid, checks json) "
+    "WHERE r.id = t.id AND r.status IN ('processed', 'pending_dsym') "
+    "AND r.received_at BETWEEN $2::timestamptz AND $3::timestamptz "   /* partition pruning */
+    "AND EXISTS (SELECT 1 FROM json_to_recordset(t.checks) AS c(uuid uuid, seen text) "
+    "JOIN dsyms d ON d.uuid = c.uuid WHERE d.symcache_blob IS NOT NULL "
+    "AND lower(left(d.symcache_blob, 16)) IS DISTINCT FROM nullif(c.seen, ''))";
+
 /* Run `sql` with one text parameter (a JSON batch or an id list); its result is not needed. */
 static err_code exec_batch(pconn *c, const char *what, const char *sql, const char *param,
                            err_info *err)
@@ -277,7 +292,7 @@ static err_code do_commit(store_work *w, const store_outcome *out, const store_g
     b.len = 0;
     jsonw_init(&j, &b);
     jsonw_array_begin(&j);
-    bool any_pending = false;
+    bool any_pending = false, any_unwind = false;
     for (size_t i = 0; i < n; i++) {
         const store_outcome *o = &out[i];
         int64_t issue = o->group != STORE_NO_GROUP ? ids[o->group] : o->issue_id;
@@ -295,6 +310,7 @@ static err_code do_commit(store_work *w, const store_outcome *out, const store_g
         jsonw_kraw(&j, "unwind", o->unwind_uuids_json);
         jsonw_object_end(&j);
         any_pending |= strcmp(o->status, "pending_dsym") == 0;
+        any_unwind |= o->unwind_checks_json != NULL;
     }
     jsonw_array_end(&j);
     /* the batch's first and last receipt time (same RFC 3339 form: text order is time order) */
@@ -361,6 +377,27 @@ static err_code do_commit(store_work *w, const store_outcome *out, const store_g
         const char *rvalues[3] = {(const char *)b.data, at_min, at_max};
         rc = store_exec_sql(&res, w->c, "rechecking pending reports", SQL_RECHECK_PENDING, 3,
                             rvalues, 0, err);
+        PQclear(res);
+        res = NULL;
+        if (rc != ERR_OK)
+            goto done;
+    }
+    /* 6. unwind info recorded while these minidumps were walked without it */
+    if (any_unwind) {
+        b.len = 0;
+        jsonw_init(&j, &b);
+        jsonw_array_begin(&j);
+        for (size_t i = 0; i < n; i++)
+            if (out[i].unwind_checks_json != NULL) {
+                jsonw_object_begin(&j);
+                jsonw_kstr(&j, "id", w->rows[i].id);
+                jsonw_kraw(&j, "checks", out[i].unwind_checks_json);
+                jsonw_object_end(&j);
+            }
+        jsonw_array_end(&j);
+        const char *rvalues[3] = {(const char *)b.data, at_min, at_max};
+        rc = store_exec_sql(&res, w->c, "rechecking reports without unwind info",
+                            SQL_RECHECK_UNWIND, 3, rvalues, 0, err);
         PQclear(res);
         res = NULL;
         if (rc != ERR_OK)

@@ -41,6 +41,11 @@ typedef struct {
     const char *missing_uuids_json; /* JSON array of the in-app UUIDs without a dSYM, or NULL */
     const char *unwind_uuids_json;  /* JSON array of the in-app UUIDs a minidump's walk went
                                        through without their unwind info, or NULL */
+    const char *unwind_checks_json; /* JSON array [{"uuid","seen"}]: what the walk saw of each
+                                       of those UUIDs' stored symcache ("seen": the first 16 hex
+                                       digits of its SHA-256, "" = none); the commit sends the
+                                       report back to the queue if one changed meanwhile. NULL:
+                                       no check */
     const char *symbolicated_json;  /* the symbolicated model (JSON object), or NULL */
     const char *kind;               /* "crash", "hang", "sample" */
     const char *app;                /* app the issue belongs to ("" if unknown) */
