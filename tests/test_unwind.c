@@ -6,6 +6,7 @@
  */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/bytes.h"
 #include "harness.h"
@@ -492,6 +493,385 @@ static void dwarf_rows_match_breakpad_symbols(void)
     bytes_unmap(&b);
 }
 
+/* ---- __debug_frame (a dSYM's) ---------------------------------------------------------- */
+
+static const char *const X86_64_NAME[17] = {"RAX", "RDX", "RCX", "RBX", "RSI", "RDI", "RBP", "RSP", "R8",
+                                            "R9", "R10", "R11", "R12", "R13", "R14", "R15", "RIP"};
+
+/* row_text - a row as llvm-dwarfdump-14 --debug-frame prints it: "CFA=RSP+16: RBP=[CFA-16],
+ * RIP=[CFA-8]" (registers in DWARF number order). */
+static void row_text(char *out, size_t cap, const unwind_cfi_row *row)
+{
+    size_t k = (size_t)snprintf(out, cap, "CFA=%s%+lld", row->cfa_reg < 17 ? X86_64_NAME[row->cfa_reg] : "?",
+                                (long long)row->cfa_offset);
+    const char *sep = ": ";
+    for (unsigned r = 0; r < 17 && k < cap; r++) {
+        const unwind_reg_rule *g = &row->regs[r];
+        if (g->kind == UNWIND_REG_NONE)
+            continue;
+        if (g->kind == UNWIND_REG_OFFSET)
+            k += (size_t)snprintf(out + k, cap - k, "%s%s=[CFA%+lld]", sep, X86_64_NAME[r], (long long)g->value);
+        else
+            k += (size_t)snprintf(out + k, cap - k, "%s%s=?", sep, X86_64_NAME[r]);
+        sep = ", ";
+    }
+}
+
+static bool map_debug_frame(bytes *b, const macho_section **df)
+{
+    const char *fx = getenv("STACKSIFT_FIXTURES");
+    char path[4096];
+    err_info err = {0};
+    snprintf(path, sizeof path, "%s/debugframe/DebugFrameKit.framework.dSYM/Contents/Resources/DWARF/DebugFrameKit",
+             fx && *fx ? fx : "../build-fixtures");
+    if (bytes_map_file(b, path, &err) != ERR_OK || macho_parse(&img, b->data, b->len, &err) != ERR_OK) {
+        fprintf(stderr, "%s: %s\n", path, err.msg);
+        return false;
+    }
+    *df = macho_section_find(&img, "__DWARF", "__debug_frame");
+    return *df != NULL && (*df)->data != NULL;
+}
+
+/* Every FDE and every row llvm-dwarfdump-14 --debug-frame prints for the fixture dylib's dSYM
+ * (DebugFrameKit: no compact unwind, its CFI only in __debug_frame) is what
+ * unwind_debug_frame_list and unwind_debug_frame_row read: the same ranges, at each row's
+ * address the same CFA and saved registers. */
+static void debug_frame_rows_match_llvm_dwarfdump(void)
+{
+    bytes b = {0};
+    const macho_section *df = NULL;
+    CHECK(map_debug_frame(&b, &df));
+    if (df == NULL || df->data == NULL) {
+        bytes_unmap(&b);
+        return;
+    }
+    arena *a = arena_new(0);
+    unwind_fde *fdes;
+    size_t n;
+    err_info err = {0};
+    CHECK_EQ_INT(unwind_debug_frame_list(&fdes, &n, df->data, (size_t)df->size, a, &err), ERR_OK);
+    CHECK(n >= 3);
+    char cmd[4200], line[512];
+    const char *fx = getenv("STACKSIFT_FIXTURES");
+    snprintf(cmd, sizeof cmd, "llvm-dwarfdump-14 --debug-frame '%s/debugframe/DebugFrameKit.framework.dSYM'",
+             fx && *fx ? fx : "../build-fixtures");
+    FILE *p = popen(cmd, "r");
+    size_t nfde = 0, rows = 0, agree = 0;
+    const unwind_fde *cur = NULL;
+    while (p != NULL && fgets(line, sizeof line, p) != NULL) {
+        unsigned long long off, lo, hi, at;
+        const char *pc = strstr(line, " FDE ");
+        if (strstr(line, ".eh_frame contents") != NULL)
+            break;
+        if (pc != NULL && sscanf(line, "%llx", &off) == 1 && (pc = strstr(line, "pc=")) != NULL &&
+            sscanf(pc, "pc=%llx...%llx", &lo, &hi) == 2) {
+            nfde++;
+            cur = unwind_fde_find(fdes, n, lo);
+            CHECK(cur != NULL && cur->start == lo && cur->end == hi && cur->fde_off == off);
+            CHECK(unwind_fde_find(fdes, n, hi - 1) == cur);
+            continue;
+        }
+        int used = 0;
+        if (cur == NULL || sscanf(line, " 0x%llx: %n", &at, &used) != 1 || used == 0)
+            continue;
+        line[strcspn(line, "\n")] = '\0';
+        unwind_cfi_row row;
+        char mine[256];
+        rows++;
+        if (unwind_debug_frame_row(&row, df->data, (size_t)df->size, cur->fde_off, at, &err) != ERR_OK) {
+            fprintf(stderr, "row 0x%llx: %s\n", at, err.msg);
+            continue;
+        }
+        row_text(mine, sizeof mine, &row);
+        CHECK(row.func_start == cur->start && row.func_end == cur->end && row.ra_reg == 16);
+        if (strcmp(mine, line + used) == 0)
+            agree++;
+        else
+            fprintf(stderr, "row 0x%llx: ours \"%s\", llvm-dwarfdump \"%s\"\n", at, mine, line + used);
+    }
+    if (p != NULL)
+        pclose(p);
+    fprintf(stderr, "DebugFrameKit __debug_frame: %zu FDEs (llvm-dwarfdump %zu), %zu/%zu rows agree\n",
+            n, nfde, agree, rows);
+    CHECK_EQ_INT(nfde, n);
+    CHECK(rows >= 8);
+    CHECK_EQ_INT(agree, rows);
+    /* an address no FDE covers; an offset that is a CIE, or past the section */
+    unwind_cfi_row row;
+    CHECK(unwind_fde_find(fdes, n, fdes[n - 1].end) == NULL);
+    CHECK_EQ_INT(unwind_debug_frame_row(&row, df->data, (size_t)df->size, 0, fdes[0].start, &err), ERR_INVALID);
+    CHECK_EQ_INT(unwind_debug_frame_row(&row, df->data, (size_t)df->size, df->size + 8, 0, &err), ERR_INVALID);
+    CHECK_EQ_INT(unwind_debug_frame_row(&row, df->data, (size_t)df->size, fdes[0].fde_off, fdes[0].end, &err),
+                 ERR_NOT_FOUND);
+    /* the __eh_frame reader does not take a __debug_frame CIE (id 0xffffffff) */
+    CHECK(unwind_dwarf_row(&row, df->data, (size_t)df->size, df->addr, fdes[0].fde_off, fdes[0].start, &err) != ERR_OK);
+    arena_free(a);
+    bytes_unmap(&b);
+}
+
+/* A hand-made 64-bit DWARF __debug_frame (length escape 0xffffffff, 8-byte CIE id and
+ * pointer) and hostile ones: a CIE pointer past the section, a truncated FDE, a segment
+ * selector. */
+static void debug_frame_64bit_and_hostile(void)
+{
+    uint8_t s[128] = {0};
+    size_t k = 0;
+    /* CIE: 0xffffffff, u64 length, u64 id all ones, version 4, "", addr 8, seg 0, code 1,
+     * data -8 (0x78), ra 16, def_cfa rsp+8, offset rip 1 (-8) */
+    static const uint8_t cie_body[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 4, 0, 8, 0, 1, 0x78, 16,
+                                       0x0c, 7, 8, 0x90, 1};
+    s[k++] = 0xff, s[k++] = 0xff, s[k++] = 0xff, s[k++] = 0xff;
+    put64(s + k, sizeof cie_body);
+    k += 8;
+    memcpy(s + k, cie_body, sizeof cie_body);
+    k += sizeof cie_body;
+    size_t fde_at = k;
+    /* FDE: u64 CIE offset 0, pc 0x2000, range 0x40, advance 4, def_cfa_offset 32 */
+    static const uint8_t fde_insns[] = {0x44, 0x0e, 32};
+    s[k++] = 0xff, s[k++] = 0xff, s[k++] = 0xff, s[k++] = 0xff;
+    put64(s + k, 8 + 8 + 8 + sizeof fde_insns);
+    k += 8;
+    put64(s + k, 0);
+    k += 8;
+    put64(s + k, 0x2000);
+    k += 8;
+    put64(s + k, 0x40);
+    k += 8;
+    memcpy(s + k, fde_insns, sizeof fde_insns);
+    k += sizeof fde_insns;
+    arena *a = arena_new(0);
+    unwind_fde *fdes;
+    size_t n;
+    err_info err = {0};
+    CHECK_EQ_INT(unwind_debug_frame_list(&fdes, &n, s, k, a, &err), ERR_OK);
+    CHECK_EQ_INT(n, 1);
+    unwind_cfi_row row;
+    if (n == 1) {
+        CHECK_EQ_U64(fdes[0].start, 0x2000);
+        CHECK_EQ_U64(fdes[0].end, 0x2040);
+        CHECK_EQ_U64(fdes[0].fde_off, fde_at);
+        CHECK_EQ_INT(unwind_debug_frame_row(&row, s, k, fde_at, 0x2003, &err), ERR_OK);
+        CHECK(row.cfa_reg == 7 && row.cfa_offset == 8 && row.regs[16].kind == UNWIND_REG_OFFSET &&
+              row.regs[16].value == -8);
+        CHECK_EQ_INT(unwind_debug_frame_row(&row, s, k, fde_at, 0x2004, &err), ERR_OK);
+        CHECK(row.cfa_offset == 32);
+    }
+    /* the FDE's CIE pointer past the section: left out of the list, refused as a row */
+    put64(s + fde_at + 12, 0x1000);
+    CHECK_EQ_INT(unwind_debug_frame_list(&fdes, &n, s, k, a, &err), ERR_OK);
+    CHECK_EQ_INT(n, 0);
+    CHECK_EQ_INT(unwind_debug_frame_row(&row, s, k, fde_at, 0x2000, &err), ERR_INVALID);
+    CHECK(strstr(err.msg, "__debug_frame") != NULL);
+    put64(s + fde_at + 12, 0);
+    /* a segment selector size: not on Darwin */
+    s[12 + 8 + 3] = 8;
+    CHECK_EQ_INT(unwind_debug_frame_list(&fdes, &n, s, k, a, &err), ERR_OK);
+    CHECK_EQ_INT(n, 0);
+    s[12 + 8 + 3] = 0;
+    /* truncated: every length checked against the section */
+    for (size_t cut = 0; cut < k; cut++) {
+        CHECK_EQ_INT(unwind_debug_frame_list(&fdes, &n, s, cut, a, &err), ERR_OK);
+        CHECK_EQ_INT(n, 0);
+    }
+    arena_free(a);
+}
+
+/* The fixture dylib's frames walked by its dSYM's __debug_frame: frame 0 in df_leaf (frameless:
+ * CFA = rsp + its frame), its caller in df_middle (CFA = rbp + 16), that one's caller by the
+ * frame pointer's row. Without __debug_frame the frame pointer skips df_middle's frame. */
+static void walks_by_debug_frame(void)
+{
+    bytes b = {0};
+    const macho_section *df = NULL;
+    CHECK(map_debug_frame(&b, &df));
+    if (df == NULL || df->data == NULL) {
+        bytes_unmap(&b);
+        return;
+    }
+    arena *a = arena_new(0);
+    unwind_fde *fdes;
+    size_t n;
+    err_info err = {0};
+    CHECK_EQ_INT(unwind_debug_frame_list(&fdes, &n, df->data, (size_t)df->size, a, &err), ERR_OK);
+    /* a frameless row (CFA = rsp + more than the return address) and two rbp rows, in two
+     * other functions: found from the rows themselves, not from known addresses */
+    uint64_t leaf_pc = 0, mid_pc = 0, outer_pc = 0;
+    unwind_cfi_row leaf = {0}, row;
+    for (size_t i = 0; i < n; i++)
+        for (uint64_t at = fdes[i].start; at < fdes[i].end; at++) {
+            if (unwind_debug_frame_row(&row, df->data, (size_t)df->size, fdes[i].fde_off, at, &err) != ERR_OK)
+                continue;
+            if (row.cfa_reg == 7 && row.cfa_offset > 16 && leaf_pc == 0) {
+                leaf_pc = at;
+                leaf = row;
+            } else if (row.cfa_reg == 6 && row.cfa_offset == 16 && mid_pc == 0 && at > fdes[i].start) {
+                mid_pc = at;
+            } else if (row.cfa_reg == 6 && row.cfa_offset == 16 && outer_pc == 0 && mid_pc != 0 &&
+                       (mid_pc < fdes[i].start || mid_pc >= fdes[i].end)) {
+                outer_pc = at;
+            }
+        }
+    CHECK(leaf_pc != 0 && mid_pc != 0 && outer_pc != 0);
+    if (leaf_pc == 0 || mid_pc == 0 || outer_pc == 0) {
+        arena_free(a);
+        bytes_unmap(&b);
+        return;
+    }
+    static uint8_t stack[0x400];
+    const uint64_t sp = 0x7ff000001000, load = 0x10a000000;
+    minidump md;
+    minidump_module mod;
+    minidump_thread t;
+    memset(stack, 0, sizeof stack);
+    make_dump(&md, &mod, &t, stack, sizeof stack, sp);
+    mod.load_addr = load;
+    memcpy(mod.uuid, img.uuid, 16);
+    uint64_t cfa = sp + (uint64_t)leaf.cfa_offset, rbp = sp + 0x200;
+    put64(stack + (cfa - 8 - sp), load + mid_pc + 1);   /* df_leaf's return address */
+    if (leaf.regs[3].kind == UNWIND_REG_OFFSET)
+        put64(stack + (cfa + (uint64_t)leaf.regs[3].value - sp), 0xb0b0); /* rbx */
+    put64(stack + 0x200, 0);                            /* df_middle's frame record */
+    put64(stack + 0x208, load + outer_pc + 1);
+    unwind_image ui = {.text_vmaddr = img.text_vmaddr, .debug_frame = df->data,
+                       .debug_frame_len = (size_t)df->size, .debug_frame_vmaddr = df->addr};
+    memcpy(ui.uuid, img.uuid, 16);
+    minidump_context c = {.arch = MINIDUMP_ARCH_X86_64, .nregs = 17};
+    c.regs[MINIDUMP_X86_64_RIP] = load + leaf_pc;
+    c.regs[MINIDUMP_X86_64_RSP] = sp;
+    c.regs[MINIDUMP_X86_64_RBP] = rbp;
+    unwind_frame *f;
+    size_t nf;
+    CHECK_EQ_INT(unwind_walk(&f, &nf, &md, &c, &ui, 1, a, &err), ERR_OK);
+    CHECK(nf >= 3);
+    if (nf >= 3) {
+        CHECK_EQ_U64(f[1].pc, load + mid_pc + 1);
+        CHECK_EQ_U64(f[1].sp, cfa);
+        CHECK_EQ_INT(f[1].found, UNWIND_FOUND_CFI);
+        CHECK_EQ_U64(f[2].pc, load + outer_pc + 1);
+        CHECK_EQ_U64(f[2].sp, rbp + 16);
+        CHECK_EQ_INT(f[2].found, UNWIND_FOUND_CFI);
+    }
+    ui.debug_frame = NULL;
+    ui.debug_frame_len = 0;
+    CHECK_EQ_INT(unwind_walk(&f, &nf, &md, &c, &ui, 1, a, &err), ERR_OK);
+    CHECK(nf >= 2 && f[1].pc == load + outer_pc + 1 && f[1].found == UNWIND_FOUND_FRAME_POINTER);
+    arena_free(a);
+    bytes_unmap(&b);
+}
+
+/* ---- the stack scan's rule ------------------------------------------------------------- */
+
+static bool covers_below_0x1180(const void *symbols, uint64_t rel)
+{
+    (void)symbols;
+    return rel >= 0x1000 && rel < 0x1180;
+}
+
+/* A scanned word must lie in a module, and where the module's symbols or CFI are known, its
+ * call instruction (word - 1) in one of their functions: a stale word pointing into the
+ * module's data is passed over, the return address after it taken. With nothing known of the
+ * module, the stale word is taken. */
+static void scan_skips_words_outside_functions(void)
+{
+    static uint8_t stack[0x400];
+    const uint64_t base = 0x7ff000000000;
+    minidump md;
+    minidump_module mod;
+    minidump_thread t;
+    memset(stack, 0, sizeof stack);
+    make_dump(&md, &mod, &t, stack, sizeof stack, base);
+    const unwind_entry entries[] = {
+        {0x1000, 0x1100, 0x04000010}, /* DWARF, but no __eh_frame given: no caller by CFI */
+        {0x1100, 0x1200, 0x01000000},
+    };
+    put64(stack + 0, 0x100008000);  /* stale: in the module, past its functions */
+    put64(stack + 8, 0x100001190);  /* a return address in the second function */
+    minidump_context c = {.arch = MINIDUMP_ARCH_X86_64, .nregs = 17};
+    c.regs[MINIDUMP_X86_64_RIP] = 0x100001010;
+    c.regs[MINIDUMP_X86_64_RSP] = base;
+    c.regs[MINIDUMP_X86_64_RBP] = 0; /* no frame pointer chain */
+    arena *a = arena_new(0);
+    unwind_frame *f;
+    size_t n;
+    err_info err = {0};
+    /* nothing known of the module: the first word in it */
+    CHECK_EQ_INT(unwind_walk(&f, &n, &md, &c, NULL, 0, a, &err), ERR_OK);
+    CHECK(n >= 2 && f[1].pc == 0x100008000 && f[1].found == UNWIND_FOUND_SCAN);
+    /* its compact unwind known: the stale word lies in no function */
+    unwind_image ui = {.text_vmaddr = 0x100000000, .entries = entries, .nentries = 2};
+    memcpy(ui.uuid, UUID_APP, 16);
+    CHECK_EQ_INT(unwind_walk(&f, &n, &md, &c, &ui, 1, a, &err), ERR_OK);
+    CHECK(n >= 2 && f[1].pc == 0x100001190 && f[1].sp == base + 16 && f[1].found == UNWIND_FOUND_SCAN);
+    /* its symbols alone known */
+    unwind_image sym = {.text_vmaddr = 0x100000000, .covers = covers_below_0x1180};
+    memcpy(sym.uuid, UUID_APP, 16);
+    put64(stack + 8, 0x100001170);
+    CHECK_EQ_INT(unwind_walk(&f, &n, &md, &c, &sym, 1, a, &err), ERR_OK);
+    CHECK(n >= 2 && f[1].pc == 0x100001170 && f[1].found == UNWIND_FOUND_SCAN);
+    /* symbols and CFI known: either covering the call is enough (0x11a0 is in the compact
+     * unwind's second function, not in the symbols) */
+    ui.covers = covers_below_0x1180;
+    put64(stack + 8, 0x1000011a0);
+    CHECK_EQ_INT(unwind_walk(&f, &n, &md, &c, &ui, 1, a, &err), ERR_OK);
+    CHECK(n >= 2 && f[1].pc == 0x1000011a0);
+    /* a word just past the last function: its call (word - 1) is still inside */
+    put64(stack + 8, 0x100001200);
+    CHECK_EQ_INT(unwind_walk(&f, &n, &md, &c, &ui, 1, a, &err), ERR_OK);
+    CHECK(n >= 2 && f[1].pc == 0x100001200);
+    /* no word in a function: no caller by scanning */
+    put64(stack + 8, 0x100001201);
+    CHECK_EQ_INT(unwind_walk(&f, &n, &md, &c, &ui, 1, a, &err), ERR_OK);
+    CHECK_EQ_INT(n, 1);
+    arena_free(a);
+}
+
+/* A stale word pointing into the fixture dylib's stubs (past every __debug_frame FDE) is
+ * passed over when the image's only knowledge is its __debug_frame. */
+static void scan_holds_words_against_debug_frame(void)
+{
+    bytes b = {0};
+    const macho_section *df = NULL;
+    CHECK(map_debug_frame(&b, &df));
+    if (df == NULL || df->data == NULL) {
+        bytes_unmap(&b);
+        return;
+    }
+    arena *a = arena_new(0);
+    unwind_fde *fdes;
+    size_t n;
+    err_info err = {0};
+    CHECK_EQ_INT(unwind_debug_frame_list(&fdes, &n, df->data, (size_t)df->size, a, &err), ERR_OK);
+    CHECK(n > 0);
+    if (n == 0) {
+        arena_free(a);
+        bytes_unmap(&b);
+        return;
+    }
+    static uint8_t stack[0x400];
+    const uint64_t base = 0x7ff000000000, load = 0x10a000000;
+    minidump md;
+    minidump_module mod;
+    minidump_thread t;
+    memset(stack, 0, sizeof stack);
+    make_dump(&md, &mod, &t, stack, sizeof stack, base);
+    mod.load_addr = load;
+    memcpy(mod.uuid, img.uuid, 16);
+    put64(stack + 0, load + fdes[n - 1].end + 8);       /* past the last function */
+    put64(stack + 8, load + fdes[0].start + 5);         /* inside the first */
+    unwind_image ui = {.text_vmaddr = img.text_vmaddr, .debug_frame = df->data,
+                       .debug_frame_len = (size_t)df->size};
+    memcpy(ui.uuid, img.uuid, 16);
+    minidump_context c = {.arch = MINIDUMP_ARCH_X86_64, .nregs = 17};
+    c.regs[MINIDUMP_X86_64_RIP] = 0x5000; /* in no module: no CFI */
+    c.regs[MINIDUMP_X86_64_RSP] = base;
+    unwind_frame *f;
+    size_t nf;
+    CHECK_EQ_INT(unwind_walk(&f, &nf, &md, &c, &ui, 1, a, &err), ERR_OK);
+    CHECK(nf >= 2 && f[1].pc == load + fdes[0].start + 5 && f[1].found == UNWIND_FOUND_SCAN);
+    arena_free(a);
+    bytes_unmap(&b);
+}
+
 int main(void)
 {
     RUN(entries_match_llvm_objdump);
@@ -500,5 +880,10 @@ int main(void)
     RUN(dwarf_rows_match_breakpad_symbols);
     RUN(walks_arm64);
     RUN(walks_x86_64_indirect_and_stops);
+    RUN(debug_frame_rows_match_llvm_dwarfdump);
+    RUN(debug_frame_64bit_and_hostile);
+    RUN(walks_by_debug_frame);
+    RUN(scan_skips_words_outside_functions);
+    RUN(scan_holds_words_against_debug_frame);
     return harness_done();
 }

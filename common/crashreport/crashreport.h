@@ -350,8 +350,10 @@ typedef struct {
                                  NULL if none */
     size_t event_len;
     const struct unwind_image *images; /* unwind_image (unwind/walk.h) of the images whose
-                                 executables were uploaded, matched by UUID; NULL (0): the walk
-                                 uses frame pointers and the stack scan */
+                                 debug files were uploaded, matched by UUID: their CFI, and
+                                 their symbols for the stack scan (an image with symbols alone
+                                 is not marked has_unwind); NULL (0): the walk uses frame
+                                 pointers and the stack scan */
     size_t nimages;
 } crashreport_minidump_options;
 

@@ -72,7 +72,8 @@
  *           The body adds up exactly. Records are read in place (unwind_image points into the
  *           mapping): every body starts 8-byte aligned.
  *   "DBGF"  a dSYM's __DWARF,__debug_frame (when it has one): u64 its vm address, then its
- *           bytes as they are.
+ *           bytes as they are (DWARF 5 section 6.4: absolute addresses; the walker indexes
+ *           its FDEs when it first needs them, unwind_debug_frame_list).
  *   "BPC1"  the STACK CFI records of a Breakpad .sym: the table breakpad_cfi_encode writes
  *           (layout in common/breakpad/breakpad.h), module offsets. Added without a version
  *           bump (readers skip tags they do not know).

@@ -128,4 +128,39 @@ typedef struct {
 err_code unwind_dwarf_row(unwind_cfi_row *out, const uint8_t *sect, size_t len, uint64_t vmaddr,
                           uint64_t fde_off, uint64_t target, err_info *err);
 
+/* ---- DWARF CFI (__debug_frame) --------------------------------------------------------- */
+
+/* One FDE of a `__debug_frame` section: the function it covers and where it is. */
+typedef struct {
+    uint64_t start, end; /* [pc_begin, pc_begin + pc_range), vm addresses of the image */
+    uint64_t fde_off;    /* offset of the FDE in the section */
+} unwind_fde;
+
+/*
+ * unwind_debug_frame_list - every FDE of a dSYM's `__DWARF,__debug_frame` (`len` bytes), by
+ * start address: a __debug_frame has no index (unlike __eh_frame, which compact unwind
+ * encodings point into), so a walker builds this once per image. Overlapping FDEs are
+ * clipped (the earlier start wins); an FDE whose CIE cannot be read, or with an empty range,
+ * is left out; the list ends at the first entry whose length runs past the section.
+ * *out allocated in `a` (NULL when *n == 0).
+ * Errors  ERR_TOO_LARGE (arena budget).
+ * Source  DWARF 5 section 6.4.1 (CIE id 0xffffffff, CIE pointer an offset from the section's
+ *         start, absolute addresses of the CIE's address size).
+ */
+err_code unwind_debug_frame_list(unwind_fde **out, size_t *n, const uint8_t *sect, size_t len,
+                                 arena *a, err_info *err);
+
+/* unwind_fde_find - the FDE of a list from unwind_debug_frame_list whose [start, end) holds
+ * vm address `addr`, by binary search; NULL if none. */
+const unwind_fde *unwind_fde_find(const unwind_fde *fdes, size_t n, uint64_t addr);
+
+/*
+ * unwind_debug_frame_row - the CFI row at vm address `target` of the FDE at `fde_off` in a
+ * `__debug_frame` section (`len` bytes; its addresses are absolute), its CIE's initial
+ * instructions first. The CFA program is the one unwind_dwarf_row runs.
+ * Errors  as unwind_dwarf_row's (ERR_INVALID, ERR_NOT_FOUND, ERR_UNSUPPORTED).
+ */
+err_code unwind_debug_frame_row(unwind_cfi_row *out, const uint8_t *sect, size_t len,
+                                uint64_t fde_off, uint64_t target, err_info *err);
+
 #endif

@@ -38,8 +38,9 @@ typedef struct unwind_image {
     const uint8_t *eh_frame;
     size_t eh_frame_len;
     uint64_t eh_frame_vmaddr;
-    /* __DWARF,__debug_frame of a dSYM, when it has one (NULL: none). Kept with the rest;
-     * the walker does not read it yet. */
+    /* __DWARF,__debug_frame of a dSYM, when it has one (NULL: none); its FDEs serve
+     * functions the compact unwind does not describe. Addresses in it are absolute vm
+     * addresses of the image (text_vmaddr + module offset). */
     const uint8_t *debug_frame;
     size_t debug_frame_len;
     uint64_t debug_frame_vmaddr;
@@ -48,17 +49,19 @@ typedef struct unwind_image {
     const uint8_t *breakpad_cfi;
     size_t breakpad_cfi_len;
     /* optional: whether the module's symbols cover module offset `rel` (NULL: unknown). A
-     * scanned word whose call instruction (word - 1) they do not cover is no return address */
+     * scanned word whose call instruction (word - 1) neither they nor the CFI above cover is
+     * no return address */
     bool (*covers)(const void *symbols, uint64_t rel);
     const void *symbols;
 } unwind_image;
 
 /* unwind_image_has_cfi - whether `im` gives the walker call-frame information to read (compact
- * unwind, __eh_frame, a .sym's STACK CFI), not only symbols that bound the scan.
- * (__debug_frame is not counted: the walker does not read it yet.) */
+ * unwind, __eh_frame, a dSYM's __debug_frame, a .sym's STACK CFI), not only symbols that
+ * bound the scan. */
 static inline bool unwind_image_has_cfi(const unwind_image *im)
 {
-    return im->nentries > 0 || im->eh_frame != NULL || im->breakpad_cfi != NULL;
+    return im->nentries > 0 || im->eh_frame != NULL || im->debug_frame != NULL ||
+           im->breakpad_cfi != NULL;
 }
 
 #endif

@@ -23,6 +23,13 @@ struct mod_ref {
     uint32_t index; /* into md->modules */
 };
 
+/* What the walk derives from an image on first use: its __debug_frame's FDEs by address. */
+struct image_state {
+    bool indexed;                 /* fdes built (or found unbuildable) */
+    const unwind_fde *fdes;
+    size_t nfdes;
+};
+
 typedef struct {
     const minidump *md;
     minidump_arch arch;
@@ -30,6 +37,8 @@ typedef struct {
     uint64_t callee_saved;        /* mask of registers that carry over to a caller */
     const unwind_image *images;
     size_t nimages;
+    struct image_state *state;    /* per image, parallel to images */
+    arena *a;                     /* the walk's arena: the debug_frame indexes */
     struct mod_ref *by_addr;      /* the modules sorted by load address */
 } walker;
 
@@ -98,6 +107,28 @@ static const unwind_image *image_of(const walker *w, int module)
     return NULL;
 }
 
+/* debug_frame_fdes - the FDEs of the image's __debug_frame by address, indexed on first use
+ * (a walk asks for few images; a dSYM's section has one FDE per function). */
+static const unwind_fde *debug_frame_fdes(size_t *n, const walker *w, const unwind_image *img)
+{
+    struct image_state *st = &w->state[img - w->images];
+    if (!st->indexed) {
+        st->indexed = true;
+        unwind_fde *list = NULL;
+        err_info err = {0};
+        /* over the arena's budget the image is walked without its __debug_frame: the
+         * frame falls to the next method, as with no __debug_frame at all */
+        if (img->debug_frame != NULL &&
+            unwind_debug_frame_list(&list, &st->nfdes, img->debug_frame, img->debug_frame_len,
+                                    w->a, &err) == ERR_OK)
+            st->fdes = list;
+        else
+            st->nfdes = 0;
+    }
+    *n = st->nfdes;
+    return st->fdes;
+}
+
 /* caller_base - the registers a caller inherits: the callee-saved ones. */
 static regset caller_base(const walker *w, const regset *cur)
 {
@@ -106,9 +137,10 @@ static regset caller_base(const walker *w, const regset *cur)
     return next;
 }
 
+static bool apply_row(regset *next, const walker *w, const regset *cur, const unwind_cfi_row *r0);
+
 /* step_dwarf - the caller by the CFI row at `rel` (offset from __TEXT) of the FDE at `fde_off`
- * in the image's __eh_frame: CFA = register + offset; each register's rule; the return
- * address register's rule gives the pc (no rule on arm64: lr as it is); sp = CFA. */
+ * in the image's __eh_frame (apply_row). */
 static bool step_dwarf(regset *next, const walker *w, const regset *cur, const unwind_image *img,
                        uint32_t fde_off, uint64_t rel)
 {
@@ -119,10 +151,37 @@ static bool step_dwarf(regset *next, const walker *w, const regset *cur, const u
     if (unwind_dwarf_row(&row, img->eh_frame, img->eh_frame_len, img->eh_frame_vmaddr, fde_off,
                          img->text_vmaddr + rel, &err) != ERR_OK)
         return false;
+    return apply_row(next, w, cur, &row);
+}
+
+/* step_debug_frame - the caller by the CFI row at `rel` (offset from __TEXT) of the FDE of the
+ * image's __debug_frame (a dSYM's) that covers it; as step_dwarf from there. */
+static bool step_debug_frame(regset *next, const walker *w, const regset *cur,
+                             const unwind_image *img, uint64_t rel)
+{
+    size_t n;
+    const unwind_fde *fdes = debug_frame_fdes(&n, w, img);
+    const unwind_fde *f = unwind_fde_find(fdes, n, img->text_vmaddr + rel);
+    if (f == NULL)
+        return false;
+    unwind_cfi_row row;
+    err_info err = {0};
+    if (unwind_debug_frame_row(&row, img->debug_frame, img->debug_frame_len, f->fde_off,
+                               img->text_vmaddr + rel, &err) != ERR_OK)
+        return false;
+    return apply_row(next, w, cur, &row);
+}
+
+/* apply_row - the caller by a CFI row: CFA = register + offset; each register's rule; the
+ * return address register's rule gives the pc (no rule on arm64: lr as it is); sp = CFA. */
+static bool apply_row(regset *next, const walker *w, const regset *cur, const unwind_cfi_row *r0)
+{
+    const unwind_cfi_row row = *r0;
+    uint64_t v;
     if (row.cfa_reg >= MINIDUMP_MAX_REGS || !known(cur, row.cfa_reg) ||
         row.ra_reg >= UNWIND_CFI_REGS)
         return false;
-    uint64_t cfa = cur->regs[row.cfa_reg] + (uint64_t)row.cfa_offset, v;
+    uint64_t cfa = cur->regs[row.cfa_reg] + (uint64_t)row.cfa_offset;
     *next = caller_base(w, cur);
     for (unsigned i = 0; i < UNWIND_CFI_REGS && i < MINIDUMP_MAX_REGS; i++) {
         const unwind_reg_rule *r = &row.regs[i];
@@ -211,12 +270,15 @@ static bool step_breakpad(regset *next, const walker *w, const regset *cur, cons
     return true;
 }
 
-/* step_cfi - the caller by the compact unwind entry of the function holding the frame's pc,
- * else by the Breakpad STACK CFI for it; false if there is none or it does not apply
- * (unknown encoding, memory not captured). */
-static bool step_compact(regset *next, const walker *w, const regset *cur, const unwind_image *img,
-                         uint64_t rel, uint64_t lookup, int m);
+static bool step_compact(regset *next, bool *none, const walker *w, const regset *cur,
+                         const unwind_image *img, uint64_t rel, uint64_t lookup, int m);
+static bool step_leaf(regset *next, const walker *w, const regset *cur);
 
+/* step_cfi - the caller by the image's CFI, in this order: its compact unwind entry (and the
+ * __eh_frame FDE a DWARF encoding names), the FDE of a dSYM's __debug_frame, the leaf rule of
+ * an entry without an encoding (the linker had no unwind info for the function, which
+ * __debug_frame may have), a Breakpad .sym's STACK CFI; false if there is none or none
+ * applies (unknown encoding, memory not captured). */
 static bool step_cfi(regset *next, const walker *w, const regset *cur, bool first)
 {
     uint64_t pc = cur->regs[w->pc];
@@ -227,13 +289,40 @@ static bool step_cfi(regset *next, const walker *w, const regset *cur, bool firs
     if (img == NULL)
         return false;
     uint64_t rel = lookup - w->md->modules[m].load_addr;
-    if (step_compact(next, w, cur, img, rel, lookup, m))
+    bool none = false;
+    if (step_compact(next, &none, w, cur, img, rel, lookup, m))
+        return true;
+    if (step_debug_frame(next, w, cur, img, rel))
+        return true;
+    if (none && step_leaf(next, w, cur))
         return true;
     return step_breakpad(next, w, cur, img, rel);
 }
 
-static bool step_compact(regset *next, const walker *w, const regset *cur, const unwind_image *img,
-                         uint64_t rel, uint64_t lookup, int m)
+/* step_leaf - a function that pushed nothing but the return address: it is at [rsp] (x86_64)
+ * or in lr (arm64, the caller's sp the same). */
+static bool step_leaf(regset *next, const walker *w, const regset *cur)
+{
+    uint64_t sp = cur->regs[w->sp], ra;
+    *next = caller_base(w, cur);
+    if (w->arch == MINIDUMP_ARCH_X86_64) {
+        if (!read64(&ra, w, sp))
+            return false;
+        set(next, w->sp, sp + 8);
+    } else {
+        if (!known(cur, MINIDUMP_ARM64_LR))
+            return false;
+        ra = cur->regs[MINIDUMP_ARM64_LR];
+        set(next, w->sp, sp);
+    }
+    set(next, w->pc, strip(w, ra));
+    return true;
+}
+
+/* step_compact - the caller by the compact unwind entry at `rel`; false with *none set for
+ * an entry without an encoding (step_leaf, once __debug_frame had no say). */
+static bool step_compact(regset *next, bool *none, const walker *w, const regset *cur,
+                         const unwind_image *img, uint64_t rel, uint64_t lookup, int m)
 {
     if (rel > UINT32_MAX)
         return false;
@@ -247,18 +336,9 @@ static bool step_compact(regset *next, const walker *w, const regset *cur, const
     uint64_t sp = cur->regs[w->sp], ra = 0, v;
     *next = caller_base(w, cur);
     switch (rule.kind) {
-    case UNWIND_KIND_NONE: /* a leaf: nothing pushed but the return address */
-        if (x86) {
-            if (!read64(&ra, w, sp))
-                return false;
-            set(next, w->sp, sp + 8);
-        } else {
-            if (!known(cur, MINIDUMP_ARM64_LR))
-                return false;
-            ra = cur->regs[MINIDUMP_ARM64_LR];
-            set(next, w->sp, sp);
-        }
-        break;
+    case UNWIND_KIND_NONE: /* a leaf, unless __debug_frame says otherwise: step_cfi */
+        *none = true;
+        return false;
     case UNWIND_KIND_FRAME: {
         if (!known(cur, w->fp))
             return false;
@@ -330,8 +410,47 @@ static bool step_fp(regset *next, const walker *w, const regset *cur)
     return true;
 }
 
-/* step_scan - the first stack word from sp that points into a module is the return address;
- * the caller's sp is just above it. */
+/* in_function - whether module offset `rel` (a scanned word's call instruction) lies in a
+ * function that the image's symbols or CFI know: its symbols (covers), a compact unwind
+ * entry, a __debug_frame FDE, a Breakpad STACK CFI INIT record. True when the image knows
+ * none of these (nothing to hold the word against); false when some are known and none
+ * covers it (a stale pointer into the module's data, padding or a stub). */
+static bool in_function(const walker *w, const unwind_image *img, uint64_t rel)
+{
+    bool known_any = false;
+    if (img->covers != NULL) {
+        known_any = true;
+        if (img->covers(img->symbols, rel))
+            return true;
+    }
+    if (img->nentries > 0) {
+        known_any = true;
+        if (rel <= UINT32_MAX && unwind_compact_find(img->entries, img->nentries, (uint32_t)rel))
+            return true;
+    }
+    size_t nfdes;
+    const unwind_fde *fdes = debug_frame_fdes(&nfdes, w, img);
+    if (nfdes > 0) {
+        known_any = true;
+        if (unwind_fde_find(fdes, nfdes, img->text_vmaddr + rel) != NULL)
+            return true;
+    }
+    breakpad_cfi cfi;
+    err_info err = {0};
+    if (img->breakpad_cfi != NULL &&
+        breakpad_cfi_open(&cfi, img->breakpad_cfi, img->breakpad_cfi_len, &err) == ERR_OK &&
+        cfi.ninit > 0) {
+        known_any = true;
+        const char *rule;
+        if (breakpad_cfi_find(&rule, 1, &cfi, rel) > 0)
+            return true;
+    }
+    return !known_any;
+}
+
+/* step_scan - the first stack word from sp that points into a module, and there into a
+ * function where the module's functions are known (in_function: the call before the word
+ * must lie in one), is the return address; the caller's sp is just above it. */
 static bool step_scan(regset *next, const walker *w, const regset *cur, bool first)
 {
     uint64_t sp = cur->regs[w->sp], v;
@@ -343,9 +462,7 @@ static bool step_scan(regset *next, const walker *w, const regset *cur, bool fir
         v = strip(w, v);
         int m = v >= MIN_PC ? module_of(w, v) : -1;
         const unwind_image *img = image_of(w, m);
-        /* symbols known for the module: the call before the word must lie in a function */
-        if (m >= 0 && img != NULL && img->covers != NULL &&
-            !img->covers(img->symbols, v - 1 - w->md->modules[m].load_addr))
+        if (m >= 0 && img != NULL && !in_function(w, img, v - 1 - w->md->modules[m].load_addr))
             continue;
         if (m >= 0) {
             *next = caller_base(w, cur);
@@ -369,7 +486,7 @@ err_code unwind_walk(unwind_frame **out, size_t *n, const minidump *md, const mi
 {
     *out = NULL;
     *n = 0;
-    walker w = {.md = md, .arch = ctx->arch, .images = images, .nimages = nimages};
+    walker w = {.md = md, .arch = ctx->arch, .images = images, .nimages = nimages, .a = a};
     if (ctx->arch == MINIDUMP_ARCH_X86_64) {
         w.sp = MINIDUMP_X86_64_RSP, w.fp = MINIDUMP_X86_64_RBP, w.pc = MINIDUMP_X86_64_RIP;
         w.callee_saved = 1ull << 3 | 1ull << 6 | 1ull << 12 | 1ull << 13 | 1ull << 14 | 1ull << 15;
@@ -384,6 +501,9 @@ err_code unwind_walk(unwind_frame **out, size_t *n, const minidump *md, const mi
     }
     unwind_frame *frames = arena_alloc_array(a, UNWIND_WALK_MAX_FRAMES, sizeof *frames, err);
     if (frames == NULL)
+        return ERR_TOO_LARGE;
+    w.state = arena_alloc_array(a, nimages ? nimages : 1, sizeof *w.state, err);
+    if (w.state == NULL)
         return ERR_TOO_LARGE;
     if (md->nmodules > 0) {
         w.by_addr = arena_alloc_array(a, md->nmodules, sizeof *w.by_addr, err);

@@ -5,13 +5,15 @@
  *   cfi            the module's compact unwind entry (`__TEXT,__unwind_info` of the image
  *                  given for its UUID): rbp/fp frame, frameless with an immediate or (x86_64)
  *                  indirect stack size (precomputed: unwind_stack_sizes), encoding 0 as a leaf
- *                  (return address at [rsp] / in lr); a DWARF encoding runs the CFA
- *                  program of its __eh_frame FDE; else (no entry, or it gives no caller)
- *                  the STACK CFI rules of a Breakpad .sym for the UUID (common/breakpad)
+ *                  (return address at [rsp] / in lr, after a __debug_frame FDE); a DWARF
+ *                  encoding runs the CFA program of its __eh_frame FDE; else (no entry, or
+ *                  it gives no caller) the FDE of a dSYM's __debug_frame covering the pc,
+ *                  then the STACK CFI rules of a Breakpad .sym for the UUID (common/breakpad)
  *   frame_pointer  [fp] is the caller's fp, [fp + 8] the return address, fp + 16 its sp
  *   scan           the first stack word (from sp, bounded) that points into a loaded module
- *                  (and, where the module's symbols are known, into one of its functions:
- *                  the word - 1, its call instruction)
+ *                  and, where the module's functions are known (its symbols, compact unwind
+ *                  entries, __debug_frame FDEs, STACK CFI ranges), whose call instruction
+ *                  (the word - 1) lies in one of them
  * The walk stops at a pc below 4096, a stack pointer that does not grow, a caller no method
  * finds, or UNWIND_WALK_MAX_FRAMES. On arm64 pointer-authentication bits are stripped from
  * return addresses and fp 0 ends the walk. Only callee-saved registers (x86_64: rbx, rbp,
@@ -51,7 +53,8 @@ typedef struct {
 
 /*
  * unwind_walk - the frames of `ctx` (a thread's or the exception's registers) over the
- * dump's memory, innermost first. *out allocated in `a`.
+ * dump's memory, innermost first. *out allocated in `a`, and the __debug_frame index of each
+ * image that has one, built when the walk first needs it.
  * Errors  ERR_UNSUPPORTED (context arch unknown), ERR_TOO_LARGE (arena).
  */
 err_code unwind_walk(unwind_frame **out, size_t *n, const minidump *md, const minidump_context *ctx,

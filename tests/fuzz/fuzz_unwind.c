@@ -7,6 +7,9 @@
  * section (so the seeds, Mach-O files, are real tables from the start); any other input is
  * the section itself. Every entry's encoding is also read as a DWARF FDE offset into the
  * Mach-O's `__eh_frame` (ehframe.c): errors have a message, a row covers its address.
+ * The Mach-O's `__DWARF,__debug_frame` (a dSYM's; else the input itself) is indexed
+ * (unwind_debug_frame_list): its FDEs are in order and do not overlap, each is found by its
+ * first and last address, and the row there is read or refused with a message.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,11 +21,49 @@
 
 static macho_image img; /* large: off the stack */
 
+/* debug_frame - the FDE index of a __debug_frame section and the rows at each FDE's ends. */
+static void debug_frame(const uint8_t *sect, size_t len)
+{
+    arena *a = arena_new(64u << 20);
+    unwind_fde *fdes;
+    size_t n;
+    err_info err = {0};
+    if (unwind_debug_frame_list(&fdes, &n, sect, len, a, &err) != ERR_OK) {
+        REQUIRE(err.msg[0] != '\0');
+        arena_free(a);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        REQUIRE(fdes[i].start < fdes[i].end);
+        if (i > 0)
+            REQUIRE(fdes[i].start >= fdes[i - 1].end);
+        REQUIRE(unwind_fde_find(fdes, n, fdes[i].start) == &fdes[i]);
+        REQUIRE(unwind_fde_find(fdes, n, fdes[i].end - 1) == &fdes[i]);
+        for (int k = 0; k < 2; k++) {
+            uint64_t at = k ? fdes[i].end - 1 : fdes[i].start;
+            unwind_cfi_row row;
+            err_info e2 = {0};
+            if (unwind_debug_frame_row(&row, sect, len, fdes[i].fde_off, at, &e2) != ERR_OK)
+                REQUIRE(e2.msg[0] != '\0');
+            else
+                REQUIRE(at >= row.func_start && at < row.func_end);
+        }
+    }
+    arena_free(a);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
     err_info merr = {0};
     const macho_section *eh = NULL;
+    const uint8_t *df = data;
+    size_t df_len = len;
     if (macho_parse(&img, data, len, &merr) == ERR_OK) {
+        const macho_section *d = macho_section_find(&img, "__DWARF", "__debug_frame");
+        if (d != NULL && d->data != NULL) {
+            df = d->data;
+            df_len = (size_t)d->size;
+        }
         eh = macho_section_find(&img, "__TEXT", "__eh_frame");
         const macho_section *s = macho_section_find(&img, "__TEXT", "__unwind_info");
         if (s != NULL && s->data != NULL) {
@@ -30,6 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
             len = (size_t)s->size;
         }
     }
+    debug_frame(df, df_len);
     arena *a = arena_new(64u << 20);
     unwind_entry *list;
     size_t n;
