@@ -49,3 +49,12 @@ target_link_libraries(bench_walk PRIVATE symbolicate symcache unwind minidump ba
 add_test(NAME test_minidump_rewalk COMMAND ${STACKSIFT_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/test_minidump_rewalk.py)
 set_tests_properties(test_minidump_rewalk PROPERTIES LABELS db TIMEOUT 300
   ENVIRONMENT "${STACKSIFT_TEST_ENV};STACKSIFT_BUILD_DIR=${PROJECT_BINARY_DIR}")
+
+# minidump_rules: a dSYM's __debug_frame walks a dump of the fixture dylib that has no compact
+# unwind (CLI and the server's worker), the stack scan passes over a stale word in no known
+# function, and a .sym's STACK CFI stays beside a dSYM uploaded after it (the shared Breakpad
+# dump walked from both, a dump through a STACK CFI function walked by it).
+add_test(NAME minidump_rules
+  COMMAND ${STACKSIFT_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/minidump_rules.py)
+set_tests_properties(minidump_rules PROPERTIES LABELS "db;fixtures" TIMEOUT 300
+  ENVIRONMENT "${STACKSIFT_TEST_ENV}")

@@ -14,8 +14,10 @@
  * The unwind info a symcache carries, one JSON object: {"uuid","arch","text_vmaddr",
  * "entries": [[func_start, func_end, encoding], ...] (offsets from text_vmaddr, as
  * llvm-objdump --unwind-info lists the compact unwind table), "stack_sizes": [[func_start,
- * imm32], ...], "eh_frame": {"vmaddr","bytes"} or null, "debug_frame": {"vmaddr","bytes"} or
- * null}. Exit 1 when it has none or cannot be read.
+ * imm32], ...], "eh_frame": {"vmaddr","bytes"} or null, "debug_frame": {"vmaddr","bytes",
+ * "fdes"} or null (fdes: the FDEs the walker indexes, unwind_debug_frame_list),
+ * "breakpad_cfi": {"bytes","inits"} or null (a .sym's STACK CFI table: its INIT records)}.
+ * Exit 1 when it has none or cannot be read.
  *
  * stacksift symcache rebuild [--uuid UUID] [--threads N]
  * Re-derive the stored symcaches from the stored original uploads (STACKSIFT_DATABASE_URL;
@@ -29,7 +31,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/arena.h"
 #include "base/buf.h"
+#include "breakpad/breakpad.h"
 #include "base/jsonw.h"
 #include "cli/cli.h"
 #include "cli/cli_tmpdir.h"
@@ -40,6 +44,7 @@
 #include "dsym/dsym.h"
 #include "macho/macho.h"
 #include "symcache/symcache.h"
+#include "unwind/unwind.h"
 
 static void print_built(const dsym_built *b, void *ctx)
 {
@@ -199,9 +204,23 @@ static int symcache_unwind(int argc, char **argv)
     else
         buf_append_str(&out, "null");
     buf_append_str(&out, ",\"debug_frame\":");
-    if (ui.debug_frame)
-        buf_printf(&out, "{\"vmaddr\":%llu,\"bytes\":%zu}",
-                   (unsigned long long)ui.debug_frame_vmaddr, ui.debug_frame_len);
+    if (ui.debug_frame) {
+        arena *a = arena_new(0);
+        unwind_fde *fdes = NULL;
+        size_t nfdes = 0;
+        /* over budget (a corrupt length) counts as no FDE: the walker reads it so too */
+        if (unwind_debug_frame_list(&fdes, &nfdes, ui.debug_frame, ui.debug_frame_len, a, &err) != ERR_OK)
+            nfdes = 0;
+        buf_printf(&out, "{\"vmaddr\":%llu,\"bytes\":%zu,\"fdes\":%zu}",
+                   (unsigned long long)ui.debug_frame_vmaddr, ui.debug_frame_len, nfdes);
+        arena_free(a);
+    } else {
+        buf_append_str(&out, "null");
+    }
+    buf_append_str(&out, ",\"breakpad_cfi\":");
+    breakpad_cfi cfi;
+    if (ui.breakpad_cfi && breakpad_cfi_open(&cfi, ui.breakpad_cfi, ui.breakpad_cfi_len, &err) == ERR_OK)
+        buf_printf(&out, "{\"bytes\":%zu,\"inits\":%u}", ui.breakpad_cfi_len, cfi.ninit);
     else
         buf_append_str(&out, "null");
     buf_append_str(&out, "}\n");
