@@ -4,7 +4,8 @@
  * share commits and each comes back with its own durable row; ids are UUIDv7; a value the
  * database refuses fails only its own report (ERR_INTERNAL), the others of its commit stored; a broken connection is retried; a database
  * that is gone is ERR_STORE, never a false "committed"; reports processed at intake group
- * into their issues in the commit that stores them.
+ * into their issues in the commit that stores them; with a gather window, the clients of a
+ * commit that send again share the next one.
  */
 #include <libpq-fe.h>
 #include <pthread.h>
@@ -321,6 +322,94 @@ static void submit_all(store_intake *q, store_report_new *rows, int n, verdicts 
     pthread_mutex_unlock(&v->mu);
 }
 
+static double mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* With a gather window (store_intake_options.gather_us), the clients of a commit of several
+ * reports that send again within the window share one commit: the first report back waits
+ * for as many as that commit had. A report after the window, or after a commit of one, is
+ * committed at once. The window is long here (1 s) so that a loaded machine cannot make
+ * the test pass or fail by timing. */
+static void answered_clients_share_the_next_commit(void)
+{
+    store *s = open_store(2);
+    CHECK(s != NULL);
+    if (!s)
+        return;
+    store_intake *q;
+    err_info err = {0};
+    store_intake_options o = {.max_inflight = 1, .gather_us = 1000000};
+    CHECK_EQ_INT(store_intake_new(&q, s, &o, &err), ERR_OK);
+    verdicts v = {0};
+    pthread_mutex_init(&v.mu, NULL);
+    pthread_cond_init(&v.cv, NULL);
+    store_report_new rows[3];
+    for (int i = 0; i < 3; i++)
+        rows[i] = (store_report_new){.status = "received", .format = "json",
+                                     .content_type = "application/json",
+                                     .raw = (const uint8_t *)"{}", .raw_len = 2,
+                                     .app = "Gather", .app_version = "1.0"};
+    /* a commit of one (row 0, the table locked), then rows 1 and 2 together: two clients */
+    PGconn *locker = PQconnectdb(db_url);
+    PQclear(PQexec(locker, "BEGIN"));
+    PQclear(PQexec(locker, "LOCK TABLE reports IN ACCESS EXCLUSIVE MODE"));
+    submit_all(q, rows, 3, &v, locker);
+    store_intake_stats st0, st1;
+    store_intake_stats_get(&st0, q);
+    CHECK_EQ_INT(st0.batches, 2);
+    CHECK_EQ_INT(st0.largest, 2);
+
+    /* they come back one after the other: the first waits for the second */
+    verdict_slot slots[2] = {{.v = &v, .i = 0}, {.v = &v, .i = 1}};
+    v.left = 2;
+    CHECK_EQ_INT(store_intake_submit(q, &rows[0], on_done, &slots[0], &err), ERR_OK);
+    sleep_ms(150);
+    pthread_mutex_lock(&v.mu);
+    CHECK_EQ_INT(v.left, 2);   /* not committed alone */
+    pthread_mutex_unlock(&v.mu);
+    CHECK_EQ_INT(store_intake_submit(q, &rows[1], on_done, &slots[1], &err), ERR_OK);
+    pthread_mutex_lock(&v.mu);
+    while (v.left > 0)
+        pthread_cond_wait(&v.cv, &v.mu);
+    pthread_mutex_unlock(&v.mu);
+    store_intake_stats_get(&st1, q);
+    CHECK_EQ_INT(st1.batches - st0.batches, 1);
+    CHECK_EQ_INT(st1.reports - st0.reports, 2);
+
+    /* after the window: at once, alone */
+    sleep_ms(1100);
+    double t0 = mono_ms();
+    v.left = 1;
+    CHECK_EQ_INT(store_intake_submit(q, &rows[2], on_done, &slots[0], &err), ERR_OK);
+    pthread_mutex_lock(&v.mu);
+    while (v.left > 0)
+        pthread_cond_wait(&v.cv, &v.mu);
+    pthread_mutex_unlock(&v.mu);
+    CHECK(mono_ms() - t0 < 900);
+    CHECK_EQ_INT(v.rc[0], ERR_OK);
+
+    /* the previous commit had one report: the next one does not wait either */
+    t0 = mono_ms();
+    v.left = 1;
+    CHECK_EQ_INT(store_intake_submit(q, &rows[2], on_done, &slots[0], &err), ERR_OK);
+    pthread_mutex_lock(&v.mu);
+    while (v.left > 0)
+        pthread_cond_wait(&v.cv, &v.mu);
+    pthread_mutex_unlock(&v.mu);
+    CHECK(mono_ms() - t0 < 900);
+
+    PQclear(PQexec(locker, "DELETE FROM reports WHERE app = 'Gather'"));
+    PQfinish(locker);
+    store_intake_free(q);
+    pthread_cond_destroy(&v.cv);
+    pthread_mutex_destroy(&v.mu);
+    store_close(s);
+}
+
 /* Reports processed at intake (store_report_processed) in one batch: grouped by (issue app,
  * fingerprint) in C, each group one upsert with its count, distinct versions and newest
  * report, per-day counts added, each report stored processed with its issue in the same
@@ -564,6 +653,7 @@ int main(void)
     RUN(ids_are_uuidv7_in_time_order);
     RUN(refused_value_fails_only_its_report);
     RUN(processed_reports_group_in_their_commit);
+    RUN(answered_clients_share_the_next_commit);
     RUN(broken_connection_is_retried_and_gone_database_is_err_store);
     RUN(first_version_is_kept_on_insert_and_upsert);
 

@@ -110,6 +110,17 @@ static int parse_count0(void *field, const char *value, const char **why)
     return 1;
 }
 
+static int parse_gather_us(void *field, const char *value, const char **why)
+{
+    uint64_t v;
+    if (!parse_u64_range(&v, value, 0, 100000)) {
+        *why = "must be a whole number of microseconds from 0 to 100000";
+        return 0;
+    }
+    *(uint32_t *)field = (uint32_t)v;
+    return 1;
+}
+
 static int parse_nice(void *field, const char *value, const char **why)
 {
     uint64_t v;
@@ -363,6 +374,10 @@ static const config_var VARS[] = {
      "group commits of POSTed reports running at once (one pooled connection each); 0: 1 "
      "when reports are processed at intake (commits that upsert issues wait on each other's "
      "issue rows, and one at a time takes the most reports per commit), else 4"},
+    {"STACKSIFT_INTAKE_GATHER_US", "2000", parse_gather_us, offsetof(config, intake_gather_us),
+     "before a group commit, how long (microseconds) it may wait for as many more reports "
+     "as its last commit had (their clients, just answered, are sending again), so that they "
+     "share one commit; 0: commit at once"},
     {"STACKSIFT_DB_TIMEOUT_MS", "3000", parse_ms, offsetof(config, db_timeout_ms),
      "connect timeout and longest wait for a pooled connection"},
     {"STACKSIFT_DSYM_THREADS", "1", parse_count, offsetof(config, dsym_threads),

@@ -30,6 +30,8 @@ typedef struct {
     uint32_t db_pool_size;         /* STACKSIFT_DB_POOL_SIZE: Postgres connections */
     uint32_t intake_commits;       /* STACKSIFT_INTAKE_COMMITS: group commits at once (0:
                                       1 with processing at intake, else 4) */
+    uint32_t intake_gather_us;     /* STACKSIFT_INTAKE_GATHER_US: a commit's longest wait for
+                                      the last batch's clients (0: none) */
     uint32_t db_timeout_ms;        /* STACKSIFT_DB_TIMEOUT_MS: connect and pool wait timeout */
     uint32_t dsym_threads;         /* STACKSIFT_DSYM_THREADS: DWARF conversion threads per upload */
     uint32_t chunk_expiry_s;       /* STACKSIFT_CHUNK_EXPIRY_S: sentry-cli chunks kept this long */

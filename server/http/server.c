@@ -1242,7 +1242,7 @@ err_code http_server_start(http_server **out, const config *cfg, store *s, pipel
     unsigned commits = cfg->intake_commits;
     if (commits == 0)
         commits = cfg->intake_processing && cfg->workers > 0 ? 1 : 4;
-    store_intake_options io = {.max_inflight = commits};
+    store_intake_options io = {.max_inflight = commits, .gather_us = cfg->intake_gather_us};
     rc = store_intake_new(&srv->intake, s, &io, err);
     if (rc == ERR_OK)
         rc = sentry_start(srv, err);   /* needs the intake: replays into it */

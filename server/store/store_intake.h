@@ -2,9 +2,10 @@
  * store_intake - group commit of new reports. Intake requests queue their row and
  * wait; `max_inflight` committer threads each take every row queued so far (up to `max_batch`
  * rows / `max_batch_bytes`) and commit them with one INSERT (the batch as binary arrays, unnest) on one pooled connection, then
- * answer each request of the batch. There is no timer: a batch is what queued while the
- * previous commit ran, so an idle server commits each report at once and a busy one shares
- * one commit (and its WAL flush) among many reports.
+ * answer each request of the batch. A batch is what queued while the previous commit ran,
+ * plus, within `gather_us` of that commit's end, as many reports as it had (its clients,
+ * just answered, sending again): an idle server commits each report at once and a busy one
+ * shares one commit (and its WAL flush) among many reports.
  *
  * A report processed at intake (store_report_new.processed) is inserted 'processed' with its
  * model and issue, and the batch's issues are upserted (counts, first/last seen = the commit's
@@ -42,6 +43,9 @@ typedef struct {
                                  connection each; 0 = 2 */
     uint64_t max_batch_bytes; /* raw + parsed bytes per commit (a batch always takes at least
                                  one report); 0 = 16 MiB */
+    unsigned gather_us;       /* before a commit, how long a committer waits at most for as
+                                 many more reports as its last batch had (their clients are
+                                 likely sending again); 0 = never waits */
 } store_intake_options;
 
 /* store_intake_new - the queue and its committer threads, in front of `s` (borrowed: it must

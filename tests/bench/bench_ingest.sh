@@ -25,7 +25,10 @@
 # Env: BUILD_DIR (default build), STACKSIFT_FIXTURES (default build-fixtures), CONNECTIONS (8),
 # HTTP_THREADS (4), WORKERS (2), POOL (8), BATCH (64), NODES (1), PG_FSYNC (off),
 # ALERT_RULES (0): that many alert rules (the five kinds in turn) posting to a receiver on
-# loopback that answers 200, active during the run (tests/bench/bench_alerts.sh compares).
+# loopback that answers 200, active during the run (tests/bench/bench_alerts.sh compares),
+# PERF_DIR (when set: `perf record -g` of the server and of Postgres's backends during the
+# POST phase into PERF_DIR/perf-server.data and perf-pg.data, and, when PG_OPTS loads
+# pg_stat_statements, the phase's statements by total time into PERF_DIR/statements.txt).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -140,6 +143,27 @@ hist0=$(post_hist)
 # The peer: the same connections on the cheapest route. Its CPU is measured on its own: the
 # reports' CPU is read around the POST phase only (a /healthz is ~1/20 of a report's work, but
 # the peer phase sends ~25x as many requests).
+perf_start() {
+  perf_pid=""
+  [ -n "${PERF_DIR:-}" ] || return 0
+  mkdir -p "$PERF_DIR"
+  psql "$url" -qc "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" \
+    -c "SELECT pg_stat_statements_reset()" >/dev/null 2>&1 || true
+  perf record -g -p "$server_pid" -o "$PERF_DIR/perf-server.data" 2>/dev/null &
+  perf_pid=$!
+  perf record -g -p "$(pgrep -P "$(head -1 "$pgdir/data/postmaster.pid")" | paste -sd,)" \
+    -o "$PERF_DIR/perf-pg.data" 2>/dev/null &
+  perf_pg_pid=$!
+}
+perf_stop() {
+  [ -n "$perf_pid" ] || return 0
+  kill -INT "$perf_pid" "$perf_pg_pid"
+  wait "$perf_pid" "$perf_pg_pid" || true
+  psql "$url" -c "SELECT calls, round(total_exec_time::numeric, 1) AS total_ms,
+      round(mean_exec_time::numeric, 3) AS mean_ms, rows, left(regexp_replace(query, '\s+', ' ', 'g'), 160) AS query
+    FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 30" \
+    >"$PERF_DIR/statements.txt" 2>/dev/null || true
+}
 peer_cpu0=$(cpu_ms "$server_pid" srv)
 wrk -t2 -c"$conns" -d"$((secs / 4 + 1))s" --latency "http://127.0.0.1:$port/healthz" >"$work/peer.txt"
 peer_cpu1=$(cpu_ms "$server_pid" srv)
@@ -155,8 +179,10 @@ if [ "$nodes" = 2 ]; then
     "http://127.0.0.1:$port/api/v1/reports" >"$work/wrk.txt" 2>>"$work/wrk.err"
   wait "$wrk_b"
 else
+  perf_start
   wrk -t2 -c"$conns" -d"${secs}s" --latency -s tests/bench/bench_ingest.lua \
     "http://127.0.0.1:$port/api/v1/reports" >"$work/wrk.txt" 2>"$work/wrk.err"
+  perf_stop
 fi
 posted_end=$(date +%s.%N)
 for _ in $(seq 1200); do
