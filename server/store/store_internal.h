@@ -139,6 +139,11 @@ err_code store_exec(PGresult **out, pconn *c, const store_stmt *st, int n,
                     const char *const *values, const int *lengths, const int *formats,
                     err_info *err);
 
+/* store_exec_format - store_exec with results in `result_format` (1 = binary). */
+err_code store_exec_format(PGresult **out, pconn *c, const store_stmt *st, int n,
+                           const char *const *values, const int *lengths, const int *formats,
+                           int result_format, err_info *err);
+
 /* store_exec_sql - run `sql` unprepared (statements built at run time) with `n` text
  * parameters; result_format 1 = binary results. *out as store_exec. */
 err_code store_exec_sql(PGresult **out, pconn *c, const char *what, const char *sql, int n,

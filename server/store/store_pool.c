@@ -708,11 +708,19 @@ err_code store_exec(PGresult **out, pconn *c, const store_stmt *st, int n,
                     const char *const *values, const int *lengths, const int *formats,
                     err_info *err)
 {
+    return store_exec_format(out, c, st, n, values, lengths, formats, 0, err);
+}
+
+err_code store_exec_format(PGresult **out, pconn *c, const store_stmt *st, int n,
+                           const char *const *values, const int *lengths, const int *formats,
+                           int result_format, err_info *err)
+{
     if (out != NULL)
         *out = NULL;
     if (!is_prepared(c, st)) {
         if (c->nprepared == STORE_MAX_PREPARED)   /* never in practice: run it unprepared */
-            return check_result(out, store_pq_params(c, st->sql, n, values, lengths, formats, 0),
+            return check_result(out, store_pq_params(c, st->sql, n, values, lengths, formats,
+                                                     result_format),
                                 c, st->name, err);
         PGresult *p = store_pq_prepare(c, st->name, st->sql);
         if (PQresultStatus(p) != PGRES_COMMAND_OK) {
@@ -723,8 +731,9 @@ err_code store_exec(PGresult **out, pconn *c, const store_stmt *st, int n,
         PQclear(p);
         c->prepared[c->nprepared++] = st;
     }
-    return check_result(out, store_pq_prepared(c, st->name, n, values, lengths, formats, 0), c,
-                        st->name, err);
+    return check_result(out, store_pq_prepared(c, st->name, n, values, lengths, formats,
+                                               result_format),
+                        c, st->name, err);
 }
 
 err_code store_exec_sql(PGresult **out, pconn *c, const char *what, const char *sql, int n,
