@@ -4,7 +4,7 @@
  * share commits and each comes back with its own durable row; ids are UUIDv7; a value the
  * database refuses fails only its own report (ERR_INTERNAL), the others of its commit stored; a broken connection is retried; a database
  * that is gone is ERR_STORE, never a false "committed"; reports processed at intake group
- * into their issues in the commit that stores them; with a gather window, the clients of a
+ * into their issues (counts, days, breakdown counters) in the commit that stores them; with a gather window, the clients of a
  * commit that send again share the next one.
  */
 #include <libpq-fe.h>
@@ -505,6 +505,17 @@ static void processed_reports_group_in_their_commit(void)
     got = query1(locker, "SELECT status || ' ' || regressed || ' ' || count || ' ' || "
                          "array_to_string(versions, ',') FROM issues WHERE fingerprint LIKE 'bbbb%'");
     CHECK_EQ_STR(got, "open true 3 2.0,2.1");
+    free(got);
+
+    /* the breakdown counters, kept by the same statements (a version or OS not given is "") */
+    got = query1(locker, "SELECT string_agg(i.app || '/' || left(i.fingerprint, 4) || ' ' || b.dim "
+                         "|| ' ' || b.value || ' ' || b.count, '; ' ORDER BY i.app COLLATE \"C\", "
+                         "i.fingerprint, b.dim, b.value COLLATE \"C\") FROM issue_breakdowns b "
+                         "JOIN issues i ON i.id = b.issue_id");
+    CHECK_EQ_STR(got, "/aaaa 0 3.0 1; /aaaa 1  1; /aaaa 2 iPhone14,5 1; "
+                      "Grp/aaaa 0 1.10 2; Grp/aaaa 0 1.9 1; Grp/aaaa 1  3; Grp/aaaa 2 iPhone14,5 3; "
+                      "Grp/bbbb 0  1; Grp/bbbb 0 2.0 1; Grp/bbbb 0 2.1 1; Grp/bbbb 1  3; "
+                      "Grp/bbbb 2 iPhone14,5 3");
     free(got);
     PQfinish(locker);
     store_intake_free(q);

@@ -296,7 +296,16 @@ static const store_stmt STMT_INSERT_PROCESSED = {
     "raw, raw_bytes, parsed, app, app_version, os_version, project_id, own, issue_app, "
     "fingerprint, kind, hardware_model, model) "
     "LEFT JOIN g ON g.project_id = r.project_id AND g.app = r.issue_app "
-    "AND g.fingerprint = r.fingerprint WHERE " CLAIMED("r") ") "
+    "AND g.fingerprint = r.fingerprint WHERE " CLAIMED("r") " "
+    "RETURNING issue_id, app_version, os_version, hardware_model), "
+    /* the issues' breakdown counters (migration 0016) of the reports just inserted, in
+     * (issue, dimension, value) order as every writer of them (migration 0022) */
+    "bd AS (INSERT INTO issue_breakdowns AS b (issue_id, dim, value, count) "
+    "SELECT r.issue_id, x.d, x.v, count(*) FROM r "
+    "CROSS JOIN LATERAL (VALUES (0::smallint, coalesce(r.app_version, '')), "
+    "(1::smallint, coalesce(r.os_version, '')), (2::smallint, coalesce(r.hardware_model, ''))) "
+    "AS x(d, v) WHERE r.issue_id IS NOT NULL GROUP BY 1, 2, 3 ORDER BY 1, 2, 3 "
+    "ON CONFLICT (issue_id, dim, value) DO UPDATE SET count = b.count + EXCLUDED.count) "
     "SELECT count(*) FILTER (WHERE regressed) FROM g"};
 enum { PCOL_ISSUE_APP, PCOL_FINGERPRINT, PCOL_KIND, PCOL_HARDWARE_MODEL, PCOL_MODEL, NPCOLS };
 

@@ -3,9 +3,9 @@
 
 The server groups two real crashes first (--reports: a directory of Apple-text reports, the
 first two are posted), so every copied row carries a model, an issue and a signature as the
-workers wrote them. The copies are made in SQL, in statements of 100,000 rows, through the
-triggers every write to `reports` goes through; the issues' counts, days, versions and
-latest samples are then set from the rows, as the workers keep them.
+workers wrote them. The copies are made in SQL, in statements of 100,000 rows; the issues'
+counts, breakdown counters, days, versions and latest samples are then set from the rows,
+as the intake and the workers keep them.
 """
 import argparse
 import gzip
@@ -142,6 +142,17 @@ def load(pg, pairs, big, small):
         copy_rows(pg, cols, small_report, lo, hi, "s.iid", src)
         print(f"  small issues: {hi + 1:,} reports ({time.time() - t0:.0f} s)", flush=True)
     # Counts, days, versions and the latest sample, as the workers keep them.
+    # Breakdown counters: an insert of reports that already have an issue keeps none
+    # (migration 0022: the intake keeps its own), so they are counted here, as 0016 did.
+    psql(pg, """
+        DELETE FROM issue_breakdowns;
+        INSERT INTO issue_breakdowns (issue_id, dim, value, count)
+        SELECT issue_id, d, v, count(*) FROM (
+            SELECT r.issue_id, x.d, x.v FROM reports r CROSS JOIN LATERAL (VALUES
+                (0::smallint, coalesce(r.app_version, '')), (1::smallint, coalesce(r.os_version, '')),
+                (2::smallint, coalesce(r.hardware_model, ''))) AS x(d, v)
+            WHERE r.issue_id IS NOT NULL) t
+        GROUP BY 1, 2, 3;""")
     psql(pg, """
         UPDATE issues i SET count = s.n, first_seen = s.f, last_seen = s.l FROM (
             SELECT issue_id, count(*) AS n, min(received_at) AS f, max(received_at) AS l

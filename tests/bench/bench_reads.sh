@@ -7,8 +7,8 @@
 # then tests/bench/bench_reads.py loads, in SQL, BIG_REPORTS (default 1,000,000) copies of the
 # first crash's report into its issue over the last 30 days (20 app versions, 6 OS versions,
 # 8 device models) and SMALL_ISSUES (default 10,000) copies of the second issue with 20
-# reports each, through the same triggers the workers' writes go through (breakdown counters),
-# plus sessions for the 20 releases; then times, through the HTTP API with a keep-alive
+# reports each, their counts and breakdown counters set from the rows as the intake and the
+# workers keep them, plus sessions for the 20 releases; then times, through the HTTP API with a keep-alive
 # connection, every read the dashboard (server/web/app.js) makes: issue list (each sort, a
 # filter, a search, a deep cursor page), sparklines, the big and a small issue's page and its
 # reports (first and deep pages), a report (JSON, text, raw), releases and a release page,
