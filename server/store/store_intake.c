@@ -299,7 +299,7 @@ static const store_stmt STMT_INSERT_PROCESSED = {
     "AND g.fingerprint = r.fingerprint WHERE " CLAIMED("r") " "
     "RETURNING issue_id, app_version, os_version, hardware_model), "
     /* the issues' breakdown counters (migration 0016) of the reports just inserted, in
-     * (issue, dimension, value) order as every writer of them (migration 0022) */
+     * (issue, dimension, value) order as every writer of them (migration 0023) */
     "bd AS (INSERT INTO issue_breakdowns AS b (issue_id, dim, value, count) "
     "SELECT r.issue_id, x.d, x.v, count(*) FROM r "
     "CROSS JOIN LATERAL (VALUES (0::smallint, coalesce(r.app_version, '')), "

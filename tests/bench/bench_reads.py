@@ -143,7 +143,7 @@ def load(pg, pairs, big, small):
         print(f"  small issues: {hi + 1:,} reports ({time.time() - t0:.0f} s)", flush=True)
     # Counts, days, versions and the latest sample, as the workers keep them.
     # Breakdown counters: an insert of reports that already have an issue keeps none
-    # (migration 0022: the intake keeps its own), so they are counted here, as 0016 did.
+    # (migration 0023: the intake keeps its own), so they are counted here, as 0016 did.
     psql(pg, """
         DELETE FROM issue_breakdowns;
         INSERT INTO issue_breakdowns (issue_id, dim, value, count)
