@@ -59,17 +59,32 @@ static char *new_dir(const char *name)
     return dir;
 }
 
-static err_code build(built *out, const char *rel_input, const char *dir_name, unsigned threads)
+/* build with display names stored ("DISP") or not */
+static err_code build_opts(built *out, const char *rel_input, const char *dir_name, unsigned threads, bool display)
 {
     char input[4096];
     snprintf(input, sizeof input, "%s/%s", fixtures_dir(), rel_input);
     memset(out, 0, sizeof *out);
-    dsym_options opts = {.threads = threads};
+    dsym_options opts = {.threads = threads, .display_names = display};
     err_info err = {0};
     err_code rc = dsym_build_symcaches(input, new_dir(dir_name), &opts, collect, out, &err);
     if (rc != ERR_OK)
         fprintf(stderr, "build %s: %s\n", input, err.msg);
     return rc;
+}
+
+static err_code build(built *out, const char *rel_input, const char *dir_name, unsigned threads)
+{
+    return build_opts(out, rel_input, dir_name, threads, false);
+}
+
+/* what SYMC_NAME_RAW_PLAIN says, byte by byte */
+static bool plain_bytes(const char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f || *s == '"' || *s == '\\')
+            return false;
+    return true;
 }
 
 /* address of symbol `name` (e.g. "_main") in the Mach-O at rel path, arch slice 0 */
@@ -239,15 +254,11 @@ static void lookup_many_matches_lookup(void)
     symcache_close(sc);
 }
 
-/* symcache_lookup_many_ids + symcache_names: the same frames as symcache_lookup_many (names
- * equal as strings; display == raw exactly when lookup_many's are the same pointer), both on a
- * fresh symcache (names read from scratch-decompressed blocks) and on one whose lookups have
- * decompressed the blocks already (the memo's names). The reference is another open symcache
- * of the same file, so strings compare as strings. */
-static void lookup_many_ids_and_names(void)
+static void lookup_many_ids_and_names_of(bool disp)
 {
     built b;
-    CHECK_EQ_INT(build(&b, "arm64-O2/FixtureApp.app.dSYM", "ids", 2), ERR_OK);
+    CHECK_EQ_INT(build_opts(&b, "arm64-O2/FixtureApp.app.dSYM", disp ? "ids-disp" : "ids", 2, disp), ERR_OK);
+
     enum { N = 0x1000 + 1 };
     uint64_t *addrs = calloc(N, sizeof *addrs);
     size_t n = 0;
@@ -265,6 +276,7 @@ static void lookup_many_ids_and_names(void)
         CHECK_EQ_INT(symcache_open(&ref, b.path[0], &err), ERR_OK);
         if (sc == NULL || ref == NULL)
             break;
+        CHECK(symcache_has_display_names(sc) == disp);
         if (memo) /* the blocks decompressed by lookups first */
             CHECK_EQ_INT(symcache_lookup_many(got, (size_t)N * 8, ends_got, sc, addrs, N), N);
         CHECK_EQ_INT(symcache_lookup_many(want, (size_t)N * 8, ends_want, ref, addrs, N), N);
@@ -281,8 +293,16 @@ static void lookup_many_ids_and_names(void)
                     uniq[nuniq++] = id;
                     break;
                 }
-        const char **raw = calloc(nuniq + 1, sizeof *raw), **display = calloc(nuniq + 1, sizeof *display);
-        symcache_names(raw, display, sc, uniq, nuniq);
+        symcache_name *nm = calloc(nuniq + 1, sizeof *nm);
+        symcache_names(nm, sc, uniq, nuniq);
+        size_t bad_len = 0, bad_plain = 0, escaped = 0;
+        for (size_t k = 0; k < nuniq; k++) {
+            bad_len += strlen(nm[k].raw) != nm[k].raw_len || strlen(nm[k].display) != nm[k].display_len;
+            bad_plain += plain_bytes(nm[k].raw) != nm[k].raw_plain || plain_bytes(nm[k].display) != nm[k].display_plain;
+            escaped += !nm[k].display_plain;
+        }
+        CHECK_EQ_INT(bad_len, 0);
+        CHECK_EQ_INT(bad_plain, 0);
         for (size_t k = 0; k < frames; k++) {
             const symcache_frame *w = &want[k];
             const char *fn = "??", *mg = NULL;
@@ -294,8 +314,8 @@ static void lookup_many_ids_and_names(void)
                 CHECK(at < nuniq);
                 if (at == nuniq)
                     continue;
-                fn = display[at];
-                mg = raw[at];
+                fn = nm[at].display;
+                mg = nm[at].raw;
                 named++;
                 if ((fn == mg) != (w->function == w->mangled))
                     mismatches++;
@@ -312,8 +332,8 @@ static void lookup_many_ids_and_names(void)
         CHECK(nuniq > 10);
         free(seen);
         free(uniq);
-        free(raw);
-        free(display);
+        (void)escaped;
+        free(nm);
         symcache_close(sc);
         symcache_close(ref);
     }
@@ -323,6 +343,19 @@ static void lookup_many_ids_and_names(void)
     free(ids);
     free(ends_want);
     free(ends_got);
+}
+
+/* symcache_lookup_many_ids + symcache_names: the same frames as symcache_lookup_many (names
+ * equal as strings; display == raw exactly when lookup_many's are the same pointer; lengths and
+ * plain flags as the strings say), both on a fresh symcache (names read from
+ * scratch-decompressed blocks) and on one whose lookups have decompressed the blocks already
+ * (the memo's names), for a file without display names (demangled at lookup) and one with them
+ * (the "DISP" section, nothing demangled). The reference is another open symcache of the
+ * same file, so strings compare as strings. */
+static void lookup_many_ids_and_names(void)
+{
+    for (int disp = 0; disp < 2; disp++)
+        lookup_many_ids_and_names_of(disp);
 }
 
 static bool same_file(const char *a, const char *b)
@@ -405,6 +438,8 @@ static uint32_t rd32le(const uint8_t *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+
+
 static uint8_t *read_all(const char *path, size_t *len)
 {
     bytes b;
@@ -416,6 +451,121 @@ static uint8_t *read_all(const char *path, size_t *len)
     *len = b.len;
     bytes_unmap(&b);
     return copy;
+}
+
+/* The names of every id of `sc` through symcache_names, as "raw\tdisplay\tflags\n" lines (a
+ * display form equal to the raw name printed as "=") into *out. */
+static void names_text(buf *out, const symcache *sc)
+{
+    uint32_t n = symcache_name_count(sc);
+    uint32_t *ids = malloc((n + 1) * sizeof *ids);
+    symcache_name *nm = malloc((n + 1) * sizeof *nm);
+    for (uint32_t i = 0; i < n; i++)
+        ids[i] = i;
+    symcache_names(nm, sc, ids, n);
+    for (uint32_t i = 0; i < n; i++)
+        buf_printf(out, "%s\t%s\t%u%u%u%u\n", nm[i].raw, nm[i].raw == nm[i].display ? "=" : nm[i].display,
+                   nm[i].raw_len, nm[i].display_len, nm[i].raw_plain, nm[i].display_plain);
+    free(ids);
+    free(nm);
+}
+
+/* Display names stored at build ("DISP", format 8): symcache_names gives exactly what
+ * demangling at lookup gives (a file built without them is the reference); a section of
+ * another demangler revision is ignored, a corrupt group falls back to demangling, a section
+ * that does not fit the core is refused at open, and a merge never takes another file's. */
+static void display_names_section(void)
+{
+    built with, without;
+    CHECK_EQ_INT(build_opts(&with, "arm64-O2/FixtureApp.app.dSYM", "disp-with", 1, true), ERR_OK);
+    CHECK_EQ_INT(build_opts(&without, "arm64-O2/FixtureApp.app.dSYM", "disp-without", 1, false), ERR_OK);
+    size_t wlen = 0, olen = 0;
+    uint8_t *w = read_all(with.path[0], &wlen), *o = read_all(without.path[0], &olen);
+    CHECK(w != NULL && o != NULL && wlen > olen);
+    if (w == NULL || o == NULL || wlen <= olen)
+        return;
+    symcache *sw = NULL, *so = NULL;
+    err_info err = {0};
+    CHECK_EQ_INT(symcache_open_bytes(&sw, w, wlen, &err), ERR_OK);
+    CHECK_EQ_INT(symcache_open_bytes(&so, o, olen, &err), ERR_OK);
+    if (sw == NULL || so == NULL)
+        return;
+    CHECK(symcache_has_display_names(sw));
+    CHECK(!symcache_has_display_names(so));
+    buf want, got;
+    buf_init(&want);
+    buf_init(&got);
+    names_text(&want, so);
+    names_text(&got, sw);
+    CHECK(symcache_name_count(so) > 20);
+    CHECK(want.len == got.len && memcmp(want.data, got.data, want.len) == 0);
+    /* the section's body in w (it is the only section of a dSYM-only build) */
+    size_t blen = 0;
+    const uint8_t *body = symcache_section(sw, 0x50534944u /* "DISP" */, &blen);
+    CHECK(body != NULL && blen > 16);
+    size_t at = body ? (size_t)(body - w) : 0;
+    uint8_t *copy = malloc(wlen);
+    /* another demangler revision: ignored, names demangled at lookup */
+    memcpy(copy, w, wlen);
+    copy[at] ^= 0x40;
+    symcache *sc = NULL;
+    CHECK_EQ_INT(symcache_open_bytes(&sc, copy, wlen, &err), ERR_OK);
+    if (sc != NULL) {
+        CHECK(!symcache_has_display_names(sc));
+        got.len = 0;
+        names_text(&got, sc);
+        CHECK(want.len == got.len && memcmp(want.data, got.data, want.len) == 0);
+        symcache_close(sc);
+    }
+    /* a name count that is not the core's: corrupt */
+    memcpy(copy, w, wlen);
+    copy[at + 4] ^= 1;
+    CHECK_EQ_INT(symcache_open_bytes(&sc, copy, wlen, &err), ERR_INVALID);
+    CHECK(strstr(err.msg, "display names") != NULL);
+    /* every byte of the first group's frame flipped in turn: the names stay right (a group that
+     * does not decode or check is demangled instead) or, where the flip still decodes to
+     * consistent lengths, every string is readable to its length */
+    uint32_t ngroups = (symcache_name_count(sw) + 255) / 256;
+    size_t frames = at + 16 + ((size_t)ngroups + 1) * 4, flen = rd32le(body + 16 + 4);
+    size_t fallbacks = 0;
+    for (size_t k = 0; k < flen; k++) {
+        memcpy(copy, w, wlen);
+        copy[frames + k] ^= 0x21;
+        if (symcache_open_bytes(&sc, copy, wlen, &err) != ERR_OK) {
+            CHECK(0);
+            continue;
+        }
+        got.len = 0;
+        names_text(&got, sc);
+        fallbacks += want.len == got.len && memcmp(want.data, got.data, want.len) == 0;
+        symcache_close(sc);
+    }
+    CHECK(fallbacks > flen / 2);
+    /* merges: the base's section stays, the other's is never taken */
+    buf m;
+    buf_init(&m);
+    CHECK_EQ_INT(symcache_merge(&m, so, sw, &err), ERR_OK);
+    CHECK_EQ_INT(symcache_open_bytes(&sc, m.data, m.len, &err), ERR_OK);
+    CHECK(sc != NULL && !symcache_has_display_names(sc));
+    symcache_close(sc);
+    m.len = 0;
+    CHECK_EQ_INT(symcache_merge(&m, sw, so, &err), ERR_OK);
+    CHECK_EQ_INT(symcache_open_bytes(&sc, m.data, m.len, &err), ERR_OK);
+    CHECK(sc != NULL && symcache_has_display_names(sc));
+    if (sc != NULL) {
+        got.len = 0;
+        names_text(&got, sc);
+        CHECK(want.len == got.len && memcmp(want.data, got.data, want.len) == 0);
+    }
+    symcache_close(sc);
+    buf_reset(&m);
+    buf_reset(&want);
+    buf_reset(&got);
+    free(copy);
+    symcache_close(sw);
+    symcache_close(so);
+    free(w);
+    free(o);
 }
 
 static void corrupt_symcaches_are_rejected(void)
@@ -927,8 +1077,9 @@ static void qualified_names_stored_beside_display(void)
         CHECK_EQ_INT(symcache_lookup(f, 2, sc, addr), 1);
         CHECK_EQ_INT(symcache_lookup_many(many, 2, &end, sc, &addr, 1), 1);
         CHECK_EQ_INT(symcache_lookup_many_ids(many, id, 2, &end, sc, &addr, 1), 1);
-        const char *raw = NULL, *shown = NULL;
-        symcache_names(&raw, &shown, sc, id, 1);
+        symcache_name nm;
+        symcache_names(&nm, sc, id, 1);
+        const char *raw = nm.raw, *shown = nm.display;
         bool cxx = S[i].name[0] == '_';
         CHECK_EQ_STR(f[0].function, cxx ? "ns::run(int)" : S[i].name);
         CHECK_EQ_STR(f[0].mangled, S[i].name);
@@ -1464,6 +1615,7 @@ int main(void)
     RUN(inline_chains_at_O2);
     RUN(lookup_many_matches_lookup);
     RUN(lookup_many_ids_and_names);
+    RUN(display_names_section);
     RUN(output_does_not_depend_on_threads);
     RUN(fat_zip_and_symtab_only_inputs);
     RUN(bad_inputs_are_errors);

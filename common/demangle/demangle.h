@@ -23,6 +23,13 @@ enum {
     DEMANGLE_NO_CXX = 1u << 2,     /* leave C++ names alone */
 };
 
+/* DEMANGLE_REVISION - the revision of the display forms this code gives: raise it whenever a
+ * change makes any name's display form differ (our Swift demangler, the C++ post-processing,
+ * the flags' meaning). Symcaches store display forms made at build (common/symcache, the
+ * "DISP" section) stamped with it; a reader of another revision demangles at lookup instead,
+ * so a stored form is never older than the code that shows it. */
+#define DEMANGLE_REVISION 1u
+
 /* DEMANGLE_MAX_OUTPUT - longest display form produced (bytes, without the NUL); a longer one
  * counts as not demangled. */
 #define DEMANGLE_MAX_OUTPUT 8192

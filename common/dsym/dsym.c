@@ -468,7 +468,8 @@ static err_code build_slice(job *j, const uint8_t *data, size_t len, const char 
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
         threads = ncpu > 0 ? (unsigned)ncpu : 1;
     }
-    rc = symcache_build(&out, &stats, img, &di, name, threads, err);
+    symcache_extra extra = {.display_names = j->opts.display_names};
+    rc = symcache_build_extra(&out, &stats, img, &di, name, threads, &extra, err);
     if (rc != ERR_OK)
         goto done;
     phase_clock wclock;

@@ -73,6 +73,10 @@ typedef struct {
     void *map_found_ctx;
     dsym_lookup_fn lookup;        /* optional: maps the input did not bring */
     void *lookup_ctx;
+    bool display_names;           /* store each name's display form in the symcaches built
+                                     from DWARF or a symbol table (symcache_extra): for files
+                                     kept and looked up by batches; costs a demangling of
+                                     every name at build */
 } dsym_options;
 
 /* What one built slice produced. */

@@ -88,6 +88,11 @@ struct symcache {
     size_t core_len;        /* bytes up to the strings' end: the part every version has */
     symc_section sections[SYMC_MAX_SECTIONS]; /* the optional sections after it (version 6) */
     unsigned nsections;
+    /* the "DISP" section when it is of this build's demangler revision (version 8), else
+     * disp_index == NULL: display forms are demangled at lookup */
+    const uint8_t *disp_index;  /* u32[disp_ngroups + 1] frame offsets from disp_frames */
+    const uint8_t *disp_frames;
+    uint32_t disp_ngroups;
     /* Name blocks are decompressed on first use, by any thread: a block is published with a
      * compare-and-swap (a thread that loses frees its copy); the zstd context is shared under
      * the mutex, which only a first use takes. */
@@ -195,11 +200,10 @@ static size_t block_size(const symcache *sc, uint32_t k)
     return (size_t)size;
 }
 
-/* Decompress name block `k` (block_size bytes) into `dst`, with one of sc's zstd contexts;
- * false unless it gives exactly `size` bytes ending in a NUL. */
-static bool block_decompress(symcache *sc, uint32_t k, char *dst, size_t size)
+/* Decompress the zstd frame of `src_len` bytes at src into `dst` with one of sc's zstd
+ * contexts; false unless it gives exactly `size` bytes. */
+static bool frame_decompress(symcache *sc, char *dst, size_t size, const uint8_t *src, size_t src_len)
 {
-    uint32_t off = rd32(sc->name_index + (size_t)k * 4), end = rd32(sc->name_index + (size_t)(k + 1) * 4);
     size_t got = (size_t)-1;
     int x = 0;
     while (x < SYMC_DCTX && pthread_mutex_trylock(&sc->zstd_mu[x]) != 0)
@@ -209,9 +213,17 @@ static bool block_decompress(symcache *sc, uint32_t k, char *dst, size_t size)
     if (sc->dctx[x] == NULL)
         sc->dctx[x] = ZSTD_createDCtx();
     if (sc->dctx[x] != NULL)
-        got = ZSTD_decompressDCtx(sc->dctx[x], dst, size, sc->names + off, end - off);
+        got = ZSTD_decompressDCtx(sc->dctx[x], dst, size, src, src_len);
     pthread_mutex_unlock(&sc->zstd_mu[x]);
-    return !ZSTD_isError(got) && got == size && dst[size - 1] == '\0';
+    return !ZSTD_isError(got) && got == size;
+}
+
+/* Decompress name block `k` (block_size bytes) into `dst`; false unless it gives exactly
+ * `size` bytes ending in a NUL. */
+static bool block_decompress(symcache *sc, uint32_t k, char *dst, size_t size)
+{
+    uint32_t off = rd32(sc->name_index + (size_t)k * 4), end = rd32(sc->name_index + (size_t)(k + 1) * 4);
+    return frame_decompress(sc, dst, size, sc->names + off, end - off) && dst[size - 1] == '\0';
 }
 
 /* Split decompressed block `k` (`size` bytes at `text`) into its names: exactly the block's
@@ -354,6 +366,36 @@ static err_code check_sections(symcache *sc, err_info *err)
     return ERR_OK;
 }
 
+/* The "DISP" section's header and frame index (symcache_format.h): a section of another
+ * demangler revision is ignored (display forms are then demangled at lookup, as for a file
+ * without one); one that does not fit the core or whose index runs out of it is corrupt. The
+ * frames are checked when symcache_names decodes one. */
+static err_code check_display(symcache *sc, err_info *err)
+{
+    size_t len;
+    const uint8_t *p = symcache_section(sc, SYMC_TAG_DISPLAY, &len);
+    sc->disp_index = NULL;
+    if (p == NULL || (len >= 4 && rd32(p) != DEMANGLE_REVISION))
+        return ERR_OK;
+    uint32_t ngroups = (uint32_t)(((uint64_t)sc->nnames + SYMC_DISPLAY_GROUP - 1) / SYMC_DISPLAY_GROUP);
+    uint64_t index_end = SYMC_DISPLAY_HEADER + ((uint64_t)ngroups + 1) * 4;
+    if (len < index_end || rd32(p + 4) != sc->nnames || rd32(p + 8) != SYMC_DISPLAY_GROUP || rd32(p + 12) != 0)
+        return err_set(err, ERR_INVALID, "corrupt symcache: the display names section does not fit its %u names",
+                       sc->nnames);
+    const uint8_t *index = p + SYMC_DISPLAY_HEADER;
+    uint64_t frames_len = len - index_end;
+    for (uint32_t g = 0; g <= ngroups; g++) {
+        uint32_t off = rd32(index + (size_t)g * 4);
+        if (off > frames_len || (g > 0 && off < rd32(index + (size_t)(g - 1) * 4)) ||
+            (g == ngroups && off != frames_len))
+            return err_set(err, ERR_INVALID, "corrupt symcache: display names group %u is out of bounds", g);
+    }
+    sc->disp_index = index;
+    sc->disp_frames = p + index_end;
+    sc->disp_ngroups = ngroups;
+    return ERR_OK;
+}
+
 /* Check what lookups rely on and costs O(1) or O(small tables): the header, the table sizes
  * against the file size (exactly), the granule index's end and padding, the paths and the
  * name block index. The granules themselves are not read here: a lookup checks the one it
@@ -435,6 +477,9 @@ static err_code check(symcache *sc, err_info *err)
             (k == sc->nname_blocks && off != sc->names_size))
             return err_set(err, ERR_INVALID, "corrupt symcache: name block %u is out of bounds", k);
     }
+    rc = check_display(sc, err);
+    if (rc != ERR_OK)
+        return rc;
     sc->name_memo = xcalloc(sc->nname_blocks ? sc->nname_blocks : 1, sizeof *sc->name_memo);
     return ERR_OK;
 }
@@ -821,51 +866,189 @@ size_t symcache_lookup_many_ids(symcache_frame *out, uint32_t *name_ids, size_t 
     return got;
 }
 
-void symcache_names(const char **raw, const char **display, const symcache *csc, const uint32_t *ids, size_t n)
+/* A "DISP" group decoded for symcache_names: the stored length, display form and flags of each
+ * of its names (symcache_format.h), checked: lengths inside the frame, each display form
+ * NUL-terminated where its length says, the forms filling the text exactly. */
+typedef struct {
+    uint32_t g;       /* the group decoded (UINT32_MAX: none yet) */
+    bool ok;          /* decoded and consistent: its forms may be used */
+    uint32_t count;   /* names in the group */
+    char *bytes;      /* the decompressed frame (scratch, owned) */
+    size_t cap;
+    const uint8_t *stored_len, *display_len, *flags; /* u32[count], u32[count], u8[count] in bytes */
+    const char *text;                                /* the display forms */
+    uint32_t at[SYMC_DISPLAY_GROUP];                 /* name i's form starts at text + at[i] */
+} display_group;
+
+static void display_group_load(display_group *d, symcache *sc, uint32_t g)
 {
+    d->g = g;
+    d->ok = false;
+    uint32_t off = rd32(sc->disp_index + (size_t)g * 4), end = rd32(sc->disp_index + (size_t)g * 4 + 4);
+    unsigned long long size = ZSTD_getFrameContentSize(sc->disp_frames + off, end - off);
+    uint32_t count = g + 1 < sc->disp_ngroups ? SYMC_DISPLAY_GROUP : sc->nnames - g * SYMC_DISPLAY_GROUP;
+    if (size == ZSTD_CONTENTSIZE_UNKNOWN || size == ZSTD_CONTENTSIZE_ERROR || size < (uint64_t)count * 9 ||
+        size > (uint64_t)SYMC_DISPLAY_GROUP * (DEMANGLE_MAX_OUTPUT + 10))
+        return;
+    if (size > d->cap) {
+        d->cap = (size_t)size;
+        d->bytes = xrealloc(d->bytes, d->cap);
+    }
+    if (!frame_decompress(sc, d->bytes, (size_t)size, sc->disp_frames + off, end - off))
+        return;
+    const uint8_t *b = (const uint8_t *)d->bytes;
+    d->count = count;
+    d->stored_len = b;
+    d->display_len = b + (size_t)count * 4;
+    d->flags = b + (size_t)count * 8;
+    d->text = d->bytes + (size_t)count * 9;
+    size_t text_len = (size_t)size - (size_t)count * 9, at = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        uint32_t len = rd32(d->display_len + (size_t)i * 4);
+        if (len == SYMC_DISPLAY_SAME)
+            continue;
+        if (len >= text_len - at || d->text[at + len] != '\0')
+            return;
+        d->at[i] = (uint32_t)at;
+        at += (size_t)len + 1;
+    }
+    d->ok = at == text_len;
+}
+
+/* Name block k's names split by the stored lengths of decoded group d (no scan for the NULs):
+ * false unless they add up to the block's `size` bytes at `text`, each NUL-terminated. */
+static bool block_split_known(const display_group *d, const symcache *sc, uint32_t k, const char *text, size_t size,
+                              const char *name[SYMC_NAMES_PER_BLOCK])
+{
+    uint32_t count = k + 1 < sc->nname_blocks ? SYMC_NAMES_PER_BLOCK : sc->nnames - k * SYMC_NAMES_PER_BLOCK;
+    uint32_t first = k * SYMC_NAMES_PER_BLOCK - d->g * SYMC_DISPLAY_GROUP;
+    size_t at = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        uint32_t len = rd32(d->stored_len + (size_t)(first + i) * 4);
+        if (len >= size - at || text[at + len] != '\0')
+            return false;
+        name[i] = text + at;
+        at += (size_t)len + 1;
+    }
+    return at == size;
+}
+
+/* `len` bytes at s and a NUL, copied into sc's lookup memory. */
+static const char *mem_copy(symcache *sc, const char *s, size_t len)
+{
+    char *copy = mem_alloc(sc, len + 1);
+    memcpy(copy, s, len);
+    copy[len] = '\0';
+    return copy;
+}
+
+/* out for raw name `raw` (in sc's lookup memory or a memo block) with its display form
+ * derived now (demangled: a file without usable display forms). */
+static void name_derive(symcache_name *out, symcache *sc, const char *raw, size_t raw_len, const char *display)
+{
+    out->raw = raw;
+    out->raw_len = (uint32_t)raw_len;
+    out->raw_plain = symc_text_plain(raw, raw_len);
+    out->display = display != NULL ? display : derive_display(sc, raw);
+    if (out->display == raw) {
+        out->display_len = out->raw_len;
+        out->display_plain = out->raw_plain;
+    } else {
+        out->display_len = (uint32_t)strlen(out->display);
+        out->display_plain = symc_text_plain(out->display, out->display_len);
+    }
+}
+
+void symcache_names(symcache_name *out, const symcache *csc, const uint32_t *ids, size_t n)
+{
+    static const symcache_name unknown = {"??", "??", 2, 2, true, true};
     symcache *sc = (symcache *)csc; /* the lookup memory is all this writes */
     char *scratch = NULL;
     size_t scratch_cap = 0;
+    display_group dg = {.g = UINT32_MAX};
     for (size_t i = 0; i < n;) {
         uint32_t k = ids[i] / SYMC_NAMES_PER_BLOCK;
         size_t end = i; /* ids[i, end): this block's */
         while (end < n && ids[end] / SYMC_NAMES_PER_BLOCK == k)
             end++;
+        if (ids[i] >= sc->nnames) {
+            for (size_t j = i; j < end; j++)
+                out[j] = unknown;
+            i = end;
+            continue;
+        }
+        /* the block's display forms, when the file has them */
+        uint32_t g = ids[i] / SYMC_DISPLAY_GROUP;
+        if (sc->disp_index != NULL && dg.g != g)
+            display_group_load(&dg, sc, g);
+        bool stored = sc->disp_index != NULL && dg.ok;
         /* the block's names: from its memo when a lookup decompressed it already, else
          * decompressed into scratch and checked like a memo block */
         const char *name[SYMC_NAMES_PER_BLOCK];
         bool from_memo = false, ok = false;
-        name_block *nb = ids[i] < sc->nnames ? atomic_load_explicit(&sc->name_memo[k], memory_order_acquire) : NULL;
+        name_block *nb = atomic_load_explicit(&sc->name_memo[k], memory_order_acquire);
         if (nb != NULL) {
             from_memo = ok = nb != &corrupt_block;
-        } else if (ids[i] < sc->nnames) {
+        } else {
             size_t size = block_size(sc, k);
             if (size > scratch_cap) {
                 scratch_cap = size;
                 scratch = xrealloc(scratch, scratch_cap);
             }
-            ok = size > 0 && block_decompress(sc, k, scratch, size) && block_split(sc, k, scratch, size, name);
+            ok = size > 0 && block_decompress(sc, k, scratch, size);
+            /* the display forms belong to these names only if their lengths split the block */
+            if (ok && stored && !block_split_known(&dg, sc, k, scratch, size, name))
+                stored = false;
+            if (ok && !stored)
+                ok = block_split(sc, k, scratch, size, name);
         }
         for (size_t j = i; j < end; j++) {
-            uint32_t at = ids[j] % SYMC_NAMES_PER_BLOCK;
+            uint32_t at = ids[j] % SYMC_NAMES_PER_BLOCK, in_group = ids[j] % SYMC_DISPLAY_GROUP;
             if (!ok || ids[j] >= sc->nnames) {
-                raw[j] = display[j] = "??";
-            } else if (from_memo) {
-                raw[j] = nb->text + nb->name[at].raw;
-                display[j] = display_at(sc, nb, at);
+                out[j] = unknown;
+                continue;
+            }
+            if (from_memo) {
+                const char *raw = nb->text + nb->name[at].raw;
+                name_derive(&out[j], sc, raw, strlen(raw), display_at(sc, nb, at));
+                continue;
+            }
+            /* the raw name of a scope-qualified one is what follows the mark */
+            const char *plain = name[at];
+            if (!stored || (dg.flags[in_group] & SYMC_NAME_SCOPED)) {
+                const char *mark = strchr(name[at], SYMC_SCOPE_MARK);
+                plain = mark ? mark + 1 : name[at];
+            }
+            if (!stored) {
+                const char *raw = mem_copy(sc, plain, strlen(plain));
+                name_derive(&out[j], sc, raw, strlen(raw), NULL);
+                continue;
+            }
+            uint32_t raw_len = rd32(dg.stored_len + (size_t)in_group * 4) - (uint32_t)(plain - name[at]);
+            uint32_t display_len = rd32(dg.display_len + (size_t)in_group * 4);
+            uint8_t flags = dg.flags[in_group];
+            symcache_name *o = &out[j];
+            o->raw = mem_copy(sc, plain, raw_len);
+            o->raw_len = raw_len;
+            o->raw_plain = (flags & SYMC_NAME_RAW_PLAIN) != 0;
+            o->display_plain = (flags & SYMC_NAME_DISPLAY_PLAIN) != 0;
+            if (display_len == SYMC_DISPLAY_SAME) {
+                o->display = o->raw;
+                o->display_len = raw_len;
             } else {
-                /* the raw name of a scope-qualified one is what follows the mark */
-                const char *mark = strchr(name[at], SYMC_SCOPE_MARK), *plain = mark ? mark + 1 : name[at];
-                size_t len = strlen(plain);
-                char *copy = mem_alloc(sc, len + 1);
-                memcpy(copy, plain, len + 1);
-                raw[j] = copy;
-                display[j] = derive_display(sc, copy);
+                o->display = mem_copy(sc, dg.text + dg.at[in_group], display_len);
+                o->display_len = display_len;
             }
         }
         i = end;
     }
+    free(dg.bytes);
     free(scratch);
+}
+
+bool symcache_has_display_names(const symcache *sc)
+{
+    return sc->disp_index != NULL;
 }
 
 const uint8_t *symcache_uuid(const symcache *sc)
@@ -1074,8 +1257,9 @@ err_code symcache_merge(buf *out, const symcache *base, const symcache *other, e
     }
     for (unsigned k = 0; k < base->nsections; k++)
         section_append(out, base->sections[k].tag, base->sections[k].data, base->sections[k].len);
+    /* another file's display names belong to its own core's name ids: never taken */
     for (unsigned k = 0; k < other->nsections; k++)
-        if (section_find(base, other->sections[k].tag) == NULL)
+        if (other->sections[k].tag != SYMC_TAG_DISPLAY && section_find(base, other->sections[k].tag) == NULL)
             section_append(out, other->sections[k].tag, other->sections[k].data, other->sections[k].len);
     return ERR_OK;
 }

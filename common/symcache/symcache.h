@@ -98,14 +98,33 @@ size_t symcache_lookup_many(symcache_frame *out, size_t cap, size_t *ends, const
 size_t symcache_lookup_many_ids(symcache_frame *out, uint32_t *name_ids, size_t cap, size_t *ends, const symcache *sc,
                                 const uint64_t *addrs, size_t n);
 
-/* symcache_names - the raw and display forms of the `n` name ids `ids` (ascending, distinct;
- * from symcache_lookup_many_ids; never SYMCACHE_NO_NAME): raw[i] and display[i] as
- * symcache_lookup gives `mangled` and `function` (display == raw when the name does not
- * demangle; "??" for both when its block is corrupt or the id out of range). Each name block
- * is decompressed once into scratch memory; the names asked for are copied into the
- * symcache's lookup memory (valid until symcache_close) and demangled. Any thread; calls on
- * disjoint id sets may run at once. */
-void symcache_names(const char **raw, const char **display, const symcache *sc, const uint32_t *ids, size_t n);
+/* One name as symcache_names gives it. Strings are borrowed like frame strings. */
+typedef struct {
+    const char *raw;      /* as symcache_lookup's `mangled` */
+    const char *display;  /* as its `function`: the same pointer as `raw` when the name does
+                             not demangle */
+    uint32_t raw_len, display_len; /* strlen of each */
+    bool raw_plain;       /* every byte of raw in 0x20..0x7e and none '"' or '\\': it goes into
+                             a JSON (or C) string as it is */
+    bool display_plain;   /* the same for display */
+} symcache_name;
+
+/* symcache_names - the `n` names with ids `ids` (ascending, distinct; from
+ * symcache_lookup_many_ids; never SYMCACHE_NO_NAME): raw and display forms as
+ * symcache_lookup gives `mangled` and `function` ("??" for both when its block is corrupt or
+ * the id out of range), with their lengths and whether they need escaping. Each name block is
+ * decompressed once into scratch memory and the names asked for are copied into the
+ * symcache's lookup memory (valid until symcache_close). Display forms come from the file's
+ * "DISP" section when it has one of this build's demangler revision (decoded a group of
+ * SYMCACHE_NAME_GROUP ids at a time, nothing demangled), else each is demangled. Any thread;
+ * calls on disjoint id sets may run at once; give each call whole groups (ids / group equal)
+ * so that no group is decoded twice. */
+#define SYMCACHE_NAME_GROUP 256u
+void symcache_names(symcache_name *out, const symcache *sc, const uint32_t *ids, size_t n);
+
+/* symcache_has_display_names - true when the file stores display forms this build uses
+ * (a "DISP" section of its demangler revision): symcache_names then demangles nothing. */
+bool symcache_has_display_names(const symcache *sc);
 
 /* Accessors for the header (strings borrowed like frame strings). */
 const uint8_t *symcache_uuid(const symcache *sc);       /* 16 bytes */
@@ -186,7 +205,8 @@ err_code symcache_unwind_append(buf *out, const macho_image *img, err_info *err)
  * and whose addresses are module offsets: as `other` its "BPC1" section joins any base, as
  * `base` its header takes the other's vmaddr): the names and lines of `base` (the caller
  * picks it: DWARF over a .sym over a symbol table), its sections, and each section of
- * `other` that `base` lacks (symcache_format.h). The result is at the current format
+ * `other` that `base` lacks but "DISP" (display names of `other`'s own names; a base without
+ * one demangles at lookup) (symcache_format.h). The result is at the current format
  * version.
  * Errors  ERR_INVALID (different images).
  */

@@ -9,6 +9,7 @@
 
 #include <endian.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,6 +19,8 @@
 #include "base/phase.h"
 #include "base/radix.h"
 #include "base/xalloc.h"
+#include "demangle/demangle.h"
+#include "symcache/symcache.h"
 #include "symcache/symcache_format.h"
 
 typedef struct {
@@ -607,13 +610,134 @@ static void *compress_names(void *arg)
     return NULL;
 }
 
+/* The "DISP" section (symcache_format.h): each distinct name's display form, made here once
+ * so that lookups of this file demangle nothing. Groups are demangled and compressed on up to
+ * `threads` threads, each taking the next group from a shared counter (demangling costs differ
+ * a lot between names: sorted names put the long C++ templates together); the bytes do not
+ * depend on the thread count. */
+typedef struct {
+    const char *plain;     /* the sorted distinct names, NUL-terminated, back to back */
+    const size_t *off;     /* off[i]: where name i starts in plain (off[n]: plain's end) */
+    size_t n, ngroups;
+    atomic_size_t next;    /* the next group to take */
+    buf *frames;           /* frames[g]: group g compressed */
+    atomic_bool failed;
+} display_job;
+
+static void *display_thread(void *arg)
+{
+    display_job *j = arg;
+    ZSTD_CCtx *cc = ZSTD_createCCtx();
+    buf blk;
+    buf_init(&blk);
+    if (cc == NULL)
+        atomic_store(&j->failed, true);
+    for (size_t g; cc != NULL && (g = atomic_fetch_add(&j->next, 1)) < j->ngroups;) {
+        size_t from = g * SYMC_DISPLAY_GROUP, to = from + SYMC_DISPLAY_GROUP < j->n ? from + SYMC_DISPLAY_GROUP : j->n;
+        size_t count = to - from;
+        blk.len = 0;
+        buf_reserve(&blk, count * 9);
+        memset(blk.data, 0, count * 9);
+        blk.len = count * 9; /* stored_len, display_len, flags: filled below (appends move blk.data) */
+        for (size_t i = from; i < to; i++) {
+            const char *stored = j->plain + j->off[i];
+            size_t stored_len = j->off[i + 1] - j->off[i] - 1;
+            /* what lookups give as the raw name: after the mark of a scope-qualified one */
+            const char *mark = memchr(stored, SYMC_SCOPE_MARK, stored_len);
+            const char *raw = mark ? mark + 1 : stored;
+            size_t raw_len = stored_len - (size_t)(raw - stored);
+            bool raw_plain = symc_text_plain(raw, raw_len);
+            uint32_t flags = (raw_plain ? SYMC_NAME_RAW_PLAIN : 0) | (mark ? SYMC_NAME_SCOPED : 0);
+            uint32_t display_len = SYMC_DISPLAY_SAME;
+            char *shown = demangle_name(raw, DEMANGLE_SIMPLIFIED); /* as derive_display at lookup */
+            if (shown != NULL) {
+                size_t len = strlen(shown);
+                display_len = (uint32_t)len;
+                flags |= symc_text_plain(shown, len) ? SYMC_NAME_DISPLAY_PLAIN : 0;
+                buf_append(&blk, shown, len + 1);
+                free(shown);
+            } else {
+                flags |= raw_plain ? SYMC_NAME_DISPLAY_PLAIN : 0;
+            }
+            size_t k = i - from;
+            uint8_t le[4];
+            for (int b = 0; b < 4; b++)
+                le[b] = (uint8_t)((uint32_t)stored_len >> (8 * b));
+            memcpy(blk.data + 4 * k, le, 4);
+            for (int b = 0; b < 4; b++)
+                le[b] = (uint8_t)(display_len >> (8 * b));
+            memcpy(blk.data + 4 * count + 4 * k, le, 4);
+            blk.data[8 * count + k] = (uint8_t)flags;
+        }
+        buf *f = &j->frames[g];
+        size_t cap = ZSTD_compressBound(blk.len);
+        buf_reserve(f, cap);
+        size_t got = ZSTD_compressCCtx(cc, f->data, cap, blk.data, blk.len, NAMES_LEVEL);
+        if (ZSTD_isError(got)) {
+            atomic_store(&j->failed, true);
+            break;
+        }
+        f->len = got;
+    }
+    buf_reset(&blk);
+    ZSTD_freeCCtx(cc);
+    return NULL;
+}
+
+/* Append the "DISP" section body of the n sorted distinct names at plain (off: as in
+ * display_job) to `body`. */
+static err_code write_display(buf *body, const char *plain, const size_t *off, size_t n, unsigned threads,
+                              err_info *err)
+{
+    size_t ngroups = (n + SYMC_DISPLAY_GROUP - 1) / SYMC_DISPLAY_GROUP;
+    display_job j = {.plain = plain, .off = off, .n = n, .ngroups = ngroups};
+    atomic_init(&j.next, 0);
+    atomic_init(&j.failed, false);
+    j.frames = xcalloc(ngroups ? ngroups : 1, sizeof *j.frames);
+    unsigned nthreads = threads > 1 ? (threads < 16 ? threads : 16) : 1;
+    pthread_t tids[16];
+    bool started[16] = {false};
+    for (unsigned t = 1; t < nthreads; t++)
+        started[t] = pthread_create(&tids[t], NULL, display_thread, &j) == 0;
+    display_thread(&j);
+    for (unsigned t = 1; t < nthreads; t++)
+        if (started[t])
+            pthread_join(tids[t], NULL);
+    err_code rc = ERR_OK;
+    if (atomic_load(&j.failed)) {
+        rc = err_set(err, ERR_INTERNAL, "zstd could not compress the display names");
+    } else {
+        size_t total = 0;
+        for (size_t g = 0; g < ngroups; g++)
+            total += j.frames[g].len;
+        if (total > UINT32_MAX / 2)
+            rc = err_set(err, ERR_UNSUPPORTED, "compressed display names over 2 GiB");
+        buf_append_u32le(body, DEMANGLE_REVISION);
+        buf_append_u32le(body, (uint32_t)n);
+        buf_append_u32le(body, SYMC_DISPLAY_GROUP);
+        buf_append_u32le(body, 0);
+        size_t at = 0;
+        for (size_t g = 0; rc == ERR_OK && g <= ngroups; g++) {
+            buf_append_u32le(body, (uint32_t)at);
+            if (g < ngroups)
+                at += j.frames[g].len;
+        }
+        for (size_t g = 0; rc == ERR_OK && g < ngroups; g++)
+            buf_append(body, j.frames[g].data, j.frames[g].len);
+    }
+    for (size_t g = 0; g < ngroups; g++)
+        buf_reset(&j.frames[g]);
+    free(j.frames);
+    return rc;
+}
+
 /* Sort the name references, fold equal names into one, write the block index and the
  * compressed blocks (layout in symcache_format.h); *rank_out (owned by the caller) maps a
  * reference to its name's sorted position, *count_out gets the number of distinct names.
  * Sorting uses two threads and blocks are compressed on up to `threads`; the bytes do not
- * depend on that number. */
-static err_code write_names(buf *index, buf *data, uint32_t **rank_out, size_t *count_out, const name_list *names,
-                            unsigned threads, err_info *err)
+ * depend on that number. `display` non-NULL: the "DISP" section's body is appended to it. */
+static err_code write_names(buf *index, buf *data, buf *display, uint32_t **rank_out, size_t *count_out,
+                            const name_list *names, unsigned threads, err_info *err)
 {
     size_t n = names->count;
     name_ref *v = xcalloc(n ? n : 1, sizeof *v);
@@ -631,12 +755,15 @@ static err_code write_names(buf *index, buf *data, uint32_t **rank_out, size_t *
     buf_reserve(&plain, names->bytes);
     size_t distinct = 0, prev_len = 0;
     const char *prev = NULL;
+    size_t *starts = display != NULL ? xmalloc((n + 1) * sizeof *starts) : NULL; /* of each distinct name */
     for (size_t i = 0; i < n; i++) {
         size_t len;
         const char *str = name_str(names, v[i].id, &len);
         if (prev == NULL || len != prev_len || memcmp(str, prev, len) != 0) {
             if (distinct % SYMC_NAMES_PER_BLOCK == 0)
                 bounds[distinct / SYMC_NAMES_PER_BLOCK] = plain.len;
+            if (starts != NULL)
+                starts[distinct] = plain.len;
             buf_append(&plain, str, len + 1);
             distinct++;
             prev = str;
@@ -684,6 +811,11 @@ static err_code write_names(buf *index, buf *data, uint32_t **rank_out, size_t *
         if (k < nblk)
             off += sizes[k];
     }
+    if (rc == ERR_OK && starts != NULL) {
+        starts[distinct] = plain.len;
+        rc = write_display(display, (const char *)plain.data, starts, distinct, threads, err);
+    }
+    free(starts);
     buf_reset(&plain);
     free(bounds);
     free(sizes);
@@ -1061,14 +1193,17 @@ err_code symcache_build_extra(buf *out, symcache_build_stats *stats, const macho
 
     /* names: sorted (neighbours share most bytes), then compressed in blocks */
     uint32_t *rank = NULL;
-    buf names_index, names_data;
+    buf names_index, names_data, display;
     buf_init(&names_index);
     buf_init(&names_data);
+    buf_init(&display);
     size_t nnames = 0;
     granules_job gj[2];
     memset(gj, 0, sizeof gj);
     uint32_t *gindex = NULL;
-    rc = write_names(&names_index, &names_data, &rank, &nnames, &b.names, threads, err);
+    bool with_display = extra != NULL && extra->display_names;
+    rc = write_names(&names_index, &names_data, with_display ? &display : NULL, &rank, &nnames, &b.names, threads,
+                     err);
     if (rc != ERR_OK)
         goto done_names;
     phase_mark(&clock, "build.names");
@@ -1150,12 +1285,15 @@ err_code symcache_build_extra(buf *out, symcache_build_stats *stats, const macho
     static const uint8_t pad[SYMC_GRANULE_PAD];
     buf_append(out, pad, sizeof pad);
     buf_append(out, b.strings.bytes.data, b.strings.bytes.len);
+    if (with_display)
+        symcache_section_append(out, SYMC_TAG_DISPLAY, display.data, display.len);
 done_names:
     buf_reset(&gj[0].data);
     buf_reset(&gj[1].data);
     free(gindex);
     buf_reset(&names_index);
     buf_reset(&names_data);
+    buf_reset(&display);
     free(rank);
     if (rc != ERR_OK)
         goto done;

@@ -29,7 +29,12 @@ err_code symcache_build(buf *out, symcache_build_stats *stats, const macho_image
 
 /* What a build from something else than a dSYM says. */
 typedef struct {
-    bool breakpad;  /* flags bit 3: built from a Breakpad .sym */
+    bool breakpad;       /* flags bit 3: built from a Breakpad .sym */
+    bool display_names;  /* also store every name's display form (the "DISP" section): each
+                            name demangled once at build (on `threads` threads), so that
+                            symcache_names demangles nothing. Worth it for a file looked up
+                            many times by batches (`stacksift lookup`); a one-shot build or
+                            the server's memoizing lookups do without. */
 } symcache_extra;
 
 /* symcache_build_extra - symcache_build with `extra` (NULL: none). Sections are appended

@@ -77,6 +77,26 @@
  *   "BPC1"  the STACK CFI records of a Breakpad .sym: the table breakpad_cfi_encode writes
  *           (layout in common/breakpad/breakpad.h), module offsets. Added without a version
  *           bump (readers skip tags they do not know).
+ *   "DISP"  (version 8) the display form of every name, made at build (common/demangle, as a
+ *           lookup would derive it), so that a batch of lookups demangles nothing. It belongs
+ *           to the core it was built with: a merge keeps the base's and never takes another
+ *           file's (its name ids would be another core's).
+ *             0   4  demangler revision (DEMANGLE_REVISION at build); a reader of another
+ *                    revision ignores the section and demangles at lookup
+ *             4   4  nnames (the header's), 8 4 names per group (SYMC_DISPLAY_GROUP), 12 4 0
+ *             16     index u32[ngroups + 1]: where each group's zstd frame starts, from the
+ *                    end of the index (the last: the frames' total size, up to the body's end)
+ *                    frames: group g (names g * SYMC_DISPLAY_GROUP.., fewer in the last)
+ *                    decompresses to, for its `count` names in id order:
+ *                      u32 stored_len[count]   bytes of the name as the raw block holds it
+ *                                              (prefix and SYMC_SCOPE_MARK included; no NUL)
+ *                      u32 display_len[count]  bytes of its display form; SYMC_DISPLAY_SAME
+ *                                              when that is the raw name itself
+ *                      u8  flags[count]        SYMC_NAME_RAW_PLAIN, SYMC_NAME_DISPLAY_PLAIN,
+ *                                              SYMC_NAME_SCOPED (below)
+ *                      the display forms not SYMC_DISPLAY_SAME, NUL-terminated, in id order
+ *           Groups of 256 (4 name blocks): zstd decodes longer frames faster, and a batch that
+ *           resolves many names decodes every group its ids touch.
  *
  * Granule g covers [base + g * G, base + (g + 1) * G), G = 2^(unit_shift + 7) bytes, and holds
  * everything a lookup there needs: which range covers each address and the whole inline chain
@@ -159,23 +179,43 @@
  *                still read: they hold no marked name, so their frames have no qualified
  *                names (`stacksift symcache rebuild` gives them); a version-6 reader refuses
  *                a version-7 file as unsupported rather than show a marked name.
+ *   8  (2026-11) the layout of 7 and the optional "DISP" section (above): display forms made
+ *                at build, read by symcache_names instead of demangling (a one-shot batch of
+ *                100,000 long C++ and Swift names spent most of its CPU in the demanglers).
+ *                Built by `stacksift symcache build` (symcache_extra.display_names); a file
+ *                without it (version 5-7, or built without) demangles at lookup as before.
+ *                Version 8 because a version-7 merge would carry another file's section into
+ *                a core it does not belong to: a version-7 reader refuses version 8 as
+ *                unsupported.
  */
 #ifndef STACKSIFT_SYMCACHE_FORMAT_H
 #define STACKSIFT_SYMCACHE_FORMAT_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define SYMC_MAGIC "STKSYMC"
-#define SYMCACHE_VERSION 7u
+#define SYMCACHE_VERSION 8u
 #define SYMCACHE_MIN_VERSION 5u  /* the oldest version read (5 as a 6 without sections;
-                                    5 and 6 as a 7 without qualified names) */
+                                    5 and 6 as a 7 without qualified names; 5-7 as an 8
+                                    without display names) */
 #define SYMC_SECTION_HEADER 8u
 #define SYMC_MAX_SECTIONS 8u
 #define SYMC_TAG(a, b, c, d) ((uint32_t)(a) | (uint32_t)(b) << 8 | (uint32_t)(c) << 16 | (uint32_t)(d) << 24)
 #define SYMC_TAG_UNWIND SYMC_TAG('U', 'N', 'W', 'I')
 #define SYMC_TAG_DEBUG_FRAME SYMC_TAG('D', 'B', 'G', 'F')
 #define SYMC_TAG_BREAKPAD_CFI SYMC_TAG('B', 'P', 'C', '1') /* = BREAKPAD_CFI_SECTION */
+#define SYMC_TAG_DISPLAY SYMC_TAG('D', 'I', 'S', 'P')
 #define SYMC_UNWIND_HEADER 24u
+#define SYMC_DISPLAY_HEADER 16u
+#define SYMC_DISPLAY_GROUP 256u      /* names per "DISP" frame: 4 name blocks */
+#define SYMC_DISPLAY_SAME UINT32_MAX /* display_len of a name shown as its raw form */
+#define SYMC_NAME_RAW_PLAIN 1u     /* the raw name (as lookups give it) is plain: every byte in
+                                      0x20..0x7e and none '"' or '\\' (JSON or C as it is) */
+#define SYMC_NAME_DISPLAY_PLAIN 2u /* the display form is plain */
+#define SYMC_NAME_SCOPED 4u        /* the stored name holds SYMC_SCOPE_MARK */
 
 /* One section of a version-6 file, in the mapping. */
 typedef struct {
@@ -210,5 +250,27 @@ typedef struct {
 
 #define SYMC_KIND_DWARF 0u
 #define SYMC_KIND_SYMTAB 1u
+
+/* True if the n bytes at p are plain (SYMC_NAME_RAW_PLAIN): every byte in 0x20..0x7e and none
+ * '"' or '\\'. Eight bytes at a time; each test is exact for a whole word ("Bit Twiddling
+ * Hacks": "determine if a word has a byte less than n", "has a zero byte"). */
+static inline bool symc_text_plain(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    uint64_t bad = 0;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x, q, b;
+        memcpy(&x, p + i, 8);
+        q = x ^ (ones * '"');
+        b = x ^ (ones * '\\');
+        /* a high bit: a byte >= 0x80, < 0x20, '"' or '\\'; 0x7f is caught below */
+        bad |= x | ((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((b - ones) & ~b) | ((x + ones) & highs & ~x);
+    }
+    for (; i < n; i++)
+        bad |= (p[i] < 0x20 || p[i] == '"' || p[i] == '\\' || p[i] == 0x7f) ? 0x80 : p[i];
+    return (bad & highs) == 0;
+}
 
 #endif

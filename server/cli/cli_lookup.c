@@ -247,27 +247,6 @@ typedef struct {
     int status;
 } lookup_ctx;
 
-/* True if the n bytes at p can go into a JSON string as they are: no control character, no
- * quote or backslash, nothing outside ASCII (those take the shared escaper). Eight bytes at a
- * time (each test is exact as a whole word: "Bit Twiddling Hacks", "determine if a word has a
- * byte less than n" and "has a zero byte"). */
-static bool json_plain(const unsigned char *p, size_t n)
-{
-    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
-    uint64_t bad = 0;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t x, q, b;
-        memcpy(&x, p + i, 8);
-        q = x ^ (ones * '"');
-        b = x ^ (ones * '\\');
-        bad |= x | ((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((b - ones) & ~b);
-    }
-    for (; i < n; i++)
-        bad |= (p[i] < 0x20 || p[i] == '"' || p[i] == '\\') ? 0x80 : p[i];
-    return (bad & highs) == 0;
-}
-
 static void put_str(arena *a, const char *s)
 {
     put(a, s, strlen(s));
@@ -310,16 +289,16 @@ typedef struct {
     char *owned;       /* escaped copies of names that needed escaping (rare), or NULL */
 } name_out;
 
-/* *out for a name whose raw and display forms are `raw` and `display` (the same pointer when
- * the name does not demangle), with --mangled or not. */
-static void name_out_init(name_out *out, const char *raw, const char *display, bool mangled)
+/* *out for name `nm` (symcache_names: its lengths and whether it needs escaping are known),
+ * with --mangled or not. */
+static void name_out_init(name_out *out, const symcache_name *nm, bool mangled)
 {
-    const char *shown = mangled ? raw : display;
-    const char *member = raw != display ? raw : NULL;
-    size_t shown_len = strlen(shown), raw_len = member ? strlen(member) : 0;
+    bool same = nm->raw == nm->display;
+    const char *shown = mangled ? nm->raw : nm->display;
+    size_t shown_len = mangled ? nm->raw_len : nm->display_len, raw_len = same ? 0 : nm->raw_len;
+    const char *member = same ? NULL : nm->raw;
     *out = (name_out){.shown = shown, .raw = member, .shown_len = (uint32_t)shown_len, .raw_len = (uint32_t)raw_len};
-    bool plain = json_plain((const unsigned char *)shown, shown_len) &&
-                 (member == NULL || json_plain((const unsigned char *)member, raw_len));
+    bool plain = (mangled ? nm->raw_plain : nm->display_plain) && (same || nm->raw_plain);
     if (plain)
         return;
     /* escape both into one owned block: "shown""raw", then point inside the quotes */
@@ -608,7 +587,7 @@ typedef struct {
     uint32_t *uniq;
     size_t nuniq;
     uint32_t *pos;               /* pos[id]: index of id in uniq (only for ids in it) */
-    const char **raw, **display;
+    symcache_name *nm;           /* nm[i]: uniq[i]'s name */
     name_out *names;             /* names[i]: uniq[i] as --json prints it (only with --json) */
     atomic_size_t next_chunk;    /* resolve_names: the next chunk of uniq to take */
 } batch;
@@ -629,8 +608,7 @@ static void collect_names(batch *b, const symcache *sc)
         }
     b->uniq = xcalloc(count ? count : 1, sizeof *b->uniq);
     b->pos = xmalloc((nnames ? nnames : 1) * sizeof *b->pos);
-    b->raw = xcalloc(count ? count : 1, sizeof *b->raw);
-    b->display = xcalloc(count ? count : 1, sizeof *b->display);
+    b->nm = xcalloc(count ? count : 1, sizeof *b->nm);
     if (b->proto->json)
         b->names = xcalloc(count ? count : 1, sizeof *b->names);
     size_t at = 0;
@@ -644,8 +622,9 @@ static void collect_names(batch *b, const symcache *sc)
     free(seen);
 }
 
-/* Resolve the distinct ids' names, a chunk of NAMES_CHUNK ids (cut at a name block boundary
- * of 64 ids, so that no block is decompressed twice) at a time, taking chunks from a counter
+/* Resolve the distinct ids' names, a chunk of NAMES_CHUNK ids (cut at a boundary of
+ * SYMCACHE_NAME_GROUP ids, so that no name block or group of display forms is decompressed
+ * twice) at a time, taking chunks from a counter
  * shared by the threads: demangling costs differ a lot between names (sorted names put the
  * long templates together), so fixed halves left one thread waiting for the other. */
 enum { NAMES_CHUNK = 1024 };
@@ -658,14 +637,15 @@ static void resolve_names(batch *b, const symcache *sc)
         if (from >= b->nuniq)
             return;
         to = to < b->nuniq ? to : b->nuniq;
-        while (from > 0 && from < b->nuniq && b->uniq[from] / 64 == b->uniq[from - 1] / 64)
-            from++; /* the previous chunk took the rest of that block */
-        while (to < b->nuniq && b->uniq[to] / 64 == b->uniq[to - 1] / 64)
+        while (from > 0 && from < b->nuniq &&
+               b->uniq[from] / SYMCACHE_NAME_GROUP == b->uniq[from - 1] / SYMCACHE_NAME_GROUP)
+            from++; /* the previous chunk took the rest of that group */
+        while (to < b->nuniq && b->uniq[to] / SYMCACHE_NAME_GROUP == b->uniq[to - 1] / SYMCACHE_NAME_GROUP)
             to++;
         if (from < to)
-            symcache_names(b->raw + from, b->display + from, sc, b->uniq + from, to - from);
+            symcache_names(b->nm + from, sc, b->uniq + from, to - from);
         for (size_t i = from; b->names != NULL && i < to; i++)
-            name_out_init(&b->names[i], b->raw[i], b->display[i], b->proto->mangled);
+            name_out_init(&b->names[i], &b->nm[i], b->proto->mangled);
     }
 }
 
@@ -680,8 +660,8 @@ static void fill_names(batch *b, int t)
             f->v[k].function = "??";
             f->v[k].mangled = NULL;
         } else {
-            f->v[k].function = b->display[b->pos[id]];
-            f->v[k].mangled = b->raw[b->pos[id]];
+            f->v[k].function = b->nm[b->pos[id]].display;
+            f->v[k].mangled = b->nm[b->pos[id]].raw;
             f->ids[k] = b->pos[id];
         }
     }
@@ -884,8 +864,7 @@ static void lookup_all(lookup_ctx *c, query *q, size_t n)
     }
     free(b.uniq);
     free(b.pos);
-    free(b.raw);
-    free(b.display);
+    free(b.nm);
     for (size_t i = 0; b.names != NULL && i < b.nuniq; i++)
         free(b.names[i].owned);
     free(b.names);

@@ -234,13 +234,14 @@ int cli_symcache(int argc, char **argv)
 {
     const char *input = NULL, *out_dir = NULL;
     dsym_options opts = {0};
+    bool no_display = false;
     if (argc >= 2 && strcmp(argv[1], "rebuild") == 0)
         return symcache_rebuild(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "unwind") == 0)
         return symcache_unwind(argc, argv);
     if (argc < 2 || strcmp(argv[1], "build") != 0) {
         fprintf(stderr, "usage: stacksift symcache build INPUT -o OUTDIR [--threads N] "
-                        "[--symbol-maps DIR]\n"
+                        "[--symbol-maps DIR] [--no-display-names]\n"
                         "       stacksift symcache unwind FILE.symc\n"
                         "       stacksift symcache rebuild [--uuid UUID] [--threads N]\n");
         return 2;
@@ -252,6 +253,8 @@ int cli_symcache(int argc, char **argv)
             opts.threads = (unsigned)strtoul(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--symbol-maps") == 0 && i + 1 < argc)
             opts.symbol_maps_dir = argv[++i];
+        else if (strcmp(argv[i], "--no-display-names") == 0)
+            no_display = true;
         else if (argv[i][0] != '-' && input == NULL)
             input = argv[i];
         else {
@@ -261,9 +264,11 @@ int cli_symcache(int argc, char **argv)
     }
     if (input == NULL || out_dir == NULL) {
         fprintf(stderr, "usage: stacksift symcache build INPUT -o OUTDIR [--threads N] "
-                        "[--symbol-maps DIR]\n");
+                        "[--symbol-maps DIR] [--no-display-names]\n");
         return 2;
     }
+    /* files kept to be looked up: each name demangled once here rather than at each lookup */
+    opts.display_names = !no_display;
     if (mkdir_p(out_dir) != 0) {
         fprintf(stderr, "stacksift: cannot create %s: %s\n", out_dir, strerror(errno));
         return 1;

@@ -135,12 +135,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 uniq[at] = ids[k];
                 nu++;
             }
-            const char *raw[2 * SYMCACHE_MAX_FRAMES], *display[2 * SYMCACHE_MAX_FRAMES];
-            symcache_names(raw, display, sc, uniq, nu);
+            symcache_name nm[2 * SYMCACHE_MAX_FRAMES];
+            symcache_names(nm, sc, uniq, nu);
             for (size_t k = 0; k < nu; k++) {
-                REQUIRE(raw[k] != NULL && display[k] != NULL);
-                (void)strlen(raw[k]);
-                (void)strlen(display[k]);
+                REQUIRE(nm[k].raw != NULL && nm[k].display != NULL);
+                /* the lengths given are what can be read (a crafted "DISP" section may hold
+                 * a NUL inside a form: never more than the length) */
+                REQUIRE(strlen(nm[k].raw) <= nm[k].raw_len && strlen(nm[k].display) <= nm[k].display_len);
+                REQUIRE(nm[k].raw[nm[k].raw_len] == '\0' && nm[k].display[nm[k].display_len] == '\0');
             }
             i += got;
         }
