@@ -866,18 +866,17 @@ size_t symcache_lookup_many_ids(symcache_frame *out, uint32_t *name_ids, size_t 
     return got;
 }
 
-/* A "DISP" group decoded for symcache_names: the stored length, display form and flags of each
- * of its names (symcache_format.h), checked: lengths inside the frame, each display form
- * NUL-terminated where its length says, the forms filling the text exactly. */
+/* A "DISP" group decoded for symcache_names: the raw and display forms and flags of each of its
+ * names (symcache_format.h), checked: lengths inside the frame, each form NUL-terminated where
+ * its length says, the forms filling the text exactly. */
 typedef struct {
     uint32_t g;       /* the group decoded (UINT32_MAX: none yet) */
     bool ok;          /* decoded and consistent: its forms may be used */
-    uint32_t count;   /* names in the group */
     char *bytes;      /* the decompressed frame (scratch, owned) */
     size_t cap;
-    const uint8_t *stored_len, *display_len, *flags; /* u32[count], u32[count], u8[count] in bytes */
-    const char *text;                                /* the display forms */
-    uint32_t at[SYMC_DISPLAY_GROUP];                 /* name i's form starts at text + at[i] */
+    const uint8_t *raw_len, *display_len, *flags; /* u32[count], u32[count], u8[count] in bytes */
+    uint32_t raw_at[SYMC_DISPLAY_GROUP];          /* name i's raw form starts at bytes + raw_at[i] */
+    uint32_t display_at[SYMC_DISPLAY_GROUP];      /* and its display form (unless the same) */
 } display_group;
 
 static void display_group_load(display_group *d, symcache *sc, uint32_t g)
@@ -887,8 +886,8 @@ static void display_group_load(display_group *d, symcache *sc, uint32_t g)
     uint32_t off = rd32(sc->disp_index + (size_t)g * 4), end = rd32(sc->disp_index + (size_t)g * 4 + 4);
     unsigned long long size = ZSTD_getFrameContentSize(sc->disp_frames + off, end - off);
     uint32_t count = g + 1 < sc->disp_ngroups ? SYMC_DISPLAY_GROUP : sc->nnames - g * SYMC_DISPLAY_GROUP;
-    if (size == ZSTD_CONTENTSIZE_UNKNOWN || size == ZSTD_CONTENTSIZE_ERROR || size < (uint64_t)count * 9 ||
-        size > (uint64_t)SYMC_DISPLAY_GROUP * (DEMANGLE_MAX_OUTPUT + 10))
+    if (size == ZSTD_CONTENTSIZE_UNKNOWN || size == ZSTD_CONTENTSIZE_ERROR || size < (uint64_t)count * 10 ||
+        size > UINT32_MAX)
         return;
     if (size > d->cap) {
         d->cap = (size_t)size;
@@ -897,40 +896,27 @@ static void display_group_load(display_group *d, symcache *sc, uint32_t g)
     if (!frame_decompress(sc, d->bytes, (size_t)size, sc->disp_frames + off, end - off))
         return;
     const uint8_t *b = (const uint8_t *)d->bytes;
-    d->count = count;
-    d->stored_len = b;
+    d->raw_len = b;
     d->display_len = b + (size_t)count * 4;
     d->flags = b + (size_t)count * 8;
-    d->text = d->bytes + (size_t)count * 9;
-    size_t text_len = (size_t)size - (size_t)count * 9, at = 0;
+    size_t at = (size_t)count * 9;
+    for (uint32_t i = 0; i < count; i++) {
+        uint32_t len = rd32(d->raw_len + (size_t)i * 4);
+        if (len >= size - at || d->bytes[at + len] != '\0')
+            return;
+        d->raw_at[i] = (uint32_t)at;
+        at += (size_t)len + 1;
+    }
     for (uint32_t i = 0; i < count; i++) {
         uint32_t len = rd32(d->display_len + (size_t)i * 4);
         if (len == SYMC_DISPLAY_SAME)
             continue;
-        if (len >= text_len - at || d->text[at + len] != '\0')
+        if (at == size || len >= size - at || d->bytes[at + len] != '\0')
             return;
-        d->at[i] = (uint32_t)at;
+        d->display_at[i] = (uint32_t)at;
         at += (size_t)len + 1;
     }
-    d->ok = at == text_len;
-}
-
-/* Name block k's names split by the stored lengths of decoded group d (no scan for the NULs):
- * false unless they add up to the block's `size` bytes at `text`, each NUL-terminated. */
-static bool block_split_known(const display_group *d, const symcache *sc, uint32_t k, const char *text, size_t size,
-                              const char *name[SYMC_NAMES_PER_BLOCK])
-{
-    uint32_t count = k + 1 < sc->nname_blocks ? SYMC_NAMES_PER_BLOCK : sc->nnames - k * SYMC_NAMES_PER_BLOCK;
-    uint32_t first = k * SYMC_NAMES_PER_BLOCK - d->g * SYMC_DISPLAY_GROUP;
-    size_t at = 0;
-    for (uint32_t i = 0; i < count; i++) {
-        uint32_t len = rd32(d->stored_len + (size_t)(first + i) * 4);
-        if (len >= size - at || text[at + len] != '\0')
-            return false;
-        name[i] = text + at;
-        at += (size_t)len + 1;
-    }
-    return at == size;
+    d->ok = at == size;
 }
 
 /* `len` bytes at s and a NUL, copied into sc's lookup memory. */
@@ -942,8 +928,8 @@ static const char *mem_copy(symcache *sc, const char *s, size_t len)
     return copy;
 }
 
-/* out for raw name `raw` (in sc's lookup memory or a memo block) with its display form
- * derived now (demangled: a file without usable display forms). */
+/* out for raw name `raw` (in sc's lookup memory or a memo block) and its display form
+ * `display`, derived now when NULL (demangled: a file without usable display forms). */
 static void name_derive(symcache_name *out, symcache *sc, const char *raw, size_t raw_len, const char *display)
 {
     out->raw = raw;
@@ -967,21 +953,38 @@ void symcache_names(symcache_name *out, const symcache *csc, const uint32_t *ids
     size_t scratch_cap = 0;
     display_group dg = {.g = UINT32_MAX};
     for (size_t i = 0; i < n;) {
+        if (ids[i] >= sc->nnames) {
+            out[i++] = unknown;
+            continue;
+        }
+        /* the stored forms of the group, when the file has them: all this id needs */
+        uint32_t g = ids[i] / SYMC_DISPLAY_GROUP;
+        if (sc->disp_index != NULL && dg.g != g)
+            display_group_load(&dg, sc, g);
+        if (sc->disp_index != NULL && dg.ok) {
+            for (; i < n && ids[i] / SYMC_DISPLAY_GROUP == g; i++) {
+                uint32_t k = ids[i] % SYMC_DISPLAY_GROUP;
+                uint32_t raw_len = rd32(dg.raw_len + (size_t)k * 4), display_len = rd32(dg.display_len + (size_t)k * 4);
+                uint8_t flags = dg.flags[k];
+                symcache_name *o = &out[i];
+                o->raw = mem_copy(sc, dg.bytes + dg.raw_at[k], raw_len);
+                o->raw_len = raw_len;
+                o->raw_plain = (flags & SYMC_NAME_RAW_PLAIN) != 0;
+                o->display_plain = (flags & SYMC_NAME_DISPLAY_PLAIN) != 0;
+                if (display_len == SYMC_DISPLAY_SAME) {
+                    o->display = o->raw;
+                    o->display_len = raw_len;
+                } else {
+                    o->display = mem_copy(sc, dg.bytes + dg.display_at[k], display_len);
+                    o->display_len = display_len;
+                }
+            }
+            continue;
+        }
         uint32_t k = ids[i] / SYMC_NAMES_PER_BLOCK;
         size_t end = i; /* ids[i, end): this block's */
         while (end < n && ids[end] / SYMC_NAMES_PER_BLOCK == k)
             end++;
-        if (ids[i] >= sc->nnames) {
-            for (size_t j = i; j < end; j++)
-                out[j] = unknown;
-            i = end;
-            continue;
-        }
-        /* the block's display forms, when the file has them */
-        uint32_t g = ids[i] / SYMC_DISPLAY_GROUP;
-        if (sc->disp_index != NULL && dg.g != g)
-            display_group_load(&dg, sc, g);
-        bool stored = sc->disp_index != NULL && dg.ok;
         /* the block's names: from its memo when a lookup decompressed it already, else
          * decompressed into scratch and checked like a memo block */
         const char *name[SYMC_NAMES_PER_BLOCK];
@@ -995,49 +998,20 @@ void symcache_names(symcache_name *out, const symcache *csc, const uint32_t *ids
                 scratch_cap = size;
                 scratch = xrealloc(scratch, scratch_cap);
             }
-            ok = size > 0 && block_decompress(sc, k, scratch, size);
-            /* the display forms belong to these names only if their lengths split the block */
-            if (ok && stored && !block_split_known(&dg, sc, k, scratch, size, name))
-                stored = false;
-            if (ok && !stored)
-                ok = block_split(sc, k, scratch, size, name);
+            ok = size > 0 && block_decompress(sc, k, scratch, size) && block_split(sc, k, scratch, size, name);
         }
         for (size_t j = i; j < end; j++) {
-            uint32_t at = ids[j] % SYMC_NAMES_PER_BLOCK, in_group = ids[j] % SYMC_DISPLAY_GROUP;
+            uint32_t at = ids[j] % SYMC_NAMES_PER_BLOCK;
             if (!ok || ids[j] >= sc->nnames) {
                 out[j] = unknown;
-                continue;
-            }
-            if (from_memo) {
+            } else if (from_memo) {
                 const char *raw = nb->text + nb->name[at].raw;
                 name_derive(&out[j], sc, raw, strlen(raw), display_at(sc, nb, at));
-                continue;
-            }
-            /* the raw name of a scope-qualified one is what follows the mark */
-            const char *plain = name[at];
-            if (!stored || (dg.flags[in_group] & SYMC_NAME_SCOPED)) {
-                const char *mark = strchr(name[at], SYMC_SCOPE_MARK);
-                plain = mark ? mark + 1 : name[at];
-            }
-            if (!stored) {
-                const char *raw = mem_copy(sc, plain, strlen(plain));
-                name_derive(&out[j], sc, raw, strlen(raw), NULL);
-                continue;
-            }
-            uint32_t raw_len = rd32(dg.stored_len + (size_t)in_group * 4) - (uint32_t)(plain - name[at]);
-            uint32_t display_len = rd32(dg.display_len + (size_t)in_group * 4);
-            uint8_t flags = dg.flags[in_group];
-            symcache_name *o = &out[j];
-            o->raw = mem_copy(sc, plain, raw_len);
-            o->raw_len = raw_len;
-            o->raw_plain = (flags & SYMC_NAME_RAW_PLAIN) != 0;
-            o->display_plain = (flags & SYMC_NAME_DISPLAY_PLAIN) != 0;
-            if (display_len == SYMC_DISPLAY_SAME) {
-                o->display = o->raw;
-                o->display_len = raw_len;
             } else {
-                o->display = mem_copy(sc, dg.text + dg.at[in_group], display_len);
-                o->display_len = display_len;
+                /* the raw name of a scope-qualified one is what follows the mark */
+                const char *mark = strchr(name[at], SYMC_SCOPE_MARK), *plain = mark ? mark + 1 : name[at];
+                size_t len = strlen(plain);
+                name_derive(&out[j], sc, mem_copy(sc, plain, len), len, NULL);
             }
         }
         i = end;

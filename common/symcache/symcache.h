@@ -112,11 +112,11 @@ typedef struct {
 /* symcache_names - the `n` names with ids `ids` (ascending, distinct; from
  * symcache_lookup_many_ids; never SYMCACHE_NO_NAME): raw and display forms as
  * symcache_lookup gives `mangled` and `function` ("??" for both when its block is corrupt or
- * the id out of range), with their lengths and whether they need escaping. Each name block is
- * decompressed once into scratch memory and the names asked for are copied into the
- * symcache's lookup memory (valid until symcache_close). Display forms come from the file's
- * "DISP" section when it has one of this build's demangler revision (decoded a group of
- * SYMCACHE_NAME_GROUP ids at a time, nothing demangled), else each is demangled. Any thread;
+ * the id out of range), with their lengths and whether they need escaping. When the file has
+ * a "DISP" section of this build's demangler revision, both forms come from it, a group of
+ * SYMCACHE_NAME_GROUP ids decompressed at a time into scratch memory, nothing demangled; else
+ * each name block is decompressed once into scratch memory and each name demangled. The names
+ * asked for are copied into the symcache's lookup memory (valid until symcache_close). Any thread;
  * calls on disjoint id sets may run at once; give each call whole groups (ids / group equal)
  * so that no group is decoded twice. */
 #define SYMCACHE_NAME_GROUP 256u

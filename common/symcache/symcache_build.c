@@ -610,8 +610,9 @@ static void *compress_names(void *arg)
     return NULL;
 }
 
-/* The "DISP" section (symcache_format.h): each distinct name's display form, made here once
- * so that lookups of this file demangle nothing. Groups are demangled and compressed on up to
+/* The "DISP" section (symcache_format.h): each distinct name's raw and display forms, made
+ * here once so that batches of lookups of this file demangle nothing and decode no name
+ * block. Groups are demangled and compressed on up to
  * `threads` threads, each taking the next group from a shared counter (demangling costs differ
  * a lot between names: sorted names put the long C++ templates together); the bytes do not
  * depend on the thread count. */
@@ -628,17 +629,19 @@ static void *display_thread(void *arg)
 {
     display_job *j = arg;
     ZSTD_CCtx *cc = ZSTD_createCCtx();
-    buf blk;
+    buf blk, shown_text;
     buf_init(&blk);
+    buf_init(&shown_text);
     if (cc == NULL)
         atomic_store(&j->failed, true);
     for (size_t g; cc != NULL && (g = atomic_fetch_add(&j->next, 1)) < j->ngroups;) {
         size_t from = g * SYMC_DISPLAY_GROUP, to = from + SYMC_DISPLAY_GROUP < j->n ? from + SYMC_DISPLAY_GROUP : j->n;
         size_t count = to - from;
         blk.len = 0;
+        shown_text.len = 0;
         buf_reserve(&blk, count * 9);
         memset(blk.data, 0, count * 9);
-        blk.len = count * 9; /* stored_len, display_len, flags: filled below (appends move blk.data) */
+        blk.len = count * 9; /* raw_len, display_len, flags: filled below (appends move blk.data) */
         for (size_t i = from; i < to; i++) {
             const char *stored = j->plain + j->off[i];
             size_t stored_len = j->off[i + 1] - j->off[i] - 1;
@@ -647,14 +650,15 @@ static void *display_thread(void *arg)
             const char *raw = mark ? mark + 1 : stored;
             size_t raw_len = stored_len - (size_t)(raw - stored);
             bool raw_plain = symc_text_plain(raw, raw_len);
-            uint32_t flags = (raw_plain ? SYMC_NAME_RAW_PLAIN : 0) | (mark ? SYMC_NAME_SCOPED : 0);
+            uint32_t flags = raw_plain ? SYMC_NAME_RAW_PLAIN : 0;
             uint32_t display_len = SYMC_DISPLAY_SAME;
+            buf_append(&blk, raw, raw_len + 1);
             char *shown = demangle_name(raw, DEMANGLE_SIMPLIFIED); /* as derive_display at lookup */
             if (shown != NULL) {
                 size_t len = strlen(shown);
                 display_len = (uint32_t)len;
                 flags |= symc_text_plain(shown, len) ? SYMC_NAME_DISPLAY_PLAIN : 0;
-                buf_append(&blk, shown, len + 1);
+                buf_append(&shown_text, shown, len + 1);
                 free(shown);
             } else {
                 flags |= raw_plain ? SYMC_NAME_DISPLAY_PLAIN : 0;
@@ -662,13 +666,16 @@ static void *display_thread(void *arg)
             size_t k = i - from;
             uint8_t le[4];
             for (int b = 0; b < 4; b++)
-                le[b] = (uint8_t)((uint32_t)stored_len >> (8 * b));
+                le[b] = (uint8_t)((uint32_t)raw_len >> (8 * b));
             memcpy(blk.data + 4 * k, le, 4);
             for (int b = 0; b < 4; b++)
                 le[b] = (uint8_t)(display_len >> (8 * b));
             memcpy(blk.data + 4 * count + 4 * k, le, 4);
             blk.data[8 * count + k] = (uint8_t)flags;
         }
+        /* the raw names, then the display forms: each kind beside its own kind compresses
+         * better and decodes faster than pairs */
+        buf_append(&blk, shown_text.data, shown_text.len);
         buf *f = &j->frames[g];
         size_t cap = ZSTD_compressBound(blk.len);
         buf_reserve(f, cap);
@@ -680,6 +687,7 @@ static void *display_thread(void *arg)
         f->len = got;
     }
     buf_reset(&blk);
+    buf_reset(&shown_text);
     ZSTD_freeCCtx(cc);
     return NULL;
 }
