@@ -25,6 +25,8 @@ whose frame pointer is 0, then on the stack a stale word pointing past the dylib
    symcache, and the dump walks to the same frames as `stacksift minidump walk` does from
    crash.sym + the dSYM; a dump of our own through a function crash.sym gives STACK CFI for
    (and the executable's compact unwind does not: never uploaded) walks by that CFI.
+4. The other order on a fresh server: the dSYM, then crash.sym: the names stay the dSYM's,
+   crash.sym's STACK CFI joins the stored symcache and walks the STACK CFI dump.
 Prints "N passed, N failed" like tests/harness.h.
 """
 import io
@@ -265,6 +267,29 @@ def breakpad_server(inst, bin_path, work):
                   f"still walked by crash.sym's CFI after the dSYM: {server_shape(rep)}, want {want}")
 
 
+def breakpad_after_dsym(inst):
+    """The other order: crash.dSYM first, crash.sym after it. The names stay the dSYM's (the
+    .sym ranks below DWARF), the .sym's STACK CFI joins the stored symcache."""
+    base = os.path.join(os.path.dirname(inst.source), "shared", "minidumps", "macos-x86_64-breakpad")
+    upload(inst, zip_bundle(base, "crash.dSYM"), "crash.dSYM alone", ctype="application/zip")
+    files = upload(inst, open(os.path.join(base, "crash.sym"), "rb").read(), "crash.sym after the dSYM",
+                   name="crash.sym")
+    f = next((x for x in files if x.get("uuid", "").upper() == BREAKPAD_UUID), {})
+    check(f.get("status") == "updated" and f.get("has_dwarf") is True,
+          f"crash.sym after the dSYM adds its CFI, keeps the dSYM's names: {f}")
+    unwind = unwind_oracle.unwind_of(inst.bin, unwind_oracle.stored_symcache(inst, BREAKPAD_UUID) or b"")
+    check(unwind is not None and (unwind.get("breakpad_cfi") or {}).get("inits", 0) > 0,
+          f"crash.sym's STACK CFI joins the dSYM's symcache: {unwind and unwind.get('breakpad_cfi')}")
+    made = breakpad_cfi_dump(os.path.join(base, "crash.sym"))
+    if made is not None:
+        data, want = made
+        rep = post_dump(inst, data, "a dump through a STACK CFI function, dSYM then crash.sym")
+        if rep is not None:
+            check(server_shape(rep)[:2] == want, f"walked by crash.sym's CFI: {server_shape(rep)}, want {want}")
+            top = server_frames(rep)[1]
+            check(top.get("symbols") and top["symbols"][0].get("file"), f"frame 1 named by the dSYM: {top}")
+
+
 CRASH_LOAD = 0x109B9B000
 
 
@@ -304,6 +329,8 @@ def main():
             if made is not None:
                 debug_frame_server(inst, fx, made)
             breakpad_server(inst, bin_path, work)
+        with Instance("minidump_rules_order", workers=1) as inst:
+            breakpad_after_dsym(inst)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return checks_done()
