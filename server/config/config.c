@@ -375,9 +375,9 @@ static const config_var VARS[] = {
      "when reports are processed at intake (commits that upsert issues wait on each other's "
      "issue rows, and one at a time takes the most reports per commit), else 4"},
     {"STACKSIFT_INTAKE_GATHER_US", "2000", parse_gather_us, offsetof(config, intake_gather_us),
-     "before a group commit, how long (microseconds) it may wait for as many more reports "
-     "as its last commit had (their clients, just answered, are sending again), so that they "
-     "share one commit; 0: commit at once"},
+     "before a group commit, how long (microseconds) a lone committer may wait for as many "
+     "more reports as its last commit had (their clients, just answered, are sending again), "
+     "so that they share one commit; 0: commit at once"},
     {"STACKSIFT_DB_TIMEOUT_MS", "3000", parse_ms, offsetof(config, db_timeout_ms),
      "connect timeout and longest wait for a pooled connection"},
     {"STACKSIFT_DSYM_THREADS", "1", parse_count, offsetof(config, dsym_threads),

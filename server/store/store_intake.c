@@ -53,6 +53,8 @@ struct store_intake {
     size_t last_batch;           /* entries of the last commit */
     size_t queued_at_end;        /* entries queued when it ended (other clients than its) */
     double end_ms;               /* when it ended (intake_now_ms) */
+    size_t gather_want;          /* while a committer gathers: the queue length it waits
+                                    for (submissions before that wake nobody); else 0 */
     bool stop;
     pthread_t *threads;
     unsigned started;
@@ -699,10 +701,11 @@ static void commit_and_answer(store_intake *q, intake_entry *batch, size_t n)
  * ~1 ms on top of its reports' work; waiting out the clients' round trip (well under a WAL
  * flush) makes one batch of N. The wait ends as soon as as many reports as that commit had
  * have come (beside those that queued while it ran), or the batch is full. A lone client
- * (a commit of one) never waits, nor does a report after a pause longer than gather_ms. */
+ * (a commit of one) never waits, nor does a report after a pause longer than gather_ms, nor
+ * do several committers (their commits overlap instead: plain inserts). */
 static void gather(store_intake *q)
 {
-    if (q->gather_ms <= 0 || q->last_batch < 2 || q->stop)
+    if (q->gather_ms <= 0 || q->nthreads > 1 || q->last_batch < 2 || q->stop)
         return;
     double left = q->end_ms + q->gather_ms - intake_now_ms();
     if (left <= 0)
@@ -715,9 +718,11 @@ static void gather(store_intake *q)
     long ns = until.tv_nsec + (long)(left * 1e6);
     until.tv_sec += ns / 1000000000L;
     until.tv_nsec = ns % 1000000000L;
+    q->gather_want = want;
     while (q->queued < want && !q->stop)
         if (pthread_cond_timedwait(&q->cv, &q->mu, &until) != 0)
             break;   /* ETIMEDOUT: commit what came */
+    q->gather_want = 0;
 }
 
 static void *committer_main(void *arg)
@@ -784,9 +789,12 @@ err_code store_intake_submit(store_intake *q, const store_report_new *r,
         q->head = e;
     q->tail = e;
     q->queued++;
+    /* a committer gathering a batch is woken once, by the report that completes it */
+    bool wake = q->gather_want == 0 || q->queued >= q->gather_want;
     pthread_mutex_unlock(&q->mu);
     /* after the unlock, so that the committer it wakes does not block on `mu` at once */
-    pthread_cond_signal(&q->cv);
+    if (wake)
+        pthread_cond_signal(&q->cv);
     return ERR_OK;
 }
 

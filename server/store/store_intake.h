@@ -43,9 +43,9 @@ typedef struct {
                                  connection each; 0 = 2 */
     uint64_t max_batch_bytes; /* raw + parsed bytes per commit (a batch always takes at least
                                  one report); 0 = 16 MiB */
-    unsigned gather_us;       /* before a commit, how long a committer waits at most for as
-                                 many more reports as its last batch had (their clients are
-                                 likely sending again); 0 = never waits */
+    unsigned gather_us;       /* before a commit, how long a lone committer (max_inflight 1)
+                                 waits at most for as many more reports as its last batch had
+                                 (their clients are likely sending again); 0 = never waits */
 } store_intake_options;
 
 /* store_intake_new - the queue and its committer threads, in front of `s` (borrowed: it must
