@@ -40,8 +40,8 @@ typedef struct {
 } name_entry;
 
 /* A chunk of a symcache's lookup memory: what lookups derive and keep until symcache_close
- * (decompressed name blocks, demangled names) is bump-allocated from chunks by any thread,
- * lock-free, and freed chunk by chunk at close. One malloc'd string per demangled name cost 7%
+ * (decompressed name blocks, demangled names) is bump-allocated from chunks by any thread
+ * (an atomic add; a mutex only to make the next chunk), and freed chunk by chunk at close. One malloc'd string per demangled name cost 7%
  * of a 100,000-address CLI batch in free() at close, and a 4 KiB page fault per 4 KiB of names
  * as much again: chunks grow from 64 KiB to 2 MiB, and 2 MiB chunks are aligned so that the
  * kernel can back them with one transparent huge page each (advice only). */
@@ -98,6 +98,7 @@ struct symcache {
      * the mutex, which only a first use takes. */
     _Atomic(name_block *) *name_memo; /* nname_blocks entries, NULL = not yet */
     _Atomic(mem_chunk *) mem; /* newest chunk of the lookup memory, NULL = none yet */
+    pthread_mutex_t mem_mu;   /* held while the next chunk is made (mem_alloc) */
     /* zstd contexts, each under its mutex: a first use takes a free one (threads that
      * decompress at the same time do not wait for each other) */
     pthread_mutex_t zstd_mu[SYMC_DCTX];
@@ -159,24 +160,32 @@ static mem_chunk *mem_chunk_new(const mem_chunk *prev, size_t need)
     return c;
 }
 
-/* `n` bytes (16-aligned) of sc's lookup memory, kept until symcache_close; any thread. */
+/* `n` bytes (16-aligned) of sc's lookup memory, kept until symcache_close; any thread. A bump
+ * of the newest chunk's counter, lock-free; only making the next chunk takes sc->mem_mu, so that
+ * one thread makes it and the others allocate there (threads that each made one when a chunk
+ * filled left all but one of them unused: 2 MB zeroed for nothing at nearly every chunk of a
+ * two-thread batch). */
 static void *mem_alloc(symcache *sc, size_t n)
 {
     n = (n + 15) & ~(size_t)15;
-    mem_chunk *c = atomic_load_explicit(&sc->mem, memory_order_acquire);
-    if (c != NULL) {
-        size_t at = atomic_fetch_add_explicit(&c->used, n, memory_order_relaxed);
-        if (at + n <= c->cap)
-            return c->data + at;
+    for (;;) {
+        mem_chunk *c = atomic_load_explicit(&sc->mem, memory_order_acquire);
+        if (c != NULL) {
+            size_t at = atomic_fetch_add_explicit(&c->used, n, memory_order_relaxed);
+            if (at + n <= c->cap)
+                return c->data + at;
+        }
+        pthread_mutex_lock(&sc->mem_mu);
+        if (atomic_load_explicit(&sc->mem, memory_order_acquire) == c) { /* nobody made one meanwhile */
+            mem_chunk *fresh = mem_chunk_new(c, n);
+            atomic_init(&fresh->used, n);
+            fresh->next = c;
+            atomic_store_explicit(&sc->mem, fresh, memory_order_release);
+            pthread_mutex_unlock(&sc->mem_mu);
+            return fresh->data;
+        }
+        pthread_mutex_unlock(&sc->mem_mu);
     }
-    mem_chunk *fresh = mem_chunk_new(c, n);
-    atomic_init(&fresh->used, n);
-    fresh->next = c;
-    /* on failure c is a chunk another thread pushed: link behind it and try again (the rest of
-     * a full chunk stays unused) */
-    while (!atomic_compare_exchange_weak_explicit(&sc->mem, &c, fresh, memory_order_acq_rel, memory_order_acquire))
-        fresh->next = c;
-    return fresh->data;
 }
 
 static void mem_free_all(symcache *sc)
@@ -490,6 +499,7 @@ static symcache *symcache_new(void)
     symcache *sc = xcalloc(1, sizeof *sc);
     for (int x = 0; x < SYMC_DCTX; x++)
         pthread_mutex_init(&sc->zstd_mu[x], NULL);
+    pthread_mutex_init(&sc->mem_mu, NULL);
     return sc;
 }
 
@@ -540,6 +550,7 @@ void symcache_close(symcache *sc)
         ZSTD_freeDCtx(sc->dctx[x]);
         pthread_mutex_destroy(&sc->zstd_mu[x]);
     }
+    pthread_mutex_destroy(&sc->mem_mu);
     bytes_unmap(&sc->map);
     free(sc);
 }

@@ -4,7 +4,8 @@
  *
  * A lookup reads one granule of the memory-mapped file (found through an index stored in it:
  * the ranges of 512 bytes of arm64 code and the inline chains they need) plus the name memo:
- * no locks, safe from any number of threads.
+ * safe from any number of threads, no lock but on first uses (a name block decompressed, a
+ * chunk of lookup memory made).
  * Function names are stored raw (linkage names), compressed in blocks; a block is
  * decompressed (one allocation) the first time a lookup needs one of its names, and a name's
  * display form is demangled the first time a lookup returns it; both are kept until
