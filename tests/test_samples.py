@@ -152,7 +152,10 @@ def start_node(inst, name, workers):
 
 def exactly_once_across_crashes():
     """Batches stored by a node without workers are counted by two other nodes at once, one
-    of which is killed (SIGKILL) while it counts: every call is counted exactly once."""
+    of which is killed (SIGKILL) while it counts: every call is counted exactly once, and every
+    call site's distinct devices are exact. A quarter of the batches were received 500 days
+    ago (their receipt moved back before counting): a retention run then drops their days,
+    and each call site's count and devices are those of the recent batches."""
     with Instance("samples_crash", workers=0) as inst:
         app = manifest_fixture(inst.fixtures, "arm64-O2")
         app_uuid = app["slices"][0]["uuid"]
@@ -162,7 +165,8 @@ def exactly_once_across_crashes():
         rnd = random.Random(5)
         pc = hex(CL_LOAD + 0x40)
         images = [app_image(app_uuid), CL_IMAGE]
-        expected = {}
+        expected, recent = {}, {}   # key -> [calls, {devices}]
+        old = lambda n: n % 4 == 0   # noqa: E731  batches received 500 days ago
         for n in range(60):
             samples = []
             for _ in range(50):
@@ -171,13 +175,19 @@ def exactly_once_across_crashes():
                 samples.append({"tag": "T%d" % rnd.randrange(3), "count": count,
                                 "frames": [pc] + [hex(APP_LOAD + funcs[fn][0] + 4) for fn in top]})
                 key = (samples[-1]["tag"], tuple(norm(fn) for fn in top))
-                expected[key] = expected.get(key, 0) + count
+                for want in (expected, recent) if not old(n) else (expected,):
+                    e = want.setdefault(key, [0, set()])
+                    e[0] += count
+                    e[1].add("device-%02d" % (n % 7))
             b = batch(str(200 + n % 3), "device-%02d" % (n % 7), images, samples,
                       batch_id=f"crash-{n}")
             r = post(inst, b, gz=True)
             check(r.status == 202, f"crash test batch {n}: 202 ({r.status})")
         queued = inst.psql(inst.db_url, "SELECT count(*) FROM sample_batches WHERE status = 'received'")
         check(queued.strip() == "60", f"60 batches wait: nobody counts on this node ({queued.strip()})")
+        inst.psql(inst.db_url, "UPDATE sample_batches SET received_at = received_at - "
+                               "interval '500 days' WHERE batch_id IN (%s)" %
+                  ",".join(f"'crash-{n}'" for n in range(60) if old(n)))
         victim = start_node(inst, "victim", 2)
         survivor = start_node(inst, "survivor", 2)
         deadline = time.time() + 20
@@ -199,13 +209,29 @@ def exactly_once_across_crashes():
         check(ok, "the survivor counted every batch left")
         survivor.send_signal(signal.SIGTERM)
         survivor.wait(timeout=30)
-        got = {}
-        for c in all_callsites(inst)["callsites"]:
-            key = (c["tag"], tuple(f["function"] for f in c["frames"]))
-            got[key] = got.get(key, 0) + c["count"]
-        check(sum(got.values()) == sum(expected.values()),
-              f"every call counted once: {sum(got.values())} of {sum(expected.values())}")
-        check(got == expected, f"each call site exact ({len(got)} of {len(expected)} call sites)")
+        def counts():
+            got = {}
+            for c in all_callsites(inst)["callsites"]:
+                key = (c["tag"], tuple(f["function"] for f in c["frames"]))
+                check(key not in got, f"one row a call site: {key}")
+                got[key] = (c["count"], c["devices"])
+            return got
+
+        got = counts()
+        want = {k: (v[0], len(v[1])) for k, v in expected.items()}
+        calls = sum(v[0] for v in want.values())
+        check(sum(v[0] for v in got.values()) == calls,
+              f"every call counted once: {sum(v[0] for v in got.values())} of {calls}")
+        check(got == want, f"each call site exact, calls and devices ({len(got)} of {len(want)} "
+                           f"call sites; differ: {[(k, got.get(k), v) for k, v in want.items() if got.get(k) != v][:3]})")
+        r = subprocess.run([inst.bin, "retention", "run", "--force"], env=inst.env(),
+                           capture_output=True, text=True, timeout=120)
+        check(r.returncode == 0, f"retention run: {r.returncode} {r.stderr[-300:]}")
+        got = counts()
+        want = {k: (v[0], len(v[1])) for k, v in recent.items()}
+        check(got == want, f"after retention, each call site as its recent batches, calls and "
+                           f"devices ({len(got)} of {len(want)} call sites; differ: "
+                           f"{[(k, got.get(k), v) for k, v in want.items() if got.get(k) != v][:3]})")
 
 
 def main():

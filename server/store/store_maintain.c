@@ -294,6 +294,27 @@ static err_code expire_aggregates(store_retention_result *r, pconn *c, unsigned 
                       "(now() AT TIME ZONE 'UTC')::date - $1::int",
                       1, values, err);
         r->issue_days_expired += n;
+        /* the devices last counted on an expired day leave the distinct counts with them. The
+         * call sites are locked first, in the order the counting workers lock them (project,
+         * app, tag, key), and each one's pairs only once it is locked, as a worker does: the
+         * two never wait for each other in a cycle. */
+        if (rc == ERR_OK)
+            rc = exec_int(&have, c, "looking for call site devices",
+                          "SELECT (to_regclass('callsite_devices') IS NOT NULL)::int", 0, NULL,
+                          err);
+        if (rc == ERR_OK && have)
+            rc = exec_int(&n, c, "expiring call site devices",
+                          "WITH locked AS (SELECT c.id FROM callsites c WHERE c.id IN "
+                          "(SELECT callsite_id FROM callsite_devices WHERE last_day < "
+                          "(now() AT TIME ZONE 'UTC')::date - $1::int) "
+                          "ORDER BY c.project_id, c.app, c.tag, c.key FOR UPDATE OF c), "
+                          "gone AS (DELETE FROM callsite_devices d USING locked l "
+                          "WHERE d.callsite_id = l.id AND d.last_day < "
+                          "(now() AT TIME ZONE 'UTC')::date - $1::int RETURNING d.callsite_id) "
+                          "UPDATE callsites c SET devices = c.devices - g.n "
+                          "FROM (SELECT callsite_id, count(*) AS n FROM gone GROUP BY 1) g "
+                          "WHERE c.id = g.callsite_id",
+                          1, values, err);
         if (rc == ERR_OK)
             rc = exec_int(&n, c, "expiring call sites",
                           "DELETE FROM callsites WHERE last_seen < "

@@ -244,6 +244,34 @@ static const store_stmt SQL_UPSERT_DAYS = {"samples_upsert_days",
     "first_seen = least(d.first_seen, EXCLUDED.first_seen), "
     "last_seen = greatest(d.last_seen, EXCLUDED.last_seen)"};
 
+/* The distinct devices of each call site (migrations/0024): the (call site, device) pairs
+ * of the days' rows, each looked up once (most are known: a join, not a conflict a pair),
+ * the unknown ones inserted and added to callsites.devices, a known one's last_day moved to
+ * a later day. The call sites are locked already, by the upsert above in this transaction: no
+ * other transaction adds pairs of theirs meanwhile (ON CONFLICT DO NOTHING all the same). */
+static const store_stmt SQL_UPSERT_DEVICES = {"samples_upsert_devices",
+    "WITH t AS ("
+    " SELECT c.id AS callsite_id, x AS device, max(t.day) AS day "
+    " FROM json_to_recordset($1::json) AS t(project_id bigint, app text, tag text, key text, "
+    " day date, devices json) "
+    " JOIN callsites c ON c.project_id = coalesce(t.project_id, 1) AND c.app = t.app "
+    " AND c.tag = t.tag AND c.key = t.key "
+    " CROSS JOIN LATERAL json_array_elements_text(t.devices) x "
+    " GROUP BY 1, 2), "
+    "j AS ("
+    " SELECT t.callsite_id, t.device, t.day, d.last_day FROM t LEFT JOIN callsite_devices d "
+    " ON d.callsite_id = t.callsite_id AND d.device = t.device), "
+    "ins AS ("
+    " INSERT INTO callsite_devices (callsite_id, device, last_day) "
+    " SELECT callsite_id, device, day FROM j WHERE last_day IS NULL ORDER BY 1, 2 "
+    " ON CONFLICT (callsite_id, device) DO NOTHING RETURNING callsite_id), "
+    "later AS ("
+    " UPDATE callsite_devices d SET last_day = j.day FROM j "
+    " WHERE j.last_day < j.day AND d.callsite_id = j.callsite_id AND d.device = j.device) "
+    "UPDATE callsites c SET devices = c.devices + n.n "
+    "FROM (SELECT callsite_id, count(*) AS n FROM ins GROUP BY 1) n "
+    "WHERE c.id = n.callsite_id"};
+
 static const store_stmt SQL_DELETE_PENDING = {"samples_delete_pending",
     "DELETE FROM callsite_pending WHERE id = ANY(string_to_array($1, ',')::bigint[])"};
 
@@ -368,6 +396,9 @@ static err_code do_commit(store_sample_work *w, const store_callsite_add *adds, 
             values[0] = (const char *)b.data;
             rc = store_exec(NULL, w->c, days ? &SQL_UPSERT_DAYS : &SQL_UPSERT_CALLSITES, 1,
                             values, NULL, NULL, err);
+            /* the days' rows again, for their devices */
+            if (days && rc == ERR_OK)
+                rc = store_exec(NULL, w->c, &SQL_UPSERT_DEVICES, 1, values, NULL, NULL, err);
         }
         free(carry);
         if (rc != ERR_OK)
@@ -462,11 +493,13 @@ err_code store_samples_sweep(int64_t *released, store *s, err_info *err)
 
 /* $1 tag, $2 build, $3 version, $4 new_in_build, $5 q, $6 sort, $7 cursor value, $8 cursor
  * id, $9 limit, $10 app, $11 project id (0 = any). The sort key is numeric so one keyset comparison serves all sorts
- * (first_seen as microseconds since the epoch). */
+ * (first_seen as microseconds since the epoch). Devices: the maintained count without a build
+ * or version filter, else counted over the day rows those select. */
 static const char SQL_LIST[] =
     "WITH f AS ("
     " SELECT d.callsite_id AS id, sum(d.count) AS n, min(d.first_seen) AS fs, "
-    " max(d.last_seen) AS ls, array_agg(DISTINCT d.build) AS builds "
+    " max(d.last_seen) AS ls, array_agg(DISTINCT d.build) AS builds, "
+    " max(c.devices) AS all_devices "
     " FROM callsite_days d JOIN callsites c ON c.id = d.callsite_id "
     " WHERE ($1::text IS NULL OR c.tag = $1) AND ($2::text IS NULL OR d.build = $2) "
     " AND ($3::text IS NULL OR d.version = $3) AND ($4::text IS NULL OR c.first_build = $4) "
@@ -476,9 +509,10 @@ static const char SQL_LIST[] =
     "      OR strpos(lower(c.frames::text), lower($5)) > 0) "
     " GROUP BY d.callsite_id), "
     "g AS ("
-    " SELECT f.*, (SELECT count(DISTINCT x) FROM callsite_days d2, unnest(d2.devices) x "
+    " SELECT f.*, CASE WHEN $2::text IS NULL AND $3::text IS NULL THEN f.all_devices "
+    "  ELSE (SELECT count(DISTINCT x) FROM callsite_days d2, unnest(d2.devices) x "
     "  WHERE d2.callsite_id = f.id AND ($2::text IS NULL OR d2.build = $2) "
-    "  AND ($3::text IS NULL OR d2.version = $3)) AS devices FROM f), "
+    "  AND ($3::text IS NULL OR d2.version = $3)) END AS devices FROM f), "
     "h AS ("
     " SELECT g.*, CASE $6::text WHEN 'devices' THEN g.devices::numeric "
     " WHEN 'first_seen' THEN floor(extract(epoch FROM g.fs) * 1000000)::numeric "

@@ -19,7 +19,8 @@ Measured per run: samples/s posted until visible, from the first POST until GET
 /api/v1/callsites shows every call site with exactly the expected count (and the totals per
 tag match); the split: post_s (until the last batch is answered 202) and count_lag_s (from
 then until every count is exact); the CPU time the server, the whole Postgres cluster and this
-client spent meanwhile, per sample; the machine's load: /proc/loadavg's 1-minute figure before
+client spent meanwhile, per sample; callsites_get_ms, the median of 5 reads of every call site
+once all are counted; the machine's load: /proc/loadavg's 1-minute figure before
 and after, and other_cores, the cores that every other process kept busy during the run
 (/proc/stat's busy time less ours): on a shared machine the rate swings with that load far more
 than the CPU per sample does. The server's peak RSS.
@@ -248,6 +249,13 @@ def one_run(args, fx, funcs, plan_, batches):
         pg_cpu, srv_cpu = cluster_cpu_s(postmaster) - pg_cpu0, proc_cpu_s(inst.proc.pid) - srv_cpu0
         own, busy = sum(os.times()[:2]) - own0, machine_busy_s() - busy0
         load1 = loadavg1()
+        # what one read of the call sites costs once everything is counted (the polls above
+        # are part of the CPU figures)
+        get_ms = []
+        for _ in range(5 if exact else 0):
+            g0 = time.time()
+            counts_now(inst)
+            get_ms.append((time.time() - g0) * 1e3)
         rss = rss_peak_mb(inst.proc.pid)
         log_tail = inst.tail_log() if not exact else ""
     per_tag_ok = all(sum(v for (t, _), v in got.items() if t == tag) ==
@@ -265,6 +273,7 @@ def one_run(args, fx, funcs, plan_, batches):
                                  "client": round(own * 1e6 / nsamples, 2)},
            "load1": [load0, load1],
            "other_cores": round(max(0.0, busy - srv_cpu - pg_cpu - own) / elapsed, 2),
+           "callsites_get_ms": round(statistics.median(get_ms), 1) if get_ms else None,
            "rss_peak_mb": round(rss, 1), "errors": errors[:3]}
     if not exact:
         missing = {k: v for k, v in expected.items() if got.get(k) != v}
@@ -321,6 +330,8 @@ def main():
                     "other_cores": [min(r["other_cores"] for r in runs),
                                     max(r["other_cores"] for r in runs)],
                     "rss_peak_mb": max(r["rss_peak_mb"] for r in runs),
+                    "callsites_get_ms": statistics.median(r["callsites_get_ms"] or 0
+                                                          for r in runs),
                     "errors": [e for r in runs for e in r["errors"]][:3]})
     summary["bench"] = "samples_summary"
     print(json.dumps(summary))
