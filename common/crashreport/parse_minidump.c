@@ -271,6 +271,7 @@ static void threads_of(cr_builder *b, const minidump *md, const crashreport_mini
                            ? frames[k].module : -1;
             f->found = found_of(frames[k].found);
             f->parent = -1;
+            b->r->walk_scanned = b->r->walk_scanned || frames[k].scanned;
         }
     }
 }

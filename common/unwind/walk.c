@@ -531,6 +531,7 @@ err_code unwind_walk(unwind_frame **out, size_t *n, const minidump *md, const mi
         f->found = found;
         f->module = module_of(&w, pc);
         f->rel_addr = f->module >= 0 ? pc - md->modules[f->module].load_addr : 0;
+        f->scanned = false;
         bool first = k == 0;
         k++;
         regset next;
@@ -540,10 +541,11 @@ err_code unwind_walk(unwind_frame **out, size_t *n, const minidump *md, const mi
             break; /* fp 0: the outermost frame */
         } else if (step_fp(&next, &w, &cur) && plausible(&w, &cur, &next, first)) {
             found = UNWIND_FOUND_FRAME_POINTER;
-        } else if (step_scan(&next, &w, &cur, first) && plausible(&w, &cur, &next, first)) {
-            found = UNWIND_FOUND_SCAN;
         } else {
-            break;
+            f->scanned = true;
+            if (!step_scan(&next, &w, &cur, first) || !plausible(&w, &cur, &next, first))
+                break;
+            found = UNWIND_FOUND_SCAN;
         }
         cur = next;
     }

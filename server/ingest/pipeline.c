@@ -935,18 +935,19 @@ static bool process_parsed(pipeline *p, crashreport *r, const char *app, store_o
 
 /* Ask for the unwind info of image `i` of `cur` into imgs[*n] (its symcache referenced in
  * held[*n]); *n grows when it has a symcache: its unwind info, or its symbols alone, which
- * bound the stack scan. An in-app image without unwind info is asked of Postgres once more
- * (not this node's row cache, which may be a TTL behind an upload on another node): the
- * report is about to be recorded as lacking it (unwind_uuids), and only an upload of that
- * UUID would walk it again. */
+ * bound the stack scan. With `fresh`, an in-app image without unwind info is asked of
+ * Postgres once more (not this node's row cache, which may be a TTL behind an upload on
+ * another node). A report's first walk trusts the cache: what it saw of each such image goes
+ * to the commit's check (unwind_seen), which sends the report back to the queue when the row
+ * is not what was seen, and that walk again is fresh. */
 static void unwind_ask(unwind_image *imgs, sc_entry **held, size_t *n, unwind_seen *seen,
-                       pipeline *p, const crashreport *cur, size_t i)
+                       pipeline *p, const crashreport *cur, size_t i, bool fresh)
 {
     const char *uuid = cur->images[i].uuid;
     err_info err = {0};
     bool cold = false;
     sc_entry *e = sc_acquire(p, uuid, false, &cold);
-    if ((e == NULL || !symcache_has_unwind(e->sc)) && p->o.files != NULL &&
+    if (fresh && (e == NULL || !symcache_has_unwind(e->sc)) && p->o.files != NULL &&
         signature_image_in_app(cur, i)) {
         if (e != NULL)
             sc_release(p, e);
@@ -982,11 +983,13 @@ static void unwind_ask(unwind_image *imgs, sc_entry **held, size_t *n, unwind_se
  * (symcache_scan_image), for the images its frames fell in: *r replaced by the last walk that
  * read; while a walk reaches images none before reached (a caller found by CFI instead of
  * the scan), their symcaches are asked for and the dump walked again, at most
- * MINIDUMP_WALKS_MAX times. When no image has a symcache, or a walk fails, *r is the walk
- * before. *seen: what was seen of each image asked for (arrays in `a`; state NULL when the
- * arena is full). The symcaches stay referenced during the walks only. */
+ * MINIDUMP_WALKS_MAX times. When no image has a symcache, or none asked for brings what could
+ * change the walk before (call-frame information; symbols, when it ran the stack scan), or a
+ * walk fails, *r is the walk before. *seen: what was seen of each image asked for (arrays in
+ * `a`; state NULL when the arena is full). `fresh`: the images without unwind info are asked
+ * of Postgres (unwind_ask). The symcaches stay referenced during the walks only. */
 static void minidump_unwind(crashreport **r, unwind_seen *seen, pipeline *p,
-                            const ingest_stored *st, arena *a)
+                            const ingest_stored *st, bool fresh, arena *a)
 {
     const crashreport *first = *r;
     size_t ni = first->nimages ? first->nimages : 1;
@@ -1020,9 +1023,17 @@ static void minidump_unwind(crashreport **r, unwind_seen *seen, pipeline *p,
                 for (size_t j = 0; j < cur->nimages && !dup; j++)
                     dup = j != (size_t)im && asked[j] && strcmp(cur->images[j].uuid, uuid) == 0;
                 if (!dup)
-                    unwind_ask(imgs, held, &n, seen, p, cur, (size_t)im);
+                    unwind_ask(imgs, held, &n, seen, p, cur, (size_t)im, fresh);
             }
-        if (n == before)
+        /* Walk again only with something the walk before did not have that can change it:
+         * an image's call-frame information, or its symbols when that walk ran the stack
+         * scan (they bound it). A dSYM alone gives symbols only: a walk by frame pointers
+         * through its image stands as it is. */
+        bool changes = false;
+        for (size_t i = before; i < n && !changes; i++)
+            changes = unwind_image_has_cfi(&imgs[i]) ||
+                      (cur->walk_scanned && imgs[i].covers != NULL);
+        if (!changes)
             break;   /* nothing new to walk with: this walk stands */
         crashreport_minidump_options o = {.event_json = st->event, .event_len = st->event_len,
                                           .images = imgs, .nimages = n};
@@ -1047,7 +1058,9 @@ void pipeline_process_claimed(store_outcome *o, pipeline *p, const store_claimed
         rc = ingest_stored_parse(&r, &st, a, &err);
     unwind_seen seen = {NULL, NULL};
     if (rc == ERR_OK && r->format == CRASHREPORT_FORMAT_MINIDUMP)
-        minidump_unwind(&r, &seen, p, &st, a);
+        /* processed before (sent back by an upload or by the commit's check, or retried):
+         * the row cache may be what missed the upload */
+        minidump_unwind(&r, &seen, p, &st, row->issue_id != 0 || row->attempts > 0, a);
     if (rc != ERR_OK) {
         memset(o, 0, sizeof *o);
         o->status = "failed";
