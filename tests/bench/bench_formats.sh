@@ -13,6 +13,9 @@
 #   plcrash  POST /api/v1/reports, Authorization: Bearer, application/x-plcrashreporter
 #   minidump POST /api/v1/reports, Authorization: Bearer, application/x-dmp (a Crashpad-style
 #            arm64 dump of the same crash: the server walks its stacks)
+#   ips      POST /api/v1/reports, Authorization: Bearer, application/json (the .ips JSON)
+#   sentry   POST /api/{project}/envelope/, X-Sentry-Auth with the DSN key, sentry-cocoa's
+#            event in an envelope (not gzip'd; a Sentry event carries no exception backtrace)
 # Alternating rounds on the same server keep a busy shared machine from favouring one side; the
 # queue is drained between runs, so each run starts with no backlog. Prints each run's
 # reports/s, p50/p99, non-2xx and the server's CPU time per report (until drained: a cost that
@@ -20,7 +23,8 @@
 # by the medians and by the means of its rounds' throughput (target >= 0.8) and by the median
 # CPU per report (text's / the format's), and the load average before and after.
 # Env: BUILD_DIR (default build), STACKSIFT_FIXTURES (default build-fixtures), CONNECTIONS (8),
-# WORKERS (2), FORMATS (default "text kscrash bugsnag plcrash minidump"; text is always run).
+# WORKERS (2), FORMATS (default "text kscrash bugsnag plcrash minidump ips sentry"; text is
+# always run).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -29,7 +33,7 @@ rounds=${2:-3}
 bin=$root/${BUILD_DIR:-build}/server/stacksift
 fixtures=${STACKSIFT_FIXTURES:-$root/build-fixtures}
 conns=${CONNECTIONS:-8}
-formats=${FORMATS:-text kscrash bugsnag plcrash minidump}
+formats=${FORMATS:-text kscrash bugsnag plcrash minidump ips sentry}
 case " $formats " in *" text "*) ;; *) formats="text $formats" ;; esac
 command -v wrk >/dev/null || { echo "bench_formats: wrk is missing (deploy/install-deps.sh)" >&2; exit 1; }
 [ -x "$bin" ] || { echo "bench_formats: build first ($bin)" >&2; exit 1; }
@@ -57,6 +61,7 @@ itoken=$("$bin" token create --name devices --scopes ingest | tail -1)
 dsn=$("$bin" project create bench --name Bench | tail -1)
 key=${dsn#*://}
 key=${key%%@*}
+project_id=${dsn##*/}
 "$bin" serve 2>"$work/serve.log" &
 server_pid=$!
 for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done
@@ -79,6 +84,9 @@ run() { # run FORMAT SECONDS OUT
       hdr="Authorization: Bearer $itoken" ;;
     minidump) ext=dmp path=/api/v1/reports type=application/x-dmp
       hdr="Authorization: Bearer $itoken" ;;
+    ips) ext=ips path=/api/v1/reports type=application/json hdr="Authorization: Bearer $itoken" ;;
+    sentry) ext=envelope path="/api/$project_id/envelope/" type=application/x-sentry-envelope
+      hdr="X-Sentry-Auth: Sentry sentry_version=7, sentry_key=$key, sentry_client=sentry.cocoa/8.40.1" ;;
     *) echo "bench_formats: unknown format $1" >&2; exit 2 ;;
   esac
   BENCH_EXT=$ext BENCH_PATH=$path BENCH_TYPE=$type BENCH_HEADERS=$hdr BENCH_RUN=$(date +%s%N) \

@@ -7,6 +7,10 @@ format for tests/bench/bench_formats.sh, each as its client sends it:
                     (reports.json) holding a JSON array with this one KSCrash report
   report-N.bugsnag  bugsnag-cocoa's notify payload: {apiKey, notifier, payloadVersion, events:[EVENT]}
   report-N.plcrash  PLCrashReporter's own protobuf file
+  report-N.ips      the .ips JSON of macOS 12+ / iOS 15+ (header line, then the body)
+  report-N.envelope sentry-cocoa's event in a Sentry envelope (not gzip'd: the event_id is
+                    EVENT_SLOT, 32 characters, replaced per request so that the length holds;
+                    no Last Exception Backtrace, which a Sentry event does not carry)
   report-N.dmp      a minidump as Crashpad writes it on arm64 (minidump_report below): the
                     same images as modules, each thread's frames as a frame-pointer chain in
                     its captured stack, so that the server's walk finds them again
@@ -32,6 +36,20 @@ from test_plcrash_server import text_twin  # noqa: E402
 
 BOUNDARY = "stacksift-bench-5d1c0a"
 ID_SLOT = "@@REPORT_ID@@"
+EVENT_SLOT = "@@EVENT_ID_SLOT_00000000000000@@"   # 32 characters, as an event_id
+
+
+def sentry_envelope(imgs, threads, leb, crashed, arch):
+    """sentry-cocoa's envelope of one event (symbolicate_reports.sentry_report, compact as
+    NSJSONSerialization writes it): the envelope header, the item header with its length,
+    the event."""
+    event = json.loads(sr.sentry_report(imgs, threads, leb, crashed, arch, False))
+    event["event_id"] = EVENT_SLOT
+    payload = json.dumps(event, separators=(",", ":")).encode()
+    head = json.dumps({"event_id": EVENT_SLOT, "sent_at": "2024-06-01T12:00:01Z"},
+                      separators=(",", ":")).encode()
+    item = json.dumps({"type": "event", "length": len(payload)}, separators=(",", ":")).encode()
+    return head + b"\n" + item + b"\n" + payload + b"\n"
 
 
 def kscrash_sink_body(imgs, threads, leb, crashed, arch):
@@ -177,7 +195,8 @@ def main():
         args = (imgs,) + crash + (app.arch,)
         bodies = {"crash": text_twin(*args).encode(), "kscrash": kscrash_sink_body(*args),
                   "bugsnag": bugsnag_payload(*args), "plcrash": pr.plcrash_report(*args),
-                  "dmp": minidump_report(*args)}
+                  "dmp": minidump_report(*args), "ips": sr.ips_report(*args).encode(),
+                  "envelope": sentry_envelope(*args)}
         for ext, body in bodies.items():
             with open(os.path.join(out, f"report-{i}.{ext}"), "wb") as f:
                 f.write(body)
