@@ -110,12 +110,14 @@ def bugsnag_payload(imgs, threads, leb, crashed, arch):
                        "events": [event]}).encode()
 
 
-def minidump_report(imgs, threads, leb, crashed, arch):
+def minidump_report(imgs, threads, leb, crashed, arch, main_image=None):
     """A Crashpad-style arm64 minidump of the crash (Microsoft's layout, Crashpad's
     CONTEXT_ARM64): SystemInfo (iOS), ThreadList (each thread's registers and a stack whose
     frame records [fp] = caller's fp, [fp + 8] = return address link its frames), ModuleList
     (base, size, UTF-16 path, CodeView RSDS with the UUID as a GUID), Exception (EXC_CRASH
-    wrapping SIGABRT, on the crashed thread)."""
+    wrapping SIGABRT, on the crashed thread). The module list starts with `main_image`, the
+    process's executable, as Crashpad writes it (the reader takes the first module as the
+    process)."""
     del leb  # a dump holds no exception backtrace
     out = bytearray(32 + 4 * 12)
 
@@ -161,7 +163,7 @@ def minidump_report(imgs, threads, leb, crashed, arch):
             crashed_tid, crashed_ctx = 0x1000 + t, c_off
     tl_off = put(struct.pack("<I", len(recs)) + b"".join(recs))
     mods = []
-    for im in imgs:
+    for im in sorted(imgs, key=lambda im: im is not main_image):   # stable: the rest in order
         name_off = string(im.path)
         g = bytes.fromhex(im.uuid.replace("-", ""))
         guid = struct.pack("<IHH", *struct.unpack(">IHH", g[:8])) + g[8:]
@@ -195,7 +197,7 @@ def main():
         args = (imgs,) + crash + (app.arch,)
         bodies = {"crash": text_twin(*args).encode(), "kscrash": kscrash_sink_body(*args),
                   "bugsnag": bugsnag_payload(*args), "plcrash": pr.plcrash_report(*args),
-                  "dmp": minidump_report(*args), "ips": sr.ips_report(*args).encode(),
+                  "dmp": minidump_report(*args, main_image=app), "ips": sr.ips_report(*args).encode(),
                   "envelope": sentry_envelope(*args)}
         for ext, body in bodies.items():
             with open(os.path.join(out, f"report-{i}.{ext}"), "wb") as f:
