@@ -141,6 +141,21 @@ static void electron_dump_every_thread(void)
         for (size_t t = 0; t < r->nthreads; t++)
             walked += r->threads[t].nframes > 0;
         CHECK_EQ_INT(walked, 17);
+        /* context_only: the same threads and metadata, each with the walk's frame 0 only */
+        crashreport *c = NULL;
+        crashreport_minidump_options o = {.context_only = true};
+        CHECK_EQ_INT(crashreport_parse_minidump(&c, b.data, b.len, &o, a, &err), ERR_OK);
+        if (c != NULL) {
+            CHECK_EQ_INT(c->nthreads, r->nthreads);
+            CHECK_EQ_INT(c->nimages, r->nimages);
+            CHECK_EQ_STR(c->meta.app_version, r->meta.app_version);
+            CHECK_EQ_STR(c->meta.signal, r->meta.signal);
+            for (size_t t = 0; t < c->nthreads && t < r->nthreads; t++) {
+                CHECK_EQ_INT(c->threads[t].nframes, r->threads[t].nframes > 0);
+                if (c->threads[t].nframes > 0 && r->threads[t].nframes > 0)
+                    CHECK(c->threads[t].frames[0].addr == r->threads[t].frames[0].addr);
+            }
+        }
     }
     arena_free(a);
     bytes_unmap(&b);

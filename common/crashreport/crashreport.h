@@ -359,6 +359,9 @@ typedef struct {
                                  is not marked has_unwind); NULL (0): the walk uses frame
                                  pointers and the stack scan */
     size_t nimages;
+    bool context_only;        /* each thread's frame 0 only, from its registers, not walked:
+                                 the metadata and whether the dump has a stack at all (a walk
+                                 has frames exactly when frame 0 is there), as intake needs */
 } crashreport_minidump_options;
 
 /*

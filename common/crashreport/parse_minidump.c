@@ -251,6 +251,23 @@ static void threads_of(cr_builder *b, const minidump *md, const crashreport_mini
                     mt->thread_id);
             continue;
         }
+        if (o != NULL && o->context_only) {
+            /* frame 0 as unwind_walk finds it: the pc of an x86_64 or arm64 context, if
+             * known and not below the walk's lowest pc */
+            unsigned at = ctx->arch == MINIDUMP_ARCH_ARM64    ? MINIDUMP_ARM64_PC
+                          : ctx->arch == MINIDUMP_ARCH_X86_64 ? MINIDUMP_X86_64_RIP
+                                                              : MINIDUMP_MAX_REGS;
+            if (at < ctx->nregs && ctx->regs[at] >= UNWIND_MIN_PC) {
+                crashreport_frame *f = cr_add_frame(b, t);
+                if (f == NULL)
+                    return;
+                f->addr = ctx->regs[at];
+                f->image = -1;
+                f->found = CRASHREPORT_FOUND_CONTEXT;
+                f->parent = -1;
+            }
+            continue;
+        }
         err_code rc = unwind_walk(&frames, &n, md, ctx, images, nimages, b->a, &werr);
         if (rc == ERR_TOO_LARGE) {
             b->failed = true;

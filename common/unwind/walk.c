@@ -8,7 +8,7 @@
 
 #include "breakpad/breakpad.h"
 
-#define MIN_PC 4096u
+#define MIN_PC UNWIND_MIN_PC
 /* arm64 return addresses may carry pointer-authentication bits above the 47-bit user
  * address space (macOS and iOS user addresses fit in 47 bits). */
 #define ARM64_ADDR_MASK 0x00007fffffffffffull

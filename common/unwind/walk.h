@@ -32,6 +32,7 @@
 #include "unwind/unwind.h"
 
 #define UNWIND_WALK_MAX_FRAMES 256
+#define UNWIND_MIN_PC 4096u           /* a pc below this ends the walk (frame 0 included) */
 #define UNWIND_SCAN_WORDS 64          /* words scanned for a caller past the first frame */
 #define UNWIND_SCAN_WORDS_FIRST 256   /* words scanned from the context frame */
 

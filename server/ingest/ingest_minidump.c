@@ -176,7 +176,10 @@ err_code ingest_minidump_row(store_report_new *row, const uint8_t *raw, size_t r
     memset(row, 0, sizeof *row);
     if (!crashreport_is_minidump(dump, dump_len))
         return err_set(err, ERR_INVALID, "the minidump does not start with the \"MDMP\" magic");
-    crashreport_minidump_options o = {.event_json = event, .event_len = event_len};
+    /* not walked: the row needs the metadata, and the dump is refused only when it has no
+     * stack at all; the workers walk it with its images' unwind info */
+    crashreport_minidump_options o = {.event_json = event, .event_len = event_len,
+                                      .context_only = true};
     crashreport *r;
     err_code rc = crashreport_parse_minidump(&r, dump, dump_len, &o, a, err);
     if (rc != ERR_OK)
