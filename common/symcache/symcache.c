@@ -23,6 +23,10 @@
 #include "unwind/unwind.h"
 
 #define SYMC_NAME_BLOCK_MAX (4u << 20) /* a name block larger than this is corrupt */
+/* A "DISP" group larger than this is corrupt (its frame's declared size is the file's word,
+ * and is allocated before the frame is checked): the raw forms of its names, as at most as many
+ * name blocks, and display forms as long again. A larger group's names are demangled at lookup. */
+#define SYMC_DISPLAY_GROUP_MAX ((size_t)2 * (SYMC_DISPLAY_GROUP / SYMC_NAMES_PER_BLOCK) * SYMC_NAME_BLOCK_MAX)
 #define SYMC_DCTX 4                     /* zstd contexts a symcache keeps */
 
 /* One name of a decompressed block: the raw name, its scope-qualified form and, once a
@@ -898,7 +902,7 @@ static void display_group_load(display_group *d, symcache *sc, uint32_t g)
     unsigned long long size = ZSTD_getFrameContentSize(sc->disp_frames + off, end - off);
     uint32_t count = g + 1 < sc->disp_ngroups ? SYMC_DISPLAY_GROUP : sc->nnames - g * SYMC_DISPLAY_GROUP;
     if (size == ZSTD_CONTENTSIZE_UNKNOWN || size == ZSTD_CONTENTSIZE_ERROR || size < (uint64_t)count * 10 ||
-        size > UINT32_MAX)
+        size > SYMC_DISPLAY_GROUP_MAX)
         return;
     if (size > d->cap) {
         d->cap = (size_t)size;
