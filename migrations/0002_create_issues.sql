@@ -1,4 +1,4 @@
--- Grouping (issue #5): issues, their per-day counts, and each report's link to its issue.
+-- Grouping: issues, their per-day counts, and each report's link to its issue.
 -- Applied by `stacksift migrate` in one transaction; never edit after merge, add 0003_... instead.
 
 -- "1.10.2" -> {1,10,2}: app versions compare part by part, numerically ("1.10" > "1.9");

@@ -1,4 +1,4 @@
--- Privacy-API call sites (issue #13): sample batches as accepted, the call sites workers count
+-- Privacy-API call sites: sample batches as accepted, the call sites workers count
 -- them into, one row per (call site, build, UTC day) with its count and device set, and the
 -- stacks that wait for a dSYM. Applied by `stacksift migrate` in one transaction; never edit
 -- after merge.

@@ -1,4 +1,4 @@
--- Shared-nothing nodes and retention (issue #14). Applied by `stacksift migrate` in one
+-- Shared-nothing nodes and retention. Applied by `stacksift migrate` in one
 -- transaction; never edit after merge.
 --
 -- 1. Symcaches and original dSYM uploads live in Postgres, content-addressed and chunked

@@ -1,4 +1,4 @@
--- Reports' large columns compressed with lz4 (issue #15, durable ingest).
+-- Reports' large columns compressed with lz4, for durable ingest.
 --
 -- Every report is written twice: its raw bytes by the intake's COPY (before its 202), then its
 -- symbolicated model (~17 kB of JSON for 30 frames) by a worker. Stored uncompressed (0002) the
