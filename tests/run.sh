@@ -19,11 +19,14 @@ else
   cmake_flags=()
 fi
 
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${cmake_flags[@]}" >/dev/null
+# Real Mach-O/dSYM fixtures, built once per source change (stamp-checked) and shared by builds;
+# the tests are told this directory at configure time.
+export STACKSIFT_FIXTURES=${STACKSIFT_FIXTURES:-$root/build-fixtures}
+
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DSTACKSIFT_FIXTURES_DIR="$STACKSIFT_FIXTURES" "${cmake_flags[@]}" >/dev/null
 cmake --build "$build" -j"$(nproc)"
 
-# Real Mach-O/dSYM fixtures, built once per source change (stamp-checked) and shared by builds.
-export STACKSIFT_FIXTURES=${STACKSIFT_FIXTURES:-$root/build-fixtures}
 if [ -x "$root/tests/fixtures/build.sh" ]; then
   "$root/tests/fixtures/build.sh" "$STACKSIFT_FIXTURES"
 fi
