@@ -5,6 +5,8 @@
 
 #include <string.h>
 
+#include "macho/macho.h"
+
 uint64_t symbolicate_caller_addr(uint64_t addr, const char *arch)
 {
     if (addr == 0)
@@ -16,6 +18,43 @@ uint64_t symbolicate_caller_addr(uint64_t addr, const char *arch)
     if (strncmp(arch, "arm", 3) == 0)
         return addr < 2 ? 0 : (addr & ~(uint64_t)1) - 2;
     return addr - 1;
+}
+
+/* The file name of `path`: a minidump's module names are the paths the images were loaded from. */
+static const char *base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+void symbolicate_walk_frame_write(jsonw *j, const minidump *md, const unwind_frame *f,
+                                  const symcache_frame *syms, size_t nsyms)
+{
+    const minidump_module *m = f->module >= 0 ? &md->modules[f->module] : NULL;
+    char uuid[37];
+    if (m && m->has_uuid)
+        macho_uuid_format(uuid, m->uuid);
+    jsonw_object_begin(j);
+    jsonw_khex(j, "pc", f->pc);
+    jsonw_khex(j, "sp", f->sp);
+    jsonw_kstr(j, "module", m ? base_name(m->name) : NULL);
+    jsonw_kstr(j, "uuid", m && m->has_uuid ? uuid : NULL);
+    if (m)
+        jsonw_khex(j, "rel_addr", f->rel_addr);
+    else
+        jsonw_knull(j, "rel_addr");
+    jsonw_kstr(j, "found", unwind_found_name(f->found));
+    jsonw_key(j, "symbols");
+    jsonw_array_begin(j);
+    for (size_t s = 0; s < nsyms; s++) {
+        jsonw_object_begin(j);
+        jsonw_kstr(j, "function", syms[s].function);
+        jsonw_kstr(j, "file", syms[s].file);
+        jsonw_kuint(j, "line", syms[s].line);
+        jsonw_object_end(j);
+    }
+    jsonw_array_end(j);
+    jsonw_object_end(j);
 }
 
 typedef struct {

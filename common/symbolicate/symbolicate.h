@@ -28,8 +28,11 @@
 
 #include "base/arena.h"
 #include "base/err.h"
+#include "base/jsonw.h"
 #include "crashreport/crashreport.h"
+#include "minidump/minidump.h"
 #include "symcache/symcache.h"
+#include "unwind/walk.h"
 
 /* symbolicate_resolve_fn - the symcache for image `uuid` (upper-case, dashed) of `arch`
  * ("arm64", ...; NULL if the report does not say), or NULL if there is none. Called at most
@@ -51,5 +54,18 @@ err_code symbolicate_report(crashreport *r, symbolicate_resolve_fn resolve, void
 /* symbolicate_caller_addr - the address inside the call instruction for return address
  * `addr` on `arch` (rule 2 above). */
 uint64_t symbolicate_caller_addr(uint64_t addr, const char *arch);
+
+/*
+ * symbolicate_walk_frame_write - one frame of a walked minidump thread (unwind_walk) and its
+ * symbols as the JSON object `stacksift minidump walk --json` prints for it:
+ *   {"pc": "0x..", "sp": "0x..", "module": base name or null, "uuid": "XXXXXXXX-..." or null,
+ *    "rel_addr": "0x.." (null outside every module), "found": unwind_found_name,
+ *    "symbols": [{"function", "file", "line"}, ...innermost first]}
+ * `syms` holds `nsyms` symbols (symcache_lookup output; 0 when no symcache covers the frame);
+ * `f->module` indexes md->modules (-1: none). Written to `j` as an array element or after a
+ * key; nothing is kept.
+ */
+void symbolicate_walk_frame_write(jsonw *j, const minidump *md, const unwind_frame *f,
+                                  const symcache_frame *syms, size_t nsyms);
 
 #endif

@@ -215,30 +215,7 @@ static int walk_dump(const char *dump_path, char **debug, int ndebug, char **dir
             size_t ns = frame_symbols(syms, SYMCACHE_MAX_FRAMES, md, f, k == 0, &sc);
             const minidump_module *m = f->module >= 0 ? &md->modules[f->module] : NULL;
             if (json) {
-                jsonw_object_begin(&j);
-                jsonw_khex(&j, "pc", f->pc);
-                jsonw_khex(&j, "sp", f->sp);
-                jsonw_kstr(&j, "module", m ? base_name(m->name) : NULL);
-                char uuid[37];
-                if (m && m->has_uuid)
-                    macho_uuid_format(uuid, m->uuid);
-                jsonw_kstr(&j, "uuid", m && m->has_uuid ? uuid : NULL);
-                if (m)
-                    jsonw_khex(&j, "rel_addr", f->rel_addr);
-                else
-                    jsonw_knull(&j, "rel_addr");
-                jsonw_kstr(&j, "found", unwind_found_name(f->found));
-                jsonw_key(&j, "symbols");
-                jsonw_array_begin(&j);
-                for (size_t s = 0; s < ns; s++) {
-                    jsonw_object_begin(&j);
-                    jsonw_kstr(&j, "function", syms[s].function);
-                    jsonw_kstr(&j, "file", syms[s].file);
-                    jsonw_kuint(&j, "line", syms[s].line);
-                    jsonw_object_end(&j);
-                }
-                jsonw_array_end(&j);
-                jsonw_object_end(&j);
+                symbolicate_walk_frame_write(&j, md, f, syms, ns);
             } else {
                 buf_printf(&o, "%2zu  0x%016llx  ", k, (unsigned long long)f->pc);
                 if (m)

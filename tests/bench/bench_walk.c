@@ -103,22 +103,7 @@ static long walk_once(buf *out, size_t *threads, const bytes *dump, symcache *co
                 ns = symcache_lookup(syms, SYMCACHE_MAX_FRAMES, c,
                                      addr - m->load_addr + symcache_text_vmaddr(c));
             }
-            jsonw_object_begin(&j);
-            jsonw_khex(&j, "pc", f->pc);
-            jsonw_kstr(&j, "module", m ? m->name : NULL);
-            jsonw_khex(&j, "rel_addr", f->rel_addr);
-            jsonw_kstr(&j, "found", unwind_found_name(f->found));
-            jsonw_key(&j, "symbols");
-            jsonw_array_begin(&j);
-            for (size_t s = 0; s < ns; s++) {
-                jsonw_object_begin(&j);
-                jsonw_kstr(&j, "function", syms[s].function);
-                jsonw_kstr(&j, "file", syms[s].file);
-                jsonw_kuint(&j, "line", syms[s].line);
-                jsonw_object_end(&j);
-            }
-            jsonw_array_end(&j);
-            jsonw_object_end(&j);
+            symbolicate_walk_frame_write(&j, md, f, syms, ns);
             nframes++;
         }
         jsonw_array_end(&j);
