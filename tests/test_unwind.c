@@ -175,10 +175,12 @@ static void put64(uint8_t *p, uint64_t v)
 
 static const uint8_t UUID_APP[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
 
-/* a dump of one module (load 0x100000000, 64 KiB) and one thread whose stack is `stack` */
+/* a dump of one module (load 0x100000000, 64 KiB) and one thread whose stack is `stack`,
+ * zeroed here */
 static void make_dump(minidump *md, minidump_module *mod, minidump_thread *t, uint8_t *stack,
                       size_t stack_len, uint64_t stack_addr)
 {
+    memset(stack, 0, stack_len);
     memset(md, 0, sizeof *md);
     memset(mod, 0, sizeof *mod);
     memset(t, 0, sizeof *t);
@@ -203,7 +205,6 @@ static void walks_arm64(void)
     minidump md;
     minidump_module mod;
     minidump_thread t;
-    memset(stack, 0, sizeof stack);
     make_dump(&md, &mod, &t, stack, sizeof stack, base);
     const unwind_entry entries[] = {
         {0x1000, 0x1100, 0x02000000}, /* frameless, no stack: a leaf */
@@ -257,7 +258,6 @@ static void walks_x86_64_indirect_and_stops(void)
     minidump md;
     minidump_module mod;
     minidump_thread t;
-    memset(stack, 0, sizeof stack);
     make_dump(&md, &mod, &t, stack, sizeof stack, base);
     /* frameless indirect: `sub $0x28, %rsp` with its imm32 at function + 4, rbx saved */
     const unwind_entry entries[] = {
@@ -467,7 +467,6 @@ static void dwarf_rows_match_breakpad_symbols(void)
     minidump_module mod;
     minidump_thread t;
     const uint64_t sp = 0x7ff000001000;
-    memset(stack, 0, sizeof stack);
     make_dump(&md, &mod, &t, stack, sizeof stack, sp);
     memcpy(mod.uuid, img.uuid, 16);
     put64(stack + 16, 0x100000000 + 0xdc20); /* a return address inside the module */
@@ -532,25 +531,61 @@ static bool map_debug_frame(bytes *b, const macho_section **df)
     return *df != NULL && (*df)->data != NULL;
 }
 
+/* The fixture dylib's __debug_frame and its FDEs, where the __debug_frame tests start. */
+typedef struct {
+    bytes b;                    /* the dSYM's DWARF file, mapped */
+    const macho_section *df;    /* its __DWARF,__debug_frame (in b) */
+    arena *a;                   /* the test's arena; holds fdes */
+    unwind_fde *fdes;           /* unwind_debug_frame_list of df */
+    size_t n;                   /* how many */
+} debug_frame_fx;
+
+/* debug_frame_fx_open - maps the fixture (map_debug_frame) and lists its FDEs, CHECKing both.
+ * false when the fixture has no __debug_frame: nothing is held then. */
+static bool debug_frame_fx_open(debug_frame_fx *x)
+{
+    err_info err = {0};
+    memset(x, 0, sizeof *x);
+    CHECK(map_debug_frame(&x->b, &x->df));
+    if (x->df == NULL || x->df->data == NULL) {
+        bytes_unmap(&x->b);
+        return false;
+    }
+    x->a = arena_new(0);
+    CHECK_EQ_INT(unwind_debug_frame_list(&x->fdes, &x->n, x->df->data, (size_t)x->df->size, x->a, &err),
+                 ERR_OK);
+    return true;
+}
+
+static void debug_frame_fx_close(debug_frame_fx *x)
+{
+    arena_free(x->a);
+    bytes_unmap(&x->b);
+}
+
+/* The dump's module loaded at `load` as the fixture dylib (its UUID), and *ui the fixture's
+ * unwind info: its __debug_frame alone. */
+static void debug_frame_image(unwind_image *ui, minidump_module *mod, const macho_section *df,
+                              uint64_t load)
+{
+    mod->load_addr = load;
+    memcpy(mod->uuid, img.uuid, 16);
+    *ui = (unwind_image){.text_vmaddr = img.text_vmaddr, .debug_frame = df->data,
+                         .debug_frame_len = (size_t)df->size, .debug_frame_vmaddr = df->addr};
+    memcpy(ui->uuid, img.uuid, 16);
+}
+
 /* Every FDE and every row llvm-dwarfdump-14 --debug-frame prints for the fixture dylib's dSYM
  * (DebugFrameKit: no compact unwind, its CFI only in __debug_frame) is what
  * unwind_debug_frame_list and unwind_debug_frame_row read: the same ranges, at each row's
  * address the same CFA and saved registers. */
 static void debug_frame_rows_match_llvm_dwarfdump(void)
 {
-    bytes b = {0};
-    const macho_section *df = NULL;
-    CHECK(map_debug_frame(&b, &df));
-    if (df == NULL || df->data == NULL) {
-        bytes_unmap(&b);
+    debug_frame_fx x;
+    if (!debug_frame_fx_open(&x))
         return;
-    }
-    arena *a = arena_new(0);
-    unwind_fde *fdes;
-    size_t n;
     err_info err = {0};
-    CHECK_EQ_INT(unwind_debug_frame_list(&fdes, &n, df->data, (size_t)df->size, a, &err), ERR_OK);
-    CHECK(n >= 3);
+    CHECK(x.n >= 3);
     char cmd[4200], line[512];
     const char *fx = getenv("STACKSIFT_FIXTURES");
     snprintf(cmd, sizeof cmd, "llvm-dwarfdump-14 --debug-frame '%s/debugframe/DebugFrameKit.framework.dSYM'",
@@ -566,9 +601,9 @@ static void debug_frame_rows_match_llvm_dwarfdump(void)
         if (pc != NULL && sscanf(line, "%llx", &off) == 1 && (pc = strstr(line, "pc=")) != NULL &&
             sscanf(pc, "pc=%llx...%llx", &lo, &hi) == 2) {
             nfde++;
-            cur = unwind_fde_find(fdes, n, lo);
+            cur = unwind_fde_find(x.fdes, x.n, lo);
             CHECK(cur != NULL && cur->start == lo && cur->end == hi && cur->fde_off == off);
-            CHECK(unwind_fde_find(fdes, n, hi - 1) == cur);
+            CHECK(unwind_fde_find(x.fdes, x.n, hi - 1) == cur);
             continue;
         }
         int used = 0;
@@ -578,7 +613,7 @@ static void debug_frame_rows_match_llvm_dwarfdump(void)
         unwind_cfi_row row;
         char mine[256];
         rows++;
-        if (unwind_debug_frame_row(&row, df->data, (size_t)df->size, cur->fde_off, at, &err) != ERR_OK) {
+        if (unwind_debug_frame_row(&row, x.df->data, (size_t)x.df->size, cur->fde_off, at, &err) != ERR_OK) {
             fprintf(stderr, "row 0x%llx: %s\n", at, err.msg);
             continue;
         }
@@ -592,21 +627,24 @@ static void debug_frame_rows_match_llvm_dwarfdump(void)
     if (p != NULL)
         pclose(p);
     fprintf(stderr, "DebugFrameKit __debug_frame: %zu FDEs (llvm-dwarfdump %zu), %zu/%zu rows agree\n",
-            n, nfde, agree, rows);
-    CHECK_EQ_INT(nfde, n);
+            x.n, nfde, agree, rows);
+    CHECK_EQ_INT(nfde, x.n);
     CHECK(rows >= 8);
     CHECK_EQ_INT(agree, rows);
     /* an address no FDE covers; an offset that is a CIE, or past the section */
     unwind_cfi_row row;
-    CHECK(unwind_fde_find(fdes, n, fdes[n - 1].end) == NULL);
-    CHECK_EQ_INT(unwind_debug_frame_row(&row, df->data, (size_t)df->size, 0, fdes[0].start, &err), ERR_INVALID);
-    CHECK_EQ_INT(unwind_debug_frame_row(&row, df->data, (size_t)df->size, df->size + 8, 0, &err), ERR_INVALID);
-    CHECK_EQ_INT(unwind_debug_frame_row(&row, df->data, (size_t)df->size, fdes[0].fde_off, fdes[0].end, &err),
+    CHECK(unwind_fde_find(x.fdes, x.n, x.fdes[x.n - 1].end) == NULL);
+    CHECK_EQ_INT(unwind_debug_frame_row(&row, x.df->data, (size_t)x.df->size, 0, x.fdes[0].start, &err),
+                 ERR_INVALID);
+    CHECK_EQ_INT(unwind_debug_frame_row(&row, x.df->data, (size_t)x.df->size, x.df->size + 8, 0, &err),
+                 ERR_INVALID);
+    CHECK_EQ_INT(unwind_debug_frame_row(&row, x.df->data, (size_t)x.df->size, x.fdes[0].fde_off,
+                                        x.fdes[0].end, &err),
                  ERR_NOT_FOUND);
     /* the __eh_frame reader does not take a __debug_frame CIE (id 0xffffffff) */
-    CHECK(unwind_dwarf_row(&row, df->data, (size_t)df->size, df->addr, fdes[0].fde_off, fdes[0].start, &err) != ERR_OK);
-    arena_free(a);
-    bytes_unmap(&b);
+    CHECK(unwind_dwarf_row(&row, x.df->data, (size_t)x.df->size, x.df->addr, x.fdes[0].fde_off,
+                           x.fdes[0].start, &err) != ERR_OK);
+    debug_frame_fx_close(&x);
 }
 
 /* A hand-made 64-bit DWARF __debug_frame (length escape 0xffffffff, 8-byte CIE id and
@@ -681,40 +719,32 @@ static void debug_frame_64bit_and_hostile(void)
  * frame pointer's row. Without __debug_frame the frame pointer skips df_middle's frame. */
 static void walks_by_debug_frame(void)
 {
-    bytes b = {0};
-    const macho_section *df = NULL;
-    CHECK(map_debug_frame(&b, &df));
-    if (df == NULL || df->data == NULL) {
-        bytes_unmap(&b);
+    debug_frame_fx x;
+    if (!debug_frame_fx_open(&x))
         return;
-    }
-    arena *a = arena_new(0);
-    unwind_fde *fdes;
-    size_t n;
     err_info err = {0};
-    CHECK_EQ_INT(unwind_debug_frame_list(&fdes, &n, df->data, (size_t)df->size, a, &err), ERR_OK);
     /* a frameless row (CFA = rsp + more than the return address) and two rbp rows, in two
      * other functions: found from the rows themselves, not from known addresses */
     uint64_t leaf_pc = 0, mid_pc = 0, outer_pc = 0;
     unwind_cfi_row leaf = {0}, row;
-    for (size_t i = 0; i < n; i++)
-        for (uint64_t at = fdes[i].start; at < fdes[i].end; at++) {
-            if (unwind_debug_frame_row(&row, df->data, (size_t)df->size, fdes[i].fde_off, at, &err) != ERR_OK)
+    for (size_t i = 0; i < x.n; i++)
+        for (uint64_t at = x.fdes[i].start; at < x.fdes[i].end; at++) {
+            if (unwind_debug_frame_row(&row, x.df->data, (size_t)x.df->size, x.fdes[i].fde_off, at,
+                                       &err) != ERR_OK)
                 continue;
             if (row.cfa_reg == 7 && row.cfa_offset > 16 && leaf_pc == 0) {
                 leaf_pc = at;
                 leaf = row;
-            } else if (row.cfa_reg == 6 && row.cfa_offset == 16 && mid_pc == 0 && at > fdes[i].start) {
+            } else if (row.cfa_reg == 6 && row.cfa_offset == 16 && mid_pc == 0 && at > x.fdes[i].start) {
                 mid_pc = at;
             } else if (row.cfa_reg == 6 && row.cfa_offset == 16 && outer_pc == 0 && mid_pc != 0 &&
-                       (mid_pc < fdes[i].start || mid_pc >= fdes[i].end)) {
+                       (mid_pc < x.fdes[i].start || mid_pc >= x.fdes[i].end)) {
                 outer_pc = at;
             }
         }
     CHECK(leaf_pc != 0 && mid_pc != 0 && outer_pc != 0);
     if (leaf_pc == 0 || mid_pc == 0 || outer_pc == 0) {
-        arena_free(a);
-        bytes_unmap(&b);
+        debug_frame_fx_close(&x);
         return;
     }
     static uint8_t stack[0x400];
@@ -722,26 +752,22 @@ static void walks_by_debug_frame(void)
     minidump md;
     minidump_module mod;
     minidump_thread t;
-    memset(stack, 0, sizeof stack);
     make_dump(&md, &mod, &t, stack, sizeof stack, sp);
-    mod.load_addr = load;
-    memcpy(mod.uuid, img.uuid, 16);
+    unwind_image ui;
+    debug_frame_image(&ui, &mod, x.df, load);
     uint64_t cfa = sp + (uint64_t)leaf.cfa_offset, rbp = sp + 0x200;
     put64(stack + (cfa - 8 - sp), load + mid_pc + 1);   /* df_leaf's return address */
     if (leaf.regs[3].kind == UNWIND_REG_OFFSET)
         put64(stack + (cfa + (uint64_t)leaf.regs[3].value - sp), 0xb0b0); /* rbx */
     put64(stack + 0x200, 0);                            /* df_middle's frame record */
     put64(stack + 0x208, load + outer_pc + 1);
-    unwind_image ui = {.text_vmaddr = img.text_vmaddr, .debug_frame = df->data,
-                       .debug_frame_len = (size_t)df->size, .debug_frame_vmaddr = df->addr};
-    memcpy(ui.uuid, img.uuid, 16);
     minidump_context c = {.arch = MINIDUMP_ARCH_X86_64, .nregs = 17};
     c.regs[MINIDUMP_X86_64_RIP] = load + leaf_pc;
     c.regs[MINIDUMP_X86_64_RSP] = sp;
     c.regs[MINIDUMP_X86_64_RBP] = rbp;
     unwind_frame *f;
     size_t nf;
-    CHECK_EQ_INT(unwind_walk(&f, &nf, &md, &c, &ui, 1, a, &err), ERR_OK);
+    CHECK_EQ_INT(unwind_walk(&f, &nf, &md, &c, &ui, 1, x.a, &err), ERR_OK);
     CHECK(nf >= 3);
     if (nf >= 3) {
         CHECK_EQ_U64(f[1].pc, load + mid_pc + 1);
@@ -753,10 +779,9 @@ static void walks_by_debug_frame(void)
     }
     ui.debug_frame = NULL;
     ui.debug_frame_len = 0;
-    CHECK_EQ_INT(unwind_walk(&f, &nf, &md, &c, &ui, 1, a, &err), ERR_OK);
+    CHECK_EQ_INT(unwind_walk(&f, &nf, &md, &c, &ui, 1, x.a, &err), ERR_OK);
     CHECK(nf >= 2 && f[1].pc == load + outer_pc + 1 && f[1].found == UNWIND_FOUND_FRAME_POINTER);
-    arena_free(a);
-    bytes_unmap(&b);
+    debug_frame_fx_close(&x);
 }
 
 /* ---- the stack scan's rule ------------------------------------------------------------- */
@@ -778,7 +803,6 @@ static void scan_skips_words_outside_functions(void)
     minidump md;
     minidump_module mod;
     minidump_thread t;
-    memset(stack, 0, sizeof stack);
     make_dump(&md, &mod, &t, stack, sizeof stack, base);
     const unwind_entry entries[] = {
         {0x1000, 0x1100, 0x04000010}, /* DWARF, but no __eh_frame given: no caller by CFI */
@@ -829,22 +853,13 @@ static void scan_skips_words_outside_functions(void)
  * passed over when the image's only knowledge is its __debug_frame. */
 static void scan_holds_words_against_debug_frame(void)
 {
-    bytes b = {0};
-    const macho_section *df = NULL;
-    CHECK(map_debug_frame(&b, &df));
-    if (df == NULL || df->data == NULL) {
-        bytes_unmap(&b);
+    debug_frame_fx x;
+    if (!debug_frame_fx_open(&x))
         return;
-    }
-    arena *a = arena_new(0);
-    unwind_fde *fdes;
-    size_t n;
     err_info err = {0};
-    CHECK_EQ_INT(unwind_debug_frame_list(&fdes, &n, df->data, (size_t)df->size, a, &err), ERR_OK);
-    CHECK(n > 0);
-    if (n == 0) {
-        arena_free(a);
-        bytes_unmap(&b);
+    CHECK(x.n > 0);
+    if (x.n == 0) {
+        debug_frame_fx_close(&x);
         return;
     }
     static uint8_t stack[0x400];
@@ -852,24 +867,19 @@ static void scan_holds_words_against_debug_frame(void)
     minidump md;
     minidump_module mod;
     minidump_thread t;
-    memset(stack, 0, sizeof stack);
     make_dump(&md, &mod, &t, stack, sizeof stack, base);
-    mod.load_addr = load;
-    memcpy(mod.uuid, img.uuid, 16);
-    put64(stack + 0, load + fdes[n - 1].end + 8);       /* past the last function */
-    put64(stack + 8, load + fdes[0].start + 5);         /* inside the first */
-    unwind_image ui = {.text_vmaddr = img.text_vmaddr, .debug_frame = df->data,
-                       .debug_frame_len = (size_t)df->size};
-    memcpy(ui.uuid, img.uuid, 16);
+    unwind_image ui;
+    debug_frame_image(&ui, &mod, x.df, load);
+    put64(stack + 0, load + x.fdes[x.n - 1].end + 8); /* past the last function */
+    put64(stack + 8, load + x.fdes[0].start + 5);     /* inside the first */
     minidump_context c = {.arch = MINIDUMP_ARCH_X86_64, .nregs = 17};
     c.regs[MINIDUMP_X86_64_RIP] = 0x5000; /* in no module: no CFI */
     c.regs[MINIDUMP_X86_64_RSP] = base;
     unwind_frame *f;
     size_t nf;
-    CHECK_EQ_INT(unwind_walk(&f, &nf, &md, &c, &ui, 1, a, &err), ERR_OK);
-    CHECK(nf >= 2 && f[1].pc == load + fdes[0].start + 5 && f[1].found == UNWIND_FOUND_SCAN);
-    arena_free(a);
-    bytes_unmap(&b);
+    CHECK_EQ_INT(unwind_walk(&f, &nf, &md, &c, &ui, 1, x.a, &err), ERR_OK);
+    CHECK(nf >= 2 && f[1].pc == load + x.fdes[0].start + 5 && f[1].found == UNWIND_FOUND_SCAN);
+    debug_frame_fx_close(&x);
 }
 
 int main(void)
