@@ -17,6 +17,7 @@ import json
 import os
 import subprocess
 import sys
+import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -92,7 +93,8 @@ def main():
             UPDATE reports SET fingerprint = 'v1-x-arm64' WHERE id = '{ids['x1']}';
             UPDATE issues SET fingerprint = 'v1-x-arm64', count = 1, versions = '{{1.0}}' WHERE id = {ix};
             UPDATE issue_days SET count = 1 WHERE issue_id = {ix};
-            UPDATE issues SET fingerprint = 'v1-y', count = 4, status = 'ignored' WHERE id = {iy};
+            UPDATE issues SET fingerprint = 'v1-y', count = 4, status = 'ignored',
+                title = 'Stale older title', culprit = 'stale older culprit' WHERE id = {iy};
             UPDATE issue_days SET count = 4 WHERE issue_id = {iy};
             DELETE FROM issues WHERE id = {iz};
             UPDATE signature_rules SET version = 'stacksift-signature-v1';
@@ -156,6 +158,27 @@ def main():
         check(apps == {"1.0": 1, "1.1": 1}, f"bug Y by app version, x3 and z1 gone: {apps}")
         zero = sql("SELECT count(*) FROM issue_breakdowns WHERE count < 0")
         check(zero == "0", f"no counter below zero: {zero}")
+
+        # search reads issue_search (migration 0025): it follows the regroup's renames, its
+        # split and merged issues; the API's answers are the issues whose title or culprit
+        # contains the text, ignoring case, as read from the issues themselves
+        check(sql("SELECT count(*) FROM issues i FULL JOIN issue_search s ON s.issue_id = i.id "
+                  "WHERE s.issue_id IS NULL OR i.id IS NULL OR s.title <> i.title "
+                  "OR s.culprit <> i.culprit") == "0", "issue_search holds every issue's text")
+        for text in ("stale older", "Checkout", "cart.M", "PROFILE", "addItem", "%", "_", "zz-none"):
+            r = inst.request("GET", "/api/v1/issues?limit=100&q=" + urllib.parse.quote(text),
+                             token=inst.tokens["read"])
+            got = sorted(str(i["id"]) for i in r.json().get("issues", [])) if r.status == 200 else None
+            lit = text.lower().replace("'", "''")
+            want = sorted(sql("SELECT id FROM issues WHERE strpos(lower(title), '" + lit + "') > 0 "
+                              "OR strpos(lower(culprit), '" + lit + "') > 0").split())
+            check(got == want, f"q={text!r}: {got} vs {want}")
+            if text in ("Checkout", "cart.M", "PROFILE"):
+                check(len(want) >= 1, f"q={text!r} finds an issue")
+            if text == "Checkout":
+                check(iy in want, f"q={text!r} finds bug Y by its title after the rename: {want}")
+            if text == "stale older":
+                check(want == [], f"the old title is found no more: {want}")
 
         again = subprocess.run([inst.bin, "regroup", "--if-needed"], env=inst.env(),
                                capture_output=True, text=True, timeout=120)
