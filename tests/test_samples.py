@@ -234,7 +234,52 @@ def exactly_once_across_crashes():
                            f"{[(k, got.get(k), v) for k, v in want.items() if got.get(k) != v][:3]})")
 
 
+
+def version_key_per_build():
+    """version_key (a build's sort key, 1.10 after 1.9) is computed once per distinct build of
+    a commit or a read, not once per (call site, build) row: 12 call sites seen in 4 builds,
+    one batch (and so one commit) per build, latest build first so that every commit moves
+    every call site's first build; then one read of every call site. Postgres counts the
+    function's calls (track_functions), read once the server has stopped and its sessions
+    have flushed their statistics."""
+    builds = ["10.0", "2.0", "1.10", "1.9"]
+    tags = [f"API.number{i}" for i in range(12)]
+    with Instance("samples_vkey", workers=1, db_settings={"track_functions": "all"}) as inst:
+        app = manifest_fixture(inst.fixtures, "arm64-O2")
+        funcs = whole_functions(inst.bin, app, inst.tmp)
+        names = sorted(funcs)[:3]
+        check(len(names) == 3, f"fixture functions found ({len(names)})")
+        inst.upload_dsym(app)
+        stack = [hex(CL_LOAD + 0x1234)] + [hex(APP_LOAD + funcs[f][0] + 4) for f in names]
+        images = [app_image(app["slices"][0]["uuid"]), CL_IMAGE]
+        for i, b in enumerate(builds):
+            r = post(inst, batch(b, f"device-{i}", images,
+                                 [{"tag": t, "frames": stack, "count": 1} for t in tags]))
+            check(r.status == 202, f"batch of build {b}: 202 (got {r.status} {r.body[:200]!r})")
+            check(wait_counted(inst), f"batch of build {b} counted")
+        sites = all_callsites(inst)["callsites"]
+        check(len(sites) == 12 and all(c["count"] == 4 for c in sites),
+              f"12 call sites of 4 calls ({[(c['tag'], c['count']) for c in sites]})")
+        check(all(c["builds"] == ["1.9", "1.10", "2.0", "10.0"] and c["first_seen_build"] == "1.9"
+                  for c in sites), f"builds in version order, first seen in 1.9 "
+              f"({[(c['builds'], c['first_seen_build']) for c in sites][:2]})")
+        inst.proc.send_signal(signal.SIGTERM)
+        inst.proc.wait(timeout=30)
+        deadline = time.time() + 30
+        while time.time() < deadline and inst.psql(
+                inst.admin_url, "SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                f"'{inst.dbname}'").strip() != "0":
+            time.sleep(0.1)
+        calls = inst.psql(inst.db_url, "SELECT coalesce(sum(calls), 0) FROM pg_stat_user_functions "
+                                       "WHERE funcname = 'version_key'").strip()
+        # per commit: its build and the first build stored (2); the read: its 4 builds. Per
+        # row it was 12 a commit, 24 more for the first builds moved, 48 for the read.
+        check(calls.isdigit() and 0 < int(calls) <= 4 * 2 + 4,
+              f"version_key called once per distinct build: {calls} calls (at most 12)")
+
+
 def main():
+    version_key_per_build()
     exactly_once_across_crashes()
     with Instance("samples", workers=1) as inst:
         bin_path = inst.bin

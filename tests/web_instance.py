@@ -93,7 +93,7 @@ class Response:
 
 
 class Instance:
-    def __init__(self, name, extra_env=None, workers=1):
+    def __init__(self, name, extra_env=None, workers=1, db_settings=None):
         self.bin = env_or_die("STACKSIFT_BIN")
         self.source = env_or_die("STACKSIFT_SOURCE_DIR")
         self.fixtures = env_or_die("STACKSIFT_FIXTURES")
@@ -103,6 +103,7 @@ class Instance:
         self.db_url = base.rsplit("/", 1)[0] + "/" + self.dbname
         self.extra_env = dict(extra_env or {})
         self.workers = workers
+        self.db_settings = dict(db_settings or {})   # ALTER DATABASE .. SET, before any session
         self.proc = None
         self.tmp = None
         self.tokens = {}
@@ -127,6 +128,8 @@ class Instance:
         self.url = f"http://127.0.0.1:{self.port}"
         self.psql(self.admin_url, f"DROP DATABASE IF EXISTS {self.dbname}")
         self.psql(self.admin_url, f"CREATE DATABASE {self.dbname}")
+        for k, v in self.db_settings.items():
+            self.psql(self.admin_url, f"ALTER DATABASE {self.dbname} SET {k} = '{v}'")
         subprocess.run([self.bin, "migrate"], env=self.env(), check=True, capture_output=True,
                        timeout=60)
         for scope in ("ingest", "upload", "read", "admin"):

@@ -202,29 +202,40 @@ err_code store_samples_claim(store_sample_work **out, const store_claimed_batch 
  * row twice), then their per-build-and-day rows, joined back by the unique key. Only one row
  * of each call site carries its frames and stack (do_commit): DISTINCT ON keeps that one
  * (frames IS NULL sorts it first), and the days' statement gets neither. Parsing the stack of
- * every (call site, build, day) row twice was most of a commit's time. */
+ * every (call site, build, day) row twice was most of a commit's time.
+ * version_key runs once per distinct build (the `v` CTE: the commit's builds and the first
+ * builds stored for its call sites), not once per row: a commit's hundreds of (call site,
+ * build, day) rows name a handful of builds. A first build another transaction stored since
+ * this statement's snapshot is not in `v`: keyed on the spot (coalesce stops at the first
+ * value that is not NULL, CASE at the first true branch). */
 static const store_stmt SQL_UPSERT_CALLSITES = {"samples_upsert_callsites",
+    "WITH t AS (SELECT coalesce(t.project_id, 1) AS project_id, t.app, t.tag, t.key, t.frames, "
+    "t.stack, t.build, t.first_seen, t.last_seen, t.n "
+    "FROM json_to_recordset($1::json) AS t(project_id bigint, app text, tag text, key text, "
+    "frames jsonb, stack jsonb, build text, first_seen timestamptz, last_seen timestamptz, "
+    "n bigint)), "
+    "v AS MATERIALIZED (SELECT u.b, version_key(u.b) AS k FROM (SELECT build FROM t UNION "
+    "SELECT c0.first_build FROM callsites c0 JOIN (SELECT DISTINCT project_id, app, tag, key "
+    "FROM t) n ON c0.project_id = n.project_id AND c0.app = n.app AND c0.tag = n.tag "
+    "AND c0.key = n.key) u(b)) "
     "INSERT INTO callsites AS c (project_id, app, tag, key, frames, stack, first_build, "
     "first_seen, last_seen, count) "
     "SELECT DISTINCT ON (t.project_id, t.app, t.tag, t.key) t.project_id, t.app, t.tag, t.key, "
     "t.frames, t.stack, "
     "first_value(t.build) OVER (PARTITION BY t.project_id, t.app, t.tag, t.key "
-    "ORDER BY version_key(t.build), t.build), "
+    "ORDER BY v.k, t.build), "
     "min(t.first_seen) OVER w, max(t.last_seen) OVER w, sum(t.n) OVER w "
-    "FROM (SELECT coalesce(t.project_id, 1) AS project_id, t.app, t.tag, t.key, t.frames, "
-    "t.stack, t.build, t.first_seen, t.last_seen, t.n "
-    "FROM json_to_recordset($1::json) AS t(project_id bigint, app text, tag text, key text, "
-    "frames jsonb, stack jsonb, build text, first_seen timestamptz, last_seen timestamptz, "
-    "n bigint)) t "
+    "FROM t JOIN v ON v.b = t.build "
     "WINDOW w AS (PARTITION BY t.project_id, t.app, t.tag, t.key) "
     "ORDER BY t.project_id, t.app, t.tag, t.key, t.frames IS NULL "
     "ON CONFLICT (project_id, app, tag, key) DO UPDATE SET "
     "count = c.count + EXCLUDED.count, "
     "first_seen = least(c.first_seen, EXCLUDED.first_seen), "
     "last_seen = greatest(c.last_seen, EXCLUDED.last_seen), "
-    "first_build = CASE WHEN (version_key(EXCLUDED.first_build), EXCLUDED.first_build) < "
-    "(version_key(c.first_build), c.first_build) THEN EXCLUDED.first_build "
-    "ELSE c.first_build END"};
+    "first_build = CASE WHEN EXCLUDED.first_build = c.first_build THEN c.first_build "
+    "WHEN ((SELECT v.k FROM v WHERE v.b = EXCLUDED.first_build), EXCLUDED.first_build) < "
+    "(coalesce((SELECT v.k FROM v WHERE v.b = c.first_build), version_key(c.first_build)), "
+    "c.first_build) THEN EXCLUDED.first_build ELSE c.first_build END"};
 
 static const store_stmt SQL_UPSERT_DAYS = {"samples_upsert_days",
     "INSERT INTO callsite_days AS d (callsite_id, build, day, version, count, devices, "
@@ -521,9 +532,14 @@ static const char SQL_LIST[] =
     " SELECT h.*, c.app, c.tag, c.frames, c.stack, c.first_build "
     " FROM h JOIN callsites c ON c.id = h.id "
     " WHERE $7::numeric IS NULL OR (h.sk, h.id) < ($7::numeric, $8::bigint) "
-    " ORDER BY h.sk DESC, h.id DESC LIMIT $9::int + 1) "
+    " ORDER BY h.sk DESC, h.id DESC LIMIT $9::int + 1), "
+    /* each build of the page keyed once, not once per call site that has it (MATERIALIZED:
+     * a CTE used once would be inlined into the subquery that runs per call site) */
+    "bk AS MATERIALIZED (SELECT u.b, version_key(u.b) AS k "
+    " FROM (SELECT DISTINCT unnest(builds) AS b FROM page) u) "
     "SELECT id, app, tag, frames::text, stack::text, n, devices, "
-    " array_to_json(ARRAY(SELECT b FROM unnest(builds) b ORDER BY version_key(b), b))::text, "
+    " coalesce((SELECT array_to_json(array_agg(bk.b ORDER BY bk.k, bk.b)) "
+    " FROM unnest(page.builds) x JOIN bk ON bk.b = x), '[]')::text, "
     " first_build, " STORE_TS("fs") ", " STORE_TS("ls") ", sk::text "
     "FROM page ORDER BY sk DESC, id DESC";
 /* $1 build, $2 version, $3 app, $4 project id (0 = any): what the filters leave waiting for
