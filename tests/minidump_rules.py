@@ -17,7 +17,9 @@ whose frame pointer is 0, then on the stack a stale word pointing past the dylib
 2. The same through the server: the dylib itself uploaded first (POST /api/v1/dsyms; a symbol
    table, no unwind info): the dump posted (application/x-dmp) walks by the frame pointer and
    the scan, which passes over the stale word (no symbol's function holds it); then its dSYM
-   (a zip): the worker's walk gives the frames, pcs and `found` of the CLI's.
+   (a zip): the worker's walk gives the frames, pcs and `found` of the CLI's. Each dump is
+   walked once by the worker (stacksift_minidump_walks_total), its images' debug files asked
+   for when the walk reaches them.
 3. The shared Breakpad dump (../shared/minidumps/macos-x86_64-breakpad) with crash.sym
    uploaded alone: its STACK CFI is stored ("BPC1", `stacksift symcache unwind` of the stored
    symcache) and the walk says the image has unwind info; then the dSYM uploaded separately:
@@ -192,13 +194,24 @@ def server_shape(rep):
              f.get("found")) for f in server_frames(rep)]
 
 
+def minidump_walks(inst):
+    """The workers' minidump walks so far (GET /metrics, stacksift_minidump_walks_total)."""
+    body = inst.request("GET", "/metrics", token=inst.tokens["read"]).body.decode()
+    m = re.search(r"^stacksift_minidump_walks_total (\d+)$", body, re.M)
+    return int(m.group(1)) if check(m is not None, "/metrics has stacksift_minidump_walks_total") else -1
+
+
 def debug_frame_server(inst, fx, made):
     plan, uuid, dump, want = made
     # the executable first: no compact unwind, only its symbol table, which the worker's walk
     # holds scanned words against (the stale word lies in no symbol's function)
     exe = os.path.join(fx, "debugframe", "DebugFrameKit.framework", "DebugFrameKit")
     upload(inst, open(exe, "rb").read(), "DebugFrameKit's executable")
+    walks = minidump_walks(inst)
     rep = post_dump(inst, open(dump, "rb").read(), "the __debug_frame dump, executable alone")
+    # the image's symbols are asked for when the walk first reaches it, not after a walk
+    # without them: one walk, though its symbols change where the scan goes
+    check(minidump_walks(inst) == walks + 1, f"the dump walked once by the worker: {minidump_walks(inst) - walks}")
     if rep is not None:
         got = server_shape(rep)
         sym_want = [(LOAD + plan.leaf, "context"), (LOAD + plan.outer + 1, "frame_pointer"),
@@ -212,7 +225,10 @@ def debug_frame_server(inst, fx, made):
     unwind = unwind_oracle.unwind_of(inst.bin, symc) if symc else None
     check(unwind is not None and unwind["debug_frame"] and unwind["debug_frame"]["fdes"] >= 3,
           f"the stored symcache keeps the dSYM's __debug_frame: {unwind}")
+    walks = minidump_walks(inst)
     rep = post_dump(inst, open(dump, "rb").read(), "the __debug_frame dump")
+    # a dSYM alone (no executable uploaded): its __debug_frame is read in the one walk
+    check(minidump_walks(inst) == walks + 1, f"the dSYM's dump walked once by the worker: {minidump_walks(inst) - walks}")
     if rep is None:
         return
     got = server_shape(rep)

@@ -714,6 +714,22 @@ static void debug_frame_64bit_and_hostile(void)
     arena_free(a);
 }
 
+/* A resolver of one image for module 0, counting how often it is asked. */
+struct one_image {
+    const unwind_image *img;
+    int asked;
+};
+
+static bool resolve_one(unwind_image *out, void *ctx, size_t module)
+{
+    struct one_image *r = ctx;
+    r->asked++;
+    if (module != 0)
+        return false;
+    *out = *r->img;
+    return true;
+}
+
 /* The fixture dylib's frames walked by its dSYM's __debug_frame: frame 0 in df_leaf (frameless:
  * CFA = rsp + its frame), its caller in df_middle (CFA = rbp + 16), that one's caller by the
  * frame pointer's row. Without __debug_frame the frame pointer skips df_middle's frame. */
@@ -776,6 +792,26 @@ static void walks_by_debug_frame(void)
         CHECK_EQ_U64(f[2].pc, load + outer_pc + 1);
         CHECK_EQ_U64(f[2].sp, rbp + 16);
         CHECK_EQ_INT(f[2].found, UNWIND_FOUND_CFI);
+    }
+    /* a dump's threads share one walker: the __debug_frame is indexed once for all of them,
+     * whether the image was given or resolved on first use (asked once), and every thread
+     * walks as a walk of its own does */
+    for (int by_resolver = 0; by_resolver < 2; by_resolver++) {
+        struct one_image r1 = {&ui, 0};
+        unwind_walker *w;
+        CHECK_EQ_INT(unwind_walker_new(&w, &md, by_resolver ? NULL : &ui, by_resolver ? 0 : 1,
+                                       by_resolver ? resolve_one : NULL, &r1, x.a, &err), ERR_OK);
+        for (int thread = 0; thread < 3; thread++) {
+            unwind_frame *g;
+            size_t ng;
+            CHECK_EQ_INT(unwind_walker_walk(&g, &ng, w, &c, &err), ERR_OK);
+            CHECK_EQ_U64(ng, nf);
+            for (size_t k = 0; k < ng && k < nf; k++)
+                CHECK(g[k].pc == f[k].pc && g[k].sp == f[k].sp && g[k].found == f[k].found);
+        }
+        CHECK_EQ_U64(unwind_walker_indexes(w), 1);
+        CHECK_EQ_INT(r1.asked, by_resolver);
+        CHECK(unwind_walker_image(w, 0) != NULL);
     }
     ui.debug_frame = NULL;
     ui.debug_frame_len = 0;

@@ -359,6 +359,15 @@ typedef struct {
                                  is not marked has_unwind); NULL (0): the walk uses frame
                                  pointers and the stack scan */
     size_t nimages;
+    /* optional: the unwind info of image `index` (the dump's module `index`) when `images`
+     * has none of its UUID, asked the first time a walk reaches the image (a frame's pc or a
+     * scanned stack word in it) and at most once per UUID, with `image_unwind_ctx`; `r` is
+     * the report as read so far (its images and metadata complete, its threads not). true
+     * with *out filled (borrowed until the parse returns), false: none. So a dump is walked
+     * once with what its images have, not first without any to learn which it reaches. */
+    bool (*image_unwind)(struct unwind_image *out, void *ctx, const crashreport *r,
+                         size_t index);
+    void *image_unwind_ctx;
     bool context_only;        /* each thread's frame 0 only, from its registers, not walked:
                                  the metadata and whether the dump has a stack at all (a walk
                                  has frames exactly when frame 0 is there), as intake needs */

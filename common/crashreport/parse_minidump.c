@@ -208,23 +208,69 @@ static void add_registers(cr_builder *b, crashreport_thread *t, const minidump_c
     }
 }
 
-/* Which images the walk has unwind info for (crashreport_image.has_unwind), by UUID; an
- * image given with its symbols only (they bound the scan) has none. */
-static void mark_unwind(cr_builder *b, const minidump *md, const unwind_image *images,
-                        size_t nimages)
+/* Which images the walks had unwind info for (crashreport_image.has_unwind), by UUID: with
+ * a resolver, those the frames fell in (asked now if a walk did not); else every image given.
+ * An image given with its symbols only (they bound the scan) has none. */
+static void mark_unwind(cr_builder *b, const minidump *md, unwind_walker *w, bool resolver)
 {
-    for (size_t i = 0; i < md->nmodules && i < b->r->nimages; i++)
-        for (size_t k = 0; md->modules[i].has_uuid && k < nimages; k++)
-            if (memcmp(images[k].uuid, md->modules[i].uuid, 16) == 0 &&
-                unwind_image_has_cfi(&images[k]))
-                b->r->images[i].has_unwind = true;
+    crashreport *r = b->r;
+    bool *used = NULL;
+    if (resolver) {
+        err_info err = {0};
+        used = arena_alloc_array(b->a, r->nimages ? r->nimages : 1, sizeof *used, &err);
+        if (used == NULL) {
+            b->failed = true;
+            *b->err = err;
+            return;
+        }
+        for (size_t t = 0; t < r->nthreads; t++)
+            for (size_t k = 0; k < r->threads[t].nframes; k++) {
+                int32_t im = r->threads[t].frames[k].image;
+                if (im >= 0 && (size_t)im < r->nimages)
+                    used[im] = true;
+            }
+    }
+    for (size_t i = 0; i < md->nmodules && i < r->nimages; i++) {
+        if (used != NULL && !used[i])
+            continue;
+        const unwind_image *im = unwind_walker_image(w, i);
+        if (im != NULL && unwind_image_has_cfi(im))
+            r->images[i].has_unwind = true;
+    }
+}
+
+/* The resolver's context: the caller's, with the report being built. */
+struct resolve_ctx {
+    const crashreport_minidump_options *o;
+    const crashreport *r;
+};
+
+static bool resolve_image(unwind_image *out, void *ctx, size_t module)
+{
+    const struct resolve_ctx *c = ctx;
+    if (module >= c->r->nimages)
+        return false;   /* the image list stopped short (the arena): no image to name */
+    return c->o->image_unwind(out, c->o->image_unwind_ctx, c->r, module);
 }
 
 static void threads_of(cr_builder *b, const minidump *md, const crashreport_minidump_options *o)
 {
     const unwind_image *images = o ? (const unwind_image *)o->images : NULL;
     size_t nimages = o && o->images ? o->nimages : 0;
-    mark_unwind(b, md, images, nimages);
+    bool context_only = o != NULL && o->context_only;
+    bool resolver = o != NULL && o->image_unwind != NULL;
+    struct resolve_ctx rc_ctx = {o, b->r};
+    unwind_walker *walker = NULL;
+    if (!context_only) {
+        /* one walker for every thread: each image asked for and indexed once per dump */
+        err_info werr = {0};
+        if (unwind_walker_new(&walker, md, images, nimages, resolver ? resolve_image : NULL,
+                              &rc_ctx, b->a, &werr) != ERR_OK) {
+            b->failed = true;
+            *b->err = werr;
+            return;
+        }
+    }
     uint32_t shown = 0;
     for (size_t ti = 0; ti < md->nthreads && !b->failed; ti++) {
         const minidump_thread *mt = &md->threads[ti];
@@ -251,7 +297,7 @@ static void threads_of(cr_builder *b, const minidump *md, const crashreport_mini
                     mt->thread_id);
             continue;
         }
-        if (o != NULL && o->context_only) {
+        if (context_only) {
             /* frame 0 as unwind_walk finds it: the pc of an x86_64 or arm64 context, if
              * known and not below the walk's lowest pc */
             unsigned at = ctx->arch == MINIDUMP_ARCH_ARM64    ? MINIDUMP_ARM64_PC
@@ -268,7 +314,7 @@ static void threads_of(cr_builder *b, const minidump *md, const crashreport_mini
             }
             continue;
         }
-        err_code rc = unwind_walk(&frames, &n, md, ctx, images, nimages, b->a, &werr);
+        err_code rc = unwind_walker_walk(&frames, &n, walker, ctx, &werr);
         if (rc == ERR_TOO_LARGE) {
             b->failed = true;
             *b->err = werr;
@@ -291,6 +337,8 @@ static void threads_of(cr_builder *b, const minidump *md, const crashreport_mini
             b->r->walk_scanned = b->r->walk_scanned || frames[k].scanned;
         }
     }
+    if (walker != NULL && !b->failed)
+        mark_unwind(b, md, walker, resolver);
 }
 
 /* Tags as Sentry sends them: {"k": "v"} or [["k", "v"], ...]. */

@@ -23,23 +23,38 @@ struct mod_ref {
     uint32_t index; /* into md->modules */
 };
 
-/* What the walk derives from an image on first use: its __debug_frame's FDEs by address. */
-struct image_state {
+/* One image the walker knows: its unwind info, and what the walks derive from it on first
+ * use, for every thread of the dump (its __debug_frame's FDEs by address). */
+struct image_slot {
+    unwind_image img;             /* a copy: its pointers borrowed as the caller's */
     bool indexed;                 /* fdes built (or found unbuildable) */
     const unwind_fde *fdes;
     size_t nfdes;
 };
 
+#define MOD_UNASKED (-2)          /* mod_slot: not looked for yet */
+#define MOD_NONE (-1)             /* mod_slot: no unwind info (looked for, or no UUID) */
+
+struct unwind_walker {
+    const minidump *md;
+    struct image_slot *slots;     /* the given images, then those resolved (nimages + nmodules) */
+    size_t nslots;
+    int32_t *mod_slot;            /* per module: MOD_UNASKED, MOD_NONE or its index in slots */
+    struct mod_ref *by_addr;      /* the modules sorted by load address */
+    unwind_resolve_fn resolve;    /* NULL: the given images only */
+    void *resolve_ctx;
+    arena *a;                     /* the frames and the debug_frame indexes */
+    size_t indexes;               /* __debug_frame indexes built */
+};
+
+/* One thread's walk over its dump's walker. */
 typedef struct {
+    unwind_walker *d;
     const minidump *md;
     minidump_arch arch;
     unsigned sp, fp, pc;          /* DWARF numbers of these registers for arch */
     uint64_t callee_saved;        /* mask of registers that carry over to a caller */
-    const unwind_image *images;
-    size_t nimages;
-    struct image_state *state;    /* per image, parallel to images */
-    arena *a;                     /* the walk's arena: the debug_frame indexes */
-    struct mod_ref *by_addr;      /* the modules sorted by load address */
+    const struct mod_ref *by_addr;
 } walker;
 
 static bool known(const regset *r, unsigned i)
@@ -97,30 +112,57 @@ static int by_load_addr(const void *x, const void *y)
     return a->index < b->index ? -1 : a->index > b->index;
 }
 
-static const unwind_image *image_of(const walker *w, int module)
+/* slot_find - the slot of module `module`: the first given or resolved image of its UUID, else
+ * (a UUID no module asked before was refused) what the resolver gives; MOD_NONE if nothing. */
+static int32_t slot_find(unwind_walker *d, size_t module)
 {
-    if (module < 0 || !w->md->modules[module].has_uuid)
+    const minidump_module *m = &d->md->modules[module];
+    if (!m->has_uuid)
+        return MOD_NONE;
+    for (size_t i = 0; i < d->nslots; i++)
+        if (memcmp(d->slots[i].img.uuid, m->uuid, 16) == 0)
+            return (int32_t)i;
+    if (d->resolve == NULL)
+        return MOD_NONE;
+    for (size_t j = 0; j < d->md->nmodules; j++)
+        if (d->mod_slot[j] == MOD_NONE && d->md->modules[j].has_uuid &&
+            memcmp(d->md->modules[j].uuid, m->uuid, 16) == 0)
+            return MOD_NONE;   /* refused for this UUID already */
+    struct image_slot *s = &d->slots[d->nslots];
+    memset(s, 0, sizeof *s);
+    if (!d->resolve(&s->img, d->resolve_ctx, module))
+        return MOD_NONE;
+    memcpy(s->img.uuid, m->uuid, 16);   /* the module's, whatever the resolver wrote */
+    return (int32_t)d->nslots++;
+}
+
+/* slot_of - the image module `module` walks with (slot_find on first use), NULL if none. */
+static struct image_slot *slot_of(unwind_walker *d, int module)
+{
+    if (module < 0 || (size_t)module >= d->md->nmodules)
         return NULL;
-    for (size_t i = 0; i < w->nimages; i++)
-        if (memcmp(w->images[i].uuid, w->md->modules[module].uuid, 16) == 0)
-            return &w->images[i];
-    return NULL;
+    if (d->mod_slot[module] == MOD_UNASKED)
+        d->mod_slot[module] = slot_find(d, (size_t)module);
+    return d->mod_slot[module] >= 0 ? &d->slots[d->mod_slot[module]] : NULL;
 }
 
 /* debug_frame_fdes - the FDEs of the image's __debug_frame by address, indexed on first use
- * (a walk asks for few images; a dSYM's section has one FDE per function). */
-static const unwind_fde *debug_frame_fdes(size_t *n, const walker *w, const unwind_image *img)
+ * and kept for the dump's other threads (a walk asks for few images; a dSYM's section has one
+ * FDE per function). */
+static const unwind_fde *debug_frame_fdes(size_t *n, const walker *w, struct image_slot *st)
 {
-    struct image_state *st = &w->state[img - w->images];
+    const unwind_image *img = &st->img;
     if (!st->indexed) {
         st->indexed = true;
         unwind_fde *list = NULL;
         err_info err = {0};
+        if (img->debug_frame != NULL)
+            w->d->indexes++;
         /* over the arena's budget the image is walked without its __debug_frame: the
          * frame falls to the next method, as with no __debug_frame at all */
         if (img->debug_frame != NULL &&
             unwind_debug_frame_list(&list, &st->nfdes, img->debug_frame, img->debug_frame_len,
-                                    w->a, &err) == ERR_OK)
+                                    w->d->a, &err) == ERR_OK)
             st->fdes = list;
         else
             st->nfdes = 0;
@@ -157,10 +199,11 @@ static bool step_dwarf(regset *next, const walker *w, const regset *cur, const u
 /* step_debug_frame - the caller by the CFI row at `rel` (offset from __TEXT) of the FDE of the
  * image's __debug_frame (a dSYM's) that covers it; as step_dwarf from there. */
 static bool step_debug_frame(regset *next, const walker *w, const regset *cur,
-                             const unwind_image *img, uint64_t rel)
+                             struct image_slot *slot, uint64_t rel)
 {
+    const unwind_image *img = &slot->img;
     size_t n;
-    const unwind_fde *fdes = debug_frame_fdes(&n, w, img);
+    const unwind_fde *fdes = debug_frame_fdes(&n, w, slot);
     const unwind_fde *f = unwind_fde_find(fdes, n, img->text_vmaddr + rel);
     if (f == NULL)
         return false;
@@ -285,14 +328,15 @@ static bool step_cfi(regset *next, const walker *w, const regset *cur, bool firs
     /* a return address may be one past the function's last byte: look up the call */
     uint64_t lookup = first ? pc : pc - 1;
     int m = module_of(w, lookup);
-    const unwind_image *img = image_of(w, m);
-    if (img == NULL)
+    struct image_slot *slot = slot_of(w->d, m);
+    if (slot == NULL)
         return false;
+    const unwind_image *img = &slot->img;
     uint64_t rel = lookup - w->md->modules[m].load_addr;
     bool none = false;
     if (step_compact(next, &none, w, cur, img, rel, lookup, m))
         return true;
-    if (step_debug_frame(next, w, cur, img, rel))
+    if (step_debug_frame(next, w, cur, slot, rel))
         return true;
     if (none && step_leaf(next, w, cur))
         return true;
@@ -415,8 +459,9 @@ static bool step_fp(regset *next, const walker *w, const regset *cur)
  * entry, a __debug_frame FDE, a Breakpad STACK CFI INIT record. True when the image knows
  * none of these (nothing to hold the word against); false when some are known and none
  * covers it (a stale pointer into the module's data, padding or a stub). */
-static bool in_function(const walker *w, const unwind_image *img, uint64_t rel)
+static bool in_function(const walker *w, struct image_slot *slot, uint64_t rel)
 {
+    const unwind_image *img = &slot->img;
     bool known_any = false;
     if (img->covers != NULL) {
         known_any = true;
@@ -429,7 +474,7 @@ static bool in_function(const walker *w, const unwind_image *img, uint64_t rel)
             return true;
     }
     size_t nfdes;
-    const unwind_fde *fdes = debug_frame_fdes(&nfdes, w, img);
+    const unwind_fde *fdes = debug_frame_fdes(&nfdes, w, slot);
     if (nfdes > 0) {
         known_any = true;
         if (unwind_fde_find(fdes, nfdes, img->text_vmaddr + rel) != NULL)
@@ -461,8 +506,8 @@ static bool step_scan(regset *next, const walker *w, const regset *cur, bool fir
             return false;
         v = strip(w, v);
         int m = v >= MIN_PC ? module_of(w, v) : -1;
-        const unwind_image *img = image_of(w, m);
-        if (m >= 0 && img != NULL && !in_function(w, img, v - 1 - w->md->modules[m].load_addr))
+        struct image_slot *slot = slot_of(w->d, m);
+        if (m >= 0 && slot != NULL && !in_function(w, slot, v - 1 - w->md->modules[m].load_addr))
             continue;
         if (m >= 0) {
             *next = caller_base(w, cur);
@@ -481,12 +526,77 @@ static bool plausible(const walker *w, const regset *cur, const regset *next, bo
     return nsp > sp || (first && nsp == sp && w->arch == MINIDUMP_ARCH_ARM64);
 }
 
+err_code unwind_walker_new(unwind_walker **out, const minidump *md, const unwind_image *images,
+                           size_t nimages, unwind_resolve_fn resolve, void *ctx, arena *a,
+                           err_info *err)
+{
+    *out = NULL;
+    unwind_walker *d = arena_alloc(a, sizeof *d, err);
+    if (d == NULL)
+        return ERR_TOO_LARGE;
+    d->md = md;
+    d->resolve = resolve;
+    d->resolve_ctx = ctx;
+    d->a = a;
+    if (images == NULL)
+        nimages = 0;
+    /* every given image, then at most one resolved per module; written as they come */
+    size_t nslots = nimages + md->nmodules + 1;
+    if (nslots < nimages || nslots > SIZE_MAX / sizeof *d->slots)
+        return err_set(err, ERR_TOO_LARGE, "stack walk: %zu images", nimages);
+    d->slots = arena_alloc_uninit(a, nslots * sizeof *d->slots, err);
+    d->mod_slot = arena_alloc_uninit(a, (md->nmodules + 1) * sizeof *d->mod_slot, err);
+    if (d->slots == NULL || d->mod_slot == NULL)
+        return ERR_TOO_LARGE;
+    for (size_t i = 0; i < nimages; i++)
+        d->slots[i] = (struct image_slot){.img = images[i]};
+    d->nslots = nimages;
+    for (size_t i = 0; i < md->nmodules; i++)
+        d->mod_slot[i] = MOD_UNASKED;
+    if (md->nmodules > 0) {
+        d->by_addr = arena_alloc_uninit(a, md->nmodules * sizeof *d->by_addr, err);   /* all set below */
+        if (d->by_addr == NULL)
+            return ERR_TOO_LARGE;
+        for (size_t i = 0; i < md->nmodules; i++) {
+            d->by_addr[i].load_addr = md->modules[i].load_addr;
+            d->by_addr[i].index = (uint32_t)i;
+        }
+        qsort(d->by_addr, md->nmodules, sizeof *d->by_addr, by_load_addr);
+    }
+    *out = d;
+    return ERR_OK;
+}
+
+const unwind_image *unwind_walker_image(unwind_walker *w, size_t module)
+{
+    const struct image_slot *s = slot_of(w, module > INT32_MAX ? -1 : (int)module);
+    return s != NULL ? &s->img : NULL;
+}
+
+size_t unwind_walker_indexes(const unwind_walker *w)
+{
+    return w->indexes;
+}
+
 err_code unwind_walk(unwind_frame **out, size_t *n, const minidump *md, const minidump_context *ctx,
                      const unwind_image *images, size_t nimages, arena *a, err_info *err)
 {
     *out = NULL;
     *n = 0;
-    walker w = {.md = md, .arch = ctx->arch, .images = images, .nimages = nimages, .a = a};
+    unwind_walker *d;
+    err_code rc = unwind_walker_new(&d, md, images, nimages, NULL, NULL, a, err);
+    if (rc != ERR_OK)
+        return rc;
+    return unwind_walker_walk(out, n, d, ctx, err);
+}
+
+err_code unwind_walker_walk(unwind_frame **out, size_t *n, unwind_walker *d,
+                            const minidump_context *ctx, err_info *err)
+{
+    const minidump *md = d->md;
+    *out = NULL;
+    *n = 0;
+    walker w = {.d = d, .md = md, .arch = ctx->arch, .by_addr = d->by_addr};
     if (ctx->arch == MINIDUMP_ARCH_X86_64) {
         w.sp = MINIDUMP_X86_64_RSP, w.fp = MINIDUMP_X86_64_RBP, w.pc = MINIDUMP_X86_64_RIP;
         w.callee_saved = 1ull << 3 | 1ull << 6 | 1ull << 12 | 1ull << 13 | 1ull << 14 | 1ull << 15;
@@ -501,22 +611,9 @@ err_code unwind_walk(unwind_frame **out, size_t *n, const minidump *md, const mi
     }
     /* not zeroed: every field of frames[0, k) is written below, and the rest is never read
      * (zeroing the whole bound was most of a short walk's time) */
-    unwind_frame *frames = arena_alloc_uninit(a, UNWIND_WALK_MAX_FRAMES * sizeof *frames, err);
+    unwind_frame *frames = arena_alloc_uninit(d->a, UNWIND_WALK_MAX_FRAMES * sizeof *frames, err);
     if (frames == NULL)
         return ERR_TOO_LARGE;
-    w.state = arena_alloc_array(a, nimages ? nimages : 1, sizeof *w.state, err);
-    if (w.state == NULL)
-        return ERR_TOO_LARGE;
-    if (md->nmodules > 0) {
-        w.by_addr = arena_alloc_uninit(a, md->nmodules * sizeof *w.by_addr, err);   /* all set below */
-        if (w.by_addr == NULL)
-            return ERR_TOO_LARGE;
-        for (size_t i = 0; i < md->nmodules; i++) {
-            w.by_addr[i].load_addr = md->modules[i].load_addr;
-            w.by_addr[i].index = (uint32_t)i;
-        }
-        qsort(w.by_addr, md->nmodules, sizeof *w.by_addr, by_load_addr);
-    }
     regset cur = {{0}, 0};
     for (unsigned i = 0; i < ctx->nregs; i++)
         set(&cur, i, ctx->regs[i]);

@@ -56,10 +56,53 @@ typedef struct {
 } unwind_frame;
 
 /*
- * unwind_walk - the frames of `ctx` (a thread's or the exception's registers) over the
- * dump's memory, innermost first. *out allocated in `a`, and the __debug_frame index of each
- * image that has one, built when the walk first needs it.
+ * unwind_walker - what the walks of one dump's threads share: which image (unwind info) each
+ * module has, and each image's __debug_frame index, built the first time a walk needs it and
+ * kept for the other threads (a dSYM's section has one FDE per function: indexing it for
+ * every thread was most of a many-threaded dump's walk).
+ */
+typedef struct unwind_walker unwind_walker;
+
+/*
+ * unwind_resolve_fn - the unwind info of module `module` (an index into the dump's modules)
+ * when `images` has none for its UUID: true with *out filled (its pointers valid while the
+ * walker is used), false when there is none. Asked at most once per module, and only for
+ * modules a walk reaches (a frame's pc or a scanned stack word in it), so that a caller need
+ * not know beforehand which of a dump's modules (200 and more for an Electron app) matter;
+ * a module whose UUID another module already resolved shares that one's image.
+ */
+typedef bool (*unwind_resolve_fn)(unwind_image *out, void *ctx, size_t module);
+
+/*
+ * unwind_walker_new - a walker for `md`'s threads with the unwind info `images` (matched to
+ * modules by UUID; borrowed, NULL if none) and, for modules none of them matches, `resolve`
+ * (may be NULL) called with `ctx`. *out in `a`, as is everything it builds; valid while `a`,
+ * `md` and the images are. Errors  ERR_TOO_LARGE (arena).
+ */
+err_code unwind_walker_new(unwind_walker **out, const minidump *md, const unwind_image *images,
+                           size_t nimages, unwind_resolve_fn resolve, void *ctx, arena *a,
+                           err_info *err);
+
+/*
+ * unwind_walker_walk - the frames of `ctx` (a thread's or the exception's registers) over the
+ * dump's memory, innermost first. *out allocated in the walker's arena.
  * Errors  ERR_UNSUPPORTED (context arch unknown), ERR_TOO_LARGE (arena).
+ */
+err_code unwind_walker_walk(unwind_frame **out, size_t *n, unwind_walker *w,
+                            const minidump_context *ctx, err_info *err);
+
+/* unwind_walker_image - the unwind info module `module` walks with: the images' match by
+ * UUID, else what `resolve` gives (asked now if it was not yet); NULL if none. Borrowed. */
+const unwind_image *unwind_walker_image(unwind_walker *w, size_t module);
+
+/* unwind_walker_indexes - how many __debug_frame indexes the walker has built (at most one
+ * per image), for tests and benchmarks. */
+size_t unwind_walker_indexes(const unwind_walker *w);
+
+/*
+ * unwind_walk - one thread's walk with a walker of its own (unwind_walker_new with no
+ * resolver, then unwind_walker_walk): for a single thread; a dump's threads share one walker.
+ * Errors  as those.
  */
 err_code unwind_walk(unwind_frame **out, size_t *n, const minidump *md, const minidump_context *ctx,
                      const unwind_image *images, size_t nimages, arena *a, err_info *err);

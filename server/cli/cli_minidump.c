@@ -183,6 +183,12 @@ static int walk_dump(const char *dump_path, char **debug, int ndebug, char **dir
     }
     symcache_frame *syms = xmalloc(SYMCACHE_MAX_FRAMES * sizeof *syms);
     size_t shown = 0;
+    /* one walker for every thread: each image's __debug_frame indexed once per dump (NULL
+     * when the arena is full: every thread then shows no frames, as a failed walk does) */
+    unwind_walker *walker = NULL;
+    err_info nerr = {0};
+    if (unwind_walker_new(&walker, md, images, nimages, NULL, NULL, a, &nerr) != ERR_OK)
+        walker = NULL;
     for (size_t ti = 0; ti < md->nthreads; ti++) {
         const minidump_thread *t = &md->threads[ti];
         if (md->has_dump_thread_id && t->thread_id == md->dump_thread_id)
@@ -192,7 +198,7 @@ static int walk_dump(const char *dump_path, char **debug, int ndebug, char **dir
         unwind_frame *frames = NULL;
         size_t n = 0;
         err_info werr = {0};
-        if (unwind_walk(&frames, &n, md, ctx, images, nimages, a, &werr) != ERR_OK)
+        if (walker == NULL || unwind_walker_walk(&frames, &n, walker, ctx, &werr) != ERR_OK)
             n = 0;
         if (json) {
             jsonw_object_begin(&j);

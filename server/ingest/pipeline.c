@@ -79,6 +79,7 @@ struct pipeline {
     atomic_uint_fast64_t stack_hits, stack_misses, frame_hits, frame_misses, symcache_opens;
     atomic_uint_fast64_t processed, pending, failed, batches, regressions, commit_errors;
     atomic_uint_fast64_t in_progress;
+    atomic_uint_fast64_t minidump_walks; /* dumps walked by the workers (one walk each) */
 };
 
 static double now_ms(void)
@@ -929,19 +930,15 @@ static bool process_parsed(pipeline *p, crashreport *r, const char *app, store_o
     return true;
 }
 
-/* How many times a dump is walked again at most (minidump_unwind): each walk may reach
- * images the one before did not, whose unwind info is then asked for. */
-#define MINIDUMP_WALKS_MAX 4
-
-/* Ask for the unwind info of image `i` of `cur` into imgs[*n] (its symcache referenced in
- * held[*n]); *n grows when it has a symcache: its unwind info, or its symbols alone, which
- * bound the stack scan. With `fresh`, an in-app image without unwind info is asked of
- * Postgres once more (not this node's row cache, which may be a TTL behind an upload on
- * another node). A report's first walk trusts the cache: what it saw of each such image goes
- * to the commit's check (unwind_seen), which sends the report back to the queue when the row
- * is not what was seen, and that walk again is fresh. */
-static void unwind_ask(unwind_image *imgs, sc_entry **held, size_t *n, unwind_seen *seen,
-                       pipeline *p, const crashreport *cur, size_t i, bool fresh)
+/* Ask for the unwind info of image `i` of `cur` into *out (its symcache referenced in
+ * *held): true when it has a symcache: its unwind info, or its symbols alone, which bound the
+ * stack scan. With `fresh`, an in-app image without unwind info is asked of Postgres once
+ * more (not this node's row cache, which may be a TTL behind an upload on another node). A
+ * report's first walk trusts the cache: what it saw of each such image goes to the commit's
+ * check (unwind_seen), which sends the report back to the queue when the row is not what was
+ * seen, and that walk again is fresh. */
+static bool unwind_ask(unwind_image *out, sc_entry **held, unwind_seen *seen, pipeline *p,
+                       const crashreport *cur, size_t i, bool fresh)
 {
     const char *uuid = cur->images[i].uuid;
     err_info err = {0};
@@ -971,80 +968,51 @@ static void unwind_ask(unwind_image *imgs, sc_entry **held, size_t *n, unwind_se
         }
     }
     if (e == NULL)
-        return;
-    if (symcache_scan_image(&imgs[*n], e->sc, &err) != ERR_OK)
+        return false;
+    if (symcache_scan_image(out, e->sc, &err) != ERR_OK)
         log_event(LOG_WARN, "symcache_unwind_unreadable", "uuid=%s message=%s", uuid, err.msg);
-    held[(*n)++] = e;
+    *held = e;
+    return true;
 }
 
-/* A minidump's report walked again with the unwind info its images' symcaches carry (an
- * uploaded executable's compact unwind and __eh_frame, a dSYM's __debug_frame, a .sym's
- * STACK CFI: symcache_unwind_image) and the symbols that bound the stack scan
- * (symcache_scan_image), for the images its frames fell in: *r replaced by the last walk that
- * read; while a walk reaches images none before reached (a caller found by CFI instead of
- * the scan), their symcaches are asked for and the dump walked again, at most
- * MINIDUMP_WALKS_MAX times. When no image has a symcache, or none asked for brings what could
- * change the walk before (call-frame information; symbols, when it ran the stack scan), or a
- * walk fails, *r is the walk before. *seen: what was seen of each image asked for (arrays in
- * `a`; state NULL when the arena is full). `fresh`: the images without unwind info are asked
- * of Postgres (unwind_ask). The symcaches stay referenced during the walks only. */
-static void minidump_unwind(crashreport **r, unwind_seen *seen, pipeline *p,
-                            const ingest_stored *st, bool fresh, arena *a)
+/* The images' unwind info a worker's walk of one minidump asks for (minidump_resolve). */
+typedef struct {
+    pipeline *p;
+    bool fresh;          /* unwind_ask's */
+    arena *a;
+    sc_entry **held;     /* per image: the symcache referenced for the walk, NULL if none */
+    size_t nheld;        /* entries of held (the report's images), 0 before the first ask */
+    unwind_seen seen;    /* state NULL until the first ask, or when the arena was full */
+    bool full;           /* the arena could not hold the arrays: nothing is asked */
+} minidump_asker;
+
+/* minidump_resolve - crashreport_minidump_options.image_unwind for a worker: the unwind info
+ * an image's symcache carries (an uploaded executable's compact unwind and __eh_frame, a
+ * dSYM's __debug_frame, a .sym's STACK CFI: symcache_scan_image, with the symbols that bound
+ * the stack scan), asked when the walk first reaches the image: the dump is walked once, and
+ * only the images it reaches are asked for (a dump lists every loaded image, 200 and more for
+ * an Electron app, and each asked for costs a symcache lookup). */
+static bool minidump_resolve(struct unwind_image *out, void *ctx, const crashreport *r,
+                             size_t i)
 {
-    const crashreport *first = *r;
-    size_t ni = first->nimages ? first->nimages : 1;
-    err_info err = {0};
-    sc_entry **held = arena_alloc_array(a, ni, sizeof *held, &err);
-    unwind_image *imgs = arena_alloc_array(a, ni, sizeof *imgs, &err);
-    /* Only the images the walks' frames fell in: a dump lists every loaded image (200 and
-     * more for an Electron app), and each asked for costs a symcache lookup; a frame's
-     * caller is found with its own image's unwind info. The image list is the dump's, the
-     * same in every walk. */
-    bool *asked = arena_alloc_array(a, ni, sizeof *asked, &err);
-    seen->state = arena_alloc_array(a, ni, sizeof *seen->state, &err);
-    seen->version = arena_alloc_array(a, ni, sizeof *seen->version, &err);
-    if (held == NULL || imgs == NULL || asked == NULL || seen->state == NULL ||
-        seen->version == NULL) {
-        seen->state = NULL;
-        return;
+    minidump_asker *k = ctx;
+    if (k->full || i >= r->nimages || r->images[i].uuid[0] == '\0')
+        return false;
+    if (k->held == NULL) {
+        err_info err = {0};
+        size_t ni = r->nimages;
+        k->held = arena_alloc_array(k->a, ni, sizeof *k->held, &err);
+        k->seen.state = arena_alloc_array(k->a, ni, sizeof *k->seen.state, &err);
+        k->seen.version = arena_alloc_array(k->a, ni, sizeof *k->seen.version, &err);
+        if (k->held == NULL || k->seen.state == NULL || k->seen.version == NULL) {
+            k->held = NULL;
+            k->seen.state = NULL;
+            k->full = true;
+            return false;
+        }
+        k->nheld = ni;
     }
-    size_t n = 0;
-    for (unsigned walk = 0; walk < MINIDUMP_WALKS_MAX; walk++) {
-        const crashreport *cur = *r;
-        size_t before = n;
-        for (size_t t = 0; t < cur->nthreads; t++)
-            for (size_t k = 0; k < cur->threads[t].nframes; k++) {
-                int32_t im = cur->threads[t].frames[k].image;
-                if (im < 0 || (size_t)im >= cur->nimages || asked[im])
-                    continue;
-                asked[im] = true;
-                const char *uuid = cur->images[im].uuid;
-                bool dup = uuid[0] == '\0';
-                for (size_t j = 0; j < cur->nimages && !dup; j++)
-                    dup = j != (size_t)im && asked[j] && strcmp(cur->images[j].uuid, uuid) == 0;
-                if (!dup)
-                    unwind_ask(imgs, held, &n, seen, p, cur, (size_t)im, fresh);
-            }
-        /* Walk again only with something the walk before did not have that can change it:
-         * an image's call-frame information, or its symbols when that walk ran the stack
-         * scan (they bound it). A dSYM alone gives symbols only: a walk by frame pointers
-         * through its image stands as it is. */
-        bool changes = false;
-        for (size_t i = before; i < n && !changes; i++)
-            changes = unwind_image_has_cfi(&imgs[i]) ||
-                      (cur->walk_scanned && imgs[i].covers != NULL);
-        if (!changes)
-            break;   /* nothing new to walk with: this walk stands */
-        crashreport_minidump_options o = {.event_json = st->event, .event_len = st->event_len,
-                                          .images = imgs, .nimages = n};
-        crashreport *again = NULL;
-        err_clear(&err);
-        if (crashreport_parse_minidump(&again, st->report, st->len, &o, a, &err) != ERR_OK)
-            break;
-        *r = again;
-    }
-    for (size_t i = 0; i < n; i++)
-        sc_release(p, held[i]);
+    return unwind_ask(out, &k->held[i], &k->seen, k->p, r, i, k->fresh);
 }
 
 /* What becomes of one claimed report; everything in `a`. */
@@ -1053,21 +1021,30 @@ void pipeline_process_claimed(store_outcome *o, pipeline *p, const store_claimed
     err_info err = {0};
     crashreport *r = NULL;
     ingest_stored st;
+    /* processed before (sent back by an upload or by the commit's check, or retried): the
+     * row cache may be what missed the upload (unwind_ask) */
+    minidump_asker k = {.p = p, .fresh = row->issue_id != 0 || row->attempts > 0, .a = a};
     err_code rc = ingest_stored_unpack(&st, row->raw, row->raw_len, row->content_type, a, &err);
-    if (rc == ERR_OK)
+    if (rc == ERR_OK && crashreport_is_minidump(st.report, st.len)) {
+        /* walked once, each image's unwind info asked for when the walk first reaches it */
+        crashreport_minidump_options mo = {.event_json = st.event, .event_len = st.event_len,
+                                           .image_unwind = minidump_resolve,
+                                           .image_unwind_ctx = &k};
+        rc = crashreport_parse_minidump(&r, st.report, st.len, &mo, a, &err);
+        atomic_fetch_add(&p->minidump_walks, 1);
+        for (size_t i = 0; i < k.nheld; i++)
+            if (k.held[i] != NULL)
+                sc_release(p, k.held[i]);   /* the walk is done: nothing points into them */
+    } else if (rc == ERR_OK) {
         rc = ingest_stored_parse(&r, &st, a, &err);
-    unwind_seen seen = {NULL, NULL};
-    if (rc == ERR_OK && r->format == CRASHREPORT_FORMAT_MINIDUMP)
-        /* processed before (sent back by an upload or by the commit's check, or retried):
-         * the row cache may be what missed the upload */
-        minidump_unwind(&r, &seen, p, &st, row->issue_id != 0 || row->attempts > 0, a);
+    }
     if (rc != ERR_OK) {
         memset(o, 0, sizeof *o);
         o->status = "failed";
         o->error = arena_sprintf(a, &err, "parsing: %s", err.msg);
         return;
     }
-    process_parsed(p, r, row->app, o, false, seen.state ? &seen : NULL, a);
+    process_parsed(p, r, row->app, o, false, k.seen.state ? &k.seen : NULL, a);
 }
 
 bool pipeline_process_at_intake(pipeline *p, crashreport *r, const char *app, store_outcome *o,
@@ -1247,6 +1224,7 @@ void pipeline_stats_get(pipeline_stats *out, pipeline *p)
     out->regressions = atomic_load(&p->regressions);
     out->workers = p->o.workers;
     out->in_progress = atomic_load(&p->in_progress);
+    out->minidump_walks = atomic_load(&p->minidump_walks);
     pthread_mutex_lock(&p->st_mu);
     out->stack_entries = p->st_entries;
     out->stack_bytes = p->st_bytes;
@@ -1306,12 +1284,17 @@ void pipeline_metrics_render(buf *out, pipeline *p, uint64_t intake_processed,
                "stacksift_symbol_cache_bytes %llu\n"
                "# HELP stacksift_symcaches_open Symcaches mapped now.\n"
                "# TYPE stacksift_symcaches_open gauge\n"
-               "stacksift_symcaches_open %u\n",
+               "stacksift_symcaches_open %u\n"
+               "# HELP stacksift_minidump_walks_total Minidumps the workers walked (each "
+               "once: every thread, with the unwind info of the images it reaches).\n"
+               "# TYPE stacksift_minidump_walks_total counter\n"
+               "stacksift_minidump_walks_total %llu\n",
                (unsigned long long)s.processed, (unsigned long long)s.pending,
                (unsigned long long)s.failed, (unsigned long long)s.batches,
                (unsigned long long)s.batch_failures, (unsigned long long)s.regressions, (unsigned long long)s.stack_hits,
                (unsigned long long)s.stack_misses, (unsigned long long)s.frame_hits,
                (unsigned long long)s.frame_misses,
                lookups ? (double)s.frame_hits / (double)lookups : 0.0,
-               (unsigned long long)s.stack_bytes, s.symcaches_open);
+               (unsigned long long)s.stack_bytes, s.symcaches_open,
+               (unsigned long long)s.minidump_walks);
 }

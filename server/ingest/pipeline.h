@@ -118,7 +118,8 @@ void pipeline_process_claimed(store_outcome *o, pipeline *p, const store_claimed
 symfiles *pipeline_files(pipeline *p);
 
 /* pipeline_metrics_render - append the pipeline's metrics (Prometheus text): reports
- * processed by outcome, batches, symcaches open, stack cache hits and misses and hit ratio.
+ * processed by outcome, batches, symcaches open, stack cache hits and misses and hit ratio,
+ * minidumps walked.
  * `intake_processed` reports (reopening `intake_regressions` issues) were processed at
  * intake (store_intake_stats): counted with the workers' in the processed and regression
  * totals. */
@@ -135,6 +136,7 @@ typedef struct {
     uint64_t processed, pending, failed, batches, batch_failures, regressions;
     unsigned workers;                   /* opts.workers */
     uint64_t in_progress;               /* reports claimed by the workers right now */
+    uint64_t minidump_walks;            /* minidumps walked by the workers (one walk each) */
 } pipeline_stats;
 
 void pipeline_stats_get(pipeline_stats *out, pipeline *p);

@@ -79,6 +79,9 @@ static long walk_once(buf *out, size_t *threads, const bytes *dump, symcache *co
     nframes = 0;
     *threads = 0;
     symcache_frame syms[SYMCACHE_MAX_FRAMES];
+    unwind_walker *walker = NULL;   /* one per dump, as the server's workers have */
+    if (unwind_walker_new(&walker, md, images, nimages, NULL, NULL, a, &err) != ERR_OK)
+        walker = NULL;
     for (size_t ti = 0; ti < md->nthreads; ti++) {
         const minidump_thread *t = &md->threads[ti];
         if (md->has_dump_thread_id && t->thread_id == md->dump_thread_id)
@@ -89,7 +92,7 @@ static long walk_once(buf *out, size_t *threads, const bytes *dump, symcache *co
         unwind_frame *frames = NULL;
         size_t n = 0;
         err_info werr = {0};
-        if (unwind_walk(&frames, &n, md, ctx, images, nimages, a, &werr) != ERR_OK)
+        if (walker == NULL || unwind_walker_walk(&frames, &n, walker, ctx, &werr) != ERR_OK)
             n = 0;
         (*threads)++;
         jsonw_array_begin(&j);
