@@ -122,17 +122,24 @@ void *arena_grow(arena *a, void *p, size_t old_n, size_t new_n, err_info *err)
         a->last_size = new_size;
         return p;
     }
-    void *q = arena_alloc(a, new_n, err);
-    if (q != NULL)
+    /* only the part the copy does not cover is zeroed */
+    unsigned char *q = arena_alloc_uninit(a, new_n, err);
+    if (q != NULL) {
         memcpy(q, p, old_n);
+        memset(q + old_n, 0, a->last_size - old_n);
+    }
     return q;
 }
 
 char *arena_strndup(arena *a, const char *s, size_t n, err_info *err)
 {
-    char *p = arena_alloc(a, n + 1, err);
-    if (p != NULL)
+    /* not zeroed first: the copy and its NUL are all that is read (the JSON a report is
+     * stored as is copied here whole) */
+    char *p = arena_alloc_uninit(a, n + 1, err);
+    if (p != NULL) {
         memcpy(p, s, n);
+        p[n] = '\0';
+    }
     return p;
 }
 

@@ -262,10 +262,6 @@ typedef struct {
     crashreport_annotation *annotations; /* minidumps: key/value annotations in the order met
                                       (the dump's, then the upload's); NULL (0) otherwise */
     size_t nannotations;
-    bool walk_scanned;             /* minidumps: a thread's walk ran the stack scan (a frame
-                                      found by it, or a walk stopped after it found none):
-                                      the symbols of the images the walk was not given could
-                                      change the walk (unwind_image.covers); not rendered */
     const char *text;              /* apple-text: the report text (rendering keeps its lines) */
     size_t text_len;
     /* Set by symbolicate_report: */

@@ -630,7 +630,6 @@ err_code unwind_walker_walk(unwind_frame **out, size_t *n, unwind_walker *d,
         f->found = found;
         f->module = module_of(&w, pc);
         f->rel_addr = f->module >= 0 ? pc - md->modules[f->module].load_addr : 0;
-        f->scanned = false;
         bool first = k == 0;
         k++;
         regset next;
@@ -641,7 +640,6 @@ err_code unwind_walker_walk(unwind_frame **out, size_t *n, unwind_walker *d,
         } else if (step_fp(&next, &w, &cur) && plausible(&w, &cur, &next, first)) {
             found = UNWIND_FOUND_FRAME_POINTER;
         } else {
-            f->scanned = true;
             if (!step_scan(&next, &w, &cur, first) || !plausible(&w, &cur, &next, first))
                 break;
             found = UNWIND_FOUND_SCAN;

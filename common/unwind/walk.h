@@ -50,9 +50,6 @@ typedef struct {
     unwind_found found;  /* how this frame was found */
     int module;          /* index into the dump's modules, -1 if pc is in none */
     uint64_t rel_addr;   /* pc - the module's load address (0 without a module) */
-    bool scanned;        /* the walk ran the stack scan for this frame's caller (the caller
-                            found by it, or none found and the walk stopped here): only then
-                            can the modules' symbols (unwind_image.covers) change the walk */
 } unwind_frame;
 
 /*
