@@ -23,7 +23,7 @@ add_executable(symcache_roundtrip_portable symcache_roundtrip.c symcache_v1/symc
   ${PROJECT_SOURCE_DIR}/common/symcache/symcache_build.c)
 target_compile_options(symcache_roundtrip_portable PRIVATE -U__SSE2__)
 target_include_directories(symcache_roundtrip_portable PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${COMMON_INCLUDE})
-target_link_libraries(symcache_roundtrip_portable PRIVATE debuginfo macho unwind demangle base PkgConfig::ZSTD Threads::Threads)
+target_link_libraries(symcache_roundtrip_portable PRIVATE debuginfo macho unwind demangle base PkgConfig::ZSTD PkgConfig::LZ4 Threads::Threads)
 add_test(NAME symcache_roundtrip_portable COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/symcache_roundtrip.sh)
 set_tests_properties(symcache_roundtrip_portable PROPERTIES LABELS "unit;fixtures" TIMEOUT 300
   ENVIRONMENT "${STACKSIFT_TEST_ENV};SYMCACHE_ROUNDTRIP=$<TARGET_FILE:symcache_roundtrip_portable>")

@@ -12,6 +12,7 @@
 #endif
 #include <string.h>
 #include <sys/mman.h>
+#include <lz4.h>
 #include <zstd.h>
 
 #include "base/arena.h"
@@ -23,8 +24,8 @@
 #include "unwind/unwind.h"
 
 #define SYMC_NAME_BLOCK_MAX (4u << 20) /* a name block larger than this is corrupt */
-/* A "DISP" group larger than this is corrupt (its frame's declared size is the file's word,
- * and is allocated before the frame is checked): the raw forms of its names, as at most as many
+/* A "DISP" group larger than this is corrupt (its declared size is the file's word, and is
+ * allocated before the group is checked): the raw forms of its names, as at most as many
  * name blocks, and display forms as long again. A larger group's names are demangled at lookup. */
 #define SYMC_DISPLAY_GROUP_MAX ((size_t)2 * (SYMC_DISPLAY_GROUP / SYMC_NAMES_PER_BLOCK) * SYMC_NAME_BLOCK_MAX)
 #define SYMC_DCTX 4                     /* zstd contexts a symcache keeps */
@@ -92,9 +93,9 @@ struct symcache {
     size_t core_len;        /* bytes up to the strings' end: the part every version has */
     symc_section sections[SYMC_MAX_SECTIONS]; /* the optional sections after it (version 6) */
     unsigned nsections;
-    /* the "DISP" section when it is of this build's demangler revision (version 8), else
-     * disp_index == NULL: display forms are demangled at lookup */
-    const uint8_t *disp_index;  /* u32[disp_ngroups + 1] frame offsets from disp_frames */
+    /* the "DISP" section when it is of this build's demangler revision (version 9 and later),
+     * else disp_index == NULL: display forms are demangled at lookup */
+    const uint8_t *disp_index;  /* u32[disp_ngroups + 1] group offsets from disp_frames */
     const uint8_t *disp_frames;
     uint32_t disp_ngroups;
     /* Name blocks are decompressed on first use, by any thread: a block is published with a
@@ -379,16 +380,16 @@ static err_code check_sections(symcache *sc, err_info *err)
     return ERR_OK;
 }
 
-/* The "DISP" section's header and frame index (symcache_format.h): a section of another
- * demangler revision is ignored (display forms are then demangled at lookup, as for a file
- * without one); one that does not fit the core or whose index runs out of it is corrupt. The
- * frames are checked when symcache_names decodes one. */
+/* The "DISP" section's header and group index (symcache_format.h): a section of another
+ * demangler revision, or of a version-8 file (zstd groups), is ignored (display forms are then
+ * demangled at lookup, as for a file without one); one that does not fit the core or whose
+ * index runs out of it is corrupt. The groups are checked when symcache_names decodes one. */
 static err_code check_display(symcache *sc, err_info *err)
 {
     size_t len;
     const uint8_t *p = symcache_section(sc, SYMC_TAG_DISPLAY, &len);
     sc->disp_index = NULL;
-    if (p == NULL || (len >= 4 && rd32(p) != DEMANGLE_REVISION))
+    if (p == NULL || sc->version < SYMC_DISPLAY_MIN_VERSION || (len >= 4 && rd32(p) != DEMANGLE_REVISION))
         return ERR_OK;
     uint32_t ngroups = (uint32_t)(((uint64_t)sc->nnames + SYMC_DISPLAY_GROUP - 1) / SYMC_DISPLAY_GROUP);
     uint64_t index_end = SYMC_DISPLAY_HEADER + ((uint64_t)ngroups + 1) * 4;
@@ -882,12 +883,12 @@ size_t symcache_lookup_many_ids(symcache_frame *out, uint32_t *name_ids, size_t 
 }
 
 /* A "DISP" group decoded for symcache_names: the raw and display forms and flags of each of its
- * names (symcache_format.h), checked: lengths inside the frame, each form NUL-terminated where
+ * names (symcache_format.h), checked: its check word, lengths inside the group, each form NUL-terminated where
  * its length says, the forms filling the text exactly. */
 typedef struct {
     uint32_t g;       /* the group decoded (UINT32_MAX: none yet) */
     bool ok;          /* decoded and consistent: its forms may be used */
-    char *bytes;      /* the decompressed frame (scratch, owned) */
+    char *bytes;      /* the decompressed group (scratch, owned) */
     size_t cap;
     const uint8_t *raw_len, *display_len, *flags; /* u32[count], u32[count], u8[count] in bytes */
     uint32_t raw_at[SYMC_DISPLAY_GROUP];          /* name i's raw form starts at bytes + raw_at[i] */
@@ -899,16 +900,20 @@ static void display_group_load(display_group *d, symcache *sc, uint32_t g)
     d->g = g;
     d->ok = false;
     uint32_t off = rd32(sc->disp_index + (size_t)g * 4), end = rd32(sc->disp_index + (size_t)g * 4 + 4);
-    unsigned long long size = ZSTD_getFrameContentSize(sc->disp_frames + off, end - off);
+    if (end - off < SYMC_DISPLAY_GROUP_HEADER)
+        return;
+    const uint8_t *group = sc->disp_frames + off, *block = group + SYMC_DISPLAY_GROUP_HEADER;
+    size_t block_len = end - off - SYMC_DISPLAY_GROUP_HEADER, size = rd32(group);
     uint32_t count = g + 1 < sc->disp_ngroups ? SYMC_DISPLAY_GROUP : sc->nnames - g * SYMC_DISPLAY_GROUP;
-    if (size == ZSTD_CONTENTSIZE_UNKNOWN || size == ZSTD_CONTENTSIZE_ERROR || size < (uint64_t)count * 10 ||
-        size > SYMC_DISPLAY_GROUP_MAX)
+    if (size < (size_t)count * 10 || size > SYMC_DISPLAY_GROUP_MAX || block_len > (size_t)LZ4_MAX_INPUT_SIZE ||
+        rd32(group + 4) != symc_display_check(block, block_len))
         return;
     if (size > d->cap) {
-        d->cap = (size_t)size;
+        d->cap = size;
         d->bytes = xrealloc(d->bytes, d->cap);
     }
-    if (!frame_decompress(sc, d->bytes, (size_t)size, sc->disp_frames + off, end - off))
+    /* LZ4_decompress_safe never reads past the block or writes past `size` bytes */
+    if (LZ4_decompress_safe((const char *)block, d->bytes, (int)block_len, (int)size) != (int)size)
         return;
     const uint8_t *b = (const uint8_t *)d->bytes;
     d->raw_len = b;
@@ -1244,8 +1249,11 @@ err_code symcache_merge(buf *out, const symcache *base, const symcache *other, e
             out->data[start + 48 + i] = (uint8_t)(at >> (8 * i));
         }
     }
+    /* the base's own "DISP" stays, unless it is a version-8 one (zstd groups): the merged file
+     * is read as this version's */
     for (unsigned k = 0; k < base->nsections; k++)
-        section_append(out, base->sections[k].tag, base->sections[k].data, base->sections[k].len);
+        if (base->sections[k].tag != SYMC_TAG_DISPLAY || base->version >= SYMC_DISPLAY_MIN_VERSION)
+            section_append(out, base->sections[k].tag, base->sections[k].data, base->sections[k].len);
     /* another file's display names belong to its own core's name ids: never taken */
     for (unsigned k = 0; k < other->nsections; k++)
         if (other->sections[k].tag != SYMC_TAG_DISPLAY && section_find(base, other->sections[k].tag) == NULL)

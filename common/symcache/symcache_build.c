@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <lz4hc.h>
 #include <zstd.h>
 
 #include "base/phase.h"
@@ -628,13 +629,11 @@ typedef struct {
 static void *display_thread(void *arg)
 {
     display_job *j = arg;
-    ZSTD_CCtx *cc = ZSTD_createCCtx();
+    void *hc = xmalloc((size_t)LZ4_sizeofStateHC()); /* LZ4HC's state, reused for every group */
     buf blk, shown_text;
     buf_init(&blk);
     buf_init(&shown_text);
-    if (cc == NULL)
-        atomic_store(&j->failed, true);
-    for (size_t g; cc != NULL && (g = atomic_fetch_add(&j->next, 1)) < j->ngroups;) {
+    for (size_t g; (g = atomic_fetch_add(&j->next, 1)) < j->ngroups;) {
         size_t from = g * SYMC_DISPLAY_GROUP, to = from + SYMC_DISPLAY_GROUP < j->n ? from + SYMC_DISPLAY_GROUP : j->n;
         size_t count = to - from;
         blk.len = 0;
@@ -676,19 +675,30 @@ static void *display_thread(void *arg)
         /* the raw names, then the display forms: each kind beside its own kind compresses
          * better and decodes faster than pairs */
         buf_append(&blk, shown_text.data, shown_text.len);
+        /* the group: its size, the check word of its LZ4 block, the block */
         buf *f = &j->frames[g];
-        size_t cap = ZSTD_compressBound(blk.len);
-        buf_reserve(f, cap);
-        size_t got = ZSTD_compressCCtx(cc, f->data, cap, blk.data, blk.len, NAMES_LEVEL);
-        if (ZSTD_isError(got)) {
+        if (blk.len > (size_t)LZ4_MAX_INPUT_SIZE) {
             atomic_store(&j->failed, true);
             break;
         }
-        f->len = got;
+        int cap = LZ4_compressBound((int)blk.len);
+        buf_reserve(f, SYMC_DISPLAY_GROUP_HEADER + (size_t)cap);
+        int got = LZ4_compress_HC_extStateHC(hc, (const char *)blk.data, (char *)f->data + SYMC_DISPLAY_GROUP_HEADER,
+                                             (int)blk.len, cap, SYMC_DISPLAY_LEVEL);
+        if (got <= 0) {
+            atomic_store(&j->failed, true);
+            break;
+        }
+        uint32_t head[2] = {(uint32_t)blk.len,
+                            symc_display_check(f->data + SYMC_DISPLAY_GROUP_HEADER, (size_t)got)};
+        for (int w = 0; w < 2; w++)
+            for (int b = 0; b < 4; b++)
+                f->data[4 * w + b] = (uint8_t)(head[w] >> (8 * b));
+        f->len = SYMC_DISPLAY_GROUP_HEADER + (size_t)got;
     }
     buf_reset(&blk);
     buf_reset(&shown_text);
-    ZSTD_freeCCtx(cc);
+    free(hc);
     return NULL;
 }
 
@@ -713,7 +723,7 @@ static err_code write_display(buf *body, const char *plain, const size_t *off, s
             pthread_join(tids[t], NULL);
     err_code rc = ERR_OK;
     if (atomic_load(&j.failed)) {
-        rc = err_set(err, ERR_INTERNAL, "zstd could not compress the display names");
+        rc = err_set(err, ERR_INTERNAL, "lz4 could not compress the display names (a group over 2 GiB)");
     } else {
         size_t total = 0;
         for (size_t g = 0; g < ngroups; g++)

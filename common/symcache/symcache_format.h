@@ -77,18 +77,22 @@
  *   "BPC1"  the STACK CFI records of a Breakpad .sym: the table breakpad_cfi_encode writes
  *           (layout in common/breakpad/breakpad.h), module offsets. Added without a version
  *           bump (readers skip tags they do not know).
- *   "DISP"  (version 8) every name's raw and display forms as lookups give them, the display
- *           form made at build (common/demangle, as a lookup would derive it), so that a batch
- *           of lookups demangles nothing and decodes no name block. It belongs to the core it
- *           was built with: a merge keeps the base's and never takes another file's (its name
- *           ids would be another core's).
+ *   "DISP"  (version 8; LZ4 groups since version 9) every name's raw and display forms as
+ *           lookups give them, the display form made at build (common/demangle, as a lookup
+ *           would derive it), so that a batch of lookups demangles nothing and decodes no name
+ *           block. It belongs to the core it was built with: a merge keeps the base's and never
+ *           takes another file's (its name ids would be another core's). A reader uses it only
+ *           in a file of version 9 or later (SYMC_DISPLAY_MIN_VERSION: a version-8 file's
+ *           groups are zstd frames, which it ignores and demangles instead).
  *             0   4  demangler revision (DEMANGLE_REVISION at build); a reader of another
  *                    revision ignores the section and demangles at lookup
  *             4   4  nnames (the header's), 8 4 names per group (SYMC_DISPLAY_GROUP), 12 4 0
- *             16     index u32[ngroups + 1]: where each group's zstd frame starts, from the
- *                    end of the index (the last: the frames' total size, up to the body's end)
- *                    frames: group g (names g * SYMC_DISPLAY_GROUP.., fewer in the last)
- *                    decompresses to, for its `count` names in id order:
+ *             16     index u32[ngroups + 1]: where each group starts, from the end of the
+ *                    index (the last: the groups' total size, up to the body's end)
+ *                    groups: group g (names g * SYMC_DISPLAY_GROUP.., fewer in the last) is
+ *                      u32 size                bytes it decompresses to
+ *                      u32 check               symc_display_check of the LZ4 block's bytes
+ *                      an LZ4 block (lz4.h's block format, no frame) of `size` bytes:
  *                      u32 raw_len[count]      bytes of the raw name as lookups give it (a
  *                                              scope-qualified name: DW_AT_name, after the mark)
  *                      u32 display_len[count]  bytes of its display form; SYMC_DISPLAY_SAME
@@ -96,11 +100,15 @@
  *                      u8  flags[count]        SYMC_NAME_RAW_PLAIN, SYMC_NAME_DISPLAY_PLAIN
  *                      the raw names, NUL-terminated, in id order
  *                      the display forms not SYMC_DISPLAY_SAME, NUL-terminated, in id order
- *           Groups of 256 (4 name blocks): zstd decodes longer frames faster, and a batch that
- *           resolves many names decodes every group its ids touch. The raw names are the
- *           core's again (8.2 MB of name blocks on the benchmark, 6.6 MB more here): a batch
- *           then decodes one frame per group (3.0 GB/s) instead of that and four name blocks
- *           (1.2 GB/s).
+ *           Groups of 256 (4 name blocks): a batch that resolves many names decodes every
+ *           group its ids touch (a random batch of 100,000 addresses: all of them, 373 MB on
+ *           the benchmark). LZ4 (LZ4HC level SYMC_DISPLAY_LEVEL at build) decodes those at
+ *           ~10 GB/s where zstd level 3 (version 8) decoded 1.3-3 GB/s, for a section 1.3x
+ *           larger (21.5 MB instead of 16.2 on the benchmark). LZ4 blocks carry no checksum,
+ *           and a flipped literal still decodes: the check word makes a corrupt group fall
+ *           back to demangling instead of showing a wrong name. The raw names are the core's
+ *           again: a batch then decodes one group per 256 names instead of that and four
+ *           name blocks.
  *
  * Granule g covers [base + g * G, base + (g + 1) * G), G = 2^(unit_shift + 7) bytes, and holds
  * everything a lookup there needs: which range covers each address and the whole inline chain
@@ -191,20 +199,28 @@
  *                Version 8 because a version-7 merge would carry another file's section into
  *                a core it does not belong to: a version-7 reader refuses version 8 as
  *                unsupported.
+ *   9  (2026-11) the layout of 8; "DISP" groups are LZ4 blocks with a check word instead of
+ *                zstd frames (a batch of 100,000 random lookups decoded 373 MB of them: the
+ *                largest share of its CPU). A version-8 file is still read, its "DISP"
+ *                section ignored (names demangled at lookup, as in a file without one), and a
+ *                merge drops it; a version-8 reader refuses version 9 as unsupported rather
+ *                than read LZ4 as zstd.
  */
 #ifndef STACKSIFT_SYMCACHE_FORMAT_H
 #define STACKSIFT_SYMCACHE_FORMAT_H
 
+#include <endian.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #define SYMC_MAGIC "STKSYMC"
-#define SYMCACHE_VERSION 8u
+#define SYMCACHE_VERSION 9u
 #define SYMCACHE_MIN_VERSION 5u  /* the oldest version read (5 as a 6 without sections;
                                     5 and 6 as a 7 without qualified names; 5-7 as an 8
                                     without display names) */
+#define SYMC_DISPLAY_MIN_VERSION 9u /* the oldest version whose "DISP" section is read */
 #define SYMC_SECTION_HEADER 8u
 #define SYMC_MAX_SECTIONS 8u
 #define SYMC_TAG(a, b, c, d) ((uint32_t)(a) | (uint32_t)(b) << 8 | (uint32_t)(c) << 16 | (uint32_t)(d) << 24)
@@ -214,6 +230,10 @@
 #define SYMC_TAG_DISPLAY SYMC_TAG('D', 'I', 'S', 'P')
 #define SYMC_UNWIND_HEADER 24u
 #define SYMC_DISPLAY_HEADER 16u
+#define SYMC_DISPLAY_GROUP_HEADER 8u /* size and check before each group's LZ4 block */
+#define SYMC_DISPLAY_LEVEL 3         /* LZ4HC level of the groups: on the benchmark's 373 MB,
+                                        level 3 gives 17.4x in 1.0 CPU s, 6 18.7x in 2.1 s,
+                                        LZ4's fast mode 12.8x in 0.1 s */
 #define SYMC_DISPLAY_GROUP 256u      /* names per "DISP" frame: 4 name blocks */
 #define SYMC_DISPLAY_SAME UINT32_MAX /* display_len of a name shown as its raw form */
 #define SYMC_NAME_RAW_PLAIN 1u     /* the raw name (as lookups give it) is plain: every byte in
@@ -274,6 +294,27 @@ static inline bool symc_text_plain(const char *s, size_t n)
     for (; i < n; i++)
         bad |= (p[i] < 0x20 || p[i] == '"' || p[i] == '\\' || p[i] == 0x7f) ? 0x80 : p[i];
     return (bad & highs) == 0;
+}
+
+/* The check word of a "DISP" group: a 64-bit multiply-xor hash of its n LZ4 bytes folded to 32
+ * bits, eight bytes a step (the tail zero-padded, the length mixed in). Catches a flipped
+ * byte, which an LZ4 literal otherwise decodes as a wrong name; not a defence against crafted
+ * files, which may only make a group decode to readable but wrong names. */
+static inline uint32_t symc_display_check(const uint8_t *p, size_t n)
+{
+    const uint64_t mul = 0x9e3779b97f4a7c15ull;
+    uint64_t h = (uint64_t)n * mul, w;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, p + i, 8);
+        h = (h ^ le64toh(w)) * mul;
+        h ^= h >> 29;
+    }
+    w = 0;
+    memcpy(&w, p + i, n - i);
+    h = (h ^ le64toh(w)) * mul;
+    h ^= h >> 32;
+    return (uint32_t)h;
 }
 
 #endif
