@@ -982,12 +982,25 @@ void symcache_names(symcache_name *out, const symcache *csc, const uint32_t *ids
         if (sc->disp_index != NULL && dg.g != g)
             display_group_load(&dg, sc, g);
         if (sc->disp_index != NULL && dg.ok) {
-            for (; i < n && ids[i] / SYMC_DISPLAY_GROUP == g; i++) {
+            /* the group's names asked for, copied into one piece of lookup memory: one
+             * allocation (an atomic add on a counter the other thread's calls share) per group,
+             * not two per name, and no padding between the strings */
+            size_t end = i, bytes = 0;
+            for (; end < n && ids[end] / SYMC_DISPLAY_GROUP == g; end++) {
+                uint32_t k = ids[end] % SYMC_DISPLAY_GROUP, display_len = rd32(dg.display_len + (size_t)k * 4);
+                bytes += (size_t)rd32(dg.raw_len + (size_t)k * 4) + 1 +
+                         (display_len == SYMC_DISPLAY_SAME ? 0 : (size_t)display_len + 1);
+            }
+            char *to = mem_alloc(sc, bytes);
+            for (; i < end; i++) {
                 uint32_t k = ids[i] % SYMC_DISPLAY_GROUP;
                 uint32_t raw_len = rd32(dg.raw_len + (size_t)k * 4), display_len = rd32(dg.display_len + (size_t)k * 4);
                 uint8_t flags = dg.flags[k];
                 symcache_name *o = &out[i];
-                o->raw = mem_copy(sc, dg.bytes + dg.raw_at[k], raw_len);
+                /* each form is NUL-terminated in the group (display_group_load checked it) */
+                memcpy(to, dg.bytes + dg.raw_at[k], (size_t)raw_len + 1);
+                o->raw = to;
+                to += (size_t)raw_len + 1;
                 o->raw_len = raw_len;
                 o->raw_plain = (flags & SYMC_NAME_RAW_PLAIN) != 0;
                 o->display_plain = (flags & SYMC_NAME_DISPLAY_PLAIN) != 0;
@@ -995,7 +1008,9 @@ void symcache_names(symcache_name *out, const symcache *csc, const uint32_t *ids
                     o->display = o->raw;
                     o->display_len = raw_len;
                 } else {
-                    o->display = mem_copy(sc, dg.bytes + dg.display_at[k], display_len);
+                    memcpy(to, dg.bytes + dg.display_at[k], (size_t)display_len + 1);
+                    o->display = to;
+                    to += (size_t)display_len + 1;
                     o->display_len = display_len;
                 }
             }
