@@ -7,6 +7,7 @@
  * into their issues (counts, days, breakdown counters) in the commit that stores them; with a gather window, the clients of a
  * commit that send again share the next one.
  */
+#include <assert.h>
 #include <libpq-fe.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -34,6 +35,40 @@ static store *open_store(unsigned pool)
     if (store_open(&s, db_url, pool, 3000, &err) != ERR_OK)
         fprintf(stderr, "store_open: %s\n", err.msg);
     return s;
+}
+
+/* A store of `pool` connections (open_store) and its intake with options `o` (NULL: the
+ * defaults), both CHECKed. false when either cannot be had: nothing is held then. */
+static bool intake_open(store **s, store_intake **q, unsigned pool, const store_intake_options *o)
+{
+    err_info err = {0};
+    *q = NULL;
+    *s = open_store(pool);
+    CHECK(*s != NULL);
+    if (*s == NULL)
+        return false;
+    CHECK_EQ_INT(store_intake_new(q, *s, o, &err), ERR_OK);
+    if (*q == NULL) {
+        store_close(*s);
+        return false;
+    }
+    return true;
+}
+
+static void intake_close(store *s, store_intake *q)
+{
+    store_intake_free(q);
+    store_close(s);
+}
+
+/* A transaction on a connection of its own that holds the reports table locked (ACCESS
+ * EXCLUSIVE) until the caller commits it: commits of the intake wait meanwhile. */
+static PGconn *lock_reports(void)
+{
+    PGconn *locker = PQconnectdb(db_url);
+    PQclear(PQexec(locker, "BEGIN"));
+    PQclear(PQexec(locker, "LOCK TABLE reports IN ACCESS EXCLUSIVE MODE"));
+    return locker;
 }
 
 /* What one thread posts: a raw body that names the thread and the sequence number, so that
@@ -78,15 +113,13 @@ static int64_t count_reports(store *s)
 
 static void concurrent_reports_share_commits(void)
 {
-    store *s = open_store(4);
-    CHECK(s != NULL);
-    if (!s)
+    store *s;
+    store_intake *q;
+    store_intake_options o = {.max_inflight = 1};
+    if (!intake_open(&s, &q, 4, &o))
         return;
     int64_t before = count_reports(s);
-    store_intake *q;
     err_info err = {0};
-    store_intake_options o = {.max_inflight = 1};
-    CHECK_EQ_INT(store_intake_new(&q, s, &o, &err), ERR_OK);
     static poster posters[THREADS];
     pthread_t th[THREADS];
     for (int t = 0; t < THREADS; t++) {
@@ -145,13 +178,11 @@ static void concurrent_reports_share_commits(void)
 
 static void ids_are_uuidv7_in_time_order(void)
 {
-    store *s = open_store(2);
-    CHECK(s != NULL);
-    if (!s)
-        return;
+    store *s;
     store_intake *q;
+    if (!intake_open(&s, &q, 2, NULL))
+        return;
     err_info err = {0};
-    CHECK_EQ_INT(store_intake_new(&q, s, NULL, &err), ERR_OK);
     char prev[37] = "";
     for (int i = 0; i < 5; i++) {
         char id[37];
@@ -167,8 +198,7 @@ static void ids_are_uuidv7_in_time_order(void)
         struct timespec ts = {0, 2 * 1000000L};
         nanosleep(&ts, NULL);
     }
-    store_intake_free(q);
-    store_close(s);
+    intake_close(s, q);
 }
 
 /* Submitted all at once, so that they can share a commit: the bad one must fail alone. */
@@ -198,6 +228,32 @@ static void on_done(void *ctx, err_code rc, const char *id, const err_info *err)
     pthread_mutex_unlock(&v->mu);
 }
 
+static void verdicts_init(verdicts *v)
+{
+    memset(v, 0, sizeof *v);
+    pthread_mutex_init(&v->mu, NULL);
+    pthread_cond_init(&v->cv, NULL);
+}
+
+static void verdicts_reset(verdicts *v)
+{
+    pthread_cond_destroy(&v->cv);
+    pthread_mutex_destroy(&v->mu);
+}
+
+/* Until every verdict asked for (v->left) has come. */
+static void verdicts_wait(verdicts *v)
+{
+    pthread_mutex_lock(&v->mu);
+    while (v->left > 0)
+        pthread_cond_wait(&v->cv, &v->mu);
+    pthread_mutex_unlock(&v->mu);
+}
+
+static char *query1(PGconn *c, const char *sql);
+static void submit_all(store_intake *q, store_report_new *rows, int n, verdicts *v,
+                       PGconn *locker);
+
 /* One report the database refuses among many in flight (its app version is not UTF-8:
  * SQLSTATE 22021) costs no other report: the batch is committed again in halves, every other
  * report is stored (processed ones still processed, with their issue), each request hears its
@@ -205,35 +261,23 @@ static void on_done(void *ctx, err_code rc, const char *id, const err_info *err)
  * ERR_INVALID). */
 #define POISON_N 40
 #define POISON_AT 23
-static char *query1(PGconn *c, const char *sql);
 
 static void refused_value_fails_only_its_report(void)
 {
-    store *s = open_store(2);
-    CHECK(s != NULL);
-    if (!s)
-        return;
+    store *s;
     store_intake *q;
-    err_info err = {0};
     store_intake_options o = {.max_inflight = 1};
-    CHECK_EQ_INT(store_intake_new(&q, s, &o, &err), ERR_OK);
-    verdicts v = {.left = POISON_N};
-    pthread_mutex_init(&v.mu, NULL);
-    pthread_cond_init(&v.cv, NULL);
-    verdict_slot slots[POISON_N];
+    if (!intake_open(&s, &q, 2, &o))
+        return;
+    verdicts v;
+    verdicts_init(&v);
     store_report_new rows[POISON_N];
     store_report_processed pp = {.issue_app = "Poison", .kind = "crash",
                                  .fingerprint = "cccc000000000000000000000000000000000000000000000000000000000003",
                                  .title = "EXC_CRASH: p", .culprit = "p()", .exception = "EXC_CRASH",
                                  .basis = "in_app", .frames_json = "[{\"function\":\"p\"}]",
                                  .symbolicated_json = "{\"model\":\"p\"}"};
-    /* The table locked meanwhile: the first commit waits, so the others queue behind it and
-     * the bad report is committed together with good ones. */
-    PGconn *locker = PQconnectdb(db_url);
-    PQclear(PQexec(locker, "BEGIN"));
-    PQclear(PQexec(locker, "LOCK TABLE reports IN ACCESS EXCLUSIVE MODE"));
     for (int i = 0; i < POISON_N; i++) {
-        slots[i] = (verdict_slot){.v = &v, .i = i};
         rows[i] = (store_report_new){.status = "received", .format = "json",
                                      .content_type = "application/json",
                                      .raw = (const uint8_t *)"{}", .raw_len = 2,
@@ -241,16 +285,11 @@ static void refused_value_fails_only_its_report(void)
                                      .processed = i % 2 ? &pp : NULL};
         if (i == POISON_AT)
             rows[i].app_version = "\xab\xab\xab";
-        CHECK_EQ_INT(store_intake_submit(q, &rows[i], on_done, &slots[i], &err), ERR_OK);
-        if (i == 0)
-            sleep_ms(100);   /* the committer takes row 0 alone and waits for the lock */
     }
-    sleep_ms(200);
-    PQclear(PQexec(locker, "COMMIT"));
-    pthread_mutex_lock(&v.mu);
-    while (v.left > 0)
-        pthread_cond_wait(&v.cv, &v.mu);
-    pthread_mutex_unlock(&v.mu);
+    /* The table locked meanwhile: the first commit waits, so the others queue behind it and
+     * the bad report is committed together with good ones. */
+    PGconn *locker = lock_reports();
+    submit_all(q, rows, POISON_N, &v, locker);
     for (int i = 0; i < POISON_N; i++) {
         CHECK_EQ_INT(v.rc[i], i == POISON_AT ? ERR_INTERNAL : ERR_OK);
         CHECK_EQ_INT(strlen(v.id[i]), i == POISON_AT ? 0 : 36);
@@ -278,10 +317,8 @@ static void refused_value_fails_only_its_report(void)
                            "(SELECT id FROM issues WHERE app = 'Poison')"));
     PQclear(PQexec(locker, "DELETE FROM issues WHERE app = 'Poison'"));
     PQfinish(locker);
-    store_intake_free(q);
-    pthread_cond_destroy(&v.cv);
-    pthread_mutex_destroy(&v.mu);
-    store_close(s);
+    intake_close(s, q);
+    verdicts_reset(&v);
 }
 
 /* One text value of a query on `c` (malloc'd; NULL for none or SQL NULL). */
@@ -303,8 +340,9 @@ static char *query1(PGconn *c, const char *sql)
 static void submit_all(store_intake *q, store_report_new *rows, int n, verdicts *v,
                        PGconn *locker)
 {
-    verdict_slot slots[16];
+    verdict_slot slots[sizeof v->rc / sizeof v->rc[0]];
     err_info err = {0};
+    assert(n <= (int)(sizeof slots / sizeof slots[0]));
     v->left = n;
     for (int i = 0; i < n; i++) {
         slots[i] = (verdict_slot){.v = v, .i = i};
@@ -316,10 +354,7 @@ static void submit_all(store_intake *q, store_report_new *rows, int n, verdicts 
         sleep_ms(200);
         PQclear(PQexec(locker, "COMMIT"));
     }
-    pthread_mutex_lock(&v->mu);
-    while (v->left > 0)
-        pthread_cond_wait(&v->cv, &v->mu);
-    pthread_mutex_unlock(&v->mu);
+    verdicts_wait(v);
 }
 
 static double mono_ms(void)
@@ -336,17 +371,14 @@ static double mono_ms(void)
  * the test pass or fail by timing. */
 static void answered_clients_share_the_next_commit(void)
 {
-    store *s = open_store(2);
-    CHECK(s != NULL);
-    if (!s)
-        return;
+    store *s;
     store_intake *q;
-    err_info err = {0};
     store_intake_options o = {.max_inflight = 1, .gather_us = 1000000};
-    CHECK_EQ_INT(store_intake_new(&q, s, &o, &err), ERR_OK);
-    verdicts v = {0};
-    pthread_mutex_init(&v.mu, NULL);
-    pthread_cond_init(&v.cv, NULL);
+    if (!intake_open(&s, &q, 2, &o))
+        return;
+    err_info err = {0};
+    verdicts v;
+    verdicts_init(&v);
     store_report_new rows[3];
     for (int i = 0; i < 3; i++)
         rows[i] = (store_report_new){.status = "received", .format = "json",
@@ -354,9 +386,7 @@ static void answered_clients_share_the_next_commit(void)
                                      .raw = (const uint8_t *)"{}", .raw_len = 2,
                                      .app = "Gather", .app_version = "1.0"};
     /* a commit of one (row 0, the table locked), then rows 1 and 2 together: two clients */
-    PGconn *locker = PQconnectdb(db_url);
-    PQclear(PQexec(locker, "BEGIN"));
-    PQclear(PQexec(locker, "LOCK TABLE reports IN ACCESS EXCLUSIVE MODE"));
+    PGconn *locker = lock_reports();
     submit_all(q, rows, 3, &v, locker);
     store_intake_stats st0, st1;
     store_intake_stats_get(&st0, q);
@@ -372,10 +402,7 @@ static void answered_clients_share_the_next_commit(void)
     CHECK_EQ_INT(v.left, 2);   /* not committed alone */
     pthread_mutex_unlock(&v.mu);
     CHECK_EQ_INT(store_intake_submit(q, &rows[1], on_done, &slots[1], &err), ERR_OK);
-    pthread_mutex_lock(&v.mu);
-    while (v.left > 0)
-        pthread_cond_wait(&v.cv, &v.mu);
-    pthread_mutex_unlock(&v.mu);
+    verdicts_wait(&v);
     store_intake_stats_get(&st1, q);
     CHECK_EQ_INT(st1.batches - st0.batches, 1);
     CHECK_EQ_INT(st1.reports - st0.reports, 2);
@@ -385,10 +412,7 @@ static void answered_clients_share_the_next_commit(void)
     double t0 = mono_ms();
     v.left = 1;
     CHECK_EQ_INT(store_intake_submit(q, &rows[2], on_done, &slots[0], &err), ERR_OK);
-    pthread_mutex_lock(&v.mu);
-    while (v.left > 0)
-        pthread_cond_wait(&v.cv, &v.mu);
-    pthread_mutex_unlock(&v.mu);
+    verdicts_wait(&v);
     CHECK(mono_ms() - t0 < 900);
     CHECK_EQ_INT(v.rc[0], ERR_OK);
 
@@ -396,18 +420,13 @@ static void answered_clients_share_the_next_commit(void)
     t0 = mono_ms();
     v.left = 1;
     CHECK_EQ_INT(store_intake_submit(q, &rows[2], on_done, &slots[0], &err), ERR_OK);
-    pthread_mutex_lock(&v.mu);
-    while (v.left > 0)
-        pthread_cond_wait(&v.cv, &v.mu);
-    pthread_mutex_unlock(&v.mu);
+    verdicts_wait(&v);
     CHECK(mono_ms() - t0 < 900);
 
     PQclear(PQexec(locker, "DELETE FROM reports WHERE app = 'Gather'"));
     PQfinish(locker);
-    store_intake_free(q);
-    pthread_cond_destroy(&v.cv);
-    pthread_mutex_destroy(&v.mu);
-    store_close(s);
+    intake_close(s, q);
+    verdicts_reset(&v);
 }
 
 /* Reports processed at intake (store_report_processed) in one batch: grouped by (issue app,
@@ -417,17 +436,13 @@ static void answered_clients_share_the_next_commit(void)
  * issue seen again in its fixed version reopens (a regression). */
 static void processed_reports_group_in_their_commit(void)
 {
-    store *s = open_store(2);
-    CHECK(s != NULL);
-    if (!s)
-        return;
+    store *s;
     store_intake *q;
-    err_info err = {0};
     store_intake_options o = {.max_inflight = 1};
-    CHECK_EQ_INT(store_intake_new(&q, s, &o, &err), ERR_OK);
-    verdicts v = {0};
-    pthread_mutex_init(&v.mu, NULL);
-    pthread_cond_init(&v.cv, NULL);
+    if (!intake_open(&s, &q, 2, &o))
+        return;
+    verdicts v;
+    verdicts_init(&v);
     static const char FA[] = "aaaa000000000000000000000000000000000000000000000000000000000001";
     static const char FB[] = "bbbb000000000000000000000000000000000000000000000000000000000002";
     store_report_processed pa = {.issue_app = "Grp", .fingerprint = FA, .kind = "crash",
@@ -452,9 +467,7 @@ static void processed_reports_group_in_their_commit(void)
                                      .raw = (const uint8_t *)"raw", .raw_len = 3,
                                      .app = spec[i].p == &pe ? NULL : "Grp",
                                      .app_version = spec[i].version, .processed = spec[i].p};
-    PGconn *locker = PQconnectdb(db_url);
-    PQclear(PQexec(locker, "BEGIN"));
-    PQclear(PQexec(locker, "LOCK TABLE reports IN ACCESS EXCLUSIVE MODE"));
+    PGconn *locker = lock_reports();
     submit_all(q, rows, 8, &v, locker);
     for (int i = 0; i < 8; i++)
         CHECK_EQ_INT(v.rc[i], ERR_OK);
@@ -518,10 +531,8 @@ static void processed_reports_group_in_their_commit(void)
                       "Grp/bbbb 2 iPhone14,5 3");
     free(got);
     PQfinish(locker);
-    store_intake_free(q);
-    pthread_cond_destroy(&v.cv);
-    pthread_mutex_destroy(&v.mu);
-    store_close(s);
+    intake_close(s, q);
+    verdicts_reset(&v);
 }
 
 /* Terminate the server side of every connection of this database but the caller's. */
@@ -537,13 +548,11 @@ static void terminate_backends(const char *dbname)
 
 static void broken_connection_is_retried_and_gone_database_is_err_store(void)
 {
-    store *s = open_store(1);
-    CHECK(s != NULL);
-    if (!s)
-        return;
+    store *s;
     store_intake *q;
+    if (!intake_open(&s, &q, 1, NULL))
+        return;
     err_info err = {0};
-    CHECK_EQ_INT(store_intake_new(&q, s, NULL, &err), ERR_OK);
     char id[37];
     store_report_new row = {.status = "received", .format = "json",
                             .content_type = "application/json",
@@ -578,8 +587,7 @@ static void broken_connection_is_retried_and_gone_database_is_err_store(void)
     }
     free(other);
     free(dbname);
-    store_intake_free(q);
-    store_close(s);
+    intake_close(s, q);
 }
 
 /* issues.first_version, kept by a BEFORE trigger for every writer of `versions`: the earliest
