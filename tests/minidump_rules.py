@@ -252,11 +252,7 @@ def breakpad_server(inst, bin_path, work):
         check(crash.get("unwind") is True, f"crash has unwind info from crash.sym: {crash}")
     # crash.sym's CFI through a function it has STACK CFI for: the worker walks by it
     made = breakpad_cfi_dump(os.path.join(base, "crash.sym"))
-    if made is not None:
-        data, want = made
-        rep = post_dump(inst, data, "a dump through a STACK CFI function, crash.sym alone")
-        if rep is not None:
-            check(server_shape(rep)[:2] == want, f"walked by crash.sym's CFI: {server_shape(rep)}, want {want}")
+    post_cfi_dump(inst, made, "crash.sym alone", "walked by crash.sym's CFI")
     # the dSYM after it, separately: DWARF names, the .sym's CFI kept
     files = upload(inst, zip_bundle(base, "crash.dSYM"), "crash.dSYM after crash.sym",
                    ctype="application/zip")
@@ -275,12 +271,7 @@ def breakpad_server(inst, bin_path, work):
               f"frame 0 named by the dSYM: {top}")
         crash = next((im for im in rep["symbolicated"]["images"] if im.get("name") == "crash"), {})
         check(crash.get("unwind") is True, f"crash keeps its unwind info: {crash}")
-    if made is not None:
-        data, want = made
-        rep = post_dump(inst, data, "a dump through a STACK CFI function, crash.sym + dSYM")
-        if rep is not None:
-            check(server_shape(rep)[:2] == want,
-                  f"still walked by crash.sym's CFI after the dSYM: {server_shape(rep)}, want {want}")
+    post_cfi_dump(inst, made, "crash.sym + dSYM", "still walked by crash.sym's CFI after the dSYM")
 
 
 def breakpad_after_dsym(inst):
@@ -296,17 +287,27 @@ def breakpad_after_dsym(inst):
     unwind = unwind_oracle.unwind_of(inst.bin, unwind_oracle.stored_symcache(inst, BREAKPAD_UUID) or b"")
     check(unwind is not None and (unwind.get("breakpad_cfi") or {}).get("inits", 0) > 0,
           f"crash.sym's STACK CFI joins the dSYM's symcache: {unwind and unwind.get('breakpad_cfi')}")
-    made = breakpad_cfi_dump(os.path.join(base, "crash.sym"))
-    if made is not None:
-        data, want = made
-        rep = post_dump(inst, data, "a dump through a STACK CFI function, dSYM then crash.sym")
-        if rep is not None:
-            check(server_shape(rep)[:2] == want, f"walked by crash.sym's CFI: {server_shape(rep)}, want {want}")
-            top = server_frames(rep)[1]
-            check(top.get("symbols") and top["symbols"][0].get("file"), f"frame 1 named by the dSYM: {top}")
+    rep = post_cfi_dump(inst, breakpad_cfi_dump(os.path.join(base, "crash.sym")), "dSYM then crash.sym",
+                        "walked by crash.sym's CFI")
+    if rep is not None:
+        top = server_frames(rep)[1]
+        check(top.get("symbols") and top["symbols"][0].get("file"), f"frame 1 named by the dSYM: {top}")
 
 
 CRASH_LOAD = 0x109B9B000
+
+
+def post_cfi_dump(inst, made, debug_files, what):
+    """Posts the dump through a STACK CFI function (`made`: breakpad_cfi_dump's (dump, want),
+    or None) with `debug_files` uploaded, and checks its frames 0 and 1 against `want`; `what`
+    names the check. The report, or None."""
+    if made is None:
+        return None
+    data, want = made
+    rep = post_dump(inst, data, f"a dump through a STACK CFI function, {debug_files}")
+    if rep is not None:
+        check(server_shape(rep)[:2] == want, f"{what}: {server_shape(rep)}, want {want}")
+    return rep
 
 
 def breakpad_cfi_dump(sym_path):
