@@ -30,6 +30,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import lookup_oracle as lo  # noqa: E402
+import minidump_write  # noqa: E402
 import plcrash_reports as pr  # noqa: E402
 import symbolicate_reports as sr  # noqa: E402
 from test_plcrash_server import text_twin  # noqa: E402
@@ -119,25 +120,8 @@ def minidump_report(imgs, threads, leb, crashed, arch, main_image=None):
     process's executable, as Crashpad writes it (the reader takes the first module as the
     process)."""
     del leb  # a dump holds no exception backtrace
-    out = bytearray(32 + 4 * 12)
-
-    def put(b):
-        while len(out) % 8:
-            out.append(0)
-        off = len(out)
-        out.extend(b)
-        return off
-
-    def string(s):
-        u = s.encode("utf-16-le")
-        return put(struct.pack("<I", len(u)) + u + b"\0\0")
-
-    sys_off = put(struct.pack("<HHHBBIIII", 12, 8, 0, 6, 1, 17, 5, 0, 0x8102) +
-                  struct.pack("<I", 0) + b"\0" * 28)
-    struct.pack_into("<I", out, sys_off + 24, string("21F79"))
     ctx_size = 912
-    recs, ctxs = [], []
-    crashed_tid = crashed_ctx = 0
+    dump_threads = []
     for t, (_, _, _, frames) in enumerate(threads):
         sp = 0x16f000000 + t * 0x100000
         words = [0, 0]  # sp: two spare words, then a frame record per caller
@@ -154,33 +138,14 @@ def minidump_report(imgs, threads, leb, crashed, arch, main_image=None):
         ctx = struct.pack("<II", 0x00400003, 0x60000000) + struct.pack("<31Q", *regs) + \
             struct.pack("<QQ", sp, frames[0].addr)
         ctx += b"\0" * (ctx_size - len(ctx))
-        c_off = put(ctx)
-        s_off = put(stack)
-        ctxs.append(c_off)
-        recs.append(struct.pack("<IIIIQQIIII", 0x1000 + t, 0, 0, 0, 0, sp, len(stack), s_off,
-                                ctx_size, c_off))
-        if t == crashed:
-            crashed_tid, crashed_ctx = 0x1000 + t, c_off
-    tl_off = put(struct.pack("<I", len(recs)) + b"".join(recs))
-    mods = []
-    for im in sorted(imgs, key=lambda im: im is not main_image):   # stable: the rest in order
-        name_off = string(im.path)
-        g = bytes.fromhex(im.uuid.replace("-", ""))
-        guid = struct.pack("<IHH", *struct.unpack(">IHH", g[:8])) + g[8:]
-        cv = b"RSDS" + guid + struct.pack("<I", 0) + im.name.encode() + b"\0"
-        cv_off = put(cv)
-        mods.append(struct.pack("<QIIII", im.load, im.size, 0, 0, name_off) + b"\0" * 52 +
-                    struct.pack("<II", len(cv), cv_off) + b"\0" * 24)
-    ml_off = put(struct.pack("<I", len(mods)) + b"".join(mods))
-    # EXC_CRASH (10) wrapping SIGABRT (6 << 24) as Breakpad and Crashpad write it
-    exc = struct.pack("<IIIIQQII", crashed_tid, 0, 10, 6 << 24, 0, threads[crashed][3][0].addr,
-                      0, 0) + b"\0" * 120 + struct.pack("<II", ctx_size, crashed_ctx)
-    ex_off = put(exc)
-    struct.pack_into("<IIIIIIQ", out, 0, 0x504d444d, 0xa793, 4, 32, 0, 1717243200, 0)
-    for i, (typ, off, size) in enumerate(((7, sys_off, 56), (3, tl_off, 4 + 48 * len(recs)),
-                                          (4, ml_off, 4 + 108 * len(mods)), (6, ex_off, 168))):
-        struct.pack_into("<III", out, 32 + 12 * i, typ, size, off)
-    return bytes(out)
+        dump_threads.append((0x1000 + t, sp, stack, ctx))
+    modules = [(im.path, im.load, im.size, im.uuid)   # stable: the rest in order
+               for im in sorted(imgs, key=lambda im: im is not main_image)]
+    # ARM64 (12), 6 processors, iOS 17.5 (platform 0x8102), CSD version "21F79"; EXC_CRASH (10)
+    # wrapping SIGABRT (6 << 24) as Breakpad and Crashpad write it, on the crashed thread's context
+    return minidump_write.layout((12, 8, 6, 17, 5, 0, 0x8102, "21F79"), dump_threads, modules,
+                                 (0x1000 + crashed, 10, 6 << 24, threads[crashed][3][0].addr, None),
+                                 memory_list=False, time_date_stamp=1717243200)
 
 
 def main():
