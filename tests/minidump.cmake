@@ -14,27 +14,19 @@ stacksift_unit_test(test_unwind SOURCES test_unwind.c LIBS unwind minidump macho
 # minidump_walk: `stacksift minidump walk` walks the real dumps to the frames of Breakpad's
 # minidump_stackwalk (npm minidump@0.26.0, installed into the build dir) and symbolicates the
 # app's frames as llvm-symbolizer-14 reads the dSYM.
-add_test(NAME minidump_walk
-  COMMAND ${STACKSIFT_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/minidump_walk.py
+stacksift_py_test(minidump_walk LABELS fixtures TIMEOUT 600 BUILD_DIR
   WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
-set_tests_properties(minidump_walk PROPERTIES LABELS fixtures TIMEOUT 600
-  ENVIRONMENT "${STACKSIFT_TEST_ENV};STACKSIFT_BUILD_DIR=${PROJECT_BINARY_DIR}")
 
 # Through the real server and Postgres: the shared dumps sent raw, gzip'd, sniffed, as
 # Crashpad's multipart upload (on /api/v1/reports and Sentry's /api/{id}/minidump/) and in a
 # sentry-native envelope; stored, grouped, frames with how they were found, raw bytes back as
 # sent; malformed dumps refused with the reason.
-add_test(NAME test_minidump_server COMMAND ${STACKSIFT_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/test_minidump_server.py)
-set_tests_properties(test_minidump_server PROPERTIES LABELS db TIMEOUT 300
-  ENVIRONMENT "${STACKSIFT_TEST_ENV};STACKSIFT_BUILD_DIR=${PROJECT_BINARY_DIR}")
+stacksift_py_test(test_minidump_server LABELS db TIMEOUT 300 BUILD_DIR)
 
 # dsym_unwind: executables uploaded as debug files (POST /api/v1/dsyms, raw and zipped, before
 # and after their dSYMs) keep their unwind info in the stored symcache, as llvm-objdump-14
 # --unwind-info lists it, and the shared dump walks with the stored symcache as with the files.
-add_test(NAME dsym_unwind
-  COMMAND ${STACKSIFT_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/dsym_unwind.py)
-set_tests_properties(dsym_unwind PROPERTIES LABELS "db;fixtures" TIMEOUT 300
-  ENVIRONMENT "${STACKSIFT_TEST_ENV}")
+stacksift_py_test(dsym_unwind LABELS db fixtures TIMEOUT 300)
 
 # tests/bench/bench_walk: one dump walked and symbolicated in one process, as the server's workers
 # do it (run by tests/bench/bench_minidump.py beside minidump_stackwalk; not a test).
@@ -46,15 +38,10 @@ target_link_libraries(bench_walk PRIVATE symbolicate symcache unwind minidump ba
 # its app's unwind info lists the UUID as needing it (GET /api/v1/dsyms/missing, the report's
 # unwind_uuids); the executable (alone, or after the dSYM) or the .sym walks it again from its
 # stored bytes, frames by CFI, regrouped, no longer listed.
-add_test(NAME test_minidump_rewalk COMMAND ${STACKSIFT_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/test_minidump_rewalk.py)
-set_tests_properties(test_minidump_rewalk PROPERTIES LABELS db TIMEOUT 300
-  ENVIRONMENT "${STACKSIFT_TEST_ENV};STACKSIFT_BUILD_DIR=${PROJECT_BINARY_DIR}")
+stacksift_py_test(test_minidump_rewalk LABELS db TIMEOUT 300 BUILD_DIR)
 
 # minidump_rules: a dSYM's __debug_frame walks a dump of the fixture dylib that has no compact
 # unwind (CLI and the server's worker), the stack scan passes over a stale word in no known
 # function, and a .sym's STACK CFI stays beside a dSYM uploaded after it (the shared Breakpad
 # dump walked from both, a dump through a STACK CFI function walked by it).
-add_test(NAME minidump_rules
-  COMMAND ${STACKSIFT_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/minidump_rules.py)
-set_tests_properties(minidump_rules PROPERTIES LABELS "db;fixtures" TIMEOUT 300
-  ENVIRONMENT "${STACKSIFT_TEST_ENV}")
+stacksift_py_test(minidump_rules LABELS db fixtures TIMEOUT 300)
