@@ -12,6 +12,7 @@ import gzip
 import http.client
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -24,6 +25,20 @@ VERSIONS = 20   # app versions 1.0 .. 1.19
 OS_VERSIONS = 6
 DEVICES = 8
 DAYS = 30
+
+
+def breakdowns_backfill_sql():
+    """Migration 0016's backfill statement (migrations are never edited after merge): every
+    report with an issue counted into issue_breakdowns per (issue, dimension, value), read
+    from the migration so that the bench counts as the schema does."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "migrations",
+                        "0016_create_issue_breakdowns.sql")
+    with open(path) as f:
+        m = re.search(r"^INSERT INTO issue_breakdowns \(issue_id, dim, value, count\)\nSELECT .*?;",
+                      f.read(), re.M | re.S)
+    if m is None:
+        sys.exit(f"bench_reads: no backfill INSERT INTO issue_breakdowns in {path}")
+    return m.group(0)
 
 
 def psql(pg, sql):
@@ -143,16 +158,8 @@ def load(pg, pairs, big, small):
         print(f"  small issues: {hi + 1:,} reports ({time.time() - t0:.0f} s)", flush=True)
     # Counts, days, versions and the latest sample, as the workers keep them.
     # Breakdown counters: an insert of reports that already have an issue keeps none
-    # (migration 0023: the intake keeps its own), so they are counted here, as 0016 did.
-    psql(pg, """
-        DELETE FROM issue_breakdowns;
-        INSERT INTO issue_breakdowns (issue_id, dim, value, count)
-        SELECT issue_id, d, v, count(*) FROM (
-            SELECT r.issue_id, x.d, x.v FROM reports r CROSS JOIN LATERAL (VALUES
-                (0::smallint, coalesce(r.app_version, '')), (1::smallint, coalesce(r.os_version, '')),
-                (2::smallint, coalesce(r.hardware_model, ''))) AS x(d, v)
-            WHERE r.issue_id IS NOT NULL) t
-        GROUP BY 1, 2, 3;""")
+    # (migration 0023: the intake keeps its own), so they are counted here, by 0016's backfill.
+    psql(pg, "DELETE FROM issue_breakdowns;\n" + breakdowns_backfill_sql())
     psql(pg, """
         UPDATE issues i SET count = s.n, first_seen = s.f, last_seen = s.l FROM (
             SELECT issue_id, count(*) AS n, min(received_at) AS f, max(received_at) AS l
