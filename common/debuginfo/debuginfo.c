@@ -21,6 +21,7 @@
 
 #include "base/phase.h"
 #include "base/radix.h"
+#include "base/search.h"
 #include "base/xalloc.h"
 #include "debuginfo/dieread_internal.h"
 
@@ -505,19 +506,9 @@ static bool read_ranges_raw(worker *w, const die_unit *u, const die_info *d)
     }
 }
 
-/* The spans of owned[0..n) that overlap [lo, hi): the first index, found by binary search. */
-static size_t span_first(const unit_span *owned, size_t n, uint64_t lo)
-{
-    size_t a = 0, b = n;
-    while (a < b) {
-        size_t mid = a + (b - a) / 2;
-        if (owned[mid].end <= lo)
-            a = mid + 1;
-        else
-            b = mid;
-    }
-    return a;
-}
+/* The spans of owned[0..n) that overlap [lo, hi): the first index, the first span ending
+ * after lo. */
+DEFINE_COUNT_AT_MOST(span_first, unit_span, end)
 
 /* Cut w->tmp down to the addresses the current unit owns. llvm-symbolizer looks an address
  * up in the one unit that owns it (.debug_aranges, else the unit DIE's ranges: unit_owners),

@@ -19,6 +19,7 @@
 
 #include "base/phase.h"
 #include "base/radix.h"
+#include "base/search.h"
 #include "base/xalloc.h"
 #include "demangle/demangle.h"
 #include "symcache/symcache.h"
@@ -936,6 +937,8 @@ typedef struct {
     err_code rc;           /* ERR_UNSUPPORTED: a granule needs over 65535 scopes */
 } granules_job;
 
+DEFINE_COUNT_AT_MOST(ranges_starting_at_most, out_range, start)
+
 static void *encode_granules_thread(void *arg)
 {
     granules_job *j = arg;
@@ -950,16 +953,8 @@ static void *encode_granules_thread(void *arg)
     size_t cap_list = 0;
     buf_init(&j->data);
     /* the range covering the first granule's start */
-    size_t k = 0, lo = 0, hi = n;
-    uint64_t first_start = (uint64_t)j->first << gshift;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (r[mid].start <= first_start)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    k = lo > 0 ? lo - 1 : 0;
+    size_t lo = ranges_starting_at_most(r, n, (uint64_t)j->first << gshift);
+    size_t k = lo > 0 ? lo - 1 : 0;
     for (size_t g = j->first; g < j->last; g++) {
         uint64_t gstart = (uint64_t)g << gshift, gend = gstart + ((uint64_t)1 << gshift);
         while (k + 1 < n && r[k + 1].start <= gstart)

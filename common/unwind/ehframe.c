@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/search.h"
+
 #define MAX_CFA_STEPS 100000
 #define MAX_STATE_DEPTH 16
 
@@ -463,16 +465,11 @@ err_code unwind_debug_frame_list(unwind_fde **out, size_t *n, const uint8_t *sec
     return ERR_OK;
 }
 
+DEFINE_COUNT_AT_MOST(fdes_starting_at_most, unwind_fde, start)
+
 const unwind_fde *unwind_fde_find(const unwind_fde *fdes, size_t n, uint64_t addr)
 {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (fdes[mid].start <= addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = fdes_starting_at_most(fdes, n, addr);
     if (lo == 0 || addr >= fdes[lo - 1].end)
         return NULL;
     return &fdes[lo - 1];
