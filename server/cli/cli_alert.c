@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "config/config.h"
+#include "cli/cli_db.h"
 #include "ingest/alerts.h"
 #include "log/log.h"
 #include "store/store.h"
@@ -91,14 +91,14 @@ int cli_alert(int argc, char **argv)
         fprintf(stderr, "stacksift alert add: %s\n", err.msg);
         return 1;
     }
-    config cfg;
-    if (config_load_logged(&cfg) != ERR_OK)
+    cli_db db;
+    int status = cli_db_open(&db, &err);
+    if (status == 2)
         return 2;
-    log_set_level(cfg.log_level);
-    store *s = NULL;
+    status = 1;
+    store *s = db.s;
     arena *a = arena_new(64u << 20);
-    int status = 1;
-    if (store_open(&s, cfg.database_url, 1, cfg.db_timeout_ms, &err) != ERR_OK)
+    if (s == NULL)
         goto fail;
     if (add) {
         int64_t new_id;
@@ -136,7 +136,6 @@ fail:
     fprintf(stderr, "stacksift alert %s: %s\n", verb, err.msg);
 done:
     arena_free(a);
-    store_close(s);
-    config_reset(&cfg);
+    cli_db_close(&db);
     return status;
 }

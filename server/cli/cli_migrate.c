@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/cli_db.h"
 #include "cli/cli_regroup.h"
-#include "config/config.h"
 #include "log/log.h"
 #include "store/store.h"
 
@@ -27,16 +27,15 @@ int cli_migrate(int argc, char **argv)
                 "STACKSIFT_DATABASE_URL)\n");
         return help ? 0 : 2;
     }
-    config cfg;
-    if (config_load_logged(&cfg) != ERR_OK)
-        return 2;
-    log_set_level(cfg.log_level);
-    store *s = NULL;
+    cli_db db;
     err_info err = {0};
-    int applied = 0, version = 0, status = 1;
-    if (store_open(&s, cfg.database_url, 1, cfg.db_timeout_ms, &err) != ERR_OK ||
-        store_migrate(&applied, s, on_applied, NULL, &err) != ERR_OK ||
-        store_schema_version(&version, s, &err) != ERR_OK) {
+    int applied = 0, version = 0;
+    int status = cli_db_open(&db, &err);
+    if (status == 2)
+        return 2;
+    if (status != 0 || store_migrate(&applied, db.s, on_applied, NULL, &err) != ERR_OK ||
+        store_schema_version(&version, db.s, &err) != ERR_OK) {
+        status = 1;
         log_event(LOG_ERROR, "migrate_failed", "applied=%d message=%s", applied, err.msg);
         fprintf(stderr, "stacksift migrate: %s\n", err.msg);
         goto done;
@@ -44,9 +43,8 @@ int cli_migrate(int argc, char **argv)
     printf("schema at version %d (%d applied now)\n", version, applied);
     fflush(stdout);
     /* stored fingerprints made by older grouping rules are brought to this binary's */
-    status = cli_regroup_store(&cfg, s, true, 0);
+    status = cli_regroup_store(&db.cfg, db.s, true, 0);
 done:
-    store_close(s);
-    config_reset(&cfg);
+    cli_db_close(&db);
     return status;
 }

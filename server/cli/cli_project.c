@@ -16,6 +16,7 @@
 
 #include "auth/auth.h"
 #include "cli/cli.h"
+#include "cli/cli_db.h"
 #include "config/config.h"
 #include "log/log.h"
 #include "store/store.h"
@@ -51,30 +52,31 @@ typedef enum { CMD_CREATE, CMD_LIST, CMD_ROTATE } project_cmd;
 
 static int project_run(project_cmd cmd, const char *slug, const char *name, long grace_s)
 {
-    config cfg;
-    if (config_load_logged(&cfg) != ERR_OK)
-        return 2;
-    log_set_level(cfg.log_level);
-    store *s = NULL;
+    cli_db db;
     err_info err = {0};
-    int status = 1;
+    int status = cli_db_open(&db, &err);
+    if (status == 2)
+        return 2;
+    status = 1;
+    const config *cfg = &db.cfg;
+    store *s = db.s;
     char key[AUTH_DSN_KEY_MAX], dsn[512], expires[32];
     store_project p;
-    if (store_open(&s, cfg.database_url, 1, cfg.db_timeout_ms, &err) != ERR_OK)
+    if (s == NULL)
         goto fail;
     switch (cmd) {
     case CMD_CREATE:
         if (auth_project_create(&p, key, s, slug, name, &err) != ERR_OK)
             goto fail;
-        dsn_of(dsn, sizeof dsn, &cfg, key, p.id);
+        dsn_of(dsn, sizeof dsn, cfg, key, p.id);
         printf("project '%s' (id %lld) created; its DSN (shown once, store it now):\nDSN=%s\n",
                p.slug, (long long)p.id, dsn);
         break;
     case CMD_ROTATE: {
-        unsigned grace = grace_s >= 0 ? (unsigned)grace_s : cfg.dsn_grace_s;
+        unsigned grace = grace_s >= 0 ? (unsigned)grace_s : cfg->dsn_grace_s;
         if (auth_dsn_key_rotate(&p, key, expires, s, slug, grace, &err) != ERR_OK)
             goto fail;
-        dsn_of(dsn, sizeof dsn, &cfg, key, p.id);
+        dsn_of(dsn, sizeof dsn, cfg, key, p.id);
         if (expires[0])
             printf("project '%s' (id %lld): new DSN key; the old one works until %s (%u s)\n",
                    p.slug, (long long)p.id, expires, grace);
@@ -102,8 +104,7 @@ static int project_run(project_cmd cmd, const char *slug, const char *name, long
 fail:
     fprintf(stderr, "stacksift project: %s\n", err.msg);
 done:
-    store_close(s);
-    config_reset(&cfg);
+    cli_db_close(&db);
     return status;
 }
 

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
+#include "cli/cli_db.h"
 #include "cli/cli_regroup.h"
 #include "config/config.h"
 #include "ingest/pipeline.h"
@@ -123,18 +124,13 @@ int cli_regroup(int argc, char **argv)
             return help ? 0 : 2;
         }
     }
-    config cfg;
-    if (config_load_logged(&cfg) != ERR_OK)
-        return 2;
-    log_set_level(cfg.log_level);
-    store *s = NULL;
+    cli_db db;
     err_info err = {0};
-    int status = 1;
-    if (store_open(&s, cfg.database_url, 1, cfg.db_timeout_ms, &err) != ERR_OK)
+    int status = cli_db_open(&db, &err);
+    if (status == 1)
         fprintf(stderr, "stacksift regroup: %s\n", err.msg);
-    else
-        status = cli_regroup_store(&cfg, s, if_needed, page);
-    store_close(s);
-    config_reset(&cfg);
+    else if (status == 0)
+        status = cli_regroup_store(&db.cfg, db.s, if_needed, page);
+    cli_db_close(&db);
     return status;
 }

@@ -11,8 +11,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "config/config.h"
-#include "log/log.h"
+#include "cli/cli_db.h"
 #include "store/store.h"
 #include "store/store_maintain.h"
 
@@ -24,28 +23,27 @@ int cli_retention(int argc, char **argv)
         fprintf(stderr, "usage: stacksift retention run [--force]\n");
         return 2;
     }
-    config cfg;
-    if (config_load_logged(&cfg) != ERR_OK)
+    cli_db db;
+    err_info err = {0};
+    int status = cli_db_open(&db, &err);
+    if (status == 2)
         return 2;
-    log_set_level(cfg.log_level);
+    const config *cfg = &db.cfg;
     char host[64] = "cli";
-    if (!cfg.node_name && gethostname(host, sizeof host - 1) != 0)
+    if (!cfg->node_name && gethostname(host, sizeof host - 1) != 0)
         snprintf(host, sizeof host, "cli");
     store_retention_options o = {
-        .node = cfg.node_name ? cfg.node_name : host,
-        .report_days = cfg.retention_days,
-        .aggregate_days = cfg.aggregate_retention_days,
-        .dsym_days = cfg.dsym_retention_days,
-        .interval_s = cfg.maintenance_interval_s,
+        .node = cfg->node_name ? cfg->node_name : host,
+        .report_days = cfg->retention_days,
+        .aggregate_days = cfg->aggregate_retention_days,
+        .dsym_days = cfg->dsym_retention_days,
+        .interval_s = cfg->maintenance_interval_s,
         .ahead_days = 7,
         .force = force,
     };
-    store *s = NULL;
-    err_info err = {0};
     store_retention_result r;
-    int status = 1;
-    if (store_open(&s, cfg.database_url, 1, cfg.db_timeout_ms, &err) != ERR_OK ||
-        store_retention_run(&r, s, &o, &err) != ERR_OK) {
+    if (status != 0 || store_retention_run(&r, db.s, &o, &err) != ERR_OK) {
+        status = 1;
         fprintf(stderr, "stacksift retention: %s\n", err.msg);
         goto done;
     }
@@ -58,7 +56,6 @@ int cli_retention(int argc, char **argv)
            (long long)r.blobs_deleted, r.ms);
     status = 0;
 done:
-    store_close(s);
-    config_reset(&cfg);
+    cli_db_close(&db);
     return status;
 }

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "config/config.h"
+#include "cli/cli_db.h"
 #include "auth/auth.h"
 #include "log/log.h"
 #include "store/store.h"
@@ -30,17 +30,16 @@ static int token_usage(FILE *f)
 /* `token list` and `token revoke ID`: one store call each. */
 static int token_admin(const char *verb, const char *id)
 {
-    config cfg;
-    if (config_load_logged(&cfg) != ERR_OK)
-        return 2;
-    log_set_level(cfg.log_level);
-    store *s = NULL;
+    cli_db db;
     err_info err = {0};
-    int status = 1;
-    if (store_open(&s, cfg.database_url, 1, cfg.db_timeout_ms, &err) != ERR_OK)
+    int status = cli_db_open(&db, &err);
+    if (status == 2)
+        return 2;
+    status = 1;
+    if (db.s == NULL)
         goto fail;
     if (strcmp(verb, "revoke") == 0) {
-        if (auth_token_revoke(s, id, &err) != ERR_OK)
+        if (auth_token_revoke(db.s, id, &err) != ERR_OK)
             goto fail;
         printf("revoked %s (every server refuses it within %d ms)\n", id, AUTH_TOKENS_REFRESH_MS);
         status = 0;
@@ -48,7 +47,7 @@ static int token_admin(const char *verb, const char *id)
     }
     store_token_row *rows;
     size_t n;
-    if (store_tokens_list(&rows, &n, s, false, &err) != ERR_OK)
+    if (store_tokens_list(&rows, &n, db.s, false, &err) != ERR_OK)
         goto fail;
     printf("%-12s  %-24s  %-24s  %-24s  %s\n", "ID", "SCOPES", "CREATED", "REVOKED", "NAME");
     for (size_t i = 0; i < n; i++)
@@ -61,8 +60,7 @@ static int token_admin(const char *verb, const char *id)
 fail:
     fprintf(stderr, "stacksift token %s: %s\n", verb, err.msg);
 done:
-    store_close(s);
-    config_reset(&cfg);
+    cli_db_close(&db);
     return status;
 }
 
@@ -94,22 +92,19 @@ int cli_token(int argc, char **argv)
         fprintf(stderr, "stacksift token: %s\n", err.msg);
         return 2;
     }
-    config cfg;
-    if (config_load_logged(&cfg) != ERR_OK)
-        return 2;
-    log_set_level(cfg.log_level);
-    store *s = NULL;
+    cli_db db;
     char token[AUTH_TOKEN_MAX];
-    int status = 1;
-    if (store_open(&s, cfg.database_url, 1, cfg.db_timeout_ms, &err) != ERR_OK ||
-        auth_token_create(token, s, name, scopes, &err) != ERR_OK) {
+    int status = cli_db_open(&db, &err);
+    if (status == 2)
+        return 2;
+    if (status != 0 || auth_token_create(token, db.s, name, scopes, &err) != ERR_OK) {
+        status = 1;
         fprintf(stderr, "stacksift token: %s\n", err.msg);
         goto done;
     }
     printf("token for '%s' with scopes %s (shown once, store it now):\n%s\n", name, scopes, token);
     status = 0;
 done:
-    store_close(s);
-    config_reset(&cfg);
+    cli_db_close(&db);
     return status;
 }
