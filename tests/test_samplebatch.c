@@ -277,6 +277,110 @@ static void canonical_drops_unused_images(void)
     arena_free(a);
 }
 
+static bool same_str(const char *x, const char *y)
+{
+    return (x == NULL && y == NULL) || (x != NULL && y != NULL && strcmp(x, y) == 0);
+}
+
+/* Every field a batch has, equal in x and y. */
+static bool same_batch(const samplebatch *x, const samplebatch *y)
+{
+    if (!same_str(x->batch_id, y->batch_id) || !same_str(x->app_name, y->app_name) ||
+        !same_str(x->bundle_id, y->bundle_id) || !same_str(x->app_version, y->app_version) ||
+        !same_str(x->build, y->build) || !same_str(x->os_name, y->os_name) ||
+        !same_str(x->os_version, y->os_version) || !same_str(x->os_build, y->os_build) ||
+        !same_str(x->device_model, y->device_model) || !same_str(x->device_id, y->device_id) ||
+        !same_str(x->arch, y->arch) || x->nimages != y->nimages || x->nsamples != y->nsamples ||
+        x->calls != y->calls)
+        return false;
+    for (size_t i = 0; i < x->nimages; i++) {
+        const crashreport_image *p = &x->images[i], *q = &y->images[i];
+        if (!same_str(p->name, q->name) || !same_str(p->path, q->path) ||
+            !same_str(p->arch, q->arch) || !same_str(p->version, q->version) ||
+            strcmp(p->uuid, q->uuid) != 0 || p->load_addr != q->load_addr ||
+            p->end_addr != q->end_addr || p->vmaddr != q->vmaddr || p->user != q->user ||
+            p->in_app != q->in_app || p->has_unwind != q->has_unwind)
+            return false;
+    }
+    for (size_t i = 0; i < x->nsamples; i++) {
+        const samplebatch_sample *p = &x->samples[i], *q = &y->samples[i];
+        if (!same_str(p->tag, q->tag) || !same_str(p->thread, q->thread) ||
+            p->nframes != q->nframes || p->count != q->count)
+            return false;
+        for (uint32_t k = 0; k < p->nframes; k++)
+            if (p->frames[k].addr != q->frames[k].addr || p->frames[k].image != q->frames[k].image)
+                return false;
+    }
+    return true;
+}
+
+/* samplebatch_canonical gives, without text, what the stored canonical text reads back to:
+ * merged stacks, dropped thread names and images, remapped image indexes, escaped strings,
+ * optional fields absent, in_app kept; its strings outlive the arena of the batch it copies. */
+static void canonical_batch_is_the_stored_one(void)
+{
+    const char *docs[] = {
+        HEAD IMAGES "\"samples\":["
+        "{\"tag\":\"A\",\"frames\":[\"0x1a0000010\",\"0x100000f1c\"],\"count\":2},"
+        "{\"tag\":\"B\",\"thread\":\"main\",\"frames\":[\"0x1a0000010\",\"0x100000f1c\"]},"
+        "{\"tag\":\"A\",\"thread\":\"bg\",\"frames\":[\"0x1a0000010\",\"0x100000f1c\"],\"count\":7},"
+        "{\"tag\":\"A\",\"frames\":[\"0x1a0000010\",\"0x100000f20\"]}]}",
+        /* an unused first image: the frames' indexes move */
+        HEAD IMAGES "\"samples\":[{\"tag\":\"Caf\\u00e9 \\\"q\\\"\",\"frames\":[\"0x100000f1c\"]},"
+        "{\"tag\":\"Caf\\u00e9 \\\"q\\\"\",\"frames\":[\"0x100000f1c\"],\"count\":3}]}",
+        /* the least a batch has; images named by their path, in_app given */
+        "{\"format_version\":1,\"app\":{\"name\":\"App\",\"build\":\"1\"},\"device\":{\"id\":\"d\"},"
+        "\"images\":[{\"path\":\"/x/Kit\",\"uuid\":\"0123456789abcdef0123456789ABCDEF\","
+        "\"arch\":\"arm64e\",\"load_address\":4096,\"size\":4096,\"in_app\":true},"
+        "{\"name\":\"Sys\",\"uuid\":\"11111111-2222-3333-4444-555555555555\","
+        "\"load_address\":\"0x100000\",\"size\":4096,\"in_app\":false}],"
+        "\"samples\":[{\"tag\":\"T\",\"frames\":[\"0x100010\",\"0x1010\",4660]}]}",
+    };
+    for (size_t d = 0; d < sizeof docs / sizeof docs[0]; d++) {
+        arena *a = arena_new(0), *keep = arena_new(0);
+        char field[SAMPLEBATCH_FIELD_MAX];
+        err_info err = {0};
+        err_code rc;
+        samplebatch *b = parse(docs[d], SAMPLEBATCH_SENT, a, field, &err, &rc);
+        CHECK_EQ_INT(rc, ERR_OK);
+        if (b == NULL) {
+            arena_free(a);
+            arena_free(keep);
+            continue;
+        }
+        buf out;
+        buf_init(&out);
+        samplebatch_render_canonical(&out, NULL, b);
+        buf_putc(&out, '\0');
+        samplebatch *stored = parse((const char *)out.data, SAMPLEBATCH_STORED, keep, field,
+                                    &err, &rc);
+        samplebatch *c = NULL;
+        CHECK_EQ_INT(samplebatch_canonical(&c, b, keep, &err), ERR_OK);
+        arena_free(a);   /* the copy keeps nothing of the batch it was made from */
+        CHECK(stored != NULL && c != NULL && same_batch(stored, c));
+        /* and it renders to the same text */
+        buf again;
+        buf_init(&again);
+        if (c != NULL)
+            samplebatch_render_canonical(&again, NULL, c);
+        buf_putc(&again, '\0');
+        CHECK_EQ_STR((const char *)again.data, (const char *)out.data);
+        buf_reset(&again);
+        buf_reset(&out);
+        arena_free(keep);
+    }
+    /* over its arena's budget: ERR_TOO_LARGE, no batch */
+    arena *a = arena_new(0), *tiny = arena_new(64);
+    char field[SAMPLEBATCH_FIELD_MAX];
+    err_info err = {0};
+    err_code rc;
+    samplebatch *b = parse(docs[0], SAMPLEBATCH_SENT, a, field, &err, &rc);
+    samplebatch *c = (samplebatch *)1;
+    CHECK(b != NULL && samplebatch_canonical(&c, b, tiny, &err) == ERR_TOO_LARGE && c == NULL);
+    arena_free(tiny);
+    arena_free(a);
+}
+
 /* The scanner: escapes and UTF-8 decoded, member order free, unknown members skipped, the
  * last of a repeated member counts; broken JSON refused as malformed (never a crash). */
 static void json_edges(void)
@@ -374,6 +478,7 @@ int main(void)
     RUN(pac_bits_are_stripped_for_the_image);
     RUN(canonical_merges_identical_stacks);
     RUN(canonical_drops_unused_images);
+    RUN(canonical_batch_is_the_stored_one);
     RUN(json_edges);
     return harness_done();
 }

@@ -235,6 +235,50 @@ def exactly_once_across_crashes():
 
 
 
+def batches_parsed_once():
+    """A batch POSTed to a node with workers is parsed once, by its intake: the worker that
+    claims its row counts the checked batch the intake handed over (callsites_counted says
+    handed=), not the row's text parsed again, and the counts are those of the text: the
+    same stacks merged within a batch, a gzip batch, a retried batch_id (not handed twice),
+    two batches of identical content (one row each)."""
+    with Instance("samples_once", workers=1,
+                  extra_env={"STACKSIFT_LOG_LEVEL": "debug"}) as inst:
+        app = manifest_fixture(inst.fixtures, "arm64-O2")
+        funcs = whole_functions(inst.bin, app, inst.tmp)
+        names = sorted(funcs)[:4]
+        check(len(names) == 4, f"fixture functions found ({len(names)})")
+        inst.upload_dsym(app)
+        pc = hex(CL_LOAD + 0x1234)
+        s1 = [pc] + [hex(APP_LOAD + funcs[f][0] + 4) for f in names[:3]]
+        s2 = [pc] + [hex(APP_LOAD + funcs[f][0] + 4) for f in names[1:]]
+        images = [app_image(app["slices"][0]["uuid"]), CL_IMAGE]
+        T = "CLLocationManager.requestLocation"
+        b1 = batch("7", "device-1", images, [{"tag": T, "frames": s1, "count": 2},
+                                             {"tag": T, "thread": "bg", "frames": s1},
+                                             {"tag": T, "frames": s2, "count": 4}])
+        b2 = batch("7", "device-2", images, [{"tag": T, "frames": s2}], batch_id="once-2")
+        for body, gz in ((b1, False), (b2, True), (b2, False), (b1, False)):
+            r = post(inst, body, gz=gz)
+            check(r.status == 202, f"batch: 202 (got {r.status} {r.body[:200]!r})")
+        check(wait_counted(inst), "every batch counted")
+        sites = all_callsites(inst)["callsites"]
+        got = sorted((c["frames"][0]["function"], c["count"], c["devices"]) for c in sites)
+        want = sorted([(norm(names[0]), 6, 1), (norm(names[1]), 9, 2)])
+        check(got == want, f"counts of the batches as stored: {got} (want {want})")
+        batches = handed = 0
+        with open(inst.log_path, "rb") as f:
+            for line in f:
+                try:
+                    ev = json.loads(line)
+                except ValueError:
+                    continue
+                if ev.get("event") == "callsites_counted":
+                    batches += int(ev.get("batches", 0))
+                    handed += int(ev.get("handed", 0))
+        check(batches == 3 and handed == 3,
+              f"3 rows counted, each from its intake's parse (batches={batches} handed={handed})")
+
+
 def version_key_per_build():
     """version_key (a build's sort key, 1.10 after 1.9) is computed once per distinct build of
     a commit or a read, not once per (call site, build) row: 12 call sites seen in 4 builds,
@@ -279,6 +323,7 @@ def version_key_per_build():
 
 
 def main():
+    batches_parsed_once()
     version_key_per_build()
     exactly_once_across_crashes()
     with Instance("samples", workers=1) as inst:

@@ -840,7 +840,10 @@ static void put_kv(buf *out, const char *key, const char *value, bool *first)
     buf_append_json_str(out, value, strlen(value));
 }
 
-void samplebatch_render_canonical(buf *out, size_t *nstacks, const samplebatch *b)
+/* The merge both canonical forms make: sum[i] = the summed count of sample i's stack when i is
+ * its first sample, else 0; image_map[i] = image i's index among the images a kept sample's
+ * frame lies in (original order), -1 when none does. Both arrays from malloc (caller frees). */
+static void merge_stacks(uint64_t **sum_out, int32_t **image_map_out, const samplebatch *b)
 {
     size_t cap = 16;
     while (cap < b->nsamples * 2)
@@ -871,6 +874,111 @@ void samplebatch_render_canonical(buf *out, size_t *nstacks, const samplebatch *
     for (size_t i = 0; i < b->nimages; i++)
         if (image_map[i] == 0)
             image_map[i] = next++;
+    free(slots);
+    *sum_out = sum;
+    *image_map_out = image_map;
+}
+
+/* A copy of `s` in `a` (NULL stays NULL); *ok = false when the budget ran out. */
+static const char *copy_str(arena *a, const char *s, bool *ok, err_info *err)
+{
+    if (s == NULL)
+        return NULL;
+    char *c = arena_strdup(a, s, err);
+    *ok &= c != NULL;
+    return c;
+}
+
+err_code samplebatch_canonical(samplebatch **out, const samplebatch *b, arena *a, err_info *err)
+{
+    uint64_t *sum;
+    int32_t *image_map;
+    *out = NULL;
+    merge_stacks(&sum, &image_map, b);
+    err_code rc = ERR_TOO_LARGE;
+    bool ok = true;
+    size_t nimages = 0, nsamples = 0;
+    for (size_t i = 0; i < b->nimages; i++)
+        nimages += image_map[i] >= 0;
+    for (size_t i = 0; i < b->nsamples; i++)
+        nsamples += sum[i] > 0;
+    samplebatch *c = arena_alloc(a, sizeof *c, err);
+    if (c == NULL)
+        goto done;
+    memset(c, 0, sizeof *c);
+    c->images = arena_alloc_array(a, nimages ? nimages : 1, sizeof *c->images, err);
+    c->samples = arena_alloc_array(a, nsamples ? nsamples : 1, sizeof *c->samples, err);
+    if (c->images == NULL || c->samples == NULL)
+        goto done;
+    c->batch_id = copy_str(a, b->batch_id, &ok, err);
+    c->app_name = copy_str(a, b->app_name, &ok, err);
+    c->bundle_id = copy_str(a, b->bundle_id, &ok, err);
+    c->app_version = copy_str(a, b->app_version, &ok, err);
+    c->build = copy_str(a, b->build, &ok, err);
+    c->os_name = copy_str(a, b->os_name, &ok, err);
+    c->os_version = copy_str(a, b->os_version, &ok, err);
+    c->os_build = copy_str(a, b->os_build, &ok, err);
+    c->device_model = copy_str(a, b->device_model, &ok, err);
+    c->device_id = copy_str(a, b->device_id, &ok, err);
+    c->arch = copy_str(a, b->arch, &ok, err);
+    /* each image as samplebatch_parse reads the one the canonical text gives for it */
+    for (size_t i = 0; ok && i < b->nimages; i++) {
+        if (image_map[i] < 0)
+            continue;
+        const crashreport_image *im = &b->images[i];
+        crashreport_image *ci = &c->images[c->nimages++];
+        memset(ci, 0, sizeof *ci);
+        memcpy(ci->uuid, im->uuid, sizeof ci->uuid);
+        ci->name = copy_str(a, im->name, &ok, err);
+        ci->path = copy_str(a, im->path, &ok, err);
+        ci->arch = copy_str(a, im->arch, &ok, err);
+        ci->load_addr = im->load_addr;
+        ci->end_addr = im->end_addr;
+        ci->in_app = im->in_app;
+        ci->user = im->in_app == CRASHREPORT_IN_APP_YES;
+    }
+    /* the first sample of each stack with the summed count, its frames on the kept images */
+    const char *last_tag = NULL, *last_copy = NULL;
+    for (size_t i = 0; ok && i < b->nsamples; i++) {
+        if (sum[i] == 0)
+            continue;
+        const samplebatch_sample *s = &b->samples[i];
+        samplebatch_sample *cs = &c->samples[c->nsamples++];
+        memset(cs, 0, sizeof *cs);
+        /* a batch's samples share a few tags: one copy per run of the same tag */
+        if (last_tag == NULL || strcmp(last_tag, s->tag) != 0) {
+            last_tag = s->tag;
+            last_copy = copy_str(a, s->tag, &ok, err);
+        }
+        cs->tag = last_copy;
+        cs->count = sum[i];
+        cs->nframes = s->nframes;
+        cs->frames = arena_alloc_array(a, s->nframes, sizeof *cs->frames, err);
+        if (cs->frames == NULL) {
+            ok = false;
+            break;
+        }
+        for (uint32_t k = 0; k < s->nframes; k++) {
+            cs->frames[k].addr = s->frames[k].addr;
+            cs->frames[k].image = (uint32_t)image_map[s->frames[k].image];
+        }
+        c->calls += sum[i];
+    }
+    if (!ok)
+        goto done;
+    *out = c;
+    rc = ERR_OK;
+done:
+    free(sum);
+    free(image_map);
+    return rc;
+}
+
+void samplebatch_render_canonical(buf *out, size_t *nstacks, const samplebatch *b)
+{
+    uint64_t *sum;
+    int32_t *image_map;
+    merge_stacks(&sum, &image_map, b);
 
     bool first = true;
     buf_append_str(out, "{\"format_version\":1,");
@@ -931,7 +1039,6 @@ void samplebatch_render_canonical(buf *out, size_t *nstacks, const samplebatch *
     buf_append_str(out, "]}");
     if (nstacks)
         *nstacks = stacks;
-    free(slots);
     free(sum);
     free(image_map);
 }

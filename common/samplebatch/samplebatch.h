@@ -93,4 +93,15 @@ err_code samplebatch_parse(samplebatch **out, char field[SAMPLEBATCH_FIELD_MAX],
  */
 void samplebatch_render_canonical(buf *out, size_t *nstacks, const samplebatch *b);
 
+/*
+ * samplebatch_canonical - `b` in canonical form as a batch of its own: field for field what
+ * samplebatch_parse(..., SAMPLEBATCH_STORED, ...) reads back from
+ * samplebatch_render_canonical(b) (merged samples in first-seen order, thread names dropped,
+ * only the images a frame lies in, frames' image indexes into those), made without rendering
+ * or reading text: the server counts a batch it has just checked without parsing it again.
+ * out     allocated in `a`, every string copied (`b` may be freed first).
+ * Errors  ERR_TOO_LARGE (a's budget); *out is NULL then.
+ */
+err_code samplebatch_canonical(samplebatch **out, const samplebatch *b, arena *a, err_info *err);
+
 #endif

@@ -332,7 +332,7 @@ int cli_serve(int argc, char **argv)
         log_event(LOG_ERROR, "maintenance_failed", "message=%s", err.msg);
         goto done;
     }
-    if (http_server_start(&srv, &cfg, s, pipe, node, &err) != ERR_OK) {
+    if (http_server_start(&srv, &cfg, s, pipe, node, counters, &err) != ERR_OK) {
         log_event(LOG_ERROR, "listen_failed", "message=%s", err.msg);
         goto done;
     }

@@ -8,6 +8,7 @@
 
 #include "base/err.h"
 #include "config/config.h"
+#include "ingest/callsites.h"
 #include "ingest/maintain.h"
 #include "ingest/pipeline.h"
 #include "store/store.h"
@@ -20,12 +21,12 @@ unsigned http_status_for(err_code code);
 /* http_server_start - listen on cfg->listen_host:listen_port with an internal thread pool of
  * cfg->http_threads (epoll) and serve requests with `s`; `pipe` (may be NULL) serves the
  * symbolication routes and /metrics, and its symcache file cache takes new dSYMs; `node`
- * (may be NULL) adds the nodes and retention to /metrics. `cfg`, `s`, `pipe` and `node` must
- * outlive the
- * server. Owned by the caller: http_server_stop(). Errors ERR_IO (cannot listen: the message
+ * (may be NULL) adds the nodes and retention to /metrics; `counters` (may be NULL) are this
+ * process's call site workers, handed the sample batches POSTed here. `cfg`, `s`, `pipe`,
+ * `node` and `counters` must outlive the server. Owned by the caller: http_server_stop(). Errors ERR_IO (cannot listen: the message
  * says why), ERR_INVALID (host does not resolve). */
 err_code http_server_start(http_server **out, const config *cfg, store *s, pipeline *pipe,
-                           maintain *node, err_info *err);
+                           maintain *node, callsites *counters, err_info *err);
 
 /* http_server_stop - stop accepting connections, let requests in flight finish for up to
  * cfg->shutdown_timeout_ms, then close everything and free the server. NULL is a no-op.

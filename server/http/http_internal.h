@@ -61,6 +61,8 @@ struct http_server {
     store *store;
     pipeline *pipe;          /* symbolication caches and workers; NULL in tests without */
     maintain *node;          /* heartbeats, retention, node metrics; NULL in tests without */
+    callsites *counters;     /* this process's call site workers (batches handed over); NULL
+                                = none */
     store_intake *intake;    /* group commit of POSTed reports (owned) */
     char *tmp_dir;
     conns *conns;            /* every open connection and the reaper (conns.h) */

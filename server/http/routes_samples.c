@@ -33,7 +33,8 @@ enum MHD_Result handle_samples_post(http_request *r)
     };
     callsites_result res;
     char field[SAMPLEBATCH_FIELD_MAX];
-    if (callsites_accept(&res, field, r->srv->store, &in, r->a, &r->err) != ERR_OK)
+    if (callsites_accept(&res, field, r->srv->store, r->srv->counters, &in, r->a, &r->err) !=
+        ERR_OK)
         return respond_field_error(r, field);
     buf body;
     jsonw w;

@@ -1187,8 +1187,7 @@ static err_code ensure_dir(const char *path, err_info *err)
 }
 
 err_code http_server_start(http_server **out, const config *cfg, store *s, pipeline *pipe,
-                           maintain *node,
-                           err_info *err)
+                           maintain *node, callsites *counters, err_info *err)
 {
     *out = NULL;
     static const char *names[NROUTES + 1];
@@ -1205,6 +1204,7 @@ err_code http_server_start(http_server **out, const config *cfg, store *s, pipel
     srv->store = s;
     srv->pipe = pipe;
     srv->node = node;
+    srv->counters = counters;
     srv->id_seed = (unsigned)time(NULL) ^ ((unsigned)getpid() << 16);
     size_t dl = strlen(cfg->data_dir) + 16;
     srv->tmp_dir = xmalloc(dl);

@@ -20,6 +20,85 @@
 
 #define SWEEP_EVERY_S 30
 
+/* Bytes of checked batches the intake may keep for this process's workers: past it the
+ * oldest go (their workers parse the stored text instead). A 1,000-sample batch of 20-frame
+ * stacks takes about 100 KB once merged. */
+#define HANDOFF_MAX_BYTES ((size_t)32 << 20)
+
+/* A batch the intake checked, in canonical form (samplebatch_canonical), for the worker of
+ * this process that claims its row: counted without parsing its stored text again. */
+typedef struct {
+    char sha256[65];   /* of its canonical text: what its row's sha256 says */
+    arena *a;          /* owns `b` */
+    samplebatch *b;
+    size_t bytes;      /* arena_used(a) */
+} handoff_entry;
+
+struct callsites {
+    callsites_options o;
+    store *store;
+    pipeline *pipe;
+    workpool *workers;     /* NULL until callsites_start */
+    /* Batches handed from the intake, oldest first (a few hundred at most: a linear search) */
+    pthread_mutex_t handoff_mu;
+    handoff_entry *handoff;
+    size_t nhandoff, cap_handoff, handoff_bytes;
+    /* Batches and pending stacks this process could not read or count (a bug, logged once
+     * each): left in the queue for a fixed server, skipped here so the rest goes on. */
+    pthread_mutex_t poison_mu;
+    buf poison_batches, poison_pending;   /* comma-separated ids */
+    atomic_uint_fast64_t batches, stacks, stack_evals, pending_stacks, commits, commit_failures,
+        batches_handed;
+};
+
+/* Keep checked batch `b` (owned by `a`, which goes with it) under `sha256` for a worker of
+ * this process; the oldest go past HANDOFF_MAX_BYTES. */
+static void handoff_put(callsites *c, const char *sha256, arena *a, samplebatch *b)
+{
+    pthread_mutex_lock(&c->handoff_mu);
+    if (c->nhandoff == c->cap_handoff) {
+        c->cap_handoff = c->cap_handoff ? c->cap_handoff * 2 : 64;
+        c->handoff = xreallocarray(c->handoff, c->cap_handoff, sizeof *c->handoff);
+    }
+    handoff_entry *e = &c->handoff[c->nhandoff++];
+    snprintf(e->sha256, sizeof e->sha256, "%s", sha256);
+    e->a = a;
+    e->b = b;
+    e->bytes = arena_used(a);
+    c->handoff_bytes += e->bytes;
+    size_t drop = 0;
+    while (c->nhandoff - drop > 1 && c->handoff_bytes > HANDOFF_MAX_BYTES) {
+        c->handoff_bytes -= c->handoff[drop].bytes;
+        arena_free(c->handoff[drop++].a);
+    }
+    if (drop > 0) {
+        c->nhandoff -= drop;
+        memmove(c->handoff, c->handoff + drop, c->nhandoff * sizeof *c->handoff);
+    }
+    pthread_mutex_unlock(&c->handoff_mu);
+}
+
+/* The batch kept under `sha256` (the oldest such), taken out: its arena is the caller's now;
+ * NULL if none. */
+static arena *handoff_take(samplebatch **b, callsites *c, const char *sha256)
+{
+    arena *a = NULL;
+    *b = NULL;
+    pthread_mutex_lock(&c->handoff_mu);
+    for (size_t i = 0; i < c->nhandoff; i++) {
+        if (strcmp(c->handoff[i].sha256, sha256) != 0)
+            continue;
+        a = c->handoff[i].a;
+        *b = c->handoff[i].b;
+        c->handoff_bytes -= c->handoff[i].bytes;
+        c->nhandoff--;
+        memmove(c->handoff + i, c->handoff + i + 1, (c->nhandoff - i) * sizeof *c->handoff);
+        break;
+    }
+    pthread_mutex_unlock(&c->handoff_mu);
+    return a;
+}
+
 /* ---- intake ---------------------------------------------------------------------------- */
 
 static void sha256_hex(char out[65], const void *data, size_t len)
@@ -32,7 +111,7 @@ static void sha256_hex(char out[65], const void *data, size_t len)
 }
 
 err_code callsites_accept(callsites_result *out, char field[SAMPLEBATCH_FIELD_MAX], store *s,
-                          const callsites_input *in, arena *a, err_info *err)
+                          callsites *c, const callsites_input *in, arena *a, err_info *err)
 {
     memset(out, 0, sizeof *out);
     field[0] = '\0';
@@ -70,11 +149,28 @@ err_code callsites_accept(callsites_result *out, char field[SAMPLEBATCH_FIELD_MA
     err_code rc = samplebatch_parse(&b, field, (const char *)json, len, SAMPLEBATCH_SENT, a, err);
     if (rc != ERR_OK)
         return rc;
+    /* With workers here, the checked batch goes to them in canonical form (its own arena):
+     * the one that claims its row counts it without parsing the stored text again. Rendered
+     * from that form, the text is the same (samplebatch_canonical). */
+    arena *ca = NULL;
+    samplebatch *cb = NULL;
+    if (c != NULL && c->o.workers > 0) {
+        ca = arena_new(0);
+        if (samplebatch_canonical(&cb, b, ca, err) != ERR_OK) {   /* no budget: cannot fail */
+            arena_free(ca);
+            ca = NULL;
+            cb = NULL;
+        }
+    }
     buf canon;
     buf_init(&canon);
-    samplebatch_render_canonical(&canon, &out->stacks, b);
+    samplebatch_render_canonical(&canon, &out->stacks, cb ? cb : b);
     char sha[65];
     sha256_hex(sha, canon.data, canon.len);
+    /* handed over before the row commits, so that no worker can claim it first; a row that
+     * is not stored takes it back below */
+    if (cb != NULL)
+        handoff_put(c, sha, ca, cb);
     store_sample_batch row = {
         .project_id = in->project_id,
         .app = b->bundle_id ? b->bundle_id : b->app_name,
@@ -89,6 +185,10 @@ err_code callsites_accept(callsites_result *out, char field[SAMPLEBATCH_FIELD_MA
     store_batch_outcome outcome = STORE_BATCH_STORED;
     rc = store_samples_insert(&outcome, s, &row, err);
     buf_reset(&canon);
+    if (cb != NULL && (rc != ERR_OK || outcome != STORE_BATCH_STORED)) {
+        samplebatch *unused;
+        arena_free(handoff_take(&unused, c, sha));   /* NULL when evicted: a no-op */
+    }
     if (rc == ERR_CONFLICT)
         snprintf(field, SAMPLEBATCH_FIELD_MAX, "batch_id");
     if (rc != ERR_OK)
@@ -173,17 +273,6 @@ static void smap_put(smap *m, const char *key, size_t len, uint64_t h, size_t v)
 
 /* ---- workers --------------------------------------------------------------------------- */
 
-struct callsites {
-    callsites_options o;
-    store *store;
-    pipeline *pipe;
-    workpool *workers;     /* NULL until callsites_start */
-    /* Batches and pending stacks this process could not read or count (a bug, logged once
-     * each): left in the queue for a fixed server, skipped here so the rest goes on. */
-    pthread_mutex_t poison_mu;
-    buf poison_batches, poison_pending;   /* comma-separated ids */
-    atomic_uint_fast64_t batches, stacks, stack_evals, pending_stacks, commits, commit_failures;
-};
 
 /* What one distinct stack (frames only) comes to; strings in the claim's arena. The keys
  * that name it in the database are SHA-256 (stable across claims and nodes), made once per
@@ -261,6 +350,7 @@ typedef struct {
     smap rows;          /* row key -> index into `rows_v` */
     agg_row *rows_v;
     size_t nrows, cap_rows;
+    size_t handed;      /* batches counted from the intake's handoff, not parsed */
     buf key;            /* scratch: the key being looked up */
 } claim;
 
@@ -701,6 +791,12 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* arena_defer's shape of arena_free */
+static void free_arena(void *a)
+{
+    arena_free(a);
+}
+
 /* Count one claim: every batch and pending stack, then one commit. */
 static err_code claim_count(claim *k, store_sample_work *w, const store_claimed_batch *bs,
                             size_t nb, const store_claimed_pending *ps, size_t np)
@@ -711,8 +807,17 @@ static err_code claim_count(claim *k, store_sample_work *w, const store_claimed_
     for (size_t i = 0; i < nb && rc == ERR_OK; i++) {
         samplebatch *b;
         batch_ids ids;
-        rc = samplebatch_parse(&b, field, bs[i].canonical, bs[i].canonical_len,
-                               SAMPLEBATCH_STORED, k->a, k->err);
+        /* checked by this process's intake: counted from its parse (its arena then lives as
+         * long as the claim's, whose rows borrow its strings); else read from the row */
+        arena *handed = handoff_take(&b, c, bs[i].sha256);
+        if (handed != NULL) {
+            arena_defer(k->a, free_arena, handed);
+            k->handed++;
+            rc = ERR_OK;
+        } else {
+            rc = samplebatch_parse(&b, field, bs[i].canonical, bs[i].canonical_len,
+                                   SAMPLEBATCH_STORED, k->a, k->err);
+        }
         if (rc == ERR_OK)
             rc = batch_ids_make(&ids, k, b, b->device_id);
         for (size_t j = 0; rc == ERR_OK && j < b->nsamples; j++)
@@ -833,10 +938,11 @@ static void worker_run(workpool *wp, unsigned index, void *ctx)
         rc = claim_count(&k, w, bs, nb, ps, np);
         if (rc == ERR_OK) {
             atomic_fetch_add(&c->batches, nb);
+            atomic_fetch_add(&c->batches_handed, k.handed);
             atomic_fetch_add(&c->commits, 1);
-            log_event(LOG_DEBUG, "callsites_counted", "worker=%u batches=%zu pending=%zu "
-                      "stacks=%zu rows=%zu ms=%.1f", index, nb, np, k.nev, k.nrows,
-                      now_ms() - t0);
+            log_event(LOG_DEBUG, "callsites_counted", "worker=%u batches=%zu handed=%zu "
+                      "pending=%zu stacks=%zu rows=%zu ms=%.1f", index, nb, k.handed, np, k.nev,
+                      k.nrows, now_ms() - t0);
         } else if (k.culprit != 0) {
             /* one row cannot be read or counted: skip it from now on, count the others */
             atomic_fetch_add(&c->commit_failures, 1);
@@ -882,6 +988,7 @@ err_code callsites_new(callsites **out, store *work_store, pipeline *pipe,
     c->store = work_store;
     c->pipe = pipe;
     pthread_mutex_init(&c->poison_mu, NULL);
+    pthread_mutex_init(&c->handoff_mu, NULL);
     buf_init(&c->poison_batches);
     buf_init(&c->poison_pending);
     *out = c;
@@ -906,6 +1013,10 @@ void callsites_free(callsites *c)
     if (c == NULL)
         return;
     workpool_free(c->workers);
+    for (size_t i = 0; i < c->nhandoff; i++)
+        arena_free(c->handoff[i].a);
+    free(c->handoff);
+    pthread_mutex_destroy(&c->handoff_mu);
     pthread_mutex_destroy(&c->poison_mu);
     buf_reset(&c->poison_batches);
     buf_reset(&c->poison_pending);
@@ -921,4 +1032,5 @@ void callsites_stats_get(callsites_stats *out, const callsites *c)
     out->pending_stacks = atomic_load(&m->pending_stacks);
     out->commits = atomic_load(&m->commits);
     out->commit_failures = atomic_load(&m->commit_failures);
+    out->batches_handed = atomic_load(&m->batches_handed);
 }

@@ -3,7 +3,9 @@
  * and the workers that count them.
  *
  *   POST /api/v1/samples -> callsites_accept: gunzip, samplebatch_parse (all or nothing),
- *       canonical form (identical stacks merged), one sample_batches row -> 202
+ *       canonical form (identical stacks merged), one sample_batches row -> 202; with
+ *       workers in this process the checked batch is handed to them in canonical form
+ *       (memory only, bounded), so the one that claims its row does not parse it again
  *   workers: claim batches (FOR UPDATE SKIP LOCKED) -> per distinct stack: symbolicate once
  *       (pipeline caches), call site = tag + normalized top in-app frames (signature rules)
  *       -> one row per (call site, build, UTC day): count + device set; stacks whose in-app
@@ -49,17 +51,19 @@ typedef struct {
 /*
  * callsites_accept - decode, check and commit one batch. When it returns ERR_OK the batch is
  * durable (or was already: out->retry). `field` names the offending field on error ("body"
- * for the encoding, "" when the problem is not one field). Scratch memory in `a`.
+ * for the encoding, "" when the problem is not one field). Scratch memory in `a`. `c` (may be
+ * NULL) are this process's workers: a stored batch is handed to them, checked and in
+ * canonical form, for the one that claims it (a row claimed elsewhere is parsed there).
  * Errors  ERR_INVALID (bad gzip, bad JSON, a bad field: see samplebatch_parse),
  *         ERR_UNSUPPORTED (content type, encoding, format_version), ERR_TOO_LARGE (decoded
  *         size, samples, frames), ERR_CONFLICT (batch_id reused for other samples), ERR_STORE.
  */
+typedef struct callsites callsites;
+
 err_code callsites_accept(callsites_result *out, char field[SAMPLEBATCH_FIELD_MAX], store *s,
-                          const callsites_input *in, arena *a, err_info *err);
+                          callsites *c, const callsites_input *in, arena *a, err_info *err);
 
 /* ---- counting workers ------------------------------------------------------------------ */
-
-typedef struct callsites callsites;
 
 typedef struct {
     unsigned workers;          /* threads; 0 = this process does not count */
@@ -85,6 +89,7 @@ void callsites_free(callsites *c);
 
 typedef struct {
     uint64_t batches, stacks, stack_evals, pending_stacks, commits, commit_failures;
+    uint64_t batches_handed;   /* of `batches`: counted from this process's intake, unparsed */
 } callsites_stats;
 
 void callsites_stats_get(callsites_stats *out, const callsites *c);

@@ -82,7 +82,7 @@ struct store_sample_work {
 
 static const store_stmt SQL_CLAIM_BATCHES = {"samples_claim_batches",
     "SELECT id::text, canonical, " STORE_TS_US("received_at") ", "
-    "to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD'), project_id::text "
+    "to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD'), project_id::text, sha256 "
     "FROM sample_batches WHERE status = 'received' "
     "AND id <> ALL(string_to_array($2, ',')::bigint[]) "
     "ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED"};
@@ -149,6 +149,7 @@ err_code store_samples_claim(store_sample_work **out, const store_claimed_batch 
             bs[i].received_at = store_dup(a, res, r, 2, err, &rc);
             bs[i].day = store_dup(a, res, r, 3, err, &rc);
             bs[i].project_id = strtoll(PQgetvalue(res, r, 4), NULL, 10);
+            bs[i].sha256 = store_dup(a, res, r, 5, err, &rc);
             if (rc == ERR_OK && bs[i].canonical == NULL)
                 rc = err_set(err, ERR_INTERNAL, "sample batch %lld has no canonical form",
                              (long long)bs[i].id);

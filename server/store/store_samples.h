@@ -57,6 +57,7 @@ typedef struct {
     int64_t project_id;
     const char *canonical;
     size_t canonical_len;
+    const char *sha256;      /* 64 hex: of `canonical` (store_sample_batch.sha256) */
     const char *received_at; /* RFC 3339 UTC, microseconds */
     const char *day;         /* UTC day of receipt, YYYY-MM-DD */
 } store_claimed_batch;
