@@ -147,8 +147,12 @@ err_code ingest_symcache_rebuild(unsigned *failed, store *s, const char *uuid,
         } else if (frc == ERR_OK) {
             bool replaced = false;
             store_blob_file f = {out.sha256, path};
+            /* built with the maps stored now: it may hide more or less than the stored one */
+            store_dsym_hidden hidden = {b->hidden_left, b->hidden_max,
+                                        b->revealed ? b->map_uuid : NULL};
             frc = store_dsym_symcache_replace(&replaced, s, d->uuid, d->symcache_sha256, &f,
-                                              (int64_t)st.st_size, (int32_t)b->functions, &out.err);
+                                              (int64_t)st.st_size, (int32_t)b->functions,
+                                              &hidden, &out.err);
             out.status = replaced ? "rebuilt" : "changed";
         }
         if (frc != ERR_OK) {

@@ -380,6 +380,7 @@ typedef struct {
     const char *uuid, *expect;
     const store_blob_file *file;
     const char *bytes, *functions;
+    const char *hidden_names, *hidden_max, *revealed_by;   /* replace only */
 } replace_ctx;
 
 /* One transaction: `sql` points the row at x->file's blob only if the row is still what the
@@ -406,25 +407,59 @@ static err_code swap_symcache(pconn *c, replace_ctx *x, const char *what, const 
     return rc;
 }
 
+/* The row gets the new symcache's hidden names with it (the queue and the call site sweep
+ * read hidden_names: a symcache revealed by a rebuild must release what waits for it, one
+ * hidden again must hold new reports back). */
 static err_code do_replace(pconn *c, void *vctx, err_info *err)
 {
     replace_ctx *x = vctx;
-    const char *values[5] = {x->uuid, x->expect, x->file->sha256, x->bytes, x->functions};
-    return swap_symcache(c, x, "replacing a symcache",
-              "UPDATE dsyms SET sha256 = $3, symcache_blob = $3, symcache_bytes = $4, "
-              "functions = $5 WHERE uuid = $1::uuid AND symcache_blob IS NOT DISTINCT FROM "
-              "nullif($2, '')",
-              5, values, err);
+    const char *values[8] = {x->uuid, x->expect, x->file->sha256, x->bytes, x->functions,
+                             x->hidden_names, x->hidden_max, x->revealed_by};
+    *x->done = false;
+    err_code rc = store_command(c, "BEGIN", "replacing a symcache", err);
+    PGresult *res = NULL;
+    if (rc == ERR_OK)
+        rc = store_exec_sql(&res, c, "replacing a symcache",
+                            "UPDATE dsyms SET sha256 = $3, symcache_blob = $3, "
+                            "symcache_bytes = $4, functions = $5, hidden_names = $6, "
+                            "hidden_max = $7, revealed_by = nullif($8, '')::uuid "
+                            "WHERE uuid = $1::uuid AND symcache_blob IS NOT DISTINCT FROM "
+                            "nullif($2, '')", 8, values, 0, err);
+    if (rc != ERR_OK)
+        return rc;
+    bool updated = strcmp(PQcmdTuples(res), "1") == 0;
+    PQclear(res);
+    if (!updated)
+        return store_command(c, "ROLLBACK", "replacing a symcache", err);
+    rc = store_blob_put(c, x->file, err);
+    /* nothing hidden: what waited for this dSYM goes back to the queue (store_dsym_reveal) */
+    if (rc == ERR_OK && strcmp(x->hidden_names, "0") == 0)
+        rc = store_exec_sql(NULL, c, "releasing reports", "UPDATE reports SET status = "
+                            "'received', updated_at = now() WHERE status = 'pending_dsym' AND "
+                            "missing_uuids && ARRAY[$1::uuid]", 1, values, 0, err);
+    if (rc == ERR_OK && strcmp(x->hidden_names, "0") == 0)
+        rc = store_exec_sql(NULL, c, "releasing call sites", "UPDATE callsite_pending SET "
+                            "status = 'ready' WHERE status = 'waiting' AND missing_uuids && "
+                            "ARRAY[$1::uuid]", 1, values, 0, err);
+    if (rc == ERR_OK)
+        rc = store_command(c, "COMMIT", "replacing a symcache", err);
+    if (rc == ERR_OK)
+        *x->done = true;
+    return rc; /* on error store_release rolls the transaction back */
 }
 
 err_code store_dsym_symcache_replace(bool *replaced, store *s, const char *uuid,
                                      const char *expect_sha256, const store_blob_file *file,
-                                     int64_t symcache_bytes, int32_t functions, err_info *err)
+                                     int64_t symcache_bytes, int32_t functions,
+                                     const store_dsym_hidden *hidden, err_info *err)
 {
-    char bytes[24], funcs[16];
+    char bytes[24], funcs[16], hn[16], hm[16];
     snprintf(bytes, sizeof bytes, "%lld", (long long)symcache_bytes);
     snprintf(funcs, sizeof funcs, "%ld", (long)functions);
-    replace_ctx x = {replaced, uuid, expect_sha256 ? expect_sha256 : "", file, bytes, funcs};
+    snprintf(hn, sizeof hn, "%u", hidden->names);
+    snprintf(hm, sizeof hm, "%u", hidden->max);
+    replace_ctx x = {replaced, uuid, expect_sha256 ? expect_sha256 : "", file, bytes, funcs,
+                     hn, hm, hidden->revealed_by ? hidden->revealed_by : ""};
     return store_run(s, do_replace, &x, err);
 }
 

@@ -131,16 +131,28 @@ typedef struct {
  */
 err_code store_dsyms_record(store_dsym_record *rows, size_t n, store *s, err_info *err);
 
+/* What a symcache of an App Store dSYM still hides (migration 0017's columns); all zero/NULL
+ * for any other debug file. */
+typedef struct {
+    uint32_t names;           /* names and paths left `__hidden#N_` */
+    uint32_t max;             /* the largest N + 1: the lines its BCSymbolMap needs */
+    const char *revealed_by;  /* UUID of the BCSymbolMap applied; NULL or "" = none */
+} store_dsym_hidden;
+
 /*
  * store_dsym_symcache_replace - (`stacksift symcache rebuild`) point debug file `uuid` at a
- * new symcache `file` (stored as a blob in the same transaction) with the given size and
- * function count, if its stored symcache is still `expect_sha256`. *replaced = false when
- * another writer changed the row meanwhile (nothing is written then).
+ * new symcache `file` (stored as a blob in the same transaction) with the given size,
+ * function count and hidden names (`hidden`: what this symcache hides, which a rebuild with
+ * the maps stored now may change either way), if its stored symcache is still
+ * `expect_sha256`. When the new one hides nothing, the reports and call site stacks that
+ * wait for `uuid` go back to the queue in the same transaction (as store_dsym_reveal).
+ * *replaced = false when another writer changed the row meanwhile (nothing is written then).
  * Errors ERR_NOT_FOUND (no such dSYM), ERR_STORE, ERR_IO, ERR_INTERNAL.
  */
 err_code store_dsym_symcache_replace(bool *replaced, store *s, const char *uuid,
                                      const char *expect_sha256, const store_blob_file *file,
-                                     int64_t symcache_bytes, int32_t functions, err_info *err);
+                                     int64_t symcache_bytes, int32_t functions,
+                                     const store_dsym_hidden *hidden, err_info *err);
 
 /*
  * store_dsym_symcache_backfill - attach a stored symcache to a row recorded before blobs

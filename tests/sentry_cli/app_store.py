@@ -20,6 +20,9 @@ whose names read `__hidden#N_`, its UUID map and the BCSymbolMap of its original
    build (shorter than the stored dSYM needs; named for one UUID, sent for another), a plist
    that is not a UUID map, a 1 GB map (413 from the headers), a bundle with a broken UUID map:
    each a 4xx with a JSON error, and nothing stored.
+4. `stacksift symcache rebuild` keeps dsyms.hidden_names / hidden_max / revealed_by with the
+   symcache it stores, hidden again when the map is gone and revealed when it is back (the
+   report that waited then released).
 Prints "N passed, N failed" like tests/harness.h.
 """
 import json
@@ -324,6 +327,51 @@ def dsym_last(inst, cli, src, syms, names, work):
     check_revealed_report(inst, rid, syms, names, "dSYM last")
 
 
+def rebuild(inst, what):
+    """`stacksift symcache rebuild --uuid UUID`: its one line."""
+    p = subprocess.run([inst.bin, "symcache", "rebuild", "--uuid", UUID], env=inst.env(),
+                       capture_output=True, text=True, timeout=300)
+    lines = [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
+    check(p.returncode == 0 and len(lines) == 1,
+          f"{what}: rebuild exits 0 with one line: {p.returncode} {p.stdout} {p.stderr[-500:]}")
+    return lines[0] if lines else {}
+
+
+def rebuild_hidden_columns(inst, src):
+    """4. `stacksift symcache rebuild` keeps the hidden-name columns with the symcache it
+    stores, either way: a revealed dSYM whose BCSymbolMap is no longer stored is rebuilt
+    hidden (and says so: reports wait for it again), and once the map is back a rebuild
+    reveals it (and releases the report that waited meanwhile). No workers: the report's
+    status is what the store left."""
+    r = post_dsym(inst, open(os.path.join(src, DWARF), "rb").read(), name="App")
+    check(r.status == 201, f"rebuild: hidden dSYM stored: {r.status} {r.body[:200]!r}")
+    for f in (PLIST, MAP):
+        r = post_dsym(inst, open(os.path.join(src, f), "rb").read(), name=f)
+        check(r.status == 201, f"rebuild: {f} stored: {r.status} {r.body[:200]!r}")
+    h = dsym_hidden(inst).split("|")
+    check(h[0] == "0" and h[2] == ORIGINAL, f"rebuild: revealed by the upload first: {h}")
+    q(inst, "CREATE TABLE kept_maps AS SELECT * FROM symbol_maps; DELETE FROM symbol_maps")
+    got = rebuild(inst, "map gone")
+    check(got.get("status") == "rebuilt", f"map gone: the symcache is rebuilt hidden: {got}")
+    h = dsym_hidden(inst).split("|")
+    check(int(h[0]) > 3000 and int(h[1]) > 3000 and h[2] == "",
+          f"map gone: the row says hidden, revealed by nothing: {h}")
+    rid = post_report(inst, crash_report(hidden_functions(os.path.join(src, DWARF)),
+                                         "0B5E1A1E-0000-4000-8000-00000000B004"))
+    q(inst, f"UPDATE reports SET status = 'pending_dsym', missing_uuids = ARRAY['{UUID}'::uuid] "
+            f"WHERE id = '{rid}'")
+    q(inst, "INSERT INTO symbol_maps SELECT * FROM kept_maps")
+    got = rebuild(inst, "map back")
+    check(got.get("status") == "rebuilt", f"map back: the symcache is rebuilt revealed: {got}")
+    h = dsym_hidden(inst).split("|")
+    check(h[0] == "0" and h[2] == ORIGINAL, f"map back: the row says revealed by {ORIGINAL}: {h}")
+    st = q(inst, f"SELECT status FROM reports WHERE id = '{rid}'")
+    check(st == "received", f"map back: the report that waited is queued again: {st}")
+    got = rebuild(inst, "again")
+    h2 = dsym_hidden(inst).split("|")
+    check(got.get("status") == "unchanged" and h2 == h, f"a second rebuild: unchanged: {got} {h2}")
+
+
 def log_on_failure(inst):
     if checks_failed():
         print("server log tail:\n" + inst.tail_log(40), file=sys.stderr)
@@ -356,6 +404,11 @@ def main():
         with Instance("appstore_uuidmap_last", workers=1) as inst:
             try:
                 uuidmap_last(inst, src, syms, names)
+            finally:
+                log_on_failure(inst)
+        with Instance("appstore_rebuild", workers=0) as inst:
+            try:
+                rebuild_hidden_columns(inst, src)
             finally:
                 log_on_failure(inst)
         with Instance("appstore_dsym_last", workers=1) as inst:
