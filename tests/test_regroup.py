@@ -12,6 +12,7 @@ the issue of its fingerprint by today's rules:
   - the lumping issue keeps its own bug, gives up the other's report, and a third bug that has
     no issue yet gets a new one, split off with the lumping issue's status;
   - no new-issue alert fires; signature_rules names today's rules; a second run does nothing.
+Then the same for names an older demangler left (demangler_revision).
 """
 import json
 import os
@@ -43,6 +44,51 @@ BUG_Y = [("DemoApp", 0x1000e8000, "-[Checkout pay] (Checkout.m:10)"),
          ("DemoApp", 0x1000103b0, "-[CartViewController buy] (CartViewController.m:70)")]
 BUG_Z = [("DemoApp", 0x1000e9000, "-[Profile load] (Profile.m:7)"),
          ("DemoApp", 0x1000103c0, "-[ProfileViewController show] (ProfileViewController.m:9)")]
+
+
+BUG_CXX = [("DemoApp", 0x1000ea000, "_ZN6Widget4drawEv + 12"),
+           ("DemoApp", 0x1000103d0, "_ZN6Screen7refreshEi + 40")]
+
+
+def demangler_revision():
+    """Names stored with issues (title, culprit, frames) are the demangler's display forms:
+    when its output changes (DEMANGLE_REVISION raised), the stored reports are regrouped as
+    for new grouping rules, and every stored name is today's again. The database is put back
+    into the state an older demangler left (its display forms: the raw names; signature_rules
+    at an older revision, grouping rules unchanged), and `stacksift migrate` must regroup:
+    today's names again, the revision recorded, a second run does nothing."""
+    with Instance("regroup_demangle", workers=1) as inst:
+        sql = lambda q: inst.psql(inst.db_url, q).strip()  # noqa: E731
+        r = inst.request("POST", "/api/v1/reports",
+                         report("DemoApp", "1.0", "EXC_BAD_ACCESS (SIGSEGV)", BUG_CXX),
+                         token=inst.tokens["ingest"], headers={"Content-Type": "text/plain"})
+        check(r.status == 202, f"POST: {r.status} {r.body[:200]!r}")
+        check(inst.wait_processed(120), "report processed")
+        row = lambda: sql("SELECT title || '|' || culprit || '|' || frames::text FROM issues")  # noqa: E731
+        today = row()
+        title = sql("SELECT title FROM issues")
+        check(title.endswith(": Widget::draw"), f"the issue shows the demangled name: {today}")
+        rev = sql("SELECT demangle_revision FROM signature_rules")
+        check(rev.isdigit() and int(rev) >= 1, f"signature_rules records the demangler: {rev!r}")
+        sql("UPDATE issues SET title = replace(title, 'Widget::draw', '_ZN6Widget4drawEv'), "
+            "culprit = replace(culprit, 'Widget::draw', '_ZN6Widget4drawEv'), "
+            "frames = replace(frames::text, 'Widget::draw', '_ZN6Widget4drawEv')::jsonb; "
+            f"UPDATE signature_rules SET demangle_revision = {int(rev or 1) - 1}")
+        check(sql("SELECT title FROM issues").endswith(": _ZN6Widget4drawEv"),
+              f"the older demangler's state: {row()}")
+        out = subprocess.run([inst.bin, "migrate"], env=inst.env(), capture_output=True,
+                             text=True, timeout=300)
+        line = [x for x in out.stdout.splitlines() if x.startswith("{")]
+        res = json.loads(line[-1]) if line else {}
+        check(out.returncode == 0 and res.get("regrouped") is True and res.get("reports") == 1,
+              f"migrate regroups the names of an older demangler: {out.stdout} {out.stderr}")
+        check(row() == today, f"the issue's names are today's again: {row()} (want {today})")
+        check(sql("SELECT demangle_revision FROM signature_rules") == rev,
+              "signature_rules records today's demangler")
+        again = subprocess.run([inst.bin, "regroup", "--if-needed"], env=inst.env(),
+                               capture_output=True, text=True, timeout=120)
+        check(again.returncode == 0 and '"regrouped":false' in again.stdout,
+              f"a second run does nothing: {again.stdout} {again.stderr}")
 
 
 def main():
@@ -194,6 +240,7 @@ def main():
         bad = subprocess.run([inst.bin, "regroup", "--page", "0"], env=inst.env(),
                              capture_output=True, text=True, timeout=30)
         check(bad.returncode == 2 and "--page" in bad.stderr, f"bad --page: {bad.stderr}")
+    demangler_revision()
     return checks_done()
 
 

@@ -4,8 +4,9 @@
  * Brings the stored reports to this binary's grouping rules (SIGNATURE_VERSION): every grouped
  * report is re-signed and its issue merged or split as the rules now say (regroup_run), with
  * counts, first/last seen, versions, status and resolved-in carried and no new-issue alert.
- * --if-needed: only when the stored fingerprints were made by other rules (what `stacksift
- * migrate` does after its migrations). Symcaches come from the store, cached in
+ * --if-needed: only when the stored fingerprints were made by other rules, or their names by
+ * another demangler revision (DEMANGLE_REVISION: its output changed), which is what `stacksift
+ * migrate` does after its migrations. Symcaches come from the store, cached in
  * STACKSIFT_DATA_DIR as `serve` keeps them. Prints one JSON object of what it did.
  */
 #include <errno.h>
@@ -23,6 +24,7 @@
 #include "ingest/symfiles.h"
 #include "base/arena.h"
 #include "store/store_regroup.h"
+#include "demangle/demangle.h"
 #include "log/log.h"
 #include "signature/signature.h"
 #include "store/store.h"
@@ -53,7 +55,7 @@ int cli_regroup_store(const config *cfg, store *s, bool if_needed, size_t page)
         goto done;
     if (nfirst == 0) {
         store_regroup_stats none;
-        if (store_regroup_apply(&none, s, SIGNATURE_VERSION, &err) != ERR_OK)
+        if (store_regroup_apply(&none, s, SIGNATURE_VERSION, DEMANGLE_REVISION, &err) != ERR_OK)
             goto done;
         printf("{\"regrouped\":true,\"from\":\"%s\",\"rules\":\"%s\",\"reports\":0,"
                "\"moved\":0,\"issues_before\":0,\"issues_after\":0,\"merged\":0,"

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/arena.h"
+#include "demangle/demangle.h"
 #include "signature/signature.h"
 
 /* A page's memory: its reports (up to the largest report size) and their outcomes. */
@@ -14,11 +15,18 @@
 
 err_code regroup_needed(bool *out, char *stored, size_t cap, store *s, err_info *err)
 {
+    unsigned revision = 0;
     *out = false;
-    err_code rc = store_signature_rules(stored, cap, s, err);
-    if (rc == ERR_OK)
-        *out = strcmp(stored, SIGNATURE_VERSION) != 0;
-    return rc;
+    err_code rc = store_signature_rules(stored, cap, &revision, s, err);
+    if (rc != ERR_OK)
+        return rc;
+    *out = strcmp(stored, SIGNATURE_VERSION) != 0 || revision != DEMANGLE_REVISION;
+    /* names made by another demangler: said beside the rules they were grouped by */
+    if (revision != DEMANGLE_REVISION) {
+        size_t len = strlen(stored);
+        snprintf(stored + len, cap - len, " (demangler revision %u)", revision);
+    }
+    return ERR_OK;
 }
 
 err_code regroup_run(store_regroup_stats *out, store *s, pipeline *p, size_t page,
@@ -58,6 +66,6 @@ err_code regroup_run(store_regroup_stats *out, store *s, pipeline *p, size_t pag
             break;
     }
     if (rc == ERR_OK)
-        rc = store_regroup_apply(out, s, SIGNATURE_VERSION, err);
+        rc = store_regroup_apply(out, s, SIGNATURE_VERSION, DEMANGLE_REVISION, err);
     return rc;
 }

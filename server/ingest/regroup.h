@@ -1,5 +1,6 @@
 /*
- * regroup - bring the stored reports to the grouping rules of this binary (SIGNATURE_VERSION):
+ * regroup - bring the stored reports to the grouping rules of this binary (SIGNATURE_VERSION)
+ * and to the names its demangler gives (DEMANGLE_REVISION):
  * every grouped report is read back, parsed, symbolicated and signed as a worker would
  * (pipeline_process_claimed), page by page onto the store's work list, which is then applied
  * in one transaction (store_regroup_apply: reports move, issues merge or split, counts, first
@@ -18,7 +19,9 @@
 #include "store/store_regroup.h"
 
 /* regroup_needed - whether the stored fingerprints were made by other rules than
- * SIGNATURE_VERSION; *stored gets their version (cap bytes). */
+ * SIGNATURE_VERSION, or their names by another demangler than DEMANGLE_REVISION (its output
+ * changed: every stored name is made again); *stored gets their version (cap bytes), with
+ * " (demangler revision N)" after it when that differs. */
 err_code regroup_needed(bool *out, char *stored, size_t cap, store *s, err_info *err);
 
 /*

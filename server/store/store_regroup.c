@@ -14,6 +14,7 @@
 typedef struct {
     char *out;
     size_t cap;
+    unsigned *demangle_revision;
 } rules_ctx;
 
 static err_code do_rules(pconn *c, void *vctx, err_info *err)
@@ -21,20 +22,25 @@ static err_code do_rules(pconn *c, void *vctx, err_info *err)
     rules_ctx *q = vctx;
     PGresult *res;
     err_code rc = store_exec_sql(&res, c, "reading the grouping rules' version",
-                                 "SELECT version FROM signature_rules", 0, NULL, 0, err);
+                                 "SELECT version, demangle_revision FROM signature_rules", 0,
+                                 NULL, 0, err);
     if (rc != ERR_OK)
         return rc;
-    if (PQntuples(res) > 0)
+    if (PQntuples(res) > 0) {
         store_copy(q->out, q->cap, res, 0, 0);
+        *q->demangle_revision = (unsigned)strtoul(PQgetvalue(res, 0, 1), NULL, 10);
+    }
     PQclear(res);
     return ERR_OK;
 }
 
-err_code store_signature_rules(char *out, size_t cap, store *s, err_info *err)
+err_code store_signature_rules(char *out, size_t cap, unsigned *demangle_revision, store *s,
+                               err_info *err)
 {
-    rules_ctx q = {out, cap};
+    rules_ctx q = {out, cap, demangle_revision};
     if (cap > 0)
         out[0] = '\0';
+    *demangle_revision = 0;
     return store_run(s, do_rules, &q, err);
 }
 
@@ -322,6 +328,7 @@ static const char SQL_STATS[] =
 typedef struct {
     store_regroup_stats *out;
     const char *version;
+    unsigned demangle_revision;
 } apply_ctx;
 
 static err_code do_apply(pconn *c, void *vctx, err_info *err)
@@ -342,11 +349,13 @@ static err_code do_apply(pconn *c, void *vctx, err_info *err)
             *f[k] = strtoll(PQgetvalue(res, 0, k), NULL, 10);
     }
     PQclear(res);
-    const char *values[1] = {q->version};
+    char revision[16];
+    snprintf(revision, sizeof revision, "%u", q->demangle_revision);
+    const char *values[2] = {q->version, revision};
     if (rc == ERR_OK)
         rc = store_exec_sql(NULL, c, "recording the grouping rules",
-                            "UPDATE signature_rules SET version = $1, regrouped_at = now()", 1,
-                            values, 0, err);
+                            "UPDATE signature_rules SET version = $1, demangle_revision = $2, "
+                            "regrouped_at = now()", 2, values, 0, err);
     if (rc == ERR_OK)
         rc = store_command(c, "TRUNCATE regroup_reports", "emptying the regroup list", err);
     if (rc == ERR_OK)
@@ -355,9 +364,9 @@ static err_code do_apply(pconn *c, void *vctx, err_info *err)
 }
 
 err_code store_regroup_apply(store_regroup_stats *out, store *s, const char *version,
-                             err_info *err)
+                             unsigned demangle_revision, err_info *err)
 {
     memset(out, 0, sizeof *out);
-    apply_ctx q = {out, version};
+    apply_ctx q = {out, version, demangle_revision};
     return store_run(s, do_apply, &q, err);
 }

@@ -22,8 +22,10 @@
 #include "store/store_queue.h"
 
 /* store_signature_rules - the SIGNATURE_VERSION the stored fingerprints were made by, into
- * out[cap] ("" when the row is missing). */
-err_code store_signature_rules(char *out, size_t cap, store *s, err_info *err);
+ * out[cap] ("" when the row is missing), and the DEMANGLE_REVISION their names were made by
+ * (migration 0026; 0 when the row is missing). */
+err_code store_signature_rules(char *out, size_t cap, unsigned *demangle_revision, store *s,
+                               err_info *err);
 
 /* store_regroup_reset - empty the work list (a regroup starts over). */
 err_code store_regroup_reset(store *s, err_info *err);
@@ -62,10 +64,10 @@ typedef struct {
  * report came from. An old issue none of whose reports stay is merged into the issue of its
  * key: its count and per-day counts that no stored report accounts for (retention expired
  * them) are added, first/last seen widen, versions merge, and it is deleted; the issue kept
- * keeps its status and resolved-in. Then signature_rules says `version` and the list is
- * emptied.
+ * keeps its status and resolved-in. Then signature_rules says `version` and
+ * `demangle_revision` (the DEMANGLE_REVISION the names were made by) and the list is emptied.
  */
 err_code store_regroup_apply(store_regroup_stats *out, store *s, const char *version,
-                             err_info *err);
+                             unsigned demangle_revision, err_info *err);
 
 #endif
