@@ -20,10 +20,14 @@
 
 #define SWEEP_EVERY_S 30
 
-/* Bytes of checked batches the intake may keep for this process's workers: past it the
- * oldest go (their workers parse the stored text instead). A 1,000-sample batch of 20-frame
- * stacks takes about 100 KB once merged. */
+/* Bytes of checked batches the intake may keep for this process's workers: past it a new one
+ * is not kept (its worker parses the stored text instead). Not the oldest dropped: workers
+ * claim the oldest rows first, so in a burst larger than this the kept ones are used and make
+ * room, where dropping the oldest would drop each batch just before its claim. A 1,000-sample
+ * batch of 20-frame stacks takes about 100 KB once merged. */
 #define HANDOFF_MAX_BYTES ((size_t)32 << 20)
+/* A batch kept longer than this was claimed by another node (or its row failed): dropped. */
+#define HANDOFF_MAX_AGE_MS 60000.0
 
 /* A batch the intake checked, in canonical form (samplebatch_canonical), for the worker of
  * this process that claims its row: counted without parsing its stored text again. */
@@ -32,6 +36,7 @@ typedef struct {
     arena *a;          /* owns `b` */
     samplebatch *b;
     size_t bytes;      /* arena_used(a) */
+    double at_ms;      /* when it was kept (now_ms) */
 } handoff_entry;
 
 struct callsites {
@@ -51,11 +56,29 @@ struct callsites {
         batches_handed;
 };
 
+static double now_ms(void);
+
 /* Keep checked batch `b` (owned by `a`, which goes with it) under `sha256` for a worker of
- * this process; the oldest go past HANDOFF_MAX_BYTES. */
+ * this process, unless HANDOFF_MAX_BYTES are kept already (then `a` is freed); batches kept
+ * past HANDOFF_MAX_AGE_MS go first. */
 static void handoff_put(callsites *c, const char *sha256, arena *a, samplebatch *b)
 {
+    double now = now_ms();
+    size_t bytes = arena_used(a), drop = 0;
     pthread_mutex_lock(&c->handoff_mu);
+    while (drop < c->nhandoff && now - c->handoff[drop].at_ms > HANDOFF_MAX_AGE_MS) {
+        c->handoff_bytes -= c->handoff[drop].bytes;
+        arena_free(c->handoff[drop++].a);
+    }
+    if (drop > 0) {
+        c->nhandoff -= drop;
+        memmove(c->handoff, c->handoff + drop, c->nhandoff * sizeof *c->handoff);
+    }
+    if (c->handoff_bytes + bytes > HANDOFF_MAX_BYTES) {
+        pthread_mutex_unlock(&c->handoff_mu);
+        arena_free(a);
+        return;
+    }
     if (c->nhandoff == c->cap_handoff) {
         c->cap_handoff = c->cap_handoff ? c->cap_handoff * 2 : 64;
         c->handoff = xreallocarray(c->handoff, c->cap_handoff, sizeof *c->handoff);
@@ -64,17 +87,9 @@ static void handoff_put(callsites *c, const char *sha256, arena *a, samplebatch 
     snprintf(e->sha256, sizeof e->sha256, "%s", sha256);
     e->a = a;
     e->b = b;
-    e->bytes = arena_used(a);
-    c->handoff_bytes += e->bytes;
-    size_t drop = 0;
-    while (c->nhandoff - drop > 1 && c->handoff_bytes > HANDOFF_MAX_BYTES) {
-        c->handoff_bytes -= c->handoff[drop].bytes;
-        arena_free(c->handoff[drop++].a);
-    }
-    if (drop > 0) {
-        c->nhandoff -= drop;
-        memmove(c->handoff, c->handoff + drop, c->nhandoff * sizeof *c->handoff);
-    }
+    e->bytes = bytes;
+    e->at_ms = now;
+    c->handoff_bytes += bytes;
     pthread_mutex_unlock(&c->handoff_mu);
 }
 
@@ -187,7 +202,7 @@ err_code callsites_accept(callsites_result *out, char field[SAMPLEBATCH_FIELD_MA
     buf_reset(&canon);
     if (cb != NULL && (rc != ERR_OK || outcome != STORE_BATCH_STORED)) {
         samplebatch *unused;
-        arena_free(handoff_take(&unused, c, sha));   /* NULL when evicted: a no-op */
+        arena_free(handoff_take(&unused, c, sha));   /* NULL when not kept: a no-op */
     }
     if (rc == ERR_CONFLICT)
         snprintf(field, SAMPLEBATCH_FIELD_MAX, "batch_id");
@@ -813,10 +828,15 @@ static err_code claim_count(claim *k, store_sample_work *w, const store_claimed_
         if (handed != NULL) {
             arena_defer(k->a, free_arena, handed);
             k->handed++;
-            rc = ERR_OK;
         } else {
-            rc = samplebatch_parse(&b, field, bs[i].canonical, bs[i].canonical_len,
-                                   SAMPLEBATCH_STORED, k->a, k->err);
+            /* the text is fetched only now, for the batches not handed over; a store error
+             * is no fault of the batch (it goes back to the queue with the claim) */
+            const char *text;
+            size_t len;
+            rc = store_samples_canonical(&text, &len, w, bs[i].id, k->a, k->err);
+            if (rc != ERR_OK)
+                break;
+            rc = samplebatch_parse(&b, field, text, len, SAMPLEBATCH_STORED, k->a, k->err);
         }
         if (rc == ERR_OK)
             rc = batch_ids_make(&ids, k, b, b->device_id);

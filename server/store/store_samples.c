@@ -81,7 +81,7 @@ struct store_sample_work {
 };
 
 static const store_stmt SQL_CLAIM_BATCHES = {"samples_claim_batches",
-    "SELECT id::text, canonical, " STORE_TS_US("received_at") ", "
+    "SELECT id::text, " STORE_TS_US("received_at") ", "
     "to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD'), project_id::text, sha256 "
     "FROM sample_batches WHERE status = 'received' "
     "AND id <> ALL(string_to_array($2, ',')::bigint[]) "
@@ -93,6 +93,31 @@ static const store_stmt SQL_CLAIM_PENDING = {"samples_claim_pending",
     "FROM callsite_pending WHERE status = 'ready' "
     "AND id <> ALL(string_to_array($2, ',')::bigint[]) "
     "ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED"};
+
+static const store_stmt SQL_CANONICAL = {"samples_canonical",
+    "SELECT canonical FROM sample_batches WHERE id = $1::bigint"};
+
+err_code store_samples_canonical(const char **text, size_t *len, store_sample_work *w, int64_t id,
+                                 arena *a, err_info *err)
+{
+    char idv[24];
+    snprintf(idv, sizeof idv, "%lld", (long long)id);
+    const char *values[1] = {idv};
+    PGresult *res;
+    *text = NULL;
+    *len = 0;
+    err_code rc = store_exec(&res, w->c, &SQL_CANONICAL, 1, values, NULL, NULL, err);
+    if (rc != ERR_OK)
+        return rc;
+    if (PQntuples(res) != 1 || PQgetisnull(res, 0, 0))
+        rc = err_set(err, ERR_INTERNAL, "sample batch %lld has no canonical form", (long long)id);
+    else
+        *text = store_dup(a, res, 0, 0, err, &rc);
+    if (rc == ERR_OK)
+        *len = (size_t)PQgetlength(res, 0, 0);
+    PQclear(res);
+    return rc;
+}
 
 void store_samples_abort(store_sample_work *w)
 {
@@ -144,15 +169,10 @@ err_code store_samples_claim(store_sample_work **out, const store_claimed_batch 
             int r = (int)i;
             bs[i].id = strtoll(PQgetvalue(res, r, 0), NULL, 10);
             w->batch_ids[i] = bs[i].id;
-            bs[i].canonical = store_dup(a, res, r, 1, err, &rc);
-            bs[i].canonical_len = (size_t)PQgetlength(res, r, 1);
-            bs[i].received_at = store_dup(a, res, r, 2, err, &rc);
-            bs[i].day = store_dup(a, res, r, 3, err, &rc);
-            bs[i].project_id = strtoll(PQgetvalue(res, r, 4), NULL, 10);
-            bs[i].sha256 = store_dup(a, res, r, 5, err, &rc);
-            if (rc == ERR_OK && bs[i].canonical == NULL)
-                rc = err_set(err, ERR_INTERNAL, "sample batch %lld has no canonical form",
-                             (long long)bs[i].id);
+            bs[i].received_at = store_dup(a, res, r, 1, err, &rc);
+            bs[i].day = store_dup(a, res, r, 2, err, &rc);
+            bs[i].project_id = strtoll(PQgetvalue(res, r, 3), NULL, 10);
+            bs[i].sha256 = store_dup(a, res, r, 4, err, &rc);
         }
         w->nbatches = nb;
     }

@@ -55,9 +55,8 @@ typedef struct store_sample_work store_sample_work; /* claimed rows: one connect
 typedef struct {
     int64_t id;
     int64_t project_id;
-    const char *canonical;
-    size_t canonical_len;
-    const char *sha256;      /* 64 hex: of `canonical` (store_sample_batch.sha256) */
+    const char *sha256;      /* 64 hex: of its canonical text (store_sample_batch.sha256);
+                                the text itself: store_samples_canonical */
     const char *received_at; /* RFC 3339 UTC, microseconds */
     const char *day;         /* UTC day of receipt, YYYY-MM-DD */
 } store_claimed_batch;
@@ -83,6 +82,13 @@ err_code store_samples_claim(store_sample_work **out, const store_claimed_batch 
                              size_t *nbatches, const store_claimed_pending **pending,
                              size_t *npending, store *s, size_t max, const char *skip_batches,
                              const char *skip_pending, arena *a, err_info *err);
+
+/* store_samples_canonical - the canonical text of claimed batch `id` (claimed by `w`): *text
+ * (NUL-terminated, *len bytes) in `a`. Fetched apart from the claim, and only for a batch
+ * this process has not kept parsed (callsites' handoff): most are not read back at all.
+ * Errors ERR_STORE, ERR_INTERNAL (no such claimed row), ERR_TOO_LARGE. */
+err_code store_samples_canonical(const char **text, size_t *len, store_sample_work *w, int64_t id,
+                                 arena *a, err_info *err);
 
 /* Calls to add to one (call site, build, day); the list handed to commit holds each such
  * key at most once. Strings NUL-terminated. */
