@@ -364,9 +364,10 @@ typedef struct {
     bool (*image_unwind)(struct unwind_image *out, void *ctx, const crashreport *r,
                          size_t index);
     void *image_unwind_ctx;
-    bool context_only;        /* each thread's frame 0 only, from its registers, not walked:
-                                 the metadata and whether the dump has a stack at all (a walk
-                                 has frames exactly when frame 0 is there), as intake needs */
+    bool context_only;        /* each thread's frame 0 only, from its registers, not walked,
+                                 and no register list: the metadata and whether the dump has a
+                                 stack at all (a walk has frames exactly when frame 0 is
+                                 there), as intake needs */
 } crashreport_minidump_options;
 
 /*

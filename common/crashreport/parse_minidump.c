@@ -79,6 +79,36 @@ static const char *annotation(const crashreport *r, const char *key)
     return NULL;
 }
 
+/* The metadata's numbers are written by hand: snprintf's formatting of a few fields per dump
+ * (twice per report, at intake and by the worker) showed in the server's profile. */
+
+/* put_dec - `v` in decimal at `p`, zero-padded to `width` digits; the end. */
+static char *put_dec(char *p, uint64_t v, int width)
+{
+    char d[20];
+    int n = 0;
+    do {
+        d[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    while (n < width)
+        d[n++] = '0';
+    while (n > 0)
+        *p++ = d[--n];
+    return p;
+}
+
+/* put_hex64 - "0x" and `v` as 16 lower-case hex digits (PRIx64's "0x%016"), at `p`; the end. */
+static char *put_hex64(char *p, uint64_t v)
+{
+    static const char HEX[] = "0123456789abcdef";
+    *p++ = '0';
+    *p++ = 'x';
+    for (int shift = 60; shift >= 0; shift -= 4)
+        *p++ = HEX[(v >> shift) & 15];
+    return p;
+}
+
 static void system_metadata(cr_builder *b, const minidump *md)
 {
     crashreport_metadata *m = &b->r->meta;
@@ -94,17 +124,37 @@ static void system_metadata(cr_builder *b, const minidump *md)
         const minidump_system *s = &md->system;
         const char *os = s->platform_id == MINIDUMP_PLATFORM_MACOS ? "macOS"
                          : s->platform_id == MINIDUMP_PLATFORM_IOS ? "iOS" : NULL;
-        char ver[48];
-        snprintf(ver, sizeof ver, "%u.%u.%u", s->os_major, s->os_minor, s->os_build);
+        char ver[48], *v = ver;   /* "major.minor.build": three u32 of 10 digits at most */
+        v = put_dec(v, s->os_major, 1);
+        *v++ = '.';
+        v = put_dec(v, s->os_minor, 1);
+        *v++ = '.';
+        v = put_dec(v, s->os_build, 1);
+        *v = '\0';
         m->os_version = cr_os_version(b, os, ver,
                                       s->csd_version && s->csd_version[0] ? s->csd_version : NULL);
     }
     if (md->timestamp != 0) {
         struct tm tm;
         time_t t = (time_t)md->timestamp;
-        if (gmtime_r(&t, &tm) != NULL)
-            m->date = cr_sprintf(b, "%04d-%02d-%02d %02d:%02d:%02d.000 +0000", tm.tm_year + 1900,
-                                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+        /* a u32 timestamp (time_date_stamp): years 1970-2106, every field its width */
+        if (gmtime_r(&t, &tm) != NULL) {
+            char date[40], *d = date;   /* "%04d-%02d-%02d %02d:%02d:%02d.000 +0000" */
+            d = put_dec(d, (uint64_t)tm.tm_year + 1900, 4);
+            *d++ = '-';
+            d = put_dec(d, (uint64_t)tm.tm_mon + 1, 2);
+            *d++ = '-';
+            d = put_dec(d, (uint64_t)tm.tm_mday, 2);
+            *d++ = ' ';
+            d = put_dec(d, (uint64_t)tm.tm_hour, 2);
+            *d++ = ':';
+            d = put_dec(d, (uint64_t)tm.tm_min, 2);
+            *d++ = ':';
+            d = put_dec(d, (uint64_t)tm.tm_sec, 2);
+            memcpy(d, ".000 +0000", 10);
+            d += 10;
+            m->date = cr_strndup(b, date, (size_t)(d - date));
+        }
     }
     if (md->nmodules > 0 && md->modules[0].name[0] != '\0') {
         m->process_path = cr_strdup(b, md->modules[0].name);
@@ -140,8 +190,12 @@ static void exception_metadata(cr_builder *b, const minidump *md)
                                                      e->mach_code, e->address);
         }
     }
-    m->exception_codes = cr_sprintf(b, "0x%016" PRIx64 ", 0x%016" PRIx64, e->mach_code,
-                                    e->address);
+    char codes[48], *c = codes;   /* "0x%016" PRIx64 ", 0x%016" PRIx64 */
+    c = put_hex64(c, e->mach_code);
+    *c++ = ',';
+    *c++ = ' ';
+    c = put_hex64(c, e->address);
+    m->exception_codes = cr_strndup(b, codes, (size_t)(c - codes));
 }
 
 static void images_of(cr_builder *b, const minidump *md, const char *arch)
@@ -291,7 +345,8 @@ static void threads_of(cr_builder *b, const minidump *md, const crashreport_mini
         t->crashed = crashed;
         if (crashed) {
             b->r->meta.crashed_thread = (int32_t)t->index;
-            add_registers(b, t, ctx);
+            if (!context_only)   /* intake's read stores none of them */
+                add_registers(b, t, ctx);
         }
         unwind_frame *frames = NULL;
         size_t n = 0;

@@ -381,8 +381,18 @@ static err_code read_threads(reader *r, uint64_t rva, uint64_t size)
         minidump_thread *t = &md->threads[i];
         t->thread_id = rd32(p);
         memory_view(&t->stack, r, p + 24);
-        char what[64];
-        snprintf(what, sizeof what, "thread %u", t->thread_id);
+        /* "thread ID", by hand: only a note reads it, and snprintf per thread showed in
+         * the server's profile */
+        char what[32] = "thread ", digits[10];
+        size_t nd = 0, at = 7;
+        uint32_t id = t->thread_id;
+        do {
+            digits[nd++] = (char)('0' + id % 10);
+            id /= 10;
+        } while (id != 0);
+        while (nd > 0)
+            what[at++] = digits[--nd];
+        what[at] = '\0';
         if (t->stack.data == NULL && t->stack.size > 0) {
             rc = note(r, "%s: stack rva 0x%x + %llu bytes outside the dump", what, rd32(p + 36),
                       (unsigned long long)t->stack.size);
