@@ -942,30 +942,32 @@ static bool unwind_ask(unwind_image *out, sc_entry **held, unwind_seen *seen, pi
 {
     const char *uuid = cur->images[i].uuid;
     err_info err = {0};
-    bool cold = false;
-    sc_entry *e = sc_acquire(p, uuid, false, &cold);
+    bool cold = false, unknown = false;
+    char path[4096];
+    uint64_t version = 0;
+    /* located first: most images a walk reaches (the OS's libraries) have no symcache, which
+     * one lookup tells (sc_acquire, then the check's own lookup, took two) */
+    bool located = sc_locate_in(path, &version, p, uuid, false, &unknown);
+    sc_entry *e = located ? sc_acquire(p, uuid, false, &cold) : NULL;
     if (fresh && (e == NULL || !symcache_has_unwind(e->sc)) && p->o.files != NULL &&
         signature_image_in_app(cur, i)) {
         if (e != NULL)
             sc_release(p, e);
         symfiles_forget(p->o.files, uuid);
-        e = sc_acquire(p, uuid, false, &cold);
+        unknown = false;
+        located = sc_locate_in(path, &version, p, uuid, false, &unknown);
+        e = located ? sc_acquire(p, uuid, false, &cold) : NULL;
     }
     /* What was seen, for the commit's check (stored debug files only: p->o.files). No
      * symcache: none only when the row says so (an unreadable row or file is unknown). */
     if (p->o.files != NULL && e != NULL) {
         seen->state[i] = SEEN_VERSION;
         seen->version[i] = e->version;
-    } else if (p->o.files != NULL) {
-        char path[4096];
-        uint64_t version = 0;
-        bool unknown = false;
-        if (sc_locate_in(path, &version, p, uuid, false, &unknown)) {
-            seen->state[i] = SEEN_VERSION;
-            seen->version[i] = version;
-        } else if (!unknown) {
-            seen->state[i] = SEEN_NONE;
-        }
+    } else if (p->o.files != NULL && located) {
+        seen->state[i] = SEEN_VERSION;
+        seen->version[i] = version;
+    } else if (p->o.files != NULL && !unknown) {
+        seen->state[i] = SEEN_NONE;
     }
     if (e == NULL)
         return false;
