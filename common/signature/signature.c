@@ -6,6 +6,7 @@
 
 #include <ctype.h>
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -1038,13 +1039,25 @@ static const char *exception_extra(sig_ctx *c)
     return out;
 }
 
+/* SHA-256 fetched once for the process: EVP_sha256() makes every EVP_DigestInit_ex fetch it
+ * again from OpenSSL's provider (OpenSSL 3: a lock and a property lookup). */
+static EVP_MD *sha256_md;
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+
+static void sha256_fetch(void)
+{
+    sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);   /* kept for the process */
+}
+
 static err_code fingerprint(signature *s, const char *cls, const char *extra, err_info *err)
 {
+    static const char hex[] = "0123456789abcdef";
+    pthread_once(&sha256_once, sha256_fetch);
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     unsigned char digest[EVP_MAX_MD_SIZE];
     unsigned len = 0;
     const char *basis = signature_basis_name(s->basis);
-    if (md == NULL || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
+    if (md == NULL || sha256_md == NULL || EVP_DigestInit_ex(md, sha256_md, NULL) != 1) {
         EVP_MD_CTX_free(md);
         return err_set(err, ERR_INTERNAL, "sha-256: cannot initialize the digest");
     }
@@ -1061,8 +1074,11 @@ static err_code fingerprint(signature *s, const char *cls, const char *extra, er
     EVP_MD_CTX_free(md);
     if (ok != 1 || len != 32)
         return err_set(err, ERR_INTERNAL, "sha-256: digest failed");
-    for (unsigned i = 0; i < 32; i++)
-        snprintf(s->fingerprint + 2 * i, 3, "%02x", digest[i]);
+    for (unsigned i = 0; i < 32; i++) {
+        s->fingerprint[2 * i] = hex[digest[i] >> 4];
+        s->fingerprint[2 * i + 1] = hex[digest[i] & 15];
+    }
+    s->fingerprint[64] = '\0';
     return ERR_OK;
 }
 
