@@ -57,6 +57,37 @@ static void arena_grow_keeps_contents(void)
     arena_free(a);
 }
 
+/* arena_grow_uninit keeps what was there, in place (the last allocation) and when it moves;
+ * arena_grow zeroes the new part in both cases, over memory that held other bytes before. */
+static void arena_grow_uninit_keeps_contents(void)
+{
+    err_info err = {0};
+    arena *a = arena_new(0);
+    char *p = arena_alloc_uninit(a, 16, &err);
+    memcpy(p, "0123456789abcde", 16);
+    char *q = arena_grow_uninit(a, p, 16, 64, &err);      /* in place */
+    CHECK(q == p);
+    CHECK_EQ_STR(q, "0123456789abcde");
+    char *other = arena_strndup(a, "xyz", 3, &err);       /* q is no longer the last */
+    CHECK_EQ_STR(other, "xyz");
+    char *r = arena_grow_uninit(a, q, 64, 200000, &err);  /* moves */
+    CHECK(r != q);
+    CHECK_EQ_STR(r, "0123456789abcde");
+    memset(r, 'z', 200000);
+    arena_free(a);
+    a = arena_new(0);
+    char *z = arena_alloc_uninit(a, 32, &err);
+    memset(z, 'z', 32);
+    char *y = arena_strndup(a, "y", 1, &err);             /* z is not the last: grow moves it */
+    char *g = arena_grow(a, z, 32, 48, &err);
+    CHECK(g != z);
+    CHECK(g[0] == 'z' && g[31] == 'z');
+    for (int i = 32; i < 48; i++)
+        CHECK_EQ_INT(g[i], 0);
+    CHECK_EQ_STR(y, "y");
+    arena_free(a);
+}
+
 static void json_string_escapes(void)
 {
     buf b;
@@ -271,6 +302,7 @@ int main(void)
     RUN(arena_enforces_budget);
     RUN(arena_runs_defers_lifo);
     RUN(arena_grow_keeps_contents);
+    RUN(arena_grow_uninit_keeps_contents);
     RUN(json_string_escapes);
     RUN(jsonw_places_commas_and_nulls);
     RUN(err_formats_and_names);

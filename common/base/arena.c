@@ -1,6 +1,7 @@
 #include "base/arena.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,10 +106,11 @@ void *arena_alloc_array(arena *a, size_t count, size_t size, err_info *err)
     return arena_alloc(a, count * size, err);
 }
 
-void *arena_grow(arena *a, void *p, size_t old_n, size_t new_n, err_info *err)
+/* arena_grow and arena_grow_uninit: with `zero`, the bytes past old_n are zeroed. */
+static void *grow(arena *a, void *p, size_t old_n, size_t new_n, bool zero, err_info *err)
 {
     if (p == NULL)
-        return arena_alloc(a, new_n, err);
+        return zero ? arena_alloc(a, new_n, err) : arena_alloc_uninit(a, new_n, err);
     if (new_n <= old_n)
         return p;
     chunk *c = a->head;
@@ -116,19 +118,30 @@ void *arena_grow(arena *a, void *p, size_t old_n, size_t new_n, err_info *err)
     if (p == a->last && c != NULL && (unsigned char *)p + a->last_size == c->data + c->used &&
         new_size - a->last_size <= c->cap - c->used && new_size - a->last_size <= a->budget - a->used) {
         size_t extra = new_size - a->last_size;
-        memset((unsigned char *)p + a->last_size, 0, extra);
+        if (zero)
+            memset((unsigned char *)p + a->last_size, 0, extra);
         c->used += extra;
         a->used += extra;
         a->last_size = new_size;
         return p;
     }
-    /* only the part the copy does not cover is zeroed */
-    unsigned char *q = arena_alloc_uninit(a, new_n, err);
-    if (q != NULL) {
-        memcpy(q, p, old_n);
-        memset(q + old_n, 0, a->last_size - old_n);
-    }
+    void *q = arena_alloc_uninit(a, new_n, err);
+    if (q == NULL)
+        return NULL;
+    memcpy(q, p, old_n);
+    if (zero)
+        memset((unsigned char *)q + old_n, 0, a->last_size - old_n);
     return q;
+}
+
+void *arena_grow(arena *a, void *p, size_t old_n, size_t new_n, err_info *err)
+{
+    return grow(a, p, old_n, new_n, true, err);
+}
+
+void *arena_grow_uninit(arena *a, void *p, size_t old_n, size_t new_n, err_info *err)
+{
+    return grow(a, p, old_n, new_n, false, err);
 }
 
 char *arena_strndup(arena *a, const char *s, size_t n, err_info *err)
@@ -156,7 +169,7 @@ char *arena_sprintf(arena *a, err_info *err, const char *fmt, ...)
     va_end(ap);
     if (n < 0)
         return err_set(err, ERR_INVALID, "cannot format string"), NULL;
-    char *p = arena_alloc(a, (size_t)n + 1, err);
+    char *p = arena_alloc_uninit(a, (size_t)n + 1, err);   /* vsnprintf writes it whole */
     if (p == NULL)
         return NULL;
     va_start(ap, fmt);

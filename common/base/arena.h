@@ -35,6 +35,9 @@ void *arena_alloc_array(arena *a, size_t count, size_t size, err_info *err);
 /* arena_grow - resize an array allocated by this arena (old contents kept, new part zeroed);
  * cheap when `p` is the last allocation. NULL + ERR_TOO_LARGE over budget. */
 void *arena_grow(arena *a, void *p, size_t old_n, size_t new_n, err_info *err);
+/* arena_grow_uninit - as arena_grow, but the new part is not zeroed: for a buffer the caller
+ * fills as it grows (a request body, an array whose elements are written when added). */
+void *arena_grow_uninit(arena *a, void *p, size_t old_n, size_t new_n, err_info *err);
 
 /* arena_strndup - copy of the first `n` bytes of `s` plus a NUL; NULL + ERR_TOO_LARGE. */
 char *arena_strndup(arena *a, const char *s, size_t n, err_info *err);

@@ -77,7 +77,7 @@ void *cr_push(cr_builder *b, void **arr, size_t *n, size_t elsize)
     /* capacity is implicit: 8, 16, 32, ... so the arrays need no capacity field */
     if (count == 0 || (count >= 8 && (count & (count - 1)) == 0)) {
         size_t newcap = count == 0 ? 8 : count * 2;
-        void *p = arena_grow(b->a, *arr, count * elsize, newcap * elsize, b->err);
+        void *p = arena_grow_uninit(b->a, *arr, count * elsize, newcap * elsize, b->err); /* each element is zeroed when pushed */
         if (p == NULL) {
             b->failed = true;
             return NULL;

@@ -396,11 +396,13 @@ static void receive_body(http_request *r, const char *data, size_t size)
     err_code rc = ERR_OK;
     if (r->route->body == BODY_MEMORY) {
         size_t need = (size_t)r->body_bytes;
-        if (need > r->mem_cap) {
+        /* Not zeroed as it grows (the body fills it): one NUL is kept after the bytes
+         * instead, which is all that the zeroing gave past them. */
+        if (need + 1 > r->mem_cap) {
             size_t cap = r->mem_cap ? r->mem_cap : 16384;
-            while (cap < need)
+            while (cap < need + 1)
                 cap *= 2;
-            r->mem = arena_grow(r->a, r->mem, r->mem_cap, cap, &r->err);
+            r->mem = arena_grow_uninit(r->a, r->mem, r->mem_cap, cap, &r->err);
             if (!r->mem) {
                 r->failed = true;
                 return;
@@ -408,6 +410,7 @@ static void receive_body(http_request *r, const char *data, size_t size)
             r->mem_cap = cap;
         }
         memcpy(r->mem + need - size, data, size);
+        r->mem[need] = 0;
     } else if (r->pp) {
         if (MHD_post_process(r->pp, data, size) != MHD_YES && !r->failed)
             rc = err_set(&r->err, ERR_INVALID, "malformed multipart/form-data body");

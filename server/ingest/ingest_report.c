@@ -144,6 +144,7 @@ const store_report_processed *ingest_processed_of(const store_outcome *o, arena 
         .title = o->title, .culprit = o->culprit, .exception = o->exception,
         .basis = o->basis, .provisional = o->provisional, .frames_json = o->frames_json,
         .hardware_model = o->hardware_model, .symbolicated_json = o->symbolicated_json,
+        .symbolicated_len = o->symbolicated_len,
     };
     return p;
 }

@@ -889,6 +889,8 @@ static bool process_parsed(pipeline *p, crashreport *r, const char *app, store_o
         rc = signature_compute(&sig, r, &so, a, &err);
     buf json;
     buf_init(&json);
+    /* a 30-frame report's model is ~17 kB: room for it at once, not eight doublings */
+    buf_reserve(&json, 32768);
     if (rc == ERR_OK) {
         /* the stored model says which images are the app's own, by the signature's rules,
          * so that readers (the dashboard) need not repeat them */
@@ -896,6 +898,7 @@ static bool process_parsed(pipeline *p, crashreport *r, const char *app, store_o
             r->images[i].in_app = signature_image_in_app(r, i) ? CRASHREPORT_IN_APP_YES : CRASHREPORT_IN_APP_NO;
         crashreport_render_json(&json, r);
         o->symbolicated_json = arena_strndup(a, (const char *)json.data, json.len, &err);
+        o->symbolicated_len = json.len;
         if (o->symbolicated_json == NULL)
             rc = ERR_TOO_LARGE;
         json.len = 0;
@@ -927,6 +930,7 @@ static bool process_parsed(pipeline *p, crashreport *r, const char *app, store_o
     if (rc != ERR_OK) {
         o->error = arena_sprintf(a, &err, "%s: %s", err_name(rc), err.msg);
         o->symbolicated_json = NULL;
+        o->symbolicated_len = 0;
         o->missing_uuids_json = NULL;
         o->unwind_uuids_json = NULL;
         o->unwind_checks_json = NULL;

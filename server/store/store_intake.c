@@ -337,6 +337,13 @@ static void processed_columns(buf pcol[NPCOLS + 1], intake_entry *batch, size_t 
         buf_init(&pcol[k]);
         put_array_head(&pcol[k], true, 25, rows);
     }
+    /* the models are most of the bytes (~17 kB a report): their column's room at once, not a
+     * doubling (and a copy of what it holds) every few reports */
+    size_t model_bytes = 0, km = n;
+    for (intake_entry *e = batch; km > 0; e = e->next, km--)
+        if (!e->dup && e->r->processed)
+            model_bytes += 4 + e->r->processed->symbolicated_len;
+    buf_reserve(&pcol[PCOL_MODEL], model_bytes);
     buf *groups = &pcol[NPCOLS];
     buf_init(groups);
     jsonw j;
@@ -351,7 +358,10 @@ static void processed_columns(buf pcol[NPCOLS + 1], intake_entry *batch, size_t 
         put_text(&pcol[PCOL_FINGERPRINT], p ? p->fingerprint : NULL);
         put_text(&pcol[PCOL_KIND], p ? p->kind : NULL);
         put_text(&pcol[PCOL_HARDWARE_MODEL], p ? p->hardware_model : NULL);
-        put_text(&pcol[PCOL_MODEL], p ? p->symbolicated_json : NULL);
+        if (p && p->symbolicated_json && p->symbolicated_len > 0)   /* measured when made */
+            put_elem(&pcol[PCOL_MODEL], p->symbolicated_json, p->symbolicated_len);
+        else
+            put_text(&pcol[PCOL_MODEL], p ? p->symbolicated_json : NULL);
         if (!p)
             continue;
         /* the first report of its group writes the group */
@@ -421,6 +431,12 @@ static err_code insert_batch(pconn *c, intake_entry *batch, size_t n, bool with_
                                   i == COL_PROJECT || i == COL_OWN),
                        COL_TYPE[i], rows);
     }
+    size_t raw_bytes = 0;   /* the raw reports' column in one allocation, as the models' */
+    k = n;
+    for (intake_entry *e = batch; k > 0; e = e->next, k--)
+        if (!e->dup)
+            raw_bytes += 4 + e->r->raw_len;
+    buf_reserve(&col[COL_RAW], raw_bytes);
     k = n;
     for (intake_entry *e = batch; k > 0; e = e->next, k--) {
         const store_report_new *r = e->r;

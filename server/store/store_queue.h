@@ -47,6 +47,7 @@ typedef struct {
                                        report back to the queue if one changed meanwhile. NULL:
                                        no check */
     const char *symbolicated_json;  /* the symbolicated model (JSON object), or NULL */
+    size_t symbolicated_len;        /* its strlen, or 0 when not measured */
     const char *kind;               /* "crash", "hang", "sample" */
     const char *app;                /* app the issue belongs to ("" if unknown) */
     const char *app_version;

@@ -25,6 +25,7 @@ typedef struct {
     const char *frames_json;        /* JSON array of the signature frames */
     const char *hardware_model;     /* or NULL */
     const char *symbolicated_json;  /* the symbolicated model (JSON object) */
+    size_t symbolicated_len;        /* its strlen, or 0 when not measured */
 } store_report_processed;
 
 typedef struct {
