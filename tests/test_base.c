@@ -97,6 +97,52 @@ static void json_string_escapes(void)
     buf_reset(&b);
 }
 
+/* The literal-key forms write what jsonw_key and jsonw_k* write, commas included, also when a
+ * key is the first write into an empty buffer (the comma slot is written, then not kept). */
+static void jsonw_literal_keys_match(void)
+{
+    buf a, b;
+    buf_init(&a);
+    buf_init(&b);
+    jsonw wa, wb;
+    jsonw_init(&wa, &a);
+    jsonw_init(&wb, &b);
+    jsonw_object_begin(&wa);
+    jsonw_object_begin(&wb);
+    jsonw_key(&wa, "first");
+    jsonw_key_lit(&wb, "first");
+    jsonw_object_begin(&wa);
+    jsonw_object_begin(&wb);
+    jsonw_object_end(&wa);
+    jsonw_object_end(&wb);
+    jsonw_kstr(&wa, "s", "x");
+    jsonw_kstr_lit(&wb, "s", "x");
+    jsonw_kint(&wa, "i", -1);
+    jsonw_kint_lit(&wb, "i", -1);
+    jsonw_kuint(&wa, "u", 7);
+    jsonw_kuint_lit(&wb, "u", 7);
+    jsonw_kbool(&wa, "b", false);
+    jsonw_kbool_lit(&wb, "b", false);
+    jsonw_khex(&wa, "h", 0xabc);
+    jsonw_khex_lit(&wb, "h", 0xabc);
+    jsonw_kraw(&wa, "r", "[1]");
+    jsonw_kraw_lit(&wb, "r", "[1]");
+    for (int i = 0; i < 200; i++) {   /* through several of the buffer's doublings */
+        jsonw_key(&wa, "a_longer_key_name");
+        jsonw_int(&wa, i);
+        jsonw_key_lit(&wb, "a_longer_key_name");
+        jsonw_int(&wb, i);
+    }
+    jsonw_object_end(&wa);
+    jsonw_object_end(&wb);
+    CHECK_EQ_INT(a.len, b.len);
+    CHECK_EQ_STR((const char *)b.data, (const char *)a.data);
+    const char *start = "{\"first\":{},\"s\":\"x\",\"i\":-1,";
+    CHECK(strncmp((const char *)b.data, start, strlen(start)) == 0);
+    buf_reset(&a);
+    buf_reset(&b);
+}
+
 static void jsonw_places_commas_and_nulls(void)
 {
     buf b;
@@ -305,6 +351,7 @@ int main(void)
     RUN(arena_grow_uninit_keeps_contents);
     RUN(json_string_escapes);
     RUN(jsonw_places_commas_and_nulls);
+    RUN(jsonw_literal_keys_match);
     RUN(err_formats_and_names);
     RUN(utf8_checks_and_repairs);
     RUN(utf8_sanitize_replaces_maximal_subparts);

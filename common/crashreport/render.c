@@ -12,10 +12,9 @@
 
 /* ---- JSON -------------------------------------------------------------------------------------- */
 
-/* An optional number: null when absent. */
-static void json_opt_uint(jsonw *w, const char *key, bool present, uint64_t v)
+/* An optional number, after its key: null when absent. */
+static void json_opt_uint(jsonw *w, bool present, uint64_t v)
 {
-    jsonw_key(w, key);
     if (present)
         jsonw_uint(w, v);
     else
@@ -27,12 +26,13 @@ static void json_symbols(jsonw *w, const crashreport_symbol *s, size_t n)
     jsonw_array_begin(w);
     for (size_t i = 0; i < n; i++) {
         jsonw_object_begin(w);
-        jsonw_kstr(w, "function", s[i].function);
-        jsonw_kstr(w, "mangled", s[i].mangled);
-        jsonw_kstr(w, "file", s[i].file);
-        json_opt_uint(w, "line", s[i].line > 0, s[i].line);
-        jsonw_kbool(w, "inlined", s[i].inlined);
-        jsonw_kuint(w, "offset", s[i].offset);
+        jsonw_kstr_lit(w, "function", s[i].function);
+        jsonw_kstr_lit(w, "mangled", s[i].mangled);
+        jsonw_kstr_lit(w, "file", s[i].file);
+        jsonw_key_lit(w, "line");
+        json_opt_uint(w, s[i].line > 0, s[i].line);
+        jsonw_kbool_lit(w, "inlined", s[i].inlined);
+        jsonw_kuint_lit(w, "offset", s[i].offset);
         jsonw_object_end(w);
     }
     jsonw_array_end(w);
@@ -44,42 +44,44 @@ static void json_frames(jsonw *w, const crashreport *r, const crashreport_frame 
     for (size_t i = 0; i < n; i++) {
         const crashreport_frame *f = &fs[i];
         jsonw_object_begin(w);
-        jsonw_kuint(w, "index", f->index);
-        jsonw_kstr(w, "image", f->image_name);
-        jsonw_key(w, "image_index");
+        jsonw_kuint_lit(w, "index", f->index);
+        jsonw_kstr_lit(w, "image", f->image_name);
+        jsonw_key_lit(w, "image_index");
         if (f->image >= 0)
             jsonw_int(w, f->image);
         else
             jsonw_null(w);
-        jsonw_khex(w, "address", f->addr);
-        jsonw_kstr(w, "symbol", f->symbol);
-        jsonw_kstr(w, "mangled", f->symbol_mangled);
-        json_opt_uint(w, "symbol_offset", f->has_symbol_offset, f->symbol_offset);
-        jsonw_kstr(w, "file", f->file);
-        json_opt_uint(w, "line", f->line > 0, f->line);
+        jsonw_khex_lit(w, "address", f->addr);
+        jsonw_kstr_lit(w, "symbol", f->symbol);
+        jsonw_kstr_lit(w, "mangled", f->symbol_mangled);
+        jsonw_key_lit(w, "symbol_offset");
+        json_opt_uint(w, f->has_symbol_offset, f->symbol_offset);
+        jsonw_kstr_lit(w, "file", f->file);
+        jsonw_key_lit(w, "line");
+        json_opt_uint(w, f->line > 0, f->line);
         if (r->tree) {
-            jsonw_key(w, "parent");
+            jsonw_key_lit(w, "parent");
             if (f->parent >= 0)
                 jsonw_int(w, f->parent);
             else
                 jsonw_null(w);
-            jsonw_kuint(w, "depth", f->depth);
-            jsonw_kuint(w, "sample_count", f->sample_count);
+            jsonw_kuint_lit(w, "depth", f->depth);
+            jsonw_kuint_lit(w, "sample_count", f->sample_count);
         }
         if (f->found != CRASHREPORT_FOUND_GIVEN) /* minidumps: how the walk found it */
-            jsonw_kstr(w, "found", crashreport_found_name(f->found));
+            jsonw_kstr_lit(w, "found", crashreport_found_name(f->found));
         if (f->ngiven_inlines > 0) {
-            jsonw_key(w, "report_inlines");
+            jsonw_key_lit(w, "report_inlines");
             json_symbols(w, f->given_inlines, f->ngiven_inlines);
         }
         if (r->symbolicated) {
-            jsonw_kstr(w, "symbolicated", crashreport_sym_status_name(f->sym_status));
-            jsonw_key(w, "lookup_address");
+            jsonw_kstr_lit(w, "symbolicated", crashreport_sym_status_name(f->sym_status));
+            jsonw_key_lit(w, "lookup_address");
             if (f->sym_status == CRASHREPORT_SYM_OK || f->sym_status == CRASHREPORT_SYM_NOT_FOUND)
                 jsonw_hex(w, f->lookup_addr);
             else
                 jsonw_null(w);
-            jsonw_key(w, "symbols");
+            jsonw_key_lit(w, "symbols");
             json_symbols(w, f->symbols, f->nsymbols);
         }
         jsonw_object_end(w);
@@ -87,9 +89,9 @@ static void json_frames(jsonw *w, const crashreport *r, const crashreport_frame 
     jsonw_array_end(w);
 }
 
-static void json_strings(jsonw *w, const char *key, const char *const *v, size_t n)
+/* An array of strings, after its key. */
+static void json_strings(jsonw *w, const char *const *v, size_t n)
 {
-    jsonw_key(w, key);
     jsonw_array_begin(w);
     for (size_t i = 0; i < n; i++)
         jsonw_str(w, v[i]);
@@ -102,140 +104,142 @@ void crashreport_render_json(buf *o, const crashreport *r)
     jsonw w;
     jsonw_init(&w, o);
     jsonw_object_begin(&w);
-    jsonw_kstr(&w, "format", crashreport_format_name(r->format));
-    jsonw_kstr(&w, "kind", crashreport_kind_name(r->kind));
+    jsonw_kstr_lit(&w, "format", crashreport_format_name(r->format));
+    jsonw_kstr_lit(&w, "kind", crashreport_kind_name(r->kind));
     if (r->tree) {
-        jsonw_kbool(&w, "tree", true);
-        jsonw_kbool(&w, "partial", r->partial);
+        jsonw_kbool_lit(&w, "tree", true);
+        jsonw_kbool_lit(&w, "partial", r->partial);
     }
-    jsonw_key(&w, "metadata");
+    jsonw_key_lit(&w, "metadata");
     jsonw_object_begin(&w);
-    jsonw_kstr(&w, "incident_id", m->incident_id);
-    jsonw_kstr(&w, "process", m->process);
-    jsonw_kstr(&w, "process_path", m->process_path);
-    jsonw_kstr(&w, "app_name", m->app_name);
-    jsonw_kstr(&w, "bundle_id", m->bundle_id);
-    jsonw_kstr(&w, "app_version", m->app_version);
-    jsonw_kstr(&w, "build", m->build);
-    jsonw_kstr(&w, "version_text", m->version_text);
-    jsonw_kstr(&w, "code_type", m->code_type);
-    jsonw_kstr(&w, "arch", m->arch);
-    jsonw_kstr(&w, "os_version", m->os_version);
-    jsonw_kstr(&w, "hardware_model", m->hardware_model);
-    jsonw_kstr(&w, "date", m->date);
-    jsonw_kstr(&w, "report_version", m->report_version);
-    jsonw_kstr(&w, "parent_process", m->parent_process);
-    jsonw_kstr(&w, "exception_type", m->exception_type);
-    jsonw_kstr(&w, "exception_codes", m->exception_codes);
-    jsonw_kstr(&w, "exception_subtype", m->exception_subtype);
-    jsonw_kstr(&w, "exception_reason", m->exception_reason);
-    jsonw_kstr(&w, "signal", m->signal);
-    jsonw_kstr(&w, "termination_reason", m->termination_reason);
-    jsonw_kstr(&w, "app_specific_info", m->app_specific_info);
-    jsonw_key(&w, "crashed_thread");
+    jsonw_kstr_lit(&w, "incident_id", m->incident_id);
+    jsonw_kstr_lit(&w, "process", m->process);
+    jsonw_kstr_lit(&w, "process_path", m->process_path);
+    jsonw_kstr_lit(&w, "app_name", m->app_name);
+    jsonw_kstr_lit(&w, "bundle_id", m->bundle_id);
+    jsonw_kstr_lit(&w, "app_version", m->app_version);
+    jsonw_kstr_lit(&w, "build", m->build);
+    jsonw_kstr_lit(&w, "version_text", m->version_text);
+    jsonw_kstr_lit(&w, "code_type", m->code_type);
+    jsonw_kstr_lit(&w, "arch", m->arch);
+    jsonw_kstr_lit(&w, "os_version", m->os_version);
+    jsonw_kstr_lit(&w, "hardware_model", m->hardware_model);
+    jsonw_kstr_lit(&w, "date", m->date);
+    jsonw_kstr_lit(&w, "report_version", m->report_version);
+    jsonw_kstr_lit(&w, "parent_process", m->parent_process);
+    jsonw_kstr_lit(&w, "exception_type", m->exception_type);
+    jsonw_kstr_lit(&w, "exception_codes", m->exception_codes);
+    jsonw_kstr_lit(&w, "exception_subtype", m->exception_subtype);
+    jsonw_kstr_lit(&w, "exception_reason", m->exception_reason);
+    jsonw_kstr_lit(&w, "signal", m->signal);
+    jsonw_kstr_lit(&w, "termination_reason", m->termination_reason);
+    jsonw_kstr_lit(&w, "app_specific_info", m->app_specific_info);
+    jsonw_key_lit(&w, "crashed_thread");
     if (m->crashed_thread >= 0)
         jsonw_int(&w, m->crashed_thread);
     else
         jsonw_null(&w);
     /* keys only hangs and MetricKit reports have: present only when known */
     if (m->hang_duration_ms > 0)
-        jsonw_kuint(&w, "hang_duration_ms", m->hang_duration_ms);
+        jsonw_kuint_lit(&w, "hang_duration_ms", m->hang_duration_ms);
     if (m->diagnostic != NULL)
-        jsonw_kstr(&w, "diagnostic", m->diagnostic);
+        jsonw_kstr_lit(&w, "diagnostic", m->diagnostic);
     if (m->exception_detail != NULL)
-        jsonw_kraw(&w, "exception_detail", m->exception_detail); /* JSON made by the parser */
+        jsonw_kraw_lit(&w, "exception_detail", m->exception_detail); /* JSON made by the parser */
     if (m->crash_image != NULL)
-        jsonw_kstr(&w, "crash_image", m->crash_image);
+        jsonw_kstr_lit(&w, "crash_image", m->crash_image);
     if (m->release != NULL)
-        jsonw_kstr(&w, "release", m->release);
+        jsonw_kstr_lit(&w, "release", m->release);
     if (m->dist != NULL)
-        jsonw_kstr(&w, "dist", m->dist);
+        jsonw_kstr_lit(&w, "dist", m->dist);
     jsonw_object_end(&w);
-    jsonw_key(&w, "threads");
+    jsonw_key_lit(&w, "threads");
     jsonw_array_begin(&w);
     for (size_t i = 0; i < r->nthreads; i++) {
         const crashreport_thread *t = &r->threads[i];
         jsonw_object_begin(&w);
-        jsonw_kuint(&w, "index", t->index);
-        jsonw_kstr(&w, "name", t->name);
-        jsonw_kstr(&w, "queue", t->queue);
-        jsonw_kbool(&w, "crashed", t->crashed);
+        jsonw_kuint_lit(&w, "index", t->index);
+        jsonw_kstr_lit(&w, "name", t->name);
+        jsonw_kstr_lit(&w, "queue", t->queue);
+        jsonw_kbool_lit(&w, "crashed", t->crashed);
         if (r->tree)
-            jsonw_kuint(&w, "sample_count", t->sample_count);
+            jsonw_kuint_lit(&w, "sample_count", t->sample_count);
         if (t->nregisters > 0) { /* only reports that give registers (plcrash) */
-            jsonw_key(&w, "registers");
+            jsonw_key_lit(&w, "registers");
             jsonw_object_begin(&w);
             for (size_t k = 0; k < t->nregisters; k++)
                 jsonw_khex(&w, t->registers[k].name, t->registers[k].value);
             jsonw_object_end(&w);
         }
-        jsonw_key(&w, "frames");
+        jsonw_key_lit(&w, "frames");
         json_frames(&w, r, t->frames, t->nframes);
         jsonw_object_end(&w);
     }
     jsonw_array_end(&w);
-    jsonw_key(&w, "last_exception_backtrace");
+    jsonw_key_lit(&w, "last_exception_backtrace");
     if (r->has_leb)
         json_frames(&w, r, r->leb, r->nleb);
     else
         jsonw_null(&w);
     if (r->ncauses > 0) { /* only reports that chain errors */
-        jsonw_key(&w, "causes");
+        jsonw_key_lit(&w, "causes");
         jsonw_array_begin(&w);
         for (size_t i = 0; i < r->ncauses; i++) {
             jsonw_object_begin(&w);
-            jsonw_kstr(&w, "type", r->causes[i].type);
-            jsonw_kstr(&w, "reason", r->causes[i].reason);
-            jsonw_key(&w, "frames");
+            jsonw_kstr_lit(&w, "type", r->causes[i].type);
+            jsonw_kstr_lit(&w, "reason", r->causes[i].reason);
+            jsonw_key_lit(&w, "frames");
             json_frames(&w, r, r->causes[i].frames, r->causes[i].nframes);
             jsonw_object_end(&w);
         }
         jsonw_array_end(&w);
     }
-    jsonw_key(&w, "images");
+    jsonw_key_lit(&w, "images");
     jsonw_array_begin(&w);
     for (size_t i = 0; i < r->nimages; i++) {
         const crashreport_image *im = &r->images[i];
         jsonw_object_begin(&w);
-        jsonw_kstr(&w, "name", im->name);
-        jsonw_kstr(&w, "uuid", im->uuid[0] ? im->uuid : NULL);
-        jsonw_kstr(&w, "arch", im->arch);
-        jsonw_khex(&w, "load_address", im->load_addr);
-        jsonw_key(&w, "end_address");
+        jsonw_kstr_lit(&w, "name", im->name);
+        jsonw_kstr_lit(&w, "uuid", im->uuid[0] ? im->uuid : NULL);
+        jsonw_kstr_lit(&w, "arch", im->arch);
+        jsonw_khex_lit(&w, "load_address", im->load_addr);
+        jsonw_key_lit(&w, "end_address");
         if (im->end_addr != 0)
             jsonw_hex(&w, im->end_addr);
         else
             jsonw_null(&w);
-        jsonw_kstr(&w, "path", im->path);
-        jsonw_kstr(&w, "version", im->version);
-        jsonw_kbool(&w, "user", im->user);
+        jsonw_kstr_lit(&w, "path", im->path);
+        jsonw_kstr_lit(&w, "version", im->version);
+        jsonw_kbool_lit(&w, "user", im->user);
         if (im->vmaddr != 0)
-            jsonw_khex(&w, "vmaddr", im->vmaddr);
-        jsonw_key(&w, "in_app");
+            jsonw_khex_lit(&w, "vmaddr", im->vmaddr);
+        jsonw_key_lit(&w, "in_app");
         if (im->in_app == CRASHREPORT_IN_APP_YES || im->in_app == CRASHREPORT_IN_APP_NO)
             jsonw_bool(&w, im->in_app == CRASHREPORT_IN_APP_YES);
         else
             jsonw_null(&w);
         if (r->format == CRASHREPORT_FORMAT_MINIDUMP) /* whether the walk had its unwind info */
-            jsonw_kbool(&w, "unwind", im->has_unwind);
+            jsonw_kbool_lit(&w, "unwind", im->has_unwind);
         jsonw_object_end(&w);
     }
     jsonw_array_end(&w);
-    json_strings(&w, "errors", (const char *const *)r->errors, r->nerrors);
+    jsonw_key_lit(&w, "errors");
+    json_strings(&w, (const char *const *)r->errors, r->nerrors);
     if (r->nannotations > 0) { /* only minidumps carry annotations */
-        jsonw_key(&w, "annotations");
+        jsonw_key_lit(&w, "annotations");
         jsonw_array_begin(&w);
         for (size_t i = 0; i < r->nannotations; i++) {
             jsonw_object_begin(&w);
-            jsonw_kstr(&w, "key", r->annotations[i].key);
-            jsonw_kstr(&w, "value", r->annotations[i].value);
+            jsonw_kstr_lit(&w, "key", r->annotations[i].key);
+            jsonw_kstr_lit(&w, "value", r->annotations[i].value);
             jsonw_object_end(&w);
         }
         jsonw_array_end(&w);
     }
-    if (r->symbolicated)
-        json_strings(&w, "missing_uuids", (const char *const *)r->missing_uuids,
-                     r->nmissing_uuids);
+    if (r->symbolicated) {
+        jsonw_key_lit(&w, "missing_uuids");
+        json_strings(&w, (const char *const *)r->missing_uuids, r->nmissing_uuids);
+    }
     jsonw_object_end(&w);
 }
 
