@@ -64,12 +64,38 @@ static const char PAT_IMAGE[] =
 static pcre2_code *re_thread, *re_image;
 static pthread_once_t patterns_once = PTHREAD_ONCE_INIT;
 static bool patterns_ok;
+/* cr_parse_apple_text's match data, one per thread and kept between reports (freed when the
+ * thread ends): made and freed for each report, it was a malloc and a free a parse. */
+static pthread_key_t md_key;
+static bool md_key_ok;
+
+static void md_free(void *md)
+{
+    pcre2_match_data_free(md);
+}
 
 static void compile_patterns(void)
 {
     re_thread = cr_regex_compile(PAT_THREAD);
     re_image = cr_regex_compile(PAT_IMAGE);
     patterns_ok = re_thread != NULL && re_image != NULL;
+    md_key_ok = pthread_key_create(&md_key, md_free) == 0;
+}
+
+/* This thread's match data for 8 pairs (the patterns above have fewer groups); NULL when
+ * pcre2 cannot allocate. Borrowed: the caller never frees it. */
+static pcre2_match_data *thread_match_data(bool *owned)
+{
+    *owned = false;
+    pcre2_match_data *md = md_key_ok ? pthread_getspecific(md_key) : NULL;
+    if (md != NULL)
+        return md;
+    md = pcre2_match_data_create(8, NULL);
+    if (md == NULL)
+        return NULL;
+    if (!md_key_ok || pthread_setspecific(md_key, md) != 0)
+        *owned = true;   /* not kept: the caller frees it */
+    return md;
 }
 
 /* ---- frame lines ----------------------------------------------------------------------------- */
@@ -1189,7 +1215,8 @@ err_code cr_parse_apple_text(crashreport **out, const char *data, size_t len, ar
         return ERR_TOO_LARGE;
     p.b = &b;
     p.pending_name_index = -1;
-    p.md = pcre2_match_data_create(8, NULL);
+    bool md_owned;
+    p.md = thread_match_data(&md_owned);
     if (p.md == NULL)
         return err_set(err, ERR_INTERNAL, "allocating pcre2 match data failed");
 
@@ -1259,6 +1286,7 @@ err_code cr_parse_apple_text(crashreport **out, const char *data, size_t len, ar
         goto done;
     *out = b.r;
 done:
-    pcre2_match_data_free(p.md);
+    if (md_owned)
+        pcre2_match_data_free(p.md);
     return rc;
 }

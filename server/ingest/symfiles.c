@@ -362,7 +362,7 @@ int symfiles_known(char sha256[65], symfiles *f, const char *uuid)
     double age = now - re->checked_ms;
     int known = -1;
     if (age <= SYMFILES_INTAKE_STALE_MS) {
-        snprintf(sha256, 65, "%s", re->sha);
+        memcpy(sha256, re->sha, 65);   /* NUL-terminated within its 65 bytes */
         known = re->sha[0] ? 1 : 0;
     }
     if (age > (re->sha[0] ? SYMFILES_ROW_TTL_MS : SYMFILES_MISS_TTL_MS) && !re->wanted &&
