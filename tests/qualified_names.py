@@ -18,7 +18,9 @@ Checks, on every address of __text where llvm-symbolizer gives an inlined frame:
     ("ns::Widget::area", "ns::(anonymous namespace)::helper") while showing the name as DWARF
     gives it ("area"), and a Swift unit joins them with ".";
 and runs tests/lookup_oracle.py over the three dSYMs (llvm-symbolizer display parity).
-Env: STACKSIFT_BIN.
+With the test cluster (STACKSIFT_TEST_DATABASE_URL), a server given the plain dSYM groups one
+report posted four times into one issue, the later ones served from its stack cache.
+Env: STACKSIFT_BIN (web_instance's STACKSIFT_SOURCE_DIR and STACKSIFT_FIXTURES for the server).
 """
 import json
 import os
@@ -221,6 +223,42 @@ def signature(binpath, dsym, path):
     return json.loads(out.splitlines()[0])
 
 
+def server_cache_keeps_qualified_names(tmp, builds, addr):
+    """The server's stack cache serves a stack of the plain dSYM grouped as when it was first
+    symbolicated: its qualified names ("ns::Widget::area", made in the report's arena) are
+    kept in the cache's own copy. The same report is posted four times, each processed before
+    the next, so that the later ones are served from the cache after the first report's arena
+    is gone: one issue of four reports, named with its scopes. A dangling name is a
+    use-after-free under ASan, and another fingerprint (a second issue) when the freed bytes
+    were reused. Needs the test cluster (STACKSIFT_TEST_DATABASE_URL); skipped without it."""
+    if not os.environ.get("STACKSIFT_TEST_DATABASE_URL"):
+        print("qualified_names: no STACKSIFT_TEST_DATABASE_URL, server check skipped")
+        return
+    sys.path.insert(0, HERE)
+    import web_instance
+    _, dwarf, _, uuid = builds["plain"]
+    path = os.path.join(tmp, "server.crash")
+    report(path, uuid, addr)
+    body = open(path, "rb").read()
+    with web_instance.Instance("qualified") as inst:
+        with open(dwarf, "rb") as f:
+            r = inst.request("POST", "/api/v1/dsyms?name=Scopes", f.read(),
+                             token=inst.tokens["upload"], timeout=120)
+        check(r.status in (200, 201), f"plain dSYM upload: {r.status} {r.body[:200]!r}")
+        for i in range(4):
+            r = inst.request("POST", "/api/v1/reports", body, token=inst.tokens["ingest"],
+                             headers={"Content-Type": "text/plain"})
+            check(r.status == 202, f"report {i + 1} of 4: {r.status} {r.body[:200]!r}")
+            check(inst.wait_processed(60), f"report {i + 1} of 4 not processed within 60 s")
+        got = inst.psql(inst.db_url, "SELECT count(DISTINCT issue_id), count(*) FROM reports "
+                                     "WHERE status = 'processed'").strip()
+        check(got == "1|4", f"four posts of one report: issues|processed reports {got}, want 1|4")
+        frames = inst.psql(inst.db_url, "SELECT frames::text FROM issues").strip()
+        check("ns::" in frames, f"the issue's frames lack their scopes: {frames[:300]}")
+        if inst.proc.poll() is not None:
+            check(False, f"the server exited: {inst.tail_log()}")
+
+
 def main():
     binpath = os.environ.get("STACKSIFT_BIN")
     if not (binpath and os.access(binpath, os.X_OK)):
@@ -255,6 +293,8 @@ def main():
                   f"{addr:#x}: Swift unit's top frame {stop}, want {top.get('function')} with '.'")
         check({"ns::Widget::area", "ns::(anonymous namespace)::helper"} <= seen,
               f"inlined frames seen: {sorted(seen)}")
+        if addrs:
+            server_cache_keeps_qualified_names(tmp, builds, addrs[0])
         # display parity with llvm-symbolizer over the three dSYMs
         manifest = {"fixtures": []}
         for variant, (dsym, dwarf, binary, uuid) in builds.items():

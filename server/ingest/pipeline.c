@@ -461,17 +461,15 @@ static size_t bucket_of(const uint8_t key[32])
     return ((size_t)key[0] | (size_t)key[1] << 8) % STACK_BUCKETS;
 }
 
-static char *copy_str(arena *a, const char *s, bool *failed, err_info *err)
+/* A string of a cached entry, at the same offset in the entry's copy: `s` lies between
+ * `from` and the entry's end, or is NULL. */
+static const char *moved(const char *s, const uint8_t *from, uint8_t *to)
 {
-    if (s == NULL)
-        return NULL;
-    char *d = arena_strdup(a, s, err);
-    if (d == NULL)
-        *failed = true;
-    return d;
+    return s ? (const char *)to + ((const uint8_t *)s - from) : NULL;
 }
 
-/* Fill the frames from a cached entry (copied into `a`); false if not cached. */
+/* Fill the frames from a cached entry (its symbols and their strings copied into `a` in one
+ * block, as they lie in the entry); false if not cached. */
 static bool stack_from_cache(pipeline *p, const uint8_t key[32], crashreport_frame *fs, size_t n,
                              arena *a, err_info *err, err_code *rc)
 {
@@ -484,28 +482,27 @@ static bool stack_from_cache(pipeline *p, const uint8_t key[32], crashreport_fra
         hit = true;
         lru_unlink(p, e);
         lru_push(p, e);
+        /* the symbols, then their strings, to the entry's end (stack_to_cache's layout) */
+        const uint8_t *from = (const uint8_t *)e->symbols;
+        size_t len = (size_t)((const uint8_t *)e + e->bytes - from);
+        uint8_t *to = e->nsymbols > 0 ? arena_alloc_uninit(a, len, err) : NULL;
+        failed = e->nsymbols > 0 && to == NULL;
+        if (to != NULL) {
+            memcpy(to, from, len);
+            crashreport_symbol *syms = (crashreport_symbol *)to;
+            for (uint32_t k = 0; k < e->nsymbols; k++) {
+                syms[k].function = moved(syms[k].function, from, to);
+                syms[k].file = moved(syms[k].file, from, to);
+                syms[k].mangled = moved(syms[k].mangled, from, to);
+                syms[k].qualified = moved(syms[k].qualified, from, to);
+            }
+        }
         for (size_t i = 0; i < n && !failed; i++) {
             const cached_frame *cf = &e->frames[i];
             crashreport_frame *f = &fs[i];
             f->sym_status = cf->status;
             f->lookup_addr = cf->lookup_addr;
-            f->symbols = NULL;
-            f->nsymbols = 0;
-            if (cf->nsymbols == 0)
-                continue;
-            crashreport_symbol *syms = arena_alloc_array(a, cf->nsymbols, sizeof *syms, err);
-            if (syms == NULL) {
-                failed = true;
-                break;
-            }
-            for (uint32_t k = 0; k < cf->nsymbols; k++) {
-                const crashreport_symbol *src = &e->symbols[cf->first + k];
-                syms[k] = *src;
-                syms[k].function = copy_str(a, src->function, &failed, err);
-                syms[k].file = copy_str(a, src->file, &failed, err);
-                syms[k].mangled = copy_str(a, src->mangled, &failed, err);
-            }
-            f->symbols = syms;
+            f->symbols = cf->nsymbols > 0 ? (crashreport_symbol *)to + cf->first : NULL;
             f->nsymbols = cf->nsymbols;
         }
     }
@@ -527,6 +524,7 @@ static void stack_to_cache(pipeline *p, const uint8_t key[32], const crashreport
             strings += strlen(fs[i].symbols[k].function) + 1;
             strings += fs[i].symbols[k].file ? strlen(fs[i].symbols[k].file) + 1 : 0;
             strings += fs[i].symbols[k].mangled ? strlen(fs[i].symbols[k].mangled) + 1 : 0;
+            strings += fs[i].symbols[k].qualified ? strlen(fs[i].symbols[k].qualified) + 1 : 0;
         }
     size_t bytes = sizeof(stack_entry) + n * sizeof(cached_frame) +
                    nsym * sizeof(crashreport_symbol) + strings;
@@ -563,6 +561,12 @@ static void stack_to_cache(pipeline *p, const uint8_t key[32], const crashreport
                 size_t l = strlen(src->mangled) + 1;
                 memcpy(str, src->mangled, l);
                 e->symbols[s].mangled = str;
+                str += l;
+            }
+            if (src->qualified) {   /* in the report's arena too (symbolicate's copy) */
+                size_t l = strlen(src->qualified) + 1;
+                memcpy(str, src->qualified, l);
+                e->symbols[s].qualified = str;
                 str += l;
             }
         }
