@@ -77,15 +77,33 @@ void buf_append_u64le(buf *b, uint64_t v)
     buf_append_u32le(b, (uint32_t)(v >> 32));
 }
 
+/* Bytes a JSON string holds as they are: printable ASCII but '"' (0x22) and '\\' (0x5c). */
+static const bool JSON_PLAIN[256] = {
+    [0x20 ... 0x21] = true, [0x23 ... 0x5b] = true, [0x5d ... 0x7f] = true,
+};
+
 void buf_append_json_str(buf *b, const char *s, size_t n)
 {
     const unsigned char *p = (const unsigned char *)s;
     buf_reserve(b, n + 2);
+    /* most strings (names, paths) need no escaping: quoted in one copy into the room above */
+    size_t plain = 0;
+    while (plain < n && JSON_PLAIN[p[plain]])
+        plain++;
+    if (plain == n) {
+        char *d = (char *)b->data + b->len;
+        d[0] = '"';
+        memcpy(d + 1, s, n);
+        d[n + 1] = '"';
+        b->len += n + 2;
+        b->data[b->len] = 0;
+        return;
+    }
     buf_putc(b, '"');
     for (size_t i = 0; i < n;) {
         /* copy the run of bytes that need no escaping in one go */
         size_t run = i;
-        while (run < n && p[run] >= 0x20 && p[run] < 0x80 && p[run] != '"' && p[run] != '\\')
+        while (run < n && JSON_PLAIN[p[run]])
             run++;
         if (run > i) {
             buf_append(b, p + i, run - i);

@@ -331,9 +331,11 @@ bool cr_uuid_set(char out[37], const char *s, size_t n)
     return true;
 }
 
+/* "arm64" and its variants ("arm64e"): by its bytes, called for every frame */
 static bool arch_is_arm64(const char *arch)
 {
-    return arch == NULL || strncmp(arch, "arm64", 5) == 0;
+    return arch == NULL ||
+           (arch[0] == 'a' && arch[1] == 'r' && arch[2] == 'm' && arch[3] == '6' && arch[4] == '4');
 }
 
 uint64_t crashreport_strip_pac(uint64_t addr, const char *arch)

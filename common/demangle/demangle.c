@@ -16,6 +16,10 @@ bool demangle_is_cxx(const char *name)
 
 bool demangle_is_swift(const char *name)
 {
+    /* every Swift mangling below starts with one of these: most names end here (this runs
+     * for every frame a signature normalizes) */
+    if (name[0] != '@' && name[0] != '_' && name[0] != '$' && name[0] != 'T')
+        return false;
     if (strncmp(name, "@__swiftmacro_", 14) == 0)
         return true;
     bool underscore = name[0] == '_';
