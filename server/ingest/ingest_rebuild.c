@@ -142,14 +142,21 @@ err_code ingest_symcache_rebuild(unsigned *failed, store *s, const char *uuid,
             frc = err_set(&out.err, ERR_IO, "%s: %s", path, strerror(errno));
         if (frc == ERR_OK)
             frc = ingest_sha256_file_hex(out.sha256, path, &out.err);
+        /* built with the maps stored now: it may hide more or less than the stored one */
+        store_dsym_hidden hidden = {0};
+        if (b != NULL)
+            hidden = (store_dsym_hidden){b->hidden_left, b->hidden_max,
+                                         b->revealed ? b->map_uuid : NULL};
         if (frc == ERR_OK && strcmp(out.sha256, d->symcache_sha256) == 0) {
+            /* the same file: its row's hidden names are still made right, had an older
+             * rebuild left them as they were */
+            bool corrected = false;
+            frc = store_dsym_hidden_correct(&corrected, s, d->uuid, d->symcache_sha256, &hidden,
+                                            &out.err);
             out.status = "unchanged";
         } else if (frc == ERR_OK) {
             bool replaced = false;
             store_blob_file f = {out.sha256, path};
-            /* built with the maps stored now: it may hide more or less than the stored one */
-            store_dsym_hidden hidden = {b->hidden_left, b->hidden_max,
-                                        b->revealed ? b->map_uuid : NULL};
             frc = store_dsym_symcache_replace(&replaced, s, d->uuid, d->symcache_sha256, &f,
                                               (int64_t)st.st_size, (int32_t)b->functions,
                                               &hidden, &out.err);

@@ -413,25 +413,37 @@ static err_code swap_symcache(pconn *c, replace_ctx *x, const char *what, const 
 static err_code do_replace(pconn *c, void *vctx, err_info *err)
 {
     replace_ctx *x = vctx;
-    const char *values[8] = {x->uuid, x->expect, x->file->sha256, x->bytes, x->functions,
-                             x->hidden_names, x->hidden_max, x->revealed_by};
+    /* no file: the symcache stays, only hidden-name columns that say otherwise change */
+    const char *values[8] = {x->uuid, x->expect, x->file ? x->file->sha256 : "", x->bytes,
+                             x->functions, x->hidden_names, x->hidden_max, x->revealed_by};
     *x->done = false;
     err_code rc = store_command(c, "BEGIN", "replacing a symcache", err);
     PGresult *res = NULL;
-    if (rc == ERR_OK)
+    if (rc == ERR_OK && x->file != NULL)
         rc = store_exec_sql(&res, c, "replacing a symcache",
                             "UPDATE dsyms SET sha256 = $3, symcache_blob = $3, "
                             "symcache_bytes = $4, functions = $5, hidden_names = $6, "
                             "hidden_max = $7, revealed_by = nullif($8, '')::uuid "
                             "WHERE uuid = $1::uuid AND symcache_blob IS NOT DISTINCT FROM "
                             "nullif($2, '')", 8, values, 0, err);
+    else if (rc == ERR_OK)
+        rc = store_exec_sql(&res, c, "correcting hidden names",
+                            "UPDATE dsyms SET hidden_names = $3::int, hidden_max = $4::int, "
+                            "revealed_by = nullif($5, '')::uuid WHERE uuid = $1::uuid "
+                            "AND symcache_blob IS NOT DISTINCT FROM nullif($2, '') "
+                            "AND (hidden_names, hidden_max, revealed_by) IS DISTINCT FROM "
+                            "($3::int, $4::int, nullif($5, '')::uuid)", 5,
+                            (const char *const[]){x->uuid, x->expect, x->hidden_names,
+                                                  x->hidden_max, x->revealed_by},
+                            0, err);
     if (rc != ERR_OK)
         return rc;
     bool updated = strcmp(PQcmdTuples(res), "1") == 0;
     PQclear(res);
     if (!updated)
         return store_command(c, "ROLLBACK", "replacing a symcache", err);
-    rc = store_blob_put(c, x->file, err);
+    if (x->file != NULL)
+        rc = store_blob_put(c, x->file, err);
     /* nothing hidden: what waited for this dSYM goes back to the queue (store_dsym_reveal) */
     if (rc == ERR_OK && strcmp(x->hidden_names, "0") == 0)
         rc = store_exec_sql(NULL, c, "releasing reports", "UPDATE reports SET status = "
@@ -459,6 +471,18 @@ err_code store_dsym_symcache_replace(bool *replaced, store *s, const char *uuid,
     snprintf(hn, sizeof hn, "%u", hidden->names);
     snprintf(hm, sizeof hm, "%u", hidden->max);
     replace_ctx x = {replaced, uuid, expect_sha256 ? expect_sha256 : "", file, bytes, funcs,
+                     hn, hm, hidden->revealed_by ? hidden->revealed_by : ""};
+    return store_run(s, do_replace, &x, err);
+}
+
+err_code store_dsym_hidden_correct(bool *corrected, store *s, const char *uuid,
+                                   const char *expect_sha256, const store_dsym_hidden *hidden,
+                                   err_info *err)
+{
+    char hn[16], hm[16];
+    snprintf(hn, sizeof hn, "%u", hidden->names);
+    snprintf(hm, sizeof hm, "%u", hidden->max);
+    replace_ctx x = {corrected, uuid, expect_sha256 ? expect_sha256 : "", NULL, "", "",
                      hn, hm, hidden->revealed_by ? hidden->revealed_by : ""};
     return store_run(s, do_replace, &x, err);
 }

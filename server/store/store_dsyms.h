@@ -155,6 +155,18 @@ err_code store_dsym_symcache_replace(bool *replaced, store *s, const char *uuid,
                                      const store_dsym_hidden *hidden, err_info *err);
 
 /*
+ * store_dsym_hidden_correct - (`stacksift symcache rebuild`, a symcache rebuilt to the bytes
+ * stored) set the hidden-name columns of `uuid` to `hidden` where they say otherwise and its
+ * stored symcache is still `expect_sha256` (a rebuild before they were stored with the
+ * symcache left them as they were); what waits for it is released as by
+ * store_dsym_symcache_replace when nothing is hidden. *corrected = whether they changed.
+ * Errors ERR_STORE.
+ */
+err_code store_dsym_hidden_correct(bool *corrected, store *s, const char *uuid,
+                                   const char *expect_sha256, const store_dsym_hidden *hidden,
+                                   err_info *err);
+
+/*
  * store_dsym_symcache_backfill - attach a stored symcache to a row recorded before blobs
  * existed (symcache_blob IS NULL), when its local file's SHA-256 `file->sha256` equals the
  * row's sha256. *attached says whether it did. Errors ERR_STORE, ERR_IO, ERR_INTERNAL.

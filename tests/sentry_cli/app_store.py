@@ -341,8 +341,9 @@ def rebuild_hidden_columns(inst, src):
     """4. `stacksift symcache rebuild` keeps the hidden-name columns with the symcache it
     stores, either way: a revealed dSYM whose BCSymbolMap is no longer stored is rebuilt
     hidden (and says so: reports wait for it again), and once the map is back a rebuild
-    reveals it (and releases the report that waited meanwhile). No workers: the report's
-    status is what the store left."""
+    reveals it (and releases the report that waited meanwhile); columns left stale beside a
+    symcache a rebuild leaves as it is are corrected too. No workers: the report's status is
+    what the store left."""
     r = post_dsym(inst, open(os.path.join(src, DWARF), "rb").read(), name="App")
     check(r.status == 201, f"rebuild: hidden dSYM stored: {r.status} {r.body[:200]!r}")
     for f in (PLIST, MAP):
@@ -370,6 +371,15 @@ def rebuild_hidden_columns(inst, src):
     got = rebuild(inst, "again")
     h2 = dsym_hidden(inst).split("|")
     check(got.get("status") == "unchanged" and h2 == h, f"a second rebuild: unchanged: {got} {h2}")
+    # columns an older rebuild left stale beside the same symcache: made right all the same
+    q(inst, f"UPDATE dsyms SET hidden_names = 7, hidden_max = 7, revealed_by = NULL "
+            f"WHERE uuid = '{UUID}'; UPDATE reports SET status = 'pending_dsym' WHERE id = '{rid}'")
+    got = rebuild(inst, "stale columns")
+    h3 = dsym_hidden(inst).split("|")
+    st = q(inst, f"SELECT status FROM reports WHERE id = '{rid}'")
+    check(got.get("status") == "unchanged" and h3 == h and st == "received",
+          f"stale columns beside an unchanged symcache: corrected, the report released: "
+          f"{got} {h3} {st}")
 
 
 def log_on_failure(inst):
