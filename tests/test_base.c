@@ -10,6 +10,7 @@
 #include "base/jsonw.h"
 #include "base/bytes.h"
 #include "base/err.h"
+#include "base/hex.h"
 #include "base/utf8.h"
 #include "base/workpool.h"
 #include "harness.h"
@@ -192,6 +193,17 @@ static void err_formats_and_names(void)
     CHECK_EQ_STR(err_name(ERR_STORE), "store_unavailable");
 }
 
+static void hex_uuid_formats_both_cases(void)
+{
+    const uint8_t u[16] = {0x6a, 0x1f, 0xd8, 0xc2, 0xe4, 0xb0, 0x3b, 0x7a,
+                           0x9c, 0x1d, 0x2e, 0x3f, 0x40, 0x51, 0x62, 0x73};
+    char s[37];
+    hex_uuid_format(s, u, true);
+    CHECK_EQ_STR(s, "6A1FD8C2-E4B0-3B7A-9C1D-2E3F40516273");
+    hex_uuid_format(s, u, false);
+    CHECK_EQ_STR(s, "6a1fd8c2-e4b0-3b7a-9c1d-2e3f40516273");
+}
+
 static void utf8_checks_and_repairs(void)
 {
     CHECK(utf8_valid("", 0));
@@ -357,5 +369,6 @@ int main(void)
     RUN(utf8_sanitize_replaces_maximal_subparts);
     RUN(map_missing_file_is_not_found);
     RUN(workpool_runs_wakes_and_stops);
+    RUN(hex_uuid_formats_both_cases);
     return harness_done();
 }

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "base/buf.h"
+#include "base/hex.h"
 #include "base/jsonw.h"
 #include "base/xalloc.h"
 #include "store/store_intake.h"
@@ -158,17 +159,10 @@ static void uuid7_fill(intake_entry *batch, size_t n)
     }
 }
 
+/* RFC 9562's text form: lower-case */
 static void uuid_text(char out[37], const uint8_t u[16])
 {
-    static const char hex[] = "0123456789abcdef";
-    size_t o = 0;
-    for (int i = 0; i < 16; i++) {
-        if (i == 4 || i == 6 || i == 8 || i == 10)
-            out[o++] = '-';
-        out[o++] = hex[u[i] >> 4];
-        out[o++] = hex[u[i] & 15];
-    }
-    out[o] = '\0';
+    hex_uuid_format(out, u, false);
 }
 
 /* ---- the INSERT ------------------------------------------------------------------------ */
