@@ -505,6 +505,12 @@ static void processed_reports_group_in_their_commit(void)
     free(got);
     free(want);
     free(sql);
+    /* a new issue's frames are its first report's (group b's first commit made its issue) */
+    got = query1(locker, "SELECT string_agg(left(fingerprint, 4) || ' ' || frames::text, '; ' "
+                         "ORDER BY app, fingerprint) FROM issues");
+    CHECK_EQ_STR(got, "aaaa [{\"function\": \"a\"}]; aaaa [{\"function\": \"a\"}]; "
+                      "bbbb [{\"function\": \"a\"}]");
+    free(got);
 
     /* resolved in 2.0, seen in 2.1: reopened, flagged, counted */
     PQclear(PQexec(locker, "UPDATE issues SET status = 'resolved', resolved_in = '2.0' "
@@ -518,6 +524,10 @@ static void processed_reports_group_in_their_commit(void)
     got = query1(locker, "SELECT status || ' ' || regressed || ' ' || count || ' ' || "
                          "array_to_string(versions, ',') FROM issues WHERE fingerprint LIKE 'bbbb%'");
     CHECK_EQ_STR(got, "open true 3 2.0,2.1");
+    free(got);
+    /* an upsert keeps the issue's frames */
+    got = query1(locker, "SELECT frames::text FROM issues WHERE fingerprint LIKE 'bbbb%'");
+    CHECK_EQ_STR(got, "[{\"function\": \"a\"}]");
     free(got);
 
     /* the breakdown counters, kept by the same statements (a version or OS not given is "") */
