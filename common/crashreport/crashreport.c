@@ -3,6 +3,7 @@
  */
 #include "crashreport/crashreport_internal.h"
 #include "crashreport/text_internal.h"
+#include "base/hex.h"
 #include "base/utf8.h"
 #include "demangle/demangle.h"
 
@@ -328,6 +329,18 @@ bool cr_uuid_set(char out[37], const char *s, size_t n)
         h += (size_t)GROUPS[g];
     }
     out[o] = '\0';
+    return true;
+}
+
+bool cr_uuid_from_bytes(char out[37], const uint8_t u[16])
+{
+    uint8_t any = 0;
+    for (int i = 0; i < 16; i++)
+        any |= u[i];
+    out[0] = '\0';
+    if (any == 0)
+        return false;
+    hex_uuid_format(out, u, true);
     return true;
 }
 

@@ -76,6 +76,11 @@ const char *cr_arch_from_cpu(uint64_t cputype, uint64_t cpusubtype);
  * dashed); an all-zero or malformed UUID gives "". Returns true if a UUID was set. */
 bool cr_uuid_set(char out[37], const char *s, size_t n);
 
+/* cr_uuid_from_bytes - a binary UUID's 16 bytes (minidump CodeView records, PLCrashReporter's
+ * protobuf) into out as cr_uuid_set writes it (upper-case, dashed); all zero gives "".
+ * Returns true if a UUID was set. */
+bool cr_uuid_from_bytes(char out[37], const uint8_t u[16]);
+
 /* Format parsers; `data` is valid UTF-8 without NUL bytes (checked by crashreport_parse). */
 err_code cr_parse_apple_text(crashreport **out, const char *data, size_t len, arena *a,
                              err_info *err);

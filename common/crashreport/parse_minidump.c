@@ -210,16 +210,8 @@ static void images_of(cr_builder *b, const minidump *md, const char *arch)
             im->name = cr_basename(im->path);
         }
         im->arch = arch;
-        if (mod->has_uuid) {
-            /* by hand: sixteen snprintf calls an image were a quarter of the parse in a profile */
-            static const char HEX[] = "0123456789ABCDEF";
-            char hex[32];
-            for (int k = 0; k < 16; k++) {
-                hex[2 * k] = HEX[mod->uuid[k] >> 4];
-                hex[2 * k + 1] = HEX[mod->uuid[k] & 15];
-            }
-            cr_uuid_set(im->uuid, hex, 32);
-        }
+        if (mod->has_uuid)
+            cr_uuid_from_bytes(im->uuid, mod->uuid);
         im->load_addr = mod->load_addr;
         if (mod->size > 0 && mod->size - 1 <= UINT64_MAX - mod->load_addr)
             im->end_addr = mod->load_addr + mod->size - 1;

@@ -155,17 +155,6 @@ static bool wire_is(plc *c, const cr_pb_field *f, cr_pb_wire w, const plc_path *
     return false;
 }
 
-/* 16 bytes as 32 hex digits and a NUL (UUIDs; cr_uuid_set dashes them) */
-static void hex16(char out[33], const uint8_t *d)
-{
-    static const char HEX[] = "0123456789abcdef";
-    for (size_t i = 0; i < 16; i++) {
-        out[2 * i] = HEX[d[i] >> 4];
-        out[2 * i + 1] = HEX[d[i] & 15];
-    }
-    out[32] = '\0';
-}
-
 static const char *str_of(plc *c, const cr_pb_field *f)
 {
     return cr_text(&c->b, (const char *)f->data, f->len);
@@ -502,9 +491,7 @@ static bool image_field(plc *c, const cr_pb *m, const cr_pb_field *f, const plc_
                     f->len);
             return true;
         }
-        char hex[33];
-        hex16(hex, f->data);
-        cr_uuid_set(im->uuid, hex, 32);
+        cr_uuid_from_bytes(im->uuid, f->data);
         return true;
     }
     case 5: {
@@ -695,9 +682,8 @@ static bool report_info_field(plc *c, const cr_pb *m, const cr_pb_field *f, cons
             bad(c, "report_info.uuid: %zu bytes, want 16", f->len);
             return false;
         }
-        char hex[33], id[37];
-        hex16(hex, f->data);
-        if (cr_uuid_set(id, hex, 32))
+        char id[37];
+        if (cr_uuid_from_bytes(id, f->data))
             c->b.r->meta.incident_id = cr_strdup(&c->b, id);
         return true;
     }
