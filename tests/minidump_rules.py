@@ -207,6 +207,9 @@ def debug_frame_server(inst, fx, made):
     # holds scanned words against (the stale word lies in no symbol's function)
     exe = os.path.join(fx, "debugframe", "DebugFrameKit.framework", "DebugFrameKit")
     upload(inst, open(exe, "rb").read(), "DebugFrameKit's executable")
+    # an upload hands the reports that wait for its image back to the workers: let them walk
+    # before counting, so that the count is this dump's walks alone
+    check(inst.wait_processed(120), "the reports waiting for the executable: processed")
     walks = minidump_walks(inst)
     rep = post_dump(inst, open(dump, "rb").read(), "the __debug_frame dump, executable alone")
     # the image's symbols are asked for when the walk first reaches it, not after a walk
@@ -219,12 +222,18 @@ def debug_frame_server(inst, fx, made):
         check(got[:3] == sym_want, f"the worker's walk with symbols only: {got}, want {sym_want}")
         images = (rep.get("symbolicated") or {}).get("images", [])
         check(not any(im.get("unwind") for im in images), f"no unwind info from a symbol table: {images}")
+    walks = minidump_walks(inst)
     upload(inst, zip_bundle(os.path.join(fx, "debugframe"), "DebugFrameKit.framework.dSYM"),
            "DebugFrameKit's dSYM", ctype="application/zip")
     symc = unwind_oracle.stored_symcache(inst, uuid)
     unwind = unwind_oracle.unwind_of(inst.bin, symc) if symc else None
     check(unwind is not None and unwind["debug_frame"] and unwind["debug_frame"]["fdes"] >= 3,
           f"the stored symcache keeps the dSYM's __debug_frame: {unwind}")
+    # the dump above waited for this unwind info: the upload gives it back to the workers, who
+    # walk it again, once; then this dump's walks are counted alone
+    check(inst.wait_processed(120), "the dump waiting for the dSYM's unwind info: processed")
+    check(minidump_walks(inst) == walks + 1,
+          f"the waiting dump walked again once with the dSYM: {minidump_walks(inst) - walks}")
     walks = minidump_walks(inst)
     rep = post_dump(inst, open(dump, "rb").read(), "the __debug_frame dump")
     # a dSYM alone (no executable uploaded): its __debug_frame is read in the one walk
