@@ -9,7 +9,8 @@
  *   - every line-table row: same address and line.
  * Plus hostile DWARF: truncated and bit-flipped __debug_info/__debug_line must give a
  * result with what was skipped counted, never an error or a crash (ASan watches); a unit
- * whose header is bad, or that runs past the section, costs only itself.
+ * whose header is bad, or that runs past the section, costs only itself; DIEs that all name
+ * one long range list add a bounded number of ranges.
  */
 #include <dwarf.h>
 #include <jansson.h>
@@ -545,6 +546,115 @@ out:
     bytes_unmap(&b);
 }
 
+/* Appends for the hand-written DWARF below. */
+static size_t put(uint8_t *p, size_t at, const uint8_t *b, size_t n)
+{
+    memcpy(p + at, b, n);
+    return at + n;
+}
+
+static size_t put_u32(uint8_t *p, size_t at, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[at + (size_t)i] = (uint8_t)(v >> (8 * i));
+    return at + 4;
+}
+
+static size_t put_u64(uint8_t *p, size_t at, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[at + (size_t)i] = (uint8_t)(v >> (8 * i));
+    return at + 8;
+}
+
+/* One DWARF 4 unit (DWARF 4 sections 7.5, 2.17.3): a function and `ninlinees` inlinees that
+ * all name the same .debug_ranges list of `nentries` entries, loaded in place of a fixture's
+ * __DWARF sections. Returns the load; *unit_bytes gets the unit's size. */
+static void load_shared_range_list(debuginfo *di, const bytes *b, size_t ninlinees, size_t nentries,
+                                   size_t *unit_bytes)
+{
+    static const uint8_t abbrev[] = {
+        1, DW_TAG_compile_unit, 1, DW_AT_low_pc, DW_FORM_addr, DW_AT_high_pc, DW_FORM_data4, 0, 0,
+        2, DW_TAG_subprogram, 1, DW_AT_ranges, DW_FORM_sec_offset, DW_AT_name, DW_FORM_string, 0, 0,
+        3, DW_TAG_inlined_subroutine, 0, DW_AT_ranges, DW_FORM_sec_offset, 0, 0,
+        0};
+    uint8_t *info = calloc(64 + 5 * ninlinees, 1), *ranges = calloc(16 * (nentries + 1), 1);
+    size_t at = put_u32(info, 0, 0); /* unit_length, set below */
+    at = put(info, at, (const uint8_t[]){4, 0, 0, 0, 0, 0, 8}, 7); /* version 4, abbrev 0, addr 8 */
+    at = put(info, at, (const uint8_t[]){1}, 1);
+    at = put_u64(info, at, 0x1000);
+    at = put_u32(info, at, 0x100000);
+    at = put(info, at, (const uint8_t[]){2, 0, 0, 0, 0, 'f', 0}, 7);
+    for (size_t i = 0; i < ninlinees; i++)
+        at = put(info, at, (const uint8_t[]){3, 0, 0, 0, 0}, 5);
+    at = put(info, at, (const uint8_t[]){0, 0}, 2);
+    put_u32(info, 0, (uint32_t)(at - 4));
+    *unit_bytes = at;
+    for (size_t i = 0; i < nentries; i++) { /* offsets from the unit's base, 0x1000 */
+        put_u64(ranges, 16 * i, 16 * i);
+        put_u64(ranges, 16 * i + 8, 16 * i + 8);
+    }
+    uint8_t *copy = malloc(b->len);
+    memcpy(copy, b->data, b->len);
+    macho_image *img = malloc(sizeof *img);
+    err_info err = {0};
+    CHECK_EQ_INT(macho_parse(img, copy, b->len, &err), ERR_OK);
+    for (size_t k = 0; k < img->nsections; k++) {
+        macho_section *s = &img->sections[k];
+        if (strcmp(s->segname, "__DWARF") != 0)
+            continue;
+        if (strcmp(s->sectname, "__debug_info") == 0) {
+            s->data = info;
+            s->size = at;
+        } else if (strcmp(s->sectname, "__debug_abbrev") == 0) {
+            s->data = abbrev;
+            s->size = sizeof abbrev;
+        } else if (strcmp(s->sectname, "__debug_ranges") == 0) {
+            s->data = ranges;
+            s->size = 16 * (nentries + 1);
+        } else {
+            s->data = NULL; /* no line table, names inline, no aranges: the unit DIE's range */
+        }
+    }
+    CHECK_EQ_INT(debuginfo_load(di, img, 1, &err), ERR_OK);
+    free(img);
+    free(copy);
+    free(ranges);
+    free(info);
+}
+
+/* Many DIEs naming one long range list cannot grow the tables as DIEs x entries: a unit may
+ * add a few ranges per byte of its own; past that its walk stops with a warning, and a unit
+ * that stays within the bound loads whole. */
+static void shared_range_lists_are_bounded(void)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/arm64-O2/FixtureApp.app.dSYM/Contents/Resources/DWARF/FixtureApp",
+             fixtures_dir());
+    bytes b;
+    err_info err = {0};
+    CHECK_EQ_INT(bytes_map_file(&b, path, &err), ERR_OK);
+    if (b.data == NULL)
+        return;
+    debuginfo di;
+    size_t unit_bytes;
+    /* within the bound: the function and its 5 inlinees, 10 ranges each */
+    load_shared_range_list(&di, &b, 5, 10, &unit_bytes);
+    CHECK_EQ_INT(di.warnings.functions, 0);
+    CHECK_EQ_INT(di.nscopes, 6);
+    CHECK_EQ_INT(di.nranges, 60);
+    debuginfo_reset(&di);
+    /* 2,001 DIEs x 1,000 entries would be 2,001,000 ranges from a 10 kB unit */
+    load_shared_range_list(&di, &b, 2000, 1000, &unit_bytes);
+    CHECK_EQ_INT(di.warnings.functions, 1);
+    CHECK(strstr(di.warnings.first, "more address ranges than its size allows") != NULL);
+    CHECK(di.nranges <= 4 * unit_bytes + 64);
+    CHECK_EQ_INT(di.nscopes, 0); /* the function it happened in is dropped whole */
+    CHECK(di.nsymbols > 0);      /* the symbol table still answers */
+    debuginfo_reset(&di);
+    bytes_unmap(&b);
+}
+
 /* A table that would pass 4 GiB adds nothing and says so (the loader turns that into
  * ERR_TOO_LARGE) instead of aborting the server. The count is faked: 4 GiB of names is more
  * than a test may allocate; add_new checks it before touching memory. */
@@ -569,6 +679,7 @@ int main(void)
     RUN(agrees_with_libdwarf_on_every_fixture);
     RUN(damaged_dwarf_is_skipped_not_a_crash);
     RUN(bad_unit_costs_only_itself);
+    RUN(shared_range_lists_are_bounded);
     RUN(strtab_over_4gib_is_flagged_not_fatal);
     return harness_done();
 }

@@ -163,6 +163,8 @@ typedef struct {
     const char *fail;           /* the walk of the current unit met this (static) problem */
     uint64_t fail_at;           /* ... at this .debug_info offset */
     size_t mark_scopes, mark_ranges; /* the tables before the current top-level function */
+    size_t unit_ranges;         /* w->nranges when the current unit's walk began */
+    size_t range_budget;        /* the most ranges that unit may add (unit_range_budget) */
     die_abbrev_table *tables;   /* abbreviation tables loaded so far */
     size_t ntables;
     const die_unit *unit;       /* the unit being walked */
@@ -513,13 +515,16 @@ DEFINE_COUNT_AT_MOST(span_first, unit_span, end)
 /* Cut w->tmp down to the addresses the current unit owns. llvm-symbolizer looks an address
  * up in the one unit that owns it (.debug_aranges, else the unit DIE's ranges: unit_owners),
  * so a function's bytes outside its unit's ranges are not its own there. */
-static void clip_to_unit(worker *w)
+static bool clip_to_unit(worker *w)
 {
     const unit_span *o = w->owned + w->owned_first[w->unit_index];
     size_t no = w->owned_first[w->unit_index + 1] - w->owned_first[w->unit_index], n = 0;
+    size_t room = w->range_budget - (w->nranges - w->unit_ranges);
     for (size_t i = 0; i < w->ntmp; i++) {
         uint64_t lo = w->tmp[i][0], hi = w->tmp[i][1];
         for (size_t k = span_first(o, no, lo); k < no && o[k].start < hi; k++) {
+            if (n == room)
+                return false;
             if (n == w->cap_clip) {
                 w->cap_clip = w->cap_clip ? w->cap_clip * 2 : 64;
                 w->clip = xreallocarray(w->clip, w->cap_clip, sizeof *w->clip);
@@ -536,6 +541,7 @@ static void clip_to_unit(worker *w)
     w->clip = t;
     w->cap_clip = cap;
     w->ntmp = n;
+    return true;
 }
 
 /* DW_AT_low_pc/high_pc or DW_AT_ranges of `d` into w->tmp (DWARF 5 section 2.17), cut to
@@ -549,8 +555,26 @@ static bool read_ranges(worker *w, const die_info *d)
     for (size_t i = 0; i < w->ntmp; i++)
         if (w->tmp[i][0] < w->entry)
             w->entry = w->tmp[i][0];
-    clip_to_unit(w);
+    if (!clip_to_unit(w)) {
+        die_fail(w, d->offset, "the unit's functions name more address ranges than its size "
+                               "allows (range lists shared by many DIEs)");
+        return false;
+    }
     return true;
+}
+
+/* The most address ranges the functions and inlinees of unit `u` may add: RANGES_PER_BYTE
+ * per byte of the unit. Each DIE names its ranges in a few bytes and compilers give every
+ * DIE a list of its own, so real units stay far below it (the densest unit of the real dSYMs
+ * we test adds one range per 4 bytes); a crafted unit whose DIEs all name one long
+ * list would otherwise grow the tables as DIEs x entries, without bound. */
+enum { RANGES_PER_BYTE = 4, RANGES_SLACK = 64 };
+static size_t unit_range_budget(const die_unit *u)
+{
+    uint64_t size = u->end > u->offset ? u->end - u->offset : 0;
+    if (size > SIZE_MAX / RANGES_PER_BYTE - RANGES_SLACK)
+        return SIZE_MAX;
+    return (size_t)size * RANGES_PER_BYTE + RANGES_SLACK;
 }
 
 static uint32_t add_scope(worker *w, uint32_t name, uint32_t parent, uint32_t depth)
@@ -907,6 +931,8 @@ static void process_unit(worker *w, size_t index)
         uint64_t end;
         w->mark_scopes = w->nscopes;
         w->mark_ranges = w->nranges;
+        w->unit_ranges = w->nranges;
+        w->range_budget = unit_range_budget(u);
         w->fail = NULL;
         w->nconts = 0;
         w->npending = 0;
