@@ -355,6 +355,70 @@ static void workpool_runs_wakes_and_stops(void)
     workpool_free(none);
 }
 
+/* workpool_post ends a workpool_doze (and a doze whose `seen` is stale returns at once), and
+ * leaves a workpool_wait alone. */
+typedef struct {
+    atomic_uint phase;      /* the thread's progress */
+    atomic_uint go;         /* the test's: the thread may go on */
+    atomic_uint wait_ended; /* the plain wait ended while not stopping */
+} doze_probe;
+
+static void spin_until(atomic_uint *v, unsigned want)
+{
+    struct timespec nap = {0, 1000000L};
+    for (int i = 0; i < 10000 && atomic_load(v) < want; i++)
+        nanosleep(&nap, NULL);
+}
+
+static void doze_body(workpool *wp, unsigned index, void *ctx)
+{
+    (void)index;
+    doze_probe *p = ctx;
+    atomic_store(&p->phase, 1);
+    workpool_wait(wp, 60000);           /* a post leaves it; workpool_wake ends it */
+    atomic_store(&p->wait_ended, 1);
+    unsigned long seen = workpool_posted(wp);
+    atomic_store(&p->phase, 2);
+    workpool_doze(wp, 60000, seen);     /* ended by the test's post */
+    seen = workpool_posted(wp);
+    atomic_store(&p->phase, 3);
+    spin_until(&p->go, 1);              /* the test posts after `seen` was read */
+    workpool_doze(wp, 60000, seen);     /* returns at once: a post came since `seen` */
+    atomic_store(&p->phase, 4);
+    while (!workpool_stopping(wp))
+        workpool_wait(wp, 60000);
+}
+
+static void workpool_post_ends_dozes_only(void)
+{
+    doze_probe p = {0};
+    workpool *wp = NULL;
+    err_info err = {0};
+    struct timespec t0, t1, settle = {0, 50000000L};
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    CHECK_EQ_INT(workpool_start(&wp, 1, doze_body, &p, &err), ERR_OK);
+    spin_until(&p.phase, 1);
+    nanosleep(&settle, NULL);
+    workpool_post(wp);
+    nanosleep(&settle, NULL);
+    CHECK_EQ_INT(atomic_load(&p.wait_ended), 0);
+    workpool_wake(wp);
+    spin_until(&p.phase, 2);
+    CHECK_EQ_INT(atomic_load(&p.phase), 2);
+    nanosleep(&settle, NULL);           /* most likely dozing by now; if not, the stale `seen` */
+    workpool_post(wp);
+    spin_until(&p.phase, 3);
+    CHECK_EQ_INT(atomic_load(&p.phase), 3);
+    workpool_post(wp);
+    atomic_store(&p.go, 1);
+    spin_until(&p.phase, 4);
+    CHECK_EQ_INT(atomic_load(&p.phase), 4);
+    workpool_free(wp);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    CHECK(t1.tv_sec - t0.tv_sec < 30);  /* no 60 s sleep ran out */
+    workpool_post(NULL);                /* a no-op */
+}
+
 int main(void)
 {
     RUN(arena_enforces_budget);
@@ -369,6 +433,7 @@ int main(void)
     RUN(utf8_sanitize_replaces_maximal_subparts);
     RUN(map_missing_file_is_not_found);
     RUN(workpool_runs_wakes_and_stops);
+    RUN(workpool_post_ends_dozes_only);
     RUN(hex_uuid_formats_both_cases);
     return harness_done();
 }

@@ -6,6 +6,7 @@
 #include "base/workpool.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -23,6 +24,8 @@ struct workpool {
     pthread_cond_t cv;
     bool stopping;
     unsigned long wakes;   /* bumped by workpool_wake: a sleeper that sees it change returns */
+    atomic_ulong posted;   /* workpool_post calls */
+    atomic_uint dozing;    /* threads in workpool_doze */
     workpool_fn fn;
     void *ctx;
     wp_thread *threads;
@@ -43,6 +46,8 @@ err_code workpool_start(workpool **out, unsigned n, workpool_fn fn, void *ctx, e
     *out = NULL;
     pthread_mutex_init(&wp->mu, NULL);
     pthread_cond_init(&wp->cv, NULL);
+    atomic_init(&wp->posted, 0);
+    atomic_init(&wp->dozing, 0);
     wp->fn = fn;
     wp->ctx = ctx;
     wp->n = n;
@@ -68,7 +73,8 @@ bool workpool_stopping(workpool *wp)
     return s;
 }
 
-void workpool_wait(workpool *wp, unsigned ms)
+/* Sleep until `ms` from now, a wake, a stop, or (doze) a post since `seen`. */
+static void sleep_until(workpool *wp, unsigned ms, bool doze, unsigned long seen)
 {
     struct timespec dl;
     clock_gettime(CLOCK_REALTIME, &dl);
@@ -80,10 +86,53 @@ void workpool_wait(workpool *wp, unsigned ms)
     }
     pthread_mutex_lock(&wp->mu);
     unsigned long wakes = wp->wakes;
+    /* A post after `seen` either came before this check (seen here: no sleep) or after it,
+     * and then it saw `dozing` set (both sides are sequentially consistent atomics) and its
+     * wake needs the mutex held here, so the wait below sees the counter change. */
+    if (doze && atomic_load(&wp->posted) != seen) {
+        pthread_mutex_unlock(&wp->mu);
+        return;
+    }
     while (!wp->stopping && wp->wakes == wakes)
         if (pthread_cond_timedwait(&wp->cv, &wp->mu, &dl) != 0)
             break;   /* the time is up (ETIMEDOUT) */
     pthread_mutex_unlock(&wp->mu);
+}
+
+void workpool_wait(workpool *wp, unsigned ms)
+{
+    sleep_until(wp, ms, false, 0);
+}
+
+unsigned long workpool_posted(workpool *wp)
+{
+    return atomic_load(&wp->posted);
+}
+
+void workpool_doze(workpool *wp, unsigned ms, unsigned long seen)
+{
+    atomic_fetch_add(&wp->dozing, 1);
+    sleep_until(wp, ms, true, seen);
+    atomic_fetch_sub(&wp->dozing, 1);
+}
+
+void workpool_idle(workpool *wp, unsigned *idle_ms, unsigned base_ms, unsigned max_ms,
+                   unsigned long seen)
+{
+    if (*idle_ms <= base_ms)
+        workpool_wait(wp, *idle_ms);
+    else
+        workpool_doze(wp, *idle_ms, seen);
+    *idle_ms = *idle_ms >= max_ms / 2 ? max_ms : *idle_ms * 2;
+}
+
+void workpool_post(workpool *wp)
+{
+    if (wp == NULL)
+        return;
+    atomic_fetch_add(&wp->posted, 1);
+    if (atomic_load(&wp->dozing) > 0)
+        workpool_wake(wp);
 }
 
 void workpool_wake(workpool *wp)

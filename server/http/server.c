@@ -1194,6 +1194,12 @@ static err_code ensure_dir(const char *path, err_info *err)
     return ERR_OK;
 }
 
+/* store_intake_options.queued: reports the workers must process were committed. */
+static void intake_queued(void *ctx)
+{
+    pipeline_post(ctx);
+}
+
 err_code http_server_start(http_server **out, const config *cfg, store *s, pipeline *pipe,
                            maintain *node, callsites *counters, err_info *err)
 {
@@ -1250,7 +1256,8 @@ err_code http_server_start(http_server **out, const config *cfg, store *s, pipel
     unsigned commits = cfg->intake_commits;
     if (commits == 0)
         commits = cfg->intake_processing && cfg->workers > 0 ? 1 : 4;
-    store_intake_options io = {.max_inflight = commits, .gather_us = cfg->intake_gather_us};
+    store_intake_options io = {.max_inflight = commits, .gather_us = cfg->intake_gather_us,
+                               .queued = intake_queued, .queued_ctx = pipe};
     rc = store_intake_new(&srv->intake, s, &io, err);
     if (rc == ERR_OK)
         rc = sentry_start(srv, err);   /* needs the intake: replays into it */

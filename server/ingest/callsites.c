@@ -43,7 +43,8 @@ struct callsites {
     callsites_options o;
     store *store;
     pipeline *pipe;
-    workpool *workers;     /* NULL until callsites_start */
+    workpool *_Atomic workers; /* NULL until callsites_start (callsites_accept reads it from
+                                  HTTP threads, which may run before the start) */
     /* Batches handed from the intake, oldest first (a few hundred at most: a linear search) */
     pthread_mutex_t handoff_mu;
     handoff_entry *handoff;
@@ -208,6 +209,8 @@ err_code callsites_accept(callsites_result *out, char field[SAMPLEBATCH_FIELD_MA
         snprintf(field, SAMPLEBATCH_FIELD_MAX, "batch_id");
     if (rc != ERR_OK)
         return rc;
+    if (outcome == STORE_BATCH_STORED && c != NULL)
+        workpool_post(c->workers);   /* wakes a worker that has been idle a while */
     out->samples = b->nsamples;
     out->calls = b->calls;
     out->retry = outcome == STORE_BATCH_RETRY;
@@ -928,6 +931,7 @@ static void worker_run(workpool *wp, unsigned index, void *ctx)
         const store_claimed_pending *ps;
         size_t nb = 0, np = 0;
         double t0 = now_ms();
+        unsigned long seen = workpool_posted(wp);
         pthread_mutex_lock(&c->poison_mu);
         const char *skip_b = arena_strndup(a, c->poison_batches.len ? (const char *)c->poison_batches.data : "",
                                            c->poison_batches.len, &err);
@@ -945,9 +949,7 @@ static void worker_run(workpool *wp, unsigned index, void *ctx)
                 workpool_wait(wp, 1000);
             } else {
                 store_errors = 0;
-                workpool_wait(wp, idle_ms);
-                if (idle_ms < c->o.idle_poll_ms * 4)
-                    idle_ms *= 2;
+                workpool_idle(wp, &idle_ms, c->o.idle_poll_ms, PIPELINE_IDLE_MAX_MS, seen);
             }
             continue;
         }
@@ -1019,7 +1021,11 @@ err_code callsites_start(callsites *c, err_info *err)
 {
     if (c->o.workers == 0 || c->workers != NULL)
         return ERR_OK;
-    return workpool_start(&c->workers, c->o.workers, worker_run, c, err);
+    workpool *wp;
+    err_code rc = workpool_start(&wp, c->o.workers, worker_run, c, err);
+    if (rc == ERR_OK)
+        c->workers = wp;
+    return rc;
 }
 
 void callsites_stop(callsites *c)

@@ -69,7 +69,9 @@ typedef struct {
     unsigned workers;          /* threads; 0 = this process does not count */
     unsigned batch;            /* batches claimed per transaction (1..1024) */
     unsigned signature_frames; /* in-app frames in a call site (signature_options) */
-    unsigned idle_poll_ms;     /* how often an idle worker looks at the queue */
+    unsigned idle_poll_ms;     /* how often an idle worker looks at the queue (doubling while
+                                  it finds nothing, up to PIPELINE_IDLE_MAX_MS; a stored
+                                  batch wakes it) */
     unsigned nice;             /* the worker threads' nice value (pipeline_worker_thread_init) */
 } callsites_options;
 

@@ -74,7 +74,8 @@ struct pipeline {
     stack_entry *lru_head, *lru_tail;
     uint64_t st_bytes, st_entries;
 
-    workpool *workers;     /* NULL until pipeline_start */
+    workpool *_Atomic workers; /* NULL until pipeline_start (pipeline_post reads it from
+                                  other threads, which may run before the start) */
     /* SHA-256 fetched from OpenSSL's provider once: EVP_sha256() in EVP_DigestInit_ex fetches
      * it again on every init (a lock and a property lookup), 1.6% of the server's CPU per
      * report when each stack's key was hashed that way */
@@ -1121,6 +1122,12 @@ void pipeline_worker_thread_init(const char *name, unsigned nice)
                   strerror(errno));
 }
 
+void pipeline_post(pipeline *p)
+{
+    if (p != NULL)
+        workpool_post(p->workers);
+}
+
 /* One report worker (workpool_fn): claim a batch, process it, commit, until stopped. */
 static void worker_run(workpool *wp, unsigned index, void *ctx)
 {
@@ -1128,7 +1135,7 @@ static void worker_run(workpool *wp, unsigned index, void *ctx)
     pipeline_worker_thread_init("report-worker", p->o.nice);
     unsigned solo = 0;       /* > 0: claim one report at a time, after a batch was refused */
     unsigned store_errors = 0;
-    unsigned idle_ms = p->o.idle_poll_ms; /* doubles while the queue stays empty, up to 4x */
+    unsigned idle_ms = p->o.idle_poll_ms; /* doubles while the queue stays empty */
     double next_sweep = now_ms() + SWEEP_EVERY_S * 1000.0;
     size_t budget = (size_t)p->o.max_report_bytes * 24 + (16u << 20);
 
@@ -1146,6 +1153,7 @@ static void worker_run(workpool *wp, unsigned index, void *ctx)
         size_t n = 0;
         err_info err = {0};
         double t0 = now_ms();
+        unsigned long seen = workpool_posted(wp);
         err_code rc = store_work_claim(&work, &rows, &n, p->store, solo ? 1 : p->o.batch,
                                        batch_a, &err);
         if (rc != ERR_OK || n == 0) {
@@ -1157,9 +1165,7 @@ static void worker_run(workpool *wp, unsigned index, void *ctx)
                 workpool_wait(wp, 1000);
             } else {
                 store_errors = 0;
-                workpool_wait(wp, idle_ms);
-                if (idle_ms < p->o.idle_poll_ms * 4)
-                    idle_ms *= 2;
+                workpool_idle(wp, &idle_ms, p->o.idle_poll_ms, PIPELINE_IDLE_MAX_MS, seen);
             }
             continue;
         }
@@ -1232,7 +1238,11 @@ err_code pipeline_start(pipeline *p, err_info *err)
 {
     if (p->o.workers == 0 || p->workers != NULL)
         return ERR_OK;
-    return workpool_start(&p->workers, p->o.workers, worker_run, p, err);
+    workpool *wp;
+    err_code rc = workpool_start(&wp, p->o.workers, worker_run, p, err);
+    if (rc == ERR_OK)
+        p->workers = wp;
+    return rc;
 }
 
 void pipeline_stop(pipeline *p)

@@ -48,7 +48,9 @@ typedef struct {
     uint64_t stack_cache_bytes;   /* stack cache budget; 0 = no cache */
     unsigned signature_frames;    /* frames in a fingerprint (signature_options) */
     uint64_t max_report_bytes;    /* per-report arena budget is derived from it */
-    unsigned idle_poll_ms;        /* how often an idle worker looks at the queue */
+    unsigned idle_poll_ms;        /* how often an idle worker looks at the queue; it sleeps
+                                     twice as long each time it finds nothing, up to
+                                     PIPELINE_IDLE_MAX_MS, and pipeline_post wakes it */
     unsigned nice;                /* the worker threads' nice value (0: as the process) */
     bool at_intake;               /* pipeline_process_at_intake may process (with workers) */
 } pipeline_options;
@@ -67,6 +69,16 @@ err_code pipeline_new(pipeline **out, store *work_store, const pipeline_options 
  * clients are waiting; the workers catch up with whatever CPU time is left over. A failure
  * is logged, not fatal. */
 void pipeline_worker_thread_init(const char *name, unsigned nice);
+
+/* PIPELINE_IDLE_MAX_MS - the longest an idle worker (reports, call sites) sleeps between looks
+ * at its queue. Work this node queues wakes it at once (pipeline_post, callsites_accept);
+ * work another node queued waits at most this long when that node's workers are busy. */
+#define PIPELINE_IDLE_MAX_MS 1000
+
+/* pipeline_post - reports were queued for the workers (committed as received, not processed
+ * at intake): wakes the workers that have been idle a while (workpool_doze). Any thread; a
+ * no-op before pipeline_start or for NULL. */
+void pipeline_post(pipeline *p);
 
 /* pipeline_start - start opts->workers threads. Errors ERR_INTERNAL (no thread). */
 err_code pipeline_start(pipeline *p, err_info *err);

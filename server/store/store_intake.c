@@ -47,6 +47,8 @@ struct store_intake {
     unsigned max_batch, nthreads;
     uint64_t max_batch_bytes;
     double gather_ms;            /* longest wait for the last commit's clients (0: none) */
+    void (*on_queued)(void *ctx); /* store_intake_options.queued */
+    void *queued_ctx;
     pthread_mutex_t mu;
     pthread_cond_t cv;           /* an entry was queued, or stop */
     intake_entry *head, *tail;   /* waiting for a committer */
@@ -73,6 +75,8 @@ err_code store_intake_new(store_intake **out, store *s, const store_intake_optio
     q->nthreads = opts && opts->max_inflight ? opts->max_inflight : 2;
     q->max_batch_bytes = opts && opts->max_batch_bytes ? opts->max_batch_bytes : 16u << 20;
     q->gather_ms = opts ? opts->gather_us / 1e3 : 0;
+    q->on_queued = opts ? opts->queued : NULL;
+    q->queued_ctx = opts ? opts->queued_ctx : NULL;
     pthread_mutex_init(&q->mu, NULL);
     pthread_cond_init(&q->cv, NULL);
     q->threads = xcalloc(q->nthreads, sizeof *q->threads);
@@ -700,14 +704,18 @@ static void commit_and_answer(store_intake *q, intake_entry *batch, size_t n)
         if (n > q->stats.largest)
             q->stats.largest = n;
     }
+    bool queued = false;
     for (intake_entry *e = batch; e; e = e->next) {
         if (e->rc == ERR_OK) {
             q->stats.reports++;
             q->stats.processed += e->processed;
+            queued |= !e->processed && strcmp(e->r->status, "received") == 0;
         } else
             q->stats.failures++;
     }
     pthread_mutex_unlock(&q->mu);
+    if (queued && q->on_queued != NULL)
+        q->on_queued(q->queued_ctx);
 
     for (intake_entry *e = batch; e;) {
         intake_entry *next = e->next;   /* `e` is freed below; the callback may free e->r */

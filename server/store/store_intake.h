@@ -46,6 +46,10 @@ typedef struct {
     unsigned gather_us;       /* before a commit, how long a lone committer (max_inflight 1)
                                  waits at most for as many more reports as its last batch had
                                  (their clients are likely sending again); 0 = never waits */
+    void (*queued)(void *ctx); /* called (from a committer thread, after the commit) when a
+                                  commit stored reports for the workers: status "received",
+                                  not processed at intake; NULL = none */
+    void *queued_ctx;
 } store_intake_options;
 
 /* store_intake_new - the queue and its committer threads, in front of `s` (borrowed: it must
