@@ -94,6 +94,11 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+static void post_cb(void *ctx)
+{
+    pipeline_post(ctx);
+}
+
 err_code pipeline_new(pipeline **out, store *work_store, const pipeline_options *opts,
                       err_info *err)
 {
@@ -120,6 +125,8 @@ err_code pipeline_new(pipeline **out, store *work_store, const pipeline_options 
     pthread_mutex_init(&p->sc_mu, NULL);
     pthread_mutex_init(&p->rebuild_mu, NULL);
     pthread_mutex_init(&p->st_mu, NULL);
+    if (p->o.files != NULL)   /* an upload here released the reports waiting for its dSYM */
+        symfiles_on_add(p->o.files, post_cb, p);
     *out = p;
     return ERR_OK;
 }

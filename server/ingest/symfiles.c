@@ -56,6 +56,8 @@ typedef struct file_entry {
 
 struct symfiles {
     store *s;
+    void (*on_add)(void *ctx); /* symfiles_on_add */
+    void *on_add_ctx;
     char *dir;
     uint64_t max_bytes;
     pthread_mutex_t mu;
@@ -498,12 +500,20 @@ err_code symfiles_get(char path[4096], char sha256[65], symfiles *f, const char 
     }
 }
 
+void symfiles_on_add(symfiles *f, void (*fn)(void *ctx), void *ctx)
+{
+    f->on_add = fn;
+    f->on_add_ctx = ctx;
+}
+
 void symfiles_add(symfiles *f, const char *uuid, const char *sha256, const char *path)
 {
     char final[4096], tmp[4096];
     struct stat st;
     if (f == NULL)
         return;
+    if (f->on_add != NULL)
+        f->on_add(f->on_add_ctx);
     if (stat(path, &st) != 0) {
         symfiles_forget(f, uuid);
         return;

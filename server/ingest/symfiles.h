@@ -75,6 +75,11 @@ int symfiles_known(char sha256[65], symfiles *f, const char *uuid);
  */
 void symfiles_add(symfiles *f, const char *uuid, const char *sha256, const char *path);
 
+/* symfiles_on_add - call fn(ctx) at each symfiles_add (a dSYM this node stored: reports that
+ * waited for it were sent back to the queue in the same commit). Set it before any thread
+ * adds (it is read without a lock); fn runs on the adding thread. */
+void symfiles_on_add(symfiles *f, void (*fn)(void *ctx), void *ctx);
+
 /* symfiles_forget - drop what is known about `uuid`'s row: the next get reads it again. */
 void symfiles_forget(symfiles *f, const char *uuid);
 
