@@ -277,6 +277,11 @@ def batches_parsed_once():
                     handed += int(ev.get("handed", 0))
         check(batches == 3 and handed == 3,
               f"3 rows counted, each from its intake's parse (batches={batches} handed={handed})")
+        m = inst.request("GET", "/metrics", token=inst.tokens["read"]).body.decode()
+        check("stacksift_sample_batches_counted_total 3\n" in m and
+              "stacksift_sample_batches_handed_total 3\n" in m and
+              "stacksift_callsite_commit_failures_total 0\n" in m,
+              "/metrics: 3 batches counted, 3 of them handed over, no failed commit")
 
 
 def version_key_per_build():

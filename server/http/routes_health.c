@@ -69,6 +69,7 @@ enum MHD_Result handle_metrics(http_request *r)
         pipeline_metrics_render(&out, r->srv->pipe, intake.processed, intake.regressions);
     maintain_metrics_render(&out, r->srv->node);   /* NULL: nothing */
     sentry_metrics_render(&out, r->srv);
+    callsites_metrics_render(&out, r->srv->counters);
     store_samples_stats ss;
     if (!r->no_store && store_samples_counts(&ss, r->srv->store, &err) == ERR_OK)   /* else left out */
         buf_printf(&out,

@@ -1060,3 +1060,30 @@ void callsites_stats_get(callsites_stats *out, const callsites *c)
     out->commit_failures = atomic_load(&m->commit_failures);
     out->batches_handed = atomic_load(&m->batches_handed);
 }
+
+void callsites_metrics_render(buf *out, const callsites *c)
+{
+    if (c == NULL)
+        return;
+    callsites_stats st;
+    callsites_stats_get(&st, c);
+    buf_printf(out,
+               "# HELP stacksift_sample_batches_counted_total Sample batches this node's "
+               "workers counted.\n"
+               "# TYPE stacksift_sample_batches_counted_total counter\n"
+               "stacksift_sample_batches_counted_total %llu\n"
+               "# HELP stacksift_sample_batches_handed_total Of them, batches this node's "
+               "intake handed over already parsed (the rest were parsed from their stored "
+               "text: another node's, or past the hand-over's memory bound).\n"
+               "# TYPE stacksift_sample_batches_handed_total counter\n"
+               "stacksift_sample_batches_handed_total %llu\n"
+               "# HELP stacksift_callsite_commits_total Counting transactions committed.\n"
+               "# TYPE stacksift_callsite_commits_total counter\n"
+               "stacksift_callsite_commits_total %llu\n"
+               "# HELP stacksift_callsite_commit_failures_total Counting transactions that "
+               "failed (their batches went back to the queue, or a row was skipped).\n"
+               "# TYPE stacksift_callsite_commit_failures_total counter\n"
+               "stacksift_callsite_commit_failures_total %llu\n",
+               (unsigned long long)st.batches, (unsigned long long)st.batches_handed,
+               (unsigned long long)st.commits, (unsigned long long)st.commit_failures);
+}

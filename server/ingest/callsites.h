@@ -96,4 +96,9 @@ typedef struct {
 
 void callsites_stats_get(callsites_stats *out, const callsites *c);
 
+/* callsites_metrics_render - this process's counters in Prometheus text (GET /metrics):
+ * sample batches counted and, of them, handed over by this process's intake (not parsed
+ * again), the counters' commits and failed commits. NULL is a no-op. */
+void callsites_metrics_render(buf *out, const callsites *c);
+
 #endif
