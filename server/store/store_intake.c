@@ -188,6 +188,19 @@ static void uuid_text(char out[37], const uint8_t u[16])
 #define CLAIMED(r) "(NOT " r ".own OR EXISTS (SELECT 1 FROM c WHERE c.project_id = " r       \
                    ".project_id AND c.id = " r ".id))"
 
+/* The reports' rows from their columns' arrays $1..$12, as set-returning functions in a
+ * select list (a ProjectSet: the arrays are walked in step, a shorter one read as NULLs, as
+ * unnest(a, b, ...) in FROM does). In FROM, unnest is a function scan, which copies every
+ * element into a tuplestore first: the raw bytes and the model, ~22 kB a report, copied
+ * (and zeroed) once more before the insert copies them into the row. */
+#define REPORT_COLUMNS                                                                       \
+    "unnest($1::uuid[]) AS id, unnest($2::text[]) AS status, unnest($3::text[]) AS format, "  \
+    "unnest($4::text[]) AS content_type, unnest($5::bytea[]) AS raw, "                       \
+    "unnest($6::int4[]) AS raw_bytes, unnest($7::jsonb[]) AS parsed, "                       \
+    "unnest($8::text[]) AS app, unnest($9::text[]) AS app_version, "                         \
+    "unnest($10::text[]) AS os_version, unnest($11::int8[]) AS project_id, "                 \
+    "unnest($12::bool[]) AS own"
+
 static const store_stmt STMT_INSERT = {
     "reports_intake",
     "WITH " CLAIMS_CTE " "
@@ -195,10 +208,7 @@ static const store_stmt STMT_INSERT = {
     "app_version, os_version, project_id) "
     "SELECT r.id, r.status, r.format, r.content_type, r.raw, r.raw_bytes, r.parsed, r.app, "
     "r.app_version, r.os_version, r.project_id "
-    "FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bytea[], "
-    "$6::int4[], $7::jsonb[], $8::text[], $9::text[], $10::text[], $11::int8[], $12::bool[]) "
-    "AS r(id, status, format, content_type, raw, raw_bytes, parsed, app, app_version, "
-    "os_version, project_id, own) WHERE " CLAIMED("r")};
+    "FROM (SELECT " REPORT_COLUMNS ") AS r WHERE " CLAIMED("r")};
 enum { COL_ID, COL_STATUS, COL_FORMAT, COL_CTYPE, COL_RAW, COL_RAW_BYTES, COL_PARSED, COL_APP,
        COL_APP_VERSION, COL_OS_VERSION, COL_PROJECT, COL_OWN, NCOLS };
 
@@ -259,60 +269,66 @@ static void put_array_head(buf *b, bool has_nulls, uint32_t oid, size_t n)
  * it inserts. Upserts go in (project, app, fingerprint) order and per-day counts in issue
  * order, as the workers' (store_queue.c): no deadlock among them. The answer is how many
  * resolved issues the batch reopened. */
+#define INTAKE_PROCESSED_SQL(CLAIMS, CLAIMED_)                                               \
+    "WITH " CLAIMS                                                                           \
+    "t AS (SELECT * FROM ROWS FROM (json_to_recordset($18::json) AS (project_id bigint, "    \
+    "app text, kind text, fingerprint text, title text, culprit text, exception text, "      \
+    "basis text, provisional boolean, n bigint, versions text[], last_report uuid), "        \
+    "unnest($19::text[])) AS t(project_id, app, kind, fingerprint, title, culprit, exception, " \
+    "basis, provisional, n, versions, last_report, frames)), "                               \
+    /* per group, the reports this statement inserts (a resent event is not counted) */      \
+    "k AS (SELECT x.project_id, x.issue_app, x.fingerprint, count(*) AS n "                  \
+    "FROM unnest($1::uuid[], $11::int8[], $12::bool[], $13::text[], $14::text[]) "           \
+    "AS x(id, project_id, own, issue_app, fingerprint) "                                     \
+    "WHERE x.fingerprint IS NOT NULL AND " CLAIMED_("x") " GROUP BY 1, 2, 3), "              \
+    "g AS (INSERT INTO issues AS i (project_id, app, kind, fingerprint, title, culprit, "    \
+    "exception, basis, provisional, frames, first_seen, last_seen, count, versions, "        \
+    "last_report) "                                                                          \
+    "SELECT t.project_id, t.app, t.kind, t.fingerprint, t.title, t.culprit, t.exception, "   \
+    "t.basis, t.provisional, t.frames::jsonb, now(), now(), k.n, "                           \
+    "ARRAY(SELECT DISTINCT v FROM unnest(t.versions) v ORDER BY 1), t.last_report "          \
+    "FROM t JOIN k ON k.project_id = t.project_id AND k.issue_app = t.app "                  \
+    "AND k.fingerprint = t.fingerprint "                                                     \
+    "ORDER BY t.project_id, t.app, t.fingerprint " STORE_ISSUE_UPSERT_CONFLICT               \
+    "RETURNING i.id, i.project_id, i.app, i.fingerprint, "                                   \
+    "coalesce(i.regressed_at = now(), false) AS regressed), "                                \
+    "d AS (INSERT INTO issue_days AS d (issue_id, day, count) "                              \
+    "SELECT g.id, (now() AT TIME ZONE 'UTC')::date, k.n FROM g "                             \
+    "JOIN k ON k.project_id = g.project_id AND k.issue_app = g.app "                         \
+    "AND k.fingerprint = g.fingerprint "                                                     \
+    "ORDER BY 1 "                                                                            \
+    "ON CONFLICT (issue_id, day) DO UPDATE SET count = d.count + EXCLUDED.count), "          \
+    "r AS (INSERT INTO reports (id, status, format, content_type, raw, raw_bytes, parsed, app, " \
+    "app_version, os_version, project_id, issue_id, fingerprint, kind, hardware_model, "     \
+    "symbolicated, attempts, processed_at) "                                                 \
+    "SELECT r.id, r.status, r.format, r.content_type, r.raw, r.raw_bytes, r.parsed, r.app, " \
+    "r.app_version, r.os_version, r.project_id, g.id, r.fingerprint, r.kind, r.hardware_model, " \
+    "r.model, CASE WHEN g.id IS NULL THEN 0 ELSE 1 END, "                                    \
+    "CASE WHEN g.id IS NULL THEN NULL ELSE now() END "                                       \
+    "FROM (SELECT " REPORT_COLUMNS ", unnest($13::text[]) AS issue_app, "                    \
+    "unnest($14::text[]) AS fingerprint, unnest($15::text[]) AS kind, "                      \
+    "unnest($16::text[]) AS hardware_model, unnest($17::text[]) AS model) AS r "             \
+    "LEFT JOIN g ON g.project_id = r.project_id AND g.app = r.issue_app "                    \
+    "AND g.fingerprint = r.fingerprint WHERE " CLAIMED_("r") " "                             \
+    "RETURNING issue_id, app_version, os_version, hardware_model), "                         \
+    /* the issues' breakdown counters (migration 0016) of the reports just inserted, in      \
+     * (issue, dimension, value) order as every writer of them (migration 0023) */           \
+    "bd AS (INSERT INTO issue_breakdowns AS b (issue_id, dim, value, count) "                \
+    "SELECT r.issue_id, x.d, x.v, count(*) FROM r "                                          \
+    "CROSS JOIN LATERAL (VALUES (0::smallint, coalesce(r.app_version, '')), "                \
+    "(1::smallint, coalesce(r.os_version, '')), (2::smallint, coalesce(r.hardware_model, ''))) " \
+    "AS x(d, v) WHERE r.issue_id IS NOT NULL GROUP BY 1, 2, 3 ORDER BY 1, 2, 3 "             \
+    "ON CONFLICT (issue_id, dim, value) DO UPDATE SET count = b.count + EXCLUDED.count) "    \
+    "SELECT count(*) FILTER (WHERE regressed) FROM g"
 static const store_stmt STMT_INSERT_PROCESSED = {
-    "reports_intake_processed",
-    "WITH " CLAIMS_CTE ", "
-    "t AS (SELECT * FROM ROWS FROM (json_to_recordset($18::json) AS (project_id bigint, "
-    "app text, kind text, fingerprint text, title text, culprit text, exception text, "
-    "basis text, provisional boolean, n bigint, versions text[], last_report uuid), "
-    "unnest($19::text[])) AS t(project_id, app, kind, fingerprint, title, culprit, exception, "
-    "basis, provisional, n, versions, last_report, frames)), "
-    /* per group, the reports this statement inserts (a resent event is not counted) */
-    "k AS (SELECT x.project_id, x.issue_app, x.fingerprint, count(*) AS n "
-    "FROM unnest($1::uuid[], $11::int8[], $12::bool[], $13::text[], $14::text[]) "
-    "AS x(id, project_id, own, issue_app, fingerprint) "
-    "WHERE x.fingerprint IS NOT NULL AND " CLAIMED("x") " GROUP BY 1, 2, 3), "
-    "g AS (INSERT INTO issues AS i (project_id, app, kind, fingerprint, title, culprit, "
-    "exception, basis, provisional, frames, first_seen, last_seen, count, versions, "
-    "last_report) "
-    "SELECT t.project_id, t.app, t.kind, t.fingerprint, t.title, t.culprit, t.exception, "
-    "t.basis, t.provisional, t.frames::jsonb, now(), now(), k.n, "
-    "ARRAY(SELECT DISTINCT v FROM unnest(t.versions) v ORDER BY 1), t.last_report "
-    "FROM t JOIN k ON k.project_id = t.project_id AND k.issue_app = t.app "
-    "AND k.fingerprint = t.fingerprint "
-    "ORDER BY t.project_id, t.app, t.fingerprint " STORE_ISSUE_UPSERT_CONFLICT
-    "RETURNING i.id, i.project_id, i.app, i.fingerprint, "
-    "coalesce(i.regressed_at = now(), false) AS regressed), "
-    "d AS (INSERT INTO issue_days AS d (issue_id, day, count) "
-    "SELECT g.id, (now() AT TIME ZONE 'UTC')::date, k.n FROM g "
-    "JOIN k ON k.project_id = g.project_id AND k.issue_app = g.app "
-    "AND k.fingerprint = g.fingerprint "
-    "ORDER BY 1 "
-    "ON CONFLICT (issue_id, day) DO UPDATE SET count = d.count + EXCLUDED.count), "
-    "r AS (INSERT INTO reports (id, status, format, content_type, raw, raw_bytes, parsed, app, "
-    "app_version, os_version, project_id, issue_id, fingerprint, kind, hardware_model, "
-    "symbolicated, attempts, processed_at) "
-    "SELECT r.id, r.status, r.format, r.content_type, r.raw, r.raw_bytes, r.parsed, r.app, "
-    "r.app_version, r.os_version, r.project_id, g.id, r.fingerprint, r.kind, r.hardware_model, "
-    "r.model, CASE WHEN g.id IS NULL THEN 0 ELSE 1 END, "
-    "CASE WHEN g.id IS NULL THEN NULL ELSE now() END "
-    "FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bytea[], $6::int4[], "
-    "$7::jsonb[], $8::text[], $9::text[], $10::text[], $11::int8[], $12::bool[], $13::text[], "
-    "$14::text[], $15::text[], $16::text[], $17::text[]) AS r(id, status, format, content_type, "
-    "raw, raw_bytes, parsed, app, app_version, os_version, project_id, own, issue_app, "
-    "fingerprint, kind, hardware_model, model) "
-    "LEFT JOIN g ON g.project_id = r.project_id AND g.app = r.issue_app "
-    "AND g.fingerprint = r.fingerprint WHERE " CLAIMED("r") " "
-    "RETURNING issue_id, app_version, os_version, hardware_model), "
-    /* the issues' breakdown counters (migration 0016) of the reports just inserted, in
-     * (issue, dimension, value) order as every writer of them (migration 0023) */
-    "bd AS (INSERT INTO issue_breakdowns AS b (issue_id, dim, value, count) "
-    "SELECT r.issue_id, x.d, x.v, count(*) FROM r "
-    "CROSS JOIN LATERAL (VALUES (0::smallint, coalesce(r.app_version, '')), "
-    "(1::smallint, coalesce(r.os_version, '')), (2::smallint, coalesce(r.hardware_model, ''))) "
-    "AS x(d, v) WHERE r.issue_id IS NOT NULL GROUP BY 1, 2, 3 ORDER BY 1, 2, 3 "
-    "ON CONFLICT (issue_id, dim, value) DO UPDATE SET count = b.count + EXCLUDED.count) "
-    "SELECT count(*) FILTER (WHERE regressed) FROM g"};
+    "reports_intake_processed", INTAKE_PROCESSED_SQL(CLAIMS_CTE ", ", CLAIMED)};
+/* The same for a batch in which no report brings its own id (every Apple report, most
+ * others): no claims to make, so no CTE c, whose insert into report_claims (the table and its
+ * two indexes opened, the arbiter set up, the ids unnested and sorted) is set up on every
+ * execution even when it inserts nothing. */
+#define CLAIMED_NONE(r) "true"
+static const store_stmt STMT_INSERT_PROCESSED_UNCLAIMED = {
+    "reports_intake_processed_unclaimed", INTAKE_PROCESSED_SQL("", CLAIMED_NONE)};
 enum { PCOL_ISSUE_APP, PCOL_FINGERPRINT, PCOL_KIND, PCOL_HARDWARE_MODEL, PCOL_MODEL, NPCOLS };
 
 /* The project a report goes to (0 = the default). */
@@ -493,8 +509,12 @@ static err_code insert_batch(pconn *c, intake_entry *batch, size_t n, bool with_
             lengths[NCOLS + i] = (int)pcol[i].len;
             formats[NCOLS + i] = 1;
         }
-        rc = store_exec(&res, c, &STMT_INSERT_PROCESSED, NCOLS + NPCOLS + 2, values, lengths,
-                        formats, err);
+        bool claims = false;   /* a report of its own id in the batch */
+        k = n;
+        for (intake_entry *e = batch; k > 0 && !claims; e = e->next, k--)
+            claims = e->own && !e->dup;
+        const store_stmt *st = claims ? &STMT_INSERT_PROCESSED : &STMT_INSERT_PROCESSED_UNCLAIMED;
+        rc = store_exec(&res, c, st, NCOLS + NPCOLS + 2, values, lengths, formats, err);
         if (rc == ERR_OK && regressions)
             *regressions = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
         for (int i = 0; i < NPCOLS + 2; i++)
