@@ -493,14 +493,16 @@ static void processed_reports_group_in_their_commit(void)
         free(got);
         free(sql);
     }
-    /* the issues: counts, versions (distinct, sorted as text), newest report, days */
+    /* the issues: counts, versions (distinct, sorted as text), the first version (by
+     * version_key: 1.9 before 1.10), newest report, days */
     char *sql = xsprintf("SELECT string_agg(app || '/' || left(fingerprint, 4) || ' ' || count || ' ' || "
-                         "array_to_string(versions, ',') || ' ' || (first_seen = last_seen) || ' ' || "
+                         "array_to_string(versions, ',') || ' ' || coalesce(first_version, '-') || "
+                         "' ' || (first_seen = last_seen) || ' ' || "
                          "last_report::text || ' ' || (SELECT sum(count) FROM issue_days d "
                          "WHERE d.issue_id = i.id), '; ' ORDER BY app, fingerprint) FROM issues i");
     char *got = query1(locker, sql);
-    char *want = xsprintf("/aaaa 1 3.0 true %s 1; Grp/aaaa 3 1.10,1.9 true %s 3; "
-                          "Grp/bbbb 2 2.0 true %s 2", v.id[6], v.id[3], v.id[7]);
+    char *want = xsprintf("/aaaa 1 3.0 3.0 true %s 1; Grp/aaaa 3 1.10,1.9 1.9 true %s 3; "
+                          "Grp/bbbb 2 2.0 2.0 true %s 2", v.id[6], v.id[3], v.id[7]);
     CHECK_EQ_STR(got, want);
     free(got);
     free(want);
@@ -634,6 +636,31 @@ static void first_version_is_kept_on_insert_and_upsert(void)
         } else {
             fprintf(stderr, "insert %s: %s\n", cases[i].fp, PQerrorMessage(c));
         }
+        PQclear(res);
+    }
+    /* a row that brings its first_version (the intake's, one version): the trigger is
+     * skipped only when that is the answer; a wrong one, or several versions, go through it */
+    static const struct {
+        const char *fp, *versions, *given, *want;
+    } brought[] = {
+        {"fv-brought", "{2.0}", "2.0", "2.0"},
+        {"fv-brought-wrong", "{2.0}", "9.9", "2.0"},
+        {"fv-brought-many", "{1.10,1.9}", "1.10", "1.9"},
+    };
+    for (size_t i = 0; i < sizeof brought / sizeof brought[0]; i++) {
+        const char *params[3] = {brought[i].fp, brought[i].versions, brought[i].given};
+        PGresult *res = PQexecParams(
+            c,
+            "INSERT INTO issues (app, kind, fingerprint, title, culprit, exception, basis, "
+            "provisional, frames, first_seen, last_seen, count, versions, first_version) VALUES "
+            "('FV', 'crash', $1, 't', 'c', 'e', 'in_app', false, '[]', now(), now(), 1, "
+            "$2::text[], $3) RETURNING first_version",
+            3, NULL, params, NULL, NULL, 0);
+        CHECK(PQresultStatus(res) == PGRES_TUPLES_OK);
+        if (PQresultStatus(res) == PGRES_TUPLES_OK)
+            CHECK_EQ_STR(PQgetvalue(res, 0, 0), brought[i].want);
+        else
+            fprintf(stderr, "insert %s: %s\n", brought[i].fp, PQerrorMessage(c));
         PQclear(res);
     }
     /* an upsert of one version goes through the insert trigger, then the update's */

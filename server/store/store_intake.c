@@ -283,10 +283,12 @@ static void put_array_head(buf *b, bool has_nulls, uint32_t oid, size_t n)
     "WHERE x.fingerprint IS NOT NULL AND " CLAIMED_("x") " GROUP BY 1, 2, 3), "              \
     "g AS (INSERT INTO issues AS i (project_id, app, kind, fingerprint, title, culprit, "    \
     "exception, basis, provisional, frames, first_seen, last_seen, count, versions, "        \
-    "last_report) "                                                                          \
+    "last_report, first_version) "                                                           \
     "SELECT t.project_id, t.app, t.kind, t.fingerprint, t.title, t.culprit, t.exception, "   \
     "t.basis, t.provisional, t.frames::jsonb, now(), now(), k.n, "                           \
-    "ARRAY(SELECT DISTINCT v FROM unnest(t.versions) v ORDER BY 1), t.last_report "          \
+    "ARRAY(SELECT DISTINCT v FROM unnest(t.versions) v ORDER BY 1), t.last_report, "         \
+    /* one version: it is the first (then no trigger call, migration 0027) */                \
+    "CASE WHEN cardinality(t.versions) = 1 THEN t.versions[1] END "                          \
     "FROM t JOIN k ON k.project_id = t.project_id AND k.issue_app = t.app "                  \
     "AND k.fingerprint = t.fingerprint "                                                     \
     "ORDER BY t.project_id, t.app, t.fingerprint " STORE_ISSUE_UPSERT_CONFLICT               \
