@@ -21,6 +21,12 @@ foreach(mode freeze kill drop)
     ENVIRONMENT "${_rel_env}" RUN_SERIAL TRUE)
 endforeach()
 set_tests_properties(reliability_slow_clients PROPERTIES RUN_SERIAL TRUE)
+# test_inline.py: one HTTP thread; small crash reports run on it, nothing that waits for the
+# database does (a frozen cluster of its own; /healthz timed).
+add_test(NAME reliability_inline
+  COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/reliability/test_inline.py)
+set_tests_properties(reliability_inline PROPERTIES LABELS "reliability;db" TIMEOUT 180
+  ENVIRONMENT "${_rel_env}" RUN_SERIAL TRUE)
 # A crash storm (test_storm.py): 5x the sustainable rate of reports of one new crash, on a
 # fixed schedule from 200 connections, by storm_client (C, epoll: a load generator that costs
 # little next to the server). STACKSIFT_STORM_SECONDS (default 20) sets the storm's length.

@@ -167,6 +167,14 @@ void handler_detach(void);
  * (nothing done) when the handler threads are stopping or their queue is full. */
 bool handler_requeue(http_request *r);
 
+/* handler_offload - from a handler running inline on the libmicrohttpd thread (a small crash
+ * report, server.c) that finds it must wait (a Postgres call, a disk fsync): suspend the
+ * connection and run the route's handler again on a handler thread, which answers as for any
+ * handler job; the handler keeps in `r` what it needs to go on there. The caller returns
+ * MHD_YES at once and reads nothing of `r` after: the handler thread may have it already.
+ * False (nothing done) when the handler threads are stopping or their queue is full. */
+bool handler_offload(http_request *r);
+
 /* http_now_ms - a monotonic clock in milliseconds, for durations. */
 double http_now_ms(void);
 

@@ -5,6 +5,7 @@
 #include "ingest/ingest_sentry.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "http/conns.h"
@@ -34,6 +35,7 @@ static uint64_t dsym_skipped_dwarf, dsym_skipped_slices;
 static uint64_t bugsnag_sessions;
 static int64_t in_flight, connections, ingest_admitted;
 static uint64_t ingest_shed;
+static atomic_uint_fast64_t ingest_inline;   /* counted on every report path: no lock */
 static uint64_t connections_closed[CONN_CLOSED_NREASONS];
 
 /* ---- the text exposition format (Prometheus): a family's HELP and TYPE lines, then its
@@ -72,6 +74,11 @@ void metrics_ingest_shed(void)
     pthread_mutex_lock(&mu);
     ingest_shed++;
     pthread_mutex_unlock(&mu);
+}
+
+void metrics_ingest_inline(void)
+{
+    atomic_fetch_add_explicit(&ingest_inline, 1, memory_order_relaxed);
 }
 
 void metrics_ingest_admitted(int delta)
@@ -215,6 +222,10 @@ void metrics_render(buf *out, const store_pool_stats *pool, int64_t queued)
     single(out, "stacksift_ingest_shed_total", "counter",
            "Crash-report requests answered 429 at once because the node had as many in "
            "progress as it takes (load shedding).", (long long)ingest_shed);
+    single(out, "stacksift_ingest_inline_total", "counter",
+           "Crash-report requests whose handler ran on the HTTP thread that read them (a body "
+           "of at most 64 KiB decoded) instead of a handler thread.",
+           (long long)atomic_load_explicit(&ingest_inline, memory_order_relaxed));
     family(out, "stacksift_http_connections_closed_total", "counter",
            "Connections the server closed because they held a slot without using it, by reason.");
     for (unsigned i = 0; i < CONN_CLOSED_NREASONS; i++)

@@ -34,6 +34,9 @@ void metrics_in_flight(int delta);
  * progress (admission.h). */
 void metrics_ingest_shed(void);
 void metrics_ingest_admitted(int delta);
+/* Crash-report requests whose handler ran inline, on the HTTP thread that read them
+ * (server.c, report_runs_inline). */
+void metrics_ingest_inline(void);
 void metrics_connections(int delta);               /* open HTTP connections */
 void metrics_connection_closed(unsigned reason);   /* conns.h conn_closed_reason */
 

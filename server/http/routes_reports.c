@@ -433,12 +433,13 @@ static enum MHD_Result report_form_post(http_request *r)
     return report_batch_post(r, &form);
 }
 
-/* POST /api/v1/reports. Parses (and processes, when the node can from memory) on a handler
- * thread, its connection suspended; then hands the connection to the group commit
- * (handler_detach) and returns: no thread waits for the commit. The last row's verdict
+/* POST /api/v1/reports. Parses (and processes, when the node can from memory: nothing here
+ * waits for Postgres) on the libmicrohttpd thread that read it when its body is small, else
+ * on a handler thread with its connection suspended (server.c, "handler threads"); then
+ * hands the connection to the group commit (suspending it, or handler_detach on a handler
+ * thread) and returns: no thread waits for the commit. The last row's verdict
  * (report_committed) resumes the connection and libmicrohttpd's thread calls this again to
- * send the 202. Called on a libmicrohttpd thread (not offloaded), it suspends the connection
- * itself. Every store call made meanwhile, the commit included, ends by the request's
+ * send the 202. Every store call made meanwhile, the commit included, ends by the request's
  * deadline (r->deadline_ms, set on this thread by the transport). */
 enum MHD_Result handle_report_post(http_request *r)
 {

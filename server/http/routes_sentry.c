@@ -9,8 +9,12 @@
  * "dsn" (server/auth parses them all). The key must be a DSN key of the path's project.
  *
  * The event goes to the group commit as POST /api/v1/reports' rows do (store_intake_submit):
- * parsed on a handler thread, which hands the suspended connection to the commit and moves
- * on; the commit's verdict resumes it (event_committed), and the answer is sent then.
+ * parsed on the libmicrohttpd thread that read it (a small body) or on a handler thread
+ * (server.c, "handler threads"), which hands the suspended connection to the commit and
+ * moves on; the commit's verdict resumes it (event_committed), and the answer is sent then.
+ * What waits (sessions written to Postgres, the spool's fsync) never runs on a
+ * libmicrohttpd thread: an envelope parsed there that needs it goes on on a handler thread
+ * (handler_offload, sentry_resume).
  *
  * The spool (ingest/spool.h): an envelope whose commit fails with ERR_STORE is written to
  * STACKSIFT_DATA_DIR/spool (on a handler thread again: handler_requeue) and answered 200; a replay thread commits spooled envelopes
@@ -388,7 +392,9 @@ static enum MHD_Result spool_and_answer(http_request *r, int64_t pid, bool store
     return sentry_answer(r, res);
 }
 
-/* An envelope whose event is with the group commit: what its answer needs. */
+/* An envelope whose event is with the group commit: what its answer needs. Also a prepared
+ * envelope handed from the libmicrohttpd thread to a handler thread (sentry_accept), with
+ * r->intake still INTAKE_NONE: what the handler goes on with there. */
 struct sentry_pending {
     ingest_sentry_result res;
     int64_t pid;
@@ -457,11 +463,20 @@ static enum MHD_Result event_submit(http_request *r, int64_t pid, bool store_end
 static enum MHD_Result sentry_accept(http_request *r, int64_t pid, bool store_endpoint,
                                      ingest_sentry_result *res_in);
 
+/* A prepared envelope handed to this handler thread by sentry_accept: go on with it. */
+static enum MHD_Result sentry_resume(http_request *r)
+{
+    struct sentry_pending *p = r->sentry;
+    return sentry_accept(r, p->pid, p->store_endpoint, &p->res);
+}
+
 static enum MHD_Result sentry_post(http_request *r, bool store_endpoint)
 {
     http_server *srv = r->srv;
     if (r->intake == INTAKE_DONE)
         return event_answer(r);
+    if (r->sentry != NULL)
+        return sentry_resume(r);
     /* A key in the headers or the query is checked before the body is read; else the
      * envelope header's dsn names it. */
     int64_t pid;
@@ -512,12 +527,28 @@ static enum MHD_Result sentry_accept(http_request *r, int64_t pid, bool store_en
     http_server *srv = r->srv;
     ingest_sentry_result res = *res_in;
     err_code rc;
-    metrics_sentry_items(res.items);
     sentry_state *st = srv->sentry;
     uint64_t entries, bytes;
     spool_stats(st->sp, &entries, &bytes);
+    bool to_spool = entries > 0 && atomic_load(&st->db_down);
+    /* Inline on the libmicrohttpd thread (a small body, server.c): sessions wait for
+     * Postgres and the spool for the disk, so such an envelope goes on on a handler thread,
+     * with what was prepared here (sentry_resume). */
+    if (!r->offloaded && (to_spool || res.nsessions > 0)) {
+        struct sentry_pending *p = arena_alloc(r->a, sizeof *p, &r->err);
+        if (p == NULL)
+            return sentry_refused(r, ERR_TOO_LARGE);
+        *p = (struct sentry_pending){.res = res, .pid = pid, .store_endpoint = store_endpoint};
+        r->sentry = p;
+        if (handler_offload(r))
+            return MHD_YES;   /* r may be the handler thread's already */
+        r->sentry = NULL;
+        err_set(&r->err, ERR_STORE, "every handler thread is busy: retry shortly");
+        return sentry_refused(r, ERR_STORE);
+    }
+    metrics_sentry_items(res.items);
     /* Postgres known down with envelopes waiting: to the spool at once, behind them. */
-    if (entries > 0 && atomic_load(&st->db_down))
+    if (to_spool)
         return spool_and_answer(r, pid, store_endpoint, &res);
     /* The sessions first (they block, but are few), then the event to the group commit. */
     rc = sentry_sessions_record(srv, pid, &res, r->a, &r->err);
@@ -554,6 +585,8 @@ enum MHD_Result handle_sentry_minidump(http_request *r)
     http_server *srv = r->srv;
     if (r->intake == INTAKE_DONE)
         return event_answer(r);
+    if (r->sentry != NULL)
+        return sentry_resume(r);
     int64_t pid;
     bool have_key;
     err_code rc = sentry_auth_resolve(&pid, &have_key, r, "minidump");
