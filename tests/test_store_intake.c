@@ -547,6 +547,44 @@ static void processed_reports_group_in_their_commit(void)
     verdicts_reset(&v);
 }
 
+/* A group's versions travel as an array's text form: versions with the characters that form
+ * uses (quotes, backslashes, commas, braces, spaces) and a title with them arrive as sent,
+ * in one commit of two reports of the group. */
+static void odd_versions_arrive_as_sent(void)
+{
+    store *s;
+    store_intake *q;
+    if (!intake_open(&s, &q, 2, NULL))
+        return;
+    verdicts v;
+    verdicts_init(&v);
+    static const char FP[] = "cccc000000000000000000000000000000000000000000000000000000000003";
+    store_report_processed p = {.issue_app = "Odd", .fingerprint = FP, .kind = "crash",
+                                .title = "EXC \"odd\" {a,b} \\ end", .culprit = "c()",
+                                .exception = "EXC_CRASH", .basis = "in_app",
+                                .frames_json = "[]", .symbolicated_json = "{}"};
+    const char *versions[2] = {"2.0 \"beta\",\\{x}", "NULL"};
+    store_report_new rows[2];
+    for (int i = 0; i < 2; i++)
+        rows[i] = (store_report_new){.status = "received", .format = "apple-text",
+                                     .content_type = "text/plain",
+                                     .raw = (const uint8_t *)"raw", .raw_len = 3, .app = "Odd",
+                                     .app_version = versions[i], .processed = &p};
+    PGconn *locker = lock_reports();
+    submit_all(q, rows, 2, &v, locker);
+    CHECK_EQ_INT(v.rc[0], ERR_OK);
+    CHECK_EQ_INT(v.rc[1], ERR_OK);
+    /* the array's elements, one a line in order (NULL is a version here, not SQL NULL) */
+    char *got = query1(locker, "SELECT array_to_string(versions, E'\\n') || E'\\n' || count || "
+                               "E'\\n' || (first_version = versions_first(versions)) || E'\\n' || title "
+                               "FROM issues WHERE app = 'Odd'");
+    CHECK_EQ_STR(got, "2.0 \"beta\",\\{x}\nNULL\n2\ntrue\nEXC \"odd\" {a,b} \\ end");
+    free(got);
+    PQfinish(locker);
+    intake_close(s, q);
+    verdicts_reset(&v);
+}
+
 /* Terminate the server side of every connection of this database but the caller's. */
 static void terminate_backends(const char *dbname)
 {
@@ -709,6 +747,7 @@ int main(void)
     RUN(ids_are_uuidv7_in_time_order);
     RUN(refused_value_fails_only_its_report);
     RUN(processed_reports_group_in_their_commit);
+    RUN(odd_versions_arrive_as_sent);
     RUN(answered_clients_share_the_next_commit);
     RUN(broken_connection_is_retried_and_gone_database_is_err_store);
     RUN(first_version_is_kept_on_insert_and_upsert);

@@ -20,7 +20,6 @@
 
 #include "base/buf.h"
 #include "base/hex.h"
-#include "base/jsonw.h"
 #include "base/xalloc.h"
 #include "store/store_intake.h"
 #include "store/store_internal.h"
@@ -260,22 +259,24 @@ static void put_array_head(buf *b, bool has_nulls, uint32_t oid, size_t n)
 /* The same INSERT for a batch holding reports processed at intake: each of those is stored
  * 'processed' with its model and issue, and its issue upserted, in the one statement (so in
  * the one transaction whose commit precedes the 202s). $13..$17 are per report (NULL for a
- * report stored as received), $18 the batch's groups as JSON (one per project + issue_app +
- * fingerprint) and $19 their signature frames, a JSON text each in the groups' order: apart,
- * so that the frames, three quarters of the groups' text, are parsed once (into the proposed
- * row's jsonb) rather than three times (json_recv checking $18, json_to_recordset reading it,
- * jsonb_in). The counts come from the reports actually inserted (k: not a resent event). The
- * groups' receipt times are now(): the transaction's time, which is received_at of every row
- * it inserts. Upserts go in (project, app, fingerprint) order and per-day counts in issue
+ * report stored as received), $18..$29 per group (one per project + issue_app + fingerprint),
+ * each a binary array in the groups' order, as the reports' columns: no JSON to check and
+ * read (json_recv, json_to_recordset: ~2% of the statement's CPU when the groups were one JSON
+ * parameter); the frames, a JSON text each, are parsed once, into the proposed row's jsonb,
+ * and the versions are an array's text form each (an array of arrays of different lengths
+ * has no binary form). The counts come from the reports actually inserted (k: not a resent
+ * event). The groups' receipt times are now(): the transaction's time, which is received_at
+ * of every row it inserts. Upserts go in (project, app, fingerprint) order and per-day counts in issue
  * order, as the workers' (store_queue.c): no deadlock among them. The answer is how many
  * resolved issues the batch reopened. */
 #define INTAKE_PROCESSED_SQL(CLAIMS, CLAIMED_)                                               \
     "WITH " CLAIMS                                                                           \
-    "t AS (SELECT * FROM ROWS FROM (json_to_recordset($18::json) AS (project_id bigint, "    \
-    "app text, kind text, fingerprint text, title text, culprit text, exception text, "      \
-    "basis text, provisional boolean, n bigint, versions text[], last_report uuid), "        \
-    "unnest($19::text[])) AS t(project_id, app, kind, fingerprint, title, culprit, exception, " \
-    "basis, provisional, n, versions, last_report, frames)), "                               \
+    "t AS (SELECT project_id, app, kind, fingerprint, title, culprit, exception, basis, "    \
+    "provisional, versions::text[] AS versions, last_report, frames "                        \
+    "FROM unnest($18::int8[], $19::text[], $20::text[], $21::text[], $22::text[], "          \
+    "$23::text[], $24::text[], $25::text[], $26::bool[], $27::text[], $28::uuid[], "          \
+    "$29::text[]) AS u(project_id, app, kind, fingerprint, title, culprit, exception, basis, " \
+    "provisional, versions, last_report, frames)), "                                         \
     /* per group, the reports this statement inserts (a resent event is not counted) */      \
     "k AS (SELECT x.project_id, x.issue_app, x.fingerprint, count(*) AS n "                  \
     "FROM unnest($1::uuid[], $11::int8[], $12::bool[], $13::text[], $14::text[]) "           \
@@ -332,6 +333,12 @@ static const store_stmt STMT_INSERT_PROCESSED = {
 static const store_stmt STMT_INSERT_PROCESSED_UNCLAIMED = {
     "reports_intake_processed_unclaimed", INTAKE_PROCESSED_SQL("", CLAIMED_NONE)};
 enum { PCOL_ISSUE_APP, PCOL_FINGERPRINT, PCOL_KIND, PCOL_HARDWARE_MODEL, PCOL_MODEL, NPCOLS };
+/* The groups' columns, $18..$29 */
+enum { GCOL_PROJECT, GCOL_APP, GCOL_KIND, GCOL_FINGERPRINT, GCOL_TITLE, GCOL_CULPRIT,
+       GCOL_EXCEPTION, GCOL_BASIS, GCOL_PROVISIONAL, GCOL_VERSIONS, GCOL_LAST_REPORT, GCOL_FRAMES,
+       NGCOLS };
+static const uint32_t GCOL_TYPE[NGCOLS] = {20 /* int8 */, 25, 25, 25, 25, 25, 25, 25 /* text */,
+                                           16 /* bool */, 25, 2950 /* uuid */, 25};
 
 /* The project a report goes to (0 = the default). */
 static int64_t project_of(const store_report_new *r)
@@ -348,13 +355,27 @@ static bool same_group(const store_report_new *a, const store_report_new *b)
            strcmp(a->processed->fingerprint, b->processed->fingerprint) == 0;
 }
 
-/* $13..$17 (binary text arrays: NULL for a report stored as received), $18, the groups:
- * [{"project_id","app","kind","fingerprint","title","culprit","exception","basis","provisional",
- * "n","versions","last_report"}] in order of first appearance, and $19, their frames (a binary
- * text array in the same order). A group's title and frames come from its first report (the
- * same signature gives the same ones), last_report is its last (all share one receipt time),
- * versions its reports' distinct app versions. */
-static void processed_columns(buf pcol[NPCOLS + 2], intake_entry *batch, size_t n, size_t rows)
+/* One version as an element of an array's text form (array_in): in double quotes, with a
+ * backslash before each double quote and backslash. */
+static void put_version_literal(buf *b, const char *v)
+{
+    buf_putc(b, '"');
+    for (const char *c = v; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            buf_putc(b, '\\');
+        buf_putc(b, *c);
+    }
+    buf_putc(b, '"');
+}
+
+/* $13..$17 (binary text arrays: NULL for a report stored as received) into `pcol`, and the
+ * groups' $18..$29 into `gcol`, in order of first appearance: project, app, kind,
+ * fingerprint, title, culprit, exception, basis, provisional, versions (an array's text form:
+ * {"1.0","1.1"}), last_report and frames. A group's title and frames come from its first
+ * report (the same signature gives the same ones), last_report is its last (all share one
+ * receipt time), versions its reports' distinct app versions. */
+static void processed_columns(buf pcol[NPCOLS], buf gcol[NGCOLS], intake_entry *batch, size_t n,
+                              size_t rows)
 {
     for (int k = 0; k < NPCOLS; k++) {
         buf_init(&pcol[k]);
@@ -367,14 +388,13 @@ static void processed_columns(buf pcol[NPCOLS + 2], intake_entry *batch, size_t 
         if (!e->dup && e->r->processed)
             model_bytes += 4 + e->r->processed->symbolicated_len;
     buf_reserve(&pcol[PCOL_MODEL], model_bytes);
-    buf *groups = &pcol[NPCOLS], *frames = &pcol[NPCOLS + 1];
     size_t ngroups = 0;
-    buf_init(groups);
-    buf_init(frames);
-    put_array_head(frames, false, 25, 0);   /* its length is set below */
-    jsonw j;
-    jsonw_init(&j, groups);
-    jsonw_array_begin(&j);
+    for (int g = 0; g < NGCOLS; g++) {
+        buf_init(&gcol[g]);
+        put_array_head(&gcol[g], true, GCOL_TYPE[g], 0);   /* the length is set below */
+    }
+    buf versions;
+    buf_init(&versions);
     size_t k = n;
     for (intake_entry *e = batch; k > 0; e = e->next, k--) {
         if (e->dup)   /* not inserted: no row, no count */
@@ -396,30 +416,27 @@ static void processed_columns(buf pcol[NPCOLS + 2], intake_entry *batch, size_t 
             first = o->dup || !same_group(o->r, e->r);
         if (!first)
             continue;
-        int64_t count = 0;
-        const char *last = NULL;
-        jsonw_object_begin(&j);
-        jsonw_kint(&j, "project_id", project_of(e->r));
-        jsonw_kstr(&j, "app", p->issue_app);
-        jsonw_kstr(&j, "kind", p->kind);
-        jsonw_kstr(&j, "fingerprint", p->fingerprint);
-        jsonw_kstr(&j, "title", p->title);
-        jsonw_kstr(&j, "culprit", p->culprit);
-        jsonw_kstr(&j, "exception", p->exception);
-        jsonw_kstr(&j, "basis", p->basis);
-        jsonw_kbool(&j, "provisional", p->provisional);
-        put_text(frames, p->frames_json ? p->frames_json : "[]");
+        const uint8_t *last = NULL;
+        put_i32(&gcol[GCOL_PROJECT], 8);
+        put_i64(&gcol[GCOL_PROJECT], project_of(e->r));
+        put_text(&gcol[GCOL_APP], p->issue_app);
+        put_text(&gcol[GCOL_KIND], p->kind);
+        put_text(&gcol[GCOL_FINGERPRINT], p->fingerprint);
+        put_text(&gcol[GCOL_TITLE], p->title);
+        put_text(&gcol[GCOL_CULPRIT], p->culprit);
+        put_text(&gcol[GCOL_EXCEPTION], p->exception);
+        put_text(&gcol[GCOL_BASIS], p->basis);
+        put_i32(&gcol[GCOL_PROVISIONAL], 1);
+        buf_putc(&gcol[GCOL_PROVISIONAL], p->provisional ? 1 : 0);
+        put_text(&gcol[GCOL_FRAMES], p->frames_json ? p->frames_json : "[]");
         ngroups++;
-        jsonw_key(&j, "versions");
-        jsonw_array_begin(&j);
+        versions.len = 0;
+        buf_putc(&versions, '{');
         size_t m = k;
-        char last_id[37];
         for (intake_entry *o = e; m > 0; o = o->next, m--) {
             if (o->dup || !same_group(o->r, e->r))
                 continue;
-            count++;
-            uuid_text(last_id, o->id);
-            last = last_id;
+            last = o->id;
             const char *v = o->r->app_version;
             if (v == NULL)
                 continue;
@@ -428,17 +445,20 @@ static void processed_columns(buf pcol[NPCOLS + 2], intake_entry *batch, size_t 
             for (intake_entry *w = e; w != o && m2 > 0 && !seen; w = w->next, m2--)
                 seen = same_group(w->r, e->r) &&
                        w->r->app_version && strcmp(w->r->app_version, v) == 0;
-            if (!seen)
-                jsonw_str(&j, v);
+            if (!seen) {
+                if (versions.len > 1)
+                    buf_putc(&versions, ',');
+                put_version_literal(&versions, v);
+            }
         }
-        jsonw_array_end(&j);
-        jsonw_kint(&j, "n", count);
-        jsonw_kstr(&j, "last_report", last);
-        jsonw_object_end(&j);
+        buf_putc(&versions, '}');
+        put_elem(&gcol[GCOL_VERSIONS], versions.data, versions.len);
+        put_elem(&gcol[GCOL_LAST_REPORT], last, 16);
     }
-    jsonw_array_end(&j);
-    uint32_t be = htonl((uint32_t)ngroups);   /* the header's element count (put_array_head) */
-    memcpy(frames->data + 12, &be, 4);
+    buf_reset(&versions);
+    uint32_t be = htonl((uint32_t)ngroups);   /* the headers' element count (put_array_head) */
+    for (int g = 0; g < NGCOLS; g++)
+        memcpy(gcol[g].data + 12, &be, 4);
 }
 
 /* Insert `n` entries from `batch` with STMT_INSERT. Each array in binary form (array_recv,
@@ -494,8 +514,8 @@ static err_code insert_batch(pconn *c, intake_entry *batch, size_t n, bool with_
         put_i32(&col[COL_OWN], 1);
         buf_putc(&col[COL_OWN], e->own ? 1 : 0);
     }
-    const char *values[NCOLS + NPCOLS + 2];
-    int lengths[NCOLS + NPCOLS + 2], formats[NCOLS + NPCOLS + 2];
+    const char *values[NCOLS + NPCOLS + NGCOLS];
+    int lengths[NCOLS + NPCOLS + NGCOLS], formats[NCOLS + NPCOLS + NGCOLS];
     for (int i = 0; i < NCOLS; i++) {
         values[i] = (const char *)col[i].data;
         lengths[i] = (int)col[i].len;
@@ -503,10 +523,10 @@ static err_code insert_batch(pconn *c, intake_entry *batch, size_t n, bool with_
     }
     PGresult *res = NULL;
     err_code rc;
-    buf pcol[NPCOLS + 2];
+    buf pcol[NPCOLS + NGCOLS];   /* the reports' $13..$17, then the groups' $18..$29 */
     if (with_processed) {
-        processed_columns(pcol, batch, n, rows);
-        for (int i = 0; i < NPCOLS + 2; i++) {
+        processed_columns(pcol, pcol + NPCOLS, batch, n, rows);
+        for (int i = 0; i < NPCOLS + NGCOLS; i++) {
             values[NCOLS + i] = (const char *)pcol[i].data;
             lengths[NCOLS + i] = (int)pcol[i].len;
             formats[NCOLS + i] = 1;
@@ -516,10 +536,10 @@ static err_code insert_batch(pconn *c, intake_entry *batch, size_t n, bool with_
         for (intake_entry *e = batch; k > 0 && !claims; e = e->next, k--)
             claims = e->own && !e->dup;
         const store_stmt *st = claims ? &STMT_INSERT_PROCESSED : &STMT_INSERT_PROCESSED_UNCLAIMED;
-        rc = store_exec(&res, c, st, NCOLS + NPCOLS + 2, values, lengths, formats, err);
+        rc = store_exec(&res, c, st, NCOLS + NPCOLS + NGCOLS, values, lengths, formats, err);
         if (rc == ERR_OK && regressions)
             *regressions = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
-        for (int i = 0; i < NPCOLS + 2; i++)
+        for (int i = 0; i < NPCOLS + NGCOLS; i++)
             buf_reset(&pcol[i]);
     } else {
         rc = store_exec(&res, c, &STMT_INSERT, NCOLS, values, lengths, formats, err);
