@@ -701,6 +701,17 @@ static void debug_frame_64bit_and_hostile(void)
     CHECK_EQ_INT(unwind_debug_frame_row(&row, s, k, fde_at, 0x2000, &err), ERR_INVALID);
     CHECK(strstr(err.msg, "__debug_frame") != NULL);
     put64(s + fde_at + 12, 0);
+    /* a range that runs past the end of the address space: no end to give, left out of
+     * the list and refused as a row (its end would wrap below the address asked for) */
+    put64(s + fde_at + 20, 0xffffffffffffffc0ull);
+    put64(s + fde_at + 28, 0x80);
+    CHECK_EQ_INT(unwind_debug_frame_list(&fdes, &n, s, k, a, &err), ERR_OK);
+    CHECK_EQ_INT(n, 0);
+    CHECK_EQ_INT(unwind_debug_frame_row(&row, s, k, fde_at, 0xfffffffffffffff0ull, &err), ERR_INVALID);
+    CHECK(strstr(err.msg, "past the end of the address space") != NULL);
+    put64(s + fde_at + 20, 0x2000);
+    put64(s + fde_at + 28, 0x40);
+    CHECK_EQ_INT(unwind_debug_frame_row(&row, s, k, fde_at, 0x2003, &err), ERR_OK);
     /* a segment selector size: not on Darwin */
     s[12 + 8 + 3] = 8;
     CHECK_EQ_INT(unwind_debug_frame_list(&fdes, &n, s, k, a, &err), ERR_OK);

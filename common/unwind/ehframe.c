@@ -480,6 +480,10 @@ static err_code fde_row(unwind_cfi_row *out, const fde *f, const uint8_t *sect, 
 {
     const cie ci = f->ci;
     uint64_t pc_begin = f->pc_begin, pc_range = f->pc_range;
+    if (pc_begin + pc_range < pc_begin) /* no end to give (unwind_debug_frame_list leaves it out) */
+        return err_set(err, ERR_INVALID, "%s: FDE at 0x%llx covers 0x%llx bytes from 0x%llx, past "
+                       "the end of the address space", what, (unsigned long long)fde_off,
+                       (unsigned long long)pc_range, (unsigned long long)pc_begin);
     if (target < pc_begin || target - pc_begin >= pc_range)
         return err_set(err, ERR_NOT_FOUND, "%s: FDE at 0x%llx covers [0x%llx, 0x%llx), "
                        "not 0x%llx", what, (unsigned long long)fde_off, (unsigned long long)pc_begin,

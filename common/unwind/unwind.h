@@ -121,9 +121,10 @@ typedef struct {
  * `__eh_frame` section (`len` bytes at vm address `vmaddr`), its CIE's initial instructions
  * first. Source: DWARF 4 section 6.4, .eh_frame as the LSB specifies it (augmentations z, R,
  * P, L, S; DW_EH_PE absptr/udata/sdata/uleb/sleb, pcrel).
- * Errors  ERR_INVALID (no FDE there, a CIE or FDE outside the section or truncated),
- *         ERR_NOT_FOUND (the FDE does not cover target), ERR_UNSUPPORTED (a DWARF expression,
- *         an unknown opcode, an indirect pointer).
+ * Errors  ERR_INVALID (no FDE there, a CIE or FDE outside the section or truncated, an FDE
+ *         whose range runs past the end of the address space), ERR_NOT_FOUND (the FDE does
+ *         not cover target), ERR_UNSUPPORTED (a DWARF expression, an unknown opcode, an
+ *         indirect pointer).
  */
 err_code unwind_dwarf_row(unwind_cfi_row *out, const uint8_t *sect, size_t len, uint64_t vmaddr,
                           uint64_t fde_off, uint64_t target, err_info *err);
