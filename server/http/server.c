@@ -734,10 +734,13 @@ static bool runs_inline(const route *rt)
 /* Whether crash report r (body read, admitted) is small enough to run inline: at most
  * INLINE_REPORT_BYTES as sent and once decoded. Identity bodies are their own size; a gzip
  * body's decoded size is read from its trailer (ISIZE, RFC 1952 2.3.1: the size mod 2^32,
- * little-endian). A trailer that lies makes the decoder stop at the report limit (413) or at
- * the trailer's check, the same bound as any gzip body; other encodings are not guessed. */
-static bool report_runs_inline(http_request *r)
+ * little-endian) into *said, and the handler's decode is held to it
+ * (ingest_gzip_trusted_size): a trailer that lies costs one byte of output past what it said,
+ * then a 400, not a decode up to the report limit on this thread. Other encodings are not
+ * guessed. *said is -1 when there is no such size. */
+static bool report_runs_inline(http_request *r, int64_t *said)
 {
+    *said = -1;
     if (!route_sheds(r->route) || r->body_bytes > INLINE_REPORT_BYTES || r->mem == NULL)
         return false;
     const char *enc = request_media_type(r, MHD_HTTP_HEADER_CONTENT_ENCODING);
@@ -748,6 +751,7 @@ static bool report_runs_inline(http_request *r)
     const uint8_t *t = r->mem + r->body_bytes - 4;
     uint32_t isize = (uint32_t)t[0] | (uint32_t)t[1] << 8 | (uint32_t)t[2] << 16 |
                      (uint32_t)t[3] << 24;
+    *said = isize;
     return isize <= INLINE_REPORT_BYTES;
 }
 
@@ -1083,12 +1087,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
      * what the process knows (no database gauges). */
     if (r->route->handler == handle_metrics && !jobs_thread_free(srv))
         r->no_store = true;
-    bool report_inline = report_runs_inline(r);
+    int64_t said;
+    bool report_inline = report_runs_inline(r, &said);
     if (report_inline && r->intake == INTAKE_NONE)   /* not again when the commit resumes it */
         metrics_ingest_inline();
     if (r->no_store || report_inline || runs_inline(r->route)) {
         store_deadline_set(r->deadline_ms);
+        ingest_gzip_trusted_size(report_inline ? said : -1);
         enum MHD_Result ok = r->route->handler(r);
+        ingest_gzip_trusted_size(-1);
         store_deadline_end();
         return ok;
     }

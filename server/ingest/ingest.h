@@ -130,6 +130,15 @@ err_code ingest_report_model_json(const char **json, const uint8_t *raw, size_t 
 err_code ingest_gunzip(uint8_t **out, size_t *out_len, const uint8_t *in, size_t in_len,
                        uint64_t max, const char *what, arena *a, err_info *err);
 
+/* ingest_gzip_trusted_size - until called again with -1, every gzip decode on this thread
+ * (ingest_gunzip, ingest_inflate_wbits with gzip's wbits) stops past `bytes` of output with
+ * ERR_INVALID: the body's trailer said it decodes to `bytes` (ISIZE, RFC 1952 section 2.3.1),
+ * and work was chosen by that (the server parses such a small report on its HTTP thread), so
+ * a body that decodes to more is corrupt and must not cost more than it said. -1: no such
+ * bound (the default). Bodies whose last four bytes are not their only member's ISIZE
+ * (trailing bytes after the member) are refused under it. */
+void ingest_gzip_trusted_size(int64_t bytes);
+
 /* ingest_inflate_wbits - the same for any zlib wrapping: `wbits` as inflateInit2 takes it (16 +
  * MAX_WBITS gzip, MAX_WBITS zlib, -MAX_WBITS raw deflate), `encoding` names it in messages.
  * *data_error is set when the stream is not of that wrapping at all (nothing decoded), so

@@ -49,12 +49,33 @@ static bool gunzip_whole(uint8_t **out, size_t *out_len, const uint8_t *in, size
     return true;
 }
 
+/* The size this thread's gzip bodies said they decode to (ingest_gzip_trusted_size), -1: none. */
+static _Thread_local int64_t trusted_size = -1;
+
+void ingest_gzip_trusted_size(int64_t bytes)
+{
+    trusted_size = bytes;
+}
+
+/* The error for output past `stop` bytes: past what the body said (a lie), or past `max`. */
+static err_code too_much(err_info *err, const char *what, const char *encoding, uint64_t max,
+                         uint64_t said)
+{
+    if (said < max)
+        return err_set(err, ERR_INVALID, "%s body is corrupt: it decodes to more than the %llu "
+                       "bytes its trailer gives", encoding, (unsigned long long)said);
+    return err_set(err, ERR_TOO_LARGE, "%s is larger than %llu bytes after %s decoding", what,
+                   (unsigned long long)max, encoding);
+}
+
 err_code ingest_inflate_wbits(uint8_t **out, size_t *out_len, const uint8_t *in, size_t in_len,
                               int wbits, const char *encoding, uint64_t max,
                               const char *what, bool *data_error, arena *a, err_info *err)
 {
     *data_error = false;
-    if (wbits == 16 + MAX_WBITS && gunzip_whole(out, out_len, in, in_len, max, a))
+    uint64_t said = wbits == 16 + MAX_WBITS && trusted_size >= 0 ? (uint64_t)trusted_size : UINT64_MAX;
+    uint64_t stop = said < max ? said : max; /* the most output decoded */
+    if (wbits == 16 + MAX_WBITS && gunzip_whole(out, out_len, in, in_len, stop, a))
         return ERR_OK;
     z_stream zs;
     memset(&zs, 0, sizeof zs);
@@ -62,8 +83,8 @@ err_code ingest_inflate_wbits(uint8_t **out, size_t *out_len, const uint8_t *in,
     if (inflateInit2(&zs, wbits) != Z_OK)
         return err_set(err, ERR_INTERNAL, "%s: cannot initialize zlib", encoding);
     size_t cap = in_len * 4 + 1024, len = 0;
-    if (cap > max + 1)
-        cap = (size_t)max + 1;
+    if (cap > stop + 1)
+        cap = (size_t)stop + 1;
     uint8_t *dst = arena_alloc(a, cap, err);
     err_code rc = ERR_OK;
     if (dst == NULL) {
@@ -74,12 +95,11 @@ err_code ingest_inflate_wbits(uint8_t **out, size_t *out_len, const uint8_t *in,
     zs.avail_in = (uInt)in_len;
     for (;;) {
         if (len == cap) {
-            if (cap > max) {
-                rc = err_set(err, ERR_TOO_LARGE, "%s is larger than %llu bytes after %s "
-                             "decoding", what, (unsigned long long)max, encoding);
+            if (cap > stop) {
+                rc = too_much(err, what, encoding, max, said);
                 goto done;
             }
-            size_t ncap = cap * 2 > max + 1 ? (size_t)max + 1 : cap * 2;
+            size_t ncap = cap * 2 > stop + 1 ? (size_t)stop + 1 : cap * 2;
             dst = arena_grow(a, dst, cap, ncap, err);
             if (dst == NULL) {
                 rc = ERR_TOO_LARGE;
@@ -105,9 +125,8 @@ err_code ingest_inflate_wbits(uint8_t **out, size_t *out_len, const uint8_t *in,
             goto done;
         }
     }
-    if (len > max) {
-        rc = err_set(err, ERR_TOO_LARGE, "%s is larger than %llu bytes after %s decoding", what,
-                     (unsigned long long)max, encoding);
+    if (len > stop) {
+        rc = too_much(err, what, encoding, max, said);
         goto done;
     }
     *out = dst;

@@ -9,7 +9,8 @@ with it. Then:
     envelope with an event and a session item are handled inline
     (stacksift_ingest_inline_total counts each); a report over 64 KiB, and the same gzip'd to
     a few kB (its decoded size read from the gzip trailer), are not. Each is stored (202 /
-    200), the envelope's session recorded.
+    200), the envelope's session recorded. A small gzip body whose trailer says less than it
+    decodes to is refused (400) one byte past what it said.
   - Postgres frozen (SIGSTOP): a small report (inline, its connection waiting suspended for
     the group commit) and a small envelope with a session item (its sessions need Postgres:
     handed from the HTTP thread to a handler thread) are posted; while they wait, /healthz
@@ -112,6 +113,16 @@ def main():
                                            ("large report gzip'd", large, True, False)):
                 r = inline_delta(inst, what, lambda: post_report(inst, body, gz), inline)
                 check(r.status == 202, f"{what}: {r.status} {r.body[:200]!r}")
+            # a small gzip body whose trailer lies (4 MiB of zeros said to be 100 bytes): its
+            # decoding stops one byte past what it said, 400, nothing stored
+            bomb = bytearray(gzip.compress(b"\0" * (4 << 20)))
+            bomb[-4:] = (100).to_bytes(4, "little")
+            r = inline_delta(inst, "gzip body with a lying trailer", lambda: inst.request(
+                "POST", "/api/v1/reports", bytes(bomb), headers={
+                    "Content-Type": "text/plain", "Content-Encoding": "gzip"},
+                token=inst.tokens["ingest"]), True)
+            check(r.status == 400 and b"decodes to more than the 100 bytes its trailer gives"
+                  in r.body, f"gzip body with a lying trailer: {r.status} {r.body[:200]!r}")
             eid = uuidlib.uuid4().hex
             sid = str(uuidlib.uuid4())
             r = inline_delta(inst, "envelope with a session", lambda: post_envelope(
