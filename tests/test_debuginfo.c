@@ -405,17 +405,25 @@ static void agrees_with_libdwarf_on_every_fixture(void)
     CHECK(slices_checked >= 4);
 }
 
-/* Mutated DWARF: copy a fixture slice, damage __debug_info / __debug_line / __debug_abbrev
- * and load it: an error or a result, never a crash or a read out of bounds. */
-static void damaged_dwarf_is_skipped_not_a_crash(void)
+/* Map the -O2 fixture app's DWARF file (the hand-damaged and hand-written tests start from
+ * it); false (a failed check) when it cannot be. */
+static bool map_o2_dwarf(bytes *b)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/arm64-O2/FixtureApp.app.dSYM/Contents/Resources/DWARF/FixtureApp",
              fixtures_dir());
+    err_info err = {0};
+    CHECK_EQ_INT(bytes_map_file(b, path, &err), ERR_OK);
+    return b->data != NULL;
+}
+
+/* Mutated DWARF: copy a fixture slice, damage __debug_info / __debug_line / __debug_abbrev
+ * and load it: an error or a result, never a crash or a read out of bounds. */
+static void damaged_dwarf_is_skipped_not_a_crash(void)
+{
     bytes b;
     err_info err = {0};
-    CHECK_EQ_INT(bytes_map_file(&b, path, &err), ERR_OK);
-    if (b.data == NULL)
+    if (!map_o2_dwarf(&b))
         return;
     uint8_t *copy = malloc(b.len);
     macho_image *img = malloc(sizeof *img);
@@ -464,13 +472,9 @@ static void damaged_dwarf_is_skipped_not_a_crash(void)
  * is skipped the same way. */
 static void bad_unit_costs_only_itself(void)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/arm64-O2/FixtureApp.app.dSYM/Contents/Resources/DWARF/FixtureApp",
-             fixtures_dir());
     bytes b;
     err_info err = {0};
-    CHECK_EQ_INT(bytes_map_file(&b, path, &err), ERR_OK);
-    if (b.data == NULL)
+    if (!map_o2_dwarf(&b))
         return;
     uint8_t *copy = malloc(b.len);
     macho_image *img = malloc(sizeof *img);
@@ -628,13 +632,8 @@ static void load_shared_range_list(debuginfo *di, const bytes *b, size_t ninline
  * that stays within the bound loads whole. */
 static void shared_range_lists_are_bounded(void)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/arm64-O2/FixtureApp.app.dSYM/Contents/Resources/DWARF/FixtureApp",
-             fixtures_dir());
     bytes b;
-    err_info err = {0};
-    CHECK_EQ_INT(bytes_map_file(&b, path, &err), ERR_OK);
-    if (b.data == NULL)
+    if (!map_o2_dwarf(&b))
         return;
     debuginfo di;
     size_t unit_bytes;
