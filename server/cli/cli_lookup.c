@@ -24,7 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "base/buf.h"
@@ -228,22 +227,12 @@ typedef struct {
     size_t len;
 } file_slot;
 
-/* One piece of a block's answers as they are written (writev): a run of the output buffer, or
- * a long name written from where it is, so that the kernel copies it once, straight into the
- * output, instead of through the buffer (the names are most of the bytes). */
-typedef struct {
-    const char *p; /* NULL: bytes [off, off + len) of the output buffer (it moves as it grows) */
-    size_t off, len;
-} piece;
-
 typedef struct {
     const symcache *sc;
     bool has_load, inlines, json, mangled;
     uint64_t load;
     arena out;
     file_slot *files; /* FILE_SLOTS, direct-mapped; NULL until the first JSON frame with a file */
-    piece *pieces;    /* the block's pieces so far (JSON); out's bytes from `run` on are not in them */
-    size_t npieces, pieces_cap, run;
     int status;
 } lookup_ctx;
 
@@ -355,33 +344,6 @@ static inline char *put_bytes(char *d, const void *p, size_t n)
 
 #define PUT_BYTES_LIT(d, lit) put_bytes((d), (lit), sizeof(lit) - 1)
 
-static void piece_add(lookup_ctx *c, const char *p, size_t off, size_t len)
-{
-    if (len == 0)
-        return;
-    if (c->npieces == c->pieces_cap) {
-        c->pieces_cap = c->pieces_cap ? c->pieces_cap * 2 : 4096;
-        c->pieces = xreallocarray(c->pieces, c->pieces_cap, sizeof *c->pieces);
-    }
-    c->pieces[c->npieces++] = (piece){p, off, len};
-}
-
-/* Names at least this long are written from where they are (a piece of their own); shorter
- * ones are cheaper to copy than to give a piece. */
-enum { GATHER_MIN = 256 };
-
-/* Put the n bytes of name s at d (in c->out): copied, or as a piece of their own. */
-static inline char *put_name(lookup_ctx *c, char *d, const char *s, size_t n)
-{
-    if (n < GATHER_MIN)
-        return put_bytes(d, s, n);
-    size_t at = (size_t)(d - c->out.data);
-    piece_add(c, NULL, c->run, at - c->run);
-    piece_add(c, s, 0, n);
-    c->run = at;
-    return d;
-}
-
 /* Append the JSON answer for one address: `n` frames whose names are names[ids[k]]
  * (SYMCACHE_NO_NAME: "??"). Every frame's bytes are bounded ahead (its names, its file member,
  * the literals and three numbers), so the buffer is checked once a frame and written through a
@@ -410,10 +372,10 @@ static void answer_json(lookup_ctx *c, uint64_t addr, uint64_t file_addr, const 
         if (i)
             *d++ = ',';
         d = PUT_BYTES_LIT(d, "{\"function\":\"");
-        d = put_name(c, d, nm->shown, nm->shown_len);
+        d = put_bytes(d, nm->shown, nm->shown_len);
         if (nm->raw != NULL) {
             d = PUT_BYTES_LIT(d, "\",\"mangled\":\"");
-            d = put_name(c, d, nm->raw, nm->raw_len);
+            d = put_bytes(d, nm->raw, nm->raw_len);
         }
         *d++ = '"';
         d = put_bytes(d, file->json, file->len);
@@ -476,41 +438,6 @@ static bool write_all(const char *p, size_t n)
         }
         p += w;
         n -= (size_t)w;
-    }
-    return true;
-}
-
-/* Write c's pieces (runs of c->out and names) to stdout, IOV_BATCH at a time, retrying short
- * writes; false on an error. */
-static bool write_pieces(const lookup_ctx *c)
-{
-    enum { IOV_BATCH = 1024 }; /* IOV_MAX on Linux */
-    struct iovec iov[IOV_BATCH];
-    size_t next = 0, skip = 0; /* the first piece not all written, and its bytes written */
-    while (next < c->npieces) {
-        int cnt = 0;
-        for (size_t k = next; k < c->npieces && cnt < IOV_BATCH; k++) {
-            const piece *pc = &c->pieces[k];
-            const char *base = pc->p != NULL ? pc->p : c->out.data + pc->off;
-            size_t done = k == next ? skip : 0;
-            iov[cnt++] = (struct iovec){(void *)(base + done), pc->len - done};
-        }
-        ssize_t w = writev(STDOUT_FILENO, iov, cnt);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return false;
-        }
-        for (size_t left = (size_t)w; next < c->npieces;) {
-            size_t rest = c->pieces[next].len - skip;
-            if (left < rest) {
-                skip += left;
-                break;
-            }
-            left -= rest;
-            next++;
-            skip = 0;
-        }
     }
     return true;
 }
@@ -736,8 +663,6 @@ static void print_blocks(batch *b, unsigned self, unsigned nthreads, lookup_ctx 
     for (size_t k = self; k < b->nblocks; k += nthreads) {
         size_t from = k * PRINT_BLOCK, to = from + PRINT_BLOCK < b->n ? from + PRINT_BLOCK : b->n;
         c->out.len = 0;
-        c->npieces = 0;
-        c->run = 0;
         for (size_t i = from; i < to; i++) {
             /* Input order is random order: start the cache misses of the answers ahead, stage by
              * stage, so that they overlap (each stage's loads were prefetched by the stage before). */
@@ -757,13 +682,11 @@ static void print_blocks(batch *b, unsigned self, unsigned nthreads, lookup_ctx 
             pthread_cond_wait(&b->cv, &b->mu);
         bool go = !b->failed;
         pthread_mutex_unlock(&b->mu);
-        bool ok;
-        if (c->json) {
-            piece_add(c, NULL, c->run, c->out.len - c->run);
-            ok = go && write_pieces(c);
-        } else {
-            ok = go && write_all(c->out.data, c->out.len);
-        }
+        /* One write of the whole block from the buffer, names included: the kernel copies
+         * from a few MiB that are still in the cache. Long names written from the lookup
+         * memory with writev (each a cache miss in a random batch, ~1,000 pieces a call) cost
+         * the kernel twice a plain write's time for the same bytes. */
+        bool ok = go && write_all(c->out.data, c->out.len);
         int saved = errno;
         pthread_mutex_lock(&b->mu);
         if (go && !ok && !b->failed) {
@@ -798,13 +721,10 @@ static void *batch_helper(void *arg)
     lookup_ctx c = *b->proto; /* its own output buffer */
     c.out = (arena){0};
     c.files = NULL;
-    c.pieces = NULL;
-    c.npieces = c.pieces_cap = 0;
     print_blocks(b, 1, 2, &c);
     if (c.out.data != NULL)
         munmap(c.out.data, c.out.cap);
     files_free(&c);
-    free(c.pieces);
     return NULL;
 }
 
@@ -958,7 +878,6 @@ int cli_lookup(int argc, char **argv)
     if (c.out.data != NULL)
         munmap(c.out.data, c.out.cap);
     files_free(&c);
-    free(c.pieces);
     symcache_close(sc);
     return c.status;
 }
