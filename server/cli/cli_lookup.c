@@ -513,8 +513,13 @@ typedef struct {
     /* the distinct name ids of all frames, ascending, and their names (names_phase) */
     uint32_t *uniq;
     size_t nuniq;
-    uint32_t *pos;               /* pos[id]: index of id in uniq (only for ids in it) */
-    symcache_name *nm;           /* nm[i]: uniq[i]'s name */
+    /* an id's index in uniq is its rank among the ids in it: seen[] is the ids' bitmap, and
+     * rank[w] the ids below w * 64 (110 KB for 582,000 names, where an array of the index by id
+     * was 2.3 MB of fresh pages written at random) */
+    uint64_t *seen;
+    uint32_t *rank;
+    size_t nnames;
+    symcache_name *nm;           /* nm[i]: uniq[i]'s name (plain output only: --json keeps names) */
     name_out *names;             /* names[i]: uniq[i] as --json prints it (only with --json) */
     atomic_size_t next_chunk;    /* resolve_names: the next chunk of uniq to take */
 } batch;
@@ -524,6 +529,7 @@ static void collect_names(batch *b, const symcache *sc)
 {
     size_t nnames = symcache_name_count(sc), words = (nnames + 63) / 64;
     uint64_t *seen = xcalloc(words ? words : 1, sizeof *seen);
+    uint32_t *rank = xmalloc((words ? words : 1) * sizeof *rank);
     size_t count = 0;
     for (int t = 0; t < 2; t++)
         for (size_t k = 0; k < b->frames[t].len; k++) {
@@ -534,19 +540,28 @@ static void collect_names(batch *b, const symcache *sc)
             }
         }
     b->uniq = xcalloc(count ? count : 1, sizeof *b->uniq);
-    b->pos = xmalloc((nnames ? nnames : 1) * sizeof *b->pos);
-    b->nm = xcalloc(count ? count : 1, sizeof *b->nm);
+    /* --json prints from names[] alone (nm was 4 MB more of fresh pages), the plain output from nm[] */
     if (b->proto->json)
         b->names = xcalloc(count ? count : 1, sizeof *b->names);
+    else
+        b->nm = xcalloc(count ? count : 1, sizeof *b->nm);
     size_t at = 0;
-    for (size_t w = 0; w < words; w++)
-        for (uint64_t bits = seen[w]; bits; bits &= bits - 1) {
-            uint32_t id = (uint32_t)(w * 64 + (unsigned)__builtin_ctzll(bits));
-            b->pos[id] = (uint32_t)at;
-            b->uniq[at++] = id;
-        }
+    for (size_t w = 0; w < words; w++) {
+        rank[w] = (uint32_t)at;
+        for (uint64_t bits = seen[w]; bits; bits &= bits - 1)
+            b->uniq[at++] = (uint32_t)(w * 64 + (unsigned)__builtin_ctzll(bits));
+    }
     b->nuniq = at;
-    free(seen);
+    b->seen = seen;
+    b->rank = rank;
+    b->nnames = nnames;
+}
+
+/* The index in uniq of name id `id` (one that collect_names saw). */
+static inline uint32_t uniq_index(const batch *b, uint32_t id)
+{
+    uint64_t below = b->seen[id / 64] & (((uint64_t)1 << (id % 64)) - 1);
+    return b->rank[id / 64] + (uint32_t)__builtin_popcountll(below);
 }
 
 /* Resolve the distinct ids' names, a chunk of NAMES_CHUNK ids (cut at a boundary of
@@ -558,38 +573,55 @@ enum { NAMES_CHUNK = 1024 };
 
 static void resolve_names(batch *b, const symcache *sc)
 {
+    symcache_name *tmp = NULL; /* --json: a chunk's names until they are made into names[] */
+    size_t tmp_cap = 0;
     for (;;) {
         size_t c = atomic_fetch_add_explicit(&b->next_chunk, 1, memory_order_relaxed);
         size_t from = c * NAMES_CHUNK, to = from + NAMES_CHUNK;
         if (from >= b->nuniq)
-            return;
+            break;
         to = to < b->nuniq ? to : b->nuniq;
         while (from > 0 && from < b->nuniq &&
                b->uniq[from] / SYMCACHE_NAME_GROUP == b->uniq[from - 1] / SYMCACHE_NAME_GROUP)
             from++; /* the previous chunk took the rest of that group */
         while (to < b->nuniq && b->uniq[to] / SYMCACHE_NAME_GROUP == b->uniq[to - 1] / SYMCACHE_NAME_GROUP)
             to++;
-        if (from < to)
+        if (from >= to)
+            continue;
+        if (b->names == NULL) {
             symcache_names(b->nm + from, sc, b->uniq + from, to - from);
-        for (size_t i = from; b->names != NULL && i < to; i++)
-            name_out_init(&b->names[i], &b->nm[i], b->proto->mangled);
+            continue;
+        }
+        if (to - from > tmp_cap) {
+            tmp_cap = to - from;
+            tmp = xreallocarray(tmp, tmp_cap, sizeof *tmp);
+        }
+        symcache_names(tmp, sc, b->uniq + from, to - from);
+        for (size_t i = from; i < to; i++)
+            name_out_init(&b->names[i], &tmp[i - from], b->proto->mangled);
     }
+    free(tmp);
 }
 
 /* Give frames[t] their names; each frame's id becomes the index of its name in uniq (and so in
- * names), SYMCACHE_NO_NAME staying as it is. */
+ * names), SYMCACHE_NO_NAME staying as it is (and an id past the symcache's names becoming it).
+ * The frames' name pointers are set for the plain output only. */
 static void fill_names(batch *b, int t)
 {
     frame_array *f = &b->frames[t];
     for (size_t k = 0; k < f->len; k++) {
         uint32_t id = f->ids[k];
-        if (id == SYMCACHE_NO_NAME) {
+        if (id == SYMCACHE_NO_NAME || id >= b->nnames) {
+            f->ids[k] = SYMCACHE_NO_NAME;
             f->v[k].function = "??";
             f->v[k].mangled = NULL;
-        } else {
-            f->v[k].function = b->nm[b->pos[id]].display;
-            f->v[k].mangled = b->nm[b->pos[id]].raw;
-            f->ids[k] = b->pos[id];
+            continue;
+        }
+        uint32_t at = uniq_index(b, id);
+        f->ids[k] = at;
+        if (b->nm != NULL) { /* --json prints from names[ids[k]] */
+            f->v[k].function = b->nm[at].display;
+            f->v[k].mangled = b->nm[at].raw;
         }
     }
 }
@@ -783,7 +815,8 @@ static void lookup_all(lookup_ctx *c, query *q, size_t n)
             munmap(b.frames[k].ids, b.frames[k].ids_cap * sizeof(uint32_t));
     }
     free(b.uniq);
-    free(b.pos);
+    free(b.seen);
+    free(b.rank);
     free(b.nm);
     for (size_t i = 0; b.names != NULL && i < b.nuniq; i++)
         free(b.names[i].owned);
