@@ -124,6 +124,22 @@ static void crashpad_dump_with_its_event(void)
     bytes_unmap(&b);
 }
 
+/* A walk_if that answers `answer` and notes what the report held when it was asked. */
+struct walk_gate {
+    bool answer;
+    int calls;
+    size_t images_seen, threads_seen;
+};
+
+static bool walk_gate_ask(void *ctx, const crashreport *r)
+{
+    struct walk_gate *g = ctx;
+    g->calls++;
+    g->images_seen = r->nimages;
+    g->threads_seen = r->nthreads;
+    return g->answer;
+}
+
 static void electron_dump_every_thread(void)
 {
     bytes b = {0};
@@ -155,6 +171,23 @@ static void electron_dump_every_thread(void)
                 if (c->threads[t].nframes > 0 && r->threads[t].nframes > 0)
                     CHECK(c->threads[t].frames[0].addr == r->threads[t].frames[0].addr);
             }
+        }
+        /* walk_if: asked once, with the images read and no thread yet; false reads as
+         * context_only does, true walks as without it */
+        for (int answer = 0; answer < 2; answer++) {
+            struct walk_gate g = {.answer = answer != 0};
+            crashreport_minidump_options wo = {.walk_if = walk_gate_ask, .image_unwind_ctx = &g};
+            crashreport *w = NULL;
+            CHECK_EQ_INT(crashreport_parse_minidump(&w, b.data, b.len, &wo, a, &err), ERR_OK);
+            CHECK_EQ_INT(g.calls, 1);
+            CHECK_EQ_INT(g.images_seen, 217);
+            CHECK_EQ_INT(g.threads_seen, 0);
+            if (w == NULL || (answer ? r : c) == NULL)
+                continue;
+            const crashreport *want = answer ? r : c;
+            CHECK_EQ_INT(w->nthreads, want->nthreads);
+            for (size_t t = 0; t < w->nthreads && t < want->nthreads; t++)
+                CHECK_EQ_INT(w->threads[t].nframes, want->threads[t].nframes);
         }
     }
     arena_free(a);

@@ -45,7 +45,7 @@ import lookup_oracle as lo  # noqa: E402
 import symbolicate_reports as sr  # noqa: E402
 sys.path.insert(0, os.path.join(HERE, "sentry_cli"))
 from run import npm_ci  # noqa: E402  (the pinned @sentry/cli-linux-x64, tests/sentry_cli)
-from web_instance import Instance, check, checks_done, free_port, project_create  # noqa: E402
+from web_instance import Instance, SecondNode, check, checks_done, project_create  # noqa: E402
 
 
 
@@ -156,38 +156,6 @@ def report_count(inst):
 
 def event_id(k):
     return f"{k:032x}"
-
-
-class SecondNode:
-    """Another `stacksift serve` on the same database (its own port and data directory)."""
-
-    def __init__(self, inst):
-        self.inst = inst
-
-    def __enter__(self):
-        self.port = free_port()
-        env = self.inst.env()
-        env.update(STACKSIFT_LISTEN=f"127.0.0.1:{self.port}",
-                   STACKSIFT_DATA_DIR=os.path.join(self.inst.tmp, "data-node2"))
-        self.log = open(os.path.join(self.inst.tmp, "serve-node2.log"), "ab")
-        self.proc = subprocess.Popen([self.inst.bin, "serve"], env=env, stdout=self.log,
-                                     stderr=self.log)
-        deadline = time.time() + 20
-        while time.time() < deadline and self.proc.poll() is None:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=5):
-                    return self
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("the second node did not start")
-
-    def __exit__(self, *exc):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-        self.log.close()
 
 
 def post_raw(port, pid, key, body):

@@ -547,6 +547,97 @@ static void processed_reports_group_in_their_commit(void)
     verdicts_reset(&v);
 }
 
+/* A minidump processed at intake keeps the in-app images its walk went through without
+ * unwind info (unwind_uuids) and is checked against what the walk saw of each one's stored
+ * debug file: a row that changed since (another symcache, or one where the walk saw none)
+ * stores it received, in its issue, for the workers to walk again; a row as seen keeps it
+ * processed. */
+static void processed_minidumps_check_their_unwind(void)
+{
+    store *s;
+    store_intake *q;
+    store_intake_options o = {.max_inflight = 1};
+    if (!intake_open(&s, &q, 2, &o))
+        return;
+    PGconn *c = PQconnectdb(db_url);
+    static const char SHA[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    static const char U1[] = "5a1e0000-0000-4000-8000-000000000001";   /* a symcache */
+    static const char U2[] = "5a1e0000-0000-4000-8000-000000000002";   /* none */
+    char *sql = xsprintf("INSERT INTO blobs (sha256, bytes, chunks) VALUES ('%s', 0, 0); "
+                         "INSERT INTO dsyms (uuid, arch, name, has_dwarf, dwarf_bytes, "
+                         "symcache_bytes, functions, sha256, symcache_blob) VALUES "
+                         "('%s', 'arm64', 'Dump', true, 0, 0, 0, '%s', '%s'), "
+                         "('%s', 'arm64', 'Dump2', true, 0, 0, 0, '%s', NULL)",
+                         SHA, U1, SHA, SHA, U2, SHA);
+    PQclear(PQexec(c, sql));
+    free(sql);
+    static const char FP[] = "dddd000000000000000000000000000000000000000000000000000000000004";
+    store_report_processed base = {.issue_app = "Dump", .fingerprint = FP, .kind = "crash",
+                                   .title = "SIGSEGV: d", .culprit = "d()", .exception = "SIGSEGV",
+                                   .basis = "in_app",
+                                   .frames_json = "[]", .symbolicated_json = "{}"};
+    char uu[80];
+    snprintf(uu, sizeof uu, "[\"%s\",\"%s\"]", U1, U2);
+    /* seen (U1, U2): U1's symcache as stored and U2 none (its row has no symcache); U1
+     * another; U1 none; U2 one that its row no longer names (no symcache: nothing to walk
+     * with, no check) */
+    static const char *const seen[4][2] = {{"0123456789abcdef", ""}, {"fedcba9876543210", ""},
+                                           {"", ""}, {"0123456789abcdef", "0123456789abcdef"}};
+    static const char *const want[4] = {"processed", "received", "received", "processed"};
+    store_report_processed p[4];
+    store_report_new rows[4];
+    char checks[4][200];
+    for (int i = 0; i < 4; i++) {
+        snprintf(checks[i], sizeof checks[i], "[{\"uuid\":\"%s\",\"seen\":\"%s\"},"
+                 "{\"uuid\":\"%s\",\"seen\":\"%s\"}]", U1, seen[i][0], U2, seen[i][1]);
+        p[i] = base;
+        p[i].unwind_uuids_json = uu;
+        p[i].unwind_checks_json = checks[i];
+        rows[i] = (store_report_new){.status = "received", .format = "minidump",
+                                     .content_type = "application/x-dmp",
+                                     .raw = (const uint8_t *)"MDMP", .raw_len = 4,
+                                     .app = "Dump", .processed = &p[i]};
+    }
+    verdicts v;
+    verdicts_init(&v);
+    submit_all(q, rows, 4, &v, NULL);
+    for (int i = 0; i < 4; i++) {
+        CHECK_EQ_INT(v.rc[i], ERR_OK);
+        sql = xsprintf("SELECT r.status || ' ' || (r.issue_id IS NOT NULL) || ' ' || "
+                       "array_to_string(r.unwind_uuids, ',') FROM reports r WHERE r.id = '%s'",
+                       v.id[i]);
+        char *got = query1(c, sql);
+        char *w = xsprintf("%s true %s,%s", want[i], U1, U2);
+        CHECK_EQ_STR(got, w);
+        free(w);
+        free(got);
+        free(sql);
+    }
+    /* all four are counted in their issue, as an upload's trigger leaves the reports it
+     * sends back */
+    char *got = query1(c, "SELECT count FROM issues WHERE app = 'Dump'");
+    CHECK_EQ_STR(got, "4");
+    free(got);
+    /* a report processed without unwind_uuids stores none */
+    store_report_processed plain = base;
+    store_report_new row = rows[0];
+    row.processed = &plain;
+    submit_all(q, &row, 1, &v, NULL);
+    sql = xsprintf("SELECT status || ' ' || cardinality(unwind_uuids) FROM reports WHERE id = '%s'",
+                   v.id[0]);
+    got = query1(c, sql);
+    CHECK_EQ_STR(got, "processed 0");
+    free(got);
+    free(sql);
+    PQclear(PQexec(c, "DELETE FROM reports WHERE app = 'Dump'; DELETE FROM issue_days WHERE "
+                      "issue_id IN (SELECT id FROM issues WHERE app = 'Dump'); DELETE FROM "
+                      "issue_breakdowns WHERE issue_id IN (SELECT id FROM issues WHERE app = "
+                      "'Dump'); DELETE FROM issues WHERE app = 'Dump'"));
+    PQfinish(c);
+    intake_close(s, q);
+    verdicts_reset(&v);
+}
+
 /* A group's versions travel as an array's text form: versions with the characters that form
  * uses (quotes, backslashes, commas, braces, spaces) and a title with them arrive as sent,
  * in one commit of two reports of the group. */
@@ -730,6 +821,7 @@ int main(void)
     RUN(refused_value_fails_only_its_report);
     RUN(processed_reports_group_in_their_commit);
     RUN(odd_versions_arrive_as_sent);
+    RUN(processed_minidumps_check_their_unwind);
     RUN(answered_clients_share_the_next_commit);
     RUN(broken_connection_is_retried_and_gone_database_is_err_store);
     RUN(first_version_is_kept_on_insert_and_upsert);

@@ -251,3 +251,43 @@ class Instance:
         body += data + f"\r\n--{boundary}--\r\n".encode()
         return self.request("POST", path, body=body, token=token,
                             headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+
+
+class SecondNode:
+    """Another `stacksift serve` on the same database as `inst` (its own port and data
+    directory, its log serve-node2.log beside inst's), for what two nodes do:
+
+        with SecondNode(inst) as node2:
+            node2.request("POST", "/api/v1/dsyms?name=x", body, token=inst.tokens["upload"])
+    """
+
+    request = Instance.request   # uses self.port alone
+
+    def __init__(self, inst):
+        self.inst = inst
+
+    def __enter__(self):
+        self.port = free_port()
+        env = self.inst.env()
+        env.update(STACKSIFT_LISTEN=f"127.0.0.1:{self.port}",
+                   STACKSIFT_DATA_DIR=os.path.join(self.inst.tmp, "data-node2"))
+        self.log = open(os.path.join(self.inst.tmp, "serve-node2.log"), "ab")
+        self.proc = subprocess.Popen([self.inst.bin, "serve"], env=env, stdout=self.log,
+                                     stderr=self.log)
+        deadline = time.time() + 20
+        while time.time() < deadline and self.proc.poll() is None:
+            try:
+                if self.request("GET", "/readyz", timeout=5).status == 200:
+                    return self
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("the second node did not start")
+
+    def __exit__(self, *exc):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()

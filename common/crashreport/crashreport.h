@@ -364,6 +364,11 @@ typedef struct {
     bool (*image_unwind)(struct unwind_image *out, void *ctx, const crashreport *r,
                          size_t index);
     void *image_unwind_ctx;
+    /* optional: asked once, with `image_unwind_ctx`, when the images and metadata are read
+     * and before any thread is walked: false reads the threads as `context_only` does. So a
+     * caller that can use a walk only when its images allow (the intake: every in-app image's
+     * symcache at hand) pays for no walk it would throw away. */
+    bool (*walk_if)(void *ctx, const crashreport *r);
     bool context_only;        /* each thread's frame 0 only, from its registers, not walked,
                                  and no register list: the metadata and whether the dump has a
                                  stack at all (a walk has frames exactly when frame 0 is

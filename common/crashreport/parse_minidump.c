@@ -307,7 +307,8 @@ static void threads_of(cr_builder *b, const minidump *md, const crashreport_mini
 {
     const unwind_image *images = o ? (const unwind_image *)o->images : NULL;
     size_t nimages = o && o->images ? o->nimages : 0;
-    bool context_only = o != NULL && o->context_only;
+    bool context_only = o != NULL && (o->context_only ||
+                                      (o->walk_if != NULL && !o->walk_if(o->image_unwind_ctx, b->r)));
     bool resolver = o != NULL && o->image_unwind != NULL;
     struct resolve_ctx rc_ctx = {o, b->r};
     unwind_walker *walker = NULL;

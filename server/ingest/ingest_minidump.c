@@ -176,12 +176,15 @@ err_code ingest_minidump_row(store_report_new *row, const uint8_t *raw, size_t r
     memset(row, 0, sizeof *row);
     if (!crashreport_is_minidump(dump, dump_len))
         return err_set(err, ERR_INVALID, "the minidump does not start with the \"MDMP\" magic");
-    /* not walked: the row needs the metadata, and the dump is refused only when it has no
-     * stack at all; the workers walk it with its images' unwind info */
-    crashreport_minidump_options o = {.event_json = event, .event_len = event_len,
-                                      .context_only = true};
+    /* The row needs the metadata, and the dump is refused only when it has no stack at all.
+     * Walked and processed here when every in-app image's symcache is at hand, as a text
+     * report is; else read for its row alone, and the workers walk it with its images'
+     * unwind info (pipeline_minidump_at_intake). */
     crashreport *r;
-    err_code rc = crashreport_parse_minidump(&r, dump, dump_len, &o, a, err);
+    bool processed = false;
+    store_outcome po;
+    err_code rc = pipeline_minidump_at_intake(&r, &processed, &po, pipe, dump, dump_len, event,
+                                              event_len, a, err);
     if (rc != ERR_OK)
         return rc;
     row->status = "received";
@@ -193,9 +196,8 @@ err_code ingest_minidump_row(store_report_new *row, const uint8_t *raw, size_t r
     row->app_version = r->meta.app_version;
     row->os_version = r->meta.os_version;
     row->project_id = project_id ? project_id : STORE_PROJECT_DEFAULT;
-    /* Not processed at intake: intake walked without the images' unwind info, which the
-     * workers fetch with their symcaches (pipeline_process_claimed) before they group. */
-    (void)pipe;
+    if (processed)
+        row->processed = ingest_processed_of(&po, a);
     return ERR_OK;
 }
 

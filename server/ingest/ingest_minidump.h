@@ -63,9 +63,11 @@ err_code ingest_minidump_envelope(const uint8_t **out, size_t *out_len, const ui
  * ingest_minidump_row - the row intake commits for a minidump (`dump_len` bytes at `dump`)
  * sent with the Sentry event `event` (JSON, NULL if none): parsed now with it
  * (crashreport_parse_minidump) for its 4xx and its summary columns (app: the event's app name,
- * else the annotations' product, else the executable's name), never processed at intake
- * (the workers walk it again with its images' unwind info; `pipe` unused); stored as the `raw_len` bytes at `raw` of type `content_type` (the dump itself,
- * or the envelope holding it). Strings in `a` or borrowed.
+ * else the annotations' product, else the executable's name), and processed now when `pipe`
+ * (NULL: never) can walk it with symcaches open already (pipeline_minidump_at_intake: then
+ * row->processed), else left to the workers, who walk it with its images' unwind info;
+ * stored as the `raw_len` bytes at `raw` of type `content_type` (the dump itself, or the
+ * envelope holding it). Strings in `a` or borrowed.
  * Errors  ERR_INVALID (no "MDMP" magic, a header or stream directory that does not read, no
  *         thread that can be walked: the message says which), ERR_TOO_LARGE.
  */

@@ -164,6 +164,7 @@ const store_report_processed *ingest_processed_of(const store_outcome *o, arena 
         .basis = o->basis, .provisional = o->provisional, .frames_json = o->frames_json,
         .hardware_model = o->hardware_model, .symbolicated_json = o->symbolicated_json,
         .symbolicated_len = o->symbolicated_len,
+        .unwind_uuids_json = o->unwind_uuids_json, .unwind_checks_json = o->unwind_checks_json,
     };
     return p;
 }

@@ -84,7 +84,11 @@ struct pipeline {
     atomic_uint_fast64_t stack_hits, stack_misses, frame_hits, frame_misses, symcache_opens;
     atomic_uint_fast64_t processed, pending, failed, batches, regressions, commit_errors;
     atomic_uint_fast64_t in_progress;
-    atomic_uint_fast64_t minidump_walks; /* dumps walked by the workers (one walk each) */
+    atomic_uint_fast64_t minidump_walks; /* dumps walked for their stored frames, by the
+                                            workers or at intake (one walk each) */
+    atomic_uint_fast64_t minidump_intake_dropped; /* walked at intake, not processed there (a
+                                                     symcache not open, names still hidden):
+                                                     the workers walk them again */
 };
 
 static double now_ms(void)
@@ -998,25 +1002,29 @@ static bool process_parsed(pipeline *p, crashreport *r, const char *app, store_o
  * check (unwind_seen), which sends the report back to the queue when the row is not what was
  * seen, and that walk again is fresh. */
 static bool unwind_ask(unwind_image *out, sc_entry **held, unwind_seen *seen, pipeline *p,
-                       const crashreport *cur, size_t i, bool fresh)
+                       const crashreport *cur, size_t i, bool fresh, bool warm_only, bool *cold)
 {
     const char *uuid = cur->images[i].uuid;
     err_info err = {0};
-    bool cold = false, unknown = false;
+    bool unknown = false;
     char path[4096];
     uint64_t version = 0;
     /* located first: most images a walk reaches (the OS's libraries) have no symcache, which
      * one lookup tells (sc_acquire, then the check's own lookup, took two) */
-    bool located = sc_locate_in(path, &version, p, uuid, false, &unknown);
-    sc_entry *e = located ? sc_acquire(p, uuid, false, &cold) : NULL;
-    if (fresh && (e == NULL || !symcache_has_unwind(e->sc)) && p->o.files != NULL &&
+    bool located = sc_locate_in(path, &version, p, uuid, warm_only, &unknown);
+    sc_entry *e = located ? sc_acquire(p, uuid, warm_only, cold) : NULL;
+    if (warm_only && (unknown || (located && e == NULL))) {
+        *cold = true;   /* a row to read or a symcache to open first: the workers' walk */
+        return false;
+    }
+    if (fresh && !warm_only && (e == NULL || !symcache_has_unwind(e->sc)) && p->o.files != NULL &&
         signature_image_in_app(cur, i)) {
         if (e != NULL)
             sc_release(p, e);
         symfiles_forget(p->o.files, uuid);
         unknown = false;
         located = sc_locate_in(path, &version, p, uuid, false, &unknown);
-        e = located ? sc_acquire(p, uuid, false, &cold) : NULL;
+        e = located ? sc_acquire(p, uuid, false, cold) : NULL;
     }
     /* What was seen, for the commit's check (stored debug files only: p->o.files). No
      * symcache: none only when the row says so (an unreadable row or file is unknown). */
@@ -1041,6 +1049,9 @@ static bool unwind_ask(unwind_image *out, sc_entry **held, unwind_seen *seen, pi
 typedef struct {
     pipeline *p;
     bool fresh;          /* unwind_ask's */
+    bool warm_only;      /* the intake's walk: only symcaches open already (unwind_ask) */
+    bool cold;           /* warm_only: an image needed more; nothing more is asked */
+    bool walked;         /* warm_only: minidump_walk_warm let the walk go on */
     arena *a;
     sc_entry **held;     /* per image: the symcache referenced for the walk, NULL if none */
     size_t nheld;        /* entries of held (the report's images), 0 before the first ask */
@@ -1058,7 +1069,7 @@ static bool minidump_resolve(struct unwind_image *out, void *ctx, const crashrep
                              size_t i)
 {
     minidump_asker *k = ctx;
-    if (k->full || i >= r->nimages || r->images[i].uuid[0] == '\0')
+    if (k->full || k->cold || i >= r->nimages || r->images[i].uuid[0] == '\0')
         return false;
     if (k->held == NULL) {
         err_info err = {0};
@@ -1074,7 +1085,28 @@ static bool minidump_resolve(struct unwind_image *out, void *ctx, const crashrep
         }
         k->nheld = ni;
     }
-    return unwind_ask(out, &k->held[i], &k->seen, k->p, r, i, k->fresh);
+    return unwind_ask(out, &k->held[i], &k->seen, k->p, r, i, k->fresh, k->warm_only, &k->cold);
+}
+
+/* crashreport_minidump_options.walk_if for the intake: walk only when every in-app image
+ * with a UUID has its symcache open on this node already (current by the row cache), as
+ * processing at intake needs (an in-app dSYM missing or cold sends the report to the
+ * workers, who would walk it again): a dump of an app whose dSYMs are not uploaded is read
+ * for its row alone, as without processing at intake. */
+static bool minidump_walk_warm(void *ctx, const crashreport *r)
+{
+    minidump_asker *k = ctx;
+    for (size_t i = 0; i < r->nimages && !k->cold; i++) {
+        if (r->images[i].uuid[0] == '\0' || !signature_image_in_app(r, i))
+            continue;
+        bool cold = false;
+        sc_entry *e = sc_acquire(k->p, r->images[i].uuid, true, &cold);
+        if (e == NULL)
+            k->cold = true;
+        sc_release(k->p, e);
+    }
+    k->walked = !k->cold;
+    return k->walked;
 }
 
 /* What becomes of one claimed report; everything in `a`. */
@@ -1115,6 +1147,44 @@ bool pipeline_process_at_intake(pipeline *p, crashreport *r, const char *app, st
     if (p->o.workers == 0 || !p->o.at_intake)
         return false;
     return process_parsed(p, r, app, o, true, NULL, a);
+}
+
+err_code pipeline_minidump_at_intake(crashreport **out, bool *processed, store_outcome *o,
+                                     pipeline *p, const uint8_t *dump, size_t len,
+                                     const char *event, size_t event_len, arena *a,
+                                     err_info *err)
+{
+    *out = NULL;
+    *processed = false;
+    crashreport_minidump_options mo = {.event_json = event, .event_len = event_len};
+    if (p == NULL || p->o.workers == 0 || !p->o.at_intake) {
+        mo.context_only = true;
+        return crashreport_parse_minidump(out, dump, len, &mo, a, err);
+    }
+    minidump_asker k = {.p = p, .warm_only = true, .a = a};
+    mo.image_unwind = minidump_resolve;
+    mo.image_unwind_ctx = &k;
+    mo.walk_if = minidump_walk_warm;
+    err_code rc = crashreport_parse_minidump(out, dump, len, &mo, a, err);
+    for (size_t i = 0; i < k.nheld; i++)
+        if (k.held[i] != NULL)
+            sc_release(p, k.held[i]);
+    if (rc != ERR_OK) {
+        /* a walk's own limit (the arena) must not refuse what the row alone would take */
+        err_clear(err);
+        mo = (crashreport_minidump_options){.event_json = event, .event_len = event_len,
+                                            .context_only = true};
+        return crashreport_parse_minidump(out, dump, len, &mo, a, err);
+    }
+    if (!k.walked)
+        return ERR_OK;   /* read for its row alone; the workers walk it */
+    *processed = !k.cold && !k.full &&
+                 process_parsed(p, *out, NULL, o, true, k.seen.state ? &k.seen : NULL, a);
+    if (*processed)
+        atomic_fetch_add(&p->minidump_walks, 1);
+    else
+        atomic_fetch_add(&p->minidump_intake_dropped, 1);
+    return ERR_OK;
 }
 
 void pipeline_worker_thread_init(const char *name, unsigned nice)
@@ -1297,6 +1367,7 @@ void pipeline_stats_get(pipeline_stats *out, pipeline *p)
     out->workers = p->o.workers;
     out->in_progress = atomic_load(&p->in_progress);
     out->minidump_walks = atomic_load(&p->minidump_walks);
+    out->minidump_intake_dropped = atomic_load(&p->minidump_intake_dropped);
     pthread_mutex_lock(&p->st_mu);
     out->stack_entries = p->st_entries;
     out->stack_bytes = p->st_bytes;
@@ -1357,10 +1428,16 @@ void pipeline_metrics_render(buf *out, pipeline *p, uint64_t intake_processed,
                "# HELP stacksift_symcaches_open Symcaches mapped now.\n"
                "# TYPE stacksift_symcaches_open gauge\n"
                "stacksift_symcaches_open %u\n"
-               "# HELP stacksift_minidump_walks_total Minidumps the workers walked (each "
-               "once: every thread, with the unwind info of the images it reaches).\n"
+               "# HELP stacksift_minidump_walks_total Minidumps walked for the frames "
+               "stored (each once: every thread, with the unwind info of the images it "
+               "reaches), by the workers or at intake.\n"
                "# TYPE stacksift_minidump_walks_total counter\n"
-               "stacksift_minidump_walks_total %llu\n",
+               "stacksift_minidump_walks_total %llu\n"
+               "# HELP stacksift_minidump_intake_walks_dropped_total Minidumps walked at "
+               "intake but not processed there (a symcache the walk reached not open on this "
+               "node, an in-app dSYM still hiding its names): the workers walk them again.\n"
+               "# TYPE stacksift_minidump_intake_walks_dropped_total counter\n"
+               "stacksift_minidump_intake_walks_dropped_total %llu\n",
                (unsigned long long)s.processed, (unsigned long long)s.pending,
                (unsigned long long)s.failed, (unsigned long long)s.batches,
                (unsigned long long)s.batch_failures, (unsigned long long)s.regressions, (unsigned long long)s.stack_hits,
@@ -1368,5 +1445,6 @@ void pipeline_metrics_render(buf *out, pipeline *p, uint64_t intake_processed,
                (unsigned long long)s.frame_misses,
                lookups ? (double)s.frame_hits / (double)lookups : 0.0,
                (unsigned long long)s.stack_bytes, s.symcaches_open,
-               (unsigned long long)s.minidump_walks);
+               (unsigned long long)s.minidump_walks,
+               (unsigned long long)s.minidump_intake_dropped);
 }

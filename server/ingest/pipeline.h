@@ -118,6 +118,26 @@ bool pipeline_process_at_intake(pipeline *p, crashreport *r, const char *app, st
                                 arena *a);
 
 /*
+ * pipeline_minidump_at_intake - read minidump `dump` (`len` bytes starting "MDMP"; the Sentry
+ * event it came with, `event_len` bytes at `event`, or NULL) as the intake does, into *out
+ * (in `a`), and process it there when it can, as pipeline_process_at_intake does a text
+ * report: walked (crashreport_parse_minidump) with the unwind info of the symcaches this node
+ * has open already, when every in-app image's symcache is open (else only each thread's
+ * frame 0 is read, context_only, for the row: the workers walk it). *processed true: *o holds
+ * the outcome, including the in-app images the walk went through without unwind info
+ * (unwind_uuids_json) and what it saw of each one's stored debug file (unwind_checks_json,
+ * which the intake's commit checks as a worker's does). false: store it as received (a
+ * symcache the walk reached was not open or its row not known recently, an in-app dSYM
+ * still hides its names, no workers, or opts.at_intake off). Errors as
+ * crashreport_parse_minidump's with context_only: a walk's own failure (its arena) falls
+ * back to that read.
+ */
+err_code pipeline_minidump_at_intake(crashreport **out, bool *processed, store_outcome *o,
+                                     pipeline *p, const uint8_t *dump, size_t len,
+                                     const char *event, size_t event_len, arena *a,
+                                     err_info *err);
+
+/*
  * pipeline_process_claimed - what a worker makes of one stored report `row` (raw bytes in any
  * stored form, app as intake set it): read back, parsed, symbolicated with this node's
  * symcaches (fetched from the store when missing), signed by the grouping rules. *o holds the
@@ -148,7 +168,9 @@ typedef struct {
     uint64_t processed, pending, failed, batches, batch_failures, regressions;
     unsigned workers;                   /* opts.workers */
     uint64_t in_progress;               /* reports claimed by the workers right now */
-    uint64_t minidump_walks;            /* minidumps walked by the workers (one walk each) */
+    uint64_t minidump_walks;            /* minidumps walked for their stored frames, by the
+                                           workers or at intake (one walk each) */
+    uint64_t minidump_intake_dropped;   /* walked at intake, not processed there */
 } pipeline_stats;
 
 void pipeline_stats_get(pipeline_stats *out, pipeline *p);

@@ -256,10 +256,24 @@ static void put_array_head(buf *b, bool has_nulls, uint32_t oid, size_t n)
     put_i32(b, 1);
 }
 
+/* A minidump processed at intake whose walk went through in-app images without unwind info
+ * carries what it saw of each one's debug file ($19: [{"uuid","seen"}], "seen" the first 16
+ * hex digits of the symcache read, "" none; store_queue.c's SQL_RECHECK_UNWIND for the
+ * workers). A row changed since (a debug file recorded on another node, whose trigger of
+ * migration 0022 ran before this row existed) stores the report 'received', with its issue,
+ * as that trigger would have left it: the workers walk it again. */
+#define UNWIND_RECHECKED_STATUS                                                              \
+    "CASE WHEN r.checks IS NOT NULL AND EXISTS (SELECT 1 FROM json_to_recordset("            \
+    "r.checks::json) AS c(uuid uuid, seen text) JOIN dsyms d ON d.uuid = c.uuid "             \
+    "WHERE d.symcache_blob IS NOT NULL "                                                     \
+    "AND lower(left(d.symcache_blob, 16)) IS DISTINCT FROM nullif(c.seen, '')) "              \
+    "THEN 'received' ELSE r.status END"
+
 /* The same INSERT for a batch holding reports processed at intake: each of those is stored
  * 'processed' with its model and issue, and its issue upserted, in the one statement (so in
- * the one transaction whose commit precedes the 202s). $13..$17 are per report (NULL for a
- * report stored as received), $18..$29 per group (one per project + issue_app + fingerprint),
+ * the one transaction whose commit precedes the 202s). $13..$19 are per report (NULL for a
+ * report stored as received; $18 a minidump's unwind_uuids as an array's text form, $19 its
+ * checks), $20..$31 per group (one per project + issue_app + fingerprint),
  * each a binary array in the groups' order, as the reports' columns: no JSON to check and
  * read (json_recv, json_to_recordset: ~2% of the statement's CPU when the groups were one JSON
  * parameter); the frames, a JSON text each, are parsed once, into the proposed row's jsonb,
@@ -273,9 +287,9 @@ static void put_array_head(buf *b, bool has_nulls, uint32_t oid, size_t n)
     "WITH " CLAIMS                                                                           \
     "t AS (SELECT project_id, app, kind, fingerprint, title, culprit, exception, basis, "    \
     "provisional, versions::text[] AS versions, last_report, frames "                        \
-    "FROM unnest($18::int8[], $19::text[], $20::text[], $21::text[], $22::text[], "          \
-    "$23::text[], $24::text[], $25::text[], $26::bool[], $27::text[], $28::uuid[], "          \
-    "$29::text[]) AS u(project_id, app, kind, fingerprint, title, culprit, exception, basis, " \
+    "FROM unnest($20::int8[], $21::text[], $22::text[], $23::text[], $24::text[], "          \
+    "$25::text[], $26::text[], $27::text[], $28::bool[], $29::text[], $30::uuid[], "          \
+    "$31::text[]) AS u(project_id, app, kind, fingerprint, title, culprit, exception, basis, " \
     "provisional, versions, last_report, frames)), "                                         \
     /* per group, the reports this statement inserts (a resent event is not counted) */      \
     "k AS (SELECT x.project_id, x.issue_app, x.fingerprint, count(*) AS n "                  \
@@ -303,14 +317,15 @@ static void put_array_head(buf *b, bool has_nulls, uint32_t oid, size_t n)
     "ON CONFLICT (issue_id, day) DO UPDATE SET count = d.count + EXCLUDED.count), "          \
     "r AS (INSERT INTO reports (id, status, format, content_type, raw, raw_bytes, parsed, app, " \
     "app_version, os_version, project_id, issue_id, fingerprint, kind, hardware_model, "     \
-    "symbolicated, attempts, processed_at) "                                                 \
-    "SELECT r.id, r.status, r.format, r.content_type, r.raw, r.raw_bytes, r.parsed, r.app, " \
-    "r.app_version, r.os_version, r.project_id, g.id, r.fingerprint, r.kind, r.hardware_model, " \
-    "r.model, CASE WHEN g.id IS NULL THEN 0 ELSE 1 END, "                                    \
-    "CASE WHEN g.id IS NULL THEN NULL ELSE now() END "                                       \
+    "symbolicated, attempts, processed_at, unwind_uuids) "                                   \
+    "SELECT r.id, " UNWIND_RECHECKED_STATUS ", r.format, r.content_type, r.raw, r.raw_bytes, " \
+    "r.parsed, r.app, r.app_version, r.os_version, r.project_id, g.id, r.fingerprint, r.kind, " \
+    "r.hardware_model, r.model, CASE WHEN g.id IS NULL THEN 0 ELSE 1 END, "                  \
+    "CASE WHEN g.id IS NULL THEN NULL ELSE now() END, coalesce(r.unwind::uuid[], '{}') "     \
     "FROM (SELECT " REPORT_COLUMNS ", unnest($13::text[]) AS issue_app, "                    \
     "unnest($14::text[]) AS fingerprint, unnest($15::text[]) AS kind, "                      \
-    "unnest($16::text[]) AS hardware_model, unnest($17::text[]) AS model) AS r "             \
+    "unnest($16::text[]) AS hardware_model, unnest($17::text[]) AS model, "                  \
+    "unnest($18::text[]) AS unwind, unnest($19::text[]) AS checks) AS r "                    \
     "LEFT JOIN g ON g.project_id = r.project_id AND g.app = r.issue_app "                    \
     "AND g.fingerprint = r.fingerprint WHERE " CLAIMED_("r") " "                             \
     "RETURNING issue_id, app_version, os_version, hardware_model), "                         \
@@ -332,8 +347,9 @@ static const store_stmt STMT_INSERT_PROCESSED = {
 #define CLAIMED_NONE(r) "true"
 static const store_stmt STMT_INSERT_PROCESSED_UNCLAIMED = {
     "reports_intake_processed_unclaimed", INTAKE_PROCESSED_SQL("", CLAIMED_NONE)};
-enum { PCOL_ISSUE_APP, PCOL_FINGERPRINT, PCOL_KIND, PCOL_HARDWARE_MODEL, PCOL_MODEL, NPCOLS };
-/* The groups' columns, $18..$29 */
+enum { PCOL_ISSUE_APP, PCOL_FINGERPRINT, PCOL_KIND, PCOL_HARDWARE_MODEL, PCOL_MODEL,
+       PCOL_UNWIND, PCOL_CHECKS, NPCOLS };
+/* The groups' columns, $20..$31 */
 enum { GCOL_PROJECT, GCOL_APP, GCOL_KIND, GCOL_FINGERPRINT, GCOL_TITLE, GCOL_CULPRIT,
        GCOL_EXCEPTION, GCOL_BASIS, GCOL_PROVISIONAL, GCOL_VERSIONS, GCOL_LAST_REPORT, GCOL_FRAMES,
        NGCOLS };
@@ -368,8 +384,28 @@ static void put_version_literal(buf *b, const char *v)
     buf_putc(b, '"');
 }
 
-/* $13..$17 (binary text arrays: NULL for a report stored as received) into `pcol`, and the
- * groups' $18..$29 into `gcol`, in order of first appearance: project, app, kind,
+/* A JSON array of UUID strings (["..."], as unwind_lacking writes it) as one element in an
+ * array's text form ({...}, array_in: UUIDs need no quotes); NULL stays NULL. */
+static void put_uuid_array_literal(buf *b, const char *json)
+{
+    if (json == NULL) {
+        put_text(b, NULL);
+        return;
+    }
+    size_t at = b->len;
+    put_i32(b, 0);   /* the length, set below */
+    buf_putc(b, '{');
+    for (const char *c = json; *c; c++)
+        if (*c == ',' || (*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f') ||
+            (*c >= 'A' && *c <= 'F') || *c == '-')
+            buf_putc(b, *c);
+    buf_putc(b, '}');
+    uint32_t be = htonl((uint32_t)(b->len - at - 4));
+    memcpy(b->data + at, &be, 4);
+}
+
+/* $13..$19 (binary text arrays: NULL for a report stored as received) into `pcol`, and the
+ * groups' $20..$31 into `gcol`, in order of first appearance: project, app, kind,
  * fingerprint, title, culprit, exception, basis, provisional, versions (an array's text form:
  * {"1.0","1.1"}), last_report and frames. A group's title and frames come from its first
  * report (the same signature gives the same ones), last_report is its last (all share one
@@ -408,6 +444,8 @@ static void processed_columns(buf pcol[NPCOLS], buf gcol[NGCOLS], intake_entry *
             put_elem(&pcol[PCOL_MODEL], p->symbolicated_json, p->symbolicated_len);
         else
             put_text(&pcol[PCOL_MODEL], p ? p->symbolicated_json : NULL);
+        put_uuid_array_literal(&pcol[PCOL_UNWIND], p ? p->unwind_uuids_json : NULL);
+        put_text(&pcol[PCOL_CHECKS], p ? p->unwind_checks_json : NULL);
         if (!p)
             continue;
         /* the first report of its group writes the group */
@@ -523,7 +561,7 @@ static err_code insert_batch(pconn *c, intake_entry *batch, size_t n, bool with_
     }
     PGresult *res = NULL;
     err_code rc;
-    buf pcol[NPCOLS + NGCOLS];   /* the reports' $13..$17, then the groups' $18..$29 */
+    buf pcol[NPCOLS + NGCOLS];   /* the reports' $13..$19, then the groups' $20..$31 */
     if (with_processed) {
         processed_columns(pcol, pcol + NPCOLS, batch, n, rows);
         for (int i = 0; i < NPCOLS + NGCOLS; i++) {

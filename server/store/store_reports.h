@@ -26,6 +26,12 @@ typedef struct {
     const char *hardware_model;     /* or NULL */
     const char *symbolicated_json;  /* the symbolicated model (JSON object) */
     size_t symbolicated_len;        /* its strlen, or 0 when not measured */
+    /* a minidump's (store_outcome's): the in-app images its walk went through without unwind
+     * info, a JSON array of UUIDs, and what the walk saw of each one's debug file,
+     * [{"uuid","seen"}]; NULL: none. A row that changed since it was seen stores the report
+     * as received (with its issue), for the workers to walk again. */
+    const char *unwind_uuids_json;
+    const char *unwind_checks_json;
 } store_report_processed;
 
 typedef struct {

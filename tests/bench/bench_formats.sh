@@ -126,6 +126,9 @@ for r in $(seq "$rounds"); do
   done
 done
 cat "$work/wrk.err" >&2 || true
+# how many were processed at intake (the rest by the workers), and the minidumps' walks
+curl -fs -H "Authorization: Bearer $token" "http://127.0.0.1:$port/metrics" |
+  grep -E '^stacksift_(intake_processed_total|intake_reports_total|minidump_)' >&2 || true
 stored=$(psql "$url" -Atc "SELECT format, count(*) FROM reports GROUP BY 1 ORDER BY 1" | tr '\n' ' ')
 python3 - "$results" "$load_before" "$(cut -d' ' -f1-3 /proc/loadavg)" "$stored" <<'PY'
 import json, statistics, sys
