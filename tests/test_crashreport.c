@@ -904,19 +904,22 @@ static void bugsnag_bad_fields_are_named(void)
 /* KSCrash's standard sink: a JSON array of reports, each element its own document. */
 static void report_arrays_split_into_documents(void)
 {
-    static const char ARR[] = " [ {\"a\":\"x]}\\\"{\"} ,\n\"line 1\\nline \\\"2\\\"\", [1,[2]],{\"b\":{}} ]\n";
+    static const char ARR[] = " [ {\"a\":\"x]}\\\"{\"} ,\n\"line 1\\nline \\\"2\\\"\", [1,[2]],{\"b\":{}}, "
+                              "{\"p\":\"C:\\\\\",\"q\":\"\\\\\\\"]\"} ]\n";
     arena *a = arena_new(0);
     err_info err = {0};
     crashreport_doc *docs = NULL;
     size_t n = 0;
     CHECK_EQ_INT(crashreport_split_array(&docs, &n, ARR, strlen(ARR), 100, a, &err), ERR_OK);
-    CHECK_EQ_INT(n, 4);
-    if (n == 4) {
+    CHECK_EQ_INT(n, 5);
+    if (n == 5) {
         CHECK(docs[0].len == 14 && memcmp(docs[0].data, "{\"a\":\"x]}\\\"{\"}", 14) == 0);
         CHECK(!docs[0].text);
         CHECK(docs[1].text && docs[1].len == 15 && memcmp(docs[1].data, "line 1\nline \"2\"", 15) == 0);
         CHECK(docs[2].len == 7 && memcmp(docs[2].data, "[1,[2]]", 7) == 0);
         CHECK(docs[3].len == 8 && memcmp(docs[3].data, "{\"b\":{}}", 8) == 0);
+        /* strings ending in an escaped backslash, and a backslash before an escaped quote */
+        CHECK(docs[4].len == 24 && memcmp(docs[4].data, "{\"p\":\"C:\\\\\",\"q\":\"\\\\\\\"]\"}", 24) == 0);
     }
     static const struct {
         const char *doc;
@@ -928,6 +931,7 @@ static void report_arrays_split_into_documents(void)
         {"[{\"a\":1}", ERR_INVALID, "reports: the JSON array ends early (truncated?) after 1 reports"},
         {"[{\"a\":[1}]", ERR_INVALID, "reports: report 0 is not a complete JSON value (truncated?) at byte 1"},
         {"[{\"a\":\"1", ERR_INVALID, "reports: report 0 is not a complete JSON value (truncated?) at byte 1"},
+        {"[{\"a\":\"x\\\"}]", ERR_INVALID, "reports: report 0 is not a complete JSON value (truncated?) at byte 1"},
         {"[{} {}]", ERR_INVALID, "reports: expected ',' or ']' after report 0 at byte 4"},
         {"[{}] x", ERR_INVALID, "reports: bytes after the JSON array at byte 5"},
         {"[{},{},{}]", ERR_TOO_LARGE, "reports: more than 2 reports in one array"},

@@ -815,11 +815,19 @@ static size_t value_end(const char *data, size_t len, size_t i)
     while (i < len) {
         char c = data[i++];
         if (c == '"') {
-            while (i < len && data[i] != '"')
-                i += data[i] == '\\' ? 2 : 1;
-            if (i >= len)
-                return 0;
-            i++;
+            /* the closing quote: the next '"' not escaped, i.e. after an even run of
+             * backslashes (memchr: a report's strings are most of its bytes) */
+            for (;;) {
+                const char *q = i < len ? memchr(data + i, '"', len - i) : NULL;
+                if (q == NULL)
+                    return 0;
+                size_t at = (size_t)(q - data), bs = 0;
+                while (at - bs > i && data[at - bs - 1] == '\\')
+                    bs++;
+                i = at + 1;
+                if (bs % 2 == 0)
+                    break;
+            }
         } else if (c == '{' || c == '[') {
             if (depth == sizeof stack)
                 return 0;

@@ -76,8 +76,12 @@ static enum MHD_Result report_accepted(http_request *r)
 
 /* ---- multipart/form-data bodies -------------------------------------------------------------- */
 
+/* libmicrohttpd's post processor's buffer: the chunk size it hands a part over in. */
+#define FORM_CHUNK_BYTES 8192
+
 /* Appends `size` bytes of a part's chunk to `*data` (*len bytes so far, cap *cap), growing it in
- * the request arena; false over budget (r->err set). */
+ * the request arena; false over budget (r->err set). The room is not zeroed: every byte of it
+ * that is read was copied in. */
 static bool part_append(http_request *r, uint8_t **data, size_t *cap, size_t *len,
                         const char *chunk, size_t size)
 {
@@ -85,7 +89,7 @@ static bool part_append(http_request *r, uint8_t **data, size_t *cap, size_t *le
         size_t ncap = *cap ? *cap : 65536;
         while (ncap < *len + size)
             ncap *= 2;
-        uint8_t *p = arena_grow(r->a, *data, *cap, ncap, &r->err);
+        uint8_t *p = arena_grow_uninit(r->a, *data, *cap, ncap, &r->err);
         if (p == NULL)
             return false;
         *data = p;
@@ -213,7 +217,11 @@ err_code http_form_read(http_form *out, http_request *r, uint64_t max)
                        "or identity", enc);
     }
     form_reader fr = {.r = r, .f = out};
-    struct MHD_PostProcessor *pp = MHD_create_post_processor(r->conn, 65536, on_form_part, &fr);
+    /* The processor's buffer (zeroed by libmicrohttpd at every request) holds one field's
+     * value at most before it is handed over; a larger part comes in chunks of that size,
+     * which part_append joins. */
+    struct MHD_PostProcessor *pp = MHD_create_post_processor(r->conn, FORM_CHUNK_BYTES,
+                                                             on_form_part, &fr);
     if (pp == NULL)
         return err_set(&r->err, ERR_INVALID, "multipart/form-data without a boundary");
     enum MHD_Result ok = MHD_post_process(pp, (const char *)body, len);
