@@ -96,6 +96,29 @@ static void json_string_escapes(void)
     buf_append_json_str(&b, "a\"b\\\n\x01\xff\xc3\xa9", 9);
     CHECK_EQ_STR((char *)b.data, "\"a\\\"b\\\\\\n\\u0001\\u00ff\xc3\xa9\"");
     buf_reset(&b);
+    /* every byte value at every place of a 20-byte string, eight at a time or one by one: the
+     * byte escaped as it is alone, the rest as they are */
+    int bad = 0;
+    for (unsigned c = 0; c < 256; c++)
+        for (int at = 0; at < 20; at++) {
+            char in[20], esc[8], want[64];
+            memset(in, 'x', sizeof in);
+            in[at] = (char)c;
+            if (c == '"' || c == '\\')
+                snprintf(esc, sizeof esc, "\\%c", c);
+            else if (c == '\n' || c == '\t' || c == '\r')
+                snprintf(esc, sizeof esc, "\\%c", c == '\n' ? 'n' : c == '\t' ? 't' : 'r');
+            else if (c < 0x20 || c >= 0x80)
+                snprintf(esc, sizeof esc, "\\u%04x", c);
+            else
+                snprintf(esc, sizeof esc, "%c", c);
+            snprintf(want, sizeof want, "\"%.*s%s%.*s\"", at, in, esc, 19 - at, in + at + 1);
+            buf_init(&b);
+            buf_append_json_str(&b, in, sizeof in);
+            bad += strcmp((char *)b.data, want) != 0;
+            buf_reset(&b);
+        }
+    CHECK_EQ_INT(bad, 0);
 }
 
 /* The literal-key forms write what jsonw_key and jsonw_k* write, commas included, also when a

@@ -82,14 +82,22 @@ static const bool JSON_PLAIN[256] = {
     [0x20 ... 0x21] = true, [0x23 ... 0x5b] = true, [0x5d ... 0x7f] = true,
 };
 
+/* The end of the run of JSON_PLAIN bytes of p[i..n): eight at a time, then one by one. */
+static size_t plain_run(const unsigned char *p, size_t i, size_t n)
+{
+    for (uint64_t w; n - i >= 8 && (memcpy(&w, p + i, 8), utf8_json_plain8(w));)
+        i += 8;
+    while (i < n && JSON_PLAIN[p[i]])
+        i++;
+    return i;
+}
+
 void buf_append_json_str(buf *b, const char *s, size_t n)
 {
     const unsigned char *p = (const unsigned char *)s;
     buf_reserve(b, n + 2);
     /* most strings (names, paths) need no escaping: quoted in one copy into the room above */
-    size_t plain = 0;
-    while (plain < n && JSON_PLAIN[p[plain]])
-        plain++;
+    size_t plain = plain_run(p, 0, n);
     if (plain == n) {
         char *d = (char *)b->data + b->len;
         d[0] = '"';
@@ -102,9 +110,7 @@ void buf_append_json_str(buf *b, const char *s, size_t n)
     buf_putc(b, '"');
     for (size_t i = 0; i < n;) {
         /* copy the run of bytes that need no escaping in one go */
-        size_t run = i;
-        while (run < n && JSON_PLAIN[p[run]])
-            run++;
+        size_t run = plain_run(p, i, n);
         if (run > i) {
             buf_append(b, p + i, run - i);
             i = run;

@@ -95,18 +95,6 @@ static void *alloc(parser *p, size_t n)
     return arena_alloc_uninit(p->a, n, NULL);   /* the caller reports a failure */
 }
 
-/* Whether none of the 8 bytes of w (any order) is a quote, a backslash, a control character
- * or a non-ASCII byte: the bytes a string scan must stop at. Bit tricks of "Bit Twiddling
- * Hacks" (haszero, hasless) on a 64-bit word: 8 bytes a step instead of 1. */
-static inline bool plain8(uint64_t w)
-{
-    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
-    uint64_t quote = w ^ (ones * '"'), bslash = w ^ (ones * '\\');
-    uint64_t stop = ((quote - ones) & ~quote) | ((bslash - ones) & ~bslash) |
-                    ((w - ones * 0x20) & ~w) | w;
-    return (stop & highs) == 0;
-}
-
 static const char *skip_blanks(const char *s, const char *end)
 {
     while (s < end && (*s == ' ' || *s == '\n' || *s == '\r' || *s == '\t'))
@@ -199,7 +187,7 @@ static const char *string(parser *p, const char *s, const char **str, uint32_t *
     /* Pass 1: find the closing quote, checking control characters and UTF-8. */
     for (;;) {
         uint64_t w;
-        while (end - q >= 8 && (memcpy(&w, q, 8), plain8(w)))
+        while (end - q >= 8 && (memcpy(&w, q, 8), utf8_json_plain8(w)))
             q += 8;
         while (q < end && (unsigned char)*q >= 0x20 && (unsigned char)*q < 0x80 && *q != '"' &&
                *q != '\\')

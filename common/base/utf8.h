@@ -13,6 +13,7 @@
 #define STACKSIFT_BASE_UTF8_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 
 #include "base/arena.h"
@@ -50,5 +51,19 @@ const char *utf8_sanitize(size_t *out_len, const char *s, size_t n, arena *a, er
  * replaced by U+FFFD as utf8_sanitize does; cut at a character boundary so that the result
  * and its NUL fit. Returns out. cap >= 4. */
 char *utf8_repair(char *out, size_t cap, const char *s);
+
+/* utf8_json_plain8 - whether each of the 8 bytes of `w` (any byte order) is ASCII that a JSON
+ * string holds as it is: none is '"' or '\\', below 0x20 or above 0x7f (RFC 8259 section 7).
+ * The zero-byte and less-than tests of "Bit Twiddling Hacks" (haszero, hasless) on each kind:
+ * a borrow starts only at a byte that matches, so a word without one is never taken for one
+ * with one. For scanning a string eight bytes a step. */
+static inline bool utf8_json_plain8(uint64_t w)
+{
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    uint64_t quote = w ^ (ones * '"'), bslash = w ^ (ones * '\\');
+    uint64_t stop = ((quote - ones) & ~quote) | ((bslash - ones) & ~bslash) |
+                    ((w - ones * 0x20) & ~w) | w;
+    return (stop & highs) == 0;
+}
 
 #endif
